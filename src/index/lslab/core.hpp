@@ -1,0 +1,414 @@
+// L-Slab's algorithm, written once against CODS and compiled for both processors.
+//
+// Layout (dissertation 2.5.1, adapted): a bucket is a chain of slabs. A slab of width W holds
+// two c-objects of W words each: `keys` = W-2 keys, then the bucket's lock word (used in the
+// head slab only), then the next-slab index; `values` = the W-2 values in the same slot order.
+// Keys are packed together so a group reads them in one coalesced access; the value is read
+// only after a key matched. Putting the lock in the key line saves one memory transaction per
+// operation against a separate lock array.
+//
+// Concurrency: a per-bucket reader-writer lock word [version:32 | readers:31 | writer:1].
+// PUT and DELETE take it exclusively through the group's leader; GET either reads without
+// locking and validates the version afterwards (ReadPolicy::kOptimistic, lock-free reads), or
+// takes the shared lock (ReadPolicy::kShared, the seed's behaviour).
+//
+// Memory: head slabs are one array; overflow slabs come from a pool of fixed-size chunks
+// addressed by 32-bit indices. A group takes a slab from a striped free list (tagged Treiber
+// stacks, ABA-safe) or, failing that, from fresh memory with a bump pointer bounded by the
+// committed capacity. When both are empty the operation reports OpStatus::kRetry and changes
+// nothing; the driver grows the pool and runs it again. An overflow slab emptied by DELETE
+// is unlinked and pushed to a free list; pool memory is never returned while the map lives,
+// so an optimistic reader that strays into a recycled slab reads valid memory and then fails
+// its validation.
+#pragma once
+
+#include <cstdint>
+
+#include "cods/cods.hpp"
+#include "index/lslab/types.hpp"
+
+namespace duet::lslab {
+
+inline constexpr std::uint32_t kNullSlab = 0xFFFFFFFFu;
+inline constexpr unsigned kFreeStripes = 64;
+inline constexpr unsigned kMaxChunks = 1u << 16;
+
+/// Lock word bits.
+inline constexpr std::uint64_t kWriterBit = 1;
+inline constexpr std::uint64_t kReaderUnit = 2;
+inline constexpr std::uint64_t kLowMask = 0xFFFFFFFFull;  // writer bit + reader count
+inline constexpr std::uint64_t kVersionUnit = 1ull << 32;
+
+/// One slab of width W (W = 8, 16 or 32): 2 * W * 8 bytes.
+template <unsigned W>
+struct Slab {
+  static constexpr unsigned kKeySlots = W - 2;
+  static constexpr unsigned kLockSlot = W - 2;
+  static constexpr unsigned kNextSlot = W - 1;
+  static constexpr cods::ElementMask kKeyMask = (cods::ElementMask(1) << kKeySlots) - 1;
+  cods::CObject<W> keys;
+  cods::CObject<W> values;
+};
+
+/// 64-bit finaliser of MurmurHash3: a bijection that spreads every input bit over the output.
+DUET_HD DUET_INLINE std::uint64_t mix64(std::uint64_t k) {
+  k ^= k >> 33;
+  k *= 0xff51afd7ed558ccdull;
+  k ^= k >> 33;
+  k *= 0xc4ceb9fe1a85ec53ull;
+  k ^= k >> 33;
+  return k;
+}
+
+/// Maps a hash uniformly onto [0, n) with a multiply instead of a division.
+DUET_HD DUET_INLINE std::uint64_t reduce_range(std::uint64_t h, std::uint64_t n) {
+#if DUET_DEVICE_PASS
+  return __umul64hi(h, n);
+#else
+  return static_cast<std::uint64_t>((static_cast<unsigned __int128>(h) * n) >> 64);
+#endif
+}
+
+/// The pool's shared state, in memory both the driver and the groups can reach.
+struct PoolCounters {
+  std::uint64_t fresh_next;     ///< next never-used slab index
+  std::uint64_t capacity;       ///< slabs committed in chunks; fresh_next never passes it
+  std::uint64_t free_count;     ///< slabs on the free lists
+  std::uint64_t retries;        ///< operations that found the pool empty (reset per batch)
+  std::uint64_t free_heads[kFreeStripes];  ///< tagged stack heads: [tag:32 | slab index:32]
+};
+
+/// A view of a map that a group operates on: plain pointers, copied into kernels by value.
+template <unsigned W>
+struct MapView {
+  Slab<W>* heads = nullptr;
+  std::uint64_t buckets = 0;
+  Slab<W>* const* chunks = nullptr;  ///< kMaxChunks entries; null past the committed ones
+  unsigned chunk_shift = 0;          ///< slabs per chunk = 1 << chunk_shift
+  PoolCounters* pool = nullptr;
+  ReadPolicy read_policy = ReadPolicy::kOptimistic;
+
+  DUET_HD DUET_INLINE std::uint64_t bucket_of(std::uint64_t key) const { return reduce_range(mix64(key), buckets); }
+  DUET_HD DUET_INLINE Slab<W>* head_of(std::uint64_t key) const { return heads + bucket_of(key); }
+
+  /// The slab with pool index idx, or null for an index outside the committed pool (which an
+  /// optimistic reader can meet only in a slab that is being changed under it).
+  DUET_HD DUET_INLINE Slab<W>* resolve(std::uint64_t idx) const {
+    if (idx >= cods::atomic_load(&pool->capacity, cods::Order::acquire)) return nullptr;
+    Slab<W>* chunk = chunks[idx >> chunk_shift];
+    return chunk ? chunk + (idx & ((std::uint64_t(1) << chunk_shift) - 1)) : nullptr;
+  }
+};
+
+/// Result of one operation, identical on every lane of the group.
+struct OpResult {
+  OpStatus status;
+  std::uint64_t value;
+};
+
+namespace detail {
+
+template <class Group, unsigned W>
+DUET_HD DUET_INLINE std::uint64_t leader_load(const Group& g, const std::uint64_t* p, cods::Order o) {
+  std::uint64_t v = 0;
+  if (g.is_leader()) v = cods::atomic_load(p, o);
+  return g.shfl(v, 0);
+}
+
+template <class Group>
+DUET_HD DUET_INLINE void write_lock(const Group& g, std::uint64_t* lock) {
+  if (g.is_leader()) {
+    for (;;) {
+      std::uint64_t w = cods::atomic_load(lock, cods::Order::relaxed);
+      if ((w & kLowMask) == 0 && cods::atomic_cas(lock, w, w | kWriterBit, cods::Order::acquire)) break;
+      cods::spin_pause();
+    }
+  }
+  g.sync();
+  // Sequence-lock rule: the writer bit is ordered before every store of the critical section,
+  // so an optimistic reader that sees any of them also sees the bucket as changed.
+  cods::fence(cods::Order::release);
+}
+
+template <class Group>
+DUET_HD DUET_INLINE void write_unlock(const Group& g, std::uint64_t* lock) {
+  cods::fence(cods::Order::release);
+  g.sync();
+  if (g.is_leader()) cods::atomic_add(lock, kVersionUnit - kWriterBit, cods::Order::release);
+  g.sync();
+}
+
+template <class Group>
+DUET_HD DUET_INLINE void read_lock(const Group& g, std::uint64_t* lock) {
+  if (g.is_leader()) {
+    for (;;) {
+      const std::uint64_t w = cods::atomic_add(lock, kReaderUnit, cods::Order::acquire);
+      if (!(w & kWriterBit)) break;
+      cods::atomic_add(lock, ~kReaderUnit + 1, cods::Order::relaxed);
+      while (cods::atomic_load(lock, cods::Order::relaxed) & kWriterBit) cods::spin_pause();
+    }
+  }
+  g.sync();
+}
+
+template <class Group>
+DUET_HD DUET_INLINE void read_unlock(const Group& g, std::uint64_t* lock) {
+  g.sync();
+  if (g.is_leader()) cods::atomic_add(lock, ~kReaderUnit + 1, cods::Order::release);
+}
+
+/// Takes a slab for the group: free list of `stripe` first, then fresh memory. Returns the
+/// index to every lane, or kNullSlab when the pool is exhausted.
+template <class Group, unsigned W>
+DUET_HD DUET_INLINE std::uint32_t alloc_slab(const Group& g, const MapView<W>& m, unsigned stripe) {
+  std::uint64_t got = kNullSlab;
+  if (g.is_leader()) {
+    PoolCounters* p = m.pool;
+    for (unsigned s = 0; s < kFreeStripes && got == kNullSlab; ++s) {
+      std::uint64_t* head = &p->free_heads[(stripe + s) % kFreeStripes];
+      std::uint64_t h = cods::atomic_load(head, cods::Order::acquire);
+      while ((h & kLowMask) != kNullSlab) {
+        const std::uint64_t idx = h & kLowMask;
+        Slab<W>* s_ptr = m.resolve(idx);
+        const std::uint64_t next = s_ptr ? (s_ptr->keys.load(Slab<W>::kNextSlot, cods::Order::relaxed) & kLowMask)
+                                         : std::uint64_t(kNullSlab);
+        const std::uint64_t nh = ((h >> 32) + 1) << 32 | next;
+        if (cods::atomic_cas(head, h, nh, cods::Order::acq_rel)) {
+          cods::atomic_add(&p->free_count, ~std::uint64_t(0), cods::Order::relaxed);
+          got = idx;
+          break;
+        }
+      }
+      // Other stripes are scanned only while some slab is free somewhere.
+      if (got == kNullSlab && cods::atomic_load(&p->free_count, cods::Order::relaxed) == 0) break;
+    }
+    if (got == kNullSlab) {
+      std::uint64_t f = cods::atomic_load(&p->fresh_next, cods::Order::relaxed);
+      while (f < cods::atomic_load(&p->capacity, cods::Order::acquire)) {
+        if (cods::atomic_cas(&p->fresh_next, f, f + 1, cods::Order::acq_rel)) {
+          got = f;
+          break;
+        }
+      }
+    }
+  }
+  return static_cast<std::uint32_t>(g.shfl(got, 0));
+}
+
+/// Returns slab idx to the free list of `stripe`. The slab must be unreachable from any bucket.
+template <class Group, unsigned W>
+DUET_HD DUET_INLINE void free_slab(const Group& g, const MapView<W>& m, std::uint32_t idx, unsigned stripe) {
+  if (g.is_leader()) {
+    Slab<W>* s = m.resolve(idx);
+    std::uint64_t* head = &m.pool->free_heads[stripe % kFreeStripes];
+    std::uint64_t h = cods::atomic_load(head, cods::Order::relaxed);
+    for (;;) {
+      s->keys.store(Slab<W>::kNextSlot, h & kLowMask, cods::Order::relaxed);
+      const std::uint64_t nh = ((h >> 32) + 1) << 32 | idx;
+      if (cods::atomic_cas(head, h, nh, cods::Order::acq_rel)) break;
+    }
+    cods::atomic_add(&m.pool->free_count, 1, cods::Order::relaxed);
+  }
+  g.sync();
+}
+
+/// Searches a bucket's chain for key. Returns true when found, with the slab and slot; `last`
+/// is the chain's final slab, `empty_slab`/`empty_slot` the first free slot met (if any).
+/// Used under the bucket's lock (exclusive or shared), so the chain cannot change.
+template <class Group, unsigned W>
+struct ChainWalk {
+  Slab<W>* slab = nullptr;
+  int slot = -1;
+  Slab<W>* prev = nullptr;
+  Slab<W>* last = nullptr;
+  std::uint32_t slab_index = kNullSlab;  ///< pool index of `slab` (kNullSlab for the head)
+  Slab<W>* empty_slab = nullptr;
+  int empty_slot = -1;
+  cods::Fragment<W, Group> frag;         ///< keys of `slab` (or of `last` when not found)
+};
+
+template <class Group, unsigned W>
+DUET_HD DUET_INLINE bool walk_locked(const Group& g, const MapView<W>& m, Slab<W>* head, std::uint64_t key,
+                                     ChainWalk<Group, W>& w) {
+  using S = Slab<W>;
+  Slab<W>* slab = head;
+  Slab<W>* prev = nullptr;
+  std::uint32_t idx = kNullSlab;
+  for (;;) {
+    w.frag.get(g, slab->keys);
+    const int slot = w.frag.find(g, key, S::kKeyMask);
+    if (slot >= 0) {
+      w.slab = slab;
+      w.slot = slot;
+      w.prev = prev;
+      w.slab_index = idx;
+      return true;
+    }
+    if (!w.empty_slab) {
+      const int e = w.frag.find(g, kReservedKey, S::kKeyMask);
+      if (e >= 0) {
+        w.empty_slab = slab;
+        w.empty_slot = e;
+      }
+    }
+    const std::uint64_t next = w.frag.broadcast(g, S::kNextSlot) & kLowMask;
+    if (next == kNullSlab) {
+      w.last = slab;
+      return false;
+    }
+    prev = slab;
+    idx = static_cast<std::uint32_t>(next);
+    slab = m.resolve(next);
+  }
+}
+
+}  // namespace detail
+
+/// GET: every lane passes the same key; the value (if found) is returned to every lane.
+/// Costs one coalesced key read per slab of the chain plus one value read on a hit.
+template <class Group, unsigned W>
+DUET_HD OpResult lslab_get(const Group& g, const MapView<W>& m, std::uint64_t key) {
+  using S = Slab<W>;
+  if (key == kReservedKey) return {OpStatus::kInvalid, 0};
+  S* head = m.head_of(key);
+  std::uint64_t* lock = &head->keys.elem[S::kLockSlot];
+  constexpr std::uint64_t kStable = ~(kLowMask - kWriterBit);  // version and writer bit
+  if (m.read_policy == ReadPolicy::kOptimistic) {
+    for (int attempt = 0; attempt < 64; ++attempt) {
+      const std::uint64_t v1 = detail::leader_load<Group, W>(g, lock, cods::Order::acquire) & kStable;
+      if (v1 & kWriterBit) {
+        cods::spin_pause();
+        continue;
+      }
+      OpResult r{OpStatus::kNotFound, 0};
+      S* slab = head;
+      cods::Fragment<W, Group> frag;
+      for (unsigned hops = 0; slab != nullptr; ++hops) {
+        frag.get(g, slab->keys);
+        const int slot = frag.find(g, key, S::kKeyMask);
+        if (slot >= 0) {
+          r = {OpStatus::kFound, slab->values.load(static_cast<unsigned>(slot), cods::Order::relaxed)};
+          break;
+        }
+        const std::uint64_t next = frag.broadcast(g, S::kNextSlot) & kLowMask;
+        if (next == kNullSlab) break;
+        // A chain this long can only be a recycled slab seen mid-change: recheck the bucket.
+        if ((hops & 63) == 63 && (detail::leader_load<Group, W>(g, lock, cods::Order::acquire) & kStable) != v1) break;
+        slab = m.resolve(next);
+      }
+      cods::fence(cods::Order::acquire);
+      const std::uint64_t v2 = detail::leader_load<Group, W>(g, lock, cods::Order::relaxed) & kStable;
+      if (v2 == v1) return r;
+    }
+    // Persistent contention: fall back to the reader lock, which always completes.
+  }
+  detail::read_lock(g, lock);
+  detail::ChainWalk<Group, W> w;
+  OpResult r{OpStatus::kNotFound, 0};
+  if (detail::walk_locked(g, m, head, key, w))
+    r = {OpStatus::kFound, w.slab->values.load(static_cast<unsigned>(w.slot), cods::Order::relaxed)};
+  detail::read_unlock(g, lock);
+  return r;
+}
+
+/// PUT: inserts or overwrites key; returns the previous value (kFound) or kNotFound.
+/// Returns kRetry, having changed nothing, when a new slab was needed and the pool is empty.
+template <class Group, unsigned W>
+DUET_HD OpResult lslab_put(const Group& g, const MapView<W>& m, std::uint64_t key, std::uint64_t value) {
+  using S = Slab<W>;
+  if (key == kReservedKey) return {OpStatus::kInvalid, 0};
+  const std::uint64_t bucket = m.bucket_of(key);
+  S* head = m.heads + bucket;
+  std::uint64_t* lock = &head->keys.elem[S::kLockSlot];
+  detail::write_lock(g, lock);
+  detail::ChainWalk<Group, W> w;
+  OpResult r{OpStatus::kNotFound, 0};
+  if (detail::walk_locked(g, m, head, key, w)) {
+    if (g.is_leader()) {
+      r.value = w.slab->values.load(static_cast<unsigned>(w.slot), cods::Order::relaxed);
+      w.slab->values.store(static_cast<unsigned>(w.slot), value, cods::Order::relaxed);
+    }
+    r = {OpStatus::kFound, g.shfl(r.value, 0)};
+  } else if (w.empty_slab) {
+    if (g.is_leader()) {
+      w.empty_slab->values.store(static_cast<unsigned>(w.empty_slot), value, cods::Order::relaxed);
+      w.empty_slab->keys.store(static_cast<unsigned>(w.empty_slot), key, cods::Order::relaxed);
+    }
+  } else {
+    const std::uint32_t idx = detail::alloc_slab(g, m, static_cast<unsigned>(bucket % kFreeStripes));
+    if (idx == kNullSlab) {
+      if (g.is_leader()) cods::atomic_add(&m.pool->retries, 1, cods::Order::relaxed);
+      r = {OpStatus::kRetry, 0};
+    } else {
+      S* fresh = m.resolve(idx);
+      cods::Fragment<W, Group> keys;
+      keys.fill(kReservedKey);
+      cods::Fragment<W, Group> vals;
+      vals.fill(0);
+      // Build the new slab in near memory, holding key in slot 0, then publish it with one set.
+DUET_UNROLL
+      for (unsigned j = 0; j < keys.kPerLane; ++j) {
+        const unsigned i = keys.index(g, j);
+        if (i == 0) {
+          keys.e[j] = key;
+          vals.e[j] = value;
+        }
+        if (i == S::kNextSlot) keys.e[j] = kNullSlab;
+        if (i == S::kLockSlot) keys.e[j] = 0;
+      }
+      keys.set(g, fresh->keys);
+      vals.set(g, fresh->values);
+      cods::fence(cods::Order::release);
+      g.sync();
+      if (g.is_leader()) w.last->keys.store(S::kNextSlot, idx, cods::Order::release);
+    }
+  }
+  detail::write_unlock(g, lock);
+  return r;
+}
+
+/// DELETE: removes key; returns the previous value (kFound) or kNotFound. An overflow slab
+/// left empty is unlinked and returned to the pool.
+template <class Group, unsigned W>
+DUET_HD OpResult lslab_delete(const Group& g, const MapView<W>& m, std::uint64_t key) {
+  using S = Slab<W>;
+  if (key == kReservedKey) return {OpStatus::kInvalid, 0};
+  const std::uint64_t bucket = m.bucket_of(key);
+  S* head = m.heads + bucket;
+  std::uint64_t* lock = &head->keys.elem[S::kLockSlot];
+  detail::write_lock(g, lock);
+  detail::ChainWalk<Group, W> w;
+  OpResult r{OpStatus::kNotFound, 0};
+  if (detail::walk_locked(g, m, head, key, w)) {
+    std::uint64_t old = 0;
+    if (g.is_leader()) {
+      old = w.slab->values.load(static_cast<unsigned>(w.slot), cods::Order::relaxed);
+      w.slab->keys.store(static_cast<unsigned>(w.slot), kReservedKey, cods::Order::relaxed);
+    }
+    r = {OpStatus::kFound, g.shfl(old, 0)};
+    // Keys still in this slab other than the one just removed.
+    const int remaining = S::kKeySlots - w.frag.count(g, kReservedKey, S::kKeyMask) - 1;
+    if (w.prev != nullptr && remaining == 0) {
+      const std::uint64_t next = w.frag.broadcast(g, S::kNextSlot);
+      if (g.is_leader()) w.prev->keys.store(S::kNextSlot, next, cods::Order::release);
+      g.sync();
+      detail::free_slab(g, m, w.slab_index, static_cast<unsigned>(bucket % kFreeStripes));
+    }
+  }
+  detail::write_unlock(g, lock);
+  return r;
+}
+
+/// Runs one request of any kind; an unknown op code gives kInvalid.
+template <class Group, unsigned W>
+DUET_HD DUET_INLINE OpResult lslab_execute(const Group& g, const MapView<W>& m, Op op, std::uint64_t key,
+                                            std::uint64_t value) {
+  switch (op) {
+    case Op::kGet: return lslab_get(g, m, key);
+    case Op::kPut: return lslab_put(g, m, key, value);
+    case Op::kDelete: return lslab_delete(g, m, key);
+  }
+  return {OpStatus::kInvalid, 0};
+}
+
+}  // namespace duet::lslab

@@ -1,0 +1,189 @@
+// The CPU twin of L-Slab: the algorithm of core.hpp run by CPU threads (group = one thread)
+// over host memory, with batches spread across a thread pool.
+#include <atomic>
+#include <cstring>
+#include <mutex>
+#include <string>
+
+#include "index/lslab/core.hpp"
+#include "index/lslab/map.hpp"
+#include "mem/host_memory.hpp"
+#include "sched/thread_pool.hpp"
+
+namespace duet::lslab {
+namespace {
+
+/// Requests handed to one worker before the batch is split across threads.
+constexpr std::size_t kParallelGrain = 2048;
+/// How many requests ahead a worker prefetches the bucket's head slab.
+constexpr std::size_t kPrefetchDistance = 12;
+
+template <unsigned W>
+void init_head_slabs(Slab<W>* heads, std::uint64_t begin, std::uint64_t end) {
+  for (std::uint64_t b = begin; b < end; ++b) {
+    Slab<W>& s = heads[b];
+    for (unsigned i = 0; i < W; ++i) {
+      s.keys.elem[i] = kReservedKey;
+      s.values.elem[i] = 0;
+    }
+    s.keys.elem[Slab<W>::kLockSlot] = 0;
+    s.keys.elem[Slab<W>::kNextSlot] = kNullSlab;
+  }
+}
+
+template <unsigned W>
+class CpuMap final : public Map {
+ public:
+  CpuMap(const Config& c, std::uint64_t buckets) : config_(c), workers_(c.threads) {
+    buckets_ = buckets;
+    chunks_.reset(new Slab<W>*[kMaxChunks]());
+    counters_ = new PoolCounters();
+    for (auto& h : counters_->free_heads) h = kNullSlab;
+    // Chunks of 2^16 slabs (8 MiB at W = 8), fewer for small maps.
+    chunk_shift_ = 16;
+    while (chunk_shift_ > 8 && (std::uint64_t(1) << chunk_shift_) > buckets) --chunk_shift_;
+    view_.buckets = buckets;
+    view_.chunks = chunks_.get();
+    view_.chunk_shift = chunk_shift_;
+    view_.pool = counters_;
+    view_.read_policy = c.read_policy;
+  }
+
+  ~CpuMap() override {
+    const std::size_t chunk_bytes = sizeof(Slab<W>) << chunk_shift_;
+    for (unsigned i = 0; i < kMaxChunks && chunks_[i]; ++i) mem::unmap(chunks_[i], chunk_bytes);
+    mem::unmap(view_.heads, heads_bytes_);
+    delete counters_;
+  }
+
+  Status init() {
+    heads_bytes_ = sizeof(Slab<W>) * buckets_;
+    auto* heads = static_cast<Slab<W>*>(mem::map_zeroed(heads_bytes_));
+    if (!heads) return Status::ResourceExhausted("cannot map " + std::to_string(heads_bytes_) + " bytes for buckets");
+    view_.heads = heads;
+    workers_.parallel_for(buckets_, 1 << 16,
+                          [&](std::size_t b, std::size_t e, unsigned) { init_head_slabs<W>(heads, b, e); });
+    std::uint64_t initial = config_.initial_pool_slabs;
+    if (initial == 0) initial = std::max<std::uint64_t>(4096, config_.expected_keys / 16 / Slab<W>::kKeySlots);
+    Status s = grow(initial);
+    grows_.store(0);  // the initial commit is not growth
+    return s;
+  }
+
+  Status execute(const Batch& batch, BatchResult& result) override {
+    if (batch.n == 0) return Status::Ok();
+    if (!batch.ops || !batch.keys || !result.status || !result.values)
+      return Status::InvalidArgument("batch of " + std::to_string(batch.n) + " requests has a null array");
+    std::atomic<bool> exhausted{false};
+    workers_.parallel_for(batch.n, kParallelGrain, [&](std::size_t begin, std::size_t end, unsigned) {
+      const cods::CpuThread g;
+      for (std::size_t i = begin; i < end; ++i) {
+        if (i + kPrefetchDistance < end) {
+          const auto* h = view_.head_of(batch.keys[i + kPrefetchDistance]);
+          __builtin_prefetch(&h->keys);
+          __builtin_prefetch(&h->values);
+        }
+        const Op op = batch.ops[i];
+        if (op == Op::kPut && !batch.values) {
+          result.status[i] = OpStatus::kInvalid;
+          result.values[i] = 0;
+          continue;
+        }
+        const std::uint64_t value = op == Op::kPut ? batch.values[i] : 0;
+        OpResult r = lslab_execute(g, view_, op, batch.keys[i], value);
+        while (r.status == OpStatus::kRetry) {
+          if (!grow(cods::atomic_load(&counters_->capacity) + 1).ok()) {
+            exhausted.store(true, std::memory_order_relaxed);
+            break;
+          }
+          r = lslab_execute(g, view_, op, batch.keys[i], value);
+        }
+        result.status[i] = r.status;
+        result.values[i] = r.value;
+      }
+    });
+    if (exhausted.load())
+      return Status::ResourceExhausted("slab pool is at its limit of " + std::to_string(max_slabs()) +
+                                       " slabs; requests marked retry were not applied");
+    return Status::Ok();
+  }
+
+  Status execute_resident(const Batch& batch, BatchResult& result) override { return execute(batch, result); }
+
+  PoolStats stats() const override {
+    PoolStats s;
+    s.buckets = buckets_;
+    s.pool_capacity = cods::atomic_load(&counters_->capacity);
+    s.pool_handed_out = cods::atomic_load(&counters_->fresh_next);
+    s.pool_free = cods::atomic_load(&counters_->free_count);
+    s.pool_grows = grows_.load();
+    s.slab_bytes = sizeof(Slab<W>);
+    return s;
+  }
+  const char* backend() const override { return "cpu"; }
+  unsigned slab_width() const override { return W; }
+
+ private:
+  std::uint64_t max_slabs() const {
+    const std::uint64_t hard = std::min<std::uint64_t>(kNullSlab - 1, std::uint64_t(kMaxChunks) << chunk_shift_);
+    return config_.max_pool_slabs ? std::min(config_.max_pool_slabs, hard) : hard;
+  }
+
+  /// Commits chunks until the pool holds at least `want` slabs (1.5x growth), or fails.
+  Status grow(std::uint64_t want) {
+    std::lock_guard<std::mutex> lk(grow_mutex_);
+    const std::uint64_t cap = cods::atomic_load(&counters_->capacity);
+    if (cap >= want) return Status::Ok();
+    const std::uint64_t chunk = std::uint64_t(1) << chunk_shift_;
+    std::uint64_t target = std::max({want, cap + cap / 2, cap + chunk});
+    target = std::min(target, max_slabs());
+    if (target < want) return Status::ResourceExhausted("slab pool limit reached");
+    std::uint64_t committed = cap;  // always a multiple of the chunk size
+    while (committed < target) {
+      const unsigned k = static_cast<unsigned>(committed >> chunk_shift_);
+      void* p = mem::map_zeroed(sizeof(Slab<W>) * chunk);
+      if (!p) break;
+      chunks_[k] = static_cast<Slab<W>*>(p);
+      committed += chunk;
+    }
+    committed = std::min(committed, max_slabs());
+    cods::atomic_store(&counters_->capacity, committed, cods::Order::release);
+    grows_.fetch_add(1);
+    return committed >= want ? Status::Ok() : Status::ResourceExhausted("host memory exhausted growing slab pool");
+  }
+
+  Config config_;
+  sched::ThreadPool workers_;
+  std::uint64_t buckets_ = 0;
+  std::size_t heads_bytes_ = 0;
+  std::unique_ptr<Slab<W>*[]> chunks_;
+  unsigned chunk_shift_ = 16;
+  PoolCounters* counters_ = nullptr;
+  std::mutex grow_mutex_;
+  std::atomic<std::uint64_t> grows_{0};
+  MapView<W> view_;
+};
+
+template <unsigned W>
+Status make(const Config& c, std::unique_ptr<Map>* out) {
+  auto m = std::make_unique<CpuMap<W>>(c, bucket_count(c, W));
+  Status s = m->init();
+  if (!s.ok()) return s;
+  *out = std::move(m);
+  return Status::Ok();
+}
+
+}  // namespace
+
+Status make_cpu_map(const Config& c, std::unique_ptr<Map>* out, unsigned slab_width) {
+  Status s = validate_config(c);
+  if (!s.ok()) return s;
+  switch (slab_width) {
+    case 8: return make<8>(c, out);
+    case 16: return make<16>(c, out);
+    case 32: return make<32>(c, out);
+  }
+  return Status::InvalidArgument("slab width must be 8, 16 or 32, got " + std::to_string(slab_width));
+}
+
+}  // namespace duet::lslab

@@ -1,0 +1,341 @@
+// The GPU L-Slab map: the algorithm of core.hpp run by tiles of W lanes, one request at a time
+// per tile with the request's owner lane as the source of the broadcast (dissertation 2.5.1).
+#include <cuda_runtime.h>
+
+#include <algorithm>
+#include <cstring>
+#include <mutex>
+#include <string>
+#include <vector>
+
+#include "gpu/device.hpp"
+#include "index/lslab/core.hpp"
+#include "index/lslab/map.hpp"
+
+namespace duet::lslab {
+namespace {
+
+#define DUET_CUDA_TRY(expr)                                                                        \
+  do {                                                                                             \
+    cudaError_t duet_e = (expr);                                                                   \
+    if (duet_e != cudaSuccess) {                                                                   \
+      cudaGetLastError();                                                                          \
+      return (duet_e == cudaErrorMemoryAllocation)                                                 \
+                 ? Status::ResourceExhausted(std::string(#expr) + ": " + cudaGetErrorString(duet_e)) \
+                 : Status::Internal(std::string(#expr) + ": " + cudaGetErrorString(duet_e));        \
+    }                                                                                              \
+  } while (0)
+
+constexpr unsigned kBlockThreads = 256;
+
+template <unsigned W>
+__global__ void init_heads_kernel(Slab<W>* heads, std::uint64_t buckets) {
+  const std::uint64_t words = buckets * W;
+  for (std::uint64_t i = blockIdx.x * std::uint64_t(blockDim.x) + threadIdx.x; i < words;
+       i += std::uint64_t(gridDim.x) * blockDim.x) {
+    const std::uint64_t b = i / W;
+    const unsigned slot = static_cast<unsigned>(i % W);
+    std::uint64_t key = kReservedKey;
+    if (slot == Slab<W>::kLockSlot) key = 0;
+    if (slot == Slab<W>::kNextSlot) key = kNullSlab;
+    heads[b].keys.elem[slot] = key;
+    heads[b].values.elem[slot] = 0;
+  }
+}
+
+/// Each tile takes W consecutive requests; every lane owns one and, in turn, the tile runs the
+/// owner's request together. retry_only: run only requests whose status is kRetry.
+template <unsigned W>
+__global__ void __launch_bounds__(kBlockThreads)
+    batch_kernel(MapView<W> m, const Op* __restrict__ ops, const std::uint64_t* __restrict__ keys,
+                 const std::uint64_t* __restrict__ values, OpStatus* __restrict__ status,
+                 std::uint64_t* __restrict__ out, std::uint64_t n, bool retry_only) {
+  const auto g = cods::GpuTile<W>::of_this_block();
+  const std::uint64_t tiles = std::uint64_t(gridDim.x) * blockDim.x / W;
+  for (std::uint64_t base = (blockIdx.x * std::uint64_t(blockDim.x) + threadIdx.x) / W * W; base < n;
+       base += tiles * W) {
+    const std::uint64_t i = base + g.lane();
+    bool mine = i < n;
+    if (mine && retry_only) mine = status[i] == OpStatus::kRetry;
+    std::uint32_t op = 0;
+    std::uint64_t key = 0, value = 0;
+    if (mine) {
+      op = static_cast<std::uint32_t>(ops[i]);
+      key = keys[i];
+      value = (op == static_cast<std::uint32_t>(Op::kPut) && values) ? values[i] : 0;
+    }
+    std::uint32_t pending = g.ballot(mine);
+    while (pending) {
+      const unsigned owner = __ffs(pending) - 1;
+      pending &= pending - 1;
+      const Op o = static_cast<Op>(g.shfl(op, owner));
+      const std::uint64_t k = g.shfl(key, owner);
+      const std::uint64_t v = g.shfl(value, owner);
+      OpResult r;
+      if (o == Op::kPut && !values) r = {OpStatus::kInvalid, 0};
+      else r = lslab_execute(g, m, o, k, v);
+      if (g.lane() == owner) {
+        status[i] = r.status;
+        out[i] = r.value;
+      }
+    }
+  }
+}
+
+template <unsigned W>
+class GpuMap final : public Map {
+ public:
+  explicit GpuMap(const Config& c) : config_(c) {}
+
+  ~GpuMap() override {
+    for (Slab<W>* p : h_chunks_) cudaFree(p);
+    cudaFree(view_.heads);
+    cudaFree(d_chunks_);
+    cudaFree(d_counters_);
+    free_staging();
+    gpu::free_host(h_counters_);
+  }
+
+  Status init() {
+    const gpu::DeviceInfo& dev = gpu::device();
+    if (!dev.present) return Status::Unavailable("no GPU: " + dev.reason);
+    if (config_.placement == Placement::kManaged && !dev.managed_memory)
+      return Status::Unavailable("the GPU does not support managed memory");
+    Status s = stream_.create();
+    if (!s.ok()) return s;
+    stream_handle_ = static_cast<cudaStream_t>(stream_.handle());
+    buckets_ = bucket_count(config_, W);
+    chunk_shift_ = 16;
+    while (chunk_shift_ > 8 && (std::uint64_t(1) << chunk_shift_) > buckets_) --chunk_shift_;
+    Slab<W>* heads = nullptr;
+    DUET_CUDA_TRY(alloc(reinterpret_cast<void**>(&heads), sizeof(Slab<W>) * buckets_));
+    view_.heads = heads;
+    view_.buckets = buckets_;
+    DUET_CUDA_TRY(cudaMalloc(&d_chunks_, sizeof(Slab<W>*) * kMaxChunks));
+    DUET_CUDA_TRY(cudaMemset(d_chunks_, 0, sizeof(Slab<W>*) * kMaxChunks));
+    DUET_CUDA_TRY(cudaMalloc(&d_counters_, sizeof(PoolCounters)));
+    h_counters_ = static_cast<PoolCounters*>(gpu::alloc_host(sizeof(PoolCounters)));
+    if (!h_counters_) return Status::ResourceExhausted("cannot allocate pinned host memory");
+    std::memset(h_counters_, 0, sizeof(PoolCounters));
+    for (auto& h : h_counters_->free_heads) h = kNullSlab;
+    DUET_CUDA_TRY(cudaMemcpy(d_counters_, h_counters_, sizeof(PoolCounters), cudaMemcpyHostToDevice));
+    view_.chunks = d_chunks_;
+    view_.chunk_shift = chunk_shift_;
+    view_.pool = d_counters_;
+    view_.read_policy = config_.read_policy;
+    init_heads_kernel<W><<<dev.sm_count * 8, kBlockThreads, 0, stream_handle_>>>(heads, buckets_);
+    DUET_CUDA_TRY(cudaGetLastError());
+    int per_sm = 0;
+    DUET_CUDA_TRY(cudaOccupancyMaxActiveBlocksPerMultiprocessor(&per_sm, batch_kernel<W>, kBlockThreads, 0));
+    grid_ = std::max(1, per_sm) * dev.sm_count;
+    std::uint64_t initial = config_.initial_pool_slabs;
+    if (initial == 0) initial = std::max<std::uint64_t>(4096, config_.expected_keys / 16 / Slab<W>::kKeySlots);
+    s = grow(initial);
+    if (!s.ok()) return s;
+    grows_ = 0;
+    return stream_.synchronize();
+  }
+
+  Status execute(const Batch& batch, BatchResult& result) override {
+    if (batch.n == 0) return Status::Ok();
+    if (!batch.ops || !batch.keys || !result.status || !result.values)
+      return Status::InvalidArgument("batch of " + std::to_string(batch.n) + " requests has a null array");
+    std::lock_guard<std::mutex> lk(mutex_);
+    Status s = reserve_staging(batch.n);
+    if (!s.ok()) return s;
+    const std::size_t n = batch.n;
+    // Stage through pinned buffers so the copies are asynchronous DMA at full bus speed.
+    std::memcpy(h_ops_, batch.ops, n * sizeof(Op));
+    std::memcpy(h_keys_, batch.keys, n * 8);
+    if (batch.values) std::memcpy(h_values_, batch.values, n * 8);
+    DUET_CUDA_TRY(cudaMemcpyAsync(d_ops_, h_ops_, n * sizeof(Op), cudaMemcpyHostToDevice, stream_handle_));
+    DUET_CUDA_TRY(cudaMemcpyAsync(d_keys_, h_keys_, n * 8, cudaMemcpyHostToDevice, stream_handle_));
+    if (batch.values)
+      DUET_CUDA_TRY(cudaMemcpyAsync(d_values_, h_values_, n * 8, cudaMemcpyHostToDevice, stream_handle_));
+    Batch db{d_ops_, d_keys_, batch.values ? d_values_ : nullptr, n};
+    BatchResult dr{d_status_, d_out_};
+    s = run_locked(db, dr);
+    if (!s.ok() && s.code() != StatusCode::kResourceExhausted) return s;
+    DUET_CUDA_TRY(cudaMemcpyAsync(h_status_, d_status_, n * sizeof(OpStatus), cudaMemcpyDeviceToHost, stream_handle_));
+    DUET_CUDA_TRY(cudaMemcpyAsync(h_out_, d_out_, n * 8, cudaMemcpyDeviceToHost, stream_handle_));
+    DUET_CUDA_TRY(cudaStreamSynchronize(stream_handle_));
+    std::memcpy(result.status, h_status_, n * sizeof(OpStatus));
+    std::memcpy(result.values, h_out_, n * 8);
+    return s;
+  }
+
+  Status execute_resident(const Batch& batch, BatchResult& result) override {
+    if (batch.n == 0) return Status::Ok();
+    if (!batch.ops || !batch.keys || !result.status || !result.values)
+      return Status::InvalidArgument("batch of " + std::to_string(batch.n) + " requests has a null array");
+    std::lock_guard<std::mutex> lk(mutex_);
+    return run_locked(batch, result);
+  }
+
+  PoolStats stats() const override {
+    std::lock_guard<std::mutex> lk(mutex_);
+    PoolStats s;
+    s.buckets = buckets_;
+    s.pool_capacity = h_counters_->capacity;
+    s.pool_handed_out = h_counters_->fresh_next;
+    s.pool_free = h_counters_->free_count;
+    s.pool_grows = grows_;
+    s.slab_bytes = sizeof(Slab<W>);
+    return s;
+  }
+  const char* backend() const override { return "gpu"; }
+  unsigned slab_width() const override { return W; }
+
+ private:
+  cudaError_t alloc(void** p, std::size_t bytes) {
+    return config_.placement == Placement::kManaged ? cudaMallocManaged(p, bytes) : cudaMalloc(p, bytes);
+  }
+
+  std::uint64_t max_slabs() const {
+    const std::uint64_t hard = std::min<std::uint64_t>(kNullSlab - 1, std::uint64_t(kMaxChunks) << chunk_shift_);
+    return config_.max_pool_slabs ? std::min(config_.max_pool_slabs, hard) : hard;
+  }
+
+  /// Launches the batch (already on the device), then grows the pool and re-runs the requests
+  /// that found it empty until none remain. Leaves h_counters_ current. Caller holds mutex_.
+  Status run_locked(const Batch& b, BatchResult& r) {
+    // Keep headroom for this batch's new slabs so re-runs stay rare.
+    const std::uint64_t avail = h_counters_->capacity - h_counters_->fresh_next + h_counters_->free_count;
+    const std::uint64_t headroom = b.n / Slab<W>::kKeySlots + 1024;
+    if (avail < headroom) {
+      Status s = grow(h_counters_->capacity + (headroom - avail));
+      if (!s.ok() && s.code() != StatusCode::kResourceExhausted) return s;
+    }
+    bool retry_only = false;
+    for (;;) {
+      DUET_CUDA_TRY(cudaMemsetAsync(&d_counters_->retries, 0, 8, stream_handle_));
+      batch_kernel<W><<<grid_, kBlockThreads, 0, stream_handle_>>>(view_, b.ops, b.keys, b.values, r.status,
+                                                                   r.values, b.n, retry_only);
+      DUET_CUDA_TRY(cudaGetLastError());
+      DUET_CUDA_TRY(cudaMemcpyAsync(h_counters_, d_counters_, sizeof(PoolCounters), cudaMemcpyDeviceToHost,
+                                    stream_handle_));
+      DUET_CUDA_TRY(cudaStreamSynchronize(stream_handle_));
+      if (h_counters_->retries == 0) return Status::Ok();
+      Status s = grow(h_counters_->capacity + std::max<std::uint64_t>(h_counters_->retries, 1024));
+      if (!s.ok()) {
+        return Status::ResourceExhausted("slab pool cannot grow (" + s.message() + "); " +
+                                         std::to_string(h_counters_->retries) +
+                                         " requests marked retry were not applied");
+      }
+      retry_only = true;
+    }
+  }
+
+  /// Commits device chunks until the pool holds at least `want` slabs. Caller holds mutex_
+  /// (or is init); no kernel of this map is running.
+  Status grow(std::uint64_t want) {
+    const std::uint64_t cap = h_counters_->capacity;
+    if (cap >= want) return Status::Ok();
+    const std::uint64_t chunk = std::uint64_t(1) << chunk_shift_;
+    std::uint64_t target = std::min(std::max({want, cap + cap / 2, cap + chunk}), max_slabs());
+    if (target < want) return Status::ResourceExhausted("slab pool limit of " + std::to_string(max_slabs()) + " reached");
+    std::uint64_t committed = cap;
+    Status failure;
+    while (committed < target) {
+      void* p = nullptr;
+      cudaError_t e = alloc(&p, sizeof(Slab<W>) * chunk);
+      if (e != cudaSuccess) {
+        cudaGetLastError();
+        failure = Status::ResourceExhausted(std::string("device memory exhausted growing slab pool: ") +
+                                            cudaGetErrorString(e));
+        break;
+      }
+      const unsigned k = static_cast<unsigned>(committed >> chunk_shift_);
+      h_chunks_.push_back(static_cast<Slab<W>*>(p));
+      DUET_CUDA_TRY(cudaMemcpy(d_chunks_ + k, &h_chunks_.back(), sizeof(Slab<W>*), cudaMemcpyHostToDevice));
+      committed += chunk;
+    }
+    committed = std::min(committed, max_slabs());
+    if (committed != cap) {
+      h_counters_->capacity = committed;
+      DUET_CUDA_TRY(cudaMemcpy(&d_counters_->capacity, &committed, 8, cudaMemcpyHostToDevice));
+      ++grows_;
+    }
+    if (committed >= want) return Status::Ok();
+    return failure.ok() ? Status::ResourceExhausted("slab pool limit reached") : failure;
+  }
+
+  Status reserve_staging(std::size_t n) {
+    if (n <= staging_n_) return Status::Ok();
+    free_staging();
+    h_ops_ = static_cast<Op*>(gpu::alloc_host(n));
+    h_status_ = static_cast<OpStatus*>(gpu::alloc_host(n));
+    h_keys_ = static_cast<std::uint64_t*>(gpu::alloc_host(n * 8));
+    h_values_ = static_cast<std::uint64_t*>(gpu::alloc_host(n * 8));
+    h_out_ = static_cast<std::uint64_t*>(gpu::alloc_host(n * 8));
+    if (!h_ops_ || !h_status_ || !h_keys_ || !h_values_ || !h_out_) {
+      free_staging();
+      return Status::ResourceExhausted("cannot allocate pinned staging for " + std::to_string(n) + " requests");
+    }
+    DUET_CUDA_TRY(cudaMalloc(&d_ops_, n));
+    DUET_CUDA_TRY(cudaMalloc(&d_status_, n));
+    DUET_CUDA_TRY(cudaMalloc(&d_keys_, n * 8));
+    DUET_CUDA_TRY(cudaMalloc(&d_values_, n * 8));
+    DUET_CUDA_TRY(cudaMalloc(&d_out_, n * 8));
+    staging_n_ = n;
+    return Status::Ok();
+  }
+
+  void free_staging() {
+    for (void* p : {static_cast<void*>(h_ops_), static_cast<void*>(h_status_), static_cast<void*>(h_keys_),
+                    static_cast<void*>(h_values_), static_cast<void*>(h_out_)})
+      gpu::free_host(p);
+    for (void* p : {static_cast<void*>(d_ops_), static_cast<void*>(d_status_), static_cast<void*>(d_keys_),
+                    static_cast<void*>(d_values_), static_cast<void*>(d_out_)})
+      cudaFree(p);
+    h_ops_ = nullptr, h_status_ = nullptr, h_keys_ = h_values_ = h_out_ = nullptr;
+    d_ops_ = nullptr, d_status_ = nullptr, d_keys_ = d_values_ = d_out_ = nullptr;
+    staging_n_ = 0;
+  }
+
+  Config config_;
+  gpu::Stream stream_;
+  cudaStream_t stream_handle_ = nullptr;
+  mutable std::mutex mutex_;
+  std::uint64_t buckets_ = 0;
+  unsigned chunk_shift_ = 16;
+  int grid_ = 1;
+  Slab<W>** d_chunks_ = nullptr;
+  std::vector<Slab<W>*> h_chunks_;
+  PoolCounters* d_counters_ = nullptr;
+  PoolCounters* h_counters_ = nullptr;
+  std::uint64_t grows_ = 0;
+  MapView<W> view_;
+  std::size_t staging_n_ = 0;
+  Op* h_ops_ = nullptr;
+  OpStatus* h_status_ = nullptr;
+  std::uint64_t *h_keys_ = nullptr, *h_values_ = nullptr, *h_out_ = nullptr;
+  Op* d_ops_ = nullptr;
+  OpStatus* d_status_ = nullptr;
+  std::uint64_t *d_keys_ = nullptr, *d_values_ = nullptr, *d_out_ = nullptr;
+};
+
+template <unsigned W>
+Status make(const Config& c, std::unique_ptr<Map>* out) {
+  auto m = std::make_unique<GpuMap<W>>(c);
+  Status s = m->init();
+  if (!s.ok()) return s;
+  *out = std::move(m);
+  return Status::Ok();
+}
+
+}  // namespace
+
+Status make_gpu_map(const Config& c, std::unique_ptr<Map>* out, unsigned slab_width) {
+  Status s = validate_config(c);
+  if (!s.ok()) return s;
+  if (!gpu::device().present) return Status::Unavailable("GPU map unavailable: " + gpu::device().reason);
+  switch (slab_width) {
+    case 8: return make<8>(c, out);
+    case 16: return make<16>(c, out);
+    case 32: return make<32>(c, out);
+  }
+  return Status::InvalidArgument("slab width must be 8, 16 or 32, got " + std::to_string(slab_width));
+}
+
+}  // namespace duet::lslab

@@ -1,0 +1,58 @@
+// L-Slab maps: the CPU twin and the GPU map behind one interface.
+//
+// A Map holds 8-byte keys and values. execute() runs a batch: every request in it is
+// linearizable, and requests of one batch run concurrently, so two requests on the same key
+// in one batch take effect in some serial order (not necessarily the batch's index order).
+// Separate execute() calls on one map may run concurrently from different threads.
+#pragma once
+
+#include <cstdint>
+#include <memory>
+
+#include "duet/status.hpp"
+#include "index/lslab/types.hpp"
+
+namespace duet::lslab {
+
+class Map {
+ public:
+  virtual ~Map() = default;
+
+  /// Runs batch.n requests and writes their outcomes to result. Returns InvalidArgument when
+  /// a needed array is null (nothing runs), ResourceExhausted when the slab pool cannot grow
+  /// to hold a PUT (requests that ran keep their effects and outcomes; the others report
+  /// kRetry and changed nothing), Internal on a device failure. A zero-size batch is a no-op.
+  /// Per-request problems (the reserved key, an unknown op) are OpStatus::kInvalid, not errors.
+  virtual Status execute(const Batch& batch, BatchResult& result) = 0;
+
+  /// As execute(), but every array lives in the backend's own memory: host memory for the
+  /// CPU twin, GPU memory for the GPU map (no copies across the bus). For pipelines and
+  /// benchmarks that keep their batches on the device.
+  virtual Status execute_resident(const Batch& batch, BatchResult& result) = 0;
+
+  /// Memory counters, consistent after execute() returns.
+  virtual PoolStats stats() const = 0;
+
+  /// "cpu" or "gpu".
+  virtual const char* backend() const = 0;
+
+  /// Keys per slab and slab width in words (width - 2 keys per slab).
+  virtual unsigned slab_width() const = 0;
+};
+
+/// Creates the CPU twin, running batches on config.threads threads. slab_width is 8, 16 or
+/// 32 (8 fits the keys of a slab in one 64-byte cache line). Bad sizing gives InvalidArgument.
+Status make_cpu_map(const Config& config, std::unique_ptr<Map>* out, unsigned slab_width = 8);
+
+/// Creates a map on the current GPU (see gpu/device.hpp). slab_width is 8, 16 or 32 (one
+/// group of that many lanes per operation). Unavailable when the build has no CUDA or no
+/// GPU is present; ResourceExhausted when device memory is short.
+Status make_gpu_map(const Config& config, std::unique_ptr<Map>* out, unsigned slab_width = 16);
+
+/// Checks a configuration; the error names the first bad field.
+Status validate_config(const Config& config);
+
+/// Number of head slabs (buckets) for a configuration and slab width.
+std::uint64_t bucket_count(const Config& config, unsigned slab_width);
+
+}  // namespace duet::lslab

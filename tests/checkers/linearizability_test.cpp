@@ -1,0 +1,49 @@
+// The checker must accept linearizable histories and reject the others; otherwise tests that
+// rely on it prove nothing.
+#include "checkers/linearizability.hpp"
+
+#include <gtest/gtest.h>
+
+using namespace duet::checkers;
+using K = RegisterOpKind;
+
+static RegisterOp op(std::uint64_t inv, std::uint64_t resp, K kind, std::uint64_t arg, bool found, std::uint64_t out) {
+  return {inv, resp, kind, arg, found, out};
+}
+
+TEST(Linearizability, SequentialHistory) {
+  std::vector<RegisterOp> h = {op(0, 1, K::kGet, 0, false, 0), op(2, 3, K::kPut, 5, false, 0),
+                               op(4, 5, K::kGet, 0, true, 5), op(6, 7, K::kPut, 6, true, 5),
+                               op(8, 9, K::kDelete, 0, true, 6), op(10, 11, K::kGet, 0, false, 0)};
+  EXPECT_TRUE(check_register(h).linearizable);
+}
+
+TEST(Linearizability, ConcurrentOpsMayReorder) {
+  // A get overlapping a put may see either state; both outcomes are fine.
+  EXPECT_TRUE(check_register({op(0, 10, K::kPut, 1, false, 0), op(1, 2, K::kGet, 0, true, 1)}).linearizable);
+  EXPECT_TRUE(check_register({op(0, 10, K::kPut, 1, false, 0), op(1, 2, K::kGet, 0, false, 0)}).linearizable);
+  // One batch (same interval) whose puts chained in an order other than the index order.
+  EXPECT_TRUE(check_register({op(0, 1, K::kPut, 1, true, 2), op(0, 1, K::kPut, 2, false, 0),
+                              op(0, 1, K::kGet, 0, true, 1)})
+                  .linearizable);
+}
+
+TEST(Linearizability, RejectsStaleReadAfterWriteCompleted) {
+  auto r = check_register({op(0, 1, K::kPut, 1, false, 0), op(2, 3, K::kGet, 0, false, 0)});
+  EXPECT_FALSE(r.linearizable);
+  EXPECT_NE(r.explanation.find("no linearization"), std::string::npos);
+}
+
+TEST(Linearizability, RejectsLostUpdate) {
+  // Two concurrent puts both claim to have replaced "absent": one update was lost.
+  EXPECT_FALSE(check_register({op(0, 5, K::kPut, 1, false, 0), op(0, 5, K::kPut, 2, false, 0)}).linearizable);
+}
+
+TEST(Linearizability, RejectsValueNeverWritten) {
+  EXPECT_FALSE(check_register({op(0, 5, K::kPut, 1, false, 0), op(0, 5, K::kGet, 0, true, 7)}).linearizable);
+}
+
+TEST(Linearizability, RespectsInitialValue) {
+  EXPECT_TRUE(check_register({op(0, 1, K::kGet, 0, true, 9)}, 9).linearizable);
+  EXPECT_FALSE(check_register({op(0, 1, K::kGet, 0, true, 9)}).linearizable);
+}
