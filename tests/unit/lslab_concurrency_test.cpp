@@ -10,6 +10,7 @@
 #include <unordered_map>
 
 #include "checkers/linearizability.hpp"
+#include "gpu/device.hpp"
 #include "unit/lslab_helpers.hpp"
 
 using namespace duet::lslab;
@@ -72,15 +73,24 @@ std::unordered_map<std::uint64_t, std::vector<RegisterOp>> run_clients(Map& m, i
 
 }  // namespace
 
-class LSlabConcurrency : public ::testing::TestWithParam<std::tuple<unsigned, ReadPolicy>> {};
+enum class Backend { kCpu, kGpu };
+
+class LSlabConcurrency : public ::testing::TestWithParam<std::tuple<Backend, unsigned, ReadPolicy>> {};
 
 TEST_P(LSlabConcurrency, MixedBatchesAreLinearizablePerKey) {
   Config c;
   c.expected_keys = 256;  // few buckets: heavy contention on bucket locks and slab recycling
   c.load_factor = 1.0;
   c.threads = 2;
-  c.read_policy = std::get<1>(GetParam());
-  auto m = cpu_map(c, std::get<0>(GetParam()));
+  c.read_policy = std::get<2>(GetParam());
+  std::unique_ptr<Map> m;
+  if (std::get<0>(GetParam()) == Backend::kGpu) {
+    if (!duet::gpu::device().present) GTEST_SKIP() << "no GPU: " << duet::gpu::device().reason;
+    const duet::Status s = make_gpu_map(c, &m, std::get<1>(GetParam()));
+    ASSERT_TRUE(s.ok()) << s.to_string();
+  } else {
+    m = cpu_map(c, std::get<1>(GetParam()));
+  }
   // 4 clients x 30 batches x 4096 requests = 491,520 requests over 20,000 keys; batches this
   // large are split across both workers, so requests of one batch also race each other.
   auto history = run_clients(*m, 4, 30, 4096, 20000, 40, 20);
@@ -91,8 +101,8 @@ TEST_P(LSlabConcurrency, MixedBatchesAreLinearizablePerKey) {
   EXPECT_TRUE(r.linearizable) << r.explanation;
 }
 
-INSTANTIATE_TEST_SUITE_P(WidthAndReads, LSlabConcurrency,
-                         ::testing::Combine(::testing::Values(8u, 32u),
+INSTANTIATE_TEST_SUITE_P(BackendWidthAndReads, LSlabConcurrency,
+                         ::testing::Combine(::testing::Values(Backend::kCpu, Backend::kGpu), ::testing::Values(8u, 32u),
                                             ::testing::Values(ReadPolicy::kOptimistic, ReadPolicy::kShared)));
 
 TEST(LSlabConcurrency, HotKeysUnderHeavyWriteContention) {
@@ -101,6 +111,19 @@ TEST(LSlabConcurrency, HotKeysUnderHeavyWriteContention) {
   c.threads = 2;
   auto m = cpu_map(c);
   // 8 keys only: every batch carries several requests on each key, racing other clients'.
+  auto history = run_clients(*m, 3, 60, 64, 8, 45, 25);
+  const auto r = duet::checkers::check_per_key(history);
+  EXPECT_TRUE(r.linearizable) << r.explanation;
+}
+
+TEST(LSlabConcurrency, HotKeysUnderHeavyWriteContentionOnTheGpu) {
+  if (!duet::gpu::device().present) GTEST_SKIP() << "no GPU: " << duet::gpu::device().reason;
+  Config c;
+  c.expected_keys = 64;
+  std::unique_ptr<Map> m;
+  const duet::Status s = make_gpu_map(c, &m, 16);
+  ASSERT_TRUE(s.ok()) << s.to_string();
+  // Batches of 64 requests on 8 keys: tiles of one launch race on every key's bucket lock.
   auto history = run_clients(*m, 3, 60, 64, 8, 45, 25);
   const auto r = duet::checkers::check_per_key(history);
   EXPECT_TRUE(r.linearizable) << r.explanation;

@@ -3,6 +3,7 @@
 #include <cuda_runtime.h>
 
 #include <algorithm>
+#include <cstdlib>
 #include <cstring>
 #include <mutex>
 #include <string>
@@ -45,8 +46,10 @@ __global__ void init_heads_kernel(Slab<W>* heads, std::uint64_t buckets) {
 
 /// Each tile takes W consecutive requests; every lane owns one and, in turn, the tile runs the
 /// owner's request together. retry_only: run only requests whose status is kRetry.
-template <unsigned W>
-__global__ void __launch_bounds__(kBlockThreads)
+/// kMinBlocks = 2048 / kBlockThreads caps registers at 32 for full occupancy (some spilling);
+/// 1 lets the compiler use what it wants. Which is faster is measured (docs/lslab.md).
+template <unsigned W, unsigned kMinBlocks>
+__global__ void __launch_bounds__(kBlockThreads, kMinBlocks)
     batch_kernel(MapView<W> m, const Op* __restrict__ ops, const std::uint64_t* __restrict__ keys,
                  const std::uint64_t* __restrict__ values, OpStatus* __restrict__ status,
                  std::uint64_t* __restrict__ out, std::uint64_t n, bool retry_only) {
@@ -125,8 +128,14 @@ class GpuMap final : public Map {
     view_.read_policy = config_.read_policy;
     init_heads_kernel<W><<<dev.sm_count * 8, kBlockThreads, 0, stream_handle_>>>(heads, buckets_);
     DUET_CUDA_TRY(cudaGetLastError());
+    const char* occ = std::getenv("DUET_LSLAB_OCCUPANCY");
+    full_occupancy_ = occ && std::string(occ) == "full";
     int per_sm = 0;
-    DUET_CUDA_TRY(cudaOccupancyMaxActiveBlocksPerMultiprocessor(&per_sm, batch_kernel<W>, kBlockThreads, 0));
+    if (full_occupancy_)
+      DUET_CUDA_TRY(cudaOccupancyMaxActiveBlocksPerMultiprocessor(&per_sm, batch_kernel<W, 2048 / kBlockThreads>,
+                                                                  kBlockThreads, 0));
+    else
+      DUET_CUDA_TRY(cudaOccupancyMaxActiveBlocksPerMultiprocessor(&per_sm, batch_kernel<W, 1>, kBlockThreads, 0));
     grid_ = std::max(1, per_sm) * dev.sm_count;
     std::uint64_t initial = config_.initial_pool_slabs;
     if (initial == 0) initial = std::max<std::uint64_t>(4096, config_.expected_keys / 16 / Slab<W>::kKeySlots);
@@ -209,8 +218,12 @@ class GpuMap final : public Map {
     bool retry_only = false;
     for (;;) {
       DUET_CUDA_TRY(cudaMemsetAsync(&d_counters_->retries, 0, 8, stream_handle_));
-      batch_kernel<W><<<grid_, kBlockThreads, 0, stream_handle_>>>(view_, b.ops, b.keys, b.values, r.status,
-                                                                   r.values, b.n, retry_only);
+      if (full_occupancy_)
+        batch_kernel<W, 2048 / kBlockThreads><<<grid_, kBlockThreads, 0, stream_handle_>>>(
+            view_, b.ops, b.keys, b.values, r.status, r.values, b.n, retry_only);
+      else
+        batch_kernel<W, 1><<<grid_, kBlockThreads, 0, stream_handle_>>>(view_, b.ops, b.keys, b.values, r.status,
+                                                                         r.values, b.n, retry_only);
       DUET_CUDA_TRY(cudaGetLastError());
       DUET_CUDA_TRY(cudaMemcpyAsync(h_counters_, d_counters_, sizeof(PoolCounters), cudaMemcpyDeviceToHost,
                                     stream_handle_));
@@ -300,6 +313,7 @@ class GpuMap final : public Map {
   std::uint64_t buckets_ = 0;
   unsigned chunk_shift_ = 16;
   int grid_ = 1;
+  bool full_occupancy_ = false;  ///< DUET_LSLAB_OCCUPANCY=full: the register-capped kernel
   Slab<W>** d_chunks_ = nullptr;
   std::vector<Slab<W>*> h_chunks_;
   PoolCounters* d_counters_ = nullptr;
