@@ -107,6 +107,9 @@ inline CheckResult check_register(std::vector<RegisterOp> ops, std::optional<std
   stack.push_back({{initial.has_value(), initial.value_or(0)}, 0, n});
   std::size_t completed = 0;
   auto is_done = [&](std::size_t i) { return (done[i / 64] >> (i % 64)) & 1; };
+  auto read_only = [](const RegisterOp& op) {
+    return op.kind == RegisterOpKind::kGet || (op.kind == RegisterOpKind::kDelete && !op.found);
+  };
   while (!stack.empty()) {
     if (completed == n) return {};
     if (++steps > budget) {
@@ -119,6 +122,25 @@ inline CheckResult check_register(std::vector<RegisterOp> ops, std::optional<std
     for (std::size_t i = 0; i < n; ++i)
       if (!is_done(i)) min_resp = std::min(min_resp, ops[i].response);
     bool advanced = false;
+    // A read-only candidate (a GET, or a DELETE that found nothing) consistent with the current
+    // state can be linearized now without loss: it leaves the state as it is and only removes a
+    // constraint. Take it with no alternatives, which keeps the search near-linear on histories
+    // with many overlapping reads.
+    if (f.next == 0) {
+      for (std::size_t i = 0; i < n && ops[i].invoke <= min_resp; ++i) {
+        if (is_done(i) || !read_only(ops[i])) continue;
+        detail::State s = f.state;
+        if (!detail::step(ops[i], s)) continue;
+        done[i / 64] |= 1ull << (i % 64);
+        f.next = n;  // no alternatives to try on backtrack
+        f.chosen = i;
+        stack.push_back({s, 0, n});
+        ++completed;
+        advanced = true;
+        break;
+      }
+      if (advanced) continue;
+    }
     for (std::size_t i = f.next; i < n && ops[i].invoke <= min_resp; ++i) {
       if (is_done(i)) continue;
       detail::State s = f.state;
