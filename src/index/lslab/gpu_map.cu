@@ -46,13 +46,20 @@ __global__ void init_heads_kernel(Slab<W>* heads, std::uint64_t buckets) {
 
 /// Each tile takes W consecutive requests; every lane owns one and, in turn, the tile runs the
 /// owner's request together. retry_only: run only requests whose status is kRetry.
+/// Asks for both lines of a head slab (keys and values) to be brought into L2.
+template <unsigned W>
+__device__ __forceinline__ void prefetch_slab(const Slab<W>* s) {
+  asm volatile("prefetch.global.L2 [%0];" ::"l"(&s->keys));
+  asm volatile("prefetch.global.L2 [%0];" ::"l"(&s->values));
+}
+
 /// kMinBlocks = 2048 / kBlockThreads caps registers at 32 for full occupancy (some spilling);
 /// 1 lets the compiler use what it wants. Which is faster is measured (docs/lslab.md).
 template <unsigned W, unsigned kMinBlocks>
 __global__ void __launch_bounds__(kBlockThreads, kMinBlocks)
     batch_kernel(MapView<W> m, const Op* __restrict__ ops, const std::uint64_t* __restrict__ keys,
                  const std::uint64_t* __restrict__ values, OpStatus* __restrict__ status,
-                 std::uint64_t* __restrict__ out, std::uint64_t n, bool retry_only) {
+                 std::uint64_t* __restrict__ out, std::uint64_t n, bool retry_only, unsigned prefetch_ahead) {
   const auto g = cods::GpuTile<W>::of_this_block();
   const std::uint64_t tiles = std::uint64_t(gridDim.x) * blockDim.x / W;
   for (std::uint64_t base = (blockIdx.x * std::uint64_t(blockDim.x) + threadIdx.x) / W * W; base < n;
@@ -68,9 +75,14 @@ __global__ void __launch_bounds__(kBlockThreads, kMinBlocks)
       value = (op == static_cast<std::uint32_t>(Op::kPut) && values) ? values[i] : 0;
     }
     std::uint32_t pending = g.ballot(mine);
+    // Memory-level parallelism: a lane whose request is `prefetch_ahead` turns away pulls its
+    // bucket's head slab into L2, so the tile's dependent loads for it later hit L2, not DRAM.
+    const Slab<W>* my_head = mine ? m.head_of(key) : nullptr;
+    if (mine && g.lane() < prefetch_ahead) prefetch_slab(my_head);
     while (pending) {
       const unsigned owner = __ffs(pending) - 1;
       pending &= pending - 1;
+      if (mine && prefetch_ahead && g.lane() == owner + prefetch_ahead) prefetch_slab(my_head);
       const Op o = static_cast<Op>(g.shfl(op, owner));
       const std::uint64_t k = g.shfl(key, owner);
       const std::uint64_t v = g.shfl(value, owner);
@@ -130,6 +142,7 @@ class GpuMap final : public Map {
     DUET_CUDA_TRY(cudaGetLastError());
     const char* occ = std::getenv("DUET_LSLAB_OCCUPANCY");
     full_occupancy_ = occ && std::string(occ) == "full";
+    if (const char* pf = std::getenv("DUET_LSLAB_PREFETCH")) prefetch_ahead_ = static_cast<unsigned>(std::atoi(pf));
     int per_sm = 0;
     if (full_occupancy_)
       DUET_CUDA_TRY(cudaOccupancyMaxActiveBlocksPerMultiprocessor(&per_sm, batch_kernel<W, 2048 / kBlockThreads>,
@@ -220,10 +233,10 @@ class GpuMap final : public Map {
       DUET_CUDA_TRY(cudaMemsetAsync(&d_counters_->retries, 0, 8, stream_handle_));
       if (full_occupancy_)
         batch_kernel<W, 2048 / kBlockThreads><<<grid_, kBlockThreads, 0, stream_handle_>>>(
-            view_, b.ops, b.keys, b.values, r.status, r.values, b.n, retry_only);
+            view_, b.ops, b.keys, b.values, r.status, r.values, b.n, retry_only, prefetch_ahead_);
       else
         batch_kernel<W, 1><<<grid_, kBlockThreads, 0, stream_handle_>>>(view_, b.ops, b.keys, b.values, r.status,
-                                                                         r.values, b.n, retry_only);
+                                                                         r.values, b.n, retry_only, prefetch_ahead_);
       DUET_CUDA_TRY(cudaGetLastError());
       DUET_CUDA_TRY(cudaMemcpyAsync(h_counters_, d_counters_, sizeof(PoolCounters), cudaMemcpyDeviceToHost,
                                     stream_handle_));
@@ -276,11 +289,11 @@ class GpuMap final : public Map {
   Status reserve_staging(std::size_t n) {
     if (n <= staging_n_) return Status::Ok();
     free_staging();
-    h_ops_ = static_cast<Op*>(gpu::alloc_host(n));
-    h_status_ = static_cast<OpStatus*>(gpu::alloc_host(n));
-    h_keys_ = static_cast<std::uint64_t*>(gpu::alloc_host(n * 8));
-    h_values_ = static_cast<std::uint64_t*>(gpu::alloc_host(n * 8));
-    h_out_ = static_cast<std::uint64_t*>(gpu::alloc_host(n * 8));
+    h_ops_ = static_cast<Op*>(pinned_.acquire(n));
+    h_status_ = static_cast<OpStatus*>(pinned_.acquire(n));
+    h_keys_ = static_cast<std::uint64_t*>(pinned_.acquire(n * 8));
+    h_values_ = static_cast<std::uint64_t*>(pinned_.acquire(n * 8));
+    h_out_ = static_cast<std::uint64_t*>(pinned_.acquire(n * 8));
     if (!h_ops_ || !h_status_ || !h_keys_ || !h_values_ || !h_out_) {
       free_staging();
       return Status::ResourceExhausted("cannot allocate pinned staging for " + std::to_string(n) + " requests");
@@ -297,7 +310,7 @@ class GpuMap final : public Map {
   void free_staging() {
     for (void* p : {static_cast<void*>(h_ops_), static_cast<void*>(h_status_), static_cast<void*>(h_keys_),
                     static_cast<void*>(h_values_), static_cast<void*>(h_out_)})
-      gpu::free_host(p);
+      pinned_.release(p);
     for (void* p : {static_cast<void*>(d_ops_), static_cast<void*>(d_status_), static_cast<void*>(d_keys_),
                     static_cast<void*>(d_values_), static_cast<void*>(d_out_)})
       cudaFree(p);
@@ -307,6 +320,7 @@ class GpuMap final : public Map {
   }
 
   Config config_;
+  gpu::PinnedPool pinned_;  ///< staging buffers; declared first so it outlives their release
   gpu::Stream stream_;
   cudaStream_t stream_handle_ = nullptr;
   mutable std::mutex mutex_;
@@ -314,6 +328,7 @@ class GpuMap final : public Map {
   unsigned chunk_shift_ = 16;
   int grid_ = 1;
   bool full_occupancy_ = false;  ///< DUET_LSLAB_OCCUPANCY=full: the register-capped kernel
+  unsigned prefetch_ahead_ = 4;  ///< DUET_LSLAB_PREFETCH: requests ahead to prefetch (0: off)
   Slab<W>** d_chunks_ = nullptr;
   std::vector<Slab<W>*> h_chunks_;
   PoolCounters* d_counters_ = nullptr;
