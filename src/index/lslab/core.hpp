@@ -262,6 +262,103 @@ DUET_HD DUET_INLINE bool walk_locked(const Group& g, const MapView<W>& m, Slab<W
   }
 }
 
+/// The lock word's version and writer bit: what an optimistic reader validates.
+inline constexpr std::uint64_t kStableBits = ~(kLowMask - kWriterBit);
+
+/// Searches a bucket's chain without any lock. The caller validates the bucket's version
+/// (`v1`, read with acquire before the call) afterwards; on a long chain the version is
+/// rechecked every 64 slabs so a chain changed under the search cannot hold it.
+template <class Group, unsigned W>
+DUET_HD DUET_INLINE OpResult search_unlocked(const Group& g, const MapView<W>& m, Slab<W>* head,
+                                             std::uint64_t key, std::uint64_t v1) {
+  using S = Slab<W>;
+  const std::uint64_t* lock = &head->keys.elem[S::kLockSlot];
+  S* slab = head;
+  cods::Fragment<W, Group> frag;
+  for (unsigned hops = 0; slab != nullptr; ++hops) {
+    frag.get(g, slab->keys);
+    const int slot = frag.find(g, key, S::kKeyMask);
+    if (slot >= 0) return {OpStatus::kFound, slab->values.load(static_cast<unsigned>(slot), cods::Order::relaxed)};
+    const std::uint64_t next = frag.broadcast(g, S::kNextSlot) & kLowMask;
+    if (next == kNullSlab) break;
+    if ((hops & 63) == 63 && (leader_load<Group, W>(g, lock, cods::Order::acquire) & kStableBits) != v1) break;
+    slab = m.resolve(next);
+  }
+  return {OpStatus::kNotFound, 0};
+}
+
+/// PUT's body; the caller holds the bucket's lock exclusively.
+template <class Group, unsigned W>
+DUET_HD OpResult put_locked(const Group& g, const MapView<W>& m, std::uint64_t bucket, std::uint64_t key,
+                            std::uint64_t value) {
+  using S = Slab<W>;
+  S* head = m.heads + bucket;
+  ChainWalk<Group, W> w;
+  if (walk_locked(g, m, head, key, w)) {
+    std::uint64_t old = 0;
+    if (g.is_leader()) {
+      old = w.slab->values.load(static_cast<unsigned>(w.slot), cods::Order::relaxed);
+      w.slab->values.store(static_cast<unsigned>(w.slot), value, cods::Order::relaxed);
+    }
+    return {OpStatus::kFound, g.shfl(old, 0)};
+  }
+  if (w.empty_slab) {
+    if (g.is_leader()) {
+      w.empty_slab->values.store(static_cast<unsigned>(w.empty_slot), value, cods::Order::relaxed);
+      w.empty_slab->keys.store(static_cast<unsigned>(w.empty_slot), key, cods::Order::relaxed);
+    }
+    return {OpStatus::kNotFound, 0};
+  }
+  const std::uint32_t idx = alloc_slab(g, m, static_cast<unsigned>(bucket % kFreeStripes));
+  if (idx == kNullSlab) {
+    if (g.is_leader()) cods::atomic_add(&m.pool->retries, 1, cods::Order::relaxed);
+    return {OpStatus::kRetry, 0};
+  }
+  S* fresh = m.resolve(idx);
+  // Build the new slab in near memory, holding key in slot 0, then publish it with one set.
+  cods::Fragment<W, Group> keys, vals;
+  keys.fill(kReservedKey);
+  vals.fill(0);
+  DUET_UNROLL
+  for (unsigned j = 0; j < keys.kPerLane; ++j) {
+    const unsigned i = keys.index(g, j);
+    if (i == 0) keys.e[j] = key, vals.e[j] = value;
+    if (i == S::kNextSlot) keys.e[j] = kNullSlab;
+    if (i == S::kLockSlot) keys.e[j] = 0;
+  }
+  keys.set(g, fresh->keys);
+  vals.set(g, fresh->values);
+  cods::fence(cods::Order::release);
+  g.sync();
+  if (g.is_leader()) w.last->keys.store(S::kNextSlot, idx, cods::Order::release);
+  return {OpStatus::kNotFound, 0};
+}
+
+/// DELETE's body; the caller holds the bucket's lock exclusively. An overflow slab left empty
+/// is unlinked and returned to the pool.
+template <class Group, unsigned W>
+DUET_HD OpResult delete_locked(const Group& g, const MapView<W>& m, std::uint64_t bucket, std::uint64_t key) {
+  using S = Slab<W>;
+  ChainWalk<Group, W> w;
+  if (!walk_locked(g, m, m.heads + bucket, key, w)) return {OpStatus::kNotFound, 0};
+  std::uint64_t old = 0;
+  if (g.is_leader()) {
+    old = w.slab->values.load(static_cast<unsigned>(w.slot), cods::Order::relaxed);
+    w.slab->keys.store(static_cast<unsigned>(w.slot), kReservedKey, cods::Order::relaxed);
+  }
+  // Keys still in this slab other than the one just removed.
+  const int remaining = S::kKeySlots - w.frag.count(g, kReservedKey, S::kKeyMask) - 1;
+  if (w.prev != nullptr && remaining == 0) {
+    const std::uint64_t next = w.frag.broadcast(g, S::kNextSlot);
+    if (g.is_leader()) w.prev->keys.store(S::kNextSlot, next, cods::Order::release);
+    g.sync();
+    free_slab(g, m, w.slab_index, static_cast<unsigned>(bucket % kFreeStripes));
+  }
+  return {OpStatus::kFound, g.shfl(old, 0)};
+}
+
+DUET_HD DUET_INLINE bool known_op(Op op) { return op == Op::kGet || op == Op::kPut || op == Op::kDelete; }
+
 }  // namespace detail
 
 /// GET: every lane passes the same key; the value (if found) is returned to every lane.
@@ -272,32 +369,16 @@ DUET_HD OpResult lslab_get(const Group& g, const MapView<W>& m, std::uint64_t ke
   if (key == kReservedKey) return {OpStatus::kInvalid, 0};
   S* head = m.head_of(key);
   std::uint64_t* lock = &head->keys.elem[S::kLockSlot];
-  constexpr std::uint64_t kStable = ~(kLowMask - kWriterBit);  // version and writer bit
   if (m.read_policy == ReadPolicy::kOptimistic) {
     for (int attempt = 0; attempt < 64; ++attempt) {
-      const std::uint64_t v1 = detail::leader_load<Group, W>(g, lock, cods::Order::acquire) & kStable;
+      const std::uint64_t v1 = detail::leader_load<Group, W>(g, lock, cods::Order::acquire) & detail::kStableBits;
       if (v1 & kWriterBit) {
         cods::spin_pause();
         continue;
       }
-      OpResult r{OpStatus::kNotFound, 0};
-      S* slab = head;
-      cods::Fragment<W, Group> frag;
-      for (unsigned hops = 0; slab != nullptr; ++hops) {
-        frag.get(g, slab->keys);
-        const int slot = frag.find(g, key, S::kKeyMask);
-        if (slot >= 0) {
-          r = {OpStatus::kFound, slab->values.load(static_cast<unsigned>(slot), cods::Order::relaxed)};
-          break;
-        }
-        const std::uint64_t next = frag.broadcast(g, S::kNextSlot) & kLowMask;
-        if (next == kNullSlab) break;
-        // A chain this long can only be a recycled slab seen mid-change: recheck the bucket.
-        if ((hops & 63) == 63 && (detail::leader_load<Group, W>(g, lock, cods::Order::acquire) & kStable) != v1) break;
-        slab = m.resolve(next);
-      }
+      const OpResult r = detail::search_unlocked(g, m, head, key, v1);
       cods::fence(cods::Order::acquire);
-      const std::uint64_t v2 = detail::leader_load<Group, W>(g, lock, cods::Order::relaxed) & kStable;
+      const std::uint64_t v2 = detail::leader_load<Group, W>(g, lock, cods::Order::relaxed) & detail::kStableBits;
       if (v2 == v1) return r;
     }
     // Persistent contention: fall back to the reader lock, which always completes.
@@ -315,91 +396,28 @@ DUET_HD OpResult lslab_get(const Group& g, const MapView<W>& m, std::uint64_t ke
 /// Returns kRetry, having changed nothing, when a new slab was needed and the pool is empty.
 template <class Group, unsigned W>
 DUET_HD OpResult lslab_put(const Group& g, const MapView<W>& m, std::uint64_t key, std::uint64_t value) {
-  using S = Slab<W>;
   if (key == kReservedKey) return {OpStatus::kInvalid, 0};
   const std::uint64_t bucket = m.bucket_of(key);
-  S* head = m.heads + bucket;
-  std::uint64_t* lock = &head->keys.elem[S::kLockSlot];
+  std::uint64_t* lock = &m.heads[bucket].keys.elem[Slab<W>::kLockSlot];
   detail::write_lock(g, lock);
-  detail::ChainWalk<Group, W> w;
-  OpResult r{OpStatus::kNotFound, 0};
-  if (detail::walk_locked(g, m, head, key, w)) {
-    if (g.is_leader()) {
-      r.value = w.slab->values.load(static_cast<unsigned>(w.slot), cods::Order::relaxed);
-      w.slab->values.store(static_cast<unsigned>(w.slot), value, cods::Order::relaxed);
-    }
-    r = {OpStatus::kFound, g.shfl(r.value, 0)};
-  } else if (w.empty_slab) {
-    if (g.is_leader()) {
-      w.empty_slab->values.store(static_cast<unsigned>(w.empty_slot), value, cods::Order::relaxed);
-      w.empty_slab->keys.store(static_cast<unsigned>(w.empty_slot), key, cods::Order::relaxed);
-    }
-  } else {
-    const std::uint32_t idx = detail::alloc_slab(g, m, static_cast<unsigned>(bucket % kFreeStripes));
-    if (idx == kNullSlab) {
-      if (g.is_leader()) cods::atomic_add(&m.pool->retries, 1, cods::Order::relaxed);
-      r = {OpStatus::kRetry, 0};
-    } else {
-      S* fresh = m.resolve(idx);
-      cods::Fragment<W, Group> keys;
-      keys.fill(kReservedKey);
-      cods::Fragment<W, Group> vals;
-      vals.fill(0);
-      // Build the new slab in near memory, holding key in slot 0, then publish it with one set.
-DUET_UNROLL
-      for (unsigned j = 0; j < keys.kPerLane; ++j) {
-        const unsigned i = keys.index(g, j);
-        if (i == 0) {
-          keys.e[j] = key;
-          vals.e[j] = value;
-        }
-        if (i == S::kNextSlot) keys.e[j] = kNullSlab;
-        if (i == S::kLockSlot) keys.e[j] = 0;
-      }
-      keys.set(g, fresh->keys);
-      vals.set(g, fresh->values);
-      cods::fence(cods::Order::release);
-      g.sync();
-      if (g.is_leader()) w.last->keys.store(S::kNextSlot, idx, cods::Order::release);
-    }
-  }
+  const OpResult r = detail::put_locked(g, m, bucket, key, value);
   detail::write_unlock(g, lock);
   return r;
 }
 
-/// DELETE: removes key; returns the previous value (kFound) or kNotFound. An overflow slab
-/// left empty is unlinked and returned to the pool.
+/// DELETE: removes key; returns the previous value (kFound) or kNotFound.
 template <class Group, unsigned W>
 DUET_HD OpResult lslab_delete(const Group& g, const MapView<W>& m, std::uint64_t key) {
-  using S = Slab<W>;
   if (key == kReservedKey) return {OpStatus::kInvalid, 0};
   const std::uint64_t bucket = m.bucket_of(key);
-  S* head = m.heads + bucket;
-  std::uint64_t* lock = &head->keys.elem[S::kLockSlot];
+  std::uint64_t* lock = &m.heads[bucket].keys.elem[Slab<W>::kLockSlot];
   detail::write_lock(g, lock);
-  detail::ChainWalk<Group, W> w;
-  OpResult r{OpStatus::kNotFound, 0};
-  if (detail::walk_locked(g, m, head, key, w)) {
-    std::uint64_t old = 0;
-    if (g.is_leader()) {
-      old = w.slab->values.load(static_cast<unsigned>(w.slot), cods::Order::relaxed);
-      w.slab->keys.store(static_cast<unsigned>(w.slot), kReservedKey, cods::Order::relaxed);
-    }
-    r = {OpStatus::kFound, g.shfl(old, 0)};
-    // Keys still in this slab other than the one just removed.
-    const int remaining = S::kKeySlots - w.frag.count(g, kReservedKey, S::kKeyMask) - 1;
-    if (w.prev != nullptr && remaining == 0) {
-      const std::uint64_t next = w.frag.broadcast(g, S::kNextSlot);
-      if (g.is_leader()) w.prev->keys.store(S::kNextSlot, next, cods::Order::release);
-      g.sync();
-      detail::free_slab(g, m, w.slab_index, static_cast<unsigned>(bucket % kFreeStripes));
-    }
-  }
+  const OpResult r = detail::delete_locked(g, m, bucket, key);
   detail::write_unlock(g, lock);
   return r;
 }
 
-/// Runs one request of any kind; an unknown op code gives kInvalid.
+/// Runs one request of any kind, the whole group together; an unknown op code gives kInvalid.
 template <class Group, unsigned W>
 DUET_HD DUET_INLINE OpResult lslab_execute(const Group& g, const MapView<W>& m, Op op, std::uint64_t key,
                                             std::uint64_t value) {
@@ -409,6 +427,70 @@ DUET_HD DUET_INLINE OpResult lslab_execute(const Group& g, const MapView<W>& m, 
     case Op::kDelete: return lslab_delete(g, m, key);
   }
   return {OpStatus::kInvalid, 0};
+}
+
+/// Runs up to one request per lane (lane i's request when `mine`), with the same outcome as
+/// calling lslab_execute for each in turn, but with the slow steps done for all lanes at once:
+///
+///  A. every lane takes its bucket's lock (PUT, DELETE: one try) or reads its bucket's version
+///     (optimistic GET), in parallel: one memory round trip for the group instead of one per
+///     request;
+///  B. the group runs the bodies of the requests that succeeded in A, one after another;
+///  C. every lane releases its lock or validates its read, in parallel;
+///  D. requests that found their bucket busy in A, or failed validation in C, run alone with
+///     lslab_execute, which waits for locks. No lock is held while waiting, so no deadlock.
+///
+/// Returns each lane's own outcome (unspecified for lanes with mine == false).
+template <class Group, unsigned W>
+DUET_HD OpResult lslab_execute_group(const Group& g, const MapView<W>& m, bool mine, Op op, std::uint64_t key,
+                                     std::uint64_t value) {
+  using S = Slab<W>;
+  OpResult res{OpStatus::kInvalid, 0};
+  const bool valid = mine && key != kReservedKey && detail::known_op(op);
+  const std::uint64_t bucket = valid ? m.bucket_of(key) : 0;
+  std::uint64_t* lock = &m.heads[bucket].keys.elem[S::kLockSlot];
+  const bool is_read = op == Op::kGet;
+  // A: take locks, read versions.
+  bool fast = false;
+  std::uint64_t v1 = 0;
+  if (valid) {
+    if (!is_read) {
+      std::uint64_t w = cods::atomic_load(lock, cods::Order::relaxed);
+      fast = (w & kLowMask) == 0 && cods::atomic_cas(lock, w, w | kWriterBit, cods::Order::acquire);
+    } else if (m.read_policy == ReadPolicy::kOptimistic) {
+      v1 = cods::atomic_load(lock, cods::Order::acquire) & detail::kStableBits;
+      fast = !(v1 & kWriterBit);
+    }
+  }
+  // Sequence-lock rule across lanes: each lock taken (or version read) is ordered before any
+  // access of the bodies, which the group's leader may perform on another lane's behalf.
+  cods::fence(cods::Order::acq_rel);
+  g.sync();
+  // B: bodies, one request at a time.
+  for (std::uint32_t todo = g.ballot(fast); todo != 0; todo &= todo - 1) {
+    const unsigned owner = cods::lowest_bit(todo);
+    const Op o = static_cast<Op>(g.shfl(static_cast<std::uint32_t>(op), owner));
+    const std::uint64_t k = g.shfl(key, owner);
+    const std::uint64_t b = g.shfl(bucket, owner);
+    OpResult r;
+    if (o == Op::kGet) r = detail::search_unlocked(g, m, m.heads + b, k, g.shfl(v1, owner));
+    else if (o == Op::kPut) r = detail::put_locked(g, m, b, k, g.shfl(value, owner));
+    else r = detail::delete_locked(g, m, b, k);
+    if (g.lane() == owner) res = r;
+  }
+  // C: release locks, validate reads.
+  cods::fence(cods::Order::acq_rel);
+  g.sync();
+  if (fast && !is_read) cods::atomic_add(lock, kVersionUnit - kWriterBit, cods::Order::release);
+  if (fast && is_read) fast = (cods::atomic_load(lock, cods::Order::relaxed) & detail::kStableBits) == v1;
+  // D: the rest, alone.
+  for (std::uint32_t todo = g.ballot(valid && !fast); todo != 0; todo &= todo - 1) {
+    const unsigned owner = cods::lowest_bit(todo);
+    const OpResult r = lslab_execute(g, m, static_cast<Op>(g.shfl(static_cast<std::uint32_t>(op), owner)),
+                                     g.shfl(key, owner), g.shfl(value, owner));
+    if (g.lane() == owner) res = r;
+  }
+  return res;
 }
 
 }  // namespace duet::lslab

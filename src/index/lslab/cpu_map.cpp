@@ -90,13 +90,13 @@ class CpuMap final : public Map {
           continue;
         }
         const std::uint64_t value = op == Op::kPut ? batch.values[i] : 0;
-        OpResult r = lslab_execute(g, view_, op, batch.keys[i], value);
+        OpResult r = lslab_execute_group(g, view_, true, op, batch.keys[i], value);
         while (r.status == OpStatus::kRetry) {
           if (!grow(cods::atomic_load(&counters_->capacity) + 1).ok()) {
             exhausted.store(true, std::memory_order_relaxed);
             break;
           }
-          r = lslab_execute(g, view_, op, batch.keys[i], value);
+          r = lslab_execute_group(g, view_, true, op, batch.keys[i], value);
         }
         result.status[i] = r.status;
         result.values[i] = r.value;

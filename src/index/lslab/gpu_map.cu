@@ -46,53 +46,48 @@ __global__ void init_heads_kernel(Slab<W>* heads, std::uint64_t buckets) {
 
 /// Each tile takes W consecutive requests; every lane owns one and, in turn, the tile runs the
 /// owner's request together. retry_only: run only requests whose status is kRetry.
-/// Asks for both lines of a head slab (keys and values) to be brought into L2.
+/// Asks for the value line of a head slab to be brought into L2 (the key line, which holds the
+/// lock word, is read by every request anyway).
 template <unsigned W>
-__device__ __forceinline__ void prefetch_slab(const Slab<W>* s) {
-  asm volatile("prefetch.global.L2 [%0];" ::"l"(&s->keys));
+__device__ __forceinline__ void prefetch_values(const Slab<W>* s) {
   asm volatile("prefetch.global.L2 [%0];" ::"l"(&s->values));
 }
 
-/// kMinBlocks = 2048 / kBlockThreads caps registers at 32 for full occupancy (some spilling);
-/// 1 lets the compiler use what it wants. Which is faster is measured (docs/lslab.md).
+/// Each tile takes `per_tile` (1 to W) consecutive requests, one per lane, and runs them with
+/// lslab_execute_group. Small batches use fewer lanes per tile so more tiles work at once.
+/// retry_only: run only requests whose status is kRetry.
+/// kMinBlocks: blocks of kBlockThreads that must fit on one SM, which caps registers (8: 32
+/// registers and full occupancy, with some spilling; 1: no cap).
 template <unsigned W, unsigned kMinBlocks>
 __global__ void __launch_bounds__(kBlockThreads, kMinBlocks)
     batch_kernel(MapView<W> m, const Op* __restrict__ ops, const std::uint64_t* __restrict__ keys,
                  const std::uint64_t* __restrict__ values, OpStatus* __restrict__ status,
-                 std::uint64_t* __restrict__ out, std::uint64_t n, bool retry_only, unsigned prefetch_ahead) {
+                 std::uint64_t* __restrict__ out, std::uint64_t n, unsigned per_tile, bool retry_only,
+                 bool prefetch) {
   const auto g = cods::GpuTile<W>::of_this_block();
   const std::uint64_t tiles = std::uint64_t(gridDim.x) * blockDim.x / W;
-  for (std::uint64_t base = (blockIdx.x * std::uint64_t(blockDim.x) + threadIdx.x) / W * W; base < n;
-       base += tiles * W) {
+  const std::uint64_t tile = (blockIdx.x * std::uint64_t(blockDim.x) + threadIdx.x) / W;
+  for (std::uint64_t base = tile * per_tile; base < n; base += tiles * per_tile) {
     const std::uint64_t i = base + g.lane();
-    bool mine = i < n;
+    bool mine = g.lane() < per_tile && i < n;
     if (mine && retry_only) mine = status[i] == OpStatus::kRetry;
-    std::uint32_t op = 0;
+    Op op = Op::kGet;
     std::uint64_t key = 0, value = 0;
+    OpStatus invalid = OpStatus::kNotFound;
     if (mine) {
-      op = static_cast<std::uint32_t>(ops[i]);
+      op = ops[i];
       key = keys[i];
-      value = (op == static_cast<std::uint32_t>(Op::kPut) && values) ? values[i] : 0;
-    }
-    std::uint32_t pending = g.ballot(mine);
-    // Memory-level parallelism: a lane whose request is `prefetch_ahead` turns away pulls its
-    // bucket's head slab into L2, so the tile's dependent loads for it later hit L2, not DRAM.
-    const Slab<W>* my_head = mine ? m.head_of(key) : nullptr;
-    if (mine && g.lane() < prefetch_ahead) prefetch_slab(my_head);
-    while (pending) {
-      const unsigned owner = __ffs(pending) - 1;
-      pending &= pending - 1;
-      if (mine && prefetch_ahead && g.lane() == owner + prefetch_ahead) prefetch_slab(my_head);
-      const Op o = static_cast<Op>(g.shfl(op, owner));
-      const std::uint64_t k = g.shfl(key, owner);
-      const std::uint64_t v = g.shfl(value, owner);
-      OpResult r;
-      if (o == Op::kPut && !values) r = {OpStatus::kInvalid, 0};
-      else r = lslab_execute(g, m, o, k, v);
-      if (g.lane() == owner) {
-        status[i] = r.status;
-        out[i] = r.value;
+      if (op == Op::kPut) {
+        if (values) value = values[i];
+        else invalid = OpStatus::kInvalid;
       }
+      if (prefetch && key != kReservedKey) prefetch_values(m.head_of(key));
+    }
+    const bool run = mine && invalid != OpStatus::kInvalid;
+    const OpResult r = lslab_execute_group(g, m, run, op, key, value);
+    if (mine) {
+      status[i] = run ? r.status : OpStatus::kInvalid;
+      out[i] = run ? r.value : 0;
     }
   }
 }
@@ -140,15 +135,14 @@ class GpuMap final : public Map {
     view_.read_policy = config_.read_policy;
     init_heads_kernel<W><<<dev.sm_count * 8, kBlockThreads, 0, stream_handle_>>>(heads, buckets_);
     DUET_CUDA_TRY(cudaGetLastError());
+    // Register budget of the batch kernel: blocks of 256 threads resident per SM (8 = full
+    // occupancy at 32 registers). DUET_LSLAB_OCCUPANCY=free|6|full picks; measured in docs/lslab.md.
     const char* occ = std::getenv("DUET_LSLAB_OCCUPANCY");
-    full_occupancy_ = occ && std::string(occ) == "full";
-    if (const char* pf = std::getenv("DUET_LSLAB_PREFETCH")) prefetch_ahead_ = static_cast<unsigned>(std::atoi(pf));
+    const std::string occupancy = occ ? occ : "6";
+    kernel_ = occupancy == "full" ? batch_kernel<W, 8> : occupancy == "free" ? batch_kernel<W, 1> : batch_kernel<W, 6>;
+    if (const char* pf = std::getenv("DUET_LSLAB_PREFETCH")) prefetch_ = std::atoi(pf) != 0;
     int per_sm = 0;
-    if (full_occupancy_)
-      DUET_CUDA_TRY(cudaOccupancyMaxActiveBlocksPerMultiprocessor(&per_sm, batch_kernel<W, 2048 / kBlockThreads>,
-                                                                  kBlockThreads, 0));
-    else
-      DUET_CUDA_TRY(cudaOccupancyMaxActiveBlocksPerMultiprocessor(&per_sm, batch_kernel<W, 1>, kBlockThreads, 0));
+    DUET_CUDA_TRY(cudaOccupancyMaxActiveBlocksPerMultiprocessor(&per_sm, kernel_, kBlockThreads, 0));
     grid_ = std::max(1, per_sm) * dev.sm_count;
     std::uint64_t initial = config_.initial_pool_slabs;
     if (initial == 0) initial = std::max<std::uint64_t>(4096, config_.expected_keys / 16 / Slab<W>::kKeySlots);
@@ -231,12 +225,10 @@ class GpuMap final : public Map {
     bool retry_only = false;
     for (;;) {
       DUET_CUDA_TRY(cudaMemsetAsync(&d_counters_->retries, 0, 8, stream_handle_));
-      if (full_occupancy_)
-        batch_kernel<W, 2048 / kBlockThreads><<<grid_, kBlockThreads, 0, stream_handle_>>>(
-            view_, b.ops, b.keys, b.values, r.status, r.values, b.n, retry_only, prefetch_ahead_);
-      else
-        batch_kernel<W, 1><<<grid_, kBlockThreads, 0, stream_handle_>>>(view_, b.ops, b.keys, b.values, r.status,
-                                                                         r.values, b.n, retry_only, prefetch_ahead_);
+      const std::uint64_t tiles = std::uint64_t(grid_) * kBlockThreads / W;
+      const unsigned per_tile = static_cast<unsigned>(std::clamp<std::uint64_t>((b.n + tiles - 1) / tiles, 1, W));
+      kernel_<<<grid_, kBlockThreads, 0, stream_handle_>>>(view_, b.ops, b.keys, b.values, r.status, r.values, b.n,
+                                                           per_tile, retry_only, prefetch_);
       DUET_CUDA_TRY(cudaGetLastError());
       DUET_CUDA_TRY(cudaMemcpyAsync(h_counters_, d_counters_, sizeof(PoolCounters), cudaMemcpyDeviceToHost,
                                     stream_handle_));
@@ -327,8 +319,10 @@ class GpuMap final : public Map {
   std::uint64_t buckets_ = 0;
   unsigned chunk_shift_ = 16;
   int grid_ = 1;
-  bool full_occupancy_ = false;  ///< DUET_LSLAB_OCCUPANCY=full: the register-capped kernel
-  unsigned prefetch_ahead_ = 4;  ///< DUET_LSLAB_PREFETCH: requests ahead to prefetch (0: off)
+  using Kernel = void (*)(MapView<W>, const Op*, const std::uint64_t*, const std::uint64_t*, OpStatus*,
+                          std::uint64_t*, std::uint64_t, unsigned, bool, bool);
+  Kernel kernel_ = nullptr;  ///< batch_kernel with the register budget chosen at init
+  bool prefetch_ = true;  ///< DUET_LSLAB_PREFETCH=0 turns off prefetching value lines
   Slab<W>** d_chunks_ = nullptr;
   std::vector<Slab<W>*> h_chunks_;
   PoolCounters* d_counters_ = nullptr;
