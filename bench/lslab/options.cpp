@@ -60,7 +60,7 @@ std::string usage() {
   --load LIST          L-Slab load factors (default 0.5,0.9); the peers take no load factor
   --batches LIST       batch sizes (default 512,4096,32768,262144,2097152,16777216)
   --ops LIST           get,put,delete,mix (default all)
-  --widths LIST        gpu slab widths, 8/16/32 (default 16,32)
+  --widths LIST        gpu slab widths, 8/16/32 (default 8,16)
   --reps N             timed repetitions per configuration; the median is reported (default 5)
   --min-ops N          requests per repetition are at least max(batch, N) (default 2^22)
   --threads N          cpu threads for every system (default: all hardware threads)
@@ -188,7 +188,7 @@ bool parse_options(int argc, char** argv, Options* o, bool* help, std::string* e
     else o->batches = {512, 4096, 32768, 262144, 2097152, 16777216};
   }
   if (o->ops.empty()) o->ops = {BenchOp::kGet, BenchOp::kPut, BenchOp::kDelete, BenchOp::kMix};
-  if (o->widths.empty()) o->widths = {16, 32};
+  if (o->widths.empty()) o->widths = {8, 16};
   if (!have_reps && o->quick) o->reps = 3;
   if (!have_min_ops) o->min_ops_per_rep = o->quick ? (1u << 18) : (1u << 22);
   if (o->probe_bytes == 0) o->probe_bytes = o->quick ? kGiB : 4 * kGiB;

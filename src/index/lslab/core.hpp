@@ -87,11 +87,6 @@ struct MapView {
   unsigned chunk_shift = 0;          ///< slabs per chunk = 1 << chunk_shift
   PoolCounters* pool = nullptr;
   ReadPolicy read_policy = ReadPolicy::kOptimistic;
-  /// lslab_execute_group: take the write locks of a group's PUTs and DELETEs in one round (else
-  /// each write runs alone, as in the seed).
-  bool group_writes = true;
-  /// lslab_execute_group: release each write lock right after its body (else all at the end).
-  bool early_release = true;
 
   DUET_HD DUET_INLINE std::uint64_t bucket_of(std::uint64_t key) const { return reduce_range(mix64(key), buckets); }
   DUET_HD DUET_INLINE Slab<W>* head_of(std::uint64_t key) const { return heads + bucket_of(key); }
@@ -441,8 +436,7 @@ DUET_HD DUET_INLINE OpResult lslab_execute(const Group& g, const MapView<W>& m, 
 ///     (optimistic GET), in parallel: one memory round trip for the group instead of one per
 ///     request;
 ///  B. the group runs the bodies of the requests that succeeded in A, one after another;
-///  C. every lane validates its read, in parallel (and releases its lock, unless
-///     MapView::early_release released it right after its body in B);
+///  C. every lane releases its lock or validates its read, in parallel;
 ///  D. requests that found their bucket busy in A, or failed validation in C, run alone with
 ///     lslab_execute, which waits for locks. No lock is held while waiting, so no deadlock.
 ///
@@ -460,7 +454,7 @@ DUET_HD OpResult lslab_execute_group(const Group& g, const MapView<W>& m, bool m
   bool fast = false;
   std::uint64_t v1 = 0;
   if (valid) {
-    if (!is_read && m.group_writes) {
+    if (!is_read) {
       std::uint64_t w = cods::atomic_load(lock, cods::Order::relaxed);
       fast = (w & kLowMask) == 0 && cods::atomic_cas(lock, w, w | kWriterBit, cods::Order::acquire);
     } else if (m.read_policy == ReadPolicy::kOptimistic) {
@@ -479,22 +473,16 @@ DUET_HD OpResult lslab_execute_group(const Group& g, const MapView<W>& m, bool m
     const std::uint64_t k = g.shfl(key, owner);
     const std::uint64_t b = g.shfl(bucket, owner);
     OpResult r;
-    if (o == Op::kGet) {
-      r = detail::search_unlocked(g, m, m.heads + b, k, g.shfl(v1, owner));
-    } else {
-      r = o == Op::kPut ? detail::put_locked(g, m, b, k, g.shfl(value, owner)) : detail::delete_locked(g, m, b, k);
-      if (m.early_release) {  // the leader's stores are ordered before the owner's release
-        cods::fence(cods::Order::release);
-        g.sync();
-        if (g.lane() == owner) cods::atomic_add(lock, kVersionUnit - kWriterBit, cods::Order::release);
-      }
-    }
+    if (o == Op::kGet) r = detail::search_unlocked(g, m, m.heads + b, k, g.shfl(v1, owner));
+    else if (o == Op::kPut) r = detail::put_locked(g, m, b, k, g.shfl(value, owner));
+    else r = detail::delete_locked(g, m, b, k);
     if (g.lane() == owner) res = r;
   }
-  // C: release locks, validate reads.
+  // C: release locks, validate reads. (Releasing each lock right after its body instead was
+  // measured slower on an H200: docs/lslab.md.)
   cods::fence(cods::Order::acq_rel);
   g.sync();
-  if (fast && !is_read && !m.early_release) cods::atomic_add(lock, kVersionUnit - kWriterBit, cods::Order::release);
+  if (fast && !is_read) cods::atomic_add(lock, kVersionUnit - kWriterBit, cods::Order::release);
   if (fast && is_read) fast = (cods::atomic_load(lock, cods::Order::relaxed) & detail::kStableBits) == v1;
   // D: the rest, alone.
   for (std::uint32_t todo = g.ballot(valid && !fast); todo != 0; todo &= todo - 1) {

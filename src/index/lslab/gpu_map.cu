@@ -141,8 +141,6 @@ class GpuMap final : public Map {
     const std::string occupancy = occ ? occ : "6";
     kernel_ = occupancy == "full" ? batch_kernel<W, 8> : occupancy == "free" ? batch_kernel<W, 1> : batch_kernel<W, 6>;
     if (const char* pf = std::getenv("DUET_LSLAB_PREFETCH")) prefetch_ = std::atoi(pf) != 0;
-    if (const char* gw = std::getenv("DUET_LSLAB_GROUP_WRITES")) view_.group_writes = std::atoi(gw) != 0;
-    if (const char* er = std::getenv("DUET_LSLAB_EARLY_RELEASE")) view_.early_release = std::atoi(er) != 0;
     int per_sm = 0;
     DUET_CUDA_TRY(cudaOccupancyMaxActiveBlocksPerMultiprocessor(&per_sm, kernel_, kBlockThreads, 0));
     grid_ = std::max(1, per_sm) * dev.sm_count;

@@ -45,9 +45,9 @@ class Map {
 Status make_cpu_map(const Config& config, std::unique_ptr<Map>* out, unsigned slab_width = 8);
 
 /// Creates a map on the current GPU (see gpu/device.hpp). slab_width is 8, 16 or 32 (one
-/// group of that many lanes per operation). Unavailable when the build has no CUDA or no
+/// group of that many lanes per operation); 8 measured fastest for GET and PUT (docs/lslab.md). Unavailable when the build has no CUDA or no
 /// GPU is present; ResourceExhausted when device memory is short.
-Status make_gpu_map(const Config& config, std::unique_ptr<Map>* out, unsigned slab_width = 16);
+Status make_gpu_map(const Config& config, std::unique_ptr<Map>* out, unsigned slab_width = 8);
 
 /// Checks a configuration; the error names the first bad field.
 Status validate_config(const Config& config);
