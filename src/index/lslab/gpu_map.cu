@@ -63,7 +63,7 @@ __global__ void __launch_bounds__(kBlockThreads, kMinBlocks)
     batch_kernel(MapView<W> m, const Op* __restrict__ ops, const std::uint64_t* __restrict__ keys,
                  const std::uint64_t* __restrict__ values, OpStatus* __restrict__ status,
                  std::uint64_t* __restrict__ out, std::uint64_t n, unsigned per_tile, bool retry_only,
-                 bool prefetch) {
+                 unsigned prefetch) {
   const auto g = cods::GpuTile<W>::of_this_block();
   const std::uint64_t tiles = std::uint64_t(gridDim.x) * blockDim.x / W;
   const std::uint64_t tile = (blockIdx.x * std::uint64_t(blockDim.x) + threadIdx.x) / W;
@@ -81,7 +81,10 @@ __global__ void __launch_bounds__(kBlockThreads, kMinBlocks)
         if (values) value = values[i];
         else invalid = OpStatus::kInvalid;
       }
-      if (prefetch && key != kReservedKey) prefetch_values(m.head_of(key));
+      // Writes wait on their value line under the lock, so prefetching it pays; a GET reads
+      // one 32-byte sector of it, and prefetching the whole line costs more than it saves
+      // (measured: docs/lslab.md). prefetch: 0 never, 1 writes only, 2 every request.
+      if (prefetch > (op == Op::kGet ? 1u : 0u) && key != kReservedKey) prefetch_values(m.head_of(key));
     }
     const bool run = mine && invalid != OpStatus::kInvalid;
     const OpResult r = lslab_execute_group(g, m, run, op, key, value);
@@ -140,7 +143,7 @@ class GpuMap final : public Map {
     const char* occ = std::getenv("DUET_LSLAB_OCCUPANCY");
     const std::string occupancy = occ ? occ : "6";
     kernel_ = occupancy == "full" ? batch_kernel<W, 8> : occupancy == "free" ? batch_kernel<W, 1> : batch_kernel<W, 6>;
-    if (const char* pf = std::getenv("DUET_LSLAB_PREFETCH")) prefetch_ = std::atoi(pf) != 0;
+    if (const char* pf = std::getenv("DUET_LSLAB_PREFETCH")) prefetch_ = static_cast<unsigned>(std::atoi(pf));
     int per_sm = 0;
     DUET_CUDA_TRY(cudaOccupancyMaxActiveBlocksPerMultiprocessor(&per_sm, kernel_, kBlockThreads, 0));
     grid_ = std::max(1, per_sm) * dev.sm_count;
@@ -320,9 +323,9 @@ class GpuMap final : public Map {
   unsigned chunk_shift_ = 16;
   int grid_ = 1;
   using Kernel = void (*)(MapView<W>, const Op*, const std::uint64_t*, const std::uint64_t*, OpStatus*,
-                          std::uint64_t*, std::uint64_t, unsigned, bool, bool);
+                          std::uint64_t*, std::uint64_t, unsigned, bool, unsigned);
   Kernel kernel_ = nullptr;  ///< batch_kernel with the register budget chosen at init
-  bool prefetch_ = true;  ///< DUET_LSLAB_PREFETCH=0 turns off prefetching value lines
+  unsigned prefetch_ = 1;  ///< DUET_LSLAB_PREFETCH: value-line prefetch, 0 none, 1 writes, 2 all
   Slab<W>** d_chunks_ = nullptr;
   std::vector<Slab<W>*> h_chunks_;
   PoolCounters* d_counters_ = nullptr;
