@@ -121,42 +121,35 @@ inline CheckResult check_register(std::vector<RegisterOp> ops, std::optional<std
     std::uint64_t min_resp = ~std::uint64_t(0);
     for (std::size_t i = 0; i < n; ++i)
       if (!is_done(i)) min_resp = std::min(min_resp, ops[i].response);
+    // Linearizes op i next (from state s); on backtrack the frame resumes at `resume`.
+    auto descend = [&](std::size_t i, const detail::State& s, std::size_t resume) {
+      done[i / 64] |= 1ull << (i % 64);
+      f.next = resume;
+      f.chosen = i;
+      stack.push_back({s, 0, n});  // f is not used after this
+      ++completed;
+    };
     bool advanced = false;
     // A read-only candidate (a GET, or a DELETE that found nothing) consistent with the current
     // state can be linearized now without loss: it leaves the state as it is and only removes a
-    // constraint. Take it with no alternatives, which keeps the search near-linear on histories
-    // with many overlapping reads.
-    if (f.next == 0) {
-      for (std::size_t i = 0; i < n && ops[i].invoke <= min_resp; ++i) {
-        if (is_done(i) || !read_only(ops[i])) continue;
-        detail::State s = f.state;
-        if (!detail::step(ops[i], s)) continue;
-        done[i / 64] |= 1ull << (i % 64);
-        f.next = n;  // no alternatives to try on backtrack
-        f.chosen = i;
-        stack.push_back({s, 0, n});
-        ++completed;
-        advanced = true;
-        break;
-      }
-      if (advanced) continue;
-    }
-    for (std::size_t i = f.next; i < n && ops[i].invoke <= min_resp; ++i) {
-      if (is_done(i)) continue;
+    // constraint. Take it with no alternatives (resume at n), which keeps the search
+    // near-linear on histories with many overlapping reads.
+    for (std::size_t i = 0; f.next == 0 && i < n && ops[i].invoke <= min_resp; ++i) {
       detail::State s = f.state;
-      if (!detail::step(ops[i], s)) continue;
-      done[i / 64] |= 1ull << (i % 64);
-      Key k{done, s.present, s.value};
-      if (!seen.insert(std::move(k)).second) {
-        done[i / 64] &= ~(1ull << (i % 64));
-        continue;
-      }
-      f.next = i + 1;
-      f.chosen = i;
-      stack.push_back({s, 0, n});
-      ++completed;
+      if (is_done(i) || !read_only(ops[i]) || !detail::step(ops[i], s)) continue;
+      descend(i, s, n);
       advanced = true;
       break;
+    }
+    for (std::size_t i = advanced ? n : f.next; !advanced && i < n && ops[i].invoke <= min_resp; ++i) {
+      detail::State s = f.state;
+      if (is_done(i) || !detail::step(ops[i], s)) continue;
+      done[i / 64] |= 1ull << (i % 64);
+      const bool fresh = seen.insert(Key{done, s.present, s.value}).second;
+      done[i / 64] &= ~(1ull << (i % 64));
+      if (!fresh) continue;
+      descend(i, s, i + 1);
+      advanced = true;
     }
     if (advanced) continue;
     stack.pop_back();

@@ -6,6 +6,7 @@
 #include <string>
 
 #include "index/lslab/core.hpp"
+#include "index/lslab/factory.hpp"
 #include "index/lslab/map.hpp"
 #include "mem/host_memory.hpp"
 #include "sched/thread_pool.hpp"
@@ -34,15 +35,13 @@ void init_head_slabs(Slab<W>* heads, std::uint64_t begin, std::uint64_t end) {
 template <unsigned W>
 class CpuMap final : public Map {
  public:
-  CpuMap(const Config& c, std::uint64_t buckets) : config_(c), workers_(c.threads) {
-    buckets_ = buckets;
+  explicit CpuMap(const Config& c) : config_(c), workers_(c.threads) {
+    buckets_ = bucket_count(c, W);
     chunks_.reset(new Slab<W>*[kMaxChunks]());
     counters_ = new PoolCounters();
     for (auto& h : counters_->free_heads) h = kNullSlab;
-    // Chunks of 2^16 slabs (8 MiB at W = 8), fewer for small maps.
-    chunk_shift_ = 16;
-    while (chunk_shift_ > 8 && (std::uint64_t(1) << chunk_shift_) > buckets) --chunk_shift_;
-    view_.buckets = buckets;
+    chunk_shift_ = detail::chunk_shift_for(buckets_);
+    view_.buckets = buckets_;
     view_.chunks = chunks_.get();
     view_.chunk_shift = chunk_shift_;
     view_.pool = counters_;
@@ -63,9 +62,7 @@ class CpuMap final : public Map {
     view_.heads = heads;
     workers_.parallel_for(buckets_, 1 << 16,
                           [&](std::size_t b, std::size_t e, unsigned) { init_head_slabs<W>(heads, b, e); });
-    std::uint64_t initial = config_.initial_pool_slabs;
-    if (initial == 0) initial = std::max<std::uint64_t>(4096, config_.expected_keys / 16 / Slab<W>::kKeySlots);
-    Status s = grow(initial);
+    Status s = grow(detail::initial_pool_slabs(config_, Slab<W>::kKeySlots));
     grows_.store(0);  // the initial commit is not growth
     return s;
   }
@@ -124,10 +121,7 @@ class CpuMap final : public Map {
   unsigned slab_width() const override { return W; }
 
  private:
-  std::uint64_t max_slabs() const {
-    const std::uint64_t hard = std::min<std::uint64_t>(kNullSlab - 1, std::uint64_t(kMaxChunks) << chunk_shift_);
-    return config_.max_pool_slabs ? std::min(config_.max_pool_slabs, hard) : hard;
-  }
+  std::uint64_t max_slabs() const { return detail::pool_slab_limit(config_, chunk_shift_); }
 
   /// Commits chunks until the pool holds at least `want` slabs (1.5x growth), or fails.
   Status grow(std::uint64_t want) {
@@ -135,8 +129,7 @@ class CpuMap final : public Map {
     const std::uint64_t cap = cods::atomic_load(&counters_->capacity);
     if (cap >= want) return Status::Ok();
     const std::uint64_t chunk = std::uint64_t(1) << chunk_shift_;
-    std::uint64_t target = std::max({want, cap + cap / 2, cap + chunk});
-    target = std::min(target, max_slabs());
+    const std::uint64_t target = detail::pool_growth_target(cap, want, chunk_shift_, max_slabs());
     if (target < want) return Status::ResourceExhausted("slab pool limit reached");
     std::uint64_t committed = cap;  // always a multiple of the chunk size
     while (committed < target) {
@@ -164,26 +157,10 @@ class CpuMap final : public Map {
   MapView<W> view_;
 };
 
-template <unsigned W>
-Status make(const Config& c, std::unique_ptr<Map>* out) {
-  auto m = std::make_unique<CpuMap<W>>(c, bucket_count(c, W));
-  Status s = m->init();
-  if (!s.ok()) return s;
-  *out = std::move(m);
-  return Status::Ok();
-}
-
 }  // namespace
 
 Status make_cpu_map(const Config& c, std::unique_ptr<Map>* out, unsigned slab_width) {
-  Status s = validate_config(c);
-  if (!s.ok()) return s;
-  switch (slab_width) {
-    case 8: return make<8>(c, out);
-    case 16: return make<16>(c, out);
-    case 32: return make<32>(c, out);
-  }
-  return Status::InvalidArgument("slab width must be 8, 16 or 32, got " + std::to_string(slab_width));
+  return detail::make_map<CpuMap>(c, out, slab_width);
 }
 
 }  // namespace duet::lslab

@@ -11,6 +11,7 @@
 
 #include "gpu/device.hpp"
 #include "index/lslab/core.hpp"
+#include "index/lslab/factory.hpp"
 #include "index/lslab/map.hpp"
 
 namespace duet::lslab {
@@ -118,8 +119,7 @@ class GpuMap final : public Map {
     if (!s.ok()) return s;
     stream_handle_ = static_cast<cudaStream_t>(stream_.handle());
     buckets_ = bucket_count(config_, W);
-    chunk_shift_ = 16;
-    while (chunk_shift_ > 8 && (std::uint64_t(1) << chunk_shift_) > buckets_) --chunk_shift_;
+    chunk_shift_ = detail::chunk_shift_for(buckets_);
     Slab<W>* heads = nullptr;
     DUET_CUDA_TRY(alloc(reinterpret_cast<void**>(&heads), sizeof(Slab<W>) * buckets_));
     view_.heads = heads;
@@ -147,9 +147,7 @@ class GpuMap final : public Map {
     int per_sm = 0;
     DUET_CUDA_TRY(cudaOccupancyMaxActiveBlocksPerMultiprocessor(&per_sm, kernel_, kBlockThreads, 0));
     grid_ = std::max(1, per_sm) * dev.sm_count;
-    std::uint64_t initial = config_.initial_pool_slabs;
-    if (initial == 0) initial = std::max<std::uint64_t>(4096, config_.expected_keys / 16 / Slab<W>::kKeySlots);
-    s = grow(initial);
+    s = grow(detail::initial_pool_slabs(config_, Slab<W>::kKeySlots));
     if (!s.ok()) return s;
     grows_ = 0;
     return stream_.synchronize();
@@ -210,10 +208,7 @@ class GpuMap final : public Map {
     return config_.placement == Placement::kManaged ? cudaMallocManaged(p, bytes) : cudaMalloc(p, bytes);
   }
 
-  std::uint64_t max_slabs() const {
-    const std::uint64_t hard = std::min<std::uint64_t>(kNullSlab - 1, std::uint64_t(kMaxChunks) << chunk_shift_);
-    return config_.max_pool_slabs ? std::min(config_.max_pool_slabs, hard) : hard;
-  }
+  std::uint64_t max_slabs() const { return detail::pool_slab_limit(config_, chunk_shift_); }
 
   /// Launches the batch (already on the device), then grows the pool and re-runs the requests
   /// that found it empty until none remain. Leaves h_counters_ current. Caller holds mutex_.
@@ -253,7 +248,7 @@ class GpuMap final : public Map {
     const std::uint64_t cap = h_counters_->capacity;
     if (cap >= want) return Status::Ok();
     const std::uint64_t chunk = std::uint64_t(1) << chunk_shift_;
-    std::uint64_t target = std::min(std::max({want, cap + cap / 2, cap + chunk}), max_slabs());
+    const std::uint64_t target = detail::pool_growth_target(cap, want, chunk_shift_, max_slabs());
     if (target < want) return Status::ResourceExhausted("slab pool limit of " + std::to_string(max_slabs()) + " reached");
     std::uint64_t committed = cap;
     Status failure;
@@ -341,27 +336,11 @@ class GpuMap final : public Map {
   std::uint64_t *d_keys_ = nullptr, *d_values_ = nullptr, *d_out_ = nullptr;
 };
 
-template <unsigned W>
-Status make(const Config& c, std::unique_ptr<Map>* out) {
-  auto m = std::make_unique<GpuMap<W>>(c);
-  Status s = m->init();
-  if (!s.ok()) return s;
-  *out = std::move(m);
-  return Status::Ok();
-}
-
 }  // namespace
 
 Status make_gpu_map(const Config& c, std::unique_ptr<Map>* out, unsigned slab_width) {
-  Status s = validate_config(c);
-  if (!s.ok()) return s;
   if (!gpu::device().present) return Status::Unavailable("GPU map unavailable: " + gpu::device().reason);
-  switch (slab_width) {
-    case 8: return make<8>(c, out);
-    case 16: return make<16>(c, out);
-    case 32: return make<32>(c, out);
-  }
-  return Status::InvalidArgument("slab width must be 8, 16 or 32, got " + std::to_string(slab_width));
+  return detail::make_map<GpuMap>(c, out, slab_width);
 }
 
 }  // namespace duet::lslab
