@@ -103,7 +103,12 @@ TEST_P(LSlabConcurrency, MixedBatchesAreLinearizablePerKey) {
 
 INSTANTIATE_TEST_SUITE_P(BackendWidthAndReads, LSlabConcurrency,
                          ::testing::Combine(::testing::Values(Backend::kCpu, Backend::kGpu), ::testing::Values(8u, 32u),
-                                            ::testing::Values(ReadPolicy::kOptimistic, ReadPolicy::kShared)));
+                                            ::testing::Values(ReadPolicy::kOptimistic, ReadPolicy::kShared)),
+                         [](const auto& info) {
+                           return std::string(std::get<0>(info.param) == Backend::kCpu ? "cpu" : "gpu") + "_w" +
+                                  std::to_string(std::get<1>(info.param)) +
+                                  (std::get<2>(info.param) == ReadPolicy::kOptimistic ? "_optimistic" : "_shared");
+                         });
 
 TEST(LSlabConcurrency, HotKeysUnderHeavyWriteContention) {
   Config c;

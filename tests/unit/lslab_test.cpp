@@ -51,7 +51,8 @@ TEST_P(LSlabWidths, MatchesReferenceModelOnRandomBatches) {
   }
 }
 
-INSTANTIATE_TEST_SUITE_P(SlabWidth, LSlabWidths, ::testing::Values(8u, 16u, 32u));
+INSTANTIATE_TEST_SUITE_P(SlabWidth, LSlabWidths, ::testing::Values(8u, 16u, 32u),
+                         [](const auto& info) { return "w" + std::to_string(info.param); });
 
 TEST(LSlab, PutReturnsPreviousValueAndDeleteReturnsRemovedValue) {
   auto m = cpu_map();

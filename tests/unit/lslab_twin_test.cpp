@@ -52,4 +52,8 @@ TEST_P(LSlabTwins, CpuAndGpuAgreeOnTheSameBatchSequence) {
 
 INSTANTIATE_TEST_SUITE_P(WidthAndPlacement, LSlabTwins,
                          ::testing::Combine(::testing::Values(8u, 16u, 32u),
-                                            ::testing::Values(Placement::kDevice, Placement::kManaged)));
+                                            ::testing::Values(Placement::kDevice, Placement::kManaged)),
+                         [](const auto& info) {
+                           return "w" + std::to_string(std::get<0>(info.param)) +
+                                  (std::get<1>(info.param) == Placement::kDevice ? "_device" : "_managed");
+                         });
