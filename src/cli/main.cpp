@@ -52,8 +52,12 @@ int demo(const std::string& device, std::uint64_t keys) {
       return 1;
     }
   }
+  const bool on_gpu = std::string(map->backend()) == "gpu";
+  const std::string why = on_gpu ? duet::gpu::device().name
+                          : duet::gpu::device().present ? std::string("chosen with --device cpu")
+                                                        : duet::gpu::device().reason;
   std::printf("duet demo: L-Slab map on the %s (%s), slab width %u, sized for %llu keys\n", map->backend(),
-              duet::gpu::describe().c_str(), map->slab_width(), static_cast<unsigned long long>(keys));
+              why.c_str(), map->slab_width(), static_cast<unsigned long long>(keys));
 
   std::mt19937_64 rng(42);
   std::vector<std::uint64_t> k(keys), v(keys), out(keys);
