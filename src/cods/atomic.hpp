@@ -75,6 +75,16 @@ DUET_HD DUET_INLINE bool atomic_cas(std::uint64_t* p, std::uint64_t& expected, s
 #endif
 }
 
+/// Atomically replaces *p with v and returns the previous value (one read-modify-write, done
+/// where the memory lives: in L2 on the GPU).
+DUET_HD DUET_INLINE std::uint64_t atomic_exchange(std::uint64_t* p, std::uint64_t v, Order o = Order::seq_cst) {
+#if DUET_DEVICE_PASS
+  return cuda::atomic_ref<std::uint64_t, cuda::thread_scope_device>(*p).exchange(v, detail::to_cuda(o));
+#else
+  return std::atomic_ref<std::uint64_t>(*p).exchange(v, detail::to_std(o));
+#endif
+}
+
 /// Atomically adds v to *p and returns the previous value.
 DUET_HD DUET_INLINE std::uint64_t atomic_add(std::uint64_t* p, std::uint64_t v, Order o = Order::seq_cst) {
 #if DUET_DEVICE_PASS

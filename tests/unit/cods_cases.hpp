@@ -55,6 +55,10 @@ DUET_HD int element_atomics_case(const Group& g, CObject<8>& obj) {
     bad += expected != 42;            // and report what it found
     bad += !obj.cas(3, expected, 50);
     bad += obj.load(3) != 50;
+    bad += obj.exchange(3, 60) != 50;
+    bad += obj.load(3) != 60;
+    bad += obj.exchange_exclusive(3, 70) != 60;
+    bad += obj.load(3) != 70;
   }
   g.sync();
   return bad;

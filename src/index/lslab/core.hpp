@@ -296,10 +296,7 @@ DUET_HD OpResult put_locked(const Group& g, const MapView<W>& m, std::uint64_t b
   ChainWalk<Group, W> w;
   if (walk_locked(g, m, head, key, w)) {
     std::uint64_t old = 0;
-    if (g.is_leader()) {
-      old = w.slab->values.load(static_cast<unsigned>(w.slot), cods::Order::relaxed);
-      w.slab->values.store(static_cast<unsigned>(w.slot), value, cods::Order::relaxed);
-    }
+    if (g.is_leader()) old = w.slab->values.exchange_exclusive(static_cast<unsigned>(w.slot), value);
     return {OpStatus::kFound, g.shfl(old, 0)};
   }
   if (w.empty_slab) {
@@ -343,7 +340,7 @@ DUET_HD OpResult delete_locked(const Group& g, const MapView<W>& m, std::uint64_
   if (!walk_locked(g, m, m.heads + bucket, key, w)) return {OpStatus::kNotFound, 0};
   std::uint64_t old = 0;
   if (g.is_leader()) {
-    old = w.slab->values.load(static_cast<unsigned>(w.slot), cods::Order::relaxed);
+    old = w.slab->values.exchange_exclusive(static_cast<unsigned>(w.slot), 0);
     w.slab->keys.store(static_cast<unsigned>(w.slot), kReservedKey, cods::Order::relaxed);
   }
   // Keys still in this slab other than the one just removed.
