@@ -69,13 +69,31 @@ DUET_HD DUET_INLINE std::uint64_t reduce_range(std::uint64_t h, std::uint64_t n)
 #endif
 }
 
+/// One free list: a tagged stack head [tag:32 | slab index:32] and the number of slabs on it,
+/// alone in a 32-byte sector so that frees and allocations on different stripes never queue
+/// on one atomic unit (a single shared counter did, and made DELETE slow where it frees often).
+struct alignas(32) FreeStripe {
+  std::uint64_t head;
+  std::uint64_t count;
+};
+
 /// The pool's shared state, in memory both the driver and the groups can reach.
 struct PoolCounters {
-  std::uint64_t fresh_next;     ///< next never-used slab index
-  std::uint64_t capacity;       ///< slabs committed in chunks; fresh_next never passes it
-  std::uint64_t free_count;     ///< slabs on the free lists
-  std::uint64_t retries;        ///< operations that found the pool empty (reset per batch)
-  std::uint64_t free_heads[kFreeStripes];  ///< tagged stack heads: [tag:32 | slab index:32]
+  std::uint64_t fresh_next;  ///< next never-used slab index
+  std::uint64_t capacity;    ///< slabs committed in chunks; fresh_next never passes it
+  std::uint64_t retries;     ///< operations that found the pool empty (reset per batch)
+  FreeStripe stripes[kFreeStripes];
+
+  /// Sets every free list empty (host side, before first use).
+  void clear_free_lists() {
+    for (auto& st : stripes) st = {kNullSlab, 0};
+  }
+  /// Slabs on all free lists (host side, for statistics).
+  std::uint64_t free_slabs() const {
+    std::uint64_t n = 0;
+    for (const auto& st : stripes) n += cods::atomic_load(&st.count, cods::Order::relaxed);
+    return n;
+  }
 };
 
 /// A view of a map that a group operates on: plain pointers, copied into kernels by value.
@@ -157,31 +175,34 @@ DUET_HD DUET_INLINE void read_unlock(const Group& g, std::uint64_t* lock) {
   if (g.is_leader()) cods::atomic_add(lock, ~kReaderUnit + 1, cods::Order::release);
 }
 
-/// Takes a slab for the group: free list of `stripe` first, then fresh memory. Returns the
-/// index to every lane, or kNullSlab when the pool is exhausted.
+/// Pops a slab from free list `st`, or returns kNullSlab when it is empty. Leader only.
+template <unsigned W>
+DUET_HD DUET_INLINE std::uint64_t pop_free(const MapView<W>& m, FreeStripe& st) {
+  std::uint64_t h = cods::atomic_load(&st.head, cods::Order::acquire);
+  while ((h & kLowMask) != kNullSlab) {
+    const std::uint64_t idx = h & kLowMask;
+    Slab<W>* s = m.resolve(idx);
+    const std::uint64_t next =
+        s ? (s->keys.load(Slab<W>::kNextSlot, cods::Order::relaxed) & kLowMask) : std::uint64_t(kNullSlab);
+    if (cods::atomic_cas(&st.head, h, ((h >> 32) + 1) << 32 | next, cods::Order::acq_rel)) {
+      cods::atomic_add(&st.count, ~std::uint64_t(0), cods::Order::relaxed);
+      return idx;
+    }
+  }
+  return kNullSlab;
+}
+
+/// Takes a slab for the group: from free list `stripe` or its next few neighbours, else from
+/// fresh memory, else from any free list. Returns the index to every lane, or kNullSlab when
+/// the pool is exhausted.
 template <class Group, unsigned W>
 DUET_HD DUET_INLINE std::uint32_t alloc_slab(const Group& g, const MapView<W>& m, unsigned stripe) {
+  constexpr unsigned kNearStripes = 4;
   std::uint64_t got = kNullSlab;
   if (g.is_leader()) {
     PoolCounters* p = m.pool;
-    for (unsigned s = 0; s < kFreeStripes && got == kNullSlab; ++s) {
-      std::uint64_t* head = &p->free_heads[(stripe + s) % kFreeStripes];
-      std::uint64_t h = cods::atomic_load(head, cods::Order::acquire);
-      while ((h & kLowMask) != kNullSlab) {
-        const std::uint64_t idx = h & kLowMask;
-        Slab<W>* s_ptr = m.resolve(idx);
-        const std::uint64_t next = s_ptr ? (s_ptr->keys.load(Slab<W>::kNextSlot, cods::Order::relaxed) & kLowMask)
-                                         : std::uint64_t(kNullSlab);
-        const std::uint64_t nh = ((h >> 32) + 1) << 32 | next;
-        if (cods::atomic_cas(head, h, nh, cods::Order::acq_rel)) {
-          cods::atomic_add(&p->free_count, ~std::uint64_t(0), cods::Order::relaxed);
-          got = idx;
-          break;
-        }
-      }
-      // Other stripes are scanned only while some slab is free somewhere.
-      if (got == kNullSlab && cods::atomic_load(&p->free_count, cods::Order::relaxed) == 0) break;
-    }
+    for (unsigned s = 0; s < kNearStripes && got == kNullSlab; ++s)
+      got = pop_free(m, p->stripes[(stripe + s) % kFreeStripes]);
     if (got == kNullSlab) {
       std::uint64_t f = cods::atomic_load(&p->fresh_next, cods::Order::relaxed);
       while (f < cods::atomic_load(&p->capacity, cods::Order::acquire)) {
@@ -191,6 +212,9 @@ DUET_HD DUET_INLINE std::uint32_t alloc_slab(const Group& g, const MapView<W>& m
         }
       }
     }
+    // Fresh memory is used up: look at every free list before reporting exhaustion.
+    for (unsigned s = kNearStripes; s < kFreeStripes && got == kNullSlab; ++s)
+      got = pop_free(m, p->stripes[(stripe + s) % kFreeStripes]);
   }
   return static_cast<std::uint32_t>(g.shfl(got, 0));
 }
@@ -200,14 +224,14 @@ template <class Group, unsigned W>
 DUET_HD DUET_INLINE void free_slab(const Group& g, const MapView<W>& m, std::uint32_t idx, unsigned stripe) {
   if (g.is_leader()) {
     Slab<W>* s = m.resolve(idx);
-    std::uint64_t* head = &m.pool->free_heads[stripe % kFreeStripes];
-    std::uint64_t h = cods::atomic_load(head, cods::Order::relaxed);
+    FreeStripe& st = m.pool->stripes[stripe % kFreeStripes];
+    std::uint64_t h = cods::atomic_load(&st.head, cods::Order::relaxed);
     for (;;) {
       s->keys.store(Slab<W>::kNextSlot, h & kLowMask, cods::Order::relaxed);
       const std::uint64_t nh = ((h >> 32) + 1) << 32 | idx;
-      if (cods::atomic_cas(head, h, nh, cods::Order::acq_rel)) break;
+      if (cods::atomic_cas(&st.head, h, nh, cods::Order::acq_rel)) break;
     }
-    cods::atomic_add(&m.pool->free_count, 1, cods::Order::relaxed);
+    cods::atomic_add(&st.count, 1, cods::Order::relaxed);
   }
   g.sync();
 }

@@ -39,7 +39,7 @@ class CpuMap final : public Map {
     buckets_ = bucket_count(c, W);
     chunks_.reset(new Slab<W>*[kMaxChunks]());
     counters_ = new PoolCounters();
-    for (auto& h : counters_->free_heads) h = kNullSlab;
+    counters_->clear_free_lists();
     chunk_shift_ = detail::chunk_shift_for(buckets_);
     view_.buckets = buckets_;
     view_.chunks = chunks_.get();
@@ -112,7 +112,7 @@ class CpuMap final : public Map {
     s.buckets = buckets_;
     s.pool_capacity = cods::atomic_load(&counters_->capacity);
     s.pool_handed_out = cods::atomic_load(&counters_->fresh_next);
-    s.pool_free = cods::atomic_load(&counters_->free_count);
+    s.pool_free = counters_->free_slabs();
     s.pool_grows = grows_.load();
     s.slab_bytes = sizeof(Slab<W>);
     return s;

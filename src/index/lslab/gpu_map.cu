@@ -130,7 +130,7 @@ class GpuMap final : public Map {
     h_counters_ = static_cast<PoolCounters*>(gpu::alloc_host(sizeof(PoolCounters)));
     if (!h_counters_) return Status::ResourceExhausted("cannot allocate pinned host memory");
     std::memset(h_counters_, 0, sizeof(PoolCounters));
-    for (auto& h : h_counters_->free_heads) h = kNullSlab;
+    h_counters_->clear_free_lists();
     DUET_CUDA_TRY(cudaMemcpy(d_counters_, h_counters_, sizeof(PoolCounters), cudaMemcpyHostToDevice));
     view_.chunks = d_chunks_;
     view_.chunk_shift = chunk_shift_;
@@ -195,7 +195,7 @@ class GpuMap final : public Map {
     s.buckets = buckets_;
     s.pool_capacity = h_counters_->capacity;
     s.pool_handed_out = h_counters_->fresh_next;
-    s.pool_free = h_counters_->free_count;
+    s.pool_free = h_counters_->free_slabs();
     s.pool_grows = grows_;
     s.slab_bytes = sizeof(Slab<W>);
     return s;
@@ -214,7 +214,7 @@ class GpuMap final : public Map {
   /// that found it empty until none remain. Leaves h_counters_ current. Caller holds mutex_.
   Status run_locked(const Batch& b, BatchResult& r) {
     // Keep headroom for this batch's new slabs so re-runs stay rare.
-    const std::uint64_t avail = h_counters_->capacity - h_counters_->fresh_next + h_counters_->free_count;
+    const std::uint64_t avail = h_counters_->capacity - h_counters_->fresh_next + h_counters_->free_slabs();
     const std::uint64_t headroom = b.n / Slab<W>::kKeySlots + 1024;
     if (avail < headroom) {
       Status s = grow(h_counters_->capacity + (headroom - avail));
