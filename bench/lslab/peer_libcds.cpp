@@ -43,34 +43,23 @@ class LibcdsSystem final : public CpuSystem {
   /// in place); DELETE: erase. Values are read and written through std::atomic_ref because
   /// libcds does not serialise access to an item's value.
   duet::Status execute(const duet::lslab::Batch& b, duet::lslab::BatchResult& r) override {
-    run_sliced(pool_, b.n, grain_, [&](std::size_t i) {
-      const std::uint64_t key = b.keys[i];
-      bool found = false;
-      std::uint64_t out = 0;
-      switch (b.ops[i]) {
+    return run_peer_batch(pool_, grain_, b, r, [&](Op op, std::uint64_t key, std::uint64_t value, std::uint64_t& out) {
+      switch (op) {
         case Op::kGet:
-          found = table_->find(key, [&](Table::value_type& item) {
+          return table_->find(key, [&](Table::value_type& item) {
             out = std::atomic_ref<std::uint64_t>(item.second).load(std::memory_order_relaxed);
           });
-          break;
-        case Op::kPut: {
-          const std::uint64_t v = b.values[i];
-          found = !table_
-                       ->update(key,
-                                [v](bool, Table::value_type& item) {
-                                  std::atomic_ref<std::uint64_t>(item.second).store(v, std::memory_order_relaxed);
-                                })
-                       .second;
-          break;
-        }
-        case Op::kDelete:
-          found = table_->erase(key);
-          break;
+        case Op::kPut:
+          return !table_
+                      ->update(key,
+                               [value](bool, Table::value_type& item) {
+                                 std::atomic_ref<std::uint64_t>(item.second).store(value, std::memory_order_relaxed);
+                               })
+                      .second;
+        case Op::kDelete: return table_->erase(key);
       }
-      r.status[i] = found ? OpStatus::kFound : OpStatus::kNotFound;
-      r.values[i] = out;
+      return false;
     });
-    return duet::Status::Ok();
   }
 
  private:

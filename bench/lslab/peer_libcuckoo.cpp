@@ -22,19 +22,14 @@ class LibcuckooSystem final : public CpuSystem {
 
   /// GET: find; PUT: insert_or_assign; DELETE: erase.
   duet::Status execute(const duet::lslab::Batch& b, duet::lslab::BatchResult& r) override {
-    run_sliced(pool_, b.n, grain_, [&](std::size_t i) {
-      const std::uint64_t key = b.keys[i];
-      bool found = false;
-      std::uint64_t out = 0;
-      switch (b.ops[i]) {
-        case Op::kGet: found = table_.find(key, out); break;
-        case Op::kPut: found = !table_.insert_or_assign(key, b.values[i]); break;
-        case Op::kDelete: found = table_.erase(key); break;
+    return run_peer_batch(pool_, grain_, b, r, [&](Op op, std::uint64_t key, std::uint64_t value, std::uint64_t& out) {
+      switch (op) {
+        case Op::kGet: return table_.find(key, out);
+        case Op::kPut: return !table_.insert_or_assign(key, value);
+        case Op::kDelete: return table_.erase(key);
       }
-      r.status[i] = found ? OpStatus::kFound : OpStatus::kNotFound;
-      r.values[i] = found ? out : 0;
+      return false;
     });
-    return duet::Status::Ok();
   }
 
  private:

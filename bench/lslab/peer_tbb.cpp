@@ -20,31 +20,24 @@ class TbbSystem final : public CpuSystem {
   /// GET: find with a const_accessor (shared lock); PUT: insert with an accessor (exclusive
   /// lock) then assign; DELETE: erase by key.
   duet::Status execute(const duet::lslab::Batch& b, duet::lslab::BatchResult& r) override {
-    run_sliced(pool_, b.n, grain_, [&](std::size_t i) {
-      const std::uint64_t key = b.keys[i];
-      bool found = false;
-      std::uint64_t out = 0;
-      switch (b.ops[i]) {
+    return run_peer_batch(pool_, grain_, b, r, [&](Op op, std::uint64_t key, std::uint64_t value, std::uint64_t& out) {
+      switch (op) {
         case Op::kGet: {
           Table::const_accessor a;
-          found = table_.find(a, key);
-          if (found) out = a->second;
-          break;
+          if (!table_.find(a, key)) return false;
+          out = a->second;
+          return true;
         }
         case Op::kPut: {
           Table::accessor a;
-          found = !table_.insert(a, key);
-          a->second = b.values[i];
-          break;
+          const bool found = !table_.insert(a, key);
+          a->second = value;
+          return found;
         }
-        case Op::kDelete:
-          found = table_.erase(key);
-          break;
+        case Op::kDelete: return table_.erase(key);
       }
-      r.status[i] = found ? OpStatus::kFound : OpStatus::kNotFound;
-      r.values[i] = out;
+      return false;
     });
-    return duet::Status::Ok();
   }
 
  private:

@@ -74,4 +74,20 @@ void run_sliced(duet::sched::ThreadPool* pool, std::size_t n, std::size_t grain,
   });
 }
 
+/// Runs a batch on a peer map: one(op, key, value, out) performs one request and returns
+/// whether the key was present, setting `out` to the value a GET read. Records every request's
+/// status and value (0 when absent) in r.
+template <class One>
+duet::Status run_peer_batch(duet::sched::ThreadPool* pool, std::size_t grain, const duet::lslab::Batch& b,
+                            duet::lslab::BatchResult& r, One&& one) {
+  run_sliced(pool, b.n, grain, [&](std::size_t i) {
+    std::uint64_t out = 0;
+    const duet::lslab::Op op = b.ops[i];
+    const bool found = one(op, b.keys[i], op == duet::lslab::Op::kPut ? b.values[i] : 0, out);
+    r.status[i] = found ? duet::lslab::OpStatus::kFound : duet::lslab::OpStatus::kNotFound;
+    r.values[i] = found ? out : 0;
+  });
+  return duet::Status::Ok();
+}
+
 }  // namespace duet::bench::lslab
