@@ -121,15 +121,37 @@ TEST(LSlabConcurrency, HotKeysUnderHeavyWriteContention) {
   EXPECT_TRUE(r.linearizable) << r.explanation;
 }
 
-TEST(LSlabConcurrency, HotKeysUnderHeavyWriteContentionOnTheGpu) {
+class LSlabGpuHotKeys : public ::testing::TestWithParam<unsigned> {};
+
+TEST_P(LSlabGpuHotKeys, HotKeysUnderHeavyWriteContention) {
   if (!duet::gpu::device().present) GTEST_SKIP() << "no GPU: " << duet::gpu::device().reason;
   Config c;
   c.expected_keys = 64;
   std::unique_ptr<Map> m;
-  const duet::Status s = make_gpu_map(c, &m, 16);
+  const duet::Status s = make_gpu_map(c, &m, GetParam());
   ASSERT_TRUE(s.ok()) << s.to_string();
   // Batches of 64 requests on 8 keys: tiles of one launch race on every key's bucket lock.
   auto history = run_clients(*m, 3, 60, 64, 8, 45, 25);
   const auto r = duet::checkers::check_per_key(history);
   EXPECT_TRUE(r.linearizable) << r.explanation;
 }
+
+TEST_P(LSlabGpuHotKeys, LargeBatchesOnFewBucketsComplete) {
+  // Most requests of these batches find their bucket busy and take the blocking path, with
+  // several tiles of one warp waiting on each other's locks: every request must still finish.
+  if (!duet::gpu::device().present) GTEST_SKIP() << "no GPU: " << duet::gpu::device().reason;
+  Config c;
+  c.expected_keys = 16;
+  std::unique_ptr<Map> m;
+  ASSERT_TRUE(make_gpu_map(c, &m, GetParam()).ok());
+  for (int round = 0; round < 4; ++round) {
+    OwnedBatch b;
+    for (std::uint64_t i = 0; i < (1u << 18); ++i) b.add(i % 3 == 2 ? Op::kDelete : Op::kPut, i % 64, i);
+    const duet::Status s = b.run(*m);
+    ASSERT_TRUE(s.ok()) << s.to_string();
+    for (auto st : b.status) ASSERT_TRUE(st == OpStatus::kFound || st == OpStatus::kNotFound);
+  }
+}
+
+INSTANTIATE_TEST_SUITE_P(Width, LSlabGpuHotKeys, ::testing::Values(8u, 16u, 32u),
+                         [](const auto& info) { return "w" + std::to_string(info.param); });
