@@ -31,6 +31,10 @@ inline constexpr std::memory_order to_std(Order o) {
     default: return std::memory_order_seq_cst;
   }
 }
+/// The order a failed CAS reads with: the success order without its release part.
+DUET_HD inline constexpr Order failure_order(Order o) {
+  return o == Order::acq_rel ? Order::acquire : o == Order::release ? Order::relaxed : o;
+}
 #if defined(__CUDACC__)
 DUET_HD inline constexpr cuda::std::memory_order to_cuda(Order o) {
   switch (o) {
@@ -63,15 +67,16 @@ DUET_HD DUET_INLINE void atomic_store(std::uint64_t* p, std::uint64_t v, Order o
 }
 
 /// Compare-and-swap: if *p == expected, stores desired and returns true; otherwise writes the
-/// value found into expected and returns false. Strong (never fails spuriously).
+/// value found into expected and returns false. Strong (never fails spuriously). A failed CAS
+/// reads with the success order minus release, so a retry loop may use the value it got.
 DUET_HD DUET_INLINE bool atomic_cas(std::uint64_t* p, std::uint64_t& expected, std::uint64_t desired,
                                     Order o = Order::seq_cst) {
 #if DUET_DEVICE_PASS
   return cuda::atomic_ref<std::uint64_t, cuda::thread_scope_device>(*p).compare_exchange_strong(
-      expected, desired, detail::to_cuda(o), cuda::std::memory_order_relaxed);
+      expected, desired, detail::to_cuda(o), detail::to_cuda(detail::failure_order(o)));
 #else
   return std::atomic_ref<std::uint64_t>(*p).compare_exchange_strong(expected, desired, detail::to_std(o),
-                                                                    std::memory_order_relaxed);
+                                                                    detail::to_std(detail::failure_order(o)));
 #endif
 }
 

@@ -12,7 +12,8 @@
 //  * fully atomic (AtomicCObject): a version word guards the elements like a sequence lock, so
 //    get returns a copy that equals some set in its entirety, and set is exclusive. This is a
 //    portable replacement for the seed's "one cache line is read atomically" assumption, which
-//    the PTX memory model does not guarantee.
+//    the PTX memory model does not guarantee. Its readers take no lock but retry while a
+//    set is in progress.
 #pragma once
 
 #include <cstdint>
@@ -171,7 +172,8 @@ DUET_UNROLL
 };
 
 /// A c-object in the fully atomic regime: a version word (even: stable, odd: being written)
-/// in front of N elements. Readers never block; a writer excludes other writers.
+/// in front of N elements. Readers take no lock but retry while a set is in progress, so a
+/// stalled writer delays them; a writer excludes other writers.
 template <unsigned N>
 struct AtomicCObject {
   std::uint64_t version;
@@ -179,7 +181,7 @@ struct AtomicCObject {
 };
 
 /// Fully atomic get: copies `far` into `frag` so that the copy equals the state after some
-/// complete set. Retries while a set is in progress; lock-free, not wait-free.
+/// complete set. Retries while a set is in progress (it can wait on a stalled writer).
 template <unsigned N, class Group>
 DUET_HD DUET_INLINE void atomic_get(const Group& g, const AtomicCObject<N>& far, Fragment<N, Group>& frag) {
   for (;;) {
@@ -190,8 +192,10 @@ DUET_HD DUET_INLINE void atomic_get(const Group& g, const AtomicCObject<N>& far,
       spin_pause();
       continue;
     }
+    fence(Order::acquire);  // every lane: its element loads come after the leader's v1
     frag.get(g, far.data);
     fence(Order::acquire);
+    g.sync();  // every lane's loads are done before the leader re-reads the version
     std::uint64_t v2 = 0;
     if (g.is_leader()) v2 = atomic_load(&far.version, Order::relaxed);
     if (g.shfl(v2, 0) == v1) return;

@@ -30,8 +30,10 @@ EpochManager::Guard EpochManager::Participant::pin() {
   // Announce, then re-read: the announced epoch must be one the advancer can see us at.
   std::uint64_t e = manager_->global_.load(std::memory_order_acquire);
   for (;;) {
-    s.local.store(e, std::memory_order_seq_cst);
-    const std::uint64_t again = manager_->global_.load(std::memory_order_seq_cst);
+    s.local.store(e, std::memory_order_relaxed);
+    // The announcement is visible before any of the reader's later loads of shared data.
+    std::atomic_thread_fence(std::memory_order_seq_cst);
+    const std::uint64_t again = manager_->global_.load(std::memory_order_relaxed);
     if (again == e) break;
     e = again;
   }
@@ -43,7 +45,10 @@ void EpochManager::Participant::unpin() {
 }
 
 void EpochManager::Participant::retire(void* object, void (*deleter)(void*)) {
-  retired_.push_back({object, deleter, manager_->global_.load(std::memory_order_acquire)});
+  // The caller's unlink is ordered before reading the epoch it is retired at; otherwise the
+  // epoch could be read as r while the unlink is still invisible to readers pinned at r + 1.
+  std::atomic_thread_fence(std::memory_order_seq_cst);
+  retired_.push_back({object, deleter, manager_->global_.load(std::memory_order_relaxed)});
   if (++since_collect_ >= kAdvanceEvery) collect();
 }
 

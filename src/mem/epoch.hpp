@@ -4,8 +4,8 @@
 // lock-free-readable memory; writers that unlink an object retire it instead of freeing it.
 // A retired object is freed only after the global epoch has advanced twice past its
 // retirement, which implies every participant that was pinned when it was retired has
-// unpinned since. Costs: pin/unpin are one store and one load of the participant's own word
-// plus one fence; retire is an append, and every kAdvanceEvery retirements the participant
+// unpinned since. Costs: pin is a store to the participant's own word, a full fence and a
+// load of the global epoch (repeated if the epoch moved meanwhile); unpin is one store; retire is an append, and every kAdvanceEvery retirements the participant
 // scans all participants to try to advance the epoch and frees what became safe.
 //
 // Use: each thread joins once (a Participant is not thread-safe and stays on its thread); a

@@ -9,8 +9,12 @@
 //
 // Concurrency: a per-bucket reader-writer lock word [version:32 | readers:31 | writer:1].
 // PUT and DELETE take it exclusively through the group's leader; GET either reads without
-// locking and validates the version afterwards (ReadPolicy::kOptimistic, lock-free reads), or
-// takes the shared lock (ReadPolicy::kShared, the seed's behaviour).
+// locking and validates the version afterwards (ReadPolicy::kOptimistic: no lock word is
+// written, but a reader waits while a writer holds the bucket), or takes the shared lock
+// (ReadPolicy::kShared, the seed's behaviour). Readers and writers can starve each other on a
+// bucket under sustained contention; nothing deadlocks. The 32-bit version and the free
+// lists' 32-bit tags wrap; a wrap could fool a validation only if 2^32 writes hit one bucket
+// (or stripe) within one read, which takes minutes.
 //
 // Memory: head slabs are one array; overflow slabs come from a pool of fixed-size chunks
 // addressed by 32-bit indices. A group takes a slab from a striped free list (tagged Treiber
@@ -397,8 +401,10 @@ DUET_HD OpResult lslab_get(const Group& g, const MapView<W>& m, std::uint64_t ke
         cods::spin_pause();
         continue;
       }
+      cods::fence(cods::Order::acquire);  // every lane's loads come after the leader's v1
       const OpResult r = detail::search_unlocked(g, m, head, key, v1);
       cods::fence(cods::Order::acquire);
+      g.sync();  // every lane's loads are done before the leader re-reads the version
       const std::uint64_t v2 = detail::leader_load<Group, W>(g, lock, cods::Order::relaxed) & detail::kStableBits;
       if (v2 == v1) return r;
     }
@@ -450,8 +456,9 @@ DUET_HD DUET_INLINE OpResult lslab_execute(const Group& g, const MapView<W>& m, 
   return {OpStatus::kInvalid, 0};
 }
 
-/// Runs up to one request per lane (lane i's request when `mine`), with the same outcome as
-/// calling lslab_execute for each in turn, but with the slow steps done for all lanes at once:
+/// Runs up to one request per lane (lane i's request when `mine`). Each request takes effect
+/// atomically, the group's requests in some serial order (requests on one bucket need not keep
+/// lane order), with the slow steps done for all lanes at once:
 ///
 ///  A. every lane takes its bucket's lock (PUT, DELETE: one try) or reads its bucket's version
 ///     (optimistic GET), in parallel: one memory round trip for the group instead of one per
@@ -484,9 +491,11 @@ DUET_HD OpResult lslab_execute_group(const Group& g, const MapView<W>& m, bool m
     }
   }
   // Sequence-lock rule across lanes: each lock taken (or version read) is ordered before any
-  // access of the bodies, which the group's leader may perform on another lane's behalf.
-  cods::fence(cods::Order::acq_rel);
+  // access of the bodies, which the group's leader may perform on another lane's behalf: the
+  // barrier carries the owner's CAS or load to every lane, and each lane's fence then orders
+  // its own later loads and stores after it.
   g.sync();
+  cods::fence(cods::Order::acq_rel);
   // B: bodies, one request at a time.
   for (std::uint32_t todo = g.ballot(fast); todo != 0; todo &= todo - 1) {
     const unsigned owner = cods::lowest_bit(todo);

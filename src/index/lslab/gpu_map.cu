@@ -158,6 +158,30 @@ class GpuMap final : public Map {
     if (!batch.ops || !batch.keys || !result.status || !result.values)
       return Status::InvalidArgument("batch of " + std::to_string(batch.n) + " requests has a null array");
     std::lock_guard<std::mutex> lk(mutex_);
+    return drained_on_error(execute_locked(batch, result));
+  }
+
+  Status execute_resident(const Batch& batch, BatchResult& result) override {
+    if (batch.n == 0) return Status::Ok();
+    if (!batch.ops || !batch.keys || !result.status || !result.values)
+      return Status::InvalidArgument("batch of " + std::to_string(batch.n) + " requests has a null array");
+    std::lock_guard<std::mutex> lk(mutex_);
+    return drained_on_error(run_locked(batch, result));
+  }
+
+ private:
+  /// After a failed CUDA call, waits for work already queued so the next call starts on an
+  /// idle stream (staging buffers and pool growth need one). Returns s.
+  Status drained_on_error(Status s) {
+    if (!s.ok() && s.code() != StatusCode::kResourceExhausted) {
+      cudaStreamSynchronize(stream_handle_);
+      cudaGetLastError();
+    }
+    return s;
+  }
+
+  /// execute() with mutex_ held: stage, run, copy back.
+  Status execute_locked(const Batch& batch, BatchResult& result) {
     Status s = reserve_staging(batch.n);
     if (!s.ok()) return s;
     const std::size_t n = batch.n;
@@ -181,14 +205,8 @@ class GpuMap final : public Map {
     return s;
   }
 
-  Status execute_resident(const Batch& batch, BatchResult& result) override {
-    if (batch.n == 0) return Status::Ok();
-    if (!batch.ops || !batch.keys || !result.status || !result.values)
-      return Status::InvalidArgument("batch of " + std::to_string(batch.n) + " requests has a null array");
-    std::lock_guard<std::mutex> lk(mutex_);
-    return run_locked(batch, result);
-  }
 
+ public:
   PoolStats stats() const override {
     std::lock_guard<std::mutex> lk(mutex_);
     PoolStats s;
@@ -268,8 +286,8 @@ class GpuMap final : public Map {
     }
     committed = std::min(committed, max_slabs());
     if (committed != cap) {
-      h_counters_->capacity = committed;
       DUET_CUDA_TRY(cudaMemcpy(&d_counters_->capacity, &committed, 8, cudaMemcpyHostToDevice));
+      h_counters_->capacity = committed;  // only once the device has it
       ++grows_;
     }
     if (committed >= want) return Status::Ok();

@@ -21,7 +21,8 @@ class Map {
   /// Runs batch.n requests and writes their outcomes to result. Returns InvalidArgument when
   /// a needed array is null (nothing runs), ResourceExhausted when the slab pool cannot grow
   /// to hold a PUT (requests that ran keep their effects and outcomes; the others report
-  /// kRetry and changed nothing), Internal on a device failure. A zero-size batch is a no-op.
+  /// kRetry and changed nothing), Internal on a device failure (the batch may then have been
+  /// applied in part or in whole, and its outcomes are not reported). A zero-size batch is a no-op.
   /// Per-request problems (the reserved key, an unknown op) are OpStatus::kInvalid, not errors.
   virtual Status execute(const Batch& batch, BatchResult& result) = 0;
 

@@ -21,7 +21,8 @@ enum class Op : std::uint8_t {
 enum class OpStatus : std::uint8_t {
   kFound = 0,     ///< the key was present; the result value is its (previous) value
   kNotFound = 1,  ///< the key was absent; the result value is 0
-  kRetry = 2,     ///< internal: the slab pool ran out mid-batch; never returned by execute()
+  kRetry = 2,     ///< the slab pool could not grow: the PUT was not applied (execute() then
+                  ///< returns ResourceExhausted)
   kInvalid = 3,   ///< the key is kReservedKey or the op code is unknown; nothing was changed
 };
 
@@ -45,7 +46,7 @@ struct BatchResult {
 
 /// How GET finds its key.
 enum class ReadPolicy : std::uint8_t {
-  kOptimistic = 0,  ///< lock-free read validated by the bucket's version (default)
+  kOptimistic = 0,  ///< read without locking, validated by the bucket's version (default)
   kShared = 1,      ///< take the bucket's reader lock, as the seed does
 };
 
