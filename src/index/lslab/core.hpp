@@ -54,6 +54,18 @@ struct Slab {
   cods::CObject<W> values;
 };
 
+/// Makes s an empty head slab: every key slot empty, lock free at version 0, no next slab.
+/// Plain stores: only before the map is shared.
+template <unsigned W>
+DUET_HD DUET_INLINE void init_head_slab(Slab<W>& s) {
+  for (unsigned i = 0; i < W; ++i) {
+    s.keys.elem[i] = kReservedKey;
+    s.values.elem[i] = 0;
+  }
+  s.keys.elem[Slab<W>::kLockSlot] = 0;
+  s.keys.elem[Slab<W>::kNextSlot] = kNullSlab;
+}
+
 /// 64-bit finaliser of MurmurHash3: a bijection that spreads every input bit over the output.
 DUET_HD DUET_INLINE std::uint64_t mix64(std::uint64_t k) {
   k ^= k >> 33;
@@ -130,7 +142,7 @@ struct OpResult {
 
 namespace detail {
 
-template <class Group, unsigned W>
+template <class Group>
 DUET_HD DUET_INLINE std::uint64_t leader_load(const Group& g, const std::uint64_t* p, cods::Order o) {
   std::uint64_t v = 0;
   if (g.is_leader()) v = cods::atomic_load(p, o);
@@ -309,7 +321,7 @@ DUET_HD DUET_INLINE OpResult search_unlocked(const Group& g, const MapView<W>& m
     if (slot >= 0) return {OpStatus::kFound, slab->values.load(static_cast<unsigned>(slot), cods::Order::relaxed)};
     const std::uint64_t next = frag.broadcast(g, S::kNextSlot) & kLowMask;
     if (next == kNullSlab) break;
-    if ((hops & 63) == 63 && (leader_load<Group, W>(g, lock, cods::Order::acquire) & kStableBits) != v1) break;
+    if ((hops & 63) == 63 && (leader_load(g, lock, cods::Order::acquire) & kStableBits) != v1) break;
     slab = m.resolve(next);
   }
   return {OpStatus::kNotFound, 0};
@@ -396,7 +408,7 @@ DUET_HD OpResult lslab_get(const Group& g, const MapView<W>& m, std::uint64_t ke
   std::uint64_t* lock = &head->keys.elem[S::kLockSlot];
   if (m.read_policy == ReadPolicy::kOptimistic) {
     for (int attempt = 0; attempt < 64; ++attempt) {
-      const std::uint64_t v1 = detail::leader_load<Group, W>(g, lock, cods::Order::acquire) & detail::kStableBits;
+      const std::uint64_t v1 = detail::leader_load(g, lock, cods::Order::acquire) & detail::kStableBits;
       if (v1 & kWriterBit) {
         cods::spin_pause();
         continue;
@@ -405,7 +417,7 @@ DUET_HD OpResult lslab_get(const Group& g, const MapView<W>& m, std::uint64_t ke
       const OpResult r = detail::search_unlocked(g, m, head, key, v1);
       cods::fence(cods::Order::acquire);
       g.sync();  // every lane's loads are done before the leader re-reads the version
-      const std::uint64_t v2 = detail::leader_load<Group, W>(g, lock, cods::Order::relaxed) & detail::kStableBits;
+      const std::uint64_t v2 = detail::leader_load(g, lock, cods::Order::relaxed) & detail::kStableBits;
       if (v2 == v1) return r;
     }
     // Persistent contention: fall back to the reader lock, which always completes.

@@ -1,7 +1,6 @@
 // The CPU twin of L-Slab: the algorithm of core.hpp run by CPU threads (group = one thread)
 // over host memory, with batches spread across a thread pool.
 #include <atomic>
-#include <cstring>
 #include <mutex>
 #include <string>
 
@@ -18,19 +17,6 @@ namespace {
 constexpr std::size_t kParallelGrain = 2048;
 /// How many requests ahead a worker prefetches the bucket's head slab.
 constexpr std::size_t kPrefetchDistance = 12;
-
-template <unsigned W>
-void init_head_slabs(Slab<W>* heads, std::uint64_t begin, std::uint64_t end) {
-  for (std::uint64_t b = begin; b < end; ++b) {
-    Slab<W>& s = heads[b];
-    for (unsigned i = 0; i < W; ++i) {
-      s.keys.elem[i] = kReservedKey;
-      s.values.elem[i] = 0;
-    }
-    s.keys.elem[Slab<W>::kLockSlot] = 0;
-    s.keys.elem[Slab<W>::kNextSlot] = kNullSlab;
-  }
-}
 
 template <unsigned W>
 class CpuMap final : public Map {
@@ -61,16 +47,17 @@ class CpuMap final : public Map {
     if (!heads) return Status::ResourceExhausted("cannot map " + std::to_string(heads_bytes_) + " bytes for buckets");
     view_.heads = heads;
     workers_.parallel_for(buckets_, 1 << 16,
-                          [&](std::size_t b, std::size_t e, unsigned) { init_head_slabs<W>(heads, b, e); });
+                          [&](std::size_t b, std::size_t e, unsigned) {
+                            for (std::size_t i = b; i < e; ++i) init_head_slab(heads[i]);
+                          });
     Status s = grow(detail::initial_pool_slabs(config_, Slab<W>::kKeySlots));
     grows_.store(0);  // the initial commit is not growth
     return s;
   }
 
   Status execute(const Batch& batch, BatchResult& result) override {
-    if (batch.n == 0) return Status::Ok();
-    if (!batch.ops || !batch.keys || !result.status || !result.values)
-      return Status::InvalidArgument("batch of " + std::to_string(batch.n) + " requests has a null array");
+    Status s = detail::check_batch(batch, result);
+    if (!s.ok() || batch.n == 0) return s;
     std::atomic<bool> exhausted{false};
     workers_.parallel_for(batch.n, kParallelGrain, [&](std::size_t begin, std::size_t end, unsigned) {
       const cods::CpuThread g;

@@ -39,6 +39,14 @@ inline std::uint64_t pool_growth_target(std::uint64_t cap, std::uint64_t want, u
   return std::min(std::max({want, cap + cap / 2, cap + (std::uint64_t(1) << chunk_shift)}), limit);
 }
 
+/// The argument check every execute() starts with: InvalidArgument when a needed array is
+/// null (only for a non-empty batch), otherwise Ok.
+inline Status check_batch(const Batch& batch, const BatchResult& result) {
+  if (batch.n != 0 && (!batch.ops || !batch.keys || !result.status || !result.values))
+    return Status::InvalidArgument("batch of " + std::to_string(batch.n) + " requests has a null array");
+  return Status::Ok();
+}
+
 /// Validates the configuration and creates MapT<width> through its init().
 template <template <unsigned> class MapT>
 Status make_map(const Config& c, std::unique_ptr<Map>* out, unsigned width) {

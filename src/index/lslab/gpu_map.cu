@@ -32,21 +32,11 @@ constexpr unsigned kBlockThreads = 256;
 
 template <unsigned W>
 __global__ void init_heads_kernel(Slab<W>* heads, std::uint64_t buckets) {
-  const std::uint64_t words = buckets * W;
-  for (std::uint64_t i = blockIdx.x * std::uint64_t(blockDim.x) + threadIdx.x; i < words;
-       i += std::uint64_t(gridDim.x) * blockDim.x) {
-    const std::uint64_t b = i / W;
-    const unsigned slot = static_cast<unsigned>(i % W);
-    std::uint64_t key = kReservedKey;
-    if (slot == Slab<W>::kLockSlot) key = 0;
-    if (slot == Slab<W>::kNextSlot) key = kNullSlab;
-    heads[b].keys.elem[slot] = key;
-    heads[b].values.elem[slot] = 0;
-  }
+  for (std::uint64_t b = blockIdx.x * std::uint64_t(blockDim.x) + threadIdx.x; b < buckets;
+       b += std::uint64_t(gridDim.x) * blockDim.x)
+    init_head_slab(heads[b]);
 }
 
-/// Each tile takes W consecutive requests; every lane owns one and, in turn, the tile runs the
-/// owner's request together. retry_only: run only requests whose status is kRetry.
 /// Asks for the value line of a head slab to be brought into L2 (the key line, which holds the
 /// lock word, is read by every request anyway).
 template <unsigned W>
@@ -154,22 +144,23 @@ class GpuMap final : public Map {
   }
 
   Status execute(const Batch& batch, BatchResult& result) override {
-    if (batch.n == 0) return Status::Ok();
-    if (!batch.ops || !batch.keys || !result.status || !result.values)
-      return Status::InvalidArgument("batch of " + std::to_string(batch.n) + " requests has a null array");
-    std::lock_guard<std::mutex> lk(mutex_);
-    return drained_on_error(execute_locked(batch, result));
+    return guarded(batch, result, [&] { return execute_locked(batch, result); });
   }
 
   Status execute_resident(const Batch& batch, BatchResult& result) override {
-    if (batch.n == 0) return Status::Ok();
-    if (!batch.ops || !batch.keys || !result.status || !result.values)
-      return Status::InvalidArgument("batch of " + std::to_string(batch.n) + " requests has a null array");
-    std::lock_guard<std::mutex> lk(mutex_);
-    return drained_on_error(run_locked(batch, result));
+    return guarded(batch, result, [&] { return run_locked(batch, result); });
   }
 
  private:
+  /// Checks the arguments, then runs `run` under mutex_, draining the stream if it failed.
+  template <class Run>
+  Status guarded(const Batch& batch, const BatchResult& result, Run run) {
+    Status s = detail::check_batch(batch, result);
+    if (!s.ok() || batch.n == 0) return s;
+    std::lock_guard<std::mutex> lk(mutex_);
+    return drained_on_error(run());
+  }
+
   /// After a failed CUDA call, waits for work already queued so the next call starts on an
   /// idle stream (staging buffers and pool growth need one). Returns s.
   Status drained_on_error(Status s) {
