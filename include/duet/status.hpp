@@ -17,6 +17,8 @@ enum class StatusCode {
   kResourceExhausted,  ///< a memory pool, the device, or a configured limit is full
   kUnavailable,        ///< the requested device or backend is not present
   kInternal,           ///< a broken invariant or a failed CUDA call; the message says which
+  kNotFound,           ///< a named object (a keyspace) does not exist
+  kTooLarge,           ///< a key or value is over its configured limit
 };
 
 /// Returns the stable lower-case name of a code, e.g. "invalid_argument".
@@ -32,6 +34,8 @@ class Status {
   static Status ResourceExhausted(std::string m) { return {StatusCode::kResourceExhausted, std::move(m)}; }
   static Status Unavailable(std::string m) { return {StatusCode::kUnavailable, std::move(m)}; }
   static Status Internal(std::string m) { return {StatusCode::kInternal, std::move(m)}; }
+  static Status NotFound(std::string m) { return {StatusCode::kNotFound, std::move(m)}; }
+  static Status TooLarge(std::string m) { return {StatusCode::kTooLarge, std::move(m)}; }
 
   bool ok() const { return code_ == StatusCode::kOk; }
   StatusCode code() const { return code_; }

@@ -9,6 +9,8 @@ const char* status_code_name(StatusCode code) {
     case StatusCode::kResourceExhausted: return "resource_exhausted";
     case StatusCode::kUnavailable: return "unavailable";
     case StatusCode::kInternal: return "internal";
+    case StatusCode::kNotFound: return "not_found";
+    case StatusCode::kTooLarge: return "too_large";
   }
   return "unknown";
 }

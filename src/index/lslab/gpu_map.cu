@@ -3,9 +3,11 @@
 #include <cuda_runtime.h>
 
 #include <algorithm>
+#include <atomic>
 #include <cstdlib>
 #include <cstring>
 #include <mutex>
+#include <shared_mutex>
 #include <string>
 #include <vector>
 
@@ -87,6 +89,9 @@ __global__ void __launch_bounds__(kBlockThreads, kMinBlocks)
 }
 
 template <unsigned W>
+class GpuLane;
+
+template <unsigned W>
 class GpuMap final : public Map {
  public:
   explicit GpuMap(const Config& c) : config_(c) {}
@@ -157,7 +162,7 @@ class GpuMap final : public Map {
   Status guarded(const Batch& batch, const BatchResult& result, Run run) {
     Status s = detail::check_batch(batch, result);
     if (!s.ok() || batch.n == 0) return s;
-    std::lock_guard<std::mutex> lk(mutex_);
+    std::unique_lock<std::shared_mutex> lk(mutex_);
     return drained_on_error(run());
   }
 
@@ -199,7 +204,7 @@ class GpuMap final : public Map {
 
  public:
   PoolStats stats() const override {
-    std::lock_guard<std::mutex> lk(mutex_);
+    std::unique_lock<std::shared_mutex> lk(mutex_);
     PoolStats s;
     s.buckets = buckets_;
     s.pool_capacity = h_counters_->capacity;
@@ -211,6 +216,66 @@ class GpuMap final : public Map {
   }
   const char* backend() const override { return "gpu"; }
   unsigned slab_width() const override { return W; }
+  Status open_lane(std::unique_ptr<Lane>* out) override;
+
+  /// Lane support: takes `need` slabs from the lane budget, refilling it (growing the pool,
+  /// with every lane idle) when short. Caller holds no lock.
+  Status take_lane_budget(std::int64_t need) {
+    for (;;) {
+      if (lane_budget_.fetch_sub(need, std::memory_order_relaxed) >= need) return Status::Ok();
+      lane_budget_.fetch_add(need, std::memory_order_relaxed);
+      std::unique_lock<std::shared_mutex> lk(mutex_);
+      if (lane_budget_.load(std::memory_order_relaxed) >= need) continue;  // refilled meanwhile
+      DUET_CUDA_TRY(cudaMemcpyAsync(h_counters_, d_counters_, sizeof(PoolCounters), cudaMemcpyDeviceToHost,
+                                    stream_handle_));
+      DUET_CUDA_TRY(cudaStreamSynchronize(stream_handle_));
+      std::uint64_t avail = h_counters_->capacity - h_counters_->fresh_next + h_counters_->free_slabs();
+      const std::uint64_t want = std::max<std::uint64_t>(std::uint64_t(need) * 8, 1u << 14);
+      if (avail < want) {
+        Status s = grow(h_counters_->capacity + (want - avail));
+        if (!s.ok() && s.code() != StatusCode::kResourceExhausted) return s;
+        avail = h_counters_->capacity - h_counters_->fresh_next + h_counters_->free_slabs();
+      }
+      // Keep a margin: other lanes' kernels may have consumed slabs the copy did not see.
+      lane_budget_.store(static_cast<std::int64_t>(avail) / 2, std::memory_order_relaxed);
+      if (static_cast<std::int64_t>(avail) / 2 < need) return Status::Ok();  // let the kernel mark retries
+    }
+  }
+
+  /// Lane support: re-runs the requests a lane's kernel marked kRetry, growing the pool with
+  /// every lane idle. d/h are the lane's arrays; h_status holds the outcomes copied back.
+  Status rerun_retries(const Batch& d, BatchResult& dr, OpStatus* h_status, std::uint64_t* h_out, cudaStream_t st,
+                       std::size_t retries) {
+    std::unique_lock<std::shared_mutex> lk(mutex_);
+    while (retries > 0) {
+      DUET_CUDA_TRY(cudaMemcpyAsync(h_counters_, d_counters_, sizeof(PoolCounters), cudaMemcpyDeviceToHost,
+                                    stream_handle_));
+      DUET_CUDA_TRY(cudaStreamSynchronize(stream_handle_));
+      Status s = grow(h_counters_->capacity + std::max<std::uint64_t>(retries, 1024));
+      if (!s.ok())
+        return Status::ResourceExhausted("slab pool cannot grow (" + s.message() + "); " + std::to_string(retries) +
+                                         " requests marked retry were not applied");
+      const std::uint64_t tiles = std::uint64_t(grid_) * kBlockThreads / W;
+      const unsigned per_tile = static_cast<unsigned>(std::clamp<std::uint64_t>((d.n + tiles - 1) / tiles, 1, W));
+      kernel_<<<grid_, kBlockThreads, 0, st>>>(view_, d.ops, d.keys, d.values, dr.status, dr.values, d.n, per_tile,
+                                               true, prefetch_);
+      DUET_CUDA_TRY(cudaGetLastError());
+      DUET_CUDA_TRY(cudaMemcpyAsync(h_status, dr.status, d.n * sizeof(OpStatus), cudaMemcpyDeviceToHost, st));
+      DUET_CUDA_TRY(cudaMemcpyAsync(h_out, dr.values, d.n * 8, cudaMemcpyDeviceToHost, st));
+      DUET_CUDA_TRY(cudaStreamSynchronize(st));
+      retries = std::count(h_status, h_status + d.n, OpStatus::kRetry);
+    }
+    return Status::Ok();
+  }
+
+  /// Lane support: launches the batch kernel on stream st under the shared lock.
+  Status launch_shared(const Batch& d, BatchResult& dr, cudaStream_t st) {
+    const std::uint64_t tiles = std::uint64_t(grid_) * kBlockThreads / W;
+    const unsigned per_tile = static_cast<unsigned>(std::clamp<std::uint64_t>((d.n + tiles - 1) / tiles, 1, W));
+    kernel_<<<grid_, kBlockThreads, 0, st>>>(view_, d.ops, d.keys, d.values, dr.status, dr.values, d.n, per_tile,
+                                             false, prefetch_);
+    return cudaGetLastError() == cudaSuccess ? Status::Ok() : Status::Internal("lane kernel launch failed");
+  }
 
  private:
   cudaError_t alloc(void** p, std::size_t bytes) {
@@ -322,7 +387,11 @@ class GpuMap final : public Map {
   gpu::PinnedPool pinned_;  ///< staging buffers; declared first so it outlives their release
   gpu::Stream stream_;
   cudaStream_t stream_handle_ = nullptr;
-  mutable std::mutex mutex_;
+  /// Exclusive for execute(), pool growth and stats; shared for lanes while their kernels run.
+  mutable std::shared_mutex mutex_;
+  /// Overflow slabs lanes may still take before a lane must re-read the pool (an underestimate).
+  std::atomic<std::int64_t> lane_budget_{0};
+  friend class GpuLane<W>;
   std::uint64_t buckets_ = 0;
   unsigned chunk_shift_ = 16;
   int grid_ = 1;
@@ -344,6 +413,123 @@ class GpuMap final : public Map {
   OpStatus* d_status_ = nullptr;
   std::uint64_t *d_keys_ = nullptr, *d_values_ = nullptr, *d_out_ = nullptr;
 };
+
+/// A GPU lane: pinned host staging, device arrays and a stream of its own; kernels of
+/// different lanes overlap, and a lane's copies overlap other lanes' kernels.
+template <unsigned W>
+class GpuLane final : public Lane {
+ public:
+  explicit GpuLane(GpuMap<W>* map) : map_(map) {}
+  ~GpuLane() override { release(); }
+
+  Status init() {
+    Status s = stream_.create();
+    st_ = static_cast<cudaStream_t>(stream_.handle());
+    return s;
+  }
+
+  Status reserve(std::size_t n, Op** ops, std::uint64_t** keys, std::uint64_t** values) override {
+    if (n > cap_) {
+      release();
+      h_ops_ = static_cast<Op*>(gpu::alloc_host(n));
+      h_status_ = static_cast<OpStatus*>(gpu::alloc_host(n));
+      h_keys_ = static_cast<std::uint64_t*>(gpu::alloc_host(n * 8));
+      h_values_ = static_cast<std::uint64_t*>(gpu::alloc_host(n * 8));
+      h_out_ = static_cast<std::uint64_t*>(gpu::alloc_host(n * 8));
+      cudaError_t e = cudaMalloc(&d_ops_, n);
+      if (e == cudaSuccess) e = cudaMalloc(&d_status_, n);
+      if (e == cudaSuccess) e = cudaMalloc(&d_keys_, n * 8);
+      if (e == cudaSuccess) e = cudaMalloc(&d_values_, n * 8);
+      if (e == cudaSuccess) e = cudaMalloc(&d_out_, n * 8);
+      if (e != cudaSuccess || !h_ops_ || !h_status_ || !h_keys_ || !h_values_ || !h_out_) {
+        cudaGetLastError();
+        release();
+        return Status::ResourceExhausted("cannot allocate lane buffers for " + std::to_string(n) + " requests");
+      }
+      cap_ = n;
+    }
+    *ops = h_ops_;
+    *keys = h_keys_;
+    *values = h_values_;
+    return Status::Ok();
+  }
+
+  Status run(std::size_t n, const OpStatus** status, const std::uint64_t** out) override {
+    if (n > cap_) return Status::InvalidArgument("lane run of more requests than reserved");
+    *status = h_status_;
+    *out = h_out_;
+    if (n == 0) return Status::Ok();
+    Status s = map_->take_lane_budget(static_cast<std::int64_t>(n / (W - 2) + 1));
+    if (!s.ok()) return s;
+    Batch d{d_ops_, d_keys_, d_values_, n};
+    BatchResult dr{d_status_, d_out_};
+    {
+      std::shared_lock<std::shared_mutex> lk(map_->mutex_);
+      s = copy_run_copy(d, dr, n);
+      if (!s.ok()) {
+        cudaStreamSynchronize(st_);
+        cudaGetLastError();
+        return s;
+      }
+    }
+    const std::size_t retries = std::count(h_status_, h_status_ + n, OpStatus::kRetry);
+    if (retries == 0) return Status::Ok();
+    return map_->rerun_retries(d, dr, h_status_, h_out_, st_, retries);
+  }
+
+ private:
+  Status copy_run_copy(const Batch& d, BatchResult& dr, std::size_t n) {
+    DUET_CUDA_TRY(cudaMemcpyAsync(d_ops_, h_ops_, n, cudaMemcpyHostToDevice, st_));
+    DUET_CUDA_TRY(cudaMemcpyAsync(d_keys_, h_keys_, n * 8, cudaMemcpyHostToDevice, st_));
+    DUET_CUDA_TRY(cudaMemcpyAsync(d_values_, h_values_, n * 8, cudaMemcpyHostToDevice, st_));
+    Status s = map_->launch_shared(d, dr, st_);
+    if (!s.ok()) return s;
+    DUET_CUDA_TRY(cudaMemcpyAsync(h_status_, d_status_, n, cudaMemcpyDeviceToHost, st_));
+    DUET_CUDA_TRY(cudaMemcpyAsync(h_out_, d_out_, n * 8, cudaMemcpyDeviceToHost, st_));
+    DUET_CUDA_TRY(cudaStreamSynchronize(st_));
+    return Status::Ok();
+  }
+
+  void release() {
+    gpu::free_host(h_ops_);
+    gpu::free_host(h_status_);
+    gpu::free_host(h_keys_);
+    gpu::free_host(h_values_);
+    gpu::free_host(h_out_);
+    cudaFree(d_ops_);
+    cudaFree(d_status_);
+    cudaFree(d_keys_);
+    cudaFree(d_values_);
+    cudaFree(d_out_);
+    h_ops_ = nullptr;
+    h_status_ = nullptr;
+    h_keys_ = h_values_ = h_out_ = nullptr;
+    d_ops_ = nullptr;
+    d_status_ = nullptr;
+    d_keys_ = d_values_ = d_out_ = nullptr;
+    cap_ = 0;
+  }
+
+  GpuMap<W>* map_;
+  gpu::Stream stream_;
+  cudaStream_t st_ = nullptr;
+  std::size_t cap_ = 0;
+  Op* h_ops_ = nullptr;
+  OpStatus* h_status_ = nullptr;
+  std::uint64_t *h_keys_ = nullptr, *h_values_ = nullptr, *h_out_ = nullptr;
+  Op* d_ops_ = nullptr;
+  OpStatus* d_status_ = nullptr;
+  std::uint64_t *d_keys_ = nullptr, *d_values_ = nullptr, *d_out_ = nullptr;
+};
+
+template <unsigned W>
+Status GpuMap<W>::open_lane(std::unique_ptr<Lane>* out) {
+  auto lane = std::make_unique<GpuLane<W>>(this);
+  Status s = lane->init();
+  if (!s.ok()) return s;
+  *out = std::move(lane);
+  return Status::Ok();
+}
 
 }  // namespace
 

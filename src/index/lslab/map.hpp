@@ -6,13 +6,29 @@
 // Separate execute() calls on one map may run concurrently from different threads.
 #pragma once
 
+#include <cstddef>
 #include <cstdint>
 #include <memory>
+#include <vector>
 
 #include "duet/status.hpp"
 #include "index/lslab/types.hpp"
 
 namespace duet::lslab {
+
+/// An independent submission path into a map, with its own staging buffers (pinned host
+/// memory when a GPU is present) and, on a GPU, its own stream: KVCG's orchestrator owns one.
+/// Lanes of one map run concurrently with each other; one lane is used by one thread at a time.
+class Lane {
+ public:
+  virtual ~Lane() = default;
+  /// Staging arrays for a batch of up to n requests, filled by the caller before run().
+  /// Pointers stay valid until the next reserve(). ResourceExhausted when memory is short.
+  virtual Status reserve(std::size_t n, Op** ops, std::uint64_t** keys, std::uint64_t** values) = 0;
+  /// Runs the first n staged requests (n <= the last reserve()); *status and *out point at
+  /// the outcomes, valid until the next call. Errors as Map::execute.
+  virtual Status run(std::size_t n, const OpStatus** status, const std::uint64_t** out) = 0;
+};
 
 class Map {
  public:
@@ -39,6 +55,9 @@ class Map {
 
   /// Keys per slab and slab width in words (width - 2 keys per slab).
   virtual unsigned slab_width() const = 0;
+  /// Opens a lane (see Lane). The map must outlive it. The default lane stages in host
+  /// memory and calls execute().
+  virtual Status open_lane(std::unique_ptr<Lane>* out);
 };
 
 /// Creates the CPU twin, running batches on config.threads threads. slab_width is 8, 16 or

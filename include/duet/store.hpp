@@ -1,0 +1,163 @@
+// The embedded Duet engine: a Store holds named keyspaces; a `kv` keyspace is KVCG's key-value
+// store (hot keys in a CPU cache, every key in the Canonical Store on L-Slab, a learned router
+// between them). See docs/kv.md for the design and docs/architecture.md for the code map.
+//
+// Thread safety: every member of Store and KvSpace may be called from any number of threads
+// at once. Every operation is linearizable; a batch is element-wise linearizable (each request
+// takes effect at one point between the batch's call and return, requests of one batch in
+// some order).
+#pragma once
+
+#include <cstddef>
+#include <cstdint>
+#include <memory>
+#include <span>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "duet/status.hpp"
+
+namespace duet {
+
+/// Which processor runs the Canonical Store.
+enum class DeviceChoice : std::uint8_t {
+  kAuto = 0,  ///< the GPU when one is present and usable, otherwise the CPU twin
+  kCpu = 1,   ///< the CPU twin, even on a machine with a GPU
+  kGpu = 2,   ///< the GPU; opening fails with kUnavailable when there is none
+};
+
+/// Parses "auto", "cpu" or "gpu"; InvalidArgument otherwise.
+Status parse_device_choice(std::string_view text, DeviceChoice* out);
+const char* device_choice_name(DeviceChoice d);
+
+/// Sizes no request may exceed. Over-limit requests get kTooLarge and change nothing.
+struct KvLimits {
+  std::size_t max_key_bytes = 64 * 1024;            ///< 64 KiB
+  std::size_t max_value_bytes = 512 * 1024 * 1024;  ///< 512 MiB
+};
+
+/// How the Router sends requests to the Hot Cache or the Canonical Store.
+enum class RouterMode : std::uint8_t {
+  kLearned = 0,  ///< KVCG: a model trained from sampled requests decides per key
+  kAllCold = 1,  ///< every request to the Canonical Store (the seed's KVG)
+  kAllHot = 2,   ///< every request to the Hot Cache (the seed's KVC); misses still load from the store
+};
+
+/// Parses "learned", "all-cold"/"kvg" or "all-hot"/"kvc"; InvalidArgument otherwise.
+Status parse_router_mode(std::string_view text, RouterMode* out);
+const char* router_mode_name(RouterMode m);
+
+/// Router settings (KVCG sections 2.6-2.7). Defaults follow the seed.
+struct RouterConfig {
+  RouterMode mode = RouterMode::kLearned;
+  /// Histogram bins over the key space (hash of the key).
+  std::uint32_t bins = 10000;
+  /// A bin is hot when its share of sampled requests exceeds this (>= 1: nothing is hot).
+  double threshold = 1.3e-5;
+  /// One request in this many is sampled into the shadow model (1: all).
+  std::uint32_t sample_every = 16;
+  /// Sampled requests after which the shadow model is ready to be installed.
+  std::uint64_t train_requests = 5'000'000 / 16;
+  /// Install a ready shadow model automatically (from a background thread).
+  bool auto_switch = true;
+  /// Minimum time between automatic switches, in milliseconds.
+  std::uint32_t min_switch_interval_ms = 1000;
+};
+
+/// Everything a Store needs to open. Every field has a sensible default.
+struct StoreConfig {
+  DeviceChoice device = DeviceChoice::kAuto;
+  /// Bytes of host memory the store may use for values, keys and the Hot Cache; 0 = half of
+  /// physical memory. Writes that would exceed it get kResourceExhausted.
+  std::uint64_t memory_budget_bytes = 0;
+  /// Keys each keyspace's Canonical Store is sized for up front (it grows beyond).
+  std::uint64_t expected_keys = 1u << 20;
+  /// Entries the Hot Cache of each keyspace is sized for (it grows beyond on collisions).
+  std::uint64_t hot_cache_entries = 1u << 16;
+  /// Orchestrator threads feeding the Canonical Store, each with its own stream (0: 2 on the
+  /// CPU twin, 4 with a GPU).
+  unsigned orchestrators = 0;
+  /// Largest aggregated batch one orchestrator sends at once (0: 2^16 on a GPU, 2^12 on the CPU).
+  std::size_t max_aggregate = 0;
+  /// CPU twin only: worker threads used by one Canonical Store batch (0: 1).
+  unsigned cpu_store_threads = 0;
+  KvLimits limits;
+  RouterConfig router;
+};
+
+/// One request of a batch. The views must stay valid until execute() returns.
+struct KvRequest {
+  enum class Op : std::uint8_t { kGet = 0, kPut = 1, kDelete = 2 };
+  enum class Path : std::uint8_t { kNone = 0, kHot = 1, kCold = 2 };
+  Op op = Op::kGet;
+  std::string_view key;
+  std::string_view value;  ///< kPut only
+  // Outcome, written by execute():
+  Status status;            ///< ok, or why this request did nothing
+  bool found = false;       ///< GET: the key exists; PUT/DELETE: it held a previous value
+  std::string result;       ///< GET: the value; PUT/DELETE: the previous value (when found)
+  Path path = Path::kNone;  ///< which component answered (for statistics and latency tables)
+  std::uint64_t done_ns = 0;  ///< steady_clock nanoseconds when the answer was ready
+};
+
+/// Counters of one keyspace; cheap to read, approximately consistent.
+struct KvStats {
+  std::uint64_t hot_requests = 0;       ///< answered by the Hot Cache
+  std::uint64_t hot_misses = 0;         ///< routed hot, key not resident: loaded from the store
+  std::uint64_t cold_requests = 0;      ///< answered by the Canonical Store
+  std::uint64_t batches = 0;            ///< aggregated batches sent to the Canonical Store
+  std::uint64_t batched_requests = 0;   ///< requests in those batches (incl. loads and replays)
+  std::uint64_t model_switches = 0;     ///< models installed
+  std::uint64_t hot_bins = 0;           ///< bins the live model classifies hot
+  std::uint64_t hot_entries = 0;        ///< entries resident in the Hot Cache
+  std::uint64_t last_switch_us = 0;     ///< duration of the last switch (block to clean)
+  std::uint64_t memory_bytes = 0;       ///< host bytes charged to the budget
+  std::string store_backend;            ///< "gpu" or "cpu"
+  std::string router_model;             ///< e.g. "histogram(bins=10000, threshold=1.3e-05)"
+};
+
+/// A `kv` keyspace. Obtain from Store::create_kv or Store::kv; owned by its Store.
+class KvSpace {
+ public:
+  virtual ~KvSpace() = default;
+  /// Reads key. *found says whether it exists; *value gets its bytes when it does.
+  virtual Status get(std::string_view key, std::string* value, bool* found) = 0;
+  /// Sets key to value. When previous is non-null it receives the replaced value, and
+  /// *had_previous whether there was one.
+  virtual Status put(std::string_view key, std::string_view value, std::string* previous = nullptr,
+                     bool* had_previous = nullptr) = 0;
+  /// Removes key. previous/had_previous as for put.
+  virtual Status del(std::string_view key, std::string* previous = nullptr, bool* had_previous = nullptr) = 0;
+  /// Runs every request of the batch; each gets its own status. Returns the first failed
+  /// request's status (the others still ran), or ok. Element-wise linearizable.
+  virtual Status execute(std::span<KvRequest> batch) = 0;
+  /// Installs the shadow model now (whatever it has learned) through the switch protocol:
+  /// hot updates wait, the hot log is replayed into the store, the model is installed and
+  /// keys no longer hot are evicted. Returns when the switch is complete.
+  virtual Status switch_model() = 0;
+  /// Changes the router threshold; takes effect at the next switch.
+  virtual void set_threshold(double threshold) = 0;
+  virtual KvStats stats() const = 0;
+  virtual const std::string& name() const = 0;
+};
+
+/// The engine: keyspaces sharing one device, memory budget and orchestrators' settings.
+class Store {
+ public:
+  /// Opens a store. kUnavailable when device is kGpu and no GPU can be used; kInvalidArgument
+  /// for a bad configuration (the message names the field).
+  static Status open(const StoreConfig& config, std::unique_ptr<Store>* out);
+  virtual ~Store() = default;
+  /// Creates a `kv` keyspace. kInvalidArgument for an empty or existing name.
+  virtual Status create_kv(std::string_view name, KvSpace** out) = 0;
+  /// Finds a keyspace; kNotFound when it does not exist.
+  virtual Status kv(std::string_view name, KvSpace** out) = 0;
+  /// Names of the keyspaces, in creation order.
+  virtual std::vector<std::string> keyspaces() const = 0;
+  /// Where the Canonical Store runs and why, e.g. "gpu: NVIDIA H200" or "cpu: no CUDA device".
+  virtual std::string device_description() const = 0;
+  virtual const StoreConfig& config() const = 0;
+};
+
+}  // namespace duet

@@ -1,0 +1,220 @@
+#include "kv/hot_cache.hpp"
+
+#include <bit>
+
+#include "cods/atomic.hpp"
+
+namespace duet::kv {
+
+namespace {
+constexpr std::uint32_t kWriter = 1u << 31;
+
+std::uint64_t mix(std::uint64_t x) {
+  x ^= x >> 33;
+  x *= 0xff51afd7ed558ccdULL;
+  x ^= x >> 33;
+  x *= 0xc4ceb9fe1a85ec53ULL;
+  return x ^ (x >> 33);
+}
+}  // namespace
+
+HotCache::Node::Node() {
+  for (unsigned i = 0; i < 8; ++i) {
+    keys[i] = kEmpty;
+    handles[i] = 0;
+    flags[i] = 0;
+  }
+}
+
+/// Shared hold of a bucket lock; waits while a writer holds or wants it.
+class HotCache::ReadLock {
+ public:
+  explicit ReadLock(const Bucket& b) : l_(b.lock) {
+    for (;;) {
+      std::uint32_t v = l_.load(std::memory_order_relaxed);
+      if (!(v & kWriter) && l_.compare_exchange_weak(v, v + 1, std::memory_order_acquire)) return;
+      cods::spin_pause();
+    }
+  }
+  ~ReadLock() { l_.fetch_sub(1, std::memory_order_release); }
+
+ private:
+  std::atomic<std::uint32_t>& l_;
+};
+
+/// Exclusive hold of a bucket lock: claims the writer bit, then waits for readers to leave.
+class HotCache::WriteLock {
+ public:
+  explicit WriteLock(const Bucket& b) : l_(b.lock) {
+    for (;;) {
+      std::uint32_t v = l_.load(std::memory_order_relaxed);
+      if (!(v & kWriter) && l_.compare_exchange_weak(v, v | kWriter, std::memory_order_acquire)) break;
+      cods::spin_pause();
+    }
+    while (l_.load(std::memory_order_acquire) != kWriter) cods::spin_pause();
+  }
+  ~WriteLock() { l_.store(0, std::memory_order_release); }
+
+ private:
+  std::atomic<std::uint32_t>& l_;
+};
+
+HotCache::HotCache(std::uint64_t expected_entries) {
+  const std::uint64_t buckets = std::bit_ceil(std::max<std::uint64_t>(expected_entries / 4, 64));
+  mask_ = buckets - 1;
+  buckets_ = std::make_unique<Bucket[]>(buckets);
+}
+
+HotCache::~HotCache() {
+  for (std::uint64_t i = 0; i <= mask_; ++i) {
+    Node* n = buckets_[i].head.next;
+    while (n) {
+      Node* next = n->next;
+      delete n;
+      n = next;
+    }
+  }
+}
+
+HotCache::Bucket& HotCache::bucket(std::uint64_t ikey) const { return buckets_[mix(ikey) & mask_]; }
+
+bool HotCache::find(const Bucket& b, std::uint64_t ikey, Node** node, unsigned* slot) {
+  for (Node* n = const_cast<Node*>(&b.head); n; n = n->next) {
+    for (unsigned i = 0; i < 8; ++i) {
+      if (n->keys[i] == ikey) {
+        *node = n;
+        *slot = i;
+        return true;
+      }
+    }
+  }
+  return false;
+}
+
+HotCache::Found HotCache::get(std::uint64_t ikey, std::uint64_t* handle) const {
+  const Bucket& b = bucket(ikey);
+  ReadLock lk(b);
+  Node* n;
+  unsigned i;
+  if (!find(b, ikey, &n, &i)) return Found::kMiss;
+  if (!(n->flags[i] & kPresent)) return Found::kTombstone;
+  *handle = n->handles[i];
+  return Found::kValue;
+}
+
+HotCache::Found HotCache::update(std::uint64_t ikey, bool erase, std::uint64_t handle, std::uint64_t* prev,
+                                 bool* prev_owned) {
+  Bucket& b = bucket(ikey);
+  bool log = false;
+  Found was;
+  {
+    WriteLock lk(b);
+    Node* n;
+    unsigned i;
+    if (!find(b, ikey, &n, &i)) return Found::kMiss;
+    const std::uint8_t f = n->flags[i];
+    was = (f & kPresent) ? Found::kValue : Found::kTombstone;
+    *prev = n->handles[i];
+    *prev_owned = (f & kDirty) && (f & kPresent);
+    n->handles[i] = erase ? 0 : handle;
+    n->flags[i] = static_cast<std::uint8_t>((erase ? 0 : kPresent) | kDirty | kLogged);
+    log = !(f & kLogged);
+  }
+  if (log) append_log(ikey);
+  return was;
+}
+
+bool HotCache::populate(std::uint64_t ikey, bool present, std::uint64_t handle,
+                        const std::atomic<std::uint64_t>& epoch, std::uint64_t expected) {
+  Bucket& b = bucket(ikey);
+  WriteLock lk(b);
+  if (epoch.load(std::memory_order_seq_cst) != expected) return false;
+  Node* n;
+  unsigned i;
+  if (find(b, ikey, &n, &i)) return false;
+  Node* last = &b.head;
+  for (Node* m = &b.head; m; m = m->next) {
+    last = m;
+    for (unsigned j = 0; j < 8; ++j) {
+      if (m->keys[j] == kEmpty) {
+        m->keys[j] = ikey;
+        m->handles[j] = present ? handle : 0;
+        m->flags[j] = present ? kPresent : 0;
+        size_.fetch_add(1, std::memory_order_relaxed);
+        return true;
+      }
+    }
+  }
+  Node* fresh = new Node();
+  fresh->keys[0] = ikey;
+  fresh->handles[0] = present ? handle : 0;
+  fresh->flags[0] = present ? kPresent : 0;
+  last->next = fresh;
+  size_.fetch_add(1, std::memory_order_relaxed);
+  return true;
+}
+
+void HotCache::append_log(std::uint64_t ikey) {
+  std::lock_guard<std::mutex> lk(log_mutex_);
+  log_.push_back(ikey);
+}
+
+std::size_t HotCache::log_size() const {
+  std::lock_guard<std::mutex> lk(log_mutex_);
+  return log_.size();
+}
+
+std::vector<HotCache::LogRecord> HotCache::log_snapshot() const {
+  std::vector<std::uint64_t> keys;
+  {
+    std::lock_guard<std::mutex> lk(log_mutex_);
+    keys = log_;
+  }
+  std::vector<LogRecord> out;
+  out.reserve(keys.size());
+  for (std::uint64_t k : keys) {
+    const Bucket& b = bucket(k);
+    ReadLock lk(b);
+    Node* n;
+    unsigned i;
+    if (find(b, k, &n, &i)) out.push_back({k, (n->flags[i] & kPresent) != 0, n->handles[i]});
+  }
+  return out;
+}
+
+void HotCache::clear_log() {
+  std::vector<std::uint64_t> keys;
+  {
+    std::lock_guard<std::mutex> lk(log_mutex_);
+    keys.swap(log_);
+  }
+  for (std::uint64_t k : keys) {
+    Bucket& b = bucket(k);
+    WriteLock lk(b);
+    Node* n;
+    unsigned i;
+    if (find(b, k, &n, &i)) n->flags[i] = static_cast<std::uint8_t>(n->flags[i] & kPresent);
+  }
+}
+
+std::uint64_t HotCache::evict_if(const std::function<bool(std::uint64_t)>& cold) {
+  std::uint64_t evicted = 0;
+  for (std::uint64_t bi = 0; bi <= mask_; ++bi) {
+    Bucket& b = buckets_[bi];
+    WriteLock lk(b);
+    for (Node* n = &b.head; n; n = n->next) {
+      for (unsigned i = 0; i < 8; ++i) {
+        if (n->keys[i] != kEmpty && cold(n->keys[i])) {
+          n->keys[i] = kEmpty;
+          n->handles[i] = 0;
+          n->flags[i] = 0;
+          ++evicted;
+        }
+      }
+    }
+  }
+  size_.fetch_sub(evicted, std::memory_order_relaxed);
+  return evicted;
+}
+
+}  // namespace duet::kv

@@ -1,0 +1,102 @@
+// KVCG's Hot Cache: the CPU hash map that answers hot keys (section 2.3/2.6 of the seed).
+//
+// Layout: a power-of-two array of buckets, each a reader-writer spin lock and a chain of
+// 8-entry nodes (the head node inline, overflow nodes allocated on collision and kept).
+// Entries map an index key to a value handle (encoding.hpp) or to a tombstone (the key is
+// known absent). Each entry also says whether its handle is *dirty* (written here and not
+// yet replayed into the Canonical Store); the dirty keys of the current epoch form the update
+// log that a model switch replays.
+//
+// Ownership of value blocks: a clean entry's handle belongs to the Canonical Store (the store
+// retires it when it is replaced there); a dirty entry's handle belongs to the cache until it
+// is replayed. update() reports when the handle it replaced was the cache's own, so the
+// caller can retire it.
+//
+// Costs: get() takes a bucket's reader lock and scans one or a few nodes; update(),
+// populate() and evict_if() take the writer lock. Thread-safe.
+#pragma once
+
+#include <atomic>
+#include <cstdint>
+#include <functional>
+#include <memory>
+#include <mutex>
+#include <vector>
+
+namespace duet::kv {
+
+class HotCache {
+ public:
+  /// What a lookup found.
+  enum class Found : std::uint8_t { kMiss = 0, kValue = 1, kTombstone = 2 };
+
+  /// Sized for about `expected_entries` entries at half load.
+  explicit HotCache(std::uint64_t expected_entries);
+  ~HotCache();
+  HotCache(const HotCache&) = delete;
+  HotCache& operator=(const HotCache&) = delete;
+
+  /// Looks up ikey; on kValue, *handle is its value handle (valid while the caller's epoch pin lives).
+  Found get(std::uint64_t ikey, std::uint64_t* handle) const;
+
+  /// Writes a resident entry: a value handle, or a tombstone when erase is true. Returns kMiss
+  /// (changing nothing) when ikey is not resident. Otherwise returns the previous state, sets
+  /// *prev to the previous handle and *prev_owned to whether the cache owned it (retire it),
+  /// and records ikey in the update log.
+  Found update(std::uint64_t ikey, bool erase, std::uint64_t handle, std::uint64_t* prev, bool* prev_owned);
+
+  /// Inserts a clean entry loaded from the Canonical Store (present with handle, or a
+  /// tombstone) unless ikey is already resident, and only while `epoch` still equals
+  /// `expected` (checked under the bucket lock). Returns whether it inserted.
+  bool populate(std::uint64_t ikey, bool present, std::uint64_t handle, const std::atomic<std::uint64_t>& epoch,
+                std::uint64_t expected);
+
+  /// One update-log record: the key's current state.
+  struct LogRecord {
+    std::uint64_t ikey;
+    bool present;
+    std::uint64_t handle;
+  };
+  /// The current state of every key in the update log. Call only while updates are blocked.
+  std::vector<LogRecord> log_snapshot() const;
+  /// Marks every logged entry clean and empties the log (after a successful replay).
+  void clear_log();
+
+  /// Removes every entry for which cold(ikey) is true; returns how many. Only clean entries
+  /// may be cold (the switch protocol guarantees it).
+  std::uint64_t evict_if(const std::function<bool(std::uint64_t)>& cold);
+
+  /// Resident entries (values and tombstones).
+  std::uint64_t size() const { return size_.load(std::memory_order_relaxed); }
+  /// Keys in the update log.
+  std::size_t log_size() const;
+
+ private:
+  static constexpr std::uint64_t kEmpty = ~std::uint64_t(0);
+  static constexpr std::uint8_t kPresent = 1, kDirty = 2, kLogged = 4;
+  struct Node {
+    std::uint64_t keys[8];
+    std::uint64_t handles[8];
+    std::uint8_t flags[8];
+    Node* next = nullptr;
+    Node();
+  };
+  struct alignas(64) Bucket {
+    mutable std::atomic<std::uint32_t> lock{0};
+    Node head;
+  };
+  class ReadLock;
+  class WriteLock;
+  Bucket& bucket(std::uint64_t ikey) const;
+  /// Slot of ikey in b, or false; with the lock held.
+  static bool find(const Bucket& b, std::uint64_t ikey, Node** node, unsigned* slot);
+  void append_log(std::uint64_t ikey);
+
+  std::uint64_t mask_ = 0;
+  std::unique_ptr<Bucket[]> buckets_;
+  std::atomic<std::uint64_t> size_{0};
+  mutable std::mutex log_mutex_;
+  std::vector<std::uint64_t> log_;
+};
+
+}  // namespace duet::kv

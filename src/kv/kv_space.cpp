@@ -1,0 +1,438 @@
+#include "kv/kv_space.hpp"
+
+#include <chrono>
+#include <functional>
+
+#include "common/log.hpp"
+
+namespace duet::kv {
+
+namespace {
+
+std::uint64_t now_ns() {
+  return static_cast<std::uint64_t>(
+      std::chrono::duration_cast<std::chrono::nanoseconds>(std::chrono::steady_clock::now().time_since_epoch())
+          .count());
+}
+
+lslab::Op to_lslab(KvRequest::Op op) {
+  return op == KvRequest::Op::kGet ? lslab::Op::kGet : op == KvRequest::Op::kPut ? lslab::Op::kPut : lslab::Op::kDelete;
+}
+
+/// Per-thread scratch of execute(), reused across batches to avoid allocation.
+struct Scratch {
+  std::vector<std::uint64_t> ikeys, handles;
+  std::vector<std::uint8_t> owned;  ///< the request holds a value block not yet published
+  std::vector<std::uint32_t> pending, next, gidx;
+  std::vector<std::uint8_t> gkind;
+  RequestGroup group;
+};
+
+enum : std::uint8_t { kCold = 0, kLoadForGet = 1, kLoadForUpdate = 2 };
+
+}  // namespace
+
+// ---------------------------------------------------------------------------------------------
+ParticipantPool::ParticipantPool(mem::EpochManager* epochs) : epochs_(epochs), slots_(new Slot[kSlots]) {}
+
+ParticipantPool::~ParticipantPool() = default;
+
+mem::EpochManager::Participant* ParticipantPool::acquire(std::size_t* slot) {
+  const std::size_t start = std::hash<std::thread::id>{}(std::this_thread::get_id()) % kSlots;
+  for (std::size_t i = start;; i = (i + 1) % kSlots) {
+    Slot& s = slots_[i];
+    bool expect = false;
+    if (!s.busy.load(std::memory_order_relaxed) &&
+        s.busy.compare_exchange_strong(expect, true, std::memory_order_acquire)) {
+      if (!s.p) s.p = epochs_->join();
+      *slot = i;
+      return s.p.get();
+    }
+    if (i == (start + kSlots - 1) % kSlots) std::this_thread::yield();
+  }
+}
+
+void ParticipantPool::release(std::size_t slot) { slots_[slot].busy.store(false, std::memory_order_release); }
+
+// ---------------------------------------------------------------------------------------------
+KvSpaceImpl::KvSpaceImpl(std::string name, const StoreConfig& cfg, MemoryBudget* budget, mem::EpochManager* epochs)
+    : name_(std::move(name)),
+      cfg_(cfg),
+      budget_(budget),
+      epochs_(epochs),
+      participants_(epochs),
+      dict_(budget),
+      hot_(cfg.hot_cache_entries),
+      shadow_(cfg.router.bins),
+      threshold_(cfg.router.threshold) {}
+
+Status KvSpaceImpl::open(std::string name, const StoreConfig& cfg, std::unique_ptr<lslab::Map> map,
+                         MemoryBudget* budget, mem::EpochManager* epochs, std::unique_ptr<KvSpaceImpl>* out) {
+  std::unique_ptr<KvSpaceImpl> s(new KvSpaceImpl(std::move(name), cfg, budget, epochs));
+  const bool gpu = std::string(map->backend()) == "gpu";
+  const unsigned orchestrators = cfg.orchestrators ? cfg.orchestrators : gpu ? 4u : 0u;
+  const std::size_t aggregate = cfg.max_aggregate ? cfg.max_aggregate : gpu ? (1u << 16) : (1u << 12);
+  Status st = CanonicalStore::open(std::move(map), orchestrators, aggregate, &s->store_);
+  if (!st.ok()) return st;
+  std::unique_ptr<RouterModel> initial;
+  switch (cfg.router.mode) {
+    case RouterMode::kAllHot: initial = std::make_unique<ConstantModel>(true); break;
+    case RouterMode::kAllCold: initial = std::make_unique<ConstantModel>(false); break;
+    default: initial = std::make_unique<HistogramModel>(cfg.router.bins, cfg.router.threshold); break;
+  }
+  s->models_[0].store(initial.get());
+  s->model_slots_[0] = std::move(initial);
+  s->last_switch_ = std::chrono::steady_clock::now();
+  if (cfg.router.mode == RouterMode::kLearned && cfg.router.auto_switch)
+    s->auto_thread_ = std::thread([p = s.get()] { p->auto_switch_loop(); });
+  *out = std::move(s);
+  return Status::Ok();
+}
+
+KvSpaceImpl::~KvSpaceImpl() {
+  if (auto_thread_.joinable()) {
+    {
+      std::lock_guard<std::mutex> lk(auto_m_);
+      auto_stop_ = true;
+    }
+    auto_cv_.notify_all();
+    auto_thread_.join();
+  }
+  store_.reset();  // orchestrators stop first
+}
+
+Status KvSpaceImpl::single(KvRequest::Op op, std::string_view key, std::string_view value, std::string* out,
+                           bool* found) {
+  KvRequest r;
+  r.op = op;
+  r.key = key;
+  r.value = value;
+  Status s = execute(std::span<KvRequest>(&r, 1));
+  if (!s.ok()) return s;
+  if (found) *found = r.found;
+  if (out) *out = std::move(r.result);
+  return Status::Ok();
+}
+
+Status KvSpaceImpl::get(std::string_view key, std::string* value, bool* found) {
+  return single(KvRequest::Op::kGet, key, {}, value, found);
+}
+Status KvSpaceImpl::put(std::string_view key, std::string_view value, std::string* previous, bool* had_previous) {
+  return single(KvRequest::Op::kPut, key, value, previous, had_previous);
+}
+Status KvSpaceImpl::del(std::string_view key, std::string* previous, bool* had_previous) {
+  return single(KvRequest::Op::kDelete, key, {}, previous, had_previous);
+}
+
+Status KvSpaceImpl::execute(std::span<KvRequest> batch) {
+  thread_local Scratch sc;
+  const std::size_t n = batch.size();
+  sc.ikeys.resize(n);
+  sc.handles.resize(n);
+  sc.owned.assign(n, 0);
+  sc.pending.clear();
+  Status first_error;
+  auto fail = [&](KvRequest& r, Status s) {
+    if (first_error.ok()) first_error = s;
+    r.status = std::move(s);
+    r.done_ns = now_ns();
+  };
+
+  // 1. Validate and encode.
+  for (std::uint32_t i = 0; i < n; ++i) {
+    KvRequest& r = batch[i];
+    r.status = Status::Ok();
+    r.found = false;
+    r.result.clear();
+    r.path = KvRequest::Path::kNone;
+    if (r.op != KvRequest::Op::kGet && r.op != KvRequest::Op::kPut && r.op != KvRequest::Op::kDelete) {
+      fail(r, Status::InvalidArgument("unknown operation"));
+      continue;
+    }
+    if (r.key.size() > cfg_.limits.max_key_bytes) {
+      fail(r, Status::TooLarge("key of " + std::to_string(r.key.size()) + " bytes is over the limit of " +
+                               std::to_string(cfg_.limits.max_key_bytes)));
+      continue;
+    }
+    if (r.op == KvRequest::Op::kPut && r.value.size() > cfg_.limits.max_value_bytes) {
+      fail(r, Status::TooLarge("value of " + std::to_string(r.value.size()) + " bytes is over the limit of " +
+                               std::to_string(cfg_.limits.max_value_bytes)));
+      continue;
+    }
+    bool exists = true;
+    Status s = index_key(dict_, r.key, r.op == KvRequest::Op::kPut, &sc.ikeys[i], &exists);
+    if (!s.ok()) {
+      fail(r, s);
+      continue;
+    }
+    if (!exists) {  // a long key never written: absent without asking anyone
+      r.path = KvRequest::Path::kCold;
+      r.done_ns = now_ns();
+      continue;
+    }
+    if (r.op == KvRequest::Op::kPut) {
+      s = make_value(r.value, budget_, &sc.handles[i]);
+      if (!s.ok()) {
+        fail(r, s);
+        continue;
+      }
+      sc.owned[i] = is_block(sc.handles[i]);
+    } else {
+      sc.handles[i] = 0;
+    }
+    sc.pending.push_back(i);
+  }
+
+  // 2. Rounds: route, answer hot requests, run cold ones and loads; retry what must wait.
+  const bool learned = cfg_.router.mode == RouterMode::kLearned;
+  const std::uint32_t sample_every = std::max<std::uint32_t>(cfg_.router.sample_every, 1);
+  thread_local std::uint32_t sample_tick = 0;
+  std::uint64_t n_hot = 0, n_miss = 0, n_cold = 0;
+  std::size_t pslot;
+  mem::EpochManager::Participant* part = participants_.acquire(&pslot);
+  bool sampled = false;
+  while (!sc.pending.empty()) {
+    sc.next.clear();
+    sc.gidx.clear();
+    sc.gkind.clear();
+    RequestGroup& g = sc.group;
+    g.clear();
+    const std::uint64_t e = gate_.enter();
+    {
+      auto pin = part->pin();
+      const RouterModel* model = models_[e & 1].load(std::memory_order_acquire);
+      const bool blocked = blocked_.load(std::memory_order_seq_cst);
+      for (std::uint32_t i : sc.pending) {
+        KvRequest& r = batch[i];
+        const std::uint64_t ikey = sc.ikeys[i];
+        if (learned && !sampled && ++sample_tick >= sample_every) {
+          sample_tick = 0;
+          shadow_.sample(ikey);
+        }
+        if (!model->hot(ikey)) {
+          g.add(to_lslab(r.op), ikey, sc.handles[i]);
+          sc.gidx.push_back(i);
+          sc.gkind.push_back(kCold);
+          continue;
+        }
+        r.path = KvRequest::Path::kHot;
+        if (r.op == KvRequest::Op::kGet) {
+          std::uint64_t h;
+          const HotCache::Found f = hot_.get(ikey, &h);
+          if (f == HotCache::Found::kValue) {
+            r.found = true;
+            append_value(h, &r.result);
+            r.done_ns = now_ns();
+            ++n_hot;
+          } else if (f == HotCache::Found::kTombstone) {
+            r.done_ns = now_ns();
+            ++n_hot;
+          } else if (blocked) {
+            sc.next.push_back(i);
+          } else {
+            g.add(lslab::Op::kGet, ikey, 0);
+            sc.gidx.push_back(i);
+            sc.gkind.push_back(kLoadForGet);
+          }
+          continue;
+        }
+        // A hot update: registered as a writer so a switch can wait for it.
+        if (blocked) {
+          sc.next.push_back(i);
+          continue;
+        }
+        hot_writers_.fetch_add(1, std::memory_order_seq_cst);
+        if (blocked_.load(std::memory_order_seq_cst)) {
+          hot_writers_.fetch_sub(1, std::memory_order_release);
+          sc.next.push_back(i);
+          continue;
+        }
+        std::uint64_t prev = 0;
+        bool prev_owned = false;
+        const HotCache::Found f =
+            hot_.update(ikey, r.op == KvRequest::Op::kDelete, sc.handles[i], &prev, &prev_owned);
+        hot_writers_.fetch_sub(1, std::memory_order_release);
+        if (f == HotCache::Found::kMiss) {
+          g.add(lslab::Op::kGet, ikey, 0);
+          sc.gidx.push_back(i);
+          sc.gkind.push_back(kLoadForUpdate);
+          continue;
+        }
+        sc.owned[i] = 0;  // published in the cache
+        if (f == HotCache::Found::kValue) {
+          r.found = true;
+          append_value(prev, &r.result);
+          if (prev_owned && is_block(prev)) part->retire(reinterpret_cast<void*>(prev), free_value_block);
+        }
+        r.done_ns = now_ns();
+        ++n_hot;
+      }
+      sampled = true;  // sample each request once, in its first round
+
+      if (g.size() > 0) {
+        store_->run(g);
+        const std::uint64_t t = now_ns();
+        const bool outcomes = g.error.ok() || g.error.code() == StatusCode::kResourceExhausted;
+        for (std::size_t j = 0; j < g.size(); ++j) {
+          const std::uint32_t i = sc.gidx[j];
+          KvRequest& r = batch[i];
+          if (!outcomes) {
+            // The device failed: the request may or may not have been applied; its value
+            // block may be published, so it is not freed.
+            sc.owned[i] = 0;
+            r.path = KvRequest::Path::kCold;
+            fail(r, g.error);
+            continue;
+          }
+          const lslab::OpStatus st = g.status[j];
+          if (st == lslab::OpStatus::kRetry) {
+            fail(r, g.error.ok() ? Status::ResourceExhausted("canonical store is full") : g.error);
+            continue;
+          }
+          if (st == lslab::OpStatus::kInvalid) {
+            fail(r, Status::Internal("canonical store rejected an index key"));
+            continue;
+          }
+          const bool found = st == lslab::OpStatus::kFound;
+          const std::uint64_t out = g.out[j];
+          if (sc.gkind[j] == kCold) {
+            r.path = KvRequest::Path::kCold;
+            r.found = found;
+            if (found) append_value(out, &r.result);
+            if (r.op != KvRequest::Op::kGet && found && is_block(out))
+              part->retire(reinterpret_cast<void*>(out), free_value_block);
+            if (r.op == KvRequest::Op::kPut) sc.owned[i] = 0;
+            r.done_ns = t;
+            ++n_cold;
+            continue;
+          }
+          hot_.populate(sc.ikeys[i], found, out, gate_.epoch(), e);
+          ++n_miss;
+          if (sc.gkind[j] == kLoadForGet) {
+            r.found = found;
+            if (found) append_value(out, &r.result);
+            r.done_ns = t;
+            ++n_hot;
+          } else {
+            sc.next.push_back(i);  // the key is resident now (or a switch intervened): retry
+          }
+        }
+      }
+    }
+    gate_.leave(e);
+    if (!sc.next.empty()) {
+      // Wait outside the gate while a switch blocks hot updates and loads.
+      while (blocked_.load(std::memory_order_acquire)) blocked_.wait(true, std::memory_order_acquire);
+    }
+    sc.pending.swap(sc.next);
+  }
+  for (std::size_t i = 0; i < n; ++i)
+    if (sc.owned[i]) free_value_block(reinterpret_cast<void*>(sc.handles[i]));
+  participants_.release(pslot);
+  if (n_hot) hot_requests_.fetch_add(n_hot, std::memory_order_relaxed);
+  if (n_miss) hot_misses_.fetch_add(n_miss, std::memory_order_relaxed);
+  if (n_cold) cold_requests_.fetch_add(n_cold, std::memory_order_relaxed);
+  return first_error;
+}
+
+std::unique_ptr<RouterModel> KvSpaceImpl::train_candidate() {
+  switch (cfg_.router.mode) {
+    case RouterMode::kAllHot: return std::make_unique<ConstantModel>(true);
+    case RouterMode::kAllCold: return std::make_unique<ConstantModel>(false);
+    default: return std::make_unique<HistogramModel>(shadow_.take(), threshold_.load(std::memory_order_relaxed));
+  }
+}
+
+Status KvSpaceImpl::switch_model() {
+  std::lock_guard<std::mutex> lk(switch_mutex_);
+  return switch_locked(train_candidate());
+}
+
+Status KvSpaceImpl::switch_locked(std::unique_ptr<RouterModel> next) {
+  const auto t0 = std::chrono::steady_clock::now();
+  // 1. Block hot updates and loads; wait for the updates already running.
+  blocked_.store(true, std::memory_order_seq_cst);
+  while (hot_writers_.load(std::memory_order_seq_cst) != 0) std::this_thread::yield();
+  auto unblock = [&] {
+    blocked_.store(false, std::memory_order_seq_cst);
+    blocked_.notify_all();
+  };
+  // 2. Replay the update log into the Canonical Store.
+  const std::vector<HotCache::LogRecord> log = hot_.log_snapshot();
+  if (!log.empty()) {
+    RequestGroup g;
+    for (const auto& rec : log) g.add(rec.present ? lslab::Op::kPut : lslab::Op::kDelete, rec.ikey, rec.handle);
+    store_->run(g);
+    bool retry = false;
+    for (std::size_t j = 0; j < g.size() && g.error.ok(); ++j) retry |= g.status[j] == lslab::OpStatus::kRetry;
+    if (!g.error.ok() || retry) {
+      // The cache stays authoritative for its keys: nothing is installed, nothing is lost.
+      unblock();
+      return g.error.ok() ? Status::ResourceExhausted("model switch: the canonical store cannot grow for the replay")
+                          : Status(g.error.code(), "model switch: replay failed: " + g.error.message());
+    }
+    std::size_t pslot;
+    mem::EpochManager::Participant* part = participants_.acquire(&pslot);
+    for (std::size_t j = 0; j < g.size(); ++j)
+      if (g.status[j] == lslab::OpStatus::kFound && is_block(g.out[j]))
+        part->retire(reinterpret_cast<void*>(g.out[j]), free_value_block);
+    participants_.release(pslot);
+    hot_.clear_log();
+  }
+  // 3. Install the new model; wait until nothing routed by the old one is in flight.
+  const std::uint64_t e = gate_.epoch().load();
+  const RouterModel* installed = next.get();
+  model_slots_[(e + 1) & 1] = std::move(next);
+  models_[(e + 1) & 1].store(installed, std::memory_order_release);
+  gate_.advance();
+  gate_.drain(e);
+  unblock();
+  // 4. Evict keys the new model calls cold (all clean: they were replayed or loaded).
+  hot_.evict_if([installed](std::uint64_t ikey) { return !installed->hot(ikey); });
+  last_switch_ = std::chrono::steady_clock::now();
+  last_switch_us_.store(
+      static_cast<std::uint64_t>(std::chrono::duration_cast<std::chrono::microseconds>(last_switch_ - t0).count()),
+      std::memory_order_relaxed);
+  switches_.fetch_add(1, std::memory_order_relaxed);
+  duet::log(LogLevel::kDebug, "kv '" + name_ + "': installed " + installed->describe() + " in " +
+                            std::to_string(last_switch_us_.load()) + " us");
+  return Status::Ok();
+}
+
+void KvSpaceImpl::auto_switch_loop() {
+  std::unique_lock<std::mutex> lk(auto_m_);
+  while (!auto_cv_.wait_for(lk, std::chrono::milliseconds(20), [&] { return auto_stop_; })) {
+    if (shadow_.total() < cfg_.router.train_requests) continue;
+    std::lock_guard<std::mutex> sl(switch_mutex_);
+    if (std::chrono::steady_clock::now() - last_switch_ < std::chrono::milliseconds(cfg_.router.min_switch_interval_ms))
+      continue;
+    std::unique_ptr<RouterModel> candidate = train_candidate();
+    const RouterModel* live = models_[gate_.epoch().load() & 1].load();
+    if (live && candidate->similarity(*live) >= 0.9) {
+      last_switch_ = std::chrono::steady_clock::now();  // nothing worth a switch; keep training
+      continue;
+    }
+    Status s = switch_locked(std::move(candidate));
+    if (!s.ok()) duet::log(LogLevel::kWarn, "kv '" + name_ + "': automatic model switch failed: " + s.to_string());
+  }
+}
+
+KvStats KvSpaceImpl::stats() const {
+  KvStats s;
+  s.hot_requests = hot_requests_.load(std::memory_order_relaxed);
+  s.hot_misses = hot_misses_.load(std::memory_order_relaxed);
+  s.cold_requests = cold_requests_.load(std::memory_order_relaxed);
+  s.batches = store_->batches();
+  s.batched_requests = store_->batched_requests();
+  s.model_switches = switches_.load(std::memory_order_relaxed);
+  const RouterModel* live = models_[gate_.epoch().load() & 1].load();
+  s.hot_bins = live ? live->hot_units() : 0;
+  s.router_model = live ? live->describe() : "";
+  s.hot_entries = hot_.size();
+  s.last_switch_us = last_switch_us_.load(std::memory_order_relaxed);
+  s.memory_bytes = budget_->used();
+  s.store_backend = store_->backend();
+  return s;
+}
+
+}  // namespace duet::kv

@@ -1,0 +1,100 @@
+// KvSpaceImpl: one `kv` keyspace, KVCG's workflow (seed section 2.4) over the Hot Cache, the
+// Canonical Store and the Router, with the model switch protocol of sections 2.6.1-2.7.
+//
+// Per batch: validate, encode keys (key dictionary) and values (value blocks), enter the
+// epoch gate, route each request with the live model, answer hot requests from the Hot
+// Cache on the calling thread, send cold requests and Hot Cache misses (loads) to the
+// Canonical Store as one request group, populate the cache from the loads, leave the gate.
+// A hot update whose key is not resident loads it first and is retried in the next round;
+// hot updates and loads wait (outside the gate) while a switch blocks them.
+#pragma once
+
+#include <array>
+#include <atomic>
+#include <condition_variable>
+#include <memory>
+#include <mutex>
+#include <string>
+#include <thread>
+
+#include "duet/store.hpp"
+#include "kv/canonical_store.hpp"
+#include "kv/encoding.hpp"
+#include "kv/hot_cache.hpp"
+#include "kv/key_dictionary.hpp"
+#include "kv/router.hpp"
+#include "mem/epoch.hpp"
+
+namespace duet::kv {
+
+/// Epoch participants handed to whichever thread runs a batch (a participant is used by one
+/// thread at a time). Acquire is a CAS on a slot near the caller's hash.
+class ParticipantPool {
+ public:
+  explicit ParticipantPool(mem::EpochManager* epochs);
+  ~ParticipantPool();
+  /// A free slot; *slot identifies it for release().
+  mem::EpochManager::Participant* acquire(std::size_t* slot);
+  void release(std::size_t slot);
+
+ private:
+  static constexpr std::size_t kSlots = 256;
+  struct alignas(64) Slot {
+    std::atomic<bool> busy{false};
+    std::unique_ptr<mem::EpochManager::Participant> p;
+  };
+  mem::EpochManager* epochs_;
+  std::unique_ptr<Slot[]> slots_;
+};
+
+class KvSpaceImpl final : public KvSpace {
+ public:
+  /// `map` is the keyspace's L-Slab map; budget and epochs belong to the Store and outlive it.
+  static Status open(std::string name, const StoreConfig& cfg, std::unique_ptr<lslab::Map> map,
+                     MemoryBudget* budget, mem::EpochManager* epochs, std::unique_ptr<KvSpaceImpl>* out);
+  ~KvSpaceImpl() override;
+
+  Status get(std::string_view key, std::string* value, bool* found) override;
+  Status put(std::string_view key, std::string_view value, std::string* previous, bool* had_previous) override;
+  Status del(std::string_view key, std::string* previous, bool* had_previous) override;
+  Status execute(std::span<KvRequest> batch) override;
+  Status switch_model() override;
+  void set_threshold(double threshold) override { threshold_.store(threshold, std::memory_order_relaxed); }
+  KvStats stats() const override;
+  const std::string& name() const override { return name_; }
+
+ private:
+  KvSpaceImpl(std::string name, const StoreConfig& cfg, MemoryBudget* budget, mem::EpochManager* epochs);
+  Status single(KvRequest::Op op, std::string_view key, std::string_view value, std::string* out, bool* found);
+  /// The switch protocol; caller holds switch_mutex_. Installs `next`.
+  Status switch_locked(std::unique_ptr<RouterModel> next);
+  std::unique_ptr<RouterModel> train_candidate();
+  void auto_switch_loop();
+
+  const std::string name_;
+  const StoreConfig cfg_;
+  MemoryBudget* budget_;
+  mem::EpochManager* epochs_;
+  ParticipantPool participants_;
+  KeyDictionary dict_;
+  HotCache hot_;
+  std::unique_ptr<CanonicalStore> store_;
+  ShadowCounts shadow_;
+  std::atomic<double> threshold_;
+  EpochGate gate_;
+  std::array<std::unique_ptr<RouterModel>, 2> model_slots_;
+  std::array<std::atomic<const RouterModel*>, 2> models_{};
+  std::atomic<bool> blocked_{false};
+  std::atomic<std::int64_t> hot_writers_{0};
+  std::mutex switch_mutex_;
+  std::chrono::steady_clock::time_point last_switch_;
+  // Statistics.
+  std::atomic<std::uint64_t> hot_requests_{0}, hot_misses_{0}, cold_requests_{0}, switches_{0}, last_switch_us_{0};
+  // The automatic switch thread.
+  std::mutex auto_m_;
+  std::condition_variable auto_cv_;
+  bool auto_stop_ = false;
+  std::thread auto_thread_;
+};
+
+}  // namespace duet::kv

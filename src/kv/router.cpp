@@ -1,0 +1,98 @@
+#include "kv/router.hpp"
+
+#include <functional>
+#include <sstream>
+#include <thread>
+
+#include "cods/atomic.hpp"
+
+namespace duet::kv {
+
+std::uint32_t bin_of(std::uint64_t ikey, std::uint32_t bins) {
+  std::uint64_t x = ikey * 0x9E3779B97F4A7C15ULL;
+  x ^= x >> 29;
+  x *= 0xBF58476D1CE4E5B9ULL;
+  x ^= x >> 32;
+  return static_cast<std::uint32_t>((static_cast<unsigned __int128>(x) * bins) >> 64);
+}
+
+ShadowCounts::ShadowCounts(std::uint32_t bins)
+    : bins_(bins), counts_(std::make_unique<std::atomic<std::uint32_t>[]>(bins)) {
+  for (std::uint32_t i = 0; i < bins_; ++i) counts_[i].store(0, std::memory_order_relaxed);
+}
+
+std::uint64_t ShadowCounts::total() const {
+  std::uint64_t t = 0;
+  for (std::uint32_t i = 0; i < bins_; ++i) t += counts_[i].load(std::memory_order_relaxed);
+  return t;
+}
+
+std::vector<std::uint32_t> ShadowCounts::take() {
+  std::vector<std::uint32_t> out(bins_);
+  for (std::uint32_t i = 0; i < bins_; ++i) out[i] = counts_[i].exchange(0, std::memory_order_relaxed);
+  return out;
+}
+
+HistogramModel::HistogramModel(std::uint32_t bins, double threshold)
+    : bins_(bins), threshold_(threshold), bits_((bins + 63) / 64, 0) {}
+
+HistogramModel::HistogramModel(const std::vector<std::uint32_t>& counts, double threshold)
+    : HistogramModel(static_cast<std::uint32_t>(counts.size()), threshold) {
+  std::uint64_t total = 0;
+  for (std::uint32_t c : counts) total += c;
+  if (total == 0 || threshold >= 1.0) return;
+  const double cut = threshold * static_cast<double>(total);
+  for (std::uint32_t b = 0; b < bins_; ++b) {
+    if (static_cast<double>(counts[b]) > cut) {
+      bits_[b >> 6] |= std::uint64_t(1) << (b & 63);
+      ++hot_bins_;
+    }
+  }
+}
+
+std::string HistogramModel::describe() const {
+  std::ostringstream o;
+  o << "histogram(bins=" << bins_ << ", threshold=" << threshold_ << ", hot_bins=" << hot_bins_ << ")";
+  return o.str();
+}
+
+double HistogramModel::similarity(const RouterModel& other) const {
+  const auto* h = dynamic_cast<const HistogramModel*>(&other);
+  if (!h || h->bins_ != bins_) return 0.0;
+  std::uint64_t both = 0, either = 0;
+  for (std::size_t i = 0; i < bits_.size(); ++i) {
+    both += std::popcount(bits_[i] & h->bits_[i]);
+    either += std::popcount(bits_[i] | h->bits_[i]);
+  }
+  return either == 0 ? 1.0 : static_cast<double>(both) / static_cast<double>(either);
+}
+
+unsigned EpochGate::stripe() {
+  static std::atomic<unsigned> next{0};
+  thread_local unsigned mine = next.fetch_add(1, std::memory_order_relaxed) % kStripes;
+  return mine;
+}
+
+std::uint64_t EpochGate::enter() {
+  Stripe& s = stripes_[stripe()];
+  for (;;) {
+    const std::uint64_t e = epoch_.load(std::memory_order_seq_cst);
+    s.count[e & 1].fetch_add(1, std::memory_order_seq_cst);
+    if (epoch_.load(std::memory_order_seq_cst) == e) return e;
+    s.count[e & 1].fetch_sub(1, std::memory_order_release);
+  }
+}
+
+void EpochGate::leave(std::uint64_t e) { stripes_[stripe()].count[e & 1].fetch_sub(1, std::memory_order_release); }
+
+void EpochGate::drain(std::uint64_t e) const {
+  for (unsigned spins = 0;; ++spins) {
+    std::int64_t sum = 0;
+    for (const Stripe& s : stripes_) sum += s.count[e & 1].load(std::memory_order_acquire);
+    if (sum == 0) return;
+    if (spins < 64) cods::spin_pause();
+    else std::this_thread::yield();
+  }
+}
+
+}  // namespace duet::kv

@@ -1,0 +1,110 @@
+// KVCG's Router (seed sections 2.6-2.7): a model that classifies index keys as hot or cold,
+// a shadow model trained from sampled requests while the live one serves, and the gate that
+// tells a model switch when every request routed under the old model has finished.
+#pragma once
+
+#include <atomic>
+#include <cstdint>
+#include <memory>
+#include <string>
+#include <vector>
+
+namespace duet::kv {
+
+/// A routing model. Implementations are immutable once built, so any thread may call hot().
+class RouterModel {
+ public:
+  virtual ~RouterModel() = default;
+  /// True when requests for ikey should go to the Hot Cache. Must be cheap (a few ns).
+  virtual bool hot(std::uint64_t ikey) const = 0;
+  /// For INFO and logs, e.g. "histogram(bins=1048576, threshold=0.0001, hot_bins=12)".
+  virtual std::string describe() const = 0;
+  /// Units (bins) classified hot.
+  virtual std::uint64_t hot_units() const = 0;
+  /// Fraction in [0, 1] of agreement with another model of the same kind (1: identical);
+  /// used to skip switches that would change nothing.
+  virtual double similarity(const RouterModel& other) const = 0;
+};
+
+/// Every key hot (kAllHot) or every key cold (kAllCold).
+class ConstantModel final : public RouterModel {
+ public:
+  explicit ConstantModel(bool hot) : hot_(hot) {}
+  bool hot(std::uint64_t) const override { return hot_; }
+  std::string describe() const override { return hot_ ? "all-hot" : "all-cold"; }
+  std::uint64_t hot_units() const override { return hot_ ? 1 : 0; }
+  double similarity(const RouterModel& o) const override { return o.describe() == describe() ? 1.0 : 0.0; }
+
+ private:
+  bool hot_;
+};
+
+/// The bin of an index key among `bins` bins (a hash, so popular keys spread over bins).
+std::uint32_t bin_of(std::uint64_t ikey, std::uint32_t bins);
+
+/// Access counts per bin, sampled from live requests (the shadow model's training data).
+/// sample() is a relaxed atomic add; thread-safe.
+class ShadowCounts {
+ public:
+  explicit ShadowCounts(std::uint32_t bins);
+  void sample(std::uint64_t ikey) { counts_[bin_of(ikey, bins_)].fetch_add(1, std::memory_order_relaxed); }
+  /// Samples since the last reset (sums every bin: O(bins)).
+  std::uint64_t total() const;
+  /// Copies the counts and zeroes them.
+  std::vector<std::uint32_t> take();
+  std::uint32_t bins() const { return bins_; }
+
+ private:
+  std::uint32_t bins_;
+  std::unique_ptr<std::atomic<std::uint32_t>[]> counts_;
+};
+
+/// The histogram model: a bin is hot when its share of the sampled requests exceeds the
+/// threshold. Classification is a hash, a modulo and a bit test.
+class HistogramModel final : public RouterModel {
+ public:
+  /// Builds from counts (one per bin). A threshold >= 1 makes nothing hot.
+  HistogramModel(const std::vector<std::uint32_t>& counts, double threshold);
+  /// An untrained model: nothing is hot.
+  HistogramModel(std::uint32_t bins, double threshold);
+  bool hot(std::uint64_t ikey) const override {
+    const std::uint32_t b = bin_of(ikey, bins_);
+    return (bits_[b >> 6] >> (b & 63)) & 1;
+  }
+  std::string describe() const override;
+  std::uint64_t hot_units() const override { return hot_bins_; }
+  double similarity(const RouterModel& other) const override;
+
+ private:
+  std::uint32_t bins_;
+  double threshold_;
+  std::uint64_t hot_bins_ = 0;
+  std::vector<std::uint64_t> bits_;
+};
+
+/// Counts requests in flight per model epoch, striped over cache lines so entering and
+/// leaving cost one uncontended atomic add each. A switch installs epoch e+1 and then waits
+/// until epoch e's count is zero: every request routed under the old model has finished.
+class EpochGate {
+ public:
+  /// Registers the caller in the current epoch and returns it.
+  std::uint64_t enter();
+  void leave(std::uint64_t epoch);
+  /// The current epoch (what populate checks).
+  const std::atomic<std::uint64_t>& epoch() const { return epoch_; }
+  /// Starts epoch e+1 (caller: the switch, serialized); returns the old epoch e.
+  std::uint64_t advance() { return epoch_.fetch_add(1, std::memory_order_seq_cst); }
+  /// Waits until no request of epoch e is in flight.
+  void drain(std::uint64_t e) const;
+
+ private:
+  static constexpr unsigned kStripes = 64;
+  struct alignas(64) Stripe {
+    std::atomic<std::int64_t> count[2] = {0, 0};
+  };
+  static unsigned stripe();
+  std::atomic<std::uint64_t> epoch_{0};
+  Stripe stripes_[kStripes];
+};
+
+}  // namespace duet::kv

@@ -1,0 +1,138 @@
+// Store: opens the device, owns the memory budget and epoch manager, and the keyspaces.
+#include <unistd.h>
+
+#include <mutex>
+#include <unordered_map>
+
+#include "duet/store.hpp"
+#include "gpu/device.hpp"
+#include "kv/kv_space.hpp"
+
+namespace duet {
+
+Status parse_device_choice(std::string_view t, DeviceChoice* out) {
+  if (t == "auto") *out = DeviceChoice::kAuto;
+  else if (t == "cpu") *out = DeviceChoice::kCpu;
+  else if (t == "gpu") *out = DeviceChoice::kGpu;
+  else return Status::InvalidArgument("device must be auto, cpu or gpu, got '" + std::string(t) + "'");
+  return Status::Ok();
+}
+
+const char* device_choice_name(DeviceChoice d) {
+  return d == DeviceChoice::kCpu ? "cpu" : d == DeviceChoice::kGpu ? "gpu" : "auto";
+}
+
+Status parse_router_mode(std::string_view t, RouterMode* out) {
+  if (t == "learned" || t == "kvcg") *out = RouterMode::kLearned;
+  else if (t == "all-cold" || t == "kvg") *out = RouterMode::kAllCold;
+  else if (t == "all-hot" || t == "kvc") *out = RouterMode::kAllHot;
+  else return Status::InvalidArgument("router mode must be learned, all-cold or all-hot, got '" + std::string(t) + "'");
+  return Status::Ok();
+}
+
+const char* router_mode_name(RouterMode m) {
+  return m == RouterMode::kAllCold ? "all-cold" : m == RouterMode::kAllHot ? "all-hot" : "learned";
+}
+
+namespace {
+
+Status validate(const StoreConfig& c) {
+  if (c.router.bins == 0) return Status::InvalidArgument("router.bins must be at least 1");
+  if (!(c.router.threshold >= 0)) return Status::InvalidArgument("router.threshold must be >= 0");
+  if (c.limits.max_key_bytes == 0) return Status::InvalidArgument("limits.max_key_bytes must be at least 1");
+  if (c.expected_keys == 0) return Status::InvalidArgument("expected_keys must be at least 1");
+  if (c.orchestrators > 256) return Status::InvalidArgument("orchestrators must be at most 256");
+  return Status::Ok();
+}
+
+class StoreImpl final : public Store {
+ public:
+  StoreImpl(const StoreConfig& c, bool gpu, std::string why)
+      : config_(c), gpu_(gpu), why_(std::move(why)), budget_(budget_bytes(c)) {}
+
+  ~StoreImpl() override {
+    spaces_.clear();  // keyspaces (and their participants) go before the epoch manager
+  }
+
+  Status create_kv(std::string_view name, KvSpace** out) override {
+    if (name.empty()) return Status::InvalidArgument("keyspace name is empty");
+    std::lock_guard<std::mutex> lk(m_);
+    for (const auto& s : spaces_)
+      if (s->name() == name) return Status::InvalidArgument("keyspace '" + std::string(name) + "' already exists");
+    lslab::Config lc;
+    lc.expected_keys = config_.expected_keys;
+    lc.threads = config_.cpu_store_threads ? config_.cpu_store_threads : 1;
+    std::unique_ptr<lslab::Map> map;
+    Status s = gpu_ ? lslab::make_gpu_map(lc, &map) : lslab::make_cpu_map(lc, &map);
+    if (!s.ok()) return s;
+    std::unique_ptr<kv::KvSpaceImpl> space;
+    s = kv::KvSpaceImpl::open(std::string(name), config_, std::move(map), &budget_, &epochs_, &space);
+    if (!s.ok()) return s;
+    *out = space.get();
+    spaces_.push_back(std::move(space));
+    return Status::Ok();
+  }
+
+  Status kv(std::string_view name, KvSpace** out) override {
+    std::lock_guard<std::mutex> lk(m_);
+    for (const auto& s : spaces_) {
+      if (s->name() == name) {
+        *out = s.get();
+        return Status::Ok();
+      }
+    }
+    return Status::NotFound("no keyspace named '" + std::string(name) + "'");
+  }
+
+  std::vector<std::string> keyspaces() const override {
+    std::lock_guard<std::mutex> lk(m_);
+    std::vector<std::string> names;
+    for (const auto& s : spaces_) names.push_back(s->name());
+    return names;
+  }
+
+  std::string device_description() const override { return (gpu_ ? "gpu: " : "cpu: ") + why_; }
+  const StoreConfig& config() const override { return config_; }
+
+ private:
+  static std::uint64_t budget_bytes(const StoreConfig& c) {
+    if (c.memory_budget_bytes) return c.memory_budget_bytes;
+    const long pages = sysconf(_SC_PHYS_PAGES), page = sysconf(_SC_PAGESIZE);
+    return pages > 0 && page > 0 ? std::uint64_t(pages) * std::uint64_t(page) / 2 : (1ull << 32);
+  }
+
+  StoreConfig config_;
+  bool gpu_;
+  std::string why_;
+  kv::MemoryBudget budget_;
+  mem::EpochManager epochs_;
+  mutable std::mutex m_;
+  std::vector<std::unique_ptr<kv::KvSpaceImpl>> spaces_;
+};
+
+}  // namespace
+
+Status Store::open(const StoreConfig& config, std::unique_ptr<Store>* out) {
+  Status s = validate(config);
+  if (!s.ok()) return s;
+  const gpu::DeviceInfo& d = gpu::device();
+  bool use_gpu = false;
+  std::string why;
+  switch (config.device) {
+    case DeviceChoice::kGpu:
+      if (!d.present) return Status::Unavailable("device gpu was requested but there is none: " + d.reason);
+      use_gpu = true;
+      why = d.name;
+      break;
+    case DeviceChoice::kCpu:
+      why = d.present ? "chosen by configuration" : d.reason;
+      break;
+    default:
+      use_gpu = d.present;
+      why = d.present ? d.name : d.reason;
+  }
+  *out = std::make_unique<StoreImpl>(config, use_gpu, why);
+  return Status::Ok();
+}
+
+}  // namespace duet
