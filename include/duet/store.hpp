@@ -51,8 +51,10 @@ const char* router_mode_name(RouterMode m);
 /// Router settings (KVCG sections 2.6-2.7). Defaults follow the seed.
 struct RouterConfig {
   RouterMode mode = RouterMode::kLearned;
-  /// Histogram bins over the key space (hash of the key).
-  std::uint32_t bins = 10000;
+  /// Histogram bins over the hashed key space. The seed's 10,000 bins put 10^5 keys of a
+  /// 10^9-key range in each bin, so a bin's share mixes hot and cold keys; 2^20 bins (4 MiB of
+  /// counters, a 128 KiB bitmap) keep about a thousand keys of such a range per bin.
+  std::uint32_t bins = 1u << 20;
   /// A bin is hot when its share of sampled requests exceeds this (>= 1: nothing is hot).
   double threshold = 1.3e-5;
   /// One request in this many is sampled into the shadow model (1: all).

@@ -7,7 +7,6 @@
 namespace duet::kv {
 
 namespace {
-constexpr std::uint32_t kWriter = 1u << 31;
 
 std::uint64_t mix(std::uint64_t x) {
   x ^= x >> 33;
@@ -26,38 +25,51 @@ HotCache::Node::Node() {
   }
 }
 
-/// Shared hold of a bucket lock; waits while a writer holds or wants it.
-class HotCache::ReadLock {
- public:
-  explicit ReadLock(const Bucket& b) : l_(b.lock) {
-    for (;;) {
-      std::uint32_t v = l_.load(std::memory_order_relaxed);
-      if (!(v & kWriter) && l_.compare_exchange_weak(v, v + 1, std::memory_order_acquire)) return;
-      cods::spin_pause();
-    }
-  }
-  ~ReadLock() { l_.fetch_sub(1, std::memory_order_release); }
-
- private:
-  std::atomic<std::uint32_t>& l_;
-};
-
-/// Exclusive hold of a bucket lock: claims the writer bit, then waits for readers to leave.
+/// Exclusive hold of a bucket: the lock word is a version whose low bit marks a writer.
+/// Taking it sets the bit; releasing it clears the bit and advances the version, so
+/// optimistic readers (get) see that something changed.
 class HotCache::WriteLock {
  public:
   explicit WriteLock(const Bucket& b) : l_(b.lock) {
     for (;;) {
       std::uint32_t v = l_.load(std::memory_order_relaxed);
-      if (!(v & kWriter) && l_.compare_exchange_weak(v, v | kWriter, std::memory_order_acquire)) break;
+      if (!(v & 1) && l_.compare_exchange_weak(v, v | 1, std::memory_order_acquire)) {
+        std::atomic_thread_fence(std::memory_order_release);  // version change before the data writes
+        return;
+      }
       cods::spin_pause();
     }
-    while (l_.load(std::memory_order_acquire) != kWriter) cods::spin_pause();
   }
-  ~WriteLock() { l_.store(0, std::memory_order_release); }
+  ~WriteLock() { l_.fetch_add(1, std::memory_order_release); }  // odd + 1: even, next version
 
  private:
   std::atomic<std::uint32_t>& l_;
 };
+
+/// A consistent read of a bucket without locking, validated by its version (a sequence lock).
+/// `read` runs until it sees a version no writer held or changed meanwhile.
+template <class Read>
+static void read_validated(const std::atomic<std::uint32_t>& lock, Read read) {
+  for (;;) {
+    const std::uint32_t v1 = lock.load(std::memory_order_acquire);
+    if (v1 & 1) {
+      cods::spin_pause();
+      continue;
+    }
+    read();
+    std::atomic_thread_fence(std::memory_order_acquire);
+    if (lock.load(std::memory_order_relaxed) == v1) return;
+  }
+}
+
+template <class T>
+static T racy_load(const T& x) {
+  return std::atomic_ref<T>(const_cast<T&>(x)).load(std::memory_order_relaxed);
+}
+template <class T>
+static void racy_store(T& x, T v) {
+  std::atomic_ref<T>(x).store(v, std::memory_order_relaxed);
+}
 
 HotCache::HotCache(std::uint64_t expected_entries) {
   const std::uint64_t buckets = std::bit_ceil(std::max<std::uint64_t>(expected_entries / 4, 64));
@@ -93,13 +105,21 @@ bool HotCache::find(const Bucket& b, std::uint64_t ikey, Node** node, unsigned* 
 
 HotCache::Found HotCache::get(std::uint64_t ikey, std::uint64_t* handle) const {
   const Bucket& b = bucket(ikey);
-  ReadLock lk(b);
-  Node* n;
-  unsigned i;
-  if (!find(b, ikey, &n, &i)) return Found::kMiss;
-  if (!(n->flags[i] & kPresent)) return Found::kTombstone;
-  *handle = n->handles[i];
-  return Found::kValue;
+  Found found;
+  read_validated(b.lock, [&] {
+    found = Found::kMiss;
+    for (const Node* n = &b.head; n; n = racy_load(n->next)) {
+      for (unsigned i = 0; i < 8; ++i) {
+        if (racy_load(n->keys[i]) == ikey) {
+          const std::uint8_t f = racy_load(n->flags[i]);
+          *handle = racy_load(n->handles[i]);
+          found = (f & kPresent) ? Found::kValue : Found::kTombstone;
+          return;
+        }
+      }
+    }
+  });
+  return found;
 }
 
 HotCache::Found HotCache::update(std::uint64_t ikey, bool erase, std::uint64_t handle, std::uint64_t* prev,
@@ -116,8 +136,8 @@ HotCache::Found HotCache::update(std::uint64_t ikey, bool erase, std::uint64_t h
     was = (f & kPresent) ? Found::kValue : Found::kTombstone;
     *prev = n->handles[i];
     *prev_owned = (f & kDirty) && (f & kPresent);
-    n->handles[i] = erase ? 0 : handle;
-    n->flags[i] = static_cast<std::uint8_t>((erase ? 0 : kPresent) | kDirty | kLogged);
+    racy_store(n->handles[i], erase ? std::uint64_t(0) : handle);
+    racy_store(n->flags[i], static_cast<std::uint8_t>((erase ? 0 : kPresent) | kDirty | kLogged));
     log = !(f & kLogged);
   }
   if (log) append_log(ikey);
@@ -137,9 +157,9 @@ bool HotCache::populate(std::uint64_t ikey, bool present, std::uint64_t handle,
     last = m;
     for (unsigned j = 0; j < 8; ++j) {
       if (m->keys[j] == kEmpty) {
-        m->keys[j] = ikey;
-        m->handles[j] = present ? handle : 0;
-        m->flags[j] = present ? kPresent : 0;
+        racy_store(m->handles[j], present ? handle : std::uint64_t(0));
+        racy_store(m->flags[j], present ? kPresent : std::uint8_t(0));
+        racy_store(m->keys[j], ikey);
         size_.fetch_add(1, std::memory_order_relaxed);
         return true;
       }
@@ -149,7 +169,7 @@ bool HotCache::populate(std::uint64_t ikey, bool present, std::uint64_t handle,
   fresh->keys[0] = ikey;
   fresh->handles[0] = present ? handle : 0;
   fresh->flags[0] = present ? kPresent : 0;
-  last->next = fresh;
+  racy_store(last->next, fresh);
   size_.fetch_add(1, std::memory_order_relaxed);
   return true;
 }
@@ -174,7 +194,7 @@ std::vector<HotCache::LogRecord> HotCache::log_snapshot() const {
   out.reserve(keys.size());
   for (std::uint64_t k : keys) {
     const Bucket& b = bucket(k);
-    ReadLock lk(b);
+    WriteLock lk(b);
     Node* n;
     unsigned i;
     if (find(b, k, &n, &i)) out.push_back({k, (n->flags[i] & kPresent) != 0, n->handles[i]});
@@ -193,7 +213,7 @@ void HotCache::clear_log() {
     WriteLock lk(b);
     Node* n;
     unsigned i;
-    if (find(b, k, &n, &i)) n->flags[i] = static_cast<std::uint8_t>(n->flags[i] & kPresent);
+    if (find(b, k, &n, &i)) racy_store(n->flags[i], static_cast<std::uint8_t>(n->flags[i] & kPresent));
   }
 }
 
@@ -205,9 +225,9 @@ std::uint64_t HotCache::evict_if(const std::function<bool(std::uint64_t)>& cold)
     for (Node* n = &b.head; n; n = n->next) {
       for (unsigned i = 0; i < 8; ++i) {
         if (n->keys[i] != kEmpty && cold(n->keys[i])) {
-          n->keys[i] = kEmpty;
-          n->handles[i] = 0;
-          n->flags[i] = 0;
+          racy_store(n->keys[i], kEmpty);
+          racy_store(n->handles[i], std::uint64_t(0));
+          racy_store(n->flags[i], std::uint8_t(0));
           ++evicted;
         }
       }

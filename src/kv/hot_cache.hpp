@@ -12,8 +12,10 @@
 // is replayed. update() reports when the handle it replaced was the cache's own, so the
 // caller can retire it.
 //
-// Costs: get() takes a bucket's reader lock and scans one or a few nodes; update(),
-// populate() and evict_if() take the writer lock. Thread-safe.
+// Costs: get() reads without locking and validates with the bucket's version (a sequence
+// lock: hot keys are read by many threads, and a shared lock would make each read a write to
+// one cache line); update(), populate() and evict_if() take the bucket's writer lock.
+// Thread-safe.
 #pragma once
 
 #include <atomic>
@@ -74,6 +76,8 @@ class HotCache {
  private:
   static constexpr std::uint64_t kEmpty = ~std::uint64_t(0);
   static constexpr std::uint8_t kPresent = 1, kDirty = 2, kLogged = 4;
+  // Entries are read racily by get() (validated afterwards) and written with relaxed atomic
+  // stores under the writer lock.
   struct Node {
     std::uint64_t keys[8];
     std::uint64_t handles[8];
@@ -85,7 +89,6 @@ class HotCache {
     mutable std::atomic<std::uint32_t> lock{0};
     Node head;
   };
-  class ReadLock;
   class WriteLock;
   Bucket& bucket(std::uint64_t ikey) const;
   /// Slot of ikey in b, or false; with the lock held.
