@@ -59,6 +59,10 @@ class CanonicalStore {
 
   const char* backend() const { return map_->backend(); }
   lslab::PoolStats pool_stats() const { return map_->stats(); }
+  /// Every stored index key and value handle (for a quiescent store; see Map::export_entries).
+  Status export_entries(std::vector<std::uint64_t>* keys, std::vector<std::uint64_t>* values) {
+    return map_->export_entries(keys, values);
+  }
   std::uint64_t batches() const { return batches_.load(std::memory_order_relaxed); }
   std::uint64_t batched_requests() const { return batched_.load(std::memory_order_relaxed); }
 

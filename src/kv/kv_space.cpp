@@ -98,7 +98,16 @@ KvSpaceImpl::~KvSpaceImpl() {
     auto_cv_.notify_all();
     auto_thread_.join();
   }
-  store_.reset();  // orchestrators stop first
+  // Free the value blocks still held: the store's, and those only dirty cache entries hold
+  // (clean entries share the store's). The keyspace is quiescent now.
+  std::vector<std::uint64_t> keys, handles;
+  if (store_->export_entries(&keys, &handles).ok()) {
+    for (std::uint64_t h : handles)
+      if (is_block(h)) free_value_block(reinterpret_cast<void*>(h));
+  }
+  for (const auto& rec : hot_.log_snapshot())
+    if (rec.present && is_block(rec.handle)) free_value_block(reinterpret_cast<void*>(rec.handle));
+  store_.reset();
 }
 
 Status KvSpaceImpl::single(KvRequest::Op op, std::string_view key, std::string_view value, std::string* out,

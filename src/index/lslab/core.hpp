@@ -27,6 +27,7 @@
 #pragma once
 
 #include <cstdint>
+#include <vector>
 
 #include "cods/cods.hpp"
 #include "index/lslab/types.hpp"
@@ -534,6 +535,18 @@ DUET_HD OpResult lslab_execute_group(const Group& g, const MapView<W>& m, bool m
     if (g.lane() == owner) res = r;
   }
   return res;
+}
+
+/// Host-side helper of Map::export_entries: appends the occupied slots of one slab.
+template <unsigned W>
+inline void export_slab(const Slab<W>& s, std::vector<std::uint64_t>* keys, std::vector<std::uint64_t>* values) {
+  for (unsigned i = 0; i < Slab<W>::kKeySlots; ++i) {
+    const std::uint64_t k = s.keys.elem[i];
+    if (k != kReservedKey) {
+      keys->push_back(k);
+      values->push_back(s.values.elem[i]);
+    }
+  }
 }
 
 }  // namespace duet::lslab

@@ -132,6 +132,14 @@ class CpuMap final : public Map {
     return committed >= want ? Status::Ok() : Status::ResourceExhausted("host memory exhausted growing slab pool");
   }
 
+  Status export_entries(std::vector<std::uint64_t>* keys, std::vector<std::uint64_t>* values) override {
+    for (std::uint64_t b = 0; b < buckets_; ++b) export_slab(view_.heads[b], keys, values);
+    const std::uint64_t used = cods::atomic_load(&counters_->fresh_next, cods::Order::acquire);
+    for (std::uint64_t i = 0; i < used; ++i)
+      if (Slab<W>* sl = view_.resolve(i)) export_slab(*sl, keys, values);
+    return Status::Ok();
+  }
+
   Config config_;
   sched::ThreadPool workers_;
   std::uint64_t buckets_ = 0;

@@ -218,6 +218,29 @@ class GpuMap final : public Map {
   unsigned slab_width() const override { return W; }
   Status open_lane(std::unique_ptr<Lane>* out) override;
 
+  Status export_entries(std::vector<std::uint64_t>* keys, std::vector<std::uint64_t>* values) override {
+    std::unique_lock<std::shared_mutex> lk(mutex_);
+    DUET_CUDA_TRY(cudaMemcpyAsync(h_counters_, d_counters_, sizeof(PoolCounters), cudaMemcpyDeviceToHost,
+                                  stream_handle_));
+    DUET_CUDA_TRY(cudaStreamSynchronize(stream_handle_));
+    constexpr std::uint64_t kPiece = 1u << 15;
+    std::vector<Slab<W>> buf(kPiece);
+    auto scan = [&](const Slab<W>* d, std::uint64_t n) -> Status {
+      for (std::uint64_t at = 0; at < n; at += kPiece) {
+        const std::uint64_t m = std::min(kPiece, n - at);
+        DUET_CUDA_TRY(cudaMemcpy(buf.data(), d + at, m * sizeof(Slab<W>), cudaMemcpyDeviceToHost));
+        for (std::uint64_t i = 0; i < m; ++i) export_slab(buf[i], keys, values);
+      }
+      return Status::Ok();
+    };
+    Status s = scan(view_.heads, buckets_);
+    const std::uint64_t used = h_counters_->fresh_next;
+    const std::uint64_t per_chunk = std::uint64_t(1) << chunk_shift_;
+    for (std::size_t c = 0; s.ok() && c < h_chunks_.size() && c * per_chunk < used; ++c)
+      s = scan(h_chunks_[c], std::min(per_chunk, used - c * per_chunk));
+    return s;
+  }
+
   /// Lane support: takes `need` slabs from the lane budget, refilling it (growing the pool,
   /// with every lane idle) when short. Caller holds no lock.
   Status take_lane_budget(std::int64_t need) {

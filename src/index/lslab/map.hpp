@@ -58,6 +58,10 @@ class Map {
   /// Opens a lane (see Lane). The map must outlive it. The default lane stages in host
   /// memory and calls execute().
   virtual Status open_lane(std::unique_ptr<Lane>* out);
+  /// Appends every stored key and its value to keys/values (any order). Meant for a quiescent
+  /// map (closing, flushing): entries written concurrently may or may not appear. Costs a read
+  /// of the whole index (on a GPU, copied to the host in pieces).
+  virtual Status export_entries(std::vector<std::uint64_t>* keys, std::vector<std::uint64_t>* values) = 0;
 };
 
 /// Creates the CPU twin, running batches on config.threads threads. slab_width is 8, 16 or
