@@ -71,15 +71,11 @@ static void racy_store(T& x, T v) {
   std::atomic_ref<T>(x).store(v, std::memory_order_relaxed);
 }
 
-HotCache::HotCache(std::uint64_t expected_entries) {
-  const std::uint64_t buckets = std::bit_ceil(std::max<std::uint64_t>(expected_entries / 4, 64));
-  mask_ = buckets - 1;
-  buckets_ = std::make_unique<Bucket[]>(buckets);
-}
+HotCache::Table::Table(std::uint64_t n) : mask(n - 1), buckets(std::make_unique<Bucket[]>(n)) {}
 
-HotCache::~HotCache() {
-  for (std::uint64_t i = 0; i <= mask_; ++i) {
-    Node* n = buckets_[i].head.next;
+HotCache::Table::~Table() {
+  for (std::uint64_t i = 0; i <= mask; ++i) {
+    Node* n = buckets[i].head.next;
     while (n) {
       Node* next = n->next;
       delete n;
@@ -88,7 +84,12 @@ HotCache::~HotCache() {
   }
 }
 
-HotCache::Bucket& HotCache::bucket(std::uint64_t ikey) const { return buckets_[mix(ikey) & mask_]; }
+HotCache::Bucket& HotCache::Table::bucket(std::uint64_t ikey) const { return buckets[mix(ikey) & mask]; }
+
+HotCache::HotCache(std::uint64_t expected_entries)
+    : table_(new Table(std::bit_ceil(std::max<std::uint64_t>(expected_entries / 4, 64)))) {}
+
+HotCache::~HotCache() { delete table_.load(); }
 
 bool HotCache::find(const Bucket& b, std::uint64_t ikey, Node** node, unsigned* slot) {
   for (Node* n = const_cast<Node*>(&b.head); n; n = n->next) {
@@ -104,9 +105,11 @@ bool HotCache::find(const Bucket& b, std::uint64_t ikey, Node** node, unsigned* 
 }
 
 HotCache::Found HotCache::get(std::uint64_t ikey, std::uint64_t* handle) const {
-  const Bucket& b = bucket(ikey);
   Found found;
-  read_validated(b.lock, [&] {
+  for (;;) {
+    const Table* t = table_.load(std::memory_order_acquire);
+    const Bucket& b = t->bucket(ikey);
+    read_validated(b.lock, [&] {
     found = Found::kMiss;
     for (const Node* n = &b.head; n; n = racy_load(n->next)) {
       for (unsigned i = 0; i < 8; ++i) {
@@ -118,16 +121,19 @@ HotCache::Found HotCache::get(std::uint64_t ikey, std::uint64_t* handle) const {
         }
       }
     }
-  });
-  return found;
+    });
+    // A grown table may have taken writes since: read again there.
+    if (table_.load(std::memory_order_acquire) == t) return found;
+  }
 }
 
 HotCache::Found HotCache::update(std::uint64_t ikey, bool erase, std::uint64_t handle, std::uint64_t* prev,
                                  bool* prev_owned) {
-  Bucket& b = bucket(ikey);
   bool log = false;
   Found was;
   {
+    std::shared_lock<std::shared_mutex> rl(resize_);
+    Bucket& b = table_.load(std::memory_order_relaxed)->bucket(ikey);
     WriteLock lk(b);
     Node* n;
     unsigned i;
@@ -145,33 +151,56 @@ HotCache::Found HotCache::update(std::uint64_t ikey, bool erase, std::uint64_t h
 }
 
 bool HotCache::populate(std::uint64_t ikey, bool present, std::uint64_t handle,
-                        const std::atomic<std::uint64_t>& epoch, std::uint64_t expected) {
-  Bucket& b = bucket(ikey);
-  WriteLock lk(b);
-  if (epoch.load(std::memory_order_seq_cst) != expected) return false;
-  Node* n;
-  unsigned i;
-  if (find(b, ikey, &n, &i)) return false;
+                        const std::atomic<std::uint64_t>& epoch, std::uint64_t expected,
+                        mem::EpochManager::Participant* part) {
+  bool crowded;
+  {
+    std::shared_lock<std::shared_mutex> rl(resize_);
+    const Table* t = table_.load(std::memory_order_relaxed);
+    Bucket& b = t->bucket(ikey);
+    WriteLock lk(b);
+    if (epoch.load(std::memory_order_seq_cst) != expected) return false;
+    Node* n;
+    unsigned i;
+    if (find(b, ikey, &n, &i)) return false;
+    insert(b, ikey, present ? handle : 0, present ? kPresent : 0);
+    crowded = size_.fetch_add(1, std::memory_order_relaxed) + 1 > 4 * (t->mask + 1);
+  }
+  if (crowded) grow(part);
+  return true;
+}
+
+void HotCache::insert(Bucket& b, std::uint64_t ikey, std::uint64_t handle, std::uint8_t flags) {
   Node* last = &b.head;
   for (Node* m = &b.head; m; m = m->next) {
     last = m;
     for (unsigned j = 0; j < 8; ++j) {
       if (m->keys[j] == kEmpty) {
-        racy_store(m->handles[j], present ? handle : std::uint64_t(0));
-        racy_store(m->flags[j], present ? kPresent : std::uint8_t(0));
+        racy_store(m->handles[j], handle);
+        racy_store(m->flags[j], flags);
         racy_store(m->keys[j], ikey);
-        size_.fetch_add(1, std::memory_order_relaxed);
-        return true;
+        return;
       }
     }
   }
   Node* fresh = new Node();
   fresh->keys[0] = ikey;
-  fresh->handles[0] = present ? handle : 0;
-  fresh->flags[0] = present ? kPresent : 0;
+  fresh->handles[0] = handle;
+  fresh->flags[0] = flags;
   racy_store(last->next, fresh);
-  size_.fetch_add(1, std::memory_order_relaxed);
-  return true;
+}
+
+void HotCache::grow(mem::EpochManager::Participant* part) {
+  std::unique_lock<std::shared_mutex> wl(resize_);
+  Table* old = table_.load(std::memory_order_relaxed);
+  if (size_.load(std::memory_order_relaxed) <= 4 * (old->mask + 1)) return;  // another thread grew it
+  auto* fresh = new Table((old->mask + 1) * 4);
+  for (std::uint64_t bi = 0; bi <= old->mask; ++bi)
+    for (const Node* n = &old->buckets[bi].head; n; n = n->next)
+      for (unsigned i = 0; i < 8; ++i)
+        if (n->keys[i] != kEmpty) insert(fresh->bucket(n->keys[i]), n->keys[i], n->handles[i], n->flags[i]);
+  table_.store(fresh, std::memory_order_release);
+  part->retire(old);  // readers may still be in it
 }
 
 void HotCache::append_log(std::uint64_t ikey) {
@@ -193,7 +222,8 @@ std::vector<HotCache::LogRecord> HotCache::log_snapshot() const {
   std::vector<LogRecord> out;
   out.reserve(keys.size());
   for (std::uint64_t k : keys) {
-    const Bucket& b = bucket(k);
+    std::shared_lock<std::shared_mutex> rl(resize_);
+    const Bucket& b = table_.load(std::memory_order_relaxed)->bucket(k);
     WriteLock lk(b);
     Node* n;
     unsigned i;
@@ -209,7 +239,8 @@ void HotCache::clear_log() {
     keys.swap(log_);
   }
   for (std::uint64_t k : keys) {
-    Bucket& b = bucket(k);
+    std::shared_lock<std::shared_mutex> rl(resize_);
+    Bucket& b = table_.load(std::memory_order_relaxed)->bucket(k);
     WriteLock lk(b);
     Node* n;
     unsigned i;
@@ -219,8 +250,10 @@ void HotCache::clear_log() {
 
 std::uint64_t HotCache::evict_if(const std::function<bool(std::uint64_t)>& cold) {
   std::uint64_t evicted = 0;
-  for (std::uint64_t bi = 0; bi <= mask_; ++bi) {
-    Bucket& b = buckets_[bi];
+  std::shared_lock<std::shared_mutex> rl(resize_);
+  const Table* t = table_.load(std::memory_order_relaxed);
+  for (std::uint64_t bi = 0; bi <= t->mask; ++bi) {
+    Bucket& b = t->buckets[bi];
     WriteLock lk(b);
     for (Node* n = &b.head; n; n = n->next) {
       for (unsigned i = 0; i < 8; ++i) {

@@ -1,7 +1,9 @@
 // KVCG's Hot Cache: the CPU hash map that answers hot keys (section 2.3/2.6 of the seed).
 //
-// Layout: a power-of-two array of buckets, each a reader-writer spin lock and a chain of
-// 8-entry nodes (the head node inline, overflow nodes allocated on collision and kept).
+// Layout: a power-of-two table of buckets, each a lock word and a chain of 8-entry nodes (the
+// head node inline, overflow nodes allocated on collision and kept). When the entries reach
+// four per bucket, the table is rebuilt at four times the size with every writer held off
+// (readers go on reading the old table, which stays valid until the epoch manager frees it).
 // Entries map an index key to a value handle (encoding.hpp) or to a tombstone (the key is
 // known absent). Each entry also says whether its handle is *dirty* (written here and not
 // yet replayed into the Canonical Store); the dirty keys of the current epoch form the update
@@ -23,7 +25,10 @@
 #include <functional>
 #include <memory>
 #include <mutex>
+#include <shared_mutex>
 #include <vector>
+
+#include "mem/epoch.hpp"
 
 namespace duet::kv {
 
@@ -49,9 +54,10 @@ class HotCache {
 
   /// Inserts a clean entry loaded from the Canonical Store (present with handle, or a
   /// tombstone) unless ikey is already resident, and only while `epoch` still equals
-  /// `expected` (checked under the bucket lock). Returns whether it inserted.
+  /// `expected` (checked under the bucket lock). Returns whether it inserted. May grow the
+  /// table, retiring the old one through `part` (the caller is pinned).
   bool populate(std::uint64_t ikey, bool present, std::uint64_t handle, const std::atomic<std::uint64_t>& epoch,
-                std::uint64_t expected);
+                std::uint64_t expected, mem::EpochManager::Participant* part);
 
   /// One update-log record: the key's current state.
   struct LogRecord {
@@ -89,14 +95,26 @@ class HotCache {
     mutable std::atomic<std::uint32_t> lock{0};
     Node head;
   };
+  /// A bucket array; replaced whole when it grows.
+  struct Table {
+    explicit Table(std::uint64_t buckets);
+    ~Table();
+    Bucket& bucket(std::uint64_t ikey) const;
+    std::uint64_t mask;
+    std::unique_ptr<Bucket[]> buckets;
+  };
   class WriteLock;
-  Bucket& bucket(std::uint64_t ikey) const;
   /// Slot of ikey in b, or false; with the lock held.
   static bool find(const Bucket& b, std::uint64_t ikey, Node** node, unsigned* slot);
+  /// Inserts into a bucket known not to hold ikey (writer lock held or table private).
+  static void insert(Bucket& b, std::uint64_t ikey, std::uint64_t handle, std::uint8_t flags);
   void append_log(std::uint64_t ikey);
+  /// Grows the table if it is still at least as loaded as when the caller looked.
+  void grow(mem::EpochManager::Participant* part);
 
-  std::uint64_t mask_ = 0;
-  std::unique_ptr<Bucket[]> buckets_;
+  std::atomic<Table*> table_;
+  /// Writers hold it shared (with a bucket lock); grow() holds it exclusively.
+  mutable std::shared_mutex resize_;
   std::atomic<std::uint64_t> size_{0};
   mutable std::mutex log_mutex_;
   std::vector<std::uint64_t> log_;

@@ -315,7 +315,7 @@ Status KvSpaceImpl::execute(std::span<KvRequest> batch) {
             ++n_cold;
             continue;
           }
-          hot_.populate(sc.ikeys[i], found, out, gate_.epoch(), e);
+          hot_.populate(sc.ikeys[i], found, out, gate_.epoch(), e, part);
           ++n_miss;
           if (sc.gkind[j] == kLoadForGet) {
             r.found = found;
@@ -411,7 +411,7 @@ Status KvSpaceImpl::switch_locked(std::unique_ptr<RouterModel> next) {
 void KvSpaceImpl::auto_switch_loop() {
   std::unique_lock<std::mutex> lk(auto_m_);
   while (!auto_cv_.wait_for(lk, std::chrono::milliseconds(20), [&] { return auto_stop_; })) {
-    if (shadow_.total() < cfg_.router.train_requests) continue;
+    if (shadow_.approximate_total() < cfg_.router.train_requests) continue;
     std::lock_guard<std::mutex> sl(switch_mutex_);
     if (std::chrono::steady_clock::now() - last_switch_ < std::chrono::milliseconds(cfg_.router.min_switch_interval_ms))
       continue;

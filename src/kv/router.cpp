@@ -1,5 +1,6 @@
 #include "kv/router.hpp"
 
+#include <bit>
 #include <functional>
 #include <sstream>
 #include <thread>
@@ -30,6 +31,7 @@ std::uint64_t ShadowCounts::total() const {
 std::vector<std::uint32_t> ShadowCounts::take() {
   std::vector<std::uint32_t> out(bins_);
   for (std::uint32_t i = 0; i < bins_; ++i) out[i] = counts_[i].exchange(0, std::memory_order_relaxed);
+  approximate_.store(0, std::memory_order_relaxed);
   return out;
 }
 
@@ -40,6 +42,8 @@ HistogramModel::HistogramModel(const std::vector<std::uint32_t>& counts, double 
     : HistogramModel(static_cast<std::uint32_t>(counts.size()), threshold) {
   std::uint64_t total = 0;
   for (std::uint32_t c : counts) total += c;
+  counts_ = counts;
+  total_ = total;
   if (total == 0 || threshold >= 1.0) return;
   const double cut = threshold * static_cast<double>(total);
   for (std::uint32_t b = 0; b < bins_; ++b) {
@@ -59,12 +63,18 @@ std::string HistogramModel::describe() const {
 double HistogramModel::similarity(const RouterModel& other) const {
   const auto* h = dynamic_cast<const HistogramModel*>(&other);
   if (!h || h->bins_ != bins_) return 0.0;
-  std::uint64_t both = 0, either = 0;
-  for (std::size_t i = 0; i < bits_.size(); ++i) {
-    both += std::popcount(bits_[i] & h->bits_[i]);
-    either += std::popcount(bits_[i] | h->bits_[i]);
+  if (total_ == 0) return bits_ == h->bits_ ? 1.0 : 0.0;
+  auto mass = [&](std::size_t w, std::uint64_t x) {
+    std::uint64_t m = 0;
+    for (; x; x &= x - 1) m += counts_[w * 64 + static_cast<unsigned>(std::countr_zero(x))];
+    return m;
+  };
+  std::uint64_t differ = 0, either = 0;
+  for (std::size_t w = 0; w < bits_.size(); ++w) {
+    differ += mass(w, bits_[w] ^ h->bits_[w]);
+    either += mass(w, bits_[w] | h->bits_[w]);
   }
-  return either == 0 ? 1.0 : static_cast<double>(both) / static_cast<double>(either);
+  return either == 0 ? 1.0 : 1.0 - static_cast<double>(differ) / static_cast<double>(either);
 }
 
 unsigned EpochGate::stripe() {

@@ -21,8 +21,10 @@ class RouterModel {
   virtual std::string describe() const = 0;
   /// Units (bins) classified hot.
   virtual std::uint64_t hot_units() const = 0;
-  /// Fraction in [0, 1] of agreement with another model of the same kind (1: identical);
-  /// used to skip switches that would change nothing.
+  /// Agreement in [0, 1] with another model (1: identical). For the histogram: of this
+  /// model's training requests that either model routes hot, the share both route alike, so
+  /// bins near the threshold that flip on sampling noise alone barely count. Used to skip
+  /// switches that would change little.
   virtual double similarity(const RouterModel& other) const = 0;
 };
 
@@ -47,16 +49,27 @@ std::uint32_t bin_of(std::uint64_t ikey, std::uint32_t bins);
 class ShadowCounts {
  public:
   explicit ShadowCounts(std::uint32_t bins);
-  void sample(std::uint64_t ikey) { counts_[bin_of(ikey, bins_)].fetch_add(1, std::memory_order_relaxed); }
-  /// Samples since the last reset (sums every bin: O(bins)).
+  void sample(std::uint64_t ikey) {
+    counts_[bin_of(ikey, bins_)].fetch_add(1, std::memory_order_relaxed);
+    thread_local std::uint32_t unflushed = 0;
+    if (++unflushed == kFlushEvery) {
+      approximate_.fetch_add(kFlushEvery, std::memory_order_relaxed);
+      unflushed = 0;
+    }
+  }
+  /// Samples since the last take(), exactly (sums every bin: O(bins)).
   std::uint64_t total() const;
+  /// Samples since the last take(), give or take kFlushEvery per sampling thread; O(1).
+  std::uint64_t approximate_total() const { return approximate_.load(std::memory_order_relaxed); }
   /// Copies the counts and zeroes them.
   std::vector<std::uint32_t> take();
   std::uint32_t bins() const { return bins_; }
 
  private:
+  static constexpr std::uint32_t kFlushEvery = 256;
   std::uint32_t bins_;
   std::unique_ptr<std::atomic<std::uint32_t>[]> counts_;
+  std::atomic<std::uint64_t> approximate_{0};
 };
 
 /// The histogram model: a bin is hot when its share of the sampled requests exceeds the
@@ -80,6 +93,8 @@ class HistogramModel final : public RouterModel {
   double threshold_;
   std::uint64_t hot_bins_ = 0;
   std::vector<std::uint64_t> bits_;
+  std::vector<std::uint32_t> counts_;  ///< the training counts (empty when untrained)
+  std::uint64_t total_ = 0;
 };
 
 /// Counts requests in flight per model epoch, striped over cache lines so entering and
