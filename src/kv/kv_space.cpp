@@ -54,6 +54,17 @@ mem::EpochManager::Participant* ParticipantPool::acquire(std::size_t* slot) {
 
 void ParticipantPool::release(std::size_t slot) { slots_[slot].busy.store(false, std::memory_order_release); }
 
+void ParticipantPool::collect_idle() {
+  for (std::size_t i = 0; i < kSlots; ++i) {
+    Slot& s = slots_[i];
+    bool expect = false;
+    if (s.p && s.busy.compare_exchange_strong(expect, true, std::memory_order_acquire)) {
+      s.p->collect();
+      s.busy.store(false, std::memory_order_release);
+    }
+  }
+}
+
 // ---------------------------------------------------------------------------------------------
 KvSpaceImpl::KvSpaceImpl(std::string name, const StoreConfig& cfg, MemoryBudget* budget, mem::EpochManager* epochs)
     : name_(std::move(name)),
@@ -147,6 +158,9 @@ Status KvSpaceImpl::execute(std::span<KvRequest> batch) {
     r.done_ns = now_ns();
   };
 
+  std::size_t pslot;
+  mem::EpochManager::Participant* part = participants_.acquire(&pslot);
+
   // 1. Validate and encode.
   for (std::uint32_t i = 0; i < n; ++i) {
     KvRequest& r = batch[i];
@@ -181,6 +195,13 @@ Status KvSpaceImpl::execute(std::span<KvRequest> batch) {
     }
     if (r.op == KvRequest::Op::kPut) {
       s = make_value(r.value, budget_, &sc.handles[i]);
+      // Over budget: blocks replaced earlier may be waiting for their epoch. Advance it
+      // (three attempts: a block is freed two epochs after its retirement) and try again.
+      for (int attempt = 0; !s.ok() && s.code() == StatusCode::kResourceExhausted && attempt < 3; ++attempt) {
+        part->collect();
+        participants_.collect_idle();
+        s = make_value(r.value, budget_, &sc.handles[i]);
+      }
       if (!s.ok()) {
         fail(r, s);
         continue;
@@ -197,8 +218,11 @@ Status KvSpaceImpl::execute(std::span<KvRequest> batch) {
   const std::uint32_t sample_every = std::max<std::uint32_t>(cfg_.router.sample_every, 1);
   thread_local std::uint32_t sample_tick = 0;
   std::uint64_t n_hot = 0, n_miss = 0, n_cold = 0;
-  std::size_t pslot;
-  mem::EpochManager::Participant* part = participants_.acquire(&pslot);
+  std::uint64_t retired_bytes = 0;
+  auto retire_block = [&](std::uint64_t h) {
+    retired_bytes += reinterpret_cast<const ValueBlock*>(h)->size;
+    part->retire(reinterpret_cast<void*>(h), free_value_block);
+  };
   bool sampled = false;
   while (!sc.pending.empty()) {
     sc.next.clear();
@@ -271,7 +295,7 @@ Status KvSpaceImpl::execute(std::span<KvRequest> batch) {
         if (f == HotCache::Found::kValue) {
           r.found = true;
           append_value(prev, &r.result);
-          if (prev_owned && is_block(prev)) part->retire(reinterpret_cast<void*>(prev), free_value_block);
+          if (prev_owned && is_block(prev)) retire_block(prev);
         }
         r.done_ns = now_ns();
         ++n_hot;
@@ -308,8 +332,7 @@ Status KvSpaceImpl::execute(std::span<KvRequest> batch) {
             r.path = KvRequest::Path::kCold;
             r.found = found;
             if (found) append_value(out, &r.result);
-            if (r.op != KvRequest::Op::kGet && found && is_block(out))
-              part->retire(reinterpret_cast<void*>(out), free_value_block);
+            if (r.op != KvRequest::Op::kGet && found && is_block(out)) retire_block(out);
             if (r.op == KvRequest::Op::kPut) sc.owned[i] = 0;
             r.done_ns = t;
             ++n_cold;
@@ -337,6 +360,9 @@ Status KvSpaceImpl::execute(std::span<KvRequest> batch) {
   }
   for (std::size_t i = 0; i < n; ++i)
     if (sc.owned[i]) free_value_block(reinterpret_cast<void*>(sc.handles[i]));
+  // Blocks this batch retired wait for their epoch; when they are large, try to free them now
+  // rather than after the participant's next 64 retirements (large values add up fast).
+  if (retired_bytes >= (1u << 20)) part->collect();
   participants_.release(pslot);
   if (n_hot) hot_requests_.fetch_add(n_hot, std::memory_order_relaxed);
   if (n_miss) hot_misses_.fetch_add(n_miss, std::memory_order_relaxed);

@@ -36,6 +36,8 @@ class ParticipantPool {
   /// A free slot; *slot identifies it for release().
   mem::EpochManager::Participant* acquire(std::size_t* slot);
   void release(std::size_t slot);
+  /// Runs collect() on every participant no thread is using (frees what became safe).
+  void collect_idle();
 
  private:
   static constexpr std::size_t kSlots = 256;
