@@ -1,28 +1,32 @@
-// `duet`: the command-line entry point. Until the server exists, `duet demo` (the default)
-// opens an L-Slab map on the best available processor, runs a few batches and prints what it
-// did, and `duet info` prints what the build and the machine offer.
+// `duet`: the command-line entry point. `duet demo` (the default) opens a Store with one `kv`
+// keyspace on the best available processor, runs a few batches of PUT, GET and DELETE and
+// prints what each did and where it ran; `duet info` prints what the build and the machine
+// offer; `duet bench kv` runs the key-value benchmark (builds with benchmarks only).
 #include <chrono>
 #include <cstdio>
-#include <cstring>
+#include <cstdlib>
 #include <memory>
-#include <random>
-#include <thread>
 #include <string>
+#include <thread>
 #include <vector>
 
+#include "duet/store.hpp"
 #include "gpu/device.hpp"
-#include "index/lslab/map.hpp"
+#if DUET_HAVE_BENCH_KV
+#include "bench/kv/kv_bench.hpp"
+#endif
 
 namespace {
 
-using duet::lslab::Op;
-using duet::lslab::OpStatus;
+using duet::KvRequest;
 
 int usage(FILE* f) {
   std::fprintf(f,
-               "usage: duet [demo [--device auto|cpu|gpu] [--keys N]] | info | help\n"
-               "  demo   open an L-Slab map, run PUT/GET/DELETE batches, print what happened (default)\n"
-               "  info   print the build's and the machine's capabilities\n");
+               "usage: duet [demo [--device auto|cpu|gpu] [--keys N]] | info | bench kv [options] | help\n"
+               "  demo      open a store with a kv keyspace, run PUT/GET/DELETE batches, print what\n"
+               "            happened (default)\n"
+               "  info      print the build's and the machine's capabilities\n"
+               "  bench kv  YCSB workloads and KVCG's experiments (duet bench kv --help)\n");
   return f == stderr ? 2 : 0;
 }
 
@@ -33,62 +37,113 @@ int info() {
   return 0;
 }
 
-int demo(const std::string& device, std::uint64_t keys) {
-  duet::lslab::Config cfg;
-  cfg.expected_keys = keys;
-  std::unique_ptr<duet::lslab::Map> map;
-  duet::Status s;
-  if (device != "cpu") {
-    s = duet::lslab::make_gpu_map(cfg, &map);
-    if (!s.ok() && device == "gpu") {
-      std::fprintf(stderr, "duet: cannot open a GPU map: %s\n", s.to_string().c_str());
-      return 1;
-    }
-  }
-  if (!map) {
-    s = duet::lslab::make_cpu_map(cfg, &map);
-    if (!s.ok()) {
-      std::fprintf(stderr, "duet: cannot open a CPU map: %s\n", s.to_string().c_str());
-      return 1;
-    }
-  }
-  const bool on_gpu = std::string(map->backend()) == "gpu";
-  const std::string why = on_gpu ? duet::gpu::device().name
-                          : duet::gpu::device().present ? std::string("chosen with --device cpu")
-                                                        : duet::gpu::device().reason;
-  std::printf("duet demo: L-Slab map on the %s (%s), slab width %u, sized for %llu keys\n", map->backend(),
-              why.c_str(), map->slab_width(), static_cast<unsigned long long>(keys));
+/// The demo's keys and values: readable byte strings longer than the inline 8 bytes.
+std::string demo_key(std::uint64_t i) {
+  char b[32];
+  std::snprintf(b, sizeof b, "user:%08llu", static_cast<unsigned long long>(i));
+  return b;
+}
+std::string demo_value(std::uint64_t i, int generation) {
+  char b[48];
+  std::snprintf(b, sizeof b, "profile-%llu-v%d", static_cast<unsigned long long>(i), generation);
+  return b;
+}
 
-  std::mt19937_64 rng(42);
-  std::vector<std::uint64_t> k(keys), v(keys), out(keys);
-  std::vector<Op> ops(keys);
-  std::vector<OpStatus> st(keys);
-  for (std::uint64_t i = 0; i < keys; ++i) k[i] = rng() >> 1, v[i] = i;
-  auto run = [&](Op op, const char* what) {
-    std::fill(ops.begin(), ops.end(), op);
-    duet::lslab::Batch b{ops.data(), k.data(), v.data(), keys};
-    duet::lslab::BatchResult r{st.data(), out.data()};
-    const auto t0 = std::chrono::steady_clock::now();
-    duet::Status e = map->execute(b, r);
-    const double sec = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
-    std::uint64_t found = 0, wrong = 0;
-    for (std::uint64_t i = 0; i < keys; ++i) {
-      found += st[i] == OpStatus::kFound;
-      if (op == Op::kGet && st[i] == OpStatus::kFound && out[i] != v[i]) ++wrong;
+/// Runs requests on key numbers `ids` in batches and prints one line: requests, found, share
+/// answered by the Hot Cache, rate, and whether every outcome was the expected one.
+/// `expect_found` < 0 skips the found check; `generation` >= 0 checks GET values (or previous
+/// values of PUT and DELETE) against demo_value(id, generation).
+bool run_batches(duet::KvSpace* kv, const char* what, KvRequest::Op op, const std::vector<std::uint64_t>& ids,
+                 int put_generation, int expect_found, int generation) {
+  constexpr std::size_t kBatch = 4096;
+  std::vector<std::string> keys(kBatch), values(kBatch);
+  std::vector<KvRequest> reqs(kBatch);
+  std::uint64_t found = 0, hot = 0, wrong = 0;
+  duet::Status first;
+  double seconds = 0;
+  for (std::size_t begin = 0; begin < ids.size(); begin += kBatch) {
+    const std::size_t n = std::min(kBatch, ids.size() - begin);
+    for (std::size_t i = 0; i < n; ++i) {
+      keys[i] = demo_key(ids[begin + i]);
+      reqs[i].op = op;
+      reqs[i].key = keys[i];
+      if (op == KvRequest::Op::kPut) {
+        values[i] = demo_value(ids[begin + i], put_generation);
+        reqs[i].value = values[i];
+      }
     }
-    std::printf("  %-28s %10llu requests  %10llu found  %8.2f M ops/s  %s\n", what,
-                static_cast<unsigned long long>(keys), static_cast<unsigned long long>(found), keys / sec / 1e6,
-                e.ok() ? (wrong ? "WRONG VALUES" : "ok") : e.to_string().c_str());
-    return e.ok() && wrong == 0;
-  };
-  bool ok = run(Op::kPut, "PUT (insert new keys)");
-  ok &= run(Op::kGet, "GET (every key present)");
-  ok &= run(Op::kDelete, "DELETE (every key)");
-  ok &= run(Op::kGet, "GET (every key gone)");
-  const auto ps = map->stats();
-  std::printf("  pool: %llu buckets, %llu overflow slabs committed, %llu handed out, %llu free for reuse\n",
-              static_cast<unsigned long long>(ps.buckets), static_cast<unsigned long long>(ps.pool_capacity),
-              static_cast<unsigned long long>(ps.pool_handed_out), static_cast<unsigned long long>(ps.pool_free));
+    const auto t0 = std::chrono::steady_clock::now();
+    const duet::Status s = kv->execute(std::span<KvRequest>(reqs.data(), n));
+    seconds += std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+    if (!s.ok() && first.ok()) first = s;
+    for (std::size_t i = 0; i < n; ++i) {
+      const KvRequest& r = reqs[i];
+      found += r.found;
+      hot += r.path == KvRequest::Path::kHot;
+      if (expect_found >= 0 && r.found != (expect_found == 1)) ++wrong;
+      else if (r.found && generation >= 0 && r.result != demo_value(ids[begin + i], generation)) ++wrong;
+    }
+  }
+  const bool ok = first.ok() && wrong == 0;
+  std::printf("  %-36s %8zu requests %8llu found  %5.1f%% hot  %7.2f M ops/s  %s\n", what, ids.size(),
+              static_cast<unsigned long long>(found), ids.empty() ? 0.0 : 100.0 * static_cast<double>(hot) / ids.size(),
+              seconds > 0 ? ids.size() / seconds / 1e6 : 0.0,
+              !first.ok() ? first.to_string().c_str() : wrong ? "WRONG RESULTS" : "ok");
+  return ok;
+}
+
+int demo(duet::DeviceChoice device, std::uint64_t keys) {
+  duet::StoreConfig cfg;
+  cfg.device = device;
+  cfg.expected_keys = keys;
+  cfg.router.mode = duet::RouterMode::kLearned;
+  // A bin is hot when it draws more than 0.5% of the sampled requests: here, the bins of the
+  // handful of popular keys below.
+  cfg.router.threshold = 0.005;
+  cfg.router.auto_switch = false;
+  std::unique_ptr<duet::Store> store;
+  duet::Status s = duet::Store::open(cfg, &store);
+  if (!s.ok()) {
+    std::fprintf(stderr, "duet: cannot open a store: %s\n", s.to_string().c_str());
+    return 1;
+  }
+  duet::KvSpace* kv = nullptr;
+  s = store->create_kv("demo", &kv);
+  if (!s.ok()) {
+    std::fprintf(stderr, "duet: cannot create the kv keyspace: %s\n", s.to_string().c_str());
+    return 1;
+  }
+  std::printf("duet demo: kv keyspace \"%s\", Canonical Store on %s; %llu keys like \"%s\"\n", kv->name().c_str(),
+              store->device_description().c_str(), static_cast<unsigned long long>(keys), demo_key(0).c_str());
+
+  std::vector<std::uint64_t> all(keys);
+  for (std::uint64_t i = 0; i < keys; ++i) all[i] = i;
+  // A skewed stream: 90% of the requests go to 16 popular keys, the rest anywhere.
+  std::vector<std::uint64_t> skewed(keys);
+  std::uint64_t x = 0x2545f4914f6cdd1dull;
+  for (std::uint64_t i = 0; i < keys; ++i) {
+    x ^= x << 13, x ^= x >> 7, x ^= x << 17;
+    skewed[i] = x % 10 < 9 ? (x >> 8) % std::min<std::uint64_t>(16, keys) : (x >> 8) % keys;
+  }
+
+  bool ok = run_batches(kv, "PUT (insert new keys)", KvRequest::Op::kPut, all, 1, 0, -1);
+  ok &= run_batches(kv, "GET (every key present)", KvRequest::Op::kGet, all, 0, 1, 1);
+  ok &= run_batches(kv, "GET (90% on 16 popular keys)", KvRequest::Op::kGet, skewed, 0, 1, 1);
+  const auto t0 = std::chrono::steady_clock::now();
+  s = kv->switch_model();
+  const double switch_ms = std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0).count();
+  duet::KvStats st = kv->stats();
+  std::printf("  %-36s %8llu hot bins, installed in %.1f ms  %s\n", "switch_model (router learns)",
+              static_cast<unsigned long long>(st.hot_bins), switch_ms, s.ok() ? "ok" : s.to_string().c_str());
+  ok &= s.ok();
+  ok &= run_batches(kv, "GET (same stream, learned router)", KvRequest::Op::kGet, skewed, 0, 1, 1);
+  ok &= run_batches(kv, "PUT (overwrite every key)", KvRequest::Op::kPut, all, 2, 1, 1);
+  ok &= run_batches(kv, "DELETE (every key)", KvRequest::Op::kDelete, all, 0, 1, 2);
+  ok &= run_batches(kv, "GET (every key gone)", KvRequest::Op::kGet, all, 0, 0, -1);
+  st = kv->stats();
+  std::printf("  store: %s backend, %llu hot-cache entries, %llu batches to the Canonical Store, router %s\n",
+              st.store_backend.c_str(), static_cast<unsigned long long>(st.hot_entries),
+              static_cast<unsigned long long>(st.batches), st.router_model.c_str());
   std::printf("duet demo: %s\n", ok ? "done" : "FAILED");
   return ok ? 0 : 1;
 }
@@ -99,19 +154,33 @@ int main(int argc, char** argv) {
   std::string cmd = argc > 1 ? argv[1] : "demo";
   if (cmd == "help" || cmd == "--help" || cmd == "-h") return usage(stdout);
   if (cmd == "info") return info();
+  if (cmd == "bench") {
+    if (argc < 3 || std::string(argv[2]) != "kv") {
+      std::fprintf(stderr, "duet bench: the benchmark to run is `kv` (duet bench kv --help)\n");
+      return usage(stderr);
+    }
+#if DUET_HAVE_BENCH_KV
+    return duet::bench::run_kv_bench(argc - 2, argv + 2);
+#else
+    std::fprintf(stderr, "duet bench: this build has no benchmarks (configure with -DDUET_BENCH=ON)\n");
+    return 2;
+#endif
+  }
   if (cmd != "demo") return usage(stderr);
-  std::string device = "auto";
-  std::uint64_t keys = 1u << 20;
+  duet::DeviceChoice device = duet::DeviceChoice::kAuto;
+  std::uint64_t keys = 1u << 17;
   for (int i = 2; i < argc; ++i) {
     std::string a = argv[i];
     if (a == "--device" && i + 1 < argc) {
-      device = argv[++i];
-      if (device != "auto" && device != "cpu" && device != "gpu") return usage(stderr);
+      if (!duet::parse_device_choice(argv[++i], &device).ok()) {
+        std::fprintf(stderr, "duet: --device takes auto, cpu or gpu\n");
+        return 2;
+      }
     } else if (a == "--keys" && i + 1 < argc) {
       char* end = nullptr;
       keys = std::strtoull(argv[++i], &end, 10);
-      if (!end || *end || keys == 0 || keys > (1ull << 30)) {
-        std::fprintf(stderr, "duet: --keys takes an integer from 1 to 2^30\n");
+      if (!end || *end || keys == 0 || keys > (1ull << 24)) {
+        std::fprintf(stderr, "duet: --keys takes an integer from 1 to 2^24\n");
         return 2;
       }
     } else {

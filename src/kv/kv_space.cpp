@@ -188,8 +188,9 @@ Status KvSpaceImpl::execute(std::span<KvRequest> batch) {
       fail(r, s);
       continue;
     }
-    if (!exists) {  // a long key never written: absent without asking anyone
-      r.path = KvRequest::Path::kCold;
+    if (!exists) {  // a long key never written: absent without asking anyone (it has no index
+                    // key to route; all-hot reports it hot, the other modes cold)
+      r.path = cfg_.router.mode == RouterMode::kAllHot ? KvRequest::Path::kHot : KvRequest::Path::kCold;
       r.done_ns = now_ns();
       continue;
     }

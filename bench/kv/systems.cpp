@@ -1,0 +1,87 @@
+#include "systems.hpp"
+
+#include <algorithm>
+
+namespace duet::bench::kv {
+namespace {
+
+/// Duet's kv keyspace in one router mode, on a Store of its own.
+class DuetSystem final : public KvSystem {
+ public:
+  DuetSystem(std::unique_ptr<duet::Store> store, duet::KvSpace* space)
+      : store_(std::move(store)), space_(space) {}
+  duet::Status execute(std::span<duet::KvRequest> batch) override { return space_->execute(batch); }
+  bool per_element_latency() const override { return false; }
+  duet::KvSpace* space() override { return space_; }
+  std::string device_description() const override { return store_->device_description(); }
+
+ private:
+  std::unique_ptr<duet::Store> store_;
+  duet::KvSpace* space_;
+};
+
+}  // namespace
+
+const std::vector<SystemInfo>& kv_systems() {
+  static const std::vector<SystemInfo> systems = {
+      {"kvcg", true, true, ""},
+      {"kvc", true, true, ""},
+      {"kvg", true, true, ""},
+#if DUET_BENCH_KV_HAVE_TBB
+      {"tbb", false, true, ""},
+#else
+      {"tbb", false, false, "oneTBB was not found when this binary was configured"},
+#endif
+#if DUET_BENCH_KV_HAVE_LIBCUCKOO
+      {"libcuckoo", false, true, ""},
+#else
+      {"libcuckoo", false, false, "libcuckoo was not found when this binary was configured"},
+#endif
+  };
+  return systems;
+}
+
+const SystemInfo* find_kv_system(const std::string& name) {
+  for (const SystemInfo& s : kv_systems())
+    if (s.name == name) return &s;
+  return nullptr;
+}
+
+duet::Status make_kv_system(const std::string& name, const SystemSpec& spec, std::unique_ptr<KvSystem>* out) {
+  out->reset();
+  const SystemInfo* info = find_kv_system(name);
+  if (!info) return duet::Status::InvalidArgument("unknown system " + name);
+  if (!info->available) return duet::Status::Unavailable(name + ": " + info->missing_reason);
+  if (info->duet) {
+    duet::StoreConfig cfg;
+    cfg.device = spec.device;
+    cfg.orchestrators = spec.orchestrators;
+    cfg.max_aggregate = spec.max_aggregate;
+    cfg.expected_keys = std::max<std::uint64_t>(spec.expected_keys, 1024);
+    cfg.router.mode = name == "kvcg"  ? duet::RouterMode::kLearned
+                      : name == "kvc" ? duet::RouterMode::kAllHot
+                                      : duet::RouterMode::kAllCold;
+    cfg.router.threshold = spec.threshold;
+    if (spec.train_requests)
+      cfg.router.train_requests = std::max<std::uint64_t>(1, spec.train_requests / cfg.router.sample_every);
+    cfg.router.auto_switch = spec.auto_switch;
+    cfg.router.min_switch_interval_ms = spec.switch_interval_ms;
+    std::unique_ptr<duet::Store> store;
+    duet::Status s = duet::Store::open(cfg, &store);
+    if (!s.ok()) return s;
+    duet::KvSpace* space = nullptr;
+    s = store->create_kv("bench", &space);
+    if (!s.ok()) return s;
+    *out = std::make_unique<DuetSystem>(std::move(store), space);
+    return duet::Status::Ok();
+  }
+#if DUET_BENCH_KV_HAVE_TBB
+  if (name == "tbb") *out = make_tbb_kv_system(spec);
+#endif
+#if DUET_BENCH_KV_HAVE_LIBCUCKOO
+  if (name == "libcuckoo") *out = make_libcuckoo_kv_system(spec);
+#endif
+  return *out ? duet::Status::Ok() : duet::Status::Internal("system " + name + " could not be built");
+}
+
+}  // namespace duet::bench::kv
