@@ -60,6 +60,17 @@ struct Shared {
   std::uint64_t window_ns = 0;
 };
 
+/// One batch of a client: its requests, the bytes they point into, and its handle while in flight.
+struct ClientBatch {
+  std::vector<KvRequest> reqs;
+  std::vector<char> key_bytes, value_bytes;
+  std::vector<std::uint64_t> key_num;
+  std::vector<OpKind> kind;
+  std::size_t n = 0, inserts = 0;
+  std::uint64_t t0 = 0;
+  std::unique_ptr<duet::KvInFlight> in_flight;
+};
+
 void client(Shared* sh, unsigned tid, ClientOut* out) {
   const PhaseSpec& spec = *sh->spec;
   KvSystem& sys = *sh->system;
@@ -68,10 +79,15 @@ void client(Shared* sh, unsigned tid, ClientOut* out) {
   KeyChooser chooser(spec.distribution, spec.key_range, spec.theta, sh->state->acked.load(), sh->zipf_hint);
   chooser.set_shift(spec.initial_shift, spec.shift_span);
   const std::size_t batch = spec.batch, vb = spec.value_bytes;
-  std::vector<KvRequest> reqs(batch);
-  std::vector<char> key_bytes(batch * 8), value_bytes(batch * vb);
-  std::vector<std::uint64_t> key_num(batch);
-  std::vector<OpKind> kind(batch);
+  const unsigned depth = std::max(1u, spec.pipeline);
+  std::vector<ClientBatch> slots(depth);
+  for (ClientBatch& b : slots) {
+    b.reqs.resize(batch);
+    b.key_bytes.resize(batch * 8);
+    b.value_bytes.resize(batch * vb);
+    b.key_num.resize(batch);
+    b.kind.resize(batch);
+  }
   std::vector<PendingWrite> pending, next_pending;
   std::uint64_t version = (static_cast<std::uint64_t>(tid) << 16) + 1;
   PhaseResult& r = out->r;
@@ -80,68 +96,18 @@ void client(Shared* sh, unsigned tid, ClientOut* out) {
   const bool ops_bound = spec.ops > 0;
   bool shifted = false;
 
-  while (!sh->go.load(std::memory_order_acquire)) std::this_thread::yield();
-  while (!sh->stop.load(std::memory_order_relaxed)) {
-    const std::size_t n = ops_bound ? claim(&sh->budget, batch) : batch;
-    if (n == 0) break;
-    if (spec.timeline && !shifted && sh->shifted.load(std::memory_order_relaxed)) {
-      shifted = true;
-      chooser.set_shift(spec.shift, spec.shift_span);
-    }
-    // Writes of read-modify-writes first, then fresh operations.
-    std::size_t i = 0, inserts = 0;
-    std::size_t taken = 0;
-    for (; taken < pending.size() && i < n; ++taken, ++i) {
-      key_num[i] = pending[taken].key;
-      kind[i] = OpKind::kRmw;
-      encode_value(key_num[i], pending[taken].version, &value_bytes[i * vb], vb);
-      reqs[i].op = KvRequest::Op::kPut;
-      reqs[i].value = std::string_view(&value_bytes[i * vb], vb);
-    }
-    next_pending.assign(pending.begin() + static_cast<std::ptrdiff_t>(taken), pending.end());
-    const std::uint64_t inserted = sh->state->acked.load(std::memory_order_relaxed);
-    for (; i < n; ++i) {
-      const OpKind k = spec.workload.pick(rng);
-      kind[i] = k;
-      switch (k) {
-        case OpKind::kRead:
-        case OpKind::kRmw:
-          key_num[i] = chooser.next(rng, inserted);
-          reqs[i].op = KvRequest::Op::kGet;
-          reqs[i].value = {};
-          break;
-        case OpKind::kUpdate:
-        case OpKind::kInsert:
-          if (k == OpKind::kInsert) {
-            key_num[i] = sh->state->next_insert.fetch_add(1, std::memory_order_relaxed);
-            ++inserts;
-          } else {
-            key_num[i] = chooser.next(rng, inserted);
-          }
-          encode_value(key_num[i], version++, &value_bytes[i * vb], vb);
-          reqs[i].op = KvRequest::Op::kPut;
-          reqs[i].value = std::string_view(&value_bytes[i * vb], vb);
-          break;
-      }
-    }
-    for (std::size_t j = 0; j < n; ++j) {
-      encode_key(key_num[j], &key_bytes[j * 8]);
-      reqs[j].key = std::string_view(&key_bytes[j * 8], 8);
-      reqs[j].done_ns = 0;
-    }
-
-    const std::uint64_t t0 = now_ns();
-    sys.execute(std::span<KvRequest>(reqs.data(), n));
+  // Waits for slot b's batch and records its outcomes.
+  auto complete = [&](ClientBatch& b) {
+    const std::uint64_t tw = now_ns();
+    sys.finish(std::move(b.in_flight));
     const std::uint64_t t1 = now_ns();
-    out->busy_ns += t1 - t0;
-    if (inserts) sh->state->acked.fetch_add(inserts, std::memory_order_relaxed);
-
-    pending.swap(next_pending);
-    std::uint64_t prev = t0;
-    for (std::size_t j = 0; j < n; ++j) {
-      KvRequest& q = reqs[j];
+    out->busy_ns += t1 - tw;
+    if (b.inserts) sh->state->acked.fetch_add(b.inserts, std::memory_order_relaxed);
+    std::uint64_t prev = b.t0;
+    for (std::size_t j = 0; j < b.n; ++j) {
+      KvRequest& q = b.reqs[j];
       const std::uint64_t done = q.done_ns ? q.done_ns : t1;
-      const std::uint64_t base = per_element ? prev : t0;
+      const std::uint64_t base = per_element ? prev : b.t0;
       const std::uint64_t lat = done > base ? done - base : 0;
       prev = std::max(prev, done);
       const unsigned path = path_index(q);
@@ -164,17 +130,79 @@ void client(Shared* sh, unsigned tid, ClientOut* out) {
         ++r.gets;
         if (q.found) {
           ++r.gets_found;
-          if (!value_matches_key(q.result, key_num[j])) ++r.wrong_values;
+          if (!value_matches_key(q.result, b.key_num[j])) ++r.wrong_values;
         }
-        if (kind[j] == OpKind::kRmw)
-          pending.push_back({key_num[j], q.found ? value_version(q.result) + 1 : version++});
-      } else if (q.found && !value_matches_key(q.result, key_num[j])) {
+        if (b.kind[j] == OpKind::kRmw)
+          pending.push_back({b.key_num[j], q.found ? value_version(q.result) + 1 : version++});
+      } else if (q.found && !value_matches_key(q.result, b.key_num[j])) {
         ++r.wrong_values;
       }
     }
-    r.requests += n;
+    r.requests += b.n;
     out->progress.store(r.requests, std::memory_order_relaxed);
+  };
+
+  while (!sh->go.load(std::memory_order_acquire)) std::this_thread::yield();
+  for (std::size_t turn = 0;; ++turn) {
+    ClientBatch& b = slots[turn % depth];
+    if (b.in_flight) complete(b);
+    if (sh->stop.load(std::memory_order_relaxed)) break;
+    const std::size_t n = ops_bound ? claim(&sh->budget, batch) : batch;
+    if (n == 0) break;
+    if (spec.timeline && !shifted && sh->shifted.load(std::memory_order_relaxed)) {
+      shifted = true;
+      chooser.set_shift(spec.shift, spec.shift_span);
+    }
+    // Writes of read-modify-writes first, then fresh operations.
+    std::size_t i = 0, inserts = 0;
+    std::size_t taken = 0;
+    for (; taken < pending.size() && i < n; ++taken, ++i) {
+      b.key_num[i] = pending[taken].key;
+      b.kind[i] = OpKind::kRmw;
+      encode_value(b.key_num[i], pending[taken].version, &b.value_bytes[i * vb], vb);
+      b.reqs[i].op = KvRequest::Op::kPut;
+      b.reqs[i].value = std::string_view(&b.value_bytes[i * vb], vb);
+    }
+    next_pending.assign(pending.begin() + static_cast<std::ptrdiff_t>(taken), pending.end());
+    pending.swap(next_pending);
+    const std::uint64_t inserted = sh->state->acked.load(std::memory_order_relaxed);
+    for (; i < n; ++i) {
+      const OpKind k = spec.workload.pick(rng);
+      b.kind[i] = k;
+      switch (k) {
+        case OpKind::kRead:
+        case OpKind::kRmw:
+          b.key_num[i] = chooser.next(rng, inserted);
+          b.reqs[i].op = KvRequest::Op::kGet;
+          b.reqs[i].value = {};
+          break;
+        case OpKind::kUpdate:
+        case OpKind::kInsert:
+          if (k == OpKind::kInsert) {
+            b.key_num[i] = sh->state->next_insert.fetch_add(1, std::memory_order_relaxed);
+            ++inserts;
+          } else {
+            b.key_num[i] = chooser.next(rng, inserted);
+          }
+          encode_value(b.key_num[i], version++, &b.value_bytes[i * vb], vb);
+          b.reqs[i].op = KvRequest::Op::kPut;
+          b.reqs[i].value = std::string_view(&b.value_bytes[i * vb], vb);
+          break;
+      }
+    }
+    for (std::size_t j = 0; j < n; ++j) {
+      encode_key(b.key_num[j], &b.key_bytes[j * 8]);
+      b.reqs[j].key = std::string_view(&b.key_bytes[j * 8], 8);
+      b.reqs[j].done_ns = 0;
+    }
+    b.n = n;
+    b.inserts = inserts;
+    b.t0 = now_ns();
+    b.in_flight = sys.submit(std::span<KvRequest>(b.reqs.data(), n));
+    out->busy_ns += now_ns() - b.t0;
   }
+  for (ClientBatch& b : slots)
+    if (b.in_flight) complete(b);
   out->end_ns = now_ns();
   out->done.store(true, std::memory_order_release);
 }

@@ -37,6 +37,7 @@ struct PhaseSpec {
   double theta = 0.99;
   std::uint64_t key_range = 1;
   std::size_t batch = 512;
+  unsigned pipeline = 1;          ///< batches each client keeps in flight (submit/finish)
   std::size_t value_bytes = 8;
   unsigned threads = 1;
   std::uint64_t seed = 0;

@@ -229,6 +229,7 @@ PhaseSpec phase_for(const Options& o, const Point& p, const std::string& label, 
   s.theta = p.theta;
   s.key_range = o.key_range;
   s.batch = o.batch;
+  s.pipeline = o.pipeline;
   s.value_bytes = p.value_bytes;
   s.threads = o.threads;
   s.seed = seed;

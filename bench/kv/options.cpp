@@ -90,6 +90,7 @@ libcuckoo). Prints a table and writes JSON to --out.
                            is trained on them and installed with switch_model()
   --threads N              client threads (default: hardware threads)
   --batch N                requests per execute() call (default 512)
+  --pipeline N             batches each client thread keeps in flight (default 1: closed loop)
   --orchestrators N        Duet's orchestrator threads (default: 4 with a GPU, 0 on the CPU)
   --max-aggregate N        Duet's largest aggregated batch (default: 65536 GPU, 4096 CPU)
   --value-bytes N          bytes per written value, >= 8 (default 8)
@@ -189,6 +190,9 @@ bool parse_options(int argc, char** argv, Options* o, bool* help, std::string* e
     } else if (flag == "--value-bytes") {
       if (!count(8, kMaxValueBytes, &c)) return false;
       o->value_bytes = c;
+    } else if (flag == "--pipeline") {
+      if (!count(1, 1024, &c)) return false;
+      o->pipeline = static_cast<unsigned>(c);
     } else if (flag == "--orchestrators") {
       if (!count(0, 256, &c)) return false;
       o->orchestrators = static_cast<unsigned>(c);
@@ -327,6 +331,7 @@ Json Options::to_json() const {
   c.set("warmup", warmup);
   c.set("threads", threads);
   c.set("batch", static_cast<std::uint64_t>(batch));
+  c.set("pipeline", pipeline);
   c.set("orchestrators", orchestrators);
   c.set("max_aggregate", static_cast<std::uint64_t>(max_aggregate));
   c.set("value_bytes", static_cast<std::uint64_t>(value_bytes));

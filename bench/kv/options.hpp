@@ -38,6 +38,7 @@ struct Options {
   std::uint64_t warmup = 5'000'000;               ///< requests before measuring (kvcg: model training)
   unsigned threads = 0;                           ///< client threads (0: hardware threads)
   std::size_t batch = 512;                        ///< requests per execute() call
+  unsigned pipeline = 1;                          ///< batches each client keeps in flight
   unsigned orchestrators = 0;                     ///< Duet's orchestrator threads (0: the store's default)
   std::size_t max_aggregate = 0;                  ///< Duet's largest aggregated batch (0: the store's default)
   std::size_t value_bytes = 8;                    ///< bytes of every written value (>= 8)

@@ -11,6 +11,10 @@ class DuetSystem final : public KvSystem {
   DuetSystem(std::unique_ptr<duet::Store> store, duet::KvSpace* space)
       : store_(std::move(store)), space_(space) {}
   duet::Status execute(std::span<duet::KvRequest> batch) override { return space_->execute(batch); }
+  std::unique_ptr<duet::KvInFlight> submit(std::span<duet::KvRequest> batch) override {
+    return space_->submit(batch);
+  }
+  duet::Status finish(std::unique_ptr<duet::KvInFlight> batch) override { return space_->finish(std::move(batch)); }
   bool per_element_latency() const override { return false; }
   duet::KvSpace* space() override { return space_; }
   std::string device_description() const override { return store_->device_description(); }
@@ -20,7 +24,23 @@ class DuetSystem final : public KvSystem {
   duet::KvSpace* space_;
 };
 
+/// A peer's batch "in flight": already run by submit().
+class RanBatch final : public duet::KvInFlight {
+ public:
+  explicit RanBatch(duet::Status s) : status(std::move(s)) {}
+  duet::Status status;
+};
+
 }  // namespace
+
+std::unique_ptr<duet::KvInFlight> KvSystem::submit(std::span<duet::KvRequest> batch) {
+  return std::make_unique<RanBatch>(execute(batch));
+}
+
+duet::Status KvSystem::finish(std::unique_ptr<duet::KvInFlight> batch) {
+  auto* ran = dynamic_cast<RanBatch*>(batch.get());
+  return ran ? ran->status : duet::Status::InvalidArgument("finish() of a batch this system did not start");
+}
 
 const std::vector<SystemInfo>& kv_systems() {
   static const std::vector<SystemInfo> systems = {

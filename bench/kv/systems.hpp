@@ -30,6 +30,10 @@ class KvSystem {
   /// Runs every request and fills its outcome (status, found, result, path, done_ns) with
   /// KvSpace::execute's contract; returns the first failed request's status, or ok.
   virtual duet::Status execute(std::span<duet::KvRequest> batch) = 0;
+  /// Starts a batch without waiting (KvSpace::submit); peers run it at once.
+  virtual std::unique_ptr<duet::KvInFlight> submit(std::span<duet::KvRequest> batch);
+  /// Completes a batch from submit().
+  virtual duet::Status finish(std::unique_ptr<duet::KvInFlight> batch);
   /// True for peers: requests run one after another, so a request's latency is the time since
   /// the previous one finished; false for Duet, whose requests all start with the batch.
   virtual bool per_element_latency() const = 0;

@@ -119,6 +119,12 @@ struct KvStats {
   std::string router_model;             ///< e.g. "histogram(bins=10000, threshold=1.3e-05)"
 };
 
+/// A batch started by KvSpace::submit and not yet finished (opaque).
+class KvInFlight {
+ public:
+  virtual ~KvInFlight() = default;
+};
+
 /// A `kv` keyspace. Obtain from Store::create_kv or Store::kv; owned by its Store.
 class KvSpace {
  public:
@@ -134,6 +140,15 @@ class KvSpace {
   /// Runs every request of the batch; each gets its own status. Returns the first failed
   /// request's status (the others still ran), or ok. Element-wise linearizable.
   virtual Status execute(std::span<KvRequest> batch) = 0;
+  /// Starts a batch and returns without waiting for the Canonical Store: hot requests may
+  /// already be answered; the rest are answered by finish(). A thread may keep many batches in
+  /// flight this way (pipelining). The batch and its views must stay valid, and the requests
+  /// untouched, until finish() returns. Every submitted batch must be finished (a model switch
+  /// waits for batches in flight); destroying the handle unfinished finishes it.
+  /// execute(b) is finish(submit(b)). The default runs execute() at once.
+  virtual std::unique_ptr<KvInFlight> submit(std::span<KvRequest> batch);
+  /// Completes a batch from submit() on this keyspace; returns as execute() does.
+  virtual Status finish(std::unique_ptr<KvInFlight> batch);
   /// Installs the shadow model now (whatever it has learned) through the switch protocol:
   /// hot updates wait, the hot log is replayed into the store, the model is installed and
   /// keys no longer hot are evicted. Returns when the switch is complete.

@@ -34,14 +34,18 @@ CanonicalStore::~CanonicalStore() {
   for (auto& t : threads_) t.join();
 }
 
-void CanonicalStore::run(RequestGroup& g) {
+void CanonicalStore::submit(RequestGroup& g) {
   const std::size_t n = g.size();
   g.status.resize(n);
   g.out.resize(n);
   g.error = Status::Ok();
-  if (n == 0) return;
+  if (n == 0) {
+    if (g.gate) g.gate->leave(g.gate_epoch);
+    return;
+  }
   if (threads_.empty()) {
     g.error = run_inline(g);
+    if (g.gate) g.gate->leave(g.gate_epoch);
     return;
   }
   g.done.store(0, std::memory_order_relaxed);
@@ -50,6 +54,10 @@ void CanonicalStore::run(RequestGroup& g) {
     queue_.push_back(&g);
   }
   cv_.notify_one();
+}
+
+void CanonicalStore::wait(RequestGroup& g) {
+  if (threads_.empty() || g.size() == 0) return;  // ran inline in submit()
   // 1: outcomes written, waking; 2: the orchestrator no longer touches g (see orchestrate).
   g.done.wait(0, std::memory_order_acquire);
   while (g.done.load(std::memory_order_acquire) != 2) std::this_thread::yield();
@@ -154,6 +162,7 @@ void CanonicalStore::orchestrate(lslab::Lane* lane) {
       }
       g->error = s;
       at += n;
+      if (g->gate) g->gate->leave(g->gate_epoch);
       g->done.store(1, std::memory_order_release);
       g->done.notify_one();
       g->done.store(2, std::memory_order_release);  // last touch: the submitter may now free g

@@ -21,6 +21,7 @@
 
 #include "duet/status.hpp"
 #include "index/lslab/map.hpp"
+#include "kv/router.hpp"
 
 namespace duet::kv {
 
@@ -33,6 +34,9 @@ struct RequestGroup {
   std::vector<std::uint64_t> out;
   Status error;                      ///< the batch's failure, when it failed as a whole
   std::atomic<std::uint32_t> done{0};
+  /// When set, the store releases this epoch hold once the group has run (before done).
+  EpochGate* gate = nullptr;
+  std::uint64_t gate_epoch = 0;
 
   void clear() {
     ops.clear();
@@ -55,7 +59,15 @@ class CanonicalStore {
   ~CanonicalStore();
 
   /// Runs a group and returns when its outcomes are in g.status / g.out (or g.error is set).
-  void run(RequestGroup& g);
+  void run(RequestGroup& g) {
+    submit(g);
+    wait(g);
+  }
+  /// Starts a group (with no orchestrators: runs it now). g must stay alive and unchanged
+  /// until wait(g) returns.
+  void submit(RequestGroup& g);
+  /// Waits for a submitted group's outcomes.
+  void wait(RequestGroup& g);
 
   const char* backend() const { return map_->backend(); }
   lslab::PoolStats pool_stats() const { return map_->stats(); }

@@ -2,6 +2,7 @@
 
 #include <chrono>
 #include <functional>
+#include <optional>
 
 #include "common/log.hpp"
 
@@ -18,17 +19,6 @@ std::uint64_t now_ns() {
 lslab::Op to_lslab(KvRequest::Op op) {
   return op == KvRequest::Op::kGet ? lslab::Op::kGet : op == KvRequest::Op::kPut ? lslab::Op::kPut : lslab::Op::kDelete;
 }
-
-/// Per-thread scratch of execute(), reused across batches to avoid allocation.
-struct Scratch {
-  std::vector<std::uint64_t> ikeys, handles;
-  std::vector<std::uint8_t> owned;  ///< the request holds a value block not yet published
-  std::vector<std::uint32_t> pending, next, gidx;
-  std::vector<std::uint8_t> gkind;
-  RequestGroup group;
-};
-
-enum : std::uint8_t { kCold = 0, kLoadForGet = 1, kLoadForUpdate = 2 };
 
 }  // namespace
 
@@ -144,24 +134,80 @@ Status KvSpaceImpl::del(std::string_view key, std::string* previous, bool* had_p
   return single(KvRequest::Op::kDelete, key, {}, previous, had_previous);
 }
 
-Status KvSpaceImpl::execute(std::span<KvRequest> batch) {
-  thread_local Scratch sc;
-  const std::size_t n = batch.size();
-  sc.ikeys.resize(n);
-  sc.handles.resize(n);
-  sc.owned.assign(n, 0);
-  sc.pending.clear();
+/// One batch between submit() and finish(). Reused: a thread keeps a few in a cache.
+class KvSpaceImpl::InFlight final : public KvInFlight {
+ public:
+  ~InFlight() override {
+    if (owner) owner->finish_batch(*this);  // abandoned by its caller: finish it here
+  }
+  KvSpaceImpl* owner = nullptr;
+  std::span<KvRequest> batch;
+  std::vector<std::uint64_t> ikeys, handles;
+  std::vector<std::uint8_t> owned;  ///< the request holds a value block not yet published
+  std::vector<std::uint32_t> pending, next, hot;
+  RequestGroup cold, loads;
+  std::vector<std::uint32_t> cold_idx, load_idx;
+  std::vector<std::uint8_t> load_for_update;
+  mem::EpochManager::Participant* part = nullptr;
+  std::size_t pslot = 0;
+  std::optional<mem::EpochManager::Guard> pin;
+  std::uint64_t epoch = 0;
   Status first_error;
-  auto fail = [&](KvRequest& r, Status s) {
+  std::uint64_t n_hot = 0, n_miss = 0, n_cold = 0, retired_bytes = 0;
+  bool sampled = false;
+
+  void fail(KvRequest& r, Status s) {
     if (first_error.ok()) first_error = s;
     r.status = std::move(s);
     r.done_ns = now_ns();
-  };
+  }
+  void retire_block(std::uint64_t h) {
+    retired_bytes += reinterpret_cast<const ValueBlock*>(h)->size;
+    part->retire(reinterpret_cast<void*>(h), free_value_block);
+  }
+};
 
-  std::size_t pslot;
-  mem::EpochManager::Participant* part = participants_.acquire(&pslot);
+namespace {
+/// Per-thread cache of finished InFlight objects, so a batch allocates nothing in the steady state.
+thread_local std::vector<std::unique_ptr<KvInFlight>> t_inflight_cache;
+}  // namespace
 
-  // 1. Validate and encode.
+Status KvSpaceImpl::execute(std::span<KvRequest> batch) { return finish(submit(batch)); }
+
+std::unique_ptr<KvInFlight> KvSpaceImpl::submit(std::span<KvRequest> batch) {
+  std::unique_ptr<InFlight> f;
+  if (!t_inflight_cache.empty()) {
+    f.reset(static_cast<InFlight*>(t_inflight_cache.back().release()));
+    t_inflight_cache.pop_back();
+  } else {
+    f = std::make_unique<InFlight>();
+  }
+  f->owner = this;
+  prepare(*f, batch);
+  if (!f->pending.empty()) start_round(*f);
+  return f;
+}
+
+Status KvSpaceImpl::finish(std::unique_ptr<KvInFlight> handle) {
+  if (!handle) return Status::InvalidArgument("finish() of a null batch");
+  auto* f = static_cast<InFlight*>(handle.get());
+  if (f->owner != this) return Status::InvalidArgument("finish() of a batch from another keyspace or finished twice");
+  Status s = finish_batch(*f);
+  if (t_inflight_cache.size() < 64) t_inflight_cache.push_back(std::move(handle));
+  return s;
+}
+
+void KvSpaceImpl::prepare(InFlight& f, std::span<KvRequest> batch) {
+  const std::size_t n = batch.size();
+  f.batch = batch;
+  f.ikeys.resize(n);
+  f.handles.resize(n);
+  f.owned.assign(n, 0);
+  f.pending.clear();
+  f.first_error = Status::Ok();
+  f.n_hot = f.n_miss = f.n_cold = f.retired_bytes = 0;
+  f.sampled = false;
+  f.part = participants_.acquire(&f.pslot);
   for (std::uint32_t i = 0; i < n; ++i) {
     KvRequest& r = batch[i];
     r.status = Status::Ok();
@@ -169,23 +215,23 @@ Status KvSpaceImpl::execute(std::span<KvRequest> batch) {
     r.result.clear();
     r.path = KvRequest::Path::kNone;
     if (r.op != KvRequest::Op::kGet && r.op != KvRequest::Op::kPut && r.op != KvRequest::Op::kDelete) {
-      fail(r, Status::InvalidArgument("unknown operation"));
+      f.fail(r, Status::InvalidArgument("unknown operation"));
       continue;
     }
     if (r.key.size() > cfg_.limits.max_key_bytes) {
-      fail(r, Status::TooLarge("key of " + std::to_string(r.key.size()) + " bytes is over the limit of " +
-                               std::to_string(cfg_.limits.max_key_bytes)));
+      f.fail(r, Status::TooLarge("key of " + std::to_string(r.key.size()) + " bytes is over the limit of " +
+                                 std::to_string(cfg_.limits.max_key_bytes)));
       continue;
     }
     if (r.op == KvRequest::Op::kPut && r.value.size() > cfg_.limits.max_value_bytes) {
-      fail(r, Status::TooLarge("value of " + std::to_string(r.value.size()) + " bytes is over the limit of " +
-                               std::to_string(cfg_.limits.max_value_bytes)));
+      f.fail(r, Status::TooLarge("value of " + std::to_string(r.value.size()) + " bytes is over the limit of " +
+                                 std::to_string(cfg_.limits.max_value_bytes)));
       continue;
     }
     bool exists = true;
-    Status s = index_key(dict_, r.key, r.op == KvRequest::Op::kPut, &sc.ikeys[i], &exists);
+    Status s = index_key(dict_, r.key, r.op == KvRequest::Op::kPut, &f.ikeys[i], &exists);
     if (!s.ok()) {
-      fail(r, s);
+      f.fail(r, s);
       continue;
     }
     if (!exists) {  // a long key never written: absent without asking anyone (it has no index
@@ -195,180 +241,214 @@ Status KvSpaceImpl::execute(std::span<KvRequest> batch) {
       continue;
     }
     if (r.op == KvRequest::Op::kPut) {
-      s = make_value(r.value, budget_, &sc.handles[i]);
+      s = make_value(r.value, budget_, &f.handles[i]);
       // Over budget: blocks replaced earlier may be waiting for their epoch. Advance it
       // (three attempts: a block is freed two epochs after its retirement) and try again.
       for (int attempt = 0; !s.ok() && s.code() == StatusCode::kResourceExhausted && attempt < 3; ++attempt) {
-        part->collect();
+        f.part->collect();
         participants_.collect_idle();
-        s = make_value(r.value, budget_, &sc.handles[i]);
+        s = make_value(r.value, budget_, &f.handles[i]);
       }
       if (!s.ok()) {
-        fail(r, s);
+        f.fail(r, s);
         continue;
       }
-      sc.owned[i] = is_block(sc.handles[i]);
+      f.owned[i] = is_block(f.handles[i]);
     } else {
-      sc.handles[i] = 0;
+      f.handles[i] = 0;
     }
-    sc.pending.push_back(i);
+    f.pending.push_back(i);
   }
+}
 
-  // 2. Rounds: route, answer hot requests, run cold ones and loads; retry what must wait.
+void KvSpaceImpl::start_round(InFlight& f) {
+  f.next.clear();
+  f.hot.clear();
+  f.cold.clear();
+  f.loads.clear();
+  f.cold_idx.clear();
+  f.load_idx.clear();
+  f.load_for_update.clear();
+  f.epoch = gate_.enter();
+  f.pin.emplace(f.part->pin());
+  const RouterModel* model = models_[f.epoch & 1].load(std::memory_order_acquire);
   const bool learned = cfg_.router.mode == RouterMode::kLearned;
   const std::uint32_t sample_every = std::max<std::uint32_t>(cfg_.router.sample_every, 1);
   thread_local std::uint32_t sample_tick = 0;
-  std::uint64_t n_hot = 0, n_miss = 0, n_cold = 0;
-  std::uint64_t retired_bytes = 0;
-  auto retire_block = [&](std::uint64_t h) {
-    retired_bytes += reinterpret_cast<const ValueBlock*>(h)->size;
-    part->retire(reinterpret_cast<void*>(h), free_value_block);
-  };
-  bool sampled = false;
-  while (!sc.pending.empty()) {
-    sc.next.clear();
-    sc.gidx.clear();
-    sc.gkind.clear();
-    RequestGroup& g = sc.group;
-    g.clear();
-    const std::uint64_t e = gate_.enter();
-    {
-      auto pin = part->pin();
-      const RouterModel* model = models_[e & 1].load(std::memory_order_acquire);
-      const bool blocked = blocked_.load(std::memory_order_seq_cst);
-      for (std::uint32_t i : sc.pending) {
-        KvRequest& r = batch[i];
-        const std::uint64_t ikey = sc.ikeys[i];
-        if (learned && !sampled && ++sample_tick >= sample_every) {
-          sample_tick = 0;
-          shadow_.sample(ikey);
-        }
-        if (!model->hot(ikey)) {
-          g.add(to_lslab(r.op), ikey, sc.handles[i]);
-          sc.gidx.push_back(i);
-          sc.gkind.push_back(kCold);
-          continue;
-        }
-        r.path = KvRequest::Path::kHot;
-        if (r.op == KvRequest::Op::kGet) {
-          std::uint64_t h;
-          const HotCache::Found f = hot_.get(ikey, &h);
-          if (f == HotCache::Found::kValue) {
-            r.found = true;
-            append_value(h, &r.result);
-            r.done_ns = now_ns();
-            ++n_hot;
-          } else if (f == HotCache::Found::kTombstone) {
-            r.done_ns = now_ns();
-            ++n_hot;
-          } else if (blocked) {
-            sc.next.push_back(i);
-          } else {
-            g.add(lslab::Op::kGet, ikey, 0);
-            sc.gidx.push_back(i);
-            sc.gkind.push_back(kLoadForGet);
-          }
-          continue;
-        }
-        // A hot update: registered as a writer so a switch can wait for it.
-        if (blocked) {
-          sc.next.push_back(i);
-          continue;
-        }
-        hot_writers_.fetch_add(1, std::memory_order_seq_cst);
-        if (blocked_.load(std::memory_order_seq_cst)) {
-          hot_writers_.fetch_sub(1, std::memory_order_release);
-          sc.next.push_back(i);
-          continue;
-        }
-        std::uint64_t prev = 0;
-        bool prev_owned = false;
-        const HotCache::Found f =
-            hot_.update(ikey, r.op == KvRequest::Op::kDelete, sc.handles[i], &prev, &prev_owned);
-        hot_writers_.fetch_sub(1, std::memory_order_release);
-        if (f == HotCache::Found::kMiss) {
-          g.add(lslab::Op::kGet, ikey, 0);
-          sc.gidx.push_back(i);
-          sc.gkind.push_back(kLoadForUpdate);
-          continue;
-        }
-        sc.owned[i] = 0;  // published in the cache
-        if (f == HotCache::Found::kValue) {
-          r.found = true;
-          append_value(prev, &r.result);
-          if (prev_owned && is_block(prev)) retire_block(prev);
-        }
-        r.done_ns = now_ns();
-        ++n_hot;
-      }
-      sampled = true;  // sample each request once, in its first round
 
-      if (g.size() > 0) {
-        store_->run(g);
-        const std::uint64_t t = now_ns();
-        const bool outcomes = g.error.ok() || g.error.code() == StatusCode::kResourceExhausted;
-        for (std::size_t j = 0; j < g.size(); ++j) {
-          const std::uint32_t i = sc.gidx[j];
-          KvRequest& r = batch[i];
-          if (!outcomes) {
-            // The device failed: the request may or may not have been applied; its value
-            // block may be published, so it is not freed.
-            sc.owned[i] = 0;
-            r.path = KvRequest::Path::kCold;
-            fail(r, g.error);
-            continue;
-          }
-          const lslab::OpStatus st = g.status[j];
-          if (st == lslab::OpStatus::kRetry) {
-            fail(r, g.error.ok() ? Status::ResourceExhausted("canonical store is full") : g.error);
-            continue;
-          }
-          if (st == lslab::OpStatus::kInvalid) {
-            fail(r, Status::Internal("canonical store rejected an index key"));
-            continue;
-          }
-          const bool found = st == lslab::OpStatus::kFound;
-          const std::uint64_t out = g.out[j];
-          if (sc.gkind[j] == kCold) {
-            r.path = KvRequest::Path::kCold;
-            r.found = found;
-            if (found) append_value(out, &r.result);
-            if (r.op != KvRequest::Op::kGet && found && is_block(out)) retire_block(out);
-            if (r.op == KvRequest::Op::kPut) sc.owned[i] = 0;
-            r.done_ns = t;
-            ++n_cold;
-            continue;
-          }
-          hot_.populate(sc.ikeys[i], found, out, gate_.epoch(), e, part);
-          ++n_miss;
-          if (sc.gkind[j] == kLoadForGet) {
-            r.found = found;
-            if (found) append_value(out, &r.result);
-            r.done_ns = t;
-            ++n_hot;
-          } else {
-            sc.next.push_back(i);  // the key is resident now (or a switch intervened): retry
-          }
-        }
+  // Route; the cold part goes to the Canonical Store at once, so the GPU works while this
+  // thread answers the hot part.
+  for (std::uint32_t i : f.pending) {
+    const std::uint64_t ikey = f.ikeys[i];
+    if (learned && !f.sampled && ++sample_tick >= sample_every) {
+      sample_tick = 0;
+      shadow_.sample(ikey);
+    }
+    if (model->hot(ikey)) {
+      f.hot.push_back(i);
+    } else {
+      f.cold.add(to_lslab(f.batch[i].op), ikey, f.handles[i]);
+      f.cold_idx.push_back(i);
+    }
+  }
+  f.sampled = true;  // each request is sampled once, in its first round
+  auto send = [&](RequestGroup& g) {  // the group holds the epoch until the store has run it
+    gate_.hold(f.epoch);
+    g.gate = &gate_;
+    g.gate_epoch = f.epoch;
+    store_->submit(g);
+  };
+  if (f.cold.size() > 0) send(f.cold);
+
+  const bool blocked = blocked_.load(std::memory_order_seq_cst);
+  for (std::uint32_t i : f.hot) {
+    KvRequest& r = f.batch[i];
+    const std::uint64_t ikey = f.ikeys[i];
+    r.path = KvRequest::Path::kHot;
+    if (r.op == KvRequest::Op::kGet) {
+      std::uint64_t h;
+      const HotCache::Found found = hot_.get(ikey, &h);
+      if (found == HotCache::Found::kValue) {
+        r.found = true;
+        append_value(h, &r.result);
+        r.done_ns = now_ns();
+        ++f.n_hot;
+      } else if (found == HotCache::Found::kTombstone) {
+        r.done_ns = now_ns();
+        ++f.n_hot;
+      } else if (blocked) {
+        f.next.push_back(i);
+      } else {
+        f.loads.add(lslab::Op::kGet, ikey, 0);
+        f.load_idx.push_back(i);
+        f.load_for_update.push_back(0);
+      }
+      continue;
+    }
+    // A hot update: registered as a writer so a switch can wait for it.
+    if (blocked) {
+      f.next.push_back(i);
+      continue;
+    }
+    hot_writers_.fetch_add(1, std::memory_order_seq_cst);
+    if (blocked_.load(std::memory_order_seq_cst)) {
+      hot_writers_.fetch_sub(1, std::memory_order_release);
+      f.next.push_back(i);
+      continue;
+    }
+    std::uint64_t prev = 0;
+    bool prev_owned = false;
+    const HotCache::Found found =
+        hot_.update(ikey, r.op == KvRequest::Op::kDelete, f.handles[i], &prev, &prev_owned);
+    hot_writers_.fetch_sub(1, std::memory_order_release);
+    if (found == HotCache::Found::kMiss) {
+      f.loads.add(lslab::Op::kGet, ikey, 0);
+      f.load_idx.push_back(i);
+      f.load_for_update.push_back(1);
+      continue;
+    }
+    f.owned[i] = 0;  // published in the cache
+    if (found == HotCache::Found::kValue) {
+      r.found = true;
+      append_value(prev, &r.result);
+      if (prev_owned && is_block(prev)) f.retire_block(prev);
+    }
+    r.done_ns = now_ns();
+    ++f.n_hot;
+  }
+  if (f.loads.size() > 0) send(f.loads);
+  gate_.leave(f.epoch);  // routing is done; the groups keep their own holds
+}
+
+void KvSpaceImpl::complete_round(InFlight& f) {
+  if (f.cold.size() > 0) {
+    store_->wait(f.cold);
+    const std::uint64_t t = now_ns();
+    const RequestGroup& g = f.cold;
+    const bool outcomes = g.error.ok() || g.error.code() == StatusCode::kResourceExhausted;
+    for (std::size_t j = 0; j < g.size(); ++j) {
+      const std::uint32_t i = f.cold_idx[j];
+      KvRequest& r = f.batch[i];
+      r.path = KvRequest::Path::kCold;
+      if (!outcomes) {
+        // The device failed: the request may or may not have been applied; its value block
+        // may be published, so it is not freed.
+        f.owned[i] = 0;
+        f.fail(r, g.error);
+        continue;
+      }
+      const lslab::OpStatus st = g.status[j];
+      if (st == lslab::OpStatus::kRetry) {
+        f.fail(r, g.error.ok() ? Status::ResourceExhausted("canonical store is full") : g.error);
+        continue;
+      }
+      if (st == lslab::OpStatus::kInvalid) {
+        f.fail(r, Status::Internal("canonical store rejected an index key"));
+        continue;
+      }
+      const bool found = st == lslab::OpStatus::kFound;
+      const std::uint64_t out = g.out[j];
+      r.found = found;
+      if (found) append_value(out, &r.result);
+      if (r.op != KvRequest::Op::kGet && found && is_block(out)) f.retire_block(out);
+      if (r.op == KvRequest::Op::kPut) f.owned[i] = 0;
+      r.done_ns = t;
+      ++f.n_cold;
+    }
+  }
+  if (f.loads.size() > 0) {
+    store_->wait(f.loads);
+    const std::uint64_t t = now_ns();
+    const RequestGroup& g = f.loads;
+    const bool outcomes = g.error.ok() || g.error.code() == StatusCode::kResourceExhausted;
+    for (std::size_t j = 0; j < g.size(); ++j) {
+      const std::uint32_t i = f.load_idx[j];
+      KvRequest& r = f.batch[i];
+      if (!outcomes || g.status[j] == lslab::OpStatus::kInvalid || g.status[j] == lslab::OpStatus::kRetry) {
+        f.fail(r, outcomes ? Status::Internal("canonical store refused a load") : g.error);
+        continue;
+      }
+      const bool found = g.status[j] == lslab::OpStatus::kFound;
+      const std::uint64_t out = g.out[j];
+      hot_.populate(f.ikeys[i], found, out, gate_.epoch(), f.epoch, f.part);
+      ++f.n_miss;
+      if (!f.load_for_update[j]) {
+        r.found = found;
+        if (found) append_value(out, &r.result);
+        r.done_ns = t;
+        ++f.n_hot;
+      } else {
+        f.next.push_back(i);  // the key is resident now (or a switch intervened): retry
       }
     }
-    gate_.leave(e);
-    if (!sc.next.empty()) {
+  }
+  f.pin.reset();
+}
+
+Status KvSpaceImpl::finish_batch(InFlight& f) {
+  if (!f.pending.empty()) {
+    complete_round(f);
+    while (!f.next.empty()) {
       // Wait outside the gate while a switch blocks hot updates and loads.
       while (blocked_.load(std::memory_order_acquire)) blocked_.wait(true, std::memory_order_acquire);
+      f.pending.swap(f.next);
+      start_round(f);
+      complete_round(f);
     }
-    sc.pending.swap(sc.next);
   }
-  for (std::size_t i = 0; i < n; ++i)
-    if (sc.owned[i]) free_value_block(reinterpret_cast<void*>(sc.handles[i]));
+  for (std::size_t i = 0; i < f.batch.size(); ++i)
+    if (f.owned[i]) free_value_block(reinterpret_cast<void*>(f.handles[i]));
   // Blocks this batch retired wait for their epoch; when they are large, try to free them now
   // rather than after the participant's next 64 retirements (large values add up fast).
-  if (retired_bytes >= (1u << 20)) part->collect();
-  participants_.release(pslot);
-  if (n_hot) hot_requests_.fetch_add(n_hot, std::memory_order_relaxed);
-  if (n_miss) hot_misses_.fetch_add(n_miss, std::memory_order_relaxed);
-  if (n_cold) cold_requests_.fetch_add(n_cold, std::memory_order_relaxed);
-  return first_error;
+  if (f.retired_bytes >= (1u << 20)) f.part->collect();
+  participants_.release(f.pslot);
+  f.part = nullptr;
+  if (f.n_hot) hot_requests_.fetch_add(f.n_hot, std::memory_order_relaxed);
+  if (f.n_miss) hot_misses_.fetch_add(f.n_miss, std::memory_order_relaxed);
+  if (f.n_cold) cold_requests_.fetch_add(f.n_cold, std::memory_order_relaxed);
+  f.owner = nullptr;
+  f.batch = {};
+  return f.first_error;
 }
 
 std::unique_ptr<RouterModel> KvSpaceImpl::train_candidate() {

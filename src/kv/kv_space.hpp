@@ -40,7 +40,7 @@ class ParticipantPool {
   void collect_idle();
 
  private:
-  static constexpr std::size_t kSlots = 256;
+  static constexpr std::size_t kSlots = 1024;  // batches in flight at once, across threads
   struct alignas(64) Slot {
     std::atomic<bool> busy{false};
     std::unique_ptr<mem::EpochManager::Participant> p;
@@ -60,13 +60,24 @@ class KvSpaceImpl final : public KvSpace {
   Status put(std::string_view key, std::string_view value, std::string* previous, bool* had_previous) override;
   Status del(std::string_view key, std::string* previous, bool* had_previous) override;
   Status execute(std::span<KvRequest> batch) override;
+  std::unique_ptr<KvInFlight> submit(std::span<KvRequest> batch) override;
+  Status finish(std::unique_ptr<KvInFlight> batch) override;
   Status switch_model() override;
   void set_threshold(double threshold) override { threshold_.store(threshold, std::memory_order_relaxed); }
   KvStats stats() const override;
   const std::string& name() const override { return name_; }
 
  private:
+  class InFlight;
   KvSpaceImpl(std::string name, const StoreConfig& cfg, MemoryBudget* budget, mem::EpochManager* epochs);
+  /// Validates and encodes a batch into f; requests that need no store go no further.
+  void prepare(InFlight& f, std::span<KvRequest> batch);
+  /// Enters the gate, routes f.pending, submits the cold group, answers hot requests, submits loads.
+  void start_round(InFlight& f);
+  /// Waits for the round's groups, applies their outcomes, leaves the gate; retries go to f.next.
+  void complete_round(InFlight& f);
+  /// Completes f (every round), releases what it holds; returns its first error.
+  Status finish_batch(InFlight& f);
   Status single(KvRequest::Op op, std::string_view key, std::string_view value, std::string* out, bool* found);
   /// The switch protocol; caller holds switch_mutex_. Installs `next`.
   Status switch_locked(std::unique_ptr<RouterModel> next);

@@ -97,13 +97,19 @@ class HistogramModel final : public RouterModel {
   std::uint64_t total_ = 0;
 };
 
-/// Counts requests in flight per model epoch, striped over cache lines so entering and
-/// leaving cost one uncontended atomic add each. A switch installs epoch e+1 and then waits
-/// until epoch e's count is zero: every request routed under the old model has finished.
+/// Counts work in flight per model epoch, striped over cache lines so entering and leaving
+/// cost one uncontended atomic add each. A batch holds its epoch while it routes, and each
+/// request group it sends to the Canonical Store holds it until the store has run the group
+/// (the store's thread releases it). A switch installs epoch e+1 and then waits until epoch
+/// e's count is zero: nothing routed by the old model is still being routed or executed.
+/// No hold depends on a client calling finish(), so pipelined clients cannot stall a switch.
 class EpochGate {
  public:
   /// Registers the caller in the current epoch and returns it.
   std::uint64_t enter();
+  /// Adds one more hold on epoch e, which the caller already holds.
+  void hold(std::uint64_t e) { stripes_[stripe()].count[e & 1].fetch_add(1, std::memory_order_relaxed); }
+  /// Releases one hold on e (from any thread).
   void leave(std::uint64_t epoch);
   /// The current epoch (what populate checks).
   const std::atomic<std::uint64_t>& epoch() const { return epoch_; }

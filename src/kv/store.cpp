@@ -36,6 +36,26 @@ const char* router_mode_name(RouterMode m) {
 
 namespace {
 
+/// KvSpace's default batch in flight: already executed, holding its status.
+class DoneBatch final : public KvInFlight {
+ public:
+  explicit DoneBatch(Status s) : status(std::move(s)) {}
+  Status status;
+};
+
+}  // namespace
+
+std::unique_ptr<KvInFlight> KvSpace::submit(std::span<KvRequest> batch) {
+  return std::make_unique<DoneBatch>(execute(batch));
+}
+
+Status KvSpace::finish(std::unique_ptr<KvInFlight> batch) {
+  auto* done = dynamic_cast<DoneBatch*>(batch.get());
+  return done ? done->status : Status::InvalidArgument("finish() of a batch this keyspace did not start");
+}
+
+namespace {
+
 Status validate(const StoreConfig& c) {
   if (c.router.bins == 0) return Status::InvalidArgument("router.bins must be at least 1");
   if (!(c.router.threshold >= 0)) return Status::InvalidArgument("router.threshold must be >= 0");
