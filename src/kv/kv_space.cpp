@@ -23,6 +23,19 @@ lslab::Op to_lslab(KvRequest::Op op) {
 }  // namespace
 
 // ---------------------------------------------------------------------------------------------
+void StripedCounter::add(std::int64_t d) {
+  static std::atomic<unsigned> next{0};
+  thread_local const unsigned mine = next.fetch_add(1, std::memory_order_relaxed) % kStripes;
+  stripes_[mine].v.fetch_add(d, std::memory_order_seq_cst);
+}
+
+std::int64_t StripedCounter::sum() const {
+  std::int64_t t = 0;
+  for (const Stripe& s : stripes_) t += s.v.load(std::memory_order_seq_cst);
+  return t;
+}
+
+// ---------------------------------------------------------------------------------------------
 ParticipantPool::ParticipantPool(mem::EpochManager* epochs) : epochs_(epochs), slots_(new Slot[kSlots]) {}
 
 ParticipantPool::~ParticipantPool() = default;
@@ -285,7 +298,20 @@ void KvSpaceImpl::start_round(InFlight& f) {
       shadow_.sample(ikey);
     }
     if (model->hot(ikey)) {
-      f.hot.push_back(i);
+      KvRequest& r = f.batch[i];
+      if (r.op == KvRequest::Op::kGet) {  // answer hot hits now: cheap, and the latency that matters
+        std::uint64_t h;
+        const HotCache::Found found = hot_.get(ikey, &h);
+        if (found != HotCache::Found::kMiss) {
+          r.path = KvRequest::Path::kHot;
+          r.found = found == HotCache::Found::kValue;
+          if (r.found) append_value(h, &r.result);
+          r.done_ns = now_ns();
+          ++f.n_hot;
+          continue;
+        }
+      }
+      f.hot.push_back(i);  // a miss or an update: after the cold group is on its way
     } else {
       f.cold.add(to_lslab(f.batch[i].op), ikey, f.handles[i]);
       f.cold_idx.push_back(i);
@@ -305,18 +331,8 @@ void KvSpaceImpl::start_round(InFlight& f) {
     KvRequest& r = f.batch[i];
     const std::uint64_t ikey = f.ikeys[i];
     r.path = KvRequest::Path::kHot;
-    if (r.op == KvRequest::Op::kGet) {
-      std::uint64_t h;
-      const HotCache::Found found = hot_.get(ikey, &h);
-      if (found == HotCache::Found::kValue) {
-        r.found = true;
-        append_value(h, &r.result);
-        r.done_ns = now_ns();
-        ++f.n_hot;
-      } else if (found == HotCache::Found::kTombstone) {
-        r.done_ns = now_ns();
-        ++f.n_hot;
-      } else if (blocked) {
+    if (r.op == KvRequest::Op::kGet) {  // missed in the routing pass: load it
+      if (blocked) {
         f.next.push_back(i);
       } else {
         f.loads.add(lslab::Op::kGet, ikey, 0);
@@ -330,9 +346,9 @@ void KvSpaceImpl::start_round(InFlight& f) {
       f.next.push_back(i);
       continue;
     }
-    hot_writers_.fetch_add(1, std::memory_order_seq_cst);
+    hot_writers_.add(1);
     if (blocked_.load(std::memory_order_seq_cst)) {
-      hot_writers_.fetch_sub(1, std::memory_order_release);
+      hot_writers_.add(-1);
       f.next.push_back(i);
       continue;
     }
@@ -340,7 +356,7 @@ void KvSpaceImpl::start_round(InFlight& f) {
     bool prev_owned = false;
     const HotCache::Found found =
         hot_.update(ikey, r.op == KvRequest::Op::kDelete, f.handles[i], &prev, &prev_owned);
-    hot_writers_.fetch_sub(1, std::memory_order_release);
+    hot_writers_.add(-1);
     if (found == HotCache::Found::kMiss) {
       f.loads.add(lslab::Op::kGet, ikey, 0);
       f.load_idx.push_back(i);
@@ -468,7 +484,7 @@ Status KvSpaceImpl::switch_locked(std::unique_ptr<RouterModel> next) {
   const auto t0 = std::chrono::steady_clock::now();
   // 1. Block hot updates and loads; wait for the updates already running.
   blocked_.store(true, std::memory_order_seq_cst);
-  while (hot_writers_.load(std::memory_order_seq_cst) != 0) std::this_thread::yield();
+  while (hot_writers_.sum() != 0) std::this_thread::yield();
   auto unblock = [&] {
     blocked_.store(false, std::memory_order_seq_cst);
     blocked_.notify_all();

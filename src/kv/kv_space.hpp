@@ -49,6 +49,21 @@ class ParticipantPool {
   std::unique_ptr<Slot[]> slots_;
 };
 
+/// A counter spread over cache lines by thread: add() touches the caller's line only; sum()
+/// reads them all. Both are sequentially consistent (a switch pairs them with a flag).
+class StripedCounter {
+ public:
+  void add(std::int64_t d);
+  std::int64_t sum() const;
+
+ private:
+  static constexpr unsigned kStripes = 64;
+  struct alignas(64) Stripe {
+    std::atomic<std::int64_t> v{0};
+  };
+  Stripe stripes_[kStripes];
+};
+
 class KvSpaceImpl final : public KvSpace {
  public:
   /// `map` is the keyspace's L-Slab map; budget and epochs belong to the Store and outlive it.
@@ -98,7 +113,7 @@ class KvSpaceImpl final : public KvSpace {
   std::array<std::unique_ptr<RouterModel>, 2> model_slots_;
   std::array<std::atomic<const RouterModel*>, 2> models_{};
   std::atomic<bool> blocked_{false};
-  std::atomic<std::int64_t> hot_writers_{0};
+  StripedCounter hot_writers_;  ///< hot updates running (a switch waits for zero)
   std::mutex switch_mutex_;
   std::chrono::steady_clock::time_point last_switch_;
   // Statistics.
