@@ -78,6 +78,7 @@ void client(Shared* sh, unsigned tid, ClientOut* out) {
   Rng rng(derive_seed(spec.seed, tid));
   KeyChooser chooser(spec.distribution, spec.key_range, spec.theta, sh->state->acked.load(), sh->zipf_hint);
   chooser.set_shift(spec.initial_shift, spec.shift_span);
+  chooser.use_trace(spec.trace);
   const std::size_t batch = spec.batch, vb = spec.value_bytes;
   const unsigned depth = std::max(1u, spec.pipeline);
   std::vector<ClientBatch> slots(depth);

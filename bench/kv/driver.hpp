@@ -38,6 +38,7 @@ struct PhaseSpec {
   std::uint64_t key_range = 1;
   std::size_t batch = 512;
   unsigned pipeline = 1;          ///< batches each client keeps in flight (submit/finish)
+  std::size_t trace = 0;          ///< Zipfian ranks drawn up front per client (0: on demand)
   std::size_t value_bytes = 8;
   unsigned threads = 1;
   std::uint64_t seed = 0;

@@ -230,6 +230,7 @@ PhaseSpec phase_for(const Options& o, const Point& p, const std::string& label, 
   s.key_range = o.key_range;
   s.batch = o.batch;
   s.pipeline = o.pipeline;
+  s.trace = o.trace;
   s.value_bytes = p.value_bytes;
   s.threads = o.threads;
   s.seed = seed;

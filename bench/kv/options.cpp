@@ -90,6 +90,9 @@ libcuckoo). Prints a table and writes JSON to --out.
                            is trained on them and installed with switch_model()
   --threads N              client threads (default: hardware threads)
   --batch N                requests per execute() call (default 512)
+  --trace N                Zipfian ranks each client draws before measuring and then cycles
+                           through (a power of two; default 0: one pow() per request, which
+                           can cost more than the store's own work)
   --pipeline N             batches each client thread keeps in flight (default 1: closed loop)
   --orchestrators N        Duet's orchestrator threads (default: 4 with a GPU, 0 on the CPU)
   --max-aggregate N        Duet's largest aggregated batch (default: 65536 GPU, 4096 CPU)
@@ -190,6 +193,10 @@ bool parse_options(int argc, char** argv, Options* o, bool* help, std::string* e
     } else if (flag == "--value-bytes") {
       if (!count(8, kMaxValueBytes, &c)) return false;
       o->value_bytes = c;
+    } else if (flag == "--trace") {
+      if (!count(0, 1u << 26, &c)) return false;
+      if (c & (c - 1)) return fail("--trace: " + std::to_string(c) + " is not a power of two");
+      o->trace = c;
     } else if (flag == "--pipeline") {
       if (!count(1, 1024, &c)) return false;
       o->pipeline = static_cast<unsigned>(c);
@@ -332,6 +339,7 @@ Json Options::to_json() const {
   c.set("threads", threads);
   c.set("batch", static_cast<std::uint64_t>(batch));
   c.set("pipeline", pipeline);
+  c.set("trace", static_cast<std::uint64_t>(trace));
   c.set("orchestrators", orchestrators);
   c.set("max_aggregate", static_cast<std::uint64_t>(max_aggregate));
   c.set("value_bytes", static_cast<std::uint64_t>(value_bytes));

@@ -39,6 +39,7 @@ struct Options {
   unsigned threads = 0;                           ///< client threads (0: hardware threads)
   std::size_t batch = 512;                        ///< requests per execute() call
   unsigned pipeline = 1;                          ///< batches each client keeps in flight
+  std::size_t trace = 0;                          ///< Zipfian ranks drawn up front per client (0: on demand)
   unsigned orchestrators = 0;                     ///< Duet's orchestrator threads (0: the store's default)
   std::size_t max_aggregate = 0;                  ///< Duet's largest aggregated batch (0: the store's default)
   std::size_t value_bytes = 8;                    ///< bytes of every written value (>= 8)

@@ -149,11 +149,20 @@ KeyChooser::KeyChooser(Distribution d, std::uint64_t key_range, double theta, st
     : d_(d), range_(std::max<std::uint64_t>(key_range, 1)),
       zipf_(initial_zipf(d, range_, theta, inserted, zipf_hint)) {}
 
+std::uint64_t KeyChooser::zipf_rank(Rng& rng) {
+  if (trace_size_ == 0) return zipf_.next(rng);
+  if (trace_.empty()) {
+    trace_.resize(trace_size_);
+    for (auto& r : trace_) r = zipf_.next(rng);
+  }
+  return trace_[trace_pos_++ & (trace_size_ - 1)];
+}
+
 std::uint64_t KeyChooser::next(Rng& rng, std::uint64_t inserted) {
   switch (d_) {
     case Distribution::kUniform: return rng.below(range_);
-    case Distribution::kZipfian: return rank_to_key(zipf_.next(rng));
-    case Distribution::kScrambled: return fnv1a64(rank_to_key(zipf_.next(rng))) % range_;
+    case Distribution::kZipfian: return rank_to_key(zipf_rank(rng));
+    case Distribution::kScrambled: return fnv1a64(rank_to_key(zipf_rank(rng))) % range_;
     case Distribution::kLatest: {
       const std::uint64_t n = std::max<std::uint64_t>(inserted, 1);
       zipf_.grow(n);

@@ -13,6 +13,7 @@
 #include <cstdint>
 #include <optional>
 #include <string>
+#include <vector>
 #include <string_view>
 
 namespace duet::bench::kv {
@@ -108,14 +109,21 @@ class KeyChooser {
   std::uint64_t next(Rng& rng, std::uint64_t inserted);
   /// Sets the popularity shift (shift < span <= key_range; span 0 turns it off).
   void set_shift(std::uint64_t shift, std::uint64_t span) { shift_ = shift, span_ = span; }
+  /// Zipfian and scrambled: draw `n` ranks (a power of two) up front, at the first next(), and
+  /// then cycle through them, so that a measured run does not spend its time in pow() (one per
+  /// Zipfian draw). 0 (the default) draws every rank on demand.
+  void use_trace(std::size_t n) { trace_size_ = n; }
 
  private:
+  std::uint64_t zipf_rank(Rng& rng);
   std::uint64_t rank_to_key(std::uint64_t r) const { return r < span_ ? (r + shift_) % span_ : r; }
 
   Distribution d_;
   std::uint64_t range_;
   ZipfianGenerator zipf_;
   std::uint64_t shift_ = 0, span_ = 0;
+  std::size_t trace_size_ = 0, trace_pos_ = 0;
+  std::vector<std::uint64_t> trace_;
 };
 
 /// What one generated operation does.
