@@ -278,10 +278,7 @@ class GpuMap final : public Map {
       if (!s.ok())
         return Status::ResourceExhausted("slab pool cannot grow (" + s.message() + "); " + std::to_string(retries) +
                                          " requests marked retry were not applied");
-      const std::uint64_t tiles = std::uint64_t(grid_) * kBlockThreads / W;
-      const unsigned per_tile = static_cast<unsigned>(std::clamp<std::uint64_t>((d.n + tiles - 1) / tiles, 1, W));
-      kernel_<<<grid_, kBlockThreads, 0, st>>>(view_, d.ops, d.keys, d.values, dr.status, dr.values, d.n, per_tile,
-                                               true, prefetch_);
+      launch(d, dr, st, true);
       DUET_CUDA_TRY(cudaGetLastError());
       DUET_CUDA_TRY(cudaMemcpyAsync(h_status, dr.status, d.n * sizeof(OpStatus), cudaMemcpyDeviceToHost, st));
       DUET_CUDA_TRY(cudaMemcpyAsync(h_out, dr.values, d.n * 8, cudaMemcpyDeviceToHost, st));
@@ -293,11 +290,17 @@ class GpuMap final : public Map {
 
   /// Lane support: launches the batch kernel on stream st under the shared lock.
   Status launch_shared(const Batch& d, BatchResult& dr, cudaStream_t st) {
+    launch(d, dr, st, false);
+    return cudaGetLastError() == cudaSuccess ? Status::Ok() : Status::Internal("lane kernel launch failed");
+  }
+
+  /// Launches the batch kernel over d on stream st: each tile takes up to W requests, fewer
+  /// when the batch is small, so that more tiles work at once. retry_only: see batch_kernel.
+  void launch(const Batch& d, BatchResult& dr, cudaStream_t st, bool retry_only) {
     const std::uint64_t tiles = std::uint64_t(grid_) * kBlockThreads / W;
     const unsigned per_tile = static_cast<unsigned>(std::clamp<std::uint64_t>((d.n + tiles - 1) / tiles, 1, W));
     kernel_<<<grid_, kBlockThreads, 0, st>>>(view_, d.ops, d.keys, d.values, dr.status, dr.values, d.n, per_tile,
-                                             false, prefetch_);
-    return cudaGetLastError() == cudaSuccess ? Status::Ok() : Status::Internal("lane kernel launch failed");
+                                             retry_only, prefetch_);
   }
 
  private:
@@ -320,10 +323,7 @@ class GpuMap final : public Map {
     bool retry_only = false;
     for (;;) {
       DUET_CUDA_TRY(cudaMemsetAsync(&d_counters_->retries, 0, 8, stream_handle_));
-      const std::uint64_t tiles = std::uint64_t(grid_) * kBlockThreads / W;
-      const unsigned per_tile = static_cast<unsigned>(std::clamp<std::uint64_t>((b.n + tiles - 1) / tiles, 1, W));
-      kernel_<<<grid_, kBlockThreads, 0, stream_handle_>>>(view_, b.ops, b.keys, b.values, r.status, r.values, b.n,
-                                                           per_tile, retry_only, prefetch_);
+      launch(b, r, stream_handle_, retry_only);
       DUET_CUDA_TRY(cudaGetLastError());
       DUET_CUDA_TRY(cudaMemcpyAsync(h_counters_, d_counters_, sizeof(PoolCounters), cudaMemcpyDeviceToHost,
                                     stream_handle_));
