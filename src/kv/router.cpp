@@ -1,5 +1,6 @@
 #include "kv/router.hpp"
 
+#include <algorithm>
 #include <bit>
 #include <functional>
 #include <sstream>
@@ -8,6 +9,10 @@
 #include "cods/atomic.hpp"
 
 namespace duet::kv {
+
+namespace {
+constexpr double kMinHotSamples = 4;
+}  // namespace
 
 std::uint32_t bin_of(std::uint64_t ikey, std::uint32_t bins) {
   std::uint64_t x = ikey * 0x9E3779B97F4A7C15ULL;
@@ -45,7 +50,9 @@ HistogramModel::HistogramModel(const std::vector<std::uint32_t>& counts, double 
   counts_ = counts;
   total_ = total;
   if (total == 0 || threshold >= 1.0) return;
-  const double cut = threshold * static_cast<double>(total);
+  // With a positive threshold a bin also needs kMinHotSamples samples: when threshold * total
+  // is below one sample, any bin sampled once would pass, and that is noise, not popularity.
+  const double cut = std::max(threshold * static_cast<double>(total), threshold > 0 ? kMinHotSamples - 0.5 : 0.0);
   for (std::uint32_t b = 0; b < bins_; ++b) {
     if (static_cast<double>(counts[b]) > cut) {
       bits_[b >> 6] |= std::uint64_t(1) << (b & 63);

@@ -73,7 +73,9 @@ class ShadowCounts {
 };
 
 /// The histogram model: a bin is hot when its share of the sampled requests exceeds the
-/// threshold. Classification is a hash, a modulo and a bit test.
+/// threshold and (for a positive threshold) it holds at least 4 samples, so that a short
+/// training run does not mark every bin it sampled once. Classification is a hash, a
+/// multiply-shift and a bit test.
 class HistogramModel final : public RouterModel {
  public:
   /// Builds from counts (one per bin). A threshold >= 1 makes nothing hot.
