@@ -1,5 +1,6 @@
 #include "kv/hot_cache.hpp"
 
+#include <algorithm>
 #include <bit>
 
 #include "cods/atomic.hpp"
@@ -232,11 +233,16 @@ std::vector<HotCache::LogRecord> HotCache::log_snapshot() const {
   return out;
 }
 
-void HotCache::clear_log() {
-  std::vector<std::uint64_t> keys;
+void HotCache::mark_replayed(const std::vector<std::uint64_t>& keys) {
   {
     std::lock_guard<std::mutex> lk(log_mutex_);
-    keys.swap(log_);
+    if (keys.size() == log_.size()) {
+      log_.clear();
+    } else {
+      std::vector<std::uint64_t> sorted = keys;
+      std::sort(sorted.begin(), sorted.end());
+      std::erase_if(log_, [&](std::uint64_t k) { return std::binary_search(sorted.begin(), sorted.end(), k); });
+    }
   }
   for (std::uint64_t k : keys) {
     std::shared_lock<std::shared_mutex> rl(resize_);

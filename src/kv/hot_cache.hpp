@@ -67,8 +67,9 @@ class HotCache {
   };
   /// The current state of every key in the update log. Call only while updates are blocked.
   std::vector<LogRecord> log_snapshot() const;
-  /// Marks every logged entry clean and empties the log (after a successful replay).
-  void clear_log();
+  /// Marks the given logged keys clean and drops them from the log (after the Canonical Store
+  /// applied their replay). Call only while updates are blocked.
+  void mark_replayed(const std::vector<std::uint64_t>& keys);
 
   /// Removes every entry for which cold(ikey) is true; returns how many. Only clean entries
   /// may be cold (the switch protocol guarantees it).

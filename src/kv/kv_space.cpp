@@ -486,21 +486,32 @@ Status KvSpaceImpl::switch_locked(std::unique_ptr<RouterModel> next) {
     RequestGroup g;
     for (const auto& rec : log) g.add(rec.present ? lslab::Op::kPut : lslab::Op::kDelete, rec.ikey, rec.handle);
     store_->run(g);
-    bool retry = false;
-    for (std::size_t j = 0; j < g.size() && g.error.ok(); ++j) retry |= g.status[j] == lslab::OpStatus::kRetry;
-    if (!g.error.ok() || retry) {
-      // The cache stays authoritative for its keys: nothing is installed, nothing is lost.
+    if (!g.error.ok() && g.error.code() != StatusCode::kResourceExhausted) {
+      // The store failed and the replay's outcomes are unknown: the cache stays authoritative
+      // for its keys, nothing is installed, the error is returned.
       unblock();
-      return g.error.ok() ? Status::ResourceExhausted("model switch: the canonical store cannot grow for the replay")
-                          : Status(g.error.code(), "model switch: replay failed: " + g.error.message());
+      return Status(g.error.code(), "model switch: replay failed: " + g.error.message());
     }
+    // Entries whose replay was applied now share their block with the store: mark them clean
+    // (a later replay must not hand the store the same block again) and retire what they replaced.
+    std::vector<std::uint64_t> applied;
+    applied.reserve(g.size());
     std::size_t pslot;
     mem::EpochManager::Participant* part = participants_.acquire(&pslot);
-    for (std::size_t j = 0; j < g.size(); ++j)
+    for (std::size_t j = 0; j < g.size(); ++j) {
+      if (g.status[j] == lslab::OpStatus::kRetry) continue;
+      applied.push_back(g.keys[j]);
       if (g.status[j] == lslab::OpStatus::kFound && is_block(g.out[j]))
         part->retire(reinterpret_cast<void*>(g.out[j]), free_value_block);
+    }
     participants_.release(pslot);
-    hot_.clear_log();
+    hot_.mark_replayed(applied);
+    if (applied.size() < g.size()) {
+      // The rest stay dirty in the log, to be replayed by the next switch; nothing is installed.
+      unblock();
+      return Status::ResourceExhausted("model switch: the canonical store cannot grow for the replay (" +
+                                       std::to_string(g.size() - applied.size()) + " keys left in the log)");
+    }
   }
   // 3. Install the new model; wait until nothing routed by the old one is in flight.
   const std::uint64_t e = gate_.epoch().load();
