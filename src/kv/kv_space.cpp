@@ -157,7 +157,7 @@ class KvSpaceImpl::InFlight final : public KvInFlight {
   std::span<KvRequest> batch;
   std::vector<std::uint64_t> ikeys, handles;
   std::vector<std::uint8_t> owned;  ///< the request holds a value block not yet published
-  std::vector<std::uint32_t> pending, next;
+  std::vector<std::uint32_t> pending, next, hot;
   RequestGroup cold, loads;
   std::vector<std::uint32_t> cold_idx, load_idx;
   std::vector<std::uint8_t> load_for_update;
@@ -276,6 +276,7 @@ void KvSpaceImpl::prepare(InFlight& f, std::span<KvRequest> batch) {
 
 void KvSpaceImpl::start_round(InFlight& f) {
   f.next.clear();
+  f.hot.clear();
   f.cold.clear();
   f.loads.clear();
   f.cold_idx.clear();
@@ -288,41 +289,55 @@ void KvSpaceImpl::start_round(InFlight& f) {
   const std::uint32_t sample_every = std::max<std::uint32_t>(cfg_.router.sample_every, 1);
   thread_local std::uint32_t sample_tick = 0;
 
-  // Route. Hot requests are answered here, in batch order, so their latency is not the
-  // batch's; cold requests and Hot Cache misses (loads) go to the Canonical Store as two
-  // groups once routing is done. While a switch blocks them, hot updates and loads wait for
-  // the next round.
-  const bool blocked = blocked_.load(std::memory_order_seq_cst);
-  auto load = [&](std::uint32_t i, bool for_update) {
-    f.loads.add(lslab::Op::kGet, f.ikeys[i], 0);
-    f.load_idx.push_back(i);
-    f.load_for_update.push_back(for_update ? 1 : 0);
-  };
+  // Route; the cold part goes to the Canonical Store at once, so the GPU works while this
+  // thread answers the hot part.
   for (std::uint32_t i : f.pending) {
     const std::uint64_t ikey = f.ikeys[i];
-    KvRequest& r = f.batch[i];
     if (learned && !f.sampled && ++sample_tick >= sample_every) {
       sample_tick = 0;
       shadow_.sample(ikey);
     }
-    if (!model->hot(ikey)) {
-      f.cold.add(to_lslab(r.op), ikey, f.handles[i]);
+    if (model->hot(ikey)) {
+      KvRequest& r = f.batch[i];
+      if (r.op == KvRequest::Op::kGet) {  // answer hot hits now: cheap, and the latency that matters
+        std::uint64_t h;
+        const HotCache::Found found = hot_.get(ikey, &h);
+        if (found != HotCache::Found::kMiss) {
+          r.path = KvRequest::Path::kHot;
+          r.found = found == HotCache::Found::kValue;
+          if (r.found) append_value(h, &r.result);
+          r.done_ns = now_ns();
+          ++f.n_hot;
+          continue;
+        }
+      }
+      f.hot.push_back(i);  // a miss or an update: after the cold group is on its way
+    } else {
+      f.cold.add(to_lslab(f.batch[i].op), ikey, f.handles[i]);
       f.cold_idx.push_back(i);
-      continue;
     }
+  }
+  f.sampled = true;  // each request is sampled once, in its first round
+  auto send = [&](RequestGroup& g) {  // the group holds the epoch until the store has run it
+    gate_.hold(f.epoch);
+    g.gate = &gate_;
+    g.gate_epoch = f.epoch;
+    store_->submit(g);
+  };
+  if (f.cold.size() > 0) send(f.cold);
+
+  const bool blocked = blocked_.load(std::memory_order_seq_cst);
+  for (std::uint32_t i : f.hot) {
+    KvRequest& r = f.batch[i];
+    const std::uint64_t ikey = f.ikeys[i];
     r.path = KvRequest::Path::kHot;
-    if (r.op == KvRequest::Op::kGet) {
-      std::uint64_t h;
-      const HotCache::Found found = hot_.get(ikey, &h);
-      if (found != HotCache::Found::kMiss) {
-        r.found = found == HotCache::Found::kValue;
-        if (r.found) append_value(h, &r.result);
-        r.done_ns = now_ns();
-        ++f.n_hot;
-      } else if (blocked) {
+    if (r.op == KvRequest::Op::kGet) {  // missed in the routing pass: load it
+      if (blocked) {
         f.next.push_back(i);
       } else {
-        load(i, false);
+        f.loads.add(lslab::Op::kGet, ikey, 0);
+        f.load_idx.push_back(i);
+        f.load_for_update.push_back(0);
       }
       continue;
     }
@@ -343,7 +358,9 @@ void KvSpaceImpl::start_round(InFlight& f) {
         hot_.update(ikey, r.op == KvRequest::Op::kDelete, f.handles[i], &prev, &prev_owned);
     hot_writers_.add(-1);
     if (found == HotCache::Found::kMiss) {
-      load(i, true);
+      f.loads.add(lslab::Op::kGet, ikey, 0);
+      f.load_idx.push_back(i);
+      f.load_for_update.push_back(1);
       continue;
     }
     f.owned[i] = 0;  // published in the cache
@@ -355,14 +372,6 @@ void KvSpaceImpl::start_round(InFlight& f) {
     r.done_ns = now_ns();
     ++f.n_hot;
   }
-  f.sampled = true;  // each request is sampled once, in its first round
-  auto send = [&](RequestGroup& g) {  // the group holds the epoch until the store has run it
-    gate_.hold(f.epoch);
-    g.gate = &gate_;
-    g.gate_epoch = f.epoch;
-    store_->submit(g);
-  };
-  if (f.cold.size() > 0) send(f.cold);
   if (f.loads.size() > 0) send(f.loads);
   gate_.leave(f.epoch);  // routing is done; the groups keep their own holds
 }

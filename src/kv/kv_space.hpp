@@ -2,9 +2,9 @@
 // Canonical Store and the Router, with the model switch protocol of sections 2.6.1-2.7.
 //
 // Per batch: validate, encode keys (key dictionary) and values (value blocks), enter the
-// epoch gate, route each request with the live model answering hot requests from the Hot
-// Cache on the calling thread as they come, send the cold requests and the Hot Cache misses
-// (loads) to the Canonical Store as two request groups, populate the cache from the loads.
+// epoch gate, route each request with the live model, answer hot requests from the Hot
+// Cache on the calling thread, send cold requests and Hot Cache misses (loads) to the
+// Canonical Store as one request group, populate the cache from the loads, leave the gate.
 // A hot update whose key is not resident loads it first and is retried in the next round;
 // hot updates and loads wait (outside the gate) while a switch blocks them.
 #pragma once
@@ -87,7 +87,7 @@ class KvSpaceImpl final : public KvSpace {
   KvSpaceImpl(std::string name, const StoreConfig& cfg, MemoryBudget* budget, mem::EpochManager* epochs);
   /// Validates and encodes a batch into f; requests that need no store go no further.
   void prepare(InFlight& f, std::span<KvRequest> batch);
-  /// Enters the gate, routes f.pending answering hot requests, submits the cold group and the loads.
+  /// Enters the gate, routes f.pending, submits the cold group, answers hot requests, submits loads.
   void start_round(InFlight& f);
   /// Waits for the round's groups, applies their outcomes, leaves the gate; retries go to f.next.
   void complete_round(InFlight& f);
