@@ -75,6 +75,9 @@ struct StoreConfig {
   std::uint64_t memory_budget_bytes = 0;
   /// Keys each keyspace's Canonical Store is sized for up front (it grows beyond).
   std::uint64_t expected_keys = 1u << 20;
+  /// Upper bound on each Canonical Store's overflow slabs (L-Slab's pool; 0: no bound beyond
+  /// memory). A write that would need more gets kResourceExhausted and changes nothing.
+  std::uint64_t max_store_slabs = 0;
   /// Entries the Hot Cache of each keyspace is sized for (it grows beyond on collisions).
   std::uint64_t hot_cache_entries = 1u << 16;
   /// Orchestrator threads feeding the Canonical Store, each with its own stream (0: 2 on the

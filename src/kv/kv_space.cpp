@@ -568,9 +568,12 @@ KvStats KvSpaceImpl::stats() const {
   s.batches = store_->batches();
   s.batched_requests = store_->batched_requests();
   s.model_switches = switches_.load(std::memory_order_relaxed);
-  const RouterModel* live = models_[gate_.epoch().load() & 1].load();
-  s.hot_bins = live ? live->hot_units() : 0;
-  s.router_model = live ? live->describe() : "";
+  {
+    std::lock_guard<std::mutex> lk(switch_mutex_);  // no switch frees the model meanwhile
+    const RouterModel* live = models_[gate_.epoch().load() & 1].load();
+    s.hot_bins = live ? live->hot_units() : 0;
+    s.router_model = live ? live->describe() : "";
+  }
   s.hot_entries = hot_.size();
   s.last_switch_us = last_switch_us_.load(std::memory_order_relaxed);
   s.memory_bytes = budget_->used();

@@ -114,7 +114,7 @@ class KvSpaceImpl final : public KvSpace {
   std::array<std::atomic<const RouterModel*>, 2> models_{};
   std::atomic<bool> blocked_{false};
   StripedCounter hot_writers_;  ///< hot updates running (a switch waits for zero)
-  std::mutex switch_mutex_;
+  mutable std::mutex switch_mutex_;  ///< serializes switches; stats() takes it to read the live model
   std::chrono::steady_clock::time_point last_switch_;
   // Statistics.
   std::atomic<std::uint64_t> hot_requests_{0}, hot_misses_{0}, cold_requests_{0}, switches_{0}, last_switch_us_{0};

@@ -1,6 +1,7 @@
 // Store: opens the device, owns the memory budget and epoch manager, and the keyspaces.
 #include <unistd.h>
 
+#include <algorithm>
 #include <mutex>
 #include <unordered_map>
 
@@ -82,6 +83,10 @@ class StoreImpl final : public Store {
     lslab::Config lc;
     lc.expected_keys = config_.expected_keys;
     lc.threads = config_.cpu_store_threads ? config_.cpu_store_threads : 1;
+    if (config_.max_store_slabs) {
+      lc.max_pool_slabs = config_.max_store_slabs;
+      lc.initial_pool_slabs = std::min<std::uint64_t>(config_.max_store_slabs, 1024);
+    }
     std::unique_ptr<lslab::Map> map;
     Status s = gpu_ ? lslab::make_gpu_map(lc, &map) : lslab::make_cpu_map(lc, &map);
     if (!s.ok()) return s;
