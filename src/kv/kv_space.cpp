@@ -197,7 +197,7 @@ std::unique_ptr<KvInFlight> KvSpaceImpl::submit(std::span<KvRequest> batch) {
   }
   f->owner = this;
   prepare(*f, batch);
-  if (!f->pending.empty()) start_round(*f);  // a batch of zero requests has nothing to route
+  if (!f->pending.empty()) start_round(*f);
   return f;
 }
 
@@ -216,64 +216,62 @@ void KvSpaceImpl::prepare(InFlight& f, std::span<KvRequest> batch) {
   f.ikeys.resize(n);
   f.handles.resize(n);
   f.owned.assign(n, 0);
-  f.pending.resize(n);
-  for (std::uint32_t i = 0; i < n; ++i) f.pending[i] = i;
+  f.pending.clear();
   f.first_error = Status::Ok();
   f.n_hot = f.n_miss = f.n_cold = f.retired_bytes = 0;
   f.sampled = false;
   f.part = participants_.acquire(&f.pslot);
-}
-
-bool KvSpaceImpl::prepare_request(InFlight& f, std::uint32_t i) {
-  KvRequest& r = f.batch[i];
-  r.status = Status::Ok();
-  r.found = false;
-  r.result.clear();
-  r.path = KvRequest::Path::kNone;
-  if (r.op != KvRequest::Op::kGet && r.op != KvRequest::Op::kPut && r.op != KvRequest::Op::kDelete) {
-    f.fail(r, Status::InvalidArgument("unknown operation"));
-    return false;
-  }
-  if (r.key.size() > cfg_.limits.max_key_bytes) {
-    f.fail(r, Status::TooLarge("key of " + std::to_string(r.key.size()) + " bytes is over the limit of " +
-                               std::to_string(cfg_.limits.max_key_bytes)));
-    return false;
-  }
-  if (r.op == KvRequest::Op::kPut && r.value.size() > cfg_.limits.max_value_bytes) {
-    f.fail(r, Status::TooLarge("value of " + std::to_string(r.value.size()) + " bytes is over the limit of " +
-                               std::to_string(cfg_.limits.max_value_bytes)));
-    return false;
-  }
-  bool exists = true;
-  Status s = index_key(dict_, r.key, r.op == KvRequest::Op::kPut, &f.ikeys[i], &exists);
-  if (!s.ok()) {
-    f.fail(r, s);
-    return false;
-  }
-  if (!exists) {  // a long key never written: absent without asking anyone (it has no index
-                  // key to route; all-hot reports it hot, the other modes cold)
-    r.path = cfg_.router.mode == RouterMode::kAllHot ? KvRequest::Path::kHot : KvRequest::Path::kCold;
-    r.done_ns = now_ns();
-    return false;
-  }
-  f.handles[i] = 0;
-  if (r.op == KvRequest::Op::kPut) {
-    s = make_value(r.value, budget_, &f.handles[i]);
-    // Over budget: blocks replaced earlier may be waiting for their epoch. Advance it
-    // (three attempts: a block is freed two epochs after its retirement) and try again.
-    // (The caller is pinned, which holds back only what was retired after its pin.)
-    for (int attempt = 0; !s.ok() && s.code() == StatusCode::kResourceExhausted && attempt < 3; ++attempt) {
-      f.part->collect();
-      participants_.collect_idle();
-      s = make_value(r.value, budget_, &f.handles[i]);
+  for (std::uint32_t i = 0; i < n; ++i) {
+    KvRequest& r = batch[i];
+    r.status = Status::Ok();
+    r.found = false;
+    r.result.clear();
+    r.path = KvRequest::Path::kNone;
+    if (r.op != KvRequest::Op::kGet && r.op != KvRequest::Op::kPut && r.op != KvRequest::Op::kDelete) {
+      f.fail(r, Status::InvalidArgument("unknown operation"));
+      continue;
     }
+    if (r.key.size() > cfg_.limits.max_key_bytes) {
+      f.fail(r, Status::TooLarge("key of " + std::to_string(r.key.size()) + " bytes is over the limit of " +
+                                 std::to_string(cfg_.limits.max_key_bytes)));
+      continue;
+    }
+    if (r.op == KvRequest::Op::kPut && r.value.size() > cfg_.limits.max_value_bytes) {
+      f.fail(r, Status::TooLarge("value of " + std::to_string(r.value.size()) + " bytes is over the limit of " +
+                                 std::to_string(cfg_.limits.max_value_bytes)));
+      continue;
+    }
+    bool exists = true;
+    Status s = index_key(dict_, r.key, r.op == KvRequest::Op::kPut, &f.ikeys[i], &exists);
     if (!s.ok()) {
       f.fail(r, s);
-      return false;
+      continue;
     }
-    f.owned[i] = is_block(f.handles[i]);
+    if (!exists) {  // a long key never written: absent without asking anyone (it has no index
+                    // key to route; all-hot reports it hot, the other modes cold)
+      r.path = cfg_.router.mode == RouterMode::kAllHot ? KvRequest::Path::kHot : KvRequest::Path::kCold;
+      r.done_ns = now_ns();
+      continue;
+    }
+    if (r.op == KvRequest::Op::kPut) {
+      s = make_value(r.value, budget_, &f.handles[i]);
+      // Over budget: blocks replaced earlier may be waiting for their epoch. Advance it
+      // (three attempts: a block is freed two epochs after its retirement) and try again.
+      for (int attempt = 0; !s.ok() && s.code() == StatusCode::kResourceExhausted && attempt < 3; ++attempt) {
+        f.part->collect();
+        participants_.collect_idle();
+        s = make_value(r.value, budget_, &f.handles[i]);
+      }
+      if (!s.ok()) {
+        f.fail(r, s);
+        continue;
+      }
+      f.owned[i] = is_block(f.handles[i]);
+    } else {
+      f.handles[i] = 0;
+    }
+    f.pending.push_back(i);
   }
-  return true;
 }
 
 void KvSpaceImpl::start_round(InFlight& f) {
@@ -293,13 +291,9 @@ void KvSpaceImpl::start_round(InFlight& f) {
 
   // Route; the cold part goes to the Canonical Store at once, so the GPU works while this
   // thread answers the hot part.
-  const bool first_round = !f.sampled;
   for (std::uint32_t i : f.pending) {
-    // Requests are validated and encoded as routing reaches them, so a hot request waits only
-    // for the requests before it, not for the whole batch.
-    if (first_round && !prepare_request(f, i)) continue;
     const std::uint64_t ikey = f.ikeys[i];
-    if (learned && first_round && ++sample_tick >= sample_every) {
+    if (learned && !f.sampled && ++sample_tick >= sample_every) {
       sample_tick = 0;
       shadow_.sample(ikey);
     }

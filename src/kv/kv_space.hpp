@@ -85,10 +85,8 @@ class KvSpaceImpl final : public KvSpace {
  private:
   class InFlight;
   KvSpaceImpl(std::string name, const StoreConfig& cfg, MemoryBudget* budget, mem::EpochManager* epochs);
-  /// Sets f up for a batch (every request pending; a participant for its epoch pins).
+  /// Validates and encodes a batch into f; requests that need no store go no further.
   void prepare(InFlight& f, std::span<KvRequest> batch);
-  /// Validates and encodes request i (first round); false when it is answered or failed already.
-  bool prepare_request(InFlight& f, std::uint32_t i);
   /// Enters the gate, routes f.pending, submits the cold group, answers hot requests, submits loads.
   void start_round(InFlight& f);
   /// Waits for the round's groups, applies their outcomes, leaves the gate; retries go to f.next.
