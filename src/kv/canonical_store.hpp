@@ -70,7 +70,6 @@ class CanonicalStore {
   void wait(RequestGroup& g);
 
   const char* backend() const { return map_->backend(); }
-  lslab::PoolStats pool_stats() const { return map_->stats(); }
   /// Every stored index key and value handle (for a quiescent store; see Map::export_entries).
   Status export_entries(std::vector<std::uint64_t>* keys, std::vector<std::uint64_t>* values) {
     return map_->export_entries(keys, values);

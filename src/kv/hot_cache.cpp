@@ -209,11 +209,6 @@ void HotCache::append_log(std::uint64_t ikey) {
   log_.push_back(ikey);
 }
 
-std::size_t HotCache::log_size() const {
-  std::lock_guard<std::mutex> lk(log_mutex_);
-  return log_.size();
-}
-
 std::vector<HotCache::LogRecord> HotCache::log_snapshot() const {
   std::vector<std::uint64_t> keys;
   {

@@ -77,8 +77,6 @@ class HotCache {
 
   /// Resident entries (values and tombstones).
   std::uint64_t size() const { return size_.load(std::memory_order_relaxed); }
-  /// Keys in the update log.
-  std::size_t log_size() const;
 
  private:
   static constexpr std::uint64_t kEmpty = ~std::uint64_t(0);

@@ -27,8 +27,6 @@ class KeyDictionary {
   bool find(std::string_view key, std::uint64_t* id) const;
   /// The id of key, assigning one when it has none. ResourceExhausted when the budget refuses.
   Status find_or_add(std::string_view key, std::uint64_t* id);
-  /// Keys with an id.
-  std::uint64_t size() const { return next_.load(std::memory_order_relaxed); }
 
  private:
   struct Hash {

@@ -27,12 +27,6 @@ ShadowCounts::ShadowCounts(std::uint32_t bins)
   for (std::uint32_t i = 0; i < bins_; ++i) counts_[i].store(0, std::memory_order_relaxed);
 }
 
-std::uint64_t ShadowCounts::total() const {
-  std::uint64_t t = 0;
-  for (std::uint32_t i = 0; i < bins_; ++i) t += counts_[i].load(std::memory_order_relaxed);
-  return t;
-}
-
 std::vector<std::uint32_t> ShadowCounts::take() {
   std::vector<std::uint32_t> out(bins_);
   for (std::uint32_t i = 0; i < bins_; ++i) out[i] = counts_[i].exchange(0, std::memory_order_relaxed);

@@ -57,8 +57,6 @@ class ShadowCounts {
       unflushed = 0;
     }
   }
-  /// Samples since the last take(), exactly (sums every bin: O(bins)).
-  std::uint64_t total() const;
   /// Samples since the last take(), give or take kFlushEvery per sampling thread; O(1).
   std::uint64_t approximate_total() const { return approximate_.load(std::memory_order_relaxed); }
   /// Copies the counts and zeroes them.

@@ -88,6 +88,70 @@ __global__ void __launch_bounds__(kBlockThreads, kMinBlocks)
   }
 }
 
+/// A batch's arrays twice over, pinned host staging and device memory, grown on demand: one
+/// per submission path (the map's execute(), each lane). Not thread-safe. Pinned staging makes
+/// the copies asynchronous DMA at full bus speed.
+struct StagedBatch {
+  ~StagedBatch() { release(); }
+  /// Room for n requests; ResourceExhausted (left empty) when memory is short.
+  Status reserve(std::size_t n) {
+    if (n <= capacity) return Status::Ok();
+    release();
+    h_ops = static_cast<Op*>(gpu::alloc_host(n));
+    h_status = static_cast<OpStatus*>(gpu::alloc_host(n));
+    h_keys = static_cast<std::uint64_t*>(gpu::alloc_host(n * 8));
+    h_values = static_cast<std::uint64_t*>(gpu::alloc_host(n * 8));
+    h_out = static_cast<std::uint64_t*>(gpu::alloc_host(n * 8));
+    cudaError_t e = cudaMalloc(&d_ops, n);
+    if (e == cudaSuccess) e = cudaMalloc(&d_status, n);
+    if (e == cudaSuccess) e = cudaMalloc(&d_keys, n * 8);
+    if (e == cudaSuccess) e = cudaMalloc(&d_values, n * 8);
+    if (e == cudaSuccess) e = cudaMalloc(&d_out, n * 8);
+    if (e != cudaSuccess || !h_ops || !h_status || !h_keys || !h_values || !h_out) {
+      cudaGetLastError();
+      release();
+      return Status::ResourceExhausted("cannot allocate staging for " + std::to_string(n) + " requests");
+    }
+    capacity = n;
+    return Status::Ok();
+  }
+  /// Queues the copy of the first n staged requests to the device (values when with_values).
+  Status copy_in(std::size_t n, bool with_values, cudaStream_t st) {
+    DUET_CUDA_TRY(cudaMemcpyAsync(d_ops, h_ops, n * sizeof(Op), cudaMemcpyHostToDevice, st));
+    DUET_CUDA_TRY(cudaMemcpyAsync(d_keys, h_keys, n * 8, cudaMemcpyHostToDevice, st));
+    if (with_values) DUET_CUDA_TRY(cudaMemcpyAsync(d_values, h_values, n * 8, cudaMemcpyHostToDevice, st));
+    return Status::Ok();
+  }
+  /// Copies the first n outcomes back to the host staging and waits for the stream.
+  Status copy_out(std::size_t n, cudaStream_t st) {
+    DUET_CUDA_TRY(cudaMemcpyAsync(h_status, d_status, n * sizeof(OpStatus), cudaMemcpyDeviceToHost, st));
+    DUET_CUDA_TRY(cudaMemcpyAsync(h_out, d_out, n * 8, cudaMemcpyDeviceToHost, st));
+    DUET_CUDA_TRY(cudaStreamSynchronize(st));
+    return Status::Ok();
+  }
+  Batch device_batch(std::size_t n, bool with_values) const { return {d_ops, d_keys, with_values ? d_values : nullptr, n}; }
+  BatchResult device_result() const { return {d_status, d_out}; }
+  void release() {
+    for (void* p : {static_cast<void*>(h_ops), static_cast<void*>(h_status), static_cast<void*>(h_keys),
+                    static_cast<void*>(h_values), static_cast<void*>(h_out)})
+      gpu::free_host(p);
+    for (void* p : {static_cast<void*>(d_ops), static_cast<void*>(d_status), static_cast<void*>(d_keys),
+                    static_cast<void*>(d_values), static_cast<void*>(d_out)})
+      cudaFree(p);
+    h_ops = nullptr, h_status = nullptr, h_keys = h_values = h_out = nullptr;
+    d_ops = nullptr, d_status = nullptr, d_keys = d_values = d_out = nullptr;
+    capacity = 0;
+  }
+
+  std::size_t capacity = 0;
+  Op* h_ops = nullptr;
+  OpStatus* h_status = nullptr;
+  std::uint64_t *h_keys = nullptr, *h_values = nullptr, *h_out = nullptr;
+  Op* d_ops = nullptr;
+  OpStatus* d_status = nullptr;
+  std::uint64_t *d_keys = nullptr, *d_values = nullptr, *d_out = nullptr;
+};
+
 template <unsigned W>
 class GpuLane;
 
@@ -101,7 +165,6 @@ class GpuMap final : public Map {
     cudaFree(view_.heads);
     cudaFree(d_chunks_);
     cudaFree(d_counters_);
-    free_staging();
     gpu::free_host(h_counters_);
   }
 
@@ -178,26 +241,23 @@ class GpuMap final : public Map {
 
   /// execute() with mutex_ held: stage, run, copy back.
   Status execute_locked(const Batch& batch, BatchResult& result) {
-    Status s = reserve_staging(batch.n);
+    Status s = staging_.reserve(batch.n);
     if (!s.ok()) return s;
     const std::size_t n = batch.n;
-    // Stage through pinned buffers so the copies are asynchronous DMA at full bus speed.
-    std::memcpy(h_ops_, batch.ops, n * sizeof(Op));
-    std::memcpy(h_keys_, batch.keys, n * 8);
-    if (batch.values) std::memcpy(h_values_, batch.values, n * 8);
-    DUET_CUDA_TRY(cudaMemcpyAsync(d_ops_, h_ops_, n * sizeof(Op), cudaMemcpyHostToDevice, stream_handle_));
-    DUET_CUDA_TRY(cudaMemcpyAsync(d_keys_, h_keys_, n * 8, cudaMemcpyHostToDevice, stream_handle_));
-    if (batch.values)
-      DUET_CUDA_TRY(cudaMemcpyAsync(d_values_, h_values_, n * 8, cudaMemcpyHostToDevice, stream_handle_));
-    Batch db{d_ops_, d_keys_, batch.values ? d_values_ : nullptr, n};
-    BatchResult dr{d_status_, d_out_};
+    const bool with_values = batch.values != nullptr;
+    std::memcpy(staging_.h_ops, batch.ops, n * sizeof(Op));
+    std::memcpy(staging_.h_keys, batch.keys, n * 8);
+    if (with_values) std::memcpy(staging_.h_values, batch.values, n * 8);
+    s = staging_.copy_in(n, with_values, stream_handle_);
+    if (!s.ok()) return s;
+    Batch db = staging_.device_batch(n, with_values);
+    BatchResult dr = staging_.device_result();
     s = run_locked(db, dr);
     if (!s.ok() && s.code() != StatusCode::kResourceExhausted) return s;
-    DUET_CUDA_TRY(cudaMemcpyAsync(h_status_, d_status_, n * sizeof(OpStatus), cudaMemcpyDeviceToHost, stream_handle_));
-    DUET_CUDA_TRY(cudaMemcpyAsync(h_out_, d_out_, n * 8, cudaMemcpyDeviceToHost, stream_handle_));
-    DUET_CUDA_TRY(cudaStreamSynchronize(stream_handle_));
-    std::memcpy(result.status, h_status_, n * sizeof(OpStatus));
-    std::memcpy(result.values, h_out_, n * 8);
+    Status copied = staging_.copy_out(n, stream_handle_);
+    if (!copied.ok()) return copied;
+    std::memcpy(result.status, staging_.h_status, n * sizeof(OpStatus));
+    std::memcpy(result.values, staging_.h_out, n * 8);
     return s;
   }
 
@@ -373,41 +433,7 @@ class GpuMap final : public Map {
     return failure.ok() ? Status::ResourceExhausted("slab pool limit reached") : failure;
   }
 
-  Status reserve_staging(std::size_t n) {
-    if (n <= staging_n_) return Status::Ok();
-    free_staging();
-    h_ops_ = static_cast<Op*>(pinned_.acquire(n));
-    h_status_ = static_cast<OpStatus*>(pinned_.acquire(n));
-    h_keys_ = static_cast<std::uint64_t*>(pinned_.acquire(n * 8));
-    h_values_ = static_cast<std::uint64_t*>(pinned_.acquire(n * 8));
-    h_out_ = static_cast<std::uint64_t*>(pinned_.acquire(n * 8));
-    if (!h_ops_ || !h_status_ || !h_keys_ || !h_values_ || !h_out_) {
-      free_staging();
-      return Status::ResourceExhausted("cannot allocate pinned staging for " + std::to_string(n) + " requests");
-    }
-    DUET_CUDA_TRY(cudaMalloc(&d_ops_, n));
-    DUET_CUDA_TRY(cudaMalloc(&d_status_, n));
-    DUET_CUDA_TRY(cudaMalloc(&d_keys_, n * 8));
-    DUET_CUDA_TRY(cudaMalloc(&d_values_, n * 8));
-    DUET_CUDA_TRY(cudaMalloc(&d_out_, n * 8));
-    staging_n_ = n;
-    return Status::Ok();
-  }
-
-  void free_staging() {
-    for (void* p : {static_cast<void*>(h_ops_), static_cast<void*>(h_status_), static_cast<void*>(h_keys_),
-                    static_cast<void*>(h_values_), static_cast<void*>(h_out_)})
-      pinned_.release(p);
-    for (void* p : {static_cast<void*>(d_ops_), static_cast<void*>(d_status_), static_cast<void*>(d_keys_),
-                    static_cast<void*>(d_values_), static_cast<void*>(d_out_)})
-      cudaFree(p);
-    h_ops_ = nullptr, h_status_ = nullptr, h_keys_ = h_values_ = h_out_ = nullptr;
-    d_ops_ = nullptr, d_status_ = nullptr, d_keys_ = d_values_ = d_out_ = nullptr;
-    staging_n_ = 0;
-  }
-
   Config config_;
-  gpu::PinnedPool pinned_;  ///< staging buffers; declared first so it outlives their release
   gpu::Stream stream_;
   cudaStream_t stream_handle_ = nullptr;
   /// Exclusive for execute(), pool growth and stats; shared for lanes while their kernels run.
@@ -428,13 +454,7 @@ class GpuMap final : public Map {
   PoolCounters* h_counters_ = nullptr;
   std::uint64_t grows_ = 0;
   MapView<W> view_;
-  std::size_t staging_n_ = 0;
-  Op* h_ops_ = nullptr;
-  OpStatus* h_status_ = nullptr;
-  std::uint64_t *h_keys_ = nullptr, *h_values_ = nullptr, *h_out_ = nullptr;
-  Op* d_ops_ = nullptr;
-  OpStatus* d_status_ = nullptr;
-  std::uint64_t *d_keys_ = nullptr, *d_values_ = nullptr, *d_out_ = nullptr;
+  StagedBatch staging_;  ///< execute()'s arrays
 };
 
 /// A GPU lane: pinned host staging, device arrays and a stream of its own; kernels of
@@ -443,7 +463,6 @@ template <unsigned W>
 class GpuLane final : public Lane {
  public:
   explicit GpuLane(GpuMap<W>* map) : map_(map) {}
-  ~GpuLane() override { release(); }
 
   Status init() {
     Status s = stream_.create();
@@ -452,97 +471,44 @@ class GpuLane final : public Lane {
   }
 
   Status reserve(std::size_t n, Op** ops, std::uint64_t** keys, std::uint64_t** values) override {
-    if (n > cap_) {
-      release();
-      h_ops_ = static_cast<Op*>(gpu::alloc_host(n));
-      h_status_ = static_cast<OpStatus*>(gpu::alloc_host(n));
-      h_keys_ = static_cast<std::uint64_t*>(gpu::alloc_host(n * 8));
-      h_values_ = static_cast<std::uint64_t*>(gpu::alloc_host(n * 8));
-      h_out_ = static_cast<std::uint64_t*>(gpu::alloc_host(n * 8));
-      cudaError_t e = cudaMalloc(&d_ops_, n);
-      if (e == cudaSuccess) e = cudaMalloc(&d_status_, n);
-      if (e == cudaSuccess) e = cudaMalloc(&d_keys_, n * 8);
-      if (e == cudaSuccess) e = cudaMalloc(&d_values_, n * 8);
-      if (e == cudaSuccess) e = cudaMalloc(&d_out_, n * 8);
-      if (e != cudaSuccess || !h_ops_ || !h_status_ || !h_keys_ || !h_values_ || !h_out_) {
-        cudaGetLastError();
-        release();
-        return Status::ResourceExhausted("cannot allocate lane buffers for " + std::to_string(n) + " requests");
-      }
-      cap_ = n;
-    }
-    *ops = h_ops_;
-    *keys = h_keys_;
-    *values = h_values_;
+    Status s = staged_.reserve(n);
+    if (!s.ok()) return s;
+    *ops = staged_.h_ops;
+    *keys = staged_.h_keys;
+    *values = staged_.h_values;
     return Status::Ok();
   }
 
   Status run(std::size_t n, const OpStatus** status, const std::uint64_t** out) override {
-    if (n > cap_) return Status::InvalidArgument("lane run of more requests than reserved");
-    *status = h_status_;
-    *out = h_out_;
+    if (n > staged_.capacity) return Status::InvalidArgument("lane run of more requests than reserved");
+    *status = staged_.h_status;
+    *out = staged_.h_out;
     if (n == 0) return Status::Ok();
     Status s = map_->take_lane_budget(static_cast<std::int64_t>(n / (W - 2) + 1));
     if (!s.ok()) return s;
-    Batch d{d_ops_, d_keys_, d_values_, n};
-    BatchResult dr{d_status_, d_out_};
+    Batch d = staged_.device_batch(n, true);
+    BatchResult dr = staged_.device_result();
     {
       std::shared_lock<std::shared_mutex> lk(map_->mutex_);
-      s = copy_run_copy(d, dr, n);
+      s = staged_.copy_in(n, true, st_);
+      if (s.ok()) s = map_->launch_shared(d, dr, st_);
+      if (s.ok()) s = staged_.copy_out(n, st_);
       if (!s.ok()) {
         cudaStreamSynchronize(st_);
         cudaGetLastError();
         return s;
       }
     }
-    const std::size_t retries = std::count(h_status_, h_status_ + n, OpStatus::kRetry);
+    const std::size_t retries = std::count(staged_.h_status, staged_.h_status + n, OpStatus::kRetry);
     if (retries == 0) return Status::Ok();
-    return map_->rerun_retries(d, dr, h_status_, h_out_, st_, retries);
+    return map_->rerun_retries(d, dr, staged_.h_status, staged_.h_out, st_, retries);
   }
 
  private:
-  Status copy_run_copy(const Batch& d, BatchResult& dr, std::size_t n) {
-    DUET_CUDA_TRY(cudaMemcpyAsync(d_ops_, h_ops_, n, cudaMemcpyHostToDevice, st_));
-    DUET_CUDA_TRY(cudaMemcpyAsync(d_keys_, h_keys_, n * 8, cudaMemcpyHostToDevice, st_));
-    DUET_CUDA_TRY(cudaMemcpyAsync(d_values_, h_values_, n * 8, cudaMemcpyHostToDevice, st_));
-    Status s = map_->launch_shared(d, dr, st_);
-    if (!s.ok()) return s;
-    DUET_CUDA_TRY(cudaMemcpyAsync(h_status_, d_status_, n, cudaMemcpyDeviceToHost, st_));
-    DUET_CUDA_TRY(cudaMemcpyAsync(h_out_, d_out_, n * 8, cudaMemcpyDeviceToHost, st_));
-    DUET_CUDA_TRY(cudaStreamSynchronize(st_));
-    return Status::Ok();
-  }
-
-  void release() {
-    gpu::free_host(h_ops_);
-    gpu::free_host(h_status_);
-    gpu::free_host(h_keys_);
-    gpu::free_host(h_values_);
-    gpu::free_host(h_out_);
-    cudaFree(d_ops_);
-    cudaFree(d_status_);
-    cudaFree(d_keys_);
-    cudaFree(d_values_);
-    cudaFree(d_out_);
-    h_ops_ = nullptr;
-    h_status_ = nullptr;
-    h_keys_ = h_values_ = h_out_ = nullptr;
-    d_ops_ = nullptr;
-    d_status_ = nullptr;
-    d_keys_ = d_values_ = d_out_ = nullptr;
-    cap_ = 0;
-  }
-
   GpuMap<W>* map_;
   gpu::Stream stream_;
   cudaStream_t st_ = nullptr;
-  std::size_t cap_ = 0;
-  Op* h_ops_ = nullptr;
-  OpStatus* h_status_ = nullptr;
-  std::uint64_t *h_keys_ = nullptr, *h_values_ = nullptr, *h_out_ = nullptr;
-  Op* d_ops_ = nullptr;
-  OpStatus* d_status_ = nullptr;
-  std::uint64_t *d_keys_ = nullptr, *d_values_ = nullptr, *d_out_ = nullptr;
+  StagedBatch staged_;
 };
 
 template <unsigned W>
