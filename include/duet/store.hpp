@@ -113,6 +113,7 @@ struct KvStats {
   std::uint64_t cold_requests = 0;      ///< answered by the Canonical Store
   std::uint64_t batches = 0;            ///< aggregated batches sent to the Canonical Store
   std::uint64_t batched_requests = 0;   ///< requests in those batches (incl. loads and replays)
+  std::uint64_t store_busy_ns = 0;      ///< time the store spent running batches (GPU time on a GPU)
   std::uint64_t model_switches = 0;     ///< models installed
   std::uint64_t hot_bins = 0;           ///< bins the live model classifies hot
   std::uint64_t hot_entries = 0;        ///< entries resident in the Hot Cache
@@ -158,6 +159,21 @@ class KvSpace {
   virtual Status switch_model() = 0;
   /// Changes the router threshold; takes effect at the next switch.
   virtual void set_threshold(double threshold) = 0;
+  /// Keys that exist. Counted from the outcomes of writes, so exact when no write is in
+  /// flight (with writes in flight, it is between the counts before and after them). O(1).
+  /// The default (for keyspaces that do not count) answers 0.
+  virtual std::uint64_t size() const { return 0; }
+  /// Cursor iteration, with Redis SCAN's guarantee: starting at cursor 0 and calling again
+  /// with *next until it is 0 returns every key that existed during the whole iteration at
+  /// least once (a key may come back more than once; keys written or deleted meanwhile may or
+  /// may not appear). Each call appends about `count` keys (possibly none) to *keys. Cursor 0
+  /// first writes the Hot Cache's pending updates to the Canonical Store (checkpoint()).
+  /// Cost: up to max(4096, 64 * count) slab reads per call (fewer once count keys are found).
+  /// The default answers kUnavailable.
+  virtual Status scan(std::uint64_t cursor, std::size_t count, std::vector<std::string>* keys, std::uint64_t* next);
+  /// Writes the Hot Cache's pending updates into the Canonical Store (the switch protocol's
+  /// replay, without a model change); hot updates wait meanwhile. The default does nothing.
+  virtual Status checkpoint() { return Status::Ok(); }
   virtual KvStats stats() const = 0;
   virtual const std::string& name() const = 0;
 };
@@ -173,6 +189,10 @@ class Store {
   virtual Status create_kv(std::string_view name, KvSpace** out) = 0;
   /// Finds a keyspace; kNotFound when it does not exist.
   virtual Status kv(std::string_view name, KvSpace** out) = 0;
+  /// Destroys a `kv` keyspace and frees what it holds; its name can be used again. The caller
+  /// guarantees that no thread uses it any more (a server drains its batches first).
+  /// kNotFound when it does not exist.
+  virtual Status drop_kv(std::string_view name) = 0;
   /// Names of the keyspaces, in creation order.
   virtual std::vector<std::string> keyspaces() const = 0;
   /// Where the Canonical Store runs and why, e.g. "gpu: NVIDIA H200" or "cpu: no CUDA device".

@@ -85,7 +85,9 @@ Status CanonicalStore::run_inline(RequestGroup& g) {
       std::memcpy(values, g.values.data(), n * 8);
       const lslab::OpStatus* st;
       const std::uint64_t* out;
+      const auto t0 = std::chrono::steady_clock::now();
       s = lane->run(n, &st, &out);
+      busy_ns_.fetch_add(elapsed_ns(t0), std::memory_order_relaxed);
       if (s.ok() || s.code() == StatusCode::kResourceExhausted) {
         std::memcpy(g.status.data(), st, n * sizeof(lslab::OpStatus));
         std::memcpy(g.out.data(), out, n * 8);
@@ -149,7 +151,9 @@ void CanonicalStore::orchestrate(lslab::Lane* lane) {
         std::memcpy(values + at, g->values.data(), n * 8);
         at += n;
       }
+      const auto t0 = std::chrono::steady_clock::now();
       s = lane->run(total, &st, &out);
+      busy_ns_.fetch_add(elapsed_ns(t0), std::memory_order_relaxed);
     }
     batches_.fetch_add(1, std::memory_order_relaxed);
     batched_.fetch_add(total, std::memory_order_relaxed);

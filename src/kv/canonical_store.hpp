@@ -10,6 +10,7 @@
 #pragma once
 
 #include <atomic>
+#include <chrono>
 #include <condition_variable>
 #include <cstdint>
 #include <deque>
@@ -74,7 +75,15 @@ class CanonicalStore {
   Status export_entries(std::vector<std::uint64_t>* keys, std::vector<std::uint64_t>* values) {
     return map_->export_entries(keys, values);
   }
+  /// Cursor iteration over the stored entries (see Map::export_range).
+  Status export_range(std::uint64_t from, std::uint64_t max_slabs, std::vector<std::uint64_t>* keys,
+                      std::vector<std::uint64_t>* values, std::uint64_t* next) {
+    return map_->export_range(from, max_slabs, keys, values, next);
+  }
   std::uint64_t batches() const { return batches_.load(std::memory_order_relaxed); }
+  /// Nanoseconds spent running batches on the map (with a GPU: copies in, kernel, copies out,
+  /// as the host waits for them; summed over orchestrators).
+  std::uint64_t busy_ns() const { return busy_ns_.load(std::memory_order_relaxed); }
   std::uint64_t batched_requests() const { return batched_.load(std::memory_order_relaxed); }
 
  private:
@@ -91,7 +100,11 @@ class CanonicalStore {
   std::condition_variable cv_;
   std::deque<RequestGroup*> queue_;
   bool stop_ = false;
-  std::atomic<std::uint64_t> batches_{0}, batched_{0};
+  std::atomic<std::uint64_t> batches_{0}, batched_{0}, busy_ns_{0};
+  static std::uint64_t elapsed_ns(std::chrono::steady_clock::time_point t0) {
+    return static_cast<std::uint64_t>(
+        std::chrono::duration_cast<std::chrono::nanoseconds>(std::chrono::steady_clock::now() - t0).count());
+  }
   // Inline mode: lanes handed to submitting threads.
   std::mutex lane_m_;
   std::vector<std::unique_ptr<lslab::Lane>> idle_lanes_;

@@ -10,6 +10,7 @@
 #include <array>
 #include <cstdint>
 #include <memory>
+#include <mutex>
 #include <shared_mutex>
 #include <string>
 #include <string_view>
@@ -27,6 +28,9 @@ class KeyDictionary {
   bool find(std::string_view key, std::uint64_t* id) const;
   /// The id of key, assigning one when it has none. ResourceExhausted when the budget refuses.
   Status find_or_add(std::string_view key, std::uint64_t* id);
+  /// The key an id was given to (for SCAN), or null for an id never handed out. Lock-free:
+  /// one array read; keys are immutable and live as long as the dictionary.
+  const std::string* key_of(std::uint64_t id) const;
 
  private:
   struct Hash {
@@ -41,10 +45,26 @@ class KeyDictionary {
   Shard& shard(std::string_view key) const {
     return shards_[(std::hash<std::string_view>{}(key) >> 17) % kShards];
   }
+  /// Records id -> key (called under the key's shard lock, before the id is handed out).
+  void publish(std::uint64_t index, const std::string* key);
+
   MemoryBudget* budget_;
   mutable std::array<Shard, kShards> shards_;
   std::atomic<std::uint64_t> next_{0};
+  // The reverse map: chunks of 2^16 key pointers, allocated on first use.
+  static constexpr unsigned kChunkShift = 16;
+  static constexpr std::size_t kMaxChunks = 1u << 16;  // 2^32 long keys
+  std::unique_ptr<std::atomic<std::atomic<const std::string*>*>[]> chunks_{
+      new std::atomic<std::atomic<const std::string*>*>[kMaxChunks]()};
+  std::mutex chunk_m_;
+
+ public:
+  ~KeyDictionary();
 };
+
+/// The key an index key stands for: the inline bytes, or the dictionary's key. False for a
+/// dictionary id the dictionary does not know (never produced by the store).
+bool decode_index_key(const KeyDictionary& dict, std::uint64_t ikey, std::string* out);
 
 /// The index key of any key: inline when possible, otherwise through the dictionary.
 /// With add == false a key without an id yields false (it cannot exist in the store).

@@ -452,8 +452,15 @@ Status KvSpaceImpl::finish_batch(InFlight& f) {
       complete_round(f);
     }
   }
-  for (std::size_t i = 0; i < f.batch.size(); ++i)
+  std::int64_t key_delta = 0;
+  for (std::size_t i = 0; i < f.batch.size(); ++i) {
     if (f.owned[i]) free_value_block(reinterpret_cast<void*>(f.handles[i]));
+    const KvRequest& r = f.batch[i];
+    if (!r.status.ok()) continue;
+    if (r.op == KvRequest::Op::kPut && !r.found) ++key_delta;
+    else if (r.op == KvRequest::Op::kDelete && r.found) --key_delta;
+  }
+  if (key_delta) keys_.add(key_delta);
   // Blocks this batch retired wait for their epoch; when they are large, try to free them now
   // rather than after the participant's next 64 retirements (large values add up fast).
   if (f.retired_bytes >= (1u << 20)) f.part->collect();
@@ -480,47 +487,99 @@ Status KvSpaceImpl::switch_model() {
   return switch_locked(train_candidate());
 }
 
+void KvSpaceImpl::block() {
+  blocked_.store(true, std::memory_order_seq_cst);
+  while (hot_writers_.sum() != 0) std::this_thread::yield();
+}
+
+void KvSpaceImpl::unblock() {
+  blocked_.store(false, std::memory_order_seq_cst);
+  blocked_.notify_all();
+}
+
+Status KvSpaceImpl::checkpoint() {
+  std::lock_guard<std::mutex> lk(switch_mutex_);
+  block();
+  Status s = replay_log();
+  unblock();
+  return s;
+}
+
+std::uint64_t KvSpaceImpl::size() const {
+  const std::int64_t n = keys_.sum();
+  return n > 0 ? static_cast<std::uint64_t>(n) : 0;
+}
+
+Status KvSpaceImpl::scan(std::uint64_t cursor, std::size_t count, std::vector<std::string>* keys,
+                         std::uint64_t* next) {
+  *next = 0;
+  if (cursor == 0) {
+    // Keys written through the Hot Cache reach the store at a replay; after this one, every
+    // key that exists now is in the store until it is deleted.
+    Status s = checkpoint();
+    if (!s.ok()) return s;
+  }
+  count = std::max<std::size_t>(count, 1);
+  std::vector<std::uint64_t> ikeys, handles;
+  std::uint64_t at = cursor;
+  // Read slabs until about `count` keys were found; bound the slabs read per call so a call on
+  // a sparse store stays short (it may then return no key and a cursor to continue from).
+  const std::uint64_t max_slabs = std::max<std::uint64_t>(4096, 64 * count);
+  std::uint64_t read = 0;
+  do {
+    const std::uint64_t piece = std::min<std::uint64_t>(std::max<std::uint64_t>(256, 2 * count), max_slabs - read);
+    Status s = store_->export_range(at, piece, &ikeys, &handles, &at);
+    if (!s.ok()) return s;
+    read += piece;
+  } while (at != 0 && ikeys.size() < count && read < max_slabs);
+  std::string k;
+  for (std::uint64_t ik : ikeys) {
+    k.clear();
+    if (decode_index_key(dict_, ik, &k)) keys->push_back(k);
+  }
+  *next = at;
+  return Status::Ok();
+}
+
+Status KvSpaceImpl::replay_log() {
+  const std::vector<HotCache::LogRecord> log = hot_.log_snapshot();
+  if (log.empty()) return Status::Ok();
+  RequestGroup g;
+  for (const auto& rec : log) g.add(rec.present ? lslab::Op::kPut : lslab::Op::kDelete, rec.ikey, rec.handle);
+  store_->run(g);
+  if (!g.error.ok() && g.error.code() != StatusCode::kResourceExhausted) {
+    // The store failed and the replay's outcomes are unknown: the cache stays authoritative
+    // for its keys.
+    return Status(g.error.code(), "replay of the hot log failed: " + g.error.message());
+  }
+  // Entries whose replay was applied now share their block with the store: mark them clean
+  // (a later replay must not hand the store the same block again) and retire what they replaced.
+  std::vector<std::uint64_t> applied;
+  applied.reserve(g.size());
+  std::size_t pslot;
+  mem::EpochManager::Participant* part = participants_.acquire(&pslot);
+  for (std::size_t j = 0; j < g.size(); ++j) {
+    if (g.status[j] == lslab::OpStatus::kRetry) continue;
+    applied.push_back(g.keys[j]);
+    if (g.status[j] == lslab::OpStatus::kFound && is_block(g.out[j]))
+      part->retire(reinterpret_cast<void*>(g.out[j]), free_value_block);
+  }
+  participants_.release(pslot);
+  hot_.mark_replayed(applied);
+  if (applied.size() < g.size())  // the rest stay dirty in the log, for the next replay
+    return Status::ResourceExhausted("the canonical store cannot grow for the replay of the hot log (" +
+                                     std::to_string(g.size() - applied.size()) + " keys left in the log)");
+  return Status::Ok();
+}
+
 Status KvSpaceImpl::switch_locked(std::unique_ptr<RouterModel> next) {
   const auto t0 = std::chrono::steady_clock::now();
   // 1. Block hot updates and loads; wait for the updates already running.
-  blocked_.store(true, std::memory_order_seq_cst);
-  while (hot_writers_.sum() != 0) std::this_thread::yield();
-  auto unblock = [&] {
-    blocked_.store(false, std::memory_order_seq_cst);
-    blocked_.notify_all();
-  };
-  // 2. Replay the update log into the Canonical Store.
-  const std::vector<HotCache::LogRecord> log = hot_.log_snapshot();
-  if (!log.empty()) {
-    RequestGroup g;
-    for (const auto& rec : log) g.add(rec.present ? lslab::Op::kPut : lslab::Op::kDelete, rec.ikey, rec.handle);
-    store_->run(g);
-    if (!g.error.ok() && g.error.code() != StatusCode::kResourceExhausted) {
-      // The store failed and the replay's outcomes are unknown: the cache stays authoritative
-      // for its keys, nothing is installed, the error is returned.
-      unblock();
-      return Status(g.error.code(), "model switch: replay failed: " + g.error.message());
-    }
-    // Entries whose replay was applied now share their block with the store: mark them clean
-    // (a later replay must not hand the store the same block again) and retire what they replaced.
-    std::vector<std::uint64_t> applied;
-    applied.reserve(g.size());
-    std::size_t pslot;
-    mem::EpochManager::Participant* part = participants_.acquire(&pslot);
-    for (std::size_t j = 0; j < g.size(); ++j) {
-      if (g.status[j] == lslab::OpStatus::kRetry) continue;
-      applied.push_back(g.keys[j]);
-      if (g.status[j] == lslab::OpStatus::kFound && is_block(g.out[j]))
-        part->retire(reinterpret_cast<void*>(g.out[j]), free_value_block);
-    }
-    participants_.release(pslot);
-    hot_.mark_replayed(applied);
-    if (applied.size() < g.size()) {
-      // The rest stay dirty in the log, to be replayed by the next switch; nothing is installed.
-      unblock();
-      return Status::ResourceExhausted("model switch: the canonical store cannot grow for the replay (" +
-                                       std::to_string(g.size() - applied.size()) + " keys left in the log)");
-    }
+  block();
+  // 2. Replay the update log into the Canonical Store. On failure nothing is installed.
+  if (Status s = replay_log(); !s.ok()) {
+    unblock();
+    return Status(s.code(), "model switch: " + s.message());
   }
   // 3. Install the new model; wait until nothing routed by the old one is in flight.
   const std::uint64_t e = gate_.epoch().load();
@@ -567,6 +626,7 @@ KvStats KvSpaceImpl::stats() const {
   s.cold_requests = cold_requests_.load(std::memory_order_relaxed);
   s.batches = store_->batches();
   s.batched_requests = store_->batched_requests();
+  s.store_busy_ns = store_->busy_ns();
   s.model_switches = switches_.load(std::memory_order_relaxed);
   {
     std::lock_guard<std::mutex> lk(switch_mutex_);  // no switch frees the model meanwhile

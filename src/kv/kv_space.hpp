@@ -80,6 +80,9 @@ class KvSpaceImpl final : public KvSpace {
   Status switch_model() override;
   void set_threshold(double threshold) override { threshold_.store(threshold, std::memory_order_relaxed); }
   KvStats stats() const override;
+  std::uint64_t size() const override;
+  Status scan(std::uint64_t cursor, std::size_t count, std::vector<std::string>* keys, std::uint64_t* next) override;
+  Status checkpoint() override;
   const std::string& name() const override { return name_; }
 
  private:
@@ -96,6 +99,12 @@ class KvSpaceImpl final : public KvSpace {
   Status single(KvRequest::Op op, std::string_view key, std::string_view value, std::string* out, bool* found);
   /// The switch protocol; caller holds switch_mutex_. Installs `next`.
   Status switch_locked(std::unique_ptr<RouterModel> next);
+  /// Replays the Hot Cache's update log into the store; hot updates must be blocked and
+  /// drained (caller holds switch_mutex_). On error, what was not applied stays dirty.
+  Status replay_log();
+  /// Blocks hot updates and loads and waits for the running updates; unblock() ends it.
+  void block();
+  void unblock();
   std::unique_ptr<RouterModel> train_candidate();
   void auto_switch_loop();
 
@@ -113,7 +122,8 @@ class KvSpaceImpl final : public KvSpace {
   std::array<std::unique_ptr<RouterModel>, 2> model_slots_;
   std::array<std::atomic<const RouterModel*>, 2> models_{};
   std::atomic<bool> blocked_{false};
-  StripedCounter hot_writers_;  ///< hot updates running (a switch waits for zero)
+  StripedCounter hot_writers_;
+  StripedCounter keys_;  ///< live keys, from writes' outcomes (size())  ///< hot updates running (a switch waits for zero)
   mutable std::mutex switch_mutex_;  ///< serializes switches; stats() takes it to read the live model
   std::chrono::steady_clock::time_point last_switch_;
   // Statistics.

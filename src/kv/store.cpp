@@ -50,6 +50,11 @@ std::unique_ptr<KvInFlight> KvSpace::submit(std::span<KvRequest> batch) {
   return std::make_unique<DoneBatch>(execute(batch));
 }
 
+Status KvSpace::scan(std::uint64_t, std::size_t, std::vector<std::string>*, std::uint64_t* next) {
+  *next = 0;
+  return Status::Unavailable("keyspace '" + name() + "' cannot be iterated");
+}
+
 Status KvSpace::finish(std::unique_ptr<KvInFlight> batch) {
   auto* done = dynamic_cast<DoneBatch*>(batch.get());
   return done ? done->status : Status::InvalidArgument("finish() of a batch this keyspace did not start");
@@ -107,6 +112,23 @@ class StoreImpl final : public Store {
       }
     }
     return Status::NotFound("no keyspace named '" + std::string(name) + "'");
+  }
+
+  Status drop_kv(std::string_view name) override {
+    std::unique_ptr<kv::KvSpaceImpl> victim;
+    {
+      std::lock_guard<std::mutex> lk(m_);
+      for (auto it = spaces_.begin(); it != spaces_.end(); ++it) {
+        if ((*it)->name() == name) {
+          victim = std::move(*it);
+          spaces_.erase(it);
+          break;
+        }
+      }
+    }
+    if (!victim) return Status::NotFound("no keyspace named '" + std::string(name) + "'");
+    victim.reset();  // outside the lock: freeing a large keyspace takes a while
+    return Status::Ok();
   }
 
   std::vector<std::string> keyspaces() const override {

@@ -549,4 +549,16 @@ inline void export_slab(const Slab<W>& s, std::vector<std::uint64_t>* keys, std:
   }
 }
 
+/// export_slab for a slab that batches may be writing: reads each key and value atomically.
+template <unsigned W>
+inline void export_slab_live(const Slab<W>& s, std::vector<std::uint64_t>* keys, std::vector<std::uint64_t>* values) {
+  for (unsigned i = 0; i < Slab<W>::kKeySlots; ++i) {
+    const std::uint64_t k = s.keys.load(i, cods::Order::relaxed);
+    if (k != kReservedKey) {
+      keys->push_back(k);
+      values->push_back(s.values.load(i, cods::Order::relaxed));
+    }
+  }
+}
+
 }  // namespace duet::lslab

@@ -140,6 +140,20 @@ class CpuMap final : public Map {
     return Status::Ok();
   }
 
+  Status export_range(std::uint64_t from, std::uint64_t max_slabs, std::vector<std::uint64_t>* keys,
+                      std::vector<std::uint64_t>* values, std::uint64_t* next) override {
+    const std::uint64_t used = cods::atomic_load(&counters_->fresh_next, cods::Order::acquire);
+    const std::uint64_t total = buckets_ + used;
+    const std::uint64_t end = from < total ? from + std::min(max_slabs, total - from) : from;
+    std::uint64_t at = from;
+    for (; at < end; ++at) {
+      if (at < buckets_) export_slab_live(view_.heads[at], keys, values);
+      else if (Slab<W>* sl = view_.resolve(at - buckets_)) export_slab_live(*sl, keys, values);
+    }
+    *next = at >= total ? 0 : at;
+    return Status::Ok();
+  }
+
   Config config_;
   sched::ThreadPool workers_;
   std::uint64_t buckets_ = 0;

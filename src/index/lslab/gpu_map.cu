@@ -301,6 +301,38 @@ class GpuMap final : public Map {
     return s;
   }
 
+  Status export_range(std::uint64_t from, std::uint64_t max_slabs, std::vector<std::uint64_t>* keys,
+                      std::vector<std::uint64_t>* values, std::uint64_t* next) override {
+    std::shared_lock<std::shared_mutex> lk(mutex_);  // lanes keep running; growth waits
+    PoolCounters counters;
+    DUET_CUDA_TRY(cudaMemcpy(&counters, d_counters_, sizeof(PoolCounters), cudaMemcpyDeviceToHost));
+    const std::uint64_t total = buckets_ + counters.fresh_next;
+    const std::uint64_t end = from < total ? from + std::min(max_slabs, total - from) : from;
+    const std::uint64_t per_chunk = std::uint64_t(1) << chunk_shift_;
+    std::vector<Slab<W>> buf;
+    std::uint64_t at = from;
+    while (at < end) {
+      // One contiguous device piece: within the heads, or within one pool chunk.
+      const Slab<W>* src;
+      std::uint64_t n;
+      if (at < buckets_) {
+        src = view_.heads + at;
+        n = std::min(end, buckets_) - at;
+      } else {
+        const std::uint64_t idx = at - buckets_, c = idx >> chunk_shift_;
+        if (c >= h_chunks_.size()) break;
+        src = h_chunks_[c] + (idx & (per_chunk - 1));
+        n = std::min(end - at, per_chunk - (idx & (per_chunk - 1)));
+      }
+      buf.resize(n);
+      DUET_CUDA_TRY(cudaMemcpy(buf.data(), src, n * sizeof(Slab<W>), cudaMemcpyDeviceToHost));
+      for (std::uint64_t i = 0; i < n; ++i) export_slab(buf[i], keys, values);
+      at += n;
+    }
+    *next = at >= total ? 0 : at;
+    return Status::Ok();
+  }
+
   /// Lane support: takes `need` slabs from the lane budget, refilling it (growing the pool,
   /// with every lane idle) when short. Caller holds no lock.
   Status take_lane_budget(std::int64_t need) {

@@ -62,6 +62,14 @@ class Map {
   /// map (closing, flushing): entries written concurrently may or may not appear. Costs a read
   /// of the whole index (on a GPU, copied to the host in pieces).
   virtual Status export_entries(std::vector<std::uint64_t>* keys, std::vector<std::uint64_t>* values) = 0;
+  /// Cursor iteration for SCAN: appends the entries of up to max_slabs slabs starting at slab
+  /// position `from` (bucket heads first, then the overflow pool in index order) and sets *next
+  /// to the position to continue from, or 0 when the walk reached the end. Safe while batches
+  /// run: a key stays in its slab while it exists, so every key present during the whole walk
+  /// is returned exactly once; keys written or deleted meanwhile may or may not appear.
+  /// Costs max_slabs slab reads (on a GPU, one copy to the host per contiguous piece).
+  virtual Status export_range(std::uint64_t from, std::uint64_t max_slabs, std::vector<std::uint64_t>* keys,
+                              std::vector<std::uint64_t>* values, std::uint64_t* next) = 0;
 };
 
 /// Creates the CPU twin, running batches on config.threads threads. slab_width is 8, 16 or
