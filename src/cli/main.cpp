@@ -12,6 +12,7 @@
 
 #include "duet/store.hpp"
 #include "gpu/device.hpp"
+#include "server/server.hpp"
 #if DUET_HAVE_BENCH_KV
 #include "bench/kv/kv_bench.hpp"
 #endif
@@ -22,7 +23,8 @@ using duet::KvRequest;
 
 int usage(FILE* f) {
   std::fprintf(f,
-               "usage: duet [demo [--device auto|cpu|gpu] [--keys N]] | info | bench kv [options] | help\n"
+               "usage: duet [demo [--device auto|cpu|gpu] [--keys N]] | server [settings] | info | bench kv [options] | help\n"
+               "  server    serve the Redis protocol (RESP2/RESP3) on 127.0.0.1:6379 (duet server --help)\n"
                "  demo      open a store with a kv keyspace, run PUT/GET/DELETE batches, print what\n"
                "            happened (default)\n"
                "  info      print the build's and the machine's capabilities\n"
@@ -154,6 +156,7 @@ int main(int argc, char** argv) {
   std::string cmd = argc > 1 ? argv[1] : "demo";
   if (cmd == "help" || cmd == "--help" || cmd == "-h") return usage(stdout);
   if (cmd == "info") return info();
+  if (cmd == "server") return duet::server::run_server(argc - 2, argv + 2);
   if (cmd == "bench") {
     if (argc < 3 || std::string(argv[2]) != "kv") {
       std::fprintf(stderr, "duet bench: the benchmark to run is `kv` (duet bench kv --help)\n");

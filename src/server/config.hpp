@@ -1,0 +1,62 @@
+// The server's settings: defaults, a redis.conf-style file, command-line flags (same names,
+// `--port 7000`), and the table behind CONFIG GET / CONFIG SET. See docs/server.md.
+#pragma once
+
+#include <atomic>
+#include <cstdint>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "duet/status.hpp"
+#include "duet/store.hpp"
+
+namespace duet::server {
+
+/// Everything `duet server` is started with. Fields marked live may change while it runs
+/// (CONFIG SET); they are atomics read by the I/O threads.
+struct ServerConfig {
+  std::string bind = "127.0.0.1";       ///< address to listen on (loopback by default)
+  int port = 6379;                      ///< TCP port
+  unsigned threads = 0;                 ///< I/O and execution threads (0: every core)
+  unsigned databases = 16;              ///< SELECT range: 0 .. databases-1
+  int metrics_port = 0;                 ///< Prometheus endpoint port (0: off)
+  std::string metrics_bind = "127.0.0.1";
+  std::string log_level = "info";       ///< debug, info, warn, error
+  StoreConfig store;                    ///< device, memory budget (maxmemory), limits, router
+  // Live settings.
+  std::atomic<std::uint64_t> maxclients{10000};
+  std::atomic<std::uint64_t> proto_max_bulk_len{512ull * 1024 * 1024};
+  std::atomic<std::uint64_t> client_query_buffer_limit{1024ull * 1024 * 1024};
+  std::atomic<std::uint64_t> max_multibulk_len{1024 * 1024};
+  std::atomic<std::uint64_t> max_batch{4096};  ///< most commands one thread sends the engine at once
+
+  ServerConfig() = default;
+  ServerConfig(const ServerConfig& o);
+};
+
+/// Applies one setting by name (file and flag spelling: `port`, `maxmemory`, ...). Sizes take
+/// suffixes k, kb, m, mb, g, gb (1k = 1000, 1kb = 1024, as in redis.conf). When `live` is
+/// true only settings that can change at run time are accepted. InvalidArgument names the
+/// setting and says what was wrong; the config is unchanged then.
+Status apply_setting(ServerConfig* c, std::string_view name, std::string_view value, bool live);
+
+/// Reads a redis.conf-style file: `name value` per line, `#` comments, blank lines.
+Status load_config_file(ServerConfig* c, const std::string& path);
+
+/// Parses `duet server` arguments (`--config FILE` first, then `--name value` flags).
+Status parse_server_args(ServerConfig* c, int argc, char** argv);
+
+/// CONFIG GET: (name, value) pairs of every setting whose name matches the glob pattern.
+std::vector<std::pair<std::string, std::string>> config_get(const ServerConfig& c, std::string_view pattern);
+
+/// Help text for `duet server --help`.
+const char* server_usage();
+
+/// Parses "100", "4kb", "2gb" ... into bytes; false for anything else.
+bool parse_size(std::string_view text, std::uint64_t* out);
+
+/// Redis glob matching (*, ?, [abc], [^a], [a-z], \x), binary safe; `nocase` folds ASCII case.
+bool glob_match(std::string_view pattern, std::string_view text, bool nocase = false);
+
+}  // namespace duet::server

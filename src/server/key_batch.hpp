@@ -1,0 +1,109 @@
+// Runs the key commands one server thread owns as engine batches, with Redis's per-key
+// semantics.
+//
+// Every key belongs to exactly one server thread (its shard: a hash of the key), and only
+// that thread reads or writes it. So a thread can run a whole batch of commands on a key as
+// one read and one write of the engine: it reads the keys whose commands need their value
+// (one engine batch), computes every command in arrival order on the CPU (INCR, APPEND,
+// SET NX/XX/GET, ...), and writes each changed key's final value (a second engine batch).
+// The commands on one key are linearized together at the write (or at the read, for keys
+// nobody changed), which keeps each client's order and makes read-modify-write commands
+// atomic without locks. Commands whose first effect overwrites the key (SET, GETSET, DEL,
+// MSET) skip the read: the write returns the previous value they answer with.
+#pragma once
+
+#include <atomic>
+#include <cstdint>
+#include <functional>
+#include <memory>
+#include <span>
+#include <string>
+#include <unordered_map>
+#include <vector>
+
+#include "duet/store.hpp"
+#include "server/commands.hpp"
+
+namespace duet::server {
+
+/// A command's place in its connection's reply order. Multi-key commands (MGET, MSET, DEL
+/// and EXISTS on several keys) have one part per key, possibly on different threads; the
+/// part that finishes last assembles the reply.
+struct PendingReply {
+  enum class Kind : std::uint8_t { kSingle, kArray, kSum, kAllOk };
+  Kind kind = Kind::kSingle;
+  Cmd cmd = Cmd::kPing;
+  bool error = false;               ///< the reply is an error (for metrics)
+  std::uint64_t start_ns = 0;       ///< when the command was parsed (latency metrics)
+  std::atomic<bool> done{false};    ///< bytes are final (release/acquire)
+  std::atomic<std::uint32_t> parts_left{1};
+  std::string bytes;                ///< the RESP reply
+  std::vector<std::string> parts;   ///< per-key replies of a multi-key command
+
+  /// Records part `i`'s reply; returns true when this completed the whole reply.
+  bool finish_part(std::uint32_t i, std::string&& part);
+};
+
+/// One key's share of a command, as its shard runs it.
+struct KeyOp {
+  Cmd cmd = Cmd::kGet;
+  bool nx = false, xx = false, get = false;  ///< SET options
+  bool resp3 = false;                        ///< the client speaks RESP3 (null encoding)
+  unsigned db = 0;
+  std::string key, value;                    ///< value: SET, GETSET, APPEND, MSET
+  long long delta = 0;                       ///< INCR family
+  PendingReply* reply = nullptr;
+  std::uint32_t part = 0;
+  void* conn = nullptr;                      ///< the connection to notify (opaque here)
+  KvRequest::Path path = KvRequest::Path::kNone;  ///< engine path that answered (metrics)
+};
+
+/// Parses a whole int64 the way Redis does (no blanks, no '+', no leading zeros).
+bool parse_int64(std::string_view s, long long* v);
+
+/// Runs batches of KeyOps. Reuses its buffers across calls; one per thread.
+class KeyBatchRunner {
+ public:
+  /// Returns the keyspace of database db for the batch's duration (a shared handle, so a
+  /// concurrent FLUSHDB can swap the database without pulling it from under the batch).
+  using SpaceOf = std::function<std::shared_ptr<KvSpace>(unsigned db)>;
+
+  explicit KeyBatchRunner(SpaceOf space_of, std::size_t max_value_bytes)
+      : space_of_(std::move(space_of)), max_value_bytes_(max_value_bytes) {}
+
+  /// Runs ops (in arrival order; every key owned by the calling thread). Afterwards
+  /// reply(i) holds op i's RESP reply (or error); the caller hands it to finish_part.
+  /// Returns the engine requests sent (for batch-size metrics).
+  std::size_t run(std::span<KeyOp*> ops);
+  std::string& reply(std::size_t i) { return replies_[i]; }
+  bool is_error(std::size_t i) const { return !replies_[i].empty() && replies_[i][0] == '-'; }
+
+ private:
+  struct Group {
+    unsigned db;
+    std::uint32_t first, last;   // op indices (linked through next_)
+    bool blind;                  // first op overwrites: no read needed
+    bool orig_exists = false;    // after the read (or the write, for blind groups)
+    std::string orig;            // original value (read phase)
+    bool exists = false;         // state while computing
+    std::string value;
+    bool dirty = false;
+    std::int64_t first_mut = -1; // index of the first op that changed the key
+    std::string error;           // engine error for the group's read
+  };
+  void compute(Group& g, std::span<KeyOp*> ops);
+  std::size_t engine_phase(std::span<KeyOp*> ops, bool write);
+
+  SpaceOf space_of_;
+  std::size_t max_value_bytes_;
+  std::vector<Group> groups_;
+  std::vector<std::uint32_t> next_;
+  std::vector<std::string> replies_;
+  std::vector<std::unordered_map<std::string_view, std::uint32_t>> index_;  // per database
+  std::vector<unsigned> dbs_;  // databases this batch touches
+  std::vector<std::shared_ptr<KvSpace>> spaces_;  // per database, held for the batch
+  std::vector<KvRequest> reqs_;
+  std::vector<std::uint32_t> req_group_;
+};
+
+}  // namespace duet::server

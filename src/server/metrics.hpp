@@ -1,0 +1,68 @@
+// Server metrics: per-thread counters and histograms (written by their thread only, relaxed
+// atomics, so reading never stops a thread), rendered as Prometheus text, and the optional
+// HTTP endpoint that serves them (`--metrics-port`).
+#pragma once
+
+#include <array>
+#include <atomic>
+#include <cstdint>
+#include <functional>
+#include <memory>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include "server/commands.hpp"
+
+namespace duet::server {
+
+/// A histogram with fixed upper bounds; observe() is two relaxed adds.
+class Histogram {
+ public:
+  explicit Histogram(const std::vector<double>* bounds) : bounds_(bounds), counts_(bounds->size() + 1) {}
+  void observe(double v);
+  /// Adds this histogram's counts into cumulative buckets (size bounds+1) and the sum.
+  void add_to(std::vector<std::uint64_t>* buckets, double* sum) const;
+
+ private:
+  const std::vector<double>* bounds_;
+  std::vector<std::atomic<std::uint64_t>> counts_;
+  std::atomic<std::uint64_t> sum_micro_{0};  // sum in millionths
+};
+
+/// What one I/O thread counts.
+struct ThreadMetrics {
+  ThreadMetrics();
+  std::array<std::atomic<std::uint64_t>, static_cast<std::size_t>(Cmd::kCount_)> calls{};
+  std::array<std::atomic<std::uint64_t>, static_cast<std::size_t>(Cmd::kCount_)> errors{};
+  std::vector<std::unique_ptr<Histogram>> latency;  ///< per command, seconds
+  Histogram hot_latency, cold_latency;              ///< per engine path, seconds
+  Histogram batch_size;                             ///< commands per engine batch
+  std::atomic<std::uint64_t> batches{0}, batched{0}, connections{0}, net_in{0}, net_out{0};
+};
+
+/// Gauges the server reads when rendering (memory, keys, GPU time, clients).
+struct Gauges {
+  std::uint64_t memory_bytes = 0, keys = 0, clients = 0, store_busy_ns = 0, hot_requests = 0, cold_requests = 0,
+                model_switches = 0;
+};
+
+/// Renders every thread's metrics and the gauges as Prometheus text format 0.0.4.
+std::string render_prometheus(const std::vector<ThreadMetrics*>& threads, const Gauges& g);
+
+/// Serves GET /metrics on its own thread until stop(). `render` is called per scrape.
+class MetricsEndpoint {
+ public:
+  ~MetricsEndpoint() { stop(); }
+  /// Listens on bind:port. InvalidArgument-style message in *error when it cannot.
+  bool start(const std::string& bind, int port, std::function<std::string()> render, std::string* error);
+  void stop();
+
+ private:
+  int fd_ = -1;
+  std::atomic<bool> stop_{false};
+  std::thread thread_;
+  std::function<std::string()> render_;
+};
+
+}  // namespace duet::server
