@@ -4,34 +4,64 @@
 
 namespace duet::kv {
 
+const KeyDictionary::Slot* KeyDictionary::probe(const Shard& s, std::uint64_t h, std::string_view key) {
+  if (s.slots.empty()) return nullptr;
+  const std::size_t mask = s.slots.size() - 1;
+  for (std::size_t i = static_cast<std::size_t>(h) & mask;; i = (i + 1) & mask) {
+    const Slot& slot = s.slots[i];
+    if (!slot.key || (slot.hash == h && *slot.key == key)) return &slot;
+  }
+}
+
 bool KeyDictionary::find(std::string_view key, std::uint64_t* id) const {
-  Shard& s = shard(key);
+  const std::uint64_t h = hash_of(key);
+  Shard& s = shard(h);
   std::shared_lock<std::shared_mutex> lk(s.m);
-  auto it = s.ids.find(key);
-  if (it == s.ids.end()) return false;
-  *id = it->second;
+  const Slot* slot = probe(s, h, key);
+  if (!slot || !slot->key) return false;
+  *id = slot->id;
   return true;
 }
 
 Status KeyDictionary::find_or_add(std::string_view key, std::uint64_t* id) {
   if (find(key, id)) return Status::Ok();
-  Shard& s = shard(key);
+  const std::uint64_t h = hash_of(key);
+  Shard& s = shard(h);
   std::unique_lock<std::shared_mutex> lk(s.m);
-  auto it = s.ids.find(key);
-  if (it != s.ids.end()) {
-    *id = it->second;
+  if (const Slot* slot = probe(s, h, key); slot && slot->key) {
+    *id = slot->id;
     return Status::Ok();
   }
   Status st = budget_->charge(key.size() + 48);
   if (!st.ok()) return st;
+  if (2 * (s.used + 1) > s.slots.size()) {  // keep the table at most half full
+    std::vector<Slot> bigger(std::max<std::size_t>(64, 2 * s.slots.size()));
+    const std::size_t mask = bigger.size() - 1;
+    for (const Slot& old : s.slots) {
+      if (!old.key) continue;
+      std::size_t i = static_cast<std::size_t>(old.hash) & mask;
+      while (bigger[i].key) i = (i + 1) & mask;
+      bigger[i] = old;
+    }
+    s.slots.swap(bigger);
+  }
   const std::uint64_t fresh = kDictionaryTag | next_.fetch_add(1, std::memory_order_relaxed);
-  auto placed = s.ids.emplace(std::string(key), fresh).first;
-  publish(fresh & ~kDictionaryTag, &placed->first);
+  s.keys.push_back(std::make_unique<std::string>(key));
+  Slot* slot = const_cast<Slot*>(probe(s, h, key));
+  slot->hash = h;
+  slot->id = fresh;
+  slot->key = s.keys.back().get();
+  ++s.used;
+  publish(fresh & ~kDictionaryTag, slot->key);
   *id = fresh;
   return Status::Ok();
 }
 
 KeyDictionary::~KeyDictionary() {
+  std::uint64_t charged = 0;
+  for (const Shard& s : shards_)
+    for (const auto& k : s.keys) charged += k->size() + 48;
+  budget_->release(charged);
   for (std::size_t c = 0; c < kMaxChunks; ++c) delete[] chunks_[c].load(std::memory_order_relaxed);
 }
 

@@ -14,7 +14,7 @@
 #include <shared_mutex>
 #include <string>
 #include <string_view>
-#include <unordered_map>
+#include <vector>
 
 #include "duet/status.hpp"
 #include "kv/encoding.hpp"
@@ -33,18 +33,24 @@ class KeyDictionary {
   const std::string* key_of(std::uint64_t id) const;
 
  private:
-  struct Hash {
-    using is_transparent = void;
-    std::size_t operator()(std::string_view s) const { return std::hash<std::string_view>{}(s); }
+  /// One slot of a shard's open-addressing table: the key's full hash (compared before the
+  /// bytes, so a lookup usually costs one key comparison), its id, and the key.
+  struct Slot {
+    std::uint64_t hash = 0;
+    std::uint64_t id = 0;
+    const std::string* key = nullptr;  ///< null: empty
   };
   struct Shard {
     mutable std::shared_mutex m;
-    std::unordered_map<std::string, std::uint64_t, Hash, std::equal_to<>> ids;
+    std::vector<Slot> slots;  ///< power-of-two size, at most half full
+    std::size_t used = 0;
+    std::vector<std::unique_ptr<std::string>> keys;  ///< owns the key bytes (stable addresses)
   };
   static constexpr std::size_t kShards = 256;
-  Shard& shard(std::string_view key) const {
-    return shards_[(std::hash<std::string_view>{}(key) >> 17) % kShards];
-  }
+  static std::uint64_t hash_of(std::string_view key) { return std::hash<std::string_view>{}(key); }
+  Shard& shard(std::uint64_t h) const { return shards_[(h >> 56) % kShards]; }
+  /// The slot holding key, or the empty slot where it would go. Caller holds the shard lock.
+  static const Slot* probe(const Shard& s, std::uint64_t h, std::string_view key);
   /// Records id -> key (called under the key's shard lock, before the id is handed out).
   void publish(std::uint64_t index, const std::string* key);
 

@@ -277,11 +277,15 @@ Status load_config_file(ServerConfig* c, const std::string& path) {
 }
 
 Status parse_server_args(ServerConfig* c, int argc, char** argv) {
-  for (int i = 0; i + 1 < argc; ++i) {
-    if (std::string_view(argv[i]) == "--config") {
-      Status s = load_config_file(c, argv[i + 1]);
-      if (!s.ok()) return s;
-    }
+  // The file first, wherever --config stands; flags then override it.
+  for (int i = 0; i < argc; ++i) {
+    const std::string_view a = argv[i];
+    std::string path;
+    if (a == "--config" && i + 1 < argc) path = argv[i + 1];
+    else if (a.substr(0, 9) == "--config=") path = std::string(a.substr(9));
+    else continue;
+    Status s = load_config_file(c, path);
+    if (!s.ok()) return s;
   }
   for (int i = 0; i < argc; ++i) {
     std::string_view a = argv[i];

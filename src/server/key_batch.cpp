@@ -40,13 +40,13 @@ bool parse_int64(std::string_view s, long long* v) {
   return r.ec == std::errc() && r.ptr == s.data() + s.size();
 }
 
-bool PendingReply::finish_part(std::uint32_t i, std::string&& part) {
+bool PendingReply::finish_part(std::uint32_t i, std::string& part) {
   if (kind == Kind::kSingle) {
     error = !part.empty() && part[0] == '-';
-    bytes = std::move(part);
+    bytes.swap(part);
     return true;
   }
-  parts[i] = std::move(part);
+  parts[i].swap(part);
   if (parts_left.fetch_sub(1, std::memory_order_acq_rel) != 1) return false;
   // The last part: assemble.
   for (const std::string& p : parts) {
@@ -88,7 +88,7 @@ void KeyBatchRunner::compute(Group& g, std::span<KeyOp*> ops) {
     i = next_[i];
   } else {
     g.exists = g.orig_exists;
-    g.value = g.orig;
+    g.value.swap(g.orig);
   }
   for (; i != UINT32_MAX; i = next_[i]) {
     KeyOp& op = *ops[i];
@@ -178,14 +178,20 @@ std::size_t KeyBatchRunner::engine_phase(std::span<KeyOp*> ops, bool write) {
   std::size_t sent = 0;
   for (unsigned db : dbs_) {
     if (!spaces_[db]) continue;
-    reqs_.clear();
+    nreqs_ = 0;
     req_group_.clear();
-    for (std::uint32_t gi = 0; gi < groups_.size(); ++gi) {
+    for (std::uint32_t gi = 0; gi < ngroups_; ++gi) {
       Group& g = groups_[gi];
       if (g.db != db) continue;
-      if (write ? !g.dirty : g.blind) continue;
-      KvRequest r;
+      if (write ? !g.dirty : (g.blind || !g.error.empty())) continue;
+      if (nreqs_ == reqs_.size()) reqs_.emplace_back();
+      KvRequest& r = reqs_[nreqs_++];
       r.key = ops[g.first]->key;
+      r.value = {};
+      r.status = Status();
+      r.found = false;
+      r.result.clear();
+      r.path = KvRequest::Path::kNone;
       if (!write) {
         r.op = KvRequest::Op::kGet;
       } else if (g.exists) {
@@ -194,13 +200,12 @@ std::size_t KeyBatchRunner::engine_phase(std::span<KeyOp*> ops, bool write) {
       } else {
         r.op = KvRequest::Op::kDelete;
       }
-      reqs_.push_back(std::move(r));
       req_group_.push_back(gi);
     }
-    if (reqs_.empty()) continue;
-    spaces_[db]->execute(reqs_);  // per-request statuses below
-    sent += reqs_.size();
-    for (std::size_t j = 0; j < reqs_.size(); ++j) {
+    if (nreqs_ == 0) continue;
+    spaces_[db]->execute(std::span<KvRequest>(reqs_.data(), nreqs_));  // per-request statuses below
+    sent += nreqs_;
+    for (std::size_t j = 0; j < nreqs_; ++j) {
       Group& g = groups_[req_group_[j]];
       KvRequest& r = reqs_[j];
       for (std::uint32_t i = g.first; i != UINT32_MAX; i = next_[i]) ops[i]->path = r.path;
@@ -210,7 +215,7 @@ std::size_t KeyBatchRunner::engine_phase(std::span<KeyOp*> ops, bool write) {
           continue;
         }
         g.orig_exists = r.found;
-        g.orig = std::move(r.result);
+        g.orig.swap(r.result);
         continue;
       }
       if (!r.status.ok()) {
@@ -239,27 +244,47 @@ std::size_t KeyBatchRunner::engine_phase(std::span<KeyOp*> ops, bool write) {
 
 std::size_t KeyBatchRunner::run(std::span<KeyOp*> ops) {
   const std::size_t n = ops.size();
-  groups_.clear();
+  ngroups_ = 0;
   next_.assign(n, UINT32_MAX);
-  replies_.resize(n);
-  for (auto& r : replies_) r.clear();
+  if (replies_.size() < n) replies_.resize(n);
+  for (std::size_t i = 0; i < n; ++i) replies_[i].clear();
   dbs_.clear();
+  // Group the ops by (database, key), in arrival order, through an open-addressing table.
+  std::size_t cap = 64;
+  while (cap < 2 * n) cap *= 2;
+  table_.assign(cap, 0);
+  const std::size_t mask = cap - 1;
   for (std::uint32_t i = 0; i < n; ++i) {
     KeyOp& op = *ops[i];
-    if (op.db >= index_.size()) {
-      index_.resize(op.db + 1);
+    if (op.db >= db_seen_.size()) {
+      db_seen_.resize(op.db + 1, 0);
       spaces_.resize(op.db + 1);
     }
-    auto [it, fresh] = index_[op.db].try_emplace(op.key, static_cast<std::uint32_t>(groups_.size()));
-    if (fresh) {
-      if (index_[op.db].size() == 1) dbs_.push_back(op.db);
-      Group g;
+    if (!db_seen_[op.db]) {
+      db_seen_[op.db] = 1;
+      dbs_.push_back(op.db);
+    }
+    std::size_t at = (std::hash<std::string_view>{}(op.key) + op.db * 0x9E3779B97F4A7C15ull) & mask;
+    for (;; at = (at + 1) & mask) {
+      const std::uint32_t gi = table_[at];
+      if (gi == 0) break;
+      const Group& g = groups_[gi - 1];
+      if (g.db == op.db && ops[g.first]->key == op.key) break;
+    }
+    if (table_[at] == 0) {
+      if (ngroups_ == groups_.size()) groups_.emplace_back();
+      Group& g = groups_[ngroups_++];
+      table_[at] = static_cast<std::uint32_t>(ngroups_);
       g.db = op.db;
       g.first = g.last = i;
       g.blind = overwrites(op);
-      groups_.push_back(std::move(g));
+      g.orig_exists = g.exists = g.dirty = false;
+      g.orig.clear();
+      g.value.clear();
+      g.first_mut = -1;
+      g.error.clear();
     } else {
-      Group& g = groups_[it->second];
+      Group& g = groups_[table_[at] - 1];
       next_[g.last] = i;
       g.last = i;
     }
@@ -267,14 +292,16 @@ std::size_t KeyBatchRunner::run(std::span<KeyOp*> ops) {
   for (unsigned db : dbs_) {
     spaces_[db] = space_of_(db);
     if (spaces_[db]) continue;
-    for (Group& g : groups_) {
+    for (std::size_t gi = 0; gi < ngroups_; ++gi) {
+      Group& g = groups_[gi];
       if (g.db != db) continue;
       g.error = "-ERR database " + std::to_string(db) + " cannot be opened (see the server log)\r\n";
       g.blind = false;
     }
   }
   std::size_t sent = engine_phase(ops, false);
-  for (Group& g : groups_) {
+  for (std::size_t gi = 0; gi < ngroups_; ++gi) {
+    Group& g = groups_[gi];
     if (!g.error.empty()) {
       for (std::uint32_t i = g.first; i != UINT32_MAX; i = next_[i]) replies_[i] = g.error;
       continue;
@@ -283,9 +310,18 @@ std::size_t KeyBatchRunner::run(std::span<KeyOp*> ops) {
   }
   sent += engine_phase(ops, true);
   for (unsigned db : dbs_) {
-    index_[db].clear();
+    db_seen_[db] = 0;
     spaces_[db].reset();
   }
+  // Recycled strings keep their capacity; give back what a large value left behind.
+  auto trim = [](std::string& s) {
+    if (s.capacity() > (1u << 20)) std::string().swap(s);
+  };
+  for (std::size_t gi = 0; gi < ngroups_; ++gi) {
+    trim(groups_[gi].orig);
+    trim(groups_[gi].value);
+  }
+  for (std::size_t j = 0; j < nreqs_; ++j) trim(reqs_[j].result);
   return sent;
 }
 

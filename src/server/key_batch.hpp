@@ -18,7 +18,6 @@
 #include <memory>
 #include <span>
 #include <string>
-#include <unordered_map>
 #include <vector>
 
 #include "duet/store.hpp"
@@ -40,8 +39,9 @@ struct PendingReply {
   std::string bytes;                ///< the RESP reply
   std::vector<std::string> parts;   ///< per-key replies of a multi-key command
 
-  /// Records part `i`'s reply; returns true when this completed the whole reply.
-  bool finish_part(std::uint32_t i, std::string&& part);
+  /// Records part `i`'s reply, taking its bytes by swap (part gets a spare buffer back, so
+  /// reply strings are recycled); returns true when this completed the whole reply.
+  bool finish_part(std::uint32_t i, std::string& part);
 };
 
 /// One key's share of a command, as its shard runs it.
@@ -96,13 +96,16 @@ class KeyBatchRunner {
 
   SpaceOf space_of_;
   std::size_t max_value_bytes_;
-  std::vector<Group> groups_;
+  std::vector<Group> groups_;    // the first ngroups_ are this batch's (reused: strings keep capacity)
+  std::size_t ngroups_ = 0;
+  std::vector<std::uint32_t> table_;  // open addressing over (db, key): group index + 1, 0 = empty
   std::vector<std::uint32_t> next_;
   std::vector<std::string> replies_;
-  std::vector<std::unordered_map<std::string_view, std::uint32_t>> index_;  // per database
   std::vector<unsigned> dbs_;  // databases this batch touches
+  std::vector<std::uint8_t> db_seen_;
   std::vector<std::shared_ptr<KvSpace>> spaces_;  // per database, held for the batch
-  std::vector<KvRequest> reqs_;
+  std::vector<KvRequest> reqs_;  // reused: result strings keep capacity
+  std::size_t nreqs_ = 0;
   std::vector<std::uint32_t> req_group_;
 };
 

@@ -48,8 +48,8 @@ void emit_histogram(std::string* out, const std::string& name, const std::string
 
 void Histogram::observe(double v) {
   const auto it = std::lower_bound(bounds_->begin(), bounds_->end(), v);
-  counts_[static_cast<std::size_t>(it - bounds_->begin())].fetch_add(1, std::memory_order_relaxed);
-  sum_micro_.fetch_add(static_cast<std::uint64_t>(v * 1e6), std::memory_order_relaxed);
+  bump(counts_[static_cast<std::size_t>(it - bounds_->begin())]);
+  bump(sum_micro_, static_cast<std::uint64_t>(v * 1e6));
 }
 
 void Histogram::add_to(std::vector<std::uint64_t>* buckets, double* sum) const {

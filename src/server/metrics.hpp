@@ -16,7 +16,13 @@
 
 namespace duet::server {
 
-/// A histogram with fixed upper bounds; observe() is two relaxed adds.
+/// Adds n to a counter only one thread writes (a plain load and store, no locked instruction);
+/// readers on other threads see a recent value.
+inline void bump(std::atomic<std::uint64_t>& c, std::uint64_t n = 1) {
+  c.store(c.load(std::memory_order_relaxed) + n, std::memory_order_relaxed);
+}
+
+/// A histogram with fixed upper bounds, written by one thread; observe() is two bumps.
 class Histogram {
  public:
   explicit Histogram(const std::vector<double>* bounds) : bounds_(bounds), counts_(bounds->size() + 1) {}

@@ -1,5 +1,6 @@
 #include "server/resp.hpp"
 
+#include <algorithm>
 #include <charconv>
 #include <cstring>
 
@@ -7,26 +8,30 @@ namespace duet::server {
 
 namespace {
 
-constexpr std::size_t kMaxHeaderLine = 64 * 1024;  // "*<n>\r\n" / "$<n>\r\n" longer than this is garbage
+// A length line ("*<n>\r\n", "$<n>\r\n") holds at most 20 digits and a sign: a line longer
+// than this is rejected at once, so a header trickled in byte by byte costs O(1) per read.
+constexpr std::size_t kMaxLengthLine = 32;
 
-/// Finds "\r\n" in [p, p+n); the offset of '\r' or npos.
-std::size_t find_crlf(const char* p, std::size_t n) {
-  const char* at = p;
-  const char* end = p + n;
-  while (at < end) {
-    const void* r = std::memchr(at, '\r', static_cast<std::size_t>(end - at));
-    if (!r) return std::string_view::npos;
-    const char* c = static_cast<const char*>(r);
-    if (c + 1 >= end) return std::string_view::npos;  // '\r' last: wait for more
-    if (c[1] == '\n') return static_cast<std::size_t>(c - p);
-    at = c + 1;
-  }
-  return std::string_view::npos;
+/// Finds the '\r' that ends a length line starting at p (n bytes available). Returns its
+/// offset, npos when more bytes are needed, or kBadLine when the line is malformed (too long,
+/// or a '\r' not followed by '\n').
+constexpr std::size_t kBadLine = std::string_view::npos - 1;
+std::size_t find_length_end(const char* p, std::size_t n) {
+  const std::size_t scan = std::min(n, kMaxLengthLine);
+  const void* r = std::memchr(p, '\r', scan);
+  if (!r) return n >= kMaxLengthLine ? kBadLine : std::string_view::npos;
+  const std::size_t at = static_cast<std::size_t>(static_cast<const char*>(r) - p);
+  if (at + 1 >= n) return std::string_view::npos;  // '\r' last: wait for the '\n'
+  return p[at + 1] == '\n' ? at : kBadLine;
 }
 
-/// Parses a whole decimal integer (optional '-'); false for anything else.
+/// Parses a length the way Redis does: digits with an optional '-', no '+', no leading
+/// zeros ("0" alone is fine), no blanks.
 bool parse_ll(std::string_view s, long long* v) {
   if (s.empty()) return false;
+  const std::size_t d = s[0] == '-' ? 1 : 0;
+  if (d == s.size() || s[d] < '0' || s[d] > '9') return false;
+  if (s[d] == '0' && (s.size() > d + 1 || d == 1)) return false;
   auto r = std::from_chars(s.data(), s.data() + s.size(), *v);
   return r.ec == std::errc() && r.ptr == s.data() + s.size();
 }
@@ -58,13 +63,11 @@ RequestParser::Result RequestParser::parse(const char* data, std::size_t n, std:
   if (n == 0) return Result::kIncomplete;
   if (data[0] != '*') return parse_inline(data, n, consumed);
   if (expected_ < 0) {
-    const std::size_t e = find_crlf(data + 1, n - 1);
-    if (e == std::string_view::npos) {
-      if (n > kMaxHeaderLine) return fail("ERR Protocol error: too big mbulk count string");
-      return Result::kIncomplete;
-    }
+    const std::size_t e = find_length_end(data + 1, n - 1);
+    if (e == std::string_view::npos) return Result::kIncomplete;
     long long count = 0;
-    if (!parse_ll(std::string_view(data + 1, e), &count) || count > static_cast<long long>(limits_.max_args))
+    if (e == kBadLine || !parse_ll(std::string_view(data + 1, e), &count) ||
+        count > static_cast<long long>(limits_.max_args))
       return fail("ERR Protocol error: invalid multibulk length");
     if (count <= 0) {  // "*0" and "*-1" carry no request
       *consumed = e + 3;
@@ -82,13 +85,10 @@ RequestParser::Result RequestParser::parse(const char* data, std::size_t n, std:
       return fail(std::string("ERR Protocol error: expected '$', got '") + (got >= 32 && got < 127 ? got : ' ') +
                   "'");
     }
-    const std::size_t e = find_crlf(data + pos_ + 1, n - pos_ - 1);
-    if (e == std::string_view::npos) {
-      if (n - pos_ > kMaxHeaderLine) return fail("ERR Protocol error: too big bulk count string");
-      return Result::kIncomplete;
-    }
+    const std::size_t e = find_length_end(data + pos_ + 1, n - pos_ - 1);
+    if (e == std::string_view::npos) return Result::kIncomplete;
     long long len = 0;
-    if (!parse_ll(std::string_view(data + pos_ + 1, e), &len) || len < 0 ||
+    if (e == kBadLine || !parse_ll(std::string_view(data + pos_ + 1, e), &len) || len < 0 ||
         static_cast<unsigned long long>(len) > limits_.max_bulk_bytes)
       return fail("ERR Protocol error: invalid bulk length");
     const std::size_t start = pos_ + 1 + e + 2;
@@ -121,6 +121,7 @@ RequestParser::Result RequestParser::parse_inline(const char* data, std::size_t 
   inline_args_.clear();
   if (!split_inline(std::string_view(data, len), &inline_args_))
     return fail("ERR Protocol error: unbalanced quotes in request");
+  if (inline_args_.size() > limits_.max_args) return fail("ERR Protocol error: invalid multibulk length");
   for (const auto& a : inline_args_) args_.emplace_back(a);
   return Result::kRequest;
 }

@@ -103,12 +103,32 @@ struct ClientInfo {
   }
 };
 
+/// A connection's input bytes: grows as needed, never zero-fills (recv writes straight in).
+struct InputBuffer {
+  std::unique_ptr<char[]> data;
+  std::size_t cap = 0, len = 0;
+  /// Makes room for `more` bytes after len.
+  void reserve_more(std::size_t more) {
+    if (len + more <= cap) return;
+    const std::size_t ncap = std::max(len + more, cap * 2);
+    std::unique_ptr<char[]> bigger(new char[ncap]);
+    if (len) std::memcpy(bigger.get(), data.get(), len);
+    data = std::move(bigger);
+    cap = ncap;
+  }
+  /// Drops the first n bytes.
+  void consume_front(std::size_t n) {
+    std::memmove(data.get(), data.get() + n, len - n);
+    len -= n;
+  }
+};
+
 /// One client connection; owned by its thread.
 struct Conn {
   int fd = -1;
   unsigned owner = 0;  ///< index of the thread that owns it
   std::shared_ptr<ClientInfo> info;
-  std::string in;
+  InputBuffer in;
   std::size_t in_off = 0;  ///< start of the next request in `in`
   std::string out;
   std::size_t out_off = 0;
@@ -120,6 +140,8 @@ struct Conn {
   bool closing = false;         ///< read no more; close once the replies are out
   bool dead = false;            ///< fd closed; freed when inflight reaches 0
   bool want_write = false;      ///< EPOLLOUT registered
+  bool want_read = true;        ///< EPOLLIN registered (off while its output is backed up)
+  bool parse_paused = false;    ///< input left unparsed behind a long pipeline
   bool waiting_barrier = false; ///< a barrier command waits for earlier replies
   bool dirty = false;           ///< in the thread's flush list
   bool freeing = false;         ///< queued for deletion at the end of the loop pass
@@ -185,6 +207,9 @@ class IoThread {
     wake();
   }
   ThreadMetrics metrics;
+  /// Key ops this thread dispatched / completed (their difference, summed over threads, is
+  /// the work in flight that a graceful stop waits for).
+  std::atomic<std::uint64_t> dispatched_{0}, completed_{0};
 
  private:
   void loop();
@@ -197,7 +222,41 @@ class IoThread {
   void run_local(Conn* c, PendingReply* r, const CommandSpec& spec, const std::vector<std::string_view>& args);
   void route(KeyOp* op);
   void run_work();
-  void complete(KeyOp* op, std::string&& part);
+  void complete(KeyOp* op, std::string& part);
+  KeyOp* new_op() {
+    if (op_pool_.empty()) return new KeyOp;
+    KeyOp* op = op_pool_.back();
+    op_pool_.pop_back();
+    return op;
+  }
+  void free_op(KeyOp* op) {
+    if (op_pool_.size() >= 65536) {
+      delete op;
+      return;
+    }
+    op->nx = op->xx = op->get = false;
+    op->delta = 0;
+    op->part = 0;
+    op->path = KvRequest::Path::kNone;
+    op->value.clear();
+    op_pool_.push_back(op);
+  }
+  std::unique_ptr<PendingReply> new_reply() {
+    if (reply_pool_.empty()) return std::make_unique<PendingReply>();
+    std::unique_ptr<PendingReply> r = std::move(reply_pool_.back());
+    reply_pool_.pop_back();
+    return r;
+  }
+  void free_reply(std::unique_ptr<PendingReply> r) {
+    if (reply_pool_.size() >= 65536) return;
+    r->kind = PendingReply::Kind::kSingle;
+    r->error = false;
+    r->done.store(false, std::memory_order_relaxed);
+    r->parts_left.store(1, std::memory_order_relaxed);
+    r->bytes.clear();
+    r->parts.clear();
+    reply_pool_.push_back(std::move(r));
+  }
   void mark_dirty(Conn* c) {
     if (!c->dirty) {
       c->dirty = true;
@@ -207,7 +266,11 @@ class IoThread {
   void flush(Conn* c);
   void close_conn(Conn* c);
   void maybe_free(Conn* c);
-  void set_events(Conn* c, bool want_write);
+  /// Registers EPOLLIN unless the client's unsent output is over kMaxPendingOutput, and
+  /// EPOLLOUT while output is pending.
+  void update_events(Conn* c);
+  static constexpr std::size_t kMaxPendingOutput = 4u << 20;
+  static constexpr std::size_t kMaxPendingReplies = 100000;
 
   Server* srv_;
   unsigned index_;
@@ -223,6 +286,8 @@ class IoThread {
   std::vector<KeyOp*> work_, taken_;
   std::vector<std::pair<Conn*, std::uint32_t>> notes_taken_;
   std::vector<Conn*> dirty_, to_free_;
+  std::vector<KeyOp*> op_pool_;
+  std::vector<std::unique_ptr<PendingReply>> reply_pool_;
   std::unordered_set<Conn*> conns_;
   KeyBatchRunner runner_;
   std::string scratch_;
@@ -302,6 +367,8 @@ void IoThread::loop() {
   }
   for (KeyOp* op : work_) delete op;
   work_.clear();
+  for (KeyOp* op : op_pool_) delete op;
+  op_pool_.clear();
   // Connections with commands still running on another thread (a stop that timed out) are
   // left allocated: that thread may still complete them.
   for (Conn* c : conns_)
@@ -339,7 +406,7 @@ void IoThread::accept_all() {
     }
     srv_->clients_.fetch_add(1);
     srv_->total_connections_.fetch_add(1);
-    metrics.connections.fetch_add(1, std::memory_order_relaxed);
+    bump(metrics.connections, 1);
     conns_.insert(c);
     epoll_event ev{};
     ev.events = EPOLLIN;
@@ -348,11 +415,15 @@ void IoThread::accept_all() {
   }
 }
 
-void IoThread::set_events(Conn* c, bool want_write) {
-  if (c->want_write == want_write) return;
+void IoThread::update_events(Conn* c) {
+  const std::size_t pending = c->out.size() - c->out_off;
+  const bool want_write = pending > 0;
+  const bool want_read = pending <= kMaxPendingOutput;  // backpressure: stop reading a client that does not read
+  if (c->want_write == want_write && c->want_read == want_read) return;
   c->want_write = want_write;
+  c->want_read = want_read;
   epoll_event ev{};
-  ev.events = want_write ? (EPOLLIN | EPOLLOUT) : EPOLLIN;
+  ev.events = (want_read ? EPOLLIN : 0u) | (want_write ? EPOLLOUT : 0u);
   ev.data.ptr = c;
   ::epoll_ctl(epfd_, EPOLL_CTL_MOD, c->fd, &ev);
 }
@@ -365,22 +436,17 @@ void IoThread::on_readable(Conn* c) {
     if (n == 0 || (n < 0 && errno != EAGAIN && errno != EWOULDBLOCK)) close_conn(c);
     return;
   }
-  // Read more only while the client's unsent output is small (backpressure).
-  if (c->out.size() - c->out_off > (4u << 20)) return;
-  const std::size_t have = c->in.size() - c->in_off;
+  const std::size_t have = c->in.len - c->in_off;
   const std::size_t more = c->parser.wanted() > have ? c->parser.wanted() - have : 0;
-  std::size_t want = std::max<std::size_t>(64 * 1024, more);
-  want = std::min<std::size_t>(want, 16u << 20);
-  const std::size_t at = c->in.size();
-  c->in.resize(at + want);
-  const ssize_t n = ::recv(c->fd, c->in.data() + at, want, 0);
+  const std::size_t want = std::min<std::size_t>(std::max<std::size_t>(64 * 1024, more), 16u << 20);
+  c->in.reserve_more(want);
+  const ssize_t n = ::recv(c->fd, c->in.data.get() + c->in.len, want, 0);
   if (n <= 0) {
-    c->in.resize(at);
     if (n == 0 || (errno != EAGAIN && errno != EWOULDBLOCK && errno != EINTR)) close_conn(c);
     return;
   }
-  c->in.resize(at + static_cast<std::size_t>(n));
-  metrics.net_in.fetch_add(static_cast<std::uint64_t>(n), std::memory_order_relaxed);
+  c->in.len += static_cast<std::size_t>(n);
+  bump(metrics.net_in, static_cast<std::uint64_t>(n));
   c->info->last = std::chrono::steady_clock::now();
   process_input(c);
 }
@@ -388,10 +454,10 @@ void IoThread::on_readable(Conn* c) {
 void IoThread::process_input(Conn* c) {
   while (!c->closing && !c->dead) {
     std::size_t consumed = 0;
-    const auto res = c->parser.parse(c->in.data() + c->in_off, c->in.size() - c->in_off, &consumed);
+    const auto res = c->parser.parse(c->in.data.get() + c->in_off, c->in.len - c->in_off, &consumed);
     if (res == RequestParser::Result::kIncomplete) {
       const std::uint64_t limit = srv_->cfg_.client_query_buffer_limit.load();
-      if (c->in.size() - c->in_off > limit) {
+      if (c->in.len - c->in_off > limit) {
         auto r = std::make_unique<PendingReply>();
         r->bytes = error_line("ERR client query buffer limit of " + std::to_string(limit) + " bytes reached");
         r->done.store(true);
@@ -427,13 +493,20 @@ void IoThread::process_input(Conn* c) {
     }
     c->in_off += consumed;
     dispatch(c, args);
-    if (c->replies.size() >= 100000) break;  // a huge pipeline: answer some first
+    if (c->replies.size() >= kMaxPendingReplies) {  // a huge pipeline: answer some first
+      c->parse_paused = true;
+      break;
+    }
   }
-  if (c->in_off == c->in.size()) {
-    c->in.clear();
+  if (c->in_off == c->in.len) {
+    c->in.len = 0;
     c->in_off = 0;
-  } else if (c->in_off > (1u << 20) && c->in_off * 2 > c->in.size()) {
-    c->in.erase(0, c->in_off);
+    if (c->in.cap > (1u << 20)) {  // give back what a large request needed
+      c->in.data.reset();
+      c->in.cap = 0;
+    }
+  } else if (c->in_off > (1u << 20) && c->in_off * 2 > c->in.len) {
+    c->in.consume_front(c->in_off);
     c->in_off = 0;
   }
   mark_dirty(c);
@@ -441,7 +514,7 @@ void IoThread::process_input(Conn* c) {
 
 void IoThread::dispatch(Conn* c, const std::vector<std::string_view>& args) {
   const CommandSpec* spec = find_command(args[0]);
-  auto r = std::make_unique<PendingReply>();
+  auto r = new_reply();
   r->start_ns = now_ns();
   PendingReply* rp = r.get();
   c->replies.push_back(std::move(r));
@@ -469,7 +542,7 @@ void IoThread::dispatch(Conn* c, const std::vector<std::string_view>& args) {
 void IoThread::route(KeyOp* op) {
   const unsigned s = shard_of(op->key, static_cast<unsigned>(srv_->threads_.size()));
   static_cast<Conn*>(op->conn)->inflight++;
-  srv_->ops_in_flight_.fetch_add(1, std::memory_order_relaxed);
+  bump(dispatched_);
   if (s == index_) work_.push_back(op);
   else outgoing_[s].push_back(op);
 }
@@ -482,7 +555,7 @@ void IoThread::dispatch_keys(Conn* c, PendingReply* r, const CommandSpec& spec,
     r->done.store(true, std::memory_order_release);
   };
   auto make = [&](std::string_view key) {
-    auto* op = new KeyOp;
+    KeyOp* op = new_op();
     op->cmd = spec.cmd;
     op->db = c->db;
     op->resp3 = c->proto >= 3;
@@ -578,8 +651,8 @@ void IoThread::run_work() {
     const std::size_t n = std::min(max_batch, work_.size() - at);
     std::span<KeyOp*> batch(work_.data() + at, n);
     const std::size_t sent = runner_.run(batch);
-    metrics.batches.fetch_add(1, std::memory_order_relaxed);
-    metrics.batched.fetch_add(sent, std::memory_order_relaxed);
+    bump(metrics.batches, 1);
+    bump(metrics.batched, sent);
     metrics.batch_size.observe(static_cast<double>(n));
     const std::uint64_t t = now_ns();
     for (std::size_t i = 0; i < n; ++i) {
@@ -587,19 +660,19 @@ void IoThread::run_work() {
       const double secs = static_cast<double>(t - op->reply->start_ns) / 1e9;
       if (op->path == KvRequest::Path::kHot) metrics.hot_latency.observe(secs);
       else if (op->path == KvRequest::Path::kCold) metrics.cold_latency.observe(secs);
-      complete(op, std::move(runner_.reply(i)));
+      complete(op, runner_.reply(i));
     }
     at += n;
   }
   work_.clear();
 }
 
-void IoThread::complete(KeyOp* op, std::string&& part) {
+void IoThread::complete(KeyOp* op, std::string& part) {
   Conn* c = static_cast<Conn*>(op->conn);
   PendingReply* r = op->reply;
-  if (r->finish_part(op->part, std::move(part))) r->done.store(true, std::memory_order_release);
-  srv_->ops_in_flight_.fetch_sub(1, std::memory_order_relaxed);
-  delete op;
+  if (r->finish_part(op->part, part)) r->done.store(true, std::memory_order_release);
+  bump(completed_);
+  free_op(op);
   if (c->owner == index_) {
     c->inflight--;
     if (c->dead) maybe_free(c);
@@ -612,13 +685,14 @@ void IoThread::complete(KeyOp* op, std::string&& part) {
 }
 
 void IoThread::flush(Conn* c) {
+  const std::uint64_t t = c->replies.empty() ? 0 : now_ns();
   while (!c->replies.empty() && c->replies.front()->done.load(std::memory_order_acquire)) {
     PendingReply* r = c->replies.front().get();
     if (r->cmd != Cmd::kCount_) {
       const auto i = static_cast<std::size_t>(r->cmd);
-      metrics.calls[i].fetch_add(1, std::memory_order_relaxed);
-      if (r->error) metrics.errors[i].fetch_add(1, std::memory_order_relaxed);
-      if (r->start_ns) metrics.latency[i]->observe(static_cast<double>(now_ns() - r->start_ns) / 1e9);
+      bump(metrics.calls[i]);
+      if (r->error) bump(metrics.errors[i]);
+      if (r->start_ns) metrics.latency[i]->observe(static_cast<double>(t - r->start_ns) / 1e9);
     }
     if (c->out.size() == c->out_off) {
       c->out.swap(r->bytes);
@@ -626,6 +700,7 @@ void IoThread::flush(Conn* c) {
     } else {
       c->out += r->bytes;
     }
+    free_reply(std::move(c->replies.front()));
     c->replies.pop_front();
   }
   while (c->out_off < c->out.size()) {
@@ -637,14 +712,14 @@ void IoThread::flush(Conn* c) {
       return;
     }
     c->out_off += static_cast<std::size_t>(n);
-    metrics.net_out.fetch_add(static_cast<std::uint64_t>(n), std::memory_order_relaxed);
+    bump(metrics.net_out, static_cast<std::uint64_t>(n));
   }
   if (c->out_off == c->out.size()) {
     c->out.clear();
     c->out_off = 0;
   }
   const bool pending_out = c->out_off < c->out.size();
-  set_events(c, pending_out);
+  update_events(c);
   if (c->closing && c->replies.empty() && !pending_out) {
     close_conn(c);
     return;
@@ -652,9 +727,9 @@ void IoThread::flush(Conn* c) {
   if (c->waiting_barrier && c->replies.empty()) {
     c->waiting_barrier = false;
     process_input(c);
-  } else if (!pending_out && !c->closing && c->in.size() > c->in_off && c->out.empty()) {
-    // Input was left unparsed for backpressure or a pipeline cap: continue.
-    if (c->replies.size() < 100000) process_input(c);
+  } else if (c->parse_paused && c->replies.size() < kMaxPendingReplies / 2) {
+    c->parse_paused = false;
+    process_input(c);
   }
 }
 
@@ -1241,7 +1316,15 @@ void Server::stop() {
   for (auto& t : threads_) t->wake();
   // Let the commands already read finish (bounded: a stuck GPU must not hang shutdown).
   const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(5);
-  while (ops_in_flight_.load() > 0 && std::chrono::steady_clock::now() < deadline)
+  auto in_flight = [&] {
+    std::uint64_t d = 0, c = 0;
+    for (auto& t : threads_) {
+      c += t->completed_.load();  // completions first: never counts one before its dispatch
+      d += t->dispatched_.load();
+    }
+    return d > c;
+  };
+  while (in_flight() && std::chrono::steady_clock::now() < deadline)
     std::this_thread::sleep_for(std::chrono::milliseconds(5));
   exiting_.store(true, std::memory_order_release);
   for (auto& t : threads_) t->wake();

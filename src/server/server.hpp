@@ -64,7 +64,6 @@ class Server {
   int listen_fd_ = -1;
   int port_ = 0;
   std::atomic<bool> draining_{false}, exiting_{false};
-  std::atomic<std::int64_t> ops_in_flight_{0};
   std::atomic<std::uint64_t> next_client_id_{1}, clients_{0}, total_connections_{0}, rejected_{0};
   std::atomic<std::uint64_t> ops_per_sec_{0};
   std::chrono::steady_clock::time_point started_;
