@@ -215,6 +215,16 @@ const std::vector<Setting>& settings() {
                    c->store.router.threshold = d;
                    return Status::Ok();
                  }});
+    t.push_back({"router-train-requests", false,
+                 [](const ServerConfig& c) { return std::to_string(c.store.router.train_requests); },
+                 [](ServerConfig* c, std::string_view v) {
+                   return set_uint("router-train-requests", v, &c->store.router.train_requests, 1, 1ull << 40);
+                 }});
+    t.push_back({"router-sample-every", false,
+                 [](const ServerConfig& c) { return std::to_string(c.store.router.sample_every); },
+                 [](ServerConfig* c, std::string_view v) {
+                   return set_uint("router-sample-every", v, &c->store.router.sample_every, 1, 1u << 20);
+                 }});
     t.push_back({"maxclients", true, [](const ServerConfig& c) { return std::to_string(c.maxclients.load()); },
                  [](ServerConfig* c, std::string_view v) { return set_atomic("maxclients", v, &c->maxclients, 1, 1u << 20); }});
     t.push_back({"proto-max-bulk-len", true,
@@ -327,6 +337,7 @@ const char* server_usage() {
          "  --client-query-buffer-limit BYTES  largest unanswered input of one client (1gb)\n"
          "  --max-key-bytes / --max-value-bytes BYTES  engine limits (64kb / 512mb)\n"
          "  --router learned|all-cold|all-hot, --router-threshold X, --hot-cache-entries N\n"
+         "  --router-train-requests N   sampled requests before a new router model is installed (312500)\n"
          "  --expected-keys N           keys each database is sized for up front (1048576)\n"
          "  --metrics-port N            serve Prometheus metrics at http://BIND:N/metrics (off)\n"
          "  --loglevel debug|info|warn|error\n"
