@@ -168,7 +168,7 @@ class KvSpace {
   /// least once (a key may come back more than once; keys written or deleted meanwhile may or
   /// may not appear). Each call appends about `count` keys (possibly none) to *keys. Cursor 0
   /// first writes the Hot Cache's pending updates to the Canonical Store (checkpoint()).
-  /// Cost: up to max(4096, 64 * count) slab reads per call (fewer once count keys are found).
+  /// Cost: up to max(16384, 64 * count) slab reads per call (fewer once count keys are found).
   /// The default answers kUnavailable.
   virtual Status scan(std::uint64_t cursor, std::size_t count, std::vector<std::string>* keys, std::uint64_t* next);
   /// Writes the Hot Cache's pending updates into the Canonical Store (the switch protocol's

@@ -513,6 +513,7 @@ std::uint64_t KvSpaceImpl::size() const {
 Status KvSpaceImpl::scan(std::uint64_t cursor, std::size_t count, std::vector<std::string>* keys,
                          std::uint64_t* next) {
   *next = 0;
+  if (cursor == 0 && size() == 0) return Status::Ok();  // no key exists: nothing to walk
   if (cursor == 0) {
     // Keys written through the Hot Cache reach the store at a replay; after this one, every
     // key that exists now is in the store until it is deleted.
@@ -524,7 +525,7 @@ Status KvSpaceImpl::scan(std::uint64_t cursor, std::size_t count, std::vector<st
   std::uint64_t at = cursor;
   // Read slabs until about `count` keys were found; bound the slabs read per call so a call on
   // a sparse store stays short (it may then return no key and a cursor to continue from).
-  const std::uint64_t max_slabs = std::max<std::uint64_t>(4096, 64 * count);
+  const std::uint64_t max_slabs = std::max<std::uint64_t>(16384, 64 * count);
   std::uint64_t read = 0;
   do {
     const std::uint64_t piece = std::min<std::uint64_t>(std::max<std::uint64_t>(256, 2 * count), max_slabs - read);

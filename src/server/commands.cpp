@@ -36,7 +36,7 @@ std::vector<CommandSpec> build() {
       {"mget", Cmd::kMget, -2, F{"readonly", "fast"}, 1, -1, 1, str, "Atomically (per key) returns the values of keys.",
        "1.0.0", "O(N)", {keys}},
       {"mset", Cmd::kMset, -3, F{"write", "denyoom"}, 1, -1, 2, str, "Sets the string values of one or more keys.",
-       "1.0.1", "O(N)", {{"data", "block", nullptr, false, true}}},
+       "1.0.1", "O(N)", {{"key", "key", nullptr, false, true}, {"value", "string", nullptr, false, true}}},
       {"incr", Cmd::kIncr, 2, F{"write", "denyoom", "fast"}, 1, 1, 1, str,
        "Increments the integer value of a key by one.", "1.0.0", "O(1)", {key}},
       {"decr", Cmd::kDecr, 2, F{"write", "denyoom", "fast"}, 1, 1, 1, str,

@@ -257,6 +257,12 @@ const std::vector<Setting>& settings() {
 
 Status apply_setting(ServerConfig* c, std::string_view name, std::string_view value, bool live) {
   const std::string n = lower(name);
+  if (!live && (n == "save" || n == "appendonly")) {
+    // Common in redis.conf files; Duet keeps no data on disk, so only "off" values mean anything.
+    if (!(value.empty() || lower(value) == "no"))
+      log(LogLevel::kWarn, "setting '" + n + " " + std::string(value) + "' ignored: Duet does not persist data");
+    return Status::Ok();
+  }
   const std::string_view key = n == "io-threads" ? std::string_view("threads") : std::string_view(n);
   for (const Setting& s : settings()) {
     if (key != s.name) continue;
@@ -279,7 +285,9 @@ Status load_config_file(ServerConfig* c, const std::string& path) {
     std::string value = words.size() > 1 ? words[1] : "";
     if (value.size() >= 2 && (value.front() == '"' || value.front() == '\'') && value.back() == value.front())
       value = value.substr(1, value.size() - 2);
-    if (words.size() > 2) return Status::InvalidArgument(path + ":" + std::to_string(no) + ": expected 'name value'");
+    if (words.size() > 2 && lower(words[0]) == "save") value = line.substr(line.find(words[1]));
+    else if (words.size() > 2)
+      return Status::InvalidArgument(path + ":" + std::to_string(no) + ": expected 'name value'");
     Status s = apply_setting(c, words[0], value, false);
     if (!s.ok()) return Status::InvalidArgument(path + ":" + std::to_string(no) + ": " + s.message());
   }

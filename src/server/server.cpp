@@ -142,6 +142,7 @@ struct Conn {
   bool want_write = false;      ///< EPOLLOUT registered
   bool want_read = true;        ///< EPOLLIN registered (off while its output is backed up)
   bool parse_paused = false;    ///< input left unparsed behind a long pipeline
+  bool peer_closed = false;     ///< the client shut its sending side (EOF read)
   bool waiting_barrier = false; ///< a barrier command waits for earlier replies
   bool dirty = false;           ///< in the thread's flush list
   bool freeing = false;         ///< queued for deletion at the end of the loop pass
@@ -318,11 +319,12 @@ void IoThread::loop() {
       } else {
         Conn* c = static_cast<Conn*>(p);
         if (c->dead) continue;
-        if (evs[i].events & EPOLLOUT) on_writable(c);
-        if (!c->dead && (evs[i].events & (EPOLLIN | EPOLLERR | EPOLLHUP))) {
-          if (draining && !(evs[i].events & (EPOLLERR | EPOLLHUP))) continue;  // read nothing new while stopping
-          on_readable(c);
+        if (evs[i].events & (EPOLLERR | EPOLLHUP)) {  // both directions gone: nothing can be sent
+          close_conn(c);
+          continue;
         }
+        if (evs[i].events & EPOLLOUT) on_writable(c);
+        if (!c->dead && (evs[i].events & EPOLLIN) && !draining) on_readable(c);  // nothing new while stopping
       }
     }
     // Take what other threads sent.
@@ -418,7 +420,8 @@ void IoThread::accept_all() {
 void IoThread::update_events(Conn* c) {
   const std::size_t pending = c->out.size() - c->out_off;
   const bool want_write = pending > 0;
-  const bool want_read = pending <= kMaxPendingOutput;  // backpressure: stop reading a client that does not read
+  // Backpressure: stop reading a client that does not read; nothing to read after its EOF.
+  const bool want_read = !c->peer_closed && pending <= kMaxPendingOutput;
   if (c->want_write == want_write && c->want_read == want_read) return;
   c->want_write = want_write;
   c->want_read = want_read;
@@ -430,10 +433,15 @@ void IoThread::update_events(Conn* c) {
 
 void IoThread::on_readable(Conn* c) {
   if (c->closing) {
-    // Waiting to send the last replies: drain and drop input, notice a hang-up.
+    // Waiting to send the last replies: drain and drop input; the client may close its side.
     char sink[4096];
     const ssize_t n = ::recv(c->fd, sink, sizeof sink, 0);
-    if (n == 0 || (n < 0 && errno != EAGAIN && errno != EWOULDBLOCK)) close_conn(c);
+    if (n == 0) {
+      c->peer_closed = true;
+      update_events(c);
+    } else if (n < 0 && errno != EAGAIN && errno != EWOULDBLOCK && errno != EINTR) {
+      close_conn(c);
+    }
     return;
   }
   const std::size_t have = c->in.len - c->in_off;
@@ -441,8 +449,15 @@ void IoThread::on_readable(Conn* c) {
   const std::size_t want = std::min<std::size_t>(std::max<std::size_t>(64 * 1024, more), 16u << 20);
   c->in.reserve_more(want);
   const ssize_t n = ::recv(c->fd, c->in.data.get() + c->in.len, want, 0);
-  if (n <= 0) {
-    if (n == 0 || (errno != EAGAIN && errno != EWOULDBLOCK && errno != EINTR)) close_conn(c);
+  if (n == 0) {
+    // The client shut its sending side: answer what it sent, then close.
+    c->peer_closed = c->closing = true;
+    if (c->replies.empty() && c->out_off == c->out.size()) close_conn(c);
+    else update_events(c);
+    return;
+  }
+  if (n < 0) {
+    if (errno != EAGAIN && errno != EWOULDBLOCK && errno != EINTR) close_conn(c);
     return;
   }
   c->in.len += static_cast<std::size_t>(n);
@@ -829,12 +844,16 @@ void IoThread::run_local(Conn* c, PendingReply* r, const CommandSpec& spec, cons
         if (iequals(args[i], "match")) pattern = args[i + 1];
         else if (iequals(args[i], "count")) {
           if (!parse_int64(args[i + 1], &count)) {
-            err("ERR value is not an integer or out of range");
-            return;
+            count = -1;  // reported below, as Redis does
+            break;
           }
           if (count < 1) bad = true;
         } else if (iequals(args[i], "type")) type_ok = iequals(args[i + 1], "string");
         else bad = true;
+      }
+      if (count == -1) {
+        err("ERR value is not an integer or out of range");
+        break;
       }
       if (bad) {
         err("ERR syntax error");
@@ -850,8 +869,11 @@ void IoThread::run_local(Conn* c, PendingReply* r, const CommandSpec& spec, cons
         }
       }
       std::size_t kept = 0;
-      for (auto& k : keys)
-        if (type_ok && (pattern.empty() || pattern == "*" || glob_match(pattern, k))) keys[kept++] = std::move(k);
+      for (std::size_t i = 0; i < keys.size(); ++i) {
+        if (!type_ok || !(pattern.empty() || pattern == "*" || glob_match(pattern, keys[i]))) continue;
+        if (kept != i) keys[kept] = std::move(keys[i]);
+        ++kept;
+      }
       keys.resize(kept);
       w.array(2);
       w.bulk(std::to_string(next));
@@ -923,6 +945,12 @@ void IoThread::run_local(Conn* c, PendingReply* r, const CommandSpec& spec, cons
         w.simple("OK");
       } else if (sub == "setinfo" && args.size() == 4) {
         const std::string attr = lower(args[2]);
+        bool plain = true;
+        for (char ch : args[3]) plain = plain && ch > ' ' && ch <= '~';
+        if (!plain) {
+          err("ERR " + attr + " cannot contain spaces, newlines or special characters.");
+          break;
+        }
         std::lock_guard<std::mutex> lk(c->info->m);
         if (attr == "lib-name") c->info->lib_name.assign(args[3]);
         else if (attr == "lib-ver") c->info->lib_ver.assign(args[3]);
