@@ -1,5 +1,6 @@
 #include "kv/key_dictionary.hpp"
 
+#include <algorithm>
 #include <mutex>
 
 namespace duet::kv {
@@ -9,7 +10,7 @@ const KeyDictionary::Slot* KeyDictionary::probe(const Shard& s, std::uint64_t h,
   const std::size_t mask = s.slots.size() - 1;
   for (std::size_t i = static_cast<std::size_t>(h) & mask;; i = (i + 1) & mask) {
     const Slot& slot = s.slots[i];
-    if (!slot.key || (slot.hash == h && *slot.key == key)) return &slot;
+    if (!slot.key || slot.matches(h, key)) return &slot;
   }
 }
 
@@ -50,6 +51,8 @@ Status KeyDictionary::find_or_add(std::string_view key, std::uint64_t* id) {
   Slot* slot = const_cast<Slot*>(probe(s, h, key));
   slot->hash = h;
   slot->id = fresh;
+  slot->len = static_cast<std::uint32_t>(key.size());
+  std::memcpy(slot->head, key.data(), std::min(key.size(), kInline));
   slot->key = s.keys.back().get();
   ++s.used;
   publish(fresh & ~kDictionaryTag, slot->key);

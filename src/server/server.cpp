@@ -83,7 +83,8 @@ struct ClientInfo {
   std::uint64_t id = 0;
   int fd = -1;
   std::string addr, laddr;
-  std::chrono::steady_clock::time_point created, last;
+  std::chrono::steady_clock::time_point created;
+  std::atomic<std::uint64_t> last_ns{0};  ///< last input, steady-clock ns (written by the owner thread)
   std::mutex m;  // name, lib
   std::string name, lib_name, lib_ver;
   std::atomic<unsigned> db{0};
@@ -96,8 +97,10 @@ struct ClientInfo {
     auto secs = [&](std::chrono::steady_clock::time_point t) {
       return std::to_string(std::chrono::duration_cast<std::chrono::seconds>(now - t).count());
     };
+    const std::uint64_t idle_ns = now_ns() - std::min(now_ns(), last_ns.load(std::memory_order_relaxed));
     return "id=" + std::to_string(id) + " addr=" + addr + " laddr=" + laddr + " fd=" + std::to_string(fd) +
-           " name=" + name + " age=" + secs(created) + " idle=" + secs(last) + " flags=N db=" + std::to_string(db.load()) +
+           " name=" + name + " age=" + secs(created) + " idle=" + std::to_string(idle_ns / 1000000000ull) +
+           " flags=N db=" + std::to_string(db.load()) +
            " sub=0 psub=0 ssub=0 multi=-1 cmd=" + last_cmd.load() + " user=default redir=-1 resp=" +
            std::to_string(resp.load()) + " lib-name=" + lib_name + " lib-ver=" + lib_ver + "\n";
   }
@@ -401,7 +404,8 @@ void IoThread::accept_all() {
     c->info->fd = fd;
     c->info->addr = peer_name(fd, false);
     c->info->laddr = peer_name(fd, true);
-    c->info->created = c->info->last = std::chrono::steady_clock::now();
+    c->info->created = std::chrono::steady_clock::now();
+    c->info->last_ns.store(now_ns(), std::memory_order_relaxed);
     {
       std::lock_guard<std::mutex> lk(srv_->clients_m_);
       srv_->client_table_.push_back(c->info);
@@ -462,7 +466,7 @@ void IoThread::on_readable(Conn* c) {
   }
   c->in.len += static_cast<std::size_t>(n);
   bump(metrics.net_in, static_cast<std::uint64_t>(n));
-  c->info->last = std::chrono::steady_clock::now();
+  c->info->last_ns.store(now_ns(), std::memory_order_relaxed);
   process_input(c);
 }
 

@@ -209,9 +209,11 @@ TEST(ApplySetting, FixedSettingsAreRefusedAtRunTime) {
     EXPECT_EQ(c.store.limits.max_value_bytes, before.store.limits.max_value_bytes);
     EXPECT_EQ(c.store.expected_keys, before.store.expected_keys);
   }
-  // Answers kept only for clients that ask (save, appendonly) cannot be set at all.
-  EXPECT_EQ(apply_setting(&c, "appendonly", "yes", false).code(), StatusCode::kInvalidArgument);
+  // save and appendonly: accepted and ignored at startup (so a redis.conf loads), refused live.
+  EXPECT_TRUE(apply_setting(&c, "appendonly", "yes", false).ok());
+  EXPECT_TRUE(apply_setting(&c, "save", "", false).ok());
   EXPECT_EQ(apply_setting(&c, "save", "", true).code(), StatusCode::kInvalidArgument);
+  EXPECT_EQ(apply_setting(&c, "appendonly", "no", true).code(), StatusCode::kInvalidArgument);
 }
 
 TEST(ApplySetting, UnknownSettingIsNamedInTheError) {
@@ -309,6 +311,13 @@ TEST_F(ConfigFile, ReadsSettingsCommentsBlankLinesAndQuotes) {
   EXPECT_EQ(c.store.router.mode, RouterMode::kAllCold);
 }
 
+TEST_F(ConfigFile, PersistenceLinesOfARedisConfAreAcceptedAndIgnored) {
+  const std::string path = write("redis-like.conf", "save 3600 1 300 100 60 10000\nsave \"\"\nappendonly no\nport 7100\n");
+  ServerConfig c;
+  ASSERT_TRUE(load_config_file(&c, path).ok());
+  EXPECT_EQ(c.port, 7100);
+}
+
 TEST_F(ConfigFile, ErrorsNameTheFileAndTheLine) {
   struct Case {
     const char* text;
@@ -320,7 +329,6 @@ TEST_F(ConfigFile, ErrorsNameTheFileAndTheLine) {
       {"\n\nno-such-setting 1\n", 3, "no-such-setting"},
       {"port 7000 7001\n", 1, "expected 'name value'"},
       {"bind a\nport\n", 2, "port"},
-      {"save \"\"\n", 1, "save"},
   };
   int n = 0;
   for (const Case& k : cases) {
