@@ -2,6 +2,7 @@
 #include <cuda_runtime.h>
 
 #include <cstdlib>
+#include <string>
 
 #include "common/log.hpp"
 #include "gpu/device.hpp"
@@ -26,6 +27,19 @@ const DeviceInfo& device() {
       if ((e = cudaGetDeviceProperties(&p, 0)) != cudaSuccess || (e = cudaSetDevice(0)) != cudaSuccess) {
         d.reason = std::string("GPU 0 unusable (") + cudaGetErrorString(e) + "); running on the CPU";
       } else {
+        // How a host thread waits for the GPU (DUET_GPU_SYNC=spin|yield|blocking; unset: CUDA's
+        // heuristic, which spins while there are fewer contexts than cores). Must precede the
+        // context's creation, which the first allocation triggers.
+        if (const char* sync = std::getenv("DUET_GPU_SYNC"); sync && *sync) {
+          const std::string m = sync;
+          const unsigned flags = m == "spin" ? cudaDeviceScheduleSpin
+                                 : m == "yield" ? cudaDeviceScheduleYield
+                                 : m == "blocking" ? cudaDeviceScheduleBlockingSync
+                                                   : cudaDeviceScheduleAuto;
+          if (flags == cudaDeviceScheduleAuto && m != "auto")
+            log(LogLevel::kWarn, "DUET_GPU_SYNC=" + m + " is not spin, yield, blocking or auto; using auto");
+          if (cudaSetDeviceFlags(flags) != cudaSuccess) cudaGetLastError();
+        }
         d.present = true;
         d.ordinal = 0;
         d.name = p.name;

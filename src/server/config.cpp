@@ -12,7 +12,7 @@ namespace duet::server {
 
 ServerConfig::ServerConfig(const ServerConfig& o)
     : bind(o.bind), port(o.port), threads(o.threads), databases(o.databases), metrics_port(o.metrics_port),
-      metrics_bind(o.metrics_bind), log_level(o.log_level), store(o.store), maxclients(o.maxclients.load()),
+      metrics_bind(o.metrics_bind), log_level(o.log_level), gpu_sync(o.gpu_sync), store(o.store), maxclients(o.maxclients.load()),
       proto_max_bulk_len(o.proto_max_bulk_len.load()), client_query_buffer_limit(o.client_query_buffer_limit.load()),
       max_multibulk_len(o.max_multibulk_len.load()), max_batch(o.max_batch.load()) {}
 
@@ -177,6 +177,14 @@ const std::vector<Setting>& settings() {
                  }});
     t.push_back({"device", false, [](const ServerConfig& c) { return std::string(device_choice_name(c.store.device)); },
                  [](ServerConfig* c, std::string_view v) { return parse_device_choice(v, &c->store.device); }});
+    t.push_back({"gpu-sync", false, [](const ServerConfig& c) { return c.gpu_sync; },
+                 [](ServerConfig* c, std::string_view v) {
+                   const std::string m = lower(v);
+                   if (m != "auto" && m != "spin" && m != "yield" && m != "blocking")
+                     return bad("gpu-sync", v, "expected auto, spin, yield or blocking");
+                   c->gpu_sync = m;
+                   return Status::Ok();
+                 }});
     t.push_back({"maxmemory", false, [](const ServerConfig& c) { return std::to_string(c.store.memory_budget_bytes); },
                  [](ServerConfig* c, std::string_view v) {
                    return set_uint("maxmemory", v, &c->store.memory_budget_bytes, 0, UINT64_MAX);
@@ -348,6 +356,7 @@ const char* server_usage() {
          "  --router-train-requests N   sampled requests before a new router model is installed (312500)\n"
          "  --expected-keys N           keys each database is sized for up front (1048576)\n"
          "  --metrics-port N            serve Prometheus metrics at http://BIND:N/metrics (off)\n"
+         "  --gpu-sync auto|spin|yield|blocking  how threads wait for the GPU (auto)\n"
          "  --loglevel debug|info|warn|error\n"
          "Settings and CONFIG GET/SET are described in docs/server.md.\n";
 }

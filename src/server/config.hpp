@@ -23,6 +23,7 @@ struct ServerConfig {
   int metrics_port = 0;                 ///< Prometheus endpoint port (0: off)
   std::string metrics_bind = "127.0.0.1";
   std::string log_level = "info";       ///< debug, info, warn, error
+  std::string gpu_sync = "auto";        ///< how threads wait for the GPU: auto, spin, yield, blocking
   StoreConfig store;                    ///< device, memory budget (maxmemory), limits, router
   // Live settings.
   std::atomic<std::uint64_t> maxclients{10000};

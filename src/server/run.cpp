@@ -1,6 +1,7 @@
 // `duet server`: settings, store, signals, and the serve-until-stopped loop.
 #include <csignal>
 #include <cstdio>
+#include <cstdlib>
 #include <cstring>
 #include <pthread.h>
 
@@ -31,6 +32,7 @@ int run_server(int argc, char** argv) {
   pthread_sigmask(SIG_BLOCK, &stop_signals, nullptr);
   std::signal(SIGPIPE, SIG_IGN);
 
+  if (cfg.gpu_sync != "auto") setenv("DUET_GPU_SYNC", cfg.gpu_sync.c_str(), 1);  // read when the GPU opens
   std::unique_ptr<Store> store;
   s = Store::open(cfg.store, &store);
   if (!s.ok()) {
