@@ -356,7 +356,7 @@ const char* server_usage() {
          "  --router-train-requests N   sampled requests before a new router model is installed (312500)\n"
          "  --expected-keys N           keys each database is sized for up front (1048576)\n"
          "  --metrics-port N            serve Prometheus metrics at http://BIND:N/metrics (off)\n"
-         "  --gpu-sync auto|spin|yield|blocking  how threads wait for the GPU (auto)\n"
+         "  --gpu-sync auto|spin|yield|blocking  how threads wait for the GPU (blocking)\n"
          "  --loglevel debug|info|warn|error\n"
          "Settings and CONFIG GET/SET are described in docs/server.md.\n";
 }

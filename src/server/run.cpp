@@ -32,7 +32,7 @@ int run_server(int argc, char** argv) {
   pthread_sigmask(SIG_BLOCK, &stop_signals, nullptr);
   std::signal(SIGPIPE, SIG_IGN);
 
-  if (cfg.gpu_sync != "auto") setenv("DUET_GPU_SYNC", cfg.gpu_sync.c_str(), 1);  // read when the GPU opens
+  setenv("DUET_GPU_SYNC", cfg.gpu_sync.c_str(), 1);  // read when the GPU is first opened
   std::unique_ptr<Store> store;
   s = Store::open(cfg.store, &store);
   if (!s.ok()) {
