@@ -1,5 +1,7 @@
 #include "options.hpp"
 
+#include "../common/parse.hpp"
+
 #include <cctype>
 #include <cmath>
 #include <cstdlib>
@@ -55,33 +57,6 @@ Usage: duet_bench_net [options]
 
 Counts accept 100000, 100_000, 1e5 and 10^5.
 )";
-
-std::optional<double> parse_double(const std::string& s) {
-  char* end = nullptr;
-  const double v = std::strtod(s.c_str(), &end);
-  if (s.empty() || *end || !std::isfinite(v)) return std::nullopt;
-  return v;
-}
-
-std::optional<std::uint64_t> parse_count(std::string s) {
-  std::erase(s, '_');
-  if (s.empty()) return std::nullopt;
-  if (const auto caret = s.find('^'); caret != std::string::npos) {
-    const auto base = parse_count(s.substr(0, caret)), exp = parse_count(s.substr(caret + 1));
-    if (!base || !exp) return std::nullopt;
-    if (!(std::pow(static_cast<double>(*base), static_cast<double>(*exp)) < 9.2e18)) return std::nullopt;
-    std::uint64_t r = 1;
-    for (std::uint64_t i = 0; i < *exp; ++i) r *= *base;
-    return r;
-  }
-  if (s.find_first_not_of("0123456789") == std::string::npos) {
-    if (s.size() > 18) return std::nullopt;
-    return std::strtoull(s.c_str(), nullptr, 10);
-  }
-  const auto d = parse_double(s);
-  if (!d || *d < 0 || *d >= 9.2e18 || std::floor(*d) != *d) return std::nullopt;
-  return static_cast<std::uint64_t>(*d);
-}
 
 std::optional<std::string> parse_mix(const std::string& text, Options* o) {
   unsigned get = 0, set = 0;
