@@ -20,8 +20,7 @@ bool parse_size(std::string_view t, std::uint64_t* out) {
   std::uint64_t v = 0;
   auto r = std::from_chars(t.data(), t.data() + t.size(), v);
   if (r.ec != std::errc() || r.ptr == t.data()) return false;
-  std::string unit(r.ptr, t.data() + t.size());
-  for (char& ch : unit) ch = static_cast<char>(std::tolower(static_cast<unsigned char>(ch)));
+  const std::string unit = ascii_lower(std::string_view(r.ptr, static_cast<std::size_t>(t.data() + t.size() - r.ptr)));
   std::uint64_t mul = 1;
   if (unit.empty() || unit == "b") mul = 1;
   else if (unit == "k") mul = 1000;
@@ -100,13 +99,20 @@ bool glob_match(std::string_view p, std::string_view s, bool nocase) {
   return pi == p.size();
 }
 
-namespace {
-
-std::string lower(std::string_view s) {
+std::string ascii_lower(std::string_view s) {
   std::string r(s);
   for (char& ch : r) ch = static_cast<char>(std::tolower(static_cast<unsigned char>(ch)));
   return r;
 }
+
+bool iequals(std::string_view a, std::string_view b) {
+  if (a.size() != b.size()) return false;
+  for (std::size_t i = 0; i < a.size(); ++i)
+    if (std::tolower(static_cast<unsigned char>(a[i])) != std::tolower(static_cast<unsigned char>(b[i]))) return false;
+  return true;
+}
+
+namespace {
 
 /// One setting: its name, whether CONFIG SET may change it, how to read and write it.
 struct Setting {
@@ -166,7 +172,7 @@ const std::vector<Setting>& settings() {
                  }});
     t.push_back({"loglevel", true, [](const ServerConfig& c) { return c.log_level; },
                  [](ServerConfig* c, std::string_view v) {
-                   const std::string l = lower(v);
+                   const std::string l = ascii_lower(v);
                    if (l == "debug") set_log_level(LogLevel::kDebug);
                    else if (l == "info" || l == "verbose" || l == "notice") set_log_level(LogLevel::kInfo);
                    else if (l == "warn" || l == "warning") set_log_level(LogLevel::kWarn);
@@ -179,7 +185,7 @@ const std::vector<Setting>& settings() {
                  [](ServerConfig* c, std::string_view v) { return parse_device_choice(v, &c->store.device); }});
     t.push_back({"gpu-sync", false, [](const ServerConfig& c) { return c.gpu_sync; },
                  [](ServerConfig* c, std::string_view v) {
-                   const std::string m = lower(v);
+                   const std::string m = ascii_lower(v);
                    if (m != "auto" && m != "spin" && m != "yield" && m != "blocking")
                      return bad("gpu-sync", v, "expected auto, spin, yield or blocking");
                    c->gpu_sync = m;
@@ -264,10 +270,10 @@ const std::vector<Setting>& settings() {
 }  // namespace
 
 Status apply_setting(ServerConfig* c, std::string_view name, std::string_view value, bool live) {
-  const std::string n = lower(name);
+  const std::string n = ascii_lower(name);
   if (!live && (n == "save" || n == "appendonly")) {
     // Common in redis.conf files; Duet keeps no data on disk, so only "off" values mean anything.
-    if (!(value.empty() || lower(value) == "no"))
+    if (!(value.empty() || ascii_lower(value) == "no"))
       log(LogLevel::kWarn, "setting '" + n + " " + std::string(value) + "' ignored: Duet does not persist data");
     return Status::Ok();
   }
@@ -293,7 +299,7 @@ Status load_config_file(ServerConfig* c, const std::string& path) {
     std::string value = words.size() > 1 ? words[1] : "";
     if (value.size() >= 2 && (value.front() == '"' || value.front() == '\'') && value.back() == value.front())
       value = value.substr(1, value.size() - 2);
-    if (words.size() > 2 && lower(words[0]) == "save") value = line.substr(line.find(words[1]));
+    if (words.size() > 2 && ascii_lower(words[0]) == "save") value = line.substr(line.find(words[1]));
     else if (words.size() > 2)
       return Status::InvalidArgument(path + ":" + std::to_string(no) + ": expected 'name value'");
     Status s = apply_setting(c, words[0], value, false);

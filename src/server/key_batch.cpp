@@ -8,11 +8,9 @@ namespace duet::server {
 namespace {
 
 std::string error_reply(const Status& s) {
-  std::string r = s.code() == StatusCode::kResourceExhausted ? "-OOM " : "-ERR ";
-  std::string m = s.message();
-  for (char& c : m)
-    if (c == '\r' || c == '\n') c = ' ';
-  return r + m + "\r\n";
+  std::string r;
+  ReplyWriter(&r, 2).error((s.code() == StatusCode::kResourceExhausted ? "OOM " : "ERR ") + s.message());
+  return r;
 }
 
 void put_bulk_or_null(std::string* out, bool exists, const std::string& v, bool resp3) {

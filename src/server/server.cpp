@@ -33,19 +33,6 @@ std::uint64_t now_ns() {
       std::chrono::duration_cast<std::chrono::nanoseconds>(std::chrono::steady_clock::now().time_since_epoch()).count());
 }
 
-std::string lower(std::string_view s) {
-  std::string r(s);
-  for (char& c : r) c = static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
-  return r;
-}
-
-bool iequals(std::string_view a, std::string_view b) {
-  if (a.size() != b.size()) return false;
-  for (std::size_t i = 0; i < a.size(); ++i)
-    if (std::tolower(static_cast<unsigned char>(a[i])) != std::tolower(static_cast<unsigned char>(b[i]))) return false;
-  return true;
-}
-
 std::string error_line(std::string_view msg) {
   std::string r;
   ReplyWriter(&r, 2).error(msg);
@@ -221,7 +208,8 @@ class IoThread {
   void on_readable(Conn* c);
   void on_writable(Conn* c);
   void process_input(Conn* c);
-  void dispatch(Conn* c, const std::vector<std::string_view>& args);
+  /// Runs or routes one request; spec is its command (null: unknown).
+  void dispatch(Conn* c, const CommandSpec* spec, const std::vector<std::string_view>& args);
   void dispatch_keys(Conn* c, PendingReply* r, const CommandSpec& spec, const std::vector<std::string_view>& args);
   void run_local(Conn* c, PendingReply* r, const CommandSpec& spec, const std::vector<std::string_view>& args);
   void route(KeyOp* op);
@@ -511,7 +499,7 @@ void IoThread::process_input(Conn* c) {
       }
     }
     c->in_off += consumed;
-    dispatch(c, args);
+    dispatch(c, spec, args);
     if (c->replies.size() >= kMaxPendingReplies) {  // a huge pipeline: answer some first
       c->parse_paused = true;
       break;
@@ -531,8 +519,7 @@ void IoThread::process_input(Conn* c) {
   mark_dirty(c);
 }
 
-void IoThread::dispatch(Conn* c, const std::vector<std::string_view>& args) {
-  const CommandSpec* spec = find_command(args[0]);
+void IoThread::dispatch(Conn* c, const CommandSpec* spec, const std::vector<std::string_view>& args) {
   auto r = new_reply();
   r->start_ns = now_ns();
   PendingReply* rp = r.get();
@@ -887,7 +874,7 @@ void IoThread::run_local(Conn* c, PendingReply* r, const CommandSpec& spec, cons
     }
     case Cmd::kInfo: {
       std::vector<std::string> sections;
-      for (std::size_t i = 1; i < args.size(); ++i) sections.push_back(lower(args[i]));
+      for (std::size_t i = 1; i < args.size(); ++i) sections.push_back(ascii_lower(args[i]));
       w.verbatim(srv_->info(sections));
       break;
     }
@@ -930,7 +917,7 @@ void IoThread::run_local(Conn* c, PendingReply* r, const CommandSpec& spec, cons
       break;
     }
     case Cmd::kClient: {
-      const std::string sub = lower(args[1]);
+      const std::string sub = ascii_lower(args[1]);
       if (sub == "id" && args.size() == 2) {
         w.integer(static_cast<long long>(c->info->id));
       } else if (sub == "getname" && args.size() == 2) {
@@ -948,7 +935,7 @@ void IoThread::run_local(Conn* c, PendingReply* r, const CommandSpec& spec, cons
         c->info->name.assign(args[2]);
         w.simple("OK");
       } else if (sub == "setinfo" && args.size() == 4) {
-        const std::string attr = lower(args[2]);
+        const std::string attr = ascii_lower(args[2]);
         bool plain = true;
         for (char ch : args[3]) plain = plain && ch > ' ' && ch <= '~';
         if (!plain) {
@@ -976,7 +963,7 @@ void IoThread::run_local(Conn* c, PendingReply* r, const CommandSpec& spec, cons
     }
     case Cmd::kCommand: {
       const auto& all = all_commands();
-      const std::string sub = args.size() > 1 ? lower(args[1]) : "";
+      const std::string sub = args.size() > 1 ? ascii_lower(args[1]) : "";
       if (args.size() == 1) {
         w.array(all.size());
         for (const auto& cs : all) write_command_info(w, cs);
@@ -1127,7 +1114,7 @@ Status Server::config_set(std::string_view name, std::string_view value) {
   std::lock_guard<std::mutex> lk(config_m_);
   Status s = apply_setting(&cfg_, name, value, true);
   if (!s.ok()) return s;
-  if (lower(name) == "router-threshold") {
+  if (ascii_lower(name) == "router-threshold") {
     for (auto& d : dbs_) {
       std::lock_guard<std::mutex> dl(d->m);
       if (d->space) d->space->set_threshold(cfg_.store.router.threshold);
