@@ -133,6 +133,8 @@ struct Conn {
   bool want_read = true;        ///< EPOLLIN registered (off while its output is backed up)
   bool parse_paused = false;    ///< input left unparsed behind a long pipeline
   bool peer_closed = false;     ///< the client shut its sending side (EOF read)
+  bool lingering = false;       ///< replies sent and our side shut; draining input until EOF
+  std::uint64_t linger_until_ns = 0;  ///< when a lingering connection is closed regardless
   bool waiting_barrier = false; ///< a barrier command waits for earlier replies
   bool dirty = false;           ///< in the thread's flush list
   bool freeing = false;         ///< queued for deletion at the end of the loop pass
@@ -261,6 +263,13 @@ class IoThread {
   /// Registers EPOLLIN unless the client's unsent output is over kMaxPendingOutput, and
   /// EPOLLOUT while output is pending.
   void update_events(Conn* c);
+  // Closes a connection whose last replies are out. If the client may still be sending, shuts
+  // our sending side and drains its input (for at most kLingerNs) before closing: closing with
+  // unread input makes the kernel send a reset, which can destroy the error reply the client
+  // has not read yet.
+  void finish_close(Conn* c);
+  void expire_lingering();
+  static constexpr std::uint64_t kLingerNs = 2'000'000'000;
   static constexpr std::size_t kMaxPendingOutput = 4u << 20;
   static constexpr std::size_t kMaxPendingReplies = 100000;
 
@@ -278,6 +287,7 @@ class IoThread {
   std::vector<KeyOp*> work_, taken_;
   std::vector<std::pair<Conn*, std::uint32_t>> notes_taken_;
   std::vector<Conn*> dirty_, to_free_;
+  std::vector<Conn*> lingering_;  ///< connections in a lingering close, checked each loop pass
   std::vector<KeyOp*> op_pool_;
   std::vector<std::unique_ptr<PendingReply>> reply_pool_;
   std::unordered_set<Conn*> conns_;
@@ -345,6 +355,7 @@ void IoThread::loop() {
       if (!c->dead) flush(c);
     }
     dirty_.clear();
+    if (!lingering_.empty()) expire_lingering();
     for (Conn* c : to_free_) {
       conns_.erase(c);
       delete c;
@@ -425,14 +436,20 @@ void IoThread::update_events(Conn* c) {
 
 void IoThread::on_readable(Conn* c) {
   if (c->closing) {
-    // Waiting to send the last replies: drain and drop input; the client may close its side.
-    char sink[4096];
-    const ssize_t n = ::recv(c->fd, sink, sizeof sink, 0);
-    if (n == 0) {
-      c->peer_closed = true;
-      update_events(c);
-    } else if (n < 0 && errno != EAGAIN && errno != EWOULDBLOCK && errno != EINTR) {
-      close_conn(c);
+    // Waiting to send the last replies, or lingering: drain and drop input until the client
+    // closes its side.
+    static thread_local char sink[64 * 1024];
+    for (int i = 0; i < 16; ++i) {
+      const ssize_t n = ::recv(c->fd, sink, sizeof sink, 0);
+      if (n > 0) continue;
+      if (n == 0) {
+        c->peer_closed = true;
+        if (c->lingering) close_conn(c);
+        else update_events(c);
+      } else if (errno != EAGAIN && errno != EWOULDBLOCK && errno != EINTR) {
+        close_conn(c);
+      }
+      break;
     }
     return;
   }
@@ -727,7 +744,7 @@ void IoThread::flush(Conn* c) {
   const bool pending_out = c->out_off < c->out.size();
   update_events(c);
   if (c->closing && c->replies.empty() && !pending_out) {
-    close_conn(c);
+    finish_close(c);
     return;
   }
   if (c->waiting_barrier && c->replies.empty()) {
@@ -740,6 +757,28 @@ void IoThread::flush(Conn* c) {
 }
 
 void IoThread::on_writable(Conn* c) { flush(c); }
+
+void IoThread::finish_close(Conn* c) {
+  if (c->peer_closed || srv_->draining_.load(std::memory_order_acquire)) {
+    close_conn(c);
+    return;
+  }
+  if (c->lingering) return;
+  c->lingering = true;
+  c->linger_until_ns = now_ns() + kLingerNs;
+  ::shutdown(c->fd, SHUT_WR);
+  lingering_.push_back(c);
+}
+
+void IoThread::expire_lingering() {
+  const std::uint64_t now = now_ns();
+  std::size_t keep = 0;
+  for (Conn* c : lingering_) {
+    if (!c->dead && now >= c->linger_until_ns) close_conn(c);
+    if (!c->dead) lingering_[keep++] = c;
+  }
+  lingering_.resize(keep);
+}
 
 void IoThread::close_conn(Conn* c) {
   if (c->dead) return;

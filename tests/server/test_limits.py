@@ -222,3 +222,20 @@ def test_databases_flag(server_factory, databases):
         assert c.call("SELECT", databases - 1) == "OK"
         r = c.call("SELECT", databases)
         assert isinstance(r, RespError) and r == "ERR DB index is out of range", r
+
+
+def test_protocol_error_reply_arrives_while_client_still_sends(server_factory):
+    """A request refused by the bulk-length limit while the client is still sending its body:
+    the client must still read the -ERR reply and then see the connection close, not a reset
+    that destroys the reply (the server drains the rest before closing). Repeated, since a
+    reset races with the client's read."""
+    s = server_factory(proto_max_bulk_len=MiB)
+    body = b"z" * (4 * MiB)
+    for i in range(20):
+        with s.conn(timeout=30) as c:
+            c.send(encode("SET", f"big{i}", body))
+            data, closed = c.read_until_close(10)
+            assert data.startswith(b"-ERR Protocol error"), (i, data[:200])
+            assert closed
+    with s.conn() as c:
+        assert c.call("DBSIZE") == 0
