@@ -1,11 +1,15 @@
 // LIT, CPU version. See lit.hpp for the contract and docs/lit.md for the design notes.
 //
+// A node's key and value never change: a node is one cache line, and an update replaces it.
 // Linearization points:
 //  * INSERT: the label of the new version of prev.next that links the node;
-//  * REMOVE: the label of the node's "dead" value version (the next pointer is marked and the
-//    node unlinked afterwards, by the remover or by whoever passes by);
-//  * UPSERT of a present key: the label of its new value version; of an absent key: as INSERT;
-//  * GET: its read of the node's value head (or the read that found no node);
+//  * REMOVE: the label of the version that marks the node's next word DELETED (the node is
+//    unlinked afterwards, by the remover or by whoever passes by);
+//  * UPSERT of a present key: the label of the version that marks the old node's next word
+//    REPLACED, pointing at the new node (which holds the old successor); the old node is then
+//    unlinked like a removed one. UPSERT of an absent key: as INSERT;
+//  * GET: its read of the next word of the node it returns (unmarked), or the read that showed
+//    the key's last node marked DELETED or no node for the key;
 //  * RANGE: the camera read that fixes its snapshot T; it then reads every object at T.
 // A version is labelled before its installer returns and before anyone installs over it, so
 // the label order is consistent with each object's version order.
@@ -16,6 +20,7 @@
 #include <limits>
 #include <mutex>
 #include <string>
+#include <unordered_map>
 
 #include "index/lit/vcas.hpp"
 #include "mem/epoch.hpp"
@@ -28,7 +33,11 @@ using detail::VObj;
 
 namespace {
 
-constexpr std::uint64_t kMarkedBit = 1;  // in a next word: this node is logically deleted
+// In a next word: this node is logically gone, because it was removed (DELETED) or because
+// the node the word points at replaced it (REPLACED).
+constexpr std::uint64_t kDeletedBit = 1;
+constexpr std::uint64_t kReplacedBit = 2;
+constexpr std::uint64_t kMarks = kDeletedBit | kReplacedBit;
 constexpr std::uint64_t kLevelTag = 1;   // in a slot word: points at a Level, not a marker
 constexpr std::uint64_t kIdle = ~std::uint64_t{0};
 constexpr std::uint64_t kPending = kIdle - 1;
@@ -36,37 +45,72 @@ constexpr unsigned kMaintainEvery = 64;
 
 using u128 = unsigned __int128;
 
-/// A data-layer node: an entry or a boundary marker. The first versions of next and value are
-/// embedded (inline), so a node that never changed is read without another pointer chase.
-struct Node {
+struct NodePool;
+
+/// A data-layer node: an entry or a boundary marker, one cache line. Its key and value never
+/// change; the first version of its next word is embedded (inline), so a node whose successor
+/// never changed is read with one cache miss.
+struct alignas(64) Node {
   std::uint64_t key;
-  std::uint32_t boundary;  ///< 1 for a boundary marker
-  std::uint32_t refs = 0;  ///< markers: index slots pointing here (changed under the structure lock)
+  std::uint64_t value;  ///< entries only
   VObj next;
   VNode next0;
-  VObj value;
-  VNode value0;
+  std::uint32_t boundary;  ///< 1 for a boundary marker
+  std::uint32_t refs = 0;  ///< markers: index slots pointing here (changed under the structure lock)
+  NodePool* pool;          ///< where the node's memory returns
 
-  Node(std::uint64_t k, bool is_marker, std::uint64_t v, Node* succ)
-      : key(k), boundary(is_marker ? 1 : 0), next0(reinterpret_cast<std::uint64_t>(succ), detail::kInlineBit),
-        value0(v, detail::kInlineBit) {
-    // Inline versions carry label 0: they are only reachable through the (labelled) version
-    // that links the node, so they are visible exactly from then on.
-    next0.ts.store(detail::kInlineBit, std::memory_order_relaxed);
-    value0.ts.store(detail::kInlineBit, std::memory_order_relaxed);
+  Node(std::uint64_t k, bool is_marker, std::uint64_t v, Node* succ, NodePool* p)
+      : key(k), value(v), boundary(is_marker ? 1 : 0), pool(p) {
+    next0.init_inline(reinterpret_cast<std::uint64_t>(succ));
     next.head.store(&next0, std::memory_order_relaxed);
-    value.head.store(&value0, std::memory_order_relaxed);
+  }
+};
+static_assert(sizeof(Node) == 64, "a LIT node is one cache line");
+
+/// Node memory: 64-byte aligned slots carved from chunks owned by the map (the general
+/// allocator's aligned path is slow and its plain path splits nodes across cache lines).
+/// Threads keep a private cache; freed nodes go to a shared list the caches refill from.
+struct NodePool {
+  static constexpr std::size_t kChunkNodes = 4096;
+  std::mutex m;
+  std::vector<void*> chunks;
+  std::vector<Node*> freed;
+
+  ~NodePool() {
+    for (void* c : chunks) ::operator delete(c, std::align_val_t{64});
+  }
+  /// Moves up to `want` free slots into *cache, carving a new chunk when none are free.
+  void refill(std::vector<Node*>* cache, std::size_t want) {
+    std::lock_guard<std::mutex> lk(m);
+    if (!freed.empty()) {
+      const std::size_t n = std::min(want, freed.size());
+      cache->insert(cache->end(), freed.end() - static_cast<std::ptrdiff_t>(n), freed.end());
+      freed.resize(freed.size() - n);
+      return;
+    }
+    Node* c = static_cast<Node*>(::operator new(kChunkNodes * sizeof(Node), std::align_val_t{64}));
+    chunks.push_back(c);
+    for (std::size_t i = kChunkNodes; i-- > 0;) cache->push_back(c + i);
+  }
+  void release(Node* n) {
+    std::lock_guard<std::mutex> lk(m);
+    freed.push_back(n);
+  }
+  void release_all(std::vector<Node*>* cache) {
+    std::lock_guard<std::mutex> lk(m);
+    freed.insert(freed.end(), cache->begin(), cache->end());
+    cache->clear();
   }
 };
 
-inline Node* node_of(std::uint64_t word) { return reinterpret_cast<Node*>(word & ~kMarkedBit); }
-inline bool marked(std::uint64_t word) { return (word & kMarkedBit) != 0; }
+inline Node* node_of(std::uint64_t word) { return reinterpret_cast<Node*>(word & ~kMarks); }
+inline bool marked(std::uint64_t word) { return (word & kMarks) != 0; }
 
+/// Epoch deleter of an unlinked node: its later versions, then its slot.
 void delete_node(void* p) {
   Node* n = static_cast<Node*>(p);
   detail::free_chain(n->next.head.load(std::memory_order_relaxed));
-  detail::free_chain(n->value.head.load(std::memory_order_relaxed));
-  delete n;
+  n->pool->release(n);
 }
 
 struct Level;
@@ -124,8 +168,7 @@ std::unique_ptr<Level> make_level(std::uint64_t a, std::uint64_t w, std::uint64_
 }
 
 void set_slot(Slot& s, std::uint64_t word) {
-  s.v0.val = word;
-  s.v0.ts.store(detail::kInlineBit, std::memory_order_relaxed);  // label 0, see Node
+  s.v0.init_inline(word);
   s.obj.head.store(&s.v0, std::memory_order_relaxed);
 }
 
@@ -168,6 +211,7 @@ const char* to_string(Result r) {
 struct Map::Impl {
   Config cfg;
   Camera camera;
+  NodePool pool;  // declared before epochs: the epochs' teardown returns nodes to it
   mem::EpochManager epochs;
   VObj root;
   VNode root0;
@@ -196,6 +240,10 @@ struct Map::Impl {
     std::vector<Node*> markers;
   };
   std::vector<Cleanup> cleanups;
+  /// Markers waiting in cleanups, with the label of the entry that owns each: a marker a later
+  /// resize took and dropped again waits for that later resize's grace period, and is listed
+  /// (so removed) once.
+  std::unordered_map<Node*, std::uint64_t> pending_markers;
   std::atomic<std::uint64_t> splits{0}, resizes{0}, markers_removed{0}, max_depth{1};
 
   /// Oldest snapshot that is or may become in use: min(camera, announced snapshots), or 0
@@ -221,8 +269,26 @@ struct Ctx {
   std::uint64_t retired = 0;
   std::int64_t entries_delta = 0;
   unsigned since_maintain = 0;
+  std::vector<Node*> cache;  ///< free node slots of this thread
+
+  Ctx(Map::Impl* map, std::unique_ptr<mem::EpochManager::Participant> p) : m(map), ep(std::move(p)) {}
+  Ctx(Ctx&&) = default;
+  ~Ctx() {
+    if (m && !cache.empty()) m->pool.release_all(&cache);
+  }
 
   Camera& cam() { return m->camera; }
+
+  Node* new_node(std::uint64_t k, bool is_marker, std::uint64_t v, Node* succ) {
+    if (cache.empty()) m->pool.refill(&cache, 256);
+    Node* slot = cache.back();
+    cache.pop_back();
+    return new (slot) Node(k, is_marker, v, succ, &m->pool);
+  }
+  /// A node that was never published goes straight back to this thread's cache.
+  void drop_unpublished(Node* n) {
+    if (n) cache.push_back(n);
+  }
 
   void after_install(VNode* n) { detail::truncate(ep.get(), n, smin, &retired); }
 
@@ -230,7 +296,7 @@ struct Ctx {
   bool vcas(VObj& o, std::uint64_t expect, std::uint64_t word) {
     VNode* h = detail::read_latest(cam(), o);
     if (h->val != expect) return false;
-    VNode* n = new VNode(word, 0);
+    auto* n = new detail::VNodeX(word);
     if (!detail::install(cam(), o, h, n)) {
       delete n;
       return false;
@@ -283,7 +349,7 @@ struct Ctx {
   // --- data layer ---
 
   /// Harris search from marker s for the first node not before (key, marker_target),
-  /// unlinking marked nodes on the way.
+  /// unlinking marked nodes on the way (the unlinker retires them).
   Position search(Node* s, std::uint64_t key, bool marker_target) {
   retry:
     Node* prev = s;
@@ -307,23 +373,33 @@ struct Ctx {
     }
   }
 
-  /// Read-only walk from s to the first node not before (key, entry): no writes, skips
-  /// nothing (a marked node's value is already dead).
+  /// GET's read-only walk from s: the live entry for key, or null. Passes through marked
+  /// nodes without unlinking them; a REPLACED node leads to its replacement.
   Node* find(Node* s, std::uint64_t key) {
     Node* curr = node_of(detail::read_latest(cam(), s->next)->val);
-    while (curr && before(curr, key, false)) curr = node_of(detail::read_latest(cam(), curr->next)->val);
-    return curr;
+    for (;;) {
+      if (!curr) return nullptr;
+      const std::uint64_t cw = detail::read_latest(cam(), curr->next)->val;
+      if (before(curr, key, false)) {
+        curr = node_of(cw);
+        continue;
+      }
+      if (curr->boundary || curr->key != key) return nullptr;
+      if (!marked(cw)) return curr;
+      if (!(cw & kReplacedBit)) return nullptr;  // removed
+      curr = node_of(cw);                          // its replacement, the same key
+    }
   }
 
-  /// Marks n's next word (n's value is already dead, or n is a marker being removed) and
-  /// unlinks it through a search from `start`.
-  void finish_remove(Node* n, Node* start) {
+  /// Removes marker mk (unreferenced for long enough): marks it, then unlinks it through a
+  /// search from `start`.
+  void remove_marker(Node* mk, Node* start) {
     for (;;) {
-      VNode* h = detail::read_latest(cam(), n->next);
+      VNode* h = detail::read_latest(cam(), mk->next);
       if (marked(h->val)) break;
-      if (vcas(n->next, h->val, h->val | kMarkedBit)) break;
+      if (vcas(mk->next, h->val, h->val | kDeletedBit)) break;
     }
-    search(start, n->key, n->boundary != 0);  // unlinks n if it is still linked
+    search(start, mk->key, true);
   }
 
   /// Inserts a marker for key k after start (start->key <= k) unless one exists; returns it.
@@ -334,10 +410,10 @@ struct Ctx {
     for (;;) {
       Position p = search(start, k, true);
       if (p.curr && p.curr->boundary && p.curr->key == k) {
-        delete fresh;
+        drop_unpublished(fresh);
         return p.curr;
       }
-      if (!fresh) fresh = new Node(k, true, 0, p.curr);
+      if (!fresh) fresh = new_node(k, true, 0, p.curr);
       fresh->next0.val = reinterpret_cast<std::uint64_t>(p.curr);
       if (vcas(p.prev->next, reinterpret_cast<std::uint64_t>(p.curr), reinterpret_cast<std::uint64_t>(fresh)))
         return fresh;
@@ -427,6 +503,7 @@ struct Ctx {
     unref_index(old, &c.markers);
     c.label = detail::label_of(m->root.head.load(std::memory_order_acquire));
     c.epoch = m->epochs.epoch();
+    for (Node* mk : c.markers) m->pending_markers[mk] = c.label;
     if (!c.markers.empty()) m->cleanups.push_back(std::move(c));
     m->resizes.fetch_add(1, std::memory_order_relaxed);
     m->max_depth.store(1, std::memory_order_relaxed);
@@ -443,8 +520,11 @@ struct Ctx {
     for (std::size_t i = 0; i < cl.size();) {
       if (smin > cl[i].label && epoch >= cl[i].epoch + 2) {
         for (Node* mk : cl[i].markers) {
+          auto it = m->pending_markers.find(mk);
+          if (it == m->pending_markers.end() || it->second != cl[i].label) continue;  // a later entry owns it
+          m->pending_markers.erase(it);
           if (mk->refs != 0) continue;  // a later split or resize took it again
-          finish_remove(mk, lookup(mk->key).marker);
+          remove_marker(mk, lookup(mk->key).marker);
           m->markers_removed.fetch_add(1, std::memory_order_relaxed);
         }
         cl[i] = std::move(cl.back());
@@ -463,11 +543,7 @@ struct Ctx {
     if (!lk.owns_lock()) return;  // someone else is changing the index: do not wait
     if (b.depth >= c.resize_levels) {
       flush_counts();
-      const std::int64_t e = m->entries.load(std::memory_order_relaxed);
-      const std::uint64_t want = std::max<std::uint64_t>(c.buckets, e > 0 ? static_cast<std::uint64_t>(e) / c.resize_keys_per_bucket : 0);
-      const std::uint64_t lo = std::min(m->min_seen.load(std::memory_order_relaxed), m->max_seen.load(std::memory_order_relaxed));
-      const std::uint64_t hi = m->max_seen.load(std::memory_order_relaxed);
-      resize_locked(want, lo, std::max(hi, lo + 1));
+      grow_locked();
     } else {
       split_locked(b.level, b.index, 0);
     }
@@ -484,10 +560,34 @@ struct Ctx {
     }
   }
 
+  /// A resize to entries / resize_keys_per_bucket buckets over the keys seen so far (holding
+  /// the structure lock).
+  void grow_locked() {
+    const Config& c = m->cfg;
+    const std::int64_t e = m->entries.load(std::memory_order_relaxed);
+    const std::uint64_t want =
+        std::max<std::uint64_t>(c.buckets, e > 0 ? static_cast<std::uint64_t>(e) / c.resize_keys_per_bucket : 0);
+    const std::uint64_t hi = m->max_seen.load(std::memory_order_relaxed);
+    const std::uint64_t lo = std::min(m->min_seen.load(std::memory_order_relaxed), hi);
+    resize_locked(want, lo, std::max(hi, lo + 1));
+  }
+
+  bool overloaded() const {
+    const Config& c = m->cfg;
+    if (!c.auto_structure || c.resize_load == 0) return false;
+    const Level* root = reinterpret_cast<const Level*>(m->root.head.load(std::memory_order_acquire)->val);
+    const std::int64_t e = m->entries.load(std::memory_order_relaxed);
+    return e > 0 && static_cast<std::uint64_t>(e) > root->n * c.resize_load && root->n < c.max_buckets;
+  }
+
   void maintain() {
     if (++since_maintain < kMaintainEvery) return;
     since_maintain = 0;
     flush_counts();
+    if (overloaded()) {
+      std::unique_lock<std::mutex> lk(m->structure_m, std::try_to_lock);
+      if (lk.owns_lock() && overloaded()) grow_locked();
+    }
     smin = m->compute_smin();
     if (!m->cleanups.empty()) {
       std::unique_lock<std::mutex> lk(m->structure_m, std::try_to_lock);
@@ -510,13 +610,14 @@ struct Ctx {
 
   bool in_universe(std::uint64_t k) const { return k >= m->cfg.universe_min && k <= m->cfg.universe_max; }
 
-  /// Links a new entry at position p; false when p changed meanwhile (retry).
+  /// Links a new entry at position p; false when p changed meanwhile (retry, reusing fresh).
   bool link(Position& p, Node*& fresh, std::uint64_t key, std::uint64_t value) {
-    if (!fresh) fresh = new Node(key, false, value, p.curr);
+    if (!fresh) fresh = new_node(key, false, value, p.curr);
     fresh->next0.val = reinterpret_cast<std::uint64_t>(p.curr);
     return vcas(p.prev->next, reinterpret_cast<std::uint64_t>(p.curr), reinterpret_cast<std::uint64_t>(fresh));
   }
 
+  /// INSERT (overwrite false) and UPSERT (overwrite true).
   Result insert(std::uint64_t key, std::uint64_t value, bool overwrite, std::uint64_t* previous, bool* existed) {
     if (!in_universe(key)) return Result::kOutOfUniverse;
     auto guard = ep->pin();
@@ -525,24 +626,27 @@ struct Ctx {
     for (;;) {
       const Bucket b = lookup(key);
       Position p = search(b.marker, key, false);
-      if (p.curr && !p.curr->boundary && p.curr->key == key) {
-        VNode* h = detail::read_latest(cam(), p.curr->value);
-        if (h->dead()) {
-          finish_remove(p.curr, b.marker);
-          continue;
-        }
+      if (p.curr && !p.curr->boundary && p.curr->key == key) {  // present (search skips marked nodes)
         if (!overwrite) {
           r = Result::kExists;
           break;
         }
-        VNode* n = new VNode(value, 0);
-        if (!detail::install(cam(), p.curr->value, h, n)) {
+        // Replace the node: its next word becomes REPLACED -> fresh, and fresh takes its successor.
+        Node* old = p.curr;
+        VNode* h = detail::read_latest(cam(), old->next);
+        if (marked(h->val)) continue;
+        if (!fresh) fresh = new_node(key, false, value, nullptr);
+        fresh->next0.val = h->val;
+        auto* n = new detail::VNodeX(reinterpret_cast<std::uint64_t>(fresh) | kReplacedBit);
+        if (!detail::install(cam(), old->next, h, n)) {
           delete n;
           continue;
         }
         after_install(n);
-        if (previous) *previous = h->val;
+        fresh = nullptr;
+        if (previous) *previous = old->value;
         if (existed) *existed = true;
+        search(b.marker, key, false);  // unlinks the old node
         break;
       }
       if (link(p, fresh, key, value)) {
@@ -554,7 +658,7 @@ struct Ctx {
         break;
       }
     }
-    delete fresh;
+    drop_unpublished(fresh);
     maintain();
     return r;
   }
@@ -567,20 +671,17 @@ struct Ctx {
       const Bucket b = lookup(key);
       Position p = search(b.marker, key, false);
       if (!p.curr || p.curr->boundary || p.curr->key != key) break;
-      VNode* h = detail::read_latest(cam(), p.curr->value);
-      if (h->dead()) {  // removed by someone else (linearized before us)
-        finish_remove(p.curr, b.marker);
-        break;
-      }
-      VNode* dead = new VNode(h->val, detail::kDeadBit);
-      if (!detail::install(cam(), p.curr->value, h, dead)) {
-        delete dead;
+      VNode* h = detail::read_latest(cam(), p.curr->next);
+      if (marked(h->val)) continue;  // removed or replaced meanwhile: look again
+      auto* n = new detail::VNodeX(h->val | kDeletedBit);
+      if (!detail::install(cam(), p.curr->next, h, n)) {
+        delete n;
         continue;
       }
-      after_install(dead);
-      if (previous) *previous = h->val;
+      after_install(n);
+      if (previous) *previous = p.curr->value;
       --entries_delta;
-      finish_remove(p.curr, b.marker);
+      search(b.marker, key, false);  // unlinks it
       r = Result::kOk;
       break;
     }
@@ -591,12 +692,9 @@ struct Ctx {
   Result get(std::uint64_t key, std::uint64_t* value) {
     if (!in_universe(key)) return Result::kOutOfUniverse;
     auto guard = ep->pin();
-    const Bucket b = lookup(key);
-    Node* n = find(b.marker, key);
-    if (!n || n->boundary || n->key != key) return Result::kNotFound;
-    VNode* h = detail::read_latest(cam(), n->value);
-    if (h->dead()) return Result::kNotFound;
-    if (value) *value = h->val;
+    Node* n = find(lookup(key).marker, key);
+    if (!n) return Result::kNotFound;
+    if (value) *value = n->value;
     return Result::kOk;
   }
 
@@ -626,17 +724,14 @@ struct Ctx {
         st = Status::Internal("range: a node reachable at the snapshot has no version at it");
         break;
       }
-      if (!n->boundary && n->key >= start) {
-        VNode* vv = detail::read_at(cam(), n->value, t);
-        if (vv && !vv->dead()) {
-          if (page->count == lim) {
-            page->more = true;
-            page->resume_key = n->key;
-            break;
-          }
-          out->emplace_back(n->key, vv->val);
-          ++page->count;
+      if (!n->boundary && n->key >= start && !marked(nv->val)) {
+        if (page->count == lim) {
+          page->more = true;
+          page->resume_key = n->key;
+          break;
         }
+        out->emplace_back(n->key, n->value);
+        ++page->count;
       }
       n = node_of(nv->val);
     }
@@ -702,13 +797,13 @@ Status Map::create(const Config& config, std::unique_ptr<Map>* out) {
   auto impl = std::make_unique<Impl>();
   impl->cfg = config;
   impl->announces = std::make_unique<Impl::Announce[]>(config.max_sessions);
-  impl->head = new Node(0, true, 0, nullptr);
+  // Build the root's markers single-threaded through a private context.
+  Ctx c{impl.get(), impl->epochs.join()};
+  impl->head = c.new_node(0, true, 0, nullptr);
   impl->head->refs = 1;
   const std::uint64_t span = config.predicted_max - config.predicted_min;
   auto L = make_level(config.predicted_min, span == std::numeric_limits<std::uint64_t>::max() ? span : span + 1,
                       config.buckets, 1);
-  // Build the root's markers single-threaded through a private context.
-  Ctx c{impl.get(), impl->epochs.join()};
   impl->root0.val = reinterpret_cast<std::uint64_t>(L.get());
   impl->root0.ts.store(detail::kInlineBit, std::memory_order_relaxed);
   set_slot(L->slots[0], reinterpret_cast<std::uint64_t>(impl->head));
@@ -737,9 +832,9 @@ Map::~Map() {
   Impl& m = *impl_;
   // Entries still linked (and their version chains); unlinked ones are freed by the epochs.
   Node* n = m.head;
-  while (n) {
+  while (n) {  // their memory goes with the pool; only their later versions are freed here
     Node* next = node_of(n->next.head.load()->val);
-    delete_node(n);
+    detail::free_chain(n->next.head.load());
     n = next;
   }
   for (auto& L : m.levels)
@@ -828,11 +923,11 @@ Status Map::check(std::uint64_t* entries) const {
   const Node* prev = nullptr;
   for (const Node* n = m.head; n; n = node_of(n->next.head.load()->val)) {
     const std::uint64_t w = n->next.head.load()->val;
-    if (marked(w) && n->boundary == 0 && !n->value.head.load()->dead())
-      return Status::Internal("lit check: entry " + std::to_string(n->key) + " is marked but its value is live");
+    if (marked(w))
+      return Status::Internal("lit check: node " + std::to_string(n->key) + " is marked but still linked");
     if (prev && !(before(prev, n->key, n->boundary != 0)))
       return Status::Internal("lit check: data layer out of order at key " + std::to_string(n->key));
-    if (!n->boundary && !n->value.head.load()->dead()) ++count;
+    if (!n->boundary) ++count;
     prev = n;
   }
   // Every slot points at a marker whose key is the least key of its bucket (or, for the first

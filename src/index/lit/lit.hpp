@@ -53,8 +53,13 @@ struct Config {
   std::uint32_t resize_levels = 10;
   /// A resize makes max(buckets, entries / resize_keys_per_bucket) root buckets, at most
   /// max_buckets.
-  std::uint32_t resize_keys_per_bucket = 4;
+  std::uint32_t resize_keys_per_bucket = 2;
   std::size_t max_buckets = std::size_t{1} << 24;
+  /// The index also resizes when the map holds more than resize_load entries per root bucket
+  /// (0: never; only the depth rule above applies, as in the seed), so lookups stay at one
+  /// level with about two entries per bucket as the map grows, like a hash table's load
+  /// factor. Checked every 64 updates of a session.
+  std::uint32_t resize_load = 4;
   /// Splits and resizes happen automatically (off: only split()/resize() change the index).
   bool auto_structure = true;
   /// A range query returns at most this many entries per call; a longer range pages (see
