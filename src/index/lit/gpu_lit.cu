@@ -23,6 +23,14 @@
 // at s is the first head on the `older` list with ts <= s (the word's ts bits short-cut the
 // common case of a head older than e without reading the node).
 //
+// Batches. A batch's valid updates are first sorted by bucket (stable) and applied by
+// update_kernel: each warp takes 32 sorted updates and, for each run of one bucket, locks it
+// once, applies the run in batch order to the node in registers and publishes one new node
+// (when the bucket is a single node that stays within 32 pairs; otherwise the run's requests
+// go one by one through the per-request INSERT / REMOVE / UPSERT below). A hot bucket is then
+// rewritten once per run instead of once per request (Zipfian keys). GETs and range counts
+// run next in batch_kernel, range fills last.
+//
 // Operations (one warp per request, the warp's 32 requests in turn; lane 0 does the vCAS
 // loads, CAS and stores and broadcasts, as Algorithms 31 and 32):
 //  * GET: load the word (acquire), then the head node's pairs (count from the word, so keys
@@ -63,6 +71,7 @@
 // live nodes + nodes replaced in one batch.
 #include <cuda_runtime.h>
 
+#include <cub/device/device_radix_sort.cuh>
 #include <cub/device/device_scan.cuh>
 
 #include <algorithm>
@@ -448,6 +457,170 @@ __device__ PointOut lit_update(const Warp& g, const View& v, std::uint64_t epoch
   return out;
 }
 
+// ------------------------------------------------------- updates grouped by bucket
+
+/// A request's outcome written by the lane that holds it.
+__device__ __forceinline__ void put(GpuStatus* status, std::uint64_t* out, std::uint64_t i, PointOut o) {
+  status[i] = o.status;
+  out[i] = o.value;
+}
+
+/// Applies the updates held by lanes j..e (all on bucket b, in batch order) under one lock
+/// acquisition and one published node, when the bucket is a single node and stays within 32
+/// pairs; the rest go one by one through lit_update. The combined requests take effect in
+/// lane order at the one release store, so each sees the ones before it. Collective.
+__device__ void apply_run(const Warp& g, const View& v, std::uint64_t epoch, unsigned long long fc, std::uint64_t b,
+                          unsigned j, unsigned e, GpuOp op, std::uint64_t key, std::uint64_t value, std::uint64_t ri,
+                          GpuStatus* __restrict__ status, std::uint64_t* __restrict__ out) {
+  const unsigned lane = g.lane();
+  std::uint64_t* bw = &v.buckets[b];
+  std::uint64_t w = 0;
+  if (g.is_leader()) {
+    unsigned backoff = 32;
+    for (;;) {
+      w = cods::atomic_load(bw, Order::relaxed);
+      if (!(w & kLockBit)) {
+        std::uint64_t expected = w;
+        if (cods::atomic_cas(bw, expected, w | kLockBit, Order::acquire)) break;
+      }
+      __nanosleep(backoff);
+      if (backoff < 1024) backoff *= 2;
+    }
+  }
+  w = g.shfl(w, 0);
+  g.sync();
+  const std::uint32_t head = w_head(w);
+  unsigned count = head == kNull ? 0 : w_count(w);
+  std::uint64_t k = 0, val = 0, meta = 0;
+  if (head != kNull) {
+    const Node& n = v.nodes[head];
+    if (lane < count) k = ld(&n.keys[lane]), val = ld(&n.values[lane]);
+    if (lane == 31) meta = ld(&n.meta);
+  }
+  meta = g.shfl(meta, 31);
+  unsigned r = j;
+  bool changed = false;
+  if (head == kNull || std::uint32_t(meta >> 32) == kNull) {  // one node (or none): combine
+    for (; r <= e; ++r) {
+      const GpuOp rop = GpuOp(g.shfl(unsigned(op), r));
+      const std::uint64_t rk = g.shfl(key, r), rv = g.shfl(value, r);
+      const std::uint32_t m = g.ballot(lane < count && k == rk);
+      const int slot = m ? __ffs(m) - 1 : -1;
+      const std::uint64_t present = m ? g.shfl(val, unsigned(slot)) : 0;
+      PointOut o{GpuStatus::kOk, 0};
+      if (m) {
+        if (rop == GpuOp::kInsert) {
+          o = {GpuStatus::kExists, present};
+        } else if (rop == GpuOp::kRemove) {
+          o = {GpuStatus::kOk, present};
+          const std::uint64_t lk = g.shfl(k, count - 1), lv = g.shfl(val, count - 1);
+          if (lane == unsigned(slot)) k = lk, val = lv;
+          --count;
+          changed = true;
+        } else {
+          o = {GpuStatus::kUpdated, present};
+          if (lane == unsigned(slot)) val = rv;
+          changed = true;
+        }
+      } else if (rop == GpuOp::kRemove) {
+        o = {GpuStatus::kNotFound, 0};
+      } else {
+        if (count == kPairs) break;  // the node would split: the rest go one by one
+        if (lane == count) k = rk, val = rv;
+        ++count;
+        changed = true;
+      }
+      if (lane == r) put(status, out, ri, o);
+    }
+  }
+  if (!changed) {
+    if (g.is_leader()) cods::atomic_store(bw, w, Order::release);  // unlock
+  } else {
+    Emitter em;
+    bool ok = true;
+    if (g.is_leader()) ok = reserve_nodes(v, fc, 1, &em.res);
+    ok = g.shfl(ok, 0);
+    if (!ok) {  // nothing was published: every combined request retries
+      if (g.is_leader()) {
+        atomicAdd(&v.pool->retries, 1ull);
+        cods::atomic_store(bw, w, Order::release);
+      }
+      if (lane >= j && lane < r) put(status, out, ri, {GpuStatus::kRetry, 0});
+    } else {
+      em.res.i = g.shfl(em.res.i, 0);
+      em.res.bump = g.shfl(em.res.bump, 0);
+      em.res.p0 = g.shfl(em.res.p0, 0);
+      em.res.fc = fc;
+      em.emit(g, v, epoch, head, count, k, val);
+      em.finish(g, v, kNull, 0);
+      if (head != kNull && g.is_leader()) retire(v, head);
+      cods::fence(Order::release);
+      g.sync();
+      if (g.is_leader()) cods::atomic_store(bw, make_word(em.first, em.first_count, epoch), Order::release);
+    }
+  }
+  for (; r <= e; ++r) {  // not combined: a chained bucket, or a node that must split
+    const GpuOp rop = GpuOp(g.shfl(unsigned(op), r));
+    const PointOut o = lit_update(g, v, epoch, fc, rop, g.shfl(key, r), g.shfl(value, r));
+    if (lane == r) put(status, out, ri, o);
+  }
+}
+
+/// The batch's valid updates, sorted by bucket (stable, so in batch order within a bucket):
+/// each warp takes 32 sorted entries and applies each run of one bucket with apply_run, so a
+/// hot bucket is locked and rewritten once per run rather than once per request.
+__global__ void __launch_bounds__(kBlock, 4) update_kernel(View v, std::uint64_t epoch, const GpuOp* __restrict__ ops,
+                                                        const std::uint64_t* __restrict__ keys,
+                                                        const std::uint64_t* __restrict__ values,
+                                                        const std::uint32_t* __restrict__ sorted_bucket,
+                                                        const std::uint32_t* __restrict__ sorted_index, std::uint64_t np,
+                                                        GpuStatus* __restrict__ status, std::uint64_t* __restrict__ out) {
+  const Warp g = Warp::of_this_block();
+  const std::uint64_t warps = std::uint64_t(gridDim.x) * blockDim.x / 32;
+  const std::uint64_t warp = (std::uint64_t(blockIdx.x) * blockDim.x + threadIdx.x) / 32;
+  const unsigned long long fc = v.pool->free_count;
+  const unsigned lane = g.lane();
+  for (std::uint64_t base = warp * 32; base < np; base += warps * 32) {
+    const std::uint64_t i = base + lane;
+    std::uint32_t b = std::uint32_t(v.nbuckets);
+    std::uint64_t ri = 0, key = 0, value = 0;
+    GpuOp op = GpuOp::kGet;
+    if (i < np) {
+      b = sorted_bucket[i];
+      if (b < v.nbuckets) {
+        ri = sorted_index[i];
+        op = ops[ri];
+        key = keys[ri];
+        value = op == GpuOp::kRemove ? 0 : values[ri];
+      }
+    }
+    const std::uint32_t valid = g.ballot(b < v.nbuckets);
+    if (!valid) return;  // sorted: the rest are reads and bad requests
+    unsigned j = 0;
+    while (j < 32 && ((valid >> j) & 1u)) {
+      const std::uint32_t bj = g.shfl(b, j);
+      const std::uint32_t same = g.ballot(b == bj) & valid;
+      const unsigned e = 31 - __clz(same);  // sorted: the run is lanes j..e
+      apply_run(g, v, epoch, fc, bj, j, e, op, key, value, ri, status, out);
+      j = e + 1;
+    }
+  }
+}
+
+/// Sort keys for update_kernel: the bucket of each valid update, nbuckets for anything else.
+__global__ void update_keys_kernel(View v, const GpuOp* __restrict__ ops, const std::uint64_t* __restrict__ keys,
+                                   const std::uint64_t* __restrict__ values, std::uint64_t np,
+                                   std::uint32_t* __restrict__ bucket, std::uint32_t* __restrict__ index) {
+  for (std::uint64_t i = blockIdx.x * std::uint64_t(blockDim.x) + threadIdx.x; i < np;
+       i += std::uint64_t(gridDim.x) * blockDim.x) {
+    const std::uint8_t op = std::uint8_t(ops[i]);
+    const std::uint64_t k = keys[i];
+    const bool upd = op >= 1 && op <= 3 && k >= v.umin && k <= v.umax && (op == 2 || values != nullptr);
+    bucket[i] = upd ? std::uint32_t(bucket_index(v.pmin, v.width, v.nbuckets, k)) : std::uint32_t(v.nbuckets);
+    index[i] = std::uint32_t(i);
+  }
+}
+
 // ---------------------------------------------------------------------------- RANGE
 
 struct RangeOut {
@@ -600,7 +773,6 @@ __global__ void __launch_bounds__(kBlock, 4) batch_kernel(View v, std::uint64_t 
   const std::uint64_t warps = std::uint64_t(gridDim.x) * blockDim.x / 32;
   const std::uint64_t warp = (std::uint64_t(blockIdx.x) * blockDim.x + threadIdx.x) / 32;
   const std::uint64_t total = np + nr;
-  const unsigned long long fc = v.pool->free_count;
   const std::uint64_t snap = epoch - 1;
   for (std::uint64_t base = warp * 32; base < total; base += warps * 32) {
     const std::uint64_t i = base + g.lane();
@@ -627,8 +799,9 @@ __global__ void __launch_bounds__(kBlock, 4) batch_kernel(View v, std::uint64_t 
       const std::uint64_t ra = g.shfl(a, r), rc = g.shfl(c, r);
       if (item < np) {
         const GpuOp rop = GpuOp(g.shfl(unsigned(op), r));
+        if (!rb && rop != GpuOp::kGet) continue;  // applied by update_kernel
         PointOut o{GpuStatus::kInvalid, 0};
-        if (!rb) o = rop == GpuOp::kGet ? lit_get(g, v, ra) : lit_update(g, v, epoch, fc, rop, ra, rc);
+        if (!rb) o = lit_get(g, v, ra);
         if (g.lane() == r) status[item] = o.status, out[item] = o.value;
       } else {
         RangeOut o{0, false, 0};
@@ -724,6 +897,7 @@ class GpuMapImpl final : public GpuMap {
     cudaFree(view_.retired);
     cudaFree(view_.pool);
     cudaFree(scan_tmp_);
+    cudaFree(sort_tmp_);
     if (h_pool_) cudaFreeHost(h_pool_);
     if (stream_) cudaStreamDestroy(stream_);
   }
@@ -889,6 +1063,26 @@ class GpuMapImpl final : public GpuMap {
       LIT_CUDA_TRY(cudaMemsetAsync(counts_.p + nr, 0, 8, stream_));
     }
     const std::uint64_t epoch = ++epoch_;
+    if (np) {  // updates first, grouped by bucket (see update_kernel)
+      if (!(s = sort_bucket_.reserve(2 * np)).ok() || !(s = sort_index_.reserve(2 * np)).ok()) return s;
+      std::uint32_t *kin = sort_bucket_.p, *kout = sort_bucket_.p + np, *iin = sort_index_.p, *iout = sort_index_.p + np;
+      update_keys_kernel<<<grid_for(np), kBlock, 0, stream_>>>(view_, p.ops, p.keys, p.values, np, kin, iin);
+      LIT_CUDA_TRY(cudaGetLastError());
+      const int end_bit = 64 - __builtin_clzll(nbuckets_);  // the sentinel nbuckets fits
+      std::size_t tmp = 0;
+      LIT_CUDA_TRY(cub::DeviceRadixSort::SortPairs(nullptr, tmp, kin, kout, iin, iout, np, 0, end_bit, stream_));
+      if (tmp > sort_tmp_bytes_) {
+        cudaFree(sort_tmp_);
+        sort_tmp_ = nullptr;
+        sort_tmp_bytes_ = 0;
+        LIT_CUDA_TRY(cudaMalloc(&sort_tmp_, tmp));
+        sort_tmp_bytes_ = tmp;
+      }
+      LIT_CUDA_TRY(cub::DeviceRadixSort::SortPairs(sort_tmp_, tmp, kin, kout, iin, iout, np, 0, end_bit, stream_));
+      update_kernel<<<grid_for(np), kBlock, 0, stream_>>>(view_, epoch, p.ops, p.keys, p.values, kout, iout, np,
+                                                          r.status, r.out);
+      LIT_CUDA_TRY(cudaGetLastError());
+    }
     batch_kernel<<<grid_for(np + nr), kBlock, 0, stream_>>>(view_, epoch, p.ops, p.keys, p.values, r.status, r.out, np,
                                                             nr ? ranges->starts : nullptr, nr ? ranges->ends : nullptr,
                                                             nr, limit, counts_.p, rstatus_.p, more_.p, resume_.p);
@@ -956,6 +1150,9 @@ class GpuMapImpl final : public GpuMap {
   Pool* h_pool_ = nullptr;  // pinned; followed by one word for the range total
   void* scan_tmp_ = nullptr;
   std::size_t scan_tmp_bytes_ = 0;
+  void* sort_tmp_ = nullptr;
+  std::size_t sort_tmp_bytes_ = 0;
+  DevBuf<std::uint32_t> sort_bucket_, sort_index_;  // update_kernel's sort: keys in | out, indexes in | out
   DevBuf<std::uint64_t> counts_, offsets_, resume_, okeys_, ovals_;
   DevBuf<GpuStatus> rstatus_;
   DevBuf<std::uint8_t> more_;
