@@ -62,7 +62,7 @@ class ScanMap : public BaseMap {
 };
 
 /// A thread attached to libcds's thread manager (hazard-pointer record) for its lifetime.
-class CdsWorker final : public Worker {
+class CdsWorker final : public StreamWorker<CdsWorker> {
  public:
   explicit CdsWorker(ScanMap* m) : m_(m) { cds::threading::Manager::attachThread(); }
   ~CdsWorker() override { cds::threading::Manager::detachThread(); }
@@ -78,17 +78,6 @@ class CdsWorker final : public Worker {
     return true;
   }
 
-  std::uint64_t prefill(const Prefill& p, std::uint64_t begin, std::uint64_t end) override {
-    std::uint64_t added = 0;
-    for (std::uint64_t i = begin; i < end; ++i) {
-      const std::uint64_t k = p.key(i);
-      added += insert(k, value_for(k));
-    }
-    return added;
-  }
-  Tally run(const OpSource& src, const LoopParams& lp, const std::atomic<bool>& stop) override {
-    return run_stream(*this, src, lp, stop);
-  }
 
  private:
   ScanMap* m_;

@@ -14,7 +14,7 @@ using Table = tbb::concurrent_map<std::uint64_t, std::atomic<std::uint64_t>>;
 constexpr std::uint64_t kTombstone = 0;
 
 /// A thread's access to the shared table (oneTBB needs no per-thread state).
-class TbbWorker final : public Worker {
+class TbbWorker final : public StreamWorker<TbbWorker> {
  public:
   explicit TbbWorker(Table* t) : t_(t) {}
 
@@ -52,17 +52,6 @@ class TbbWorker final : public Worker {
     return true;
   }
 
-  std::uint64_t prefill(const Prefill& p, std::uint64_t begin, std::uint64_t end) override {
-    std::uint64_t added = 0;
-    for (std::uint64_t i = begin; i < end; ++i) {
-      const std::uint64_t k = p.key(i);
-      added += insert(k, value_for(k));
-    }
-    return added;
-  }
-  Tally run(const OpSource& src, const LoopParams& lp, const std::atomic<bool>& stop) override {
-    return run_stream(*this, src, lp, stop);
-  }
 
  private:
   Table* t_;

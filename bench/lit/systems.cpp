@@ -17,7 +17,7 @@ duet::lit::Config lit_config(const SystemSpec& spec) {
 }
 
 /// A thread's LIT session behind run_stream's operations.
-class LitWorker final : public Worker {
+class LitWorker final : public StreamWorker<LitWorker> {
  public:
   explicit LitWorker(std::unique_ptr<duet::lit::Session> s) : s_(std::move(s)) {}
 
@@ -30,17 +30,6 @@ class LitWorker final : public Worker {
     return s_->range(start, end, out, &page).ok();
   }
 
-  std::uint64_t prefill(const Prefill& p, std::uint64_t begin, std::uint64_t end) override {
-    std::uint64_t added = 0;
-    for (std::uint64_t i = begin; i < end; ++i) {
-      const std::uint64_t k = p.key(i);
-      added += insert(k, value_for(k));
-    }
-    return added;
-  }
-  Tally run(const OpSource& src, const LoopParams& lp, const std::atomic<bool>& stop) override {
-    return run_stream(*this, src, lp, stop);
-  }
 
  private:
   std::unique_ptr<duet::lit::Session> s_;

@@ -165,4 +165,22 @@ Tally run_stream(M& m, const OpSource& src, const LoopParams& p, const std::atom
   return t;
 }
 
+/// A Worker whose prefill and timed loop go through M's own get / insert / remove / range (see
+/// run_stream): M derives from StreamWorker<M> and provides those four calls.
+template <class M>
+class StreamWorker : public Worker {
+ public:
+  std::uint64_t prefill(const Prefill& p, std::uint64_t begin, std::uint64_t end) override {
+    std::uint64_t added = 0;
+    for (std::uint64_t i = begin; i < end; ++i) {
+      const std::uint64_t k = p.key(i);
+      added += static_cast<M&>(*this).insert(k, value_for(k));
+    }
+    return added;
+  }
+  Tally run(const OpSource& src, const LoopParams& lp, const std::atomic<bool>& stop) override {
+    return run_stream(static_cast<M&>(*this), src, lp, stop);
+  }
+};
+
 }  // namespace duet::bench::lit

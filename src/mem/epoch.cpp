@@ -1,6 +1,7 @@
 #include "mem/epoch.hpp"
 
 #include <algorithm>
+#include <iterator>
 
 namespace duet::mem {
 
@@ -66,7 +67,11 @@ void EpochManager::leave(Participant* p) {
   const std::uint64_t e = try_advance();
   free_safe(p->retired_, e);
   std::lock_guard<std::mutex> lk(m_);
-  orphans_.insert(orphans_.end(), p->retired_.begin(), p->retired_.end());
+  std::deque<Retired> merged;
+  std::merge(orphans_.begin(), orphans_.end(), p->retired_.begin(), p->retired_.end(), std::back_inserter(merged),
+             [](const Retired& a, const Retired& b) { return a.epoch < b.epoch; });
+  orphans_.swap(merged);
+  p->retired_.clear();
   slots_[p->slot_]->local.store(kInactive, std::memory_order_release);
   slots_[p->slot_]->used.store(false, std::memory_order_release);
 }
@@ -88,22 +93,17 @@ std::uint64_t EpochManager::try_advance() {
   return global_.load(std::memory_order_acquire);
 }
 
-void EpochManager::free_safe(std::vector<Retired>& list, std::uint64_t epoch) {
+void EpochManager::free_safe(std::deque<Retired>& list, std::uint64_t epoch) {
   // An object retired at epoch r may still be seen by a reader pinned at r or r - 1 (it read
   // the global epoch just before the object was unlinked); once the global epoch reached r + 2
-  // every such reader has unpinned.
-  auto safe = [epoch](const Retired& r) { return r.epoch + 2 <= epoch; };
-  std::size_t kept = 0;
+  // every such reader has unpinned. Lists are in epoch order, so the safe entries are a prefix.
   std::uint64_t n = 0;
-  for (auto& r : list) {
-    if (safe(r)) {
-      r.deleter(r.object);
-      ++n;
-    } else {
-      list[kept++] = r;
-    }
+  while (!list.empty() && list.front().epoch + 2 <= epoch) {
+    const Retired r = list.front();
+    list.pop_front();
+    r.deleter(r.object);
+    ++n;
   }
-  list.resize(kept);
   freed_.fetch_add(n, std::memory_order_relaxed);
 }
 

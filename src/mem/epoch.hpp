@@ -17,6 +17,7 @@
 #include <atomic>
 #include <cstddef>
 #include <cstdint>
+#include <deque>
 #include <memory>
 #include <mutex>
 #include <vector>
@@ -79,7 +80,7 @@ class EpochManager {
     EpochManager* manager_;
     std::size_t slot_;
     void* slot_ptr_;  ///< this participant's Slot, stable while it lives
-    std::vector<Retired> retired_;
+    std::deque<Retired> retired_;  ///< in retirement order, so epochs never decrease
     std::size_t since_collect_ = 0;
   };
 
@@ -109,8 +110,10 @@ class EpochManager {
 
   /// Advances the global epoch if every pinned participant has seen it; returns the epoch.
   std::uint64_t try_advance();
-  /// Frees the entries of `list` retired at least two epochs before `epoch`.
-  void free_safe(std::vector<Retired>& list, std::uint64_t epoch);
+  /// Frees the entries of `list` (ordered by epoch) retired at least two epochs before
+  /// `epoch`: a prefix of it, so the cost is what is freed plus one look, however long the
+  /// list has grown behind a long-pinned reader.
+  void free_safe(std::deque<Retired>& list, std::uint64_t epoch);
   void leave(Participant* p);
 
   std::atomic<std::uint64_t> global_{2};
@@ -118,7 +121,7 @@ class EpochManager {
   std::mutex m_;                      // guards slots_ growth and orphans_
   std::vector<std::unique_ptr<Slot>> slots_;
   std::atomic<std::size_t> slot_count_{0};
-  std::vector<Retired> orphans_;      // from participants that left
+  std::deque<Retired> orphans_;       // from participants that left, kept ordered by epoch
 };
 
 }  // namespace duet::mem

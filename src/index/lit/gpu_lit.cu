@@ -86,18 +86,6 @@
 
 namespace duet::lit {
 
-const char* to_string(GpuStatus s) {
-  switch (s) {
-    case GpuStatus::kOk: return "ok";
-    case GpuStatus::kNotFound: return "not_found";
-    case GpuStatus::kExists: return "exists";
-    case GpuStatus::kUpdated: return "updated";
-    case GpuStatus::kInvalid: return "invalid";
-    case GpuStatus::kRetry: return "retry";
-  }
-  return "unknown";
-}
-
 namespace {
 
 using cods::Order;
@@ -263,6 +251,28 @@ __device__ bool reserve_nodes(const View& v, unsigned long long fc, unsigned lon
   return false;
 }
 
+/// Locks a bucket (the vCAS-aware lock: the leader CASes the lock bit into the word, backing
+/// off while it is set) and returns the word as it was, unlocked, to every lane; the warp
+/// barrier orders the lanes' node reads after the leader's acquire. Collective.
+__device__ std::uint64_t lock_bucket(const Warp& g, std::uint64_t* bw) {
+  std::uint64_t w = 0;
+  if (g.is_leader()) {
+    unsigned backoff = 32;
+    for (;;) {
+      w = cods::atomic_load(bw, Order::relaxed);
+      if (!(w & kLockBit)) {
+        std::uint64_t expected = w;
+        if (cods::atomic_cas(bw, expected, w | kLockBit, Order::acquire)) break;
+      }
+      __nanosleep(backoff);
+      if (backoff < 1024) backoff *= 2;
+    }
+  }
+  w = g.shfl(w, 0);
+  g.sync();
+  return w;
+}
+
 /// Writes the chain being built: appends nodes, links each to the next, and stamps the head.
 struct Emitter {
   Reservation res;
@@ -301,22 +311,7 @@ __device__ PointOut lit_update(const Warp& g, const View& v, std::uint64_t epoch
                                std::uint64_t key, std::uint64_t value) {
   std::uint64_t* bw = &v.buckets[bucket_index(v.pmin, v.width, v.nbuckets, key)];
   const unsigned lane = g.lane();
-  // Lock the bucket: CAS the lock bit into its word.
-  std::uint64_t w = 0;
-  if (g.is_leader()) {
-    unsigned backoff = 32;
-    for (;;) {
-      w = cods::atomic_load(bw, Order::relaxed);
-      if (!(w & kLockBit)) {
-        std::uint64_t expected = w;
-        if (cods::atomic_cas(bw, expected, w | kLockBit, Order::acquire)) break;
-      }
-      __nanosleep(backoff);
-      if (backoff < 1024) backoff *= 2;
-    }
-  }
-  w = g.shfl(w, 0);
-  g.sync();
+  const std::uint64_t w = lock_bucket(g, bw);
   const std::uint32_t head = w_head(w);
 
   // Phase 1: find the target node t (1-based position) and the key's slot in it.
@@ -474,21 +469,7 @@ __device__ void apply_run(const Warp& g, const View& v, std::uint64_t epoch, uns
                           GpuStatus* __restrict__ status, std::uint64_t* __restrict__ out) {
   const unsigned lane = g.lane();
   std::uint64_t* bw = &v.buckets[b];
-  std::uint64_t w = 0;
-  if (g.is_leader()) {
-    unsigned backoff = 32;
-    for (;;) {
-      w = cods::atomic_load(bw, Order::relaxed);
-      if (!(w & kLockBit)) {
-        std::uint64_t expected = w;
-        if (cods::atomic_cas(bw, expected, w | kLockBit, Order::acquire)) break;
-      }
-      __nanosleep(backoff);
-      if (backoff < 1024) backoff *= 2;
-    }
-  }
-  w = g.shfl(w, 0);
-  g.sync();
+  const std::uint64_t w = lock_bucket(g, bw);
   const std::uint32_t head = w_head(w);
   unsigned count = head == kNull ? 0 : w_count(w);
   std::uint64_t k = 0, val = 0, meta = 0;

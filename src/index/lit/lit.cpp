@@ -15,10 +15,13 @@
 // the label order is consistent with each object's version order.
 #include "index/lit/lit.hpp"
 
+#include "index/lit/gpu_lit.hpp"  // to_string(GpuStatus), shared by the CUDA and no-CUDA builds
+
 #include <algorithm>
 #include <cstring>
 #include <limits>
 #include <mutex>
+#include <optional>
 #include <string>
 #include <unordered_map>
 
@@ -196,6 +199,19 @@ inline bool before(const Node* n, std::uint64_t key, bool marker_target) {
 
 }  // namespace
 
+// Defined here so both builds of the GPU map (gpu_lit.cu, gpu_lit_none.cpp) share it.
+const char* to_string(GpuStatus s) {
+  switch (s) {
+    case GpuStatus::kOk: return "ok";
+    case GpuStatus::kNotFound: return "not_found";
+    case GpuStatus::kExists: return "exists";
+    case GpuStatus::kUpdated: return "updated";
+    case GpuStatus::kInvalid: return "invalid";
+    case GpuStatus::kRetry: return "retry";
+  }
+  return "unknown";
+}
+
 const char* to_string(Result r) {
   switch (r) {
     case Result::kOk: return "ok";
@@ -240,6 +256,8 @@ struct Map::Impl {
     std::vector<Node*> markers;
   };
   std::vector<Cleanup> cleanups;
+  std::atomic<std::size_t> cleanups_pending{0};  ///< cleanups.size(), readable without the lock
+  std::atomic<Level*> root_level{nullptr};       ///< the current root, readable unpinned (levels live on)
   /// Markers waiting in cleanups, with the label of the entry that owns each: a marker a later
   /// resize took and dropped again waits for that later resize's grace period, and is listed
   /// (so removed) once.
@@ -421,6 +439,25 @@ struct Ctx {
   }
 
   // --- structure ---
+  //
+  // Structure changes hold the structure lock and are called unpinned: they pin themselves,
+  // renewing the pin every kRepinEvery steps, because a resize adds a marker per bucket and a
+  // pin held for its whole length would hold back every thread's reclamation meanwhile. Between
+  // steps they keep only pointers to levels (never freed) and to markers they reference
+  // (removed only under the same lock).
+
+  static constexpr unsigned kRepinEvery = 1024;
+  struct RollingPin {
+    Ctx* c;
+    std::optional<mem::EpochManager::Guard> g;
+    unsigned n = 0;
+    explicit RollingPin(Ctx* ctx) : c(ctx) { g.emplace(c->ep->pin()); }
+    void step() {
+      if (++n % kRepinEvery) return;
+      g.reset();
+      g.emplace(c->ep->pin());
+    }
+  };
 
   void note_depth(std::uint32_t d) {
     std::uint64_t cur = m->max_depth.load(std::memory_order_relaxed);
@@ -431,6 +468,7 @@ struct Ctx {
   /// SPLIT bucket i of level L (holding the structure lock). False when the slot no longer
   /// holds a marker or the bucket is one key wide.
   bool split_locked(Level* L, std::uint64_t i, std::uint32_t fanout) {
+    RollingPin pin(this);
     VNode* sv = detail::read_latest(cam(), L->slots[i].obj);
     if (sv->val & kLevelTag) return false;
     Node* ll = reinterpret_cast<Node*>(sv->val);
@@ -458,6 +496,7 @@ struct Ctx {
       Node* mk = insert_or_get_marker(ll, k);
       mk->refs++;
       set_slot(sub->slots[j], reinterpret_cast<std::uint64_t>(mk));
+      pin.step();
     }
     Level* raw = sub.get();
     m->levels.push_back(std::move(sub));
@@ -484,6 +523,7 @@ struct Ctx {
 
   /// RESIZE (holding the structure lock): a new root of n buckets over [lo, hi].
   bool resize_locked(std::uint64_t n, std::uint64_t lo, std::uint64_t hi) {
+    RollingPin pin(this);
     VNode* rv = detail::read_latest(cam(), m->root);
     Level* old = reinterpret_cast<Level*>(rv->val);
     const std::uint64_t w = hi - lo == std::numeric_limits<std::uint64_t>::max() ? hi - lo : hi - lo + 1;
@@ -495,6 +535,7 @@ struct Ctx {
       Node* mk = insert_or_get_marker(lookup(k).marker, k);
       mk->refs++;
       set_slot(L->slots[j], reinterpret_cast<std::uint64_t>(mk));
+      pin.step();
     }
     Level* raw = L.get();
     m->levels.push_back(std::move(L));
@@ -505,6 +546,8 @@ struct Ctx {
     c.epoch = m->epochs.epoch();
     for (Node* mk : c.markers) m->pending_markers[mk] = c.label;
     if (!c.markers.empty()) m->cleanups.push_back(std::move(c));
+    m->cleanups_pending.store(m->cleanups.size(), std::memory_order_relaxed);
+    m->root_level.store(raw, std::memory_order_release);
     m->resizes.fetch_add(1, std::memory_order_relaxed);
     m->max_depth.store(1, std::memory_order_relaxed);
     return true;
@@ -514,6 +557,7 @@ struct Ctx {
   /// index that referenced them (holding the structure lock).
   void cleanup_locked() {
     if (m->cleanups.empty()) return;
+    RollingPin pin(this);
     const std::uint64_t smin = m->compute_smin();
     const std::uint64_t epoch = m->epochs.epoch();
     auto& cl = m->cleanups;
@@ -526,9 +570,11 @@ struct Ctx {
           if (mk->refs != 0) continue;  // a later split or resize took it again
           remove_marker(mk, lookup(mk->key).marker);
           m->markers_removed.fetch_add(1, std::memory_order_relaxed);
+          pin.step();
         }
         cl[i] = std::move(cl.back());
         cl.pop_back();
+        m->cleanups_pending.store(cl.size(), std::memory_order_relaxed);
       } else {
         ++i;
       }
@@ -575,7 +621,7 @@ struct Ctx {
   bool overloaded() const {
     const Config& c = m->cfg;
     if (!c.auto_structure || c.resize_load == 0) return false;
-    const Level* root = reinterpret_cast<const Level*>(m->root.head.load(std::memory_order_acquire)->val);
+    const Level* root = m->root_level.load(std::memory_order_acquire);
     const std::int64_t e = m->entries.load(std::memory_order_relaxed);
     return e > 0 && static_cast<std::uint64_t>(e) > root->n * c.resize_load && root->n < c.max_buckets;
   }
@@ -589,7 +635,7 @@ struct Ctx {
       if (lk.owns_lock() && overloaded()) grow_locked();
     }
     smin = m->compute_smin();
-    if (!m->cleanups.empty()) {
+    if (m->cleanups_pending.load(std::memory_order_relaxed)) {
       std::unique_lock<std::mutex> lk(m->structure_m, std::try_to_lock);
       if (lk.owns_lock()) cleanup_locked();
     }
@@ -620,9 +666,12 @@ struct Ctx {
   /// INSERT (overwrite false) and UPSERT (overwrite true).
   Result insert(std::uint64_t key, std::uint64_t value, bool overwrite, std::uint64_t* previous, bool* existed) {
     if (!in_universe(key)) return Result::kOutOfUniverse;
+    Result r = Result::kOk;
+    Bucket linked_in;  // the bucket of a new entry, for the split rule
+    std::uint32_t walked = 0;
+    {
     auto guard = ep->pin();
     Node* fresh = nullptr;
-    Result r = Result::kOk;
     for (;;) {
       const Bucket b = lookup(key);
       Position p = search(b.marker, key, false);
@@ -654,19 +703,24 @@ struct Ctx {
         ++entries_delta;
         if (existed) *existed = false;
         note_key(key);
-        maybe_restructure(b, p.steps);
+        linked_in = b;
+        walked = p.steps;
         break;
       }
     }
     drop_unpublished(fresh);
+    }
+    // Structure changes run unpinned (they pin in steps), after the operation took effect.
+    if (linked_in.marker) maybe_restructure(linked_in, walked);
     maintain();
     return r;
   }
 
   Result remove(std::uint64_t key, std::uint64_t* previous) {
     if (!in_universe(key)) return Result::kOutOfUniverse;
-    auto guard = ep->pin();
     Result r = Result::kNotFound;
+    {
+    auto guard = ep->pin();
     for (;;) {
       const Bucket b = lookup(key);
       Position p = search(b.marker, key, false);
@@ -684,6 +738,7 @@ struct Ctx {
       search(b.marker, key, false);  // unlinks it
       r = Result::kOk;
       break;
+    }
     }
     maintain();
     return r;
@@ -821,6 +876,7 @@ Status Map::create(const Config& config, std::unique_ptr<Map>* out) {
       last = mk;
     }
   }
+  impl->root_level.store(L.get(), std::memory_order_release);
   impl->levels.push_back(std::move(L));
   c.flush_counts();
   c.ep.reset();
@@ -871,10 +927,13 @@ bool Map::split(std::uint64_t key, std::uint32_t fanout) {
   Ctx c{&m, m.epochs.join()};
   bool ok = false;
   {
-    auto guard = c.ep->pin();
     std::unique_lock<std::mutex> lk(m.structure_m, std::try_to_lock);
     if (lk.owns_lock()) {
-      const Bucket b = c.lookup(key);
+      Bucket b;
+      {
+        auto guard = c.ep->pin();
+        b = c.lookup(key);  // levels are never freed, so b stays usable unpinned
+      }
       ok = c.split_locked(b.level, b.index, fanout);
     }
   }
@@ -888,7 +947,6 @@ bool Map::resize(std::size_t buckets, std::uint64_t min_key, std::uint64_t max_k
   Ctx c{&m, m.epochs.join()};
   bool ok = false;
   {
-    auto guard = c.ep->pin();
     std::unique_lock<std::mutex> lk(m.structure_m, std::try_to_lock);
     if (lk.owns_lock()) {
       ok = c.resize_locked(buckets, min_key, max_key);
@@ -909,8 +967,7 @@ Stats Map::stats() const {
   s.retired = m.retired.load();
   s.freed = m.epochs.freed();
   s.camera = m.camera.now.load();
-  Level* root = reinterpret_cast<Level*>(m.root.head.load()->val);
-  s.root_buckets = root->n;
+  s.root_buckets = m.root_level.load(std::memory_order_acquire)->n;
   s.max_depth = m.max_depth.load();
   return s;
 }
