@@ -21,12 +21,14 @@
 #include <cstring>
 #include <limits>
 #include <mutex>
+#include <new>
 #include <optional>
 #include <string>
 #include <unordered_map>
 
 #include "index/lit/vcas.hpp"
 #include "mem/epoch.hpp"
+#include "mem/host_memory.hpp"
 
 namespace duet::lit {
 
@@ -72,15 +74,18 @@ static_assert(sizeof(Node) == 64, "a LIT node is one cache line");
 
 /// Node memory: 64-byte aligned slots carved from chunks owned by the map (the general
 /// allocator's aligned path is slow and its plain path splits nodes across cache lines).
+/// Chunks are mapped directly (mem::map_zeroed) and double in size from 256 KiB to 64 MiB, so
+/// a large map sits on transparent huge pages whatever the allocator did before (nodes are
+/// reached by random pointer chasing, where TLB misses cost as much as cache misses).
 /// Threads keep a private cache; freed nodes go to a shared list the caches refill from.
 struct NodePool {
-  static constexpr std::size_t kChunkNodes = 4096;
+  static constexpr std::size_t kFirstChunkNodes = 4096, kMaxChunkNodes = std::size_t{1} << 20;
   std::mutex m;
-  std::vector<void*> chunks;
+  std::vector<std::pair<void*, std::size_t>> chunks;  ///< (memory, bytes)
   std::vector<Node*> freed;
 
   ~NodePool() {
-    for (void* c : chunks) ::operator delete(c, std::align_val_t{64});
+    for (auto [c, bytes] : chunks) mem::unmap(c, bytes);
   }
   /// Moves up to `want` free slots into *cache, carving a new chunk when none are free.
   void refill(std::vector<Node*>* cache, std::size_t want) {
@@ -91,9 +96,11 @@ struct NodePool {
       freed.resize(freed.size() - n);
       return;
     }
-    Node* c = static_cast<Node*>(::operator new(kChunkNodes * sizeof(Node), std::align_val_t{64}));
-    chunks.push_back(c);
-    for (std::size_t i = kChunkNodes; i-- > 0;) cache->push_back(c + i);
+    const std::size_t nodes = std::min(kMaxChunkNodes, kFirstChunkNodes << std::min<std::size_t>(chunks.size(), 8));
+    Node* c = static_cast<Node*>(mem::map_zeroed(nodes * sizeof(Node)));
+    if (!c) throw std::bad_alloc();
+    chunks.emplace_back(c, nodes * sizeof(Node));
+    for (std::size_t i = nodes; i-- > 0;) cache->push_back(c + i);
   }
   void release(Node* n) {
     std::lock_guard<std::mutex> lk(m);
