@@ -291,7 +291,15 @@ struct Emitter {
     }
     if (g.is_leader()) {
       st(&n.ts, epoch);
-      st(&n.older, j == 0 ? std::uint64_t(old_head) : std::uint64_t(kNull));
+      // A head links to the newest version made before this batch, skipping versions this
+      // batch made and replaced: only this batch's range queries follow the link, and they
+      // want the state at its start, so a hot bucket's walk stays one step long.
+      std::uint64_t older = kNull;
+      if (j == 0 && old_head != kNull) {
+        const Node& o = v.nodes[old_head];
+        older = ld(&o.ts) == epoch ? ld(&o.older) : std::uint64_t(old_head);
+      }
+      st(&n.older, older);
       if (prev != kNull) st(&v.nodes[prev].meta, make_meta(prev_count, a, count));
     }
     if (j == 0) first = a, first_count = count;
@@ -547,9 +555,37 @@ __device__ void apply_run(const Warp& g, const View& v, std::uint64_t epoch, uns
   }
 }
 
-/// The batch's valid updates, sorted by bucket (stable, so in batch order within a bucket):
-/// each warp takes 32 sorted entries and applies each run of one bucket with apply_run, so a
-/// hot bucket is locked and rewritten once per run rather than once per request.
+/// One sorted update, as a lane holds it (b = nbuckets: none).
+struct SortedUpdate {
+  std::uint32_t b;
+  std::uint64_t ri, key, value;
+  GpuOp op;
+};
+
+__device__ __forceinline__ SortedUpdate load_update(const View& v, const GpuOp* __restrict__ ops,
+                                                    const std::uint64_t* __restrict__ keys,
+                                                    const std::uint64_t* __restrict__ values,
+                                                    const std::uint32_t* __restrict__ sorted_bucket,
+                                                    const std::uint32_t* __restrict__ sorted_index, std::uint64_t np,
+                                                    std::uint64_t i) {
+  SortedUpdate u{std::uint32_t(v.nbuckets), 0, 0, 0, GpuOp::kGet};
+  if (i < np) {
+    u.b = sorted_bucket[i];
+    if (u.b < v.nbuckets) {
+      u.ri = sorted_index[i];
+      u.op = ops[u.ri];
+      u.key = keys[u.ri];
+      u.value = u.op == GpuOp::kRemove ? 0 : values[u.ri];
+    }
+  }
+  return u;
+}
+
+/// The batch's valid updates, sorted by bucket (stable, so in batch order within a bucket).
+/// Each warp takes 32 sorted entries and applies every run of one bucket that starts among
+/// them with apply_run, following a run past its 32 entries to its end (the warps whose
+/// entries a run spills into skip it). So one warp owns each bucket for the batch: a hot
+/// bucket is rewritten once per 32 of its updates, with no other warp waiting on its lock.
 __global__ void __launch_bounds__(kBlock, 4) update_kernel(View v, std::uint64_t epoch, const GpuOp* __restrict__ ops,
                                                         const std::uint64_t* __restrict__ keys,
                                                         const std::uint64_t* __restrict__ values,
@@ -562,27 +598,27 @@ __global__ void __launch_bounds__(kBlock, 4) update_kernel(View v, std::uint64_t
   const unsigned long long fc = v.pool->free_count;
   const unsigned lane = g.lane();
   for (std::uint64_t base = warp * 32; base < np; base += warps * 32) {
-    const std::uint64_t i = base + lane;
-    std::uint32_t b = std::uint32_t(v.nbuckets);
-    std::uint64_t ri = 0, key = 0, value = 0;
-    GpuOp op = GpuOp::kGet;
-    if (i < np) {
-      b = sorted_bucket[i];
-      if (b < v.nbuckets) {
-        ri = sorted_index[i];
-        op = ops[ri];
-        key = keys[ri];
-        value = op == GpuOp::kRemove ? 0 : values[ri];
-      }
-    }
-    const std::uint32_t valid = g.ballot(b < v.nbuckets);
+    const SortedUpdate u = load_update(v, ops, keys, values, sorted_bucket, sorted_index, np, base + lane);
+    const std::uint32_t valid = g.ballot(u.b < v.nbuckets);
     if (!valid) return;  // sorted: the rest are reads and bad requests
-    unsigned j = 0;
+    // Entries of a run that began before this window belong to the warp that owns its start.
+    const std::uint32_t before = base > 0 ? sorted_bucket[base - 1] : std::uint32_t(v.nbuckets);
+    unsigned j = __popc(g.ballot(u.b == before) & valid);  // sorted: a prefix
     while (j < 32 && ((valid >> j) & 1u)) {
-      const std::uint32_t bj = g.shfl(b, j);
-      const std::uint32_t same = g.ballot(b == bj) & valid;
+      const std::uint32_t bj = g.shfl(u.b, j);
+      const std::uint32_t same = g.ballot(u.b == bj) & valid;
       const unsigned e = 31 - __clz(same);  // sorted: the run is lanes j..e
-      apply_run(g, v, epoch, fc, bj, j, e, op, key, value, ri, status, out);
+      apply_run(g, v, epoch, fc, bj, j, e, u.op, u.key, u.value, u.ri, status, out);
+      if (e == 31) {  // the run may go on past this window: follow it
+        for (std::uint64_t pos = base + 32; pos < np; pos += 32) {
+          const SortedUpdate w = load_update(v, ops, keys, values, sorted_bucket, sorted_index, np, pos + lane);
+          const std::uint32_t more = g.ballot(w.b == bj);
+          if (!(more & 1u)) break;
+          const unsigned last = 31 - __clz(more);
+          apply_run(g, v, epoch, fc, bj, 0, last, w.op, w.key, w.value, w.ri, status, out);
+          if (last < 31) break;
+        }
+      }
       j = e + 1;
     }
   }
