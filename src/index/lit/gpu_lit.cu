@@ -21,15 +21,18 @@
 // Versioning. The camera is the batch epoch e (the map's count of batches): every head made
 // in batch e has ts = e. Range queries of batch e read snapshot s = e - 1: a bucket's version
 // at s is the first head on the `older` list with ts <= s (the word's ts bits short-cut the
-// common case of a head older than e without reading the node).
+// common case of a head older than e without reading the node). A head made in batch e links
+// straight to the newest head made before e, skipping the heads e made and replaced, so that
+// walk is one step however often the batch rewrote the bucket.
 //
 // Batches. A batch's valid updates are first sorted by bucket (stable) and applied by
-// update_kernel: each warp takes 32 sorted updates and, for each run of one bucket, locks it
-// once, applies the run in batch order to the node in registers and publishes one new node
-// (when the bucket is a single node that stays within 32 pairs; otherwise the run's requests
-// go one by one through the per-request INSERT / REMOVE / UPSERT below). A hot bucket is then
-// rewritten once per run instead of once per request (Zipfian keys). GETs and range counts
-// run next in batch_kernel, range fills last.
+// update_kernel: the warp whose 32 sorted entries hold the start of a bucket's run owns the
+// whole run, and applies it 32 updates at a time in batch order: lock once, update the node in
+// registers, publish one new node (when the bucket is a single node that stays within 32
+// pairs; otherwise the requests go one by one through the per-request INSERT / REMOVE /
+// UPSERT below). A hot bucket is then rewritten once per 32 of its updates, with no other warp
+// waiting on its lock (Zipfian keys). GETs and range counts run next in batch_kernel, range
+// fills last.
 //
 // Operations (one warp per request, the warp's 32 requests in turn; lane 0 does the vCAS
 // loads, CAS and stores and broadcasts, as Algorithms 31 and 32):
