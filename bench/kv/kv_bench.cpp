@@ -5,6 +5,7 @@
 #include <thread>
 
 #include "../common/results.hpp"
+#include "../common/systems.hpp"
 #include "experiments.hpp"
 #include "options.hpp"
 #include "systems.hpp"
@@ -20,26 +21,7 @@ using namespace duet::bench::kv;
 
 /// Fills the default system list and drops (naming them) peers this binary lacks. Returns
 /// false with *error for unknown names or when nothing is left.
-bool resolve_systems(Options* o, std::string* error) {
-  for (const std::string& s : o->systems)
-    if (!find_kv_system(s)) {
-      *error = "--systems: unknown system '" + s + "' (kvcg, kvc, kvg, tbb, libcuckoo)";
-      return false;
-    }
-  const bool all = o->systems.empty();
-  std::vector<std::string> chosen;
-  for (const SystemInfo& info : kv_systems()) {
-    if (!all && std::find(o->systems.begin(), o->systems.end(), info.name) == o->systems.end()) continue;
-    if (info.available) chosen.push_back(info.name);
-    else std::fprintf(stderr, "skipping %s: %s\n", info.name.c_str(), info.missing_reason.c_str());
-  }
-  if (chosen.empty()) {
-    *error = "none of the chosen systems is built into this binary";
-    return false;
-  }
-  o->systems = chosen;
-  return true;
-}
+bool resolve_systems(Options* o, std::string* error) { return choose_systems(kv_systems(), &o->systems, error); }
 
 }  // namespace
 

@@ -10,6 +10,7 @@
 #include <thread>
 
 #include "../common/results.hpp"
+#include "../common/systems.hpp"
 #include "driver.hpp"
 #include "options.hpp"
 #include "systems.hpp"
@@ -25,27 +26,7 @@ using namespace duet::bench::lit;
 
 /// Fills o->systems with the available ones (all when none was named), naming skipped peers.
 /// False with *error for an unknown name or when nothing is left.
-bool resolve_systems(Options* o, std::string* error) {
-  for (const std::string& s : o->systems) {
-    if (!find_system(s)) {
-      *error = "unknown system " + s + " (see --help)";
-      return false;
-    }
-  }
-  const bool all = o->systems.empty();
-  std::vector<std::string> chosen;
-  for (const SystemInfo& info : all_systems()) {
-    if (!all && std::find(o->systems.begin(), o->systems.end(), info.name) == o->systems.end()) continue;
-    if (info.available) chosen.push_back(info.name);
-    else std::fprintf(stderr, "skipping %s: %s\n", info.name.c_str(), info.missing_reason.c_str());
-  }
-  if (chosen.empty()) {
-    *error = "none of the chosen systems is built into this binary";
-    return false;
-  }
-  o->systems = chosen;
-  return true;
-}
+bool resolve_systems(Options* o, std::string* error) { return choose_systems(all_systems(), &o->systems, error); }
 
 /// One table per workload: a row per key range (and theta), a column per system with its
 /// median Mops/s, then lit/peer ratios. Failed points show "ERR", unverified ones a '!'.

@@ -8,6 +8,7 @@
 #include <thread>
 
 #include "../common/results.hpp"
+#include "../common/systems.hpp"
 #include "cpu_driver.hpp"
 #include "options.hpp"
 #include "report.hpp"
@@ -38,26 +39,7 @@ bool resolve_systems(Options* o, std::string* error) {
     }
     return true;
   }
-  const bool all = o->systems.empty();
-  std::vector<std::string> chosen;
-  for (const SystemInfo& info : cpu_systems()) {
-    const bool wanted = all || std::find(o->systems.begin(), o->systems.end(), info.name) != o->systems.end();
-    if (!wanted) continue;
-    if (info.available) chosen.push_back(info.name);
-    else std::fprintf(stderr, "skipping %s: %s\n", info.name.c_str(), info.missing_reason.c_str());
-  }
-  for (const std::string& s : o->systems) {
-    if (!find_cpu_system(s)) {
-      *error = "unknown cpu system " + s + " (see --help)";
-      return false;
-    }
-  }
-  if (chosen.empty()) {
-    *error = "none of the chosen systems is built into this binary";
-    return false;
-  }
-  o->systems = chosen;
-  return true;
+  return choose_systems(cpu_systems(), &o->systems, error);
 }
 
 }  // namespace
