@@ -71,7 +71,10 @@ class CdsWorker final : public StreamWorker<CdsWorker> {
   bool get(std::uint64_t k, std::uint64_t* v) {
     return m_->find(k, [v](BaseMap::value_type& item) { *v = item.second; });
   }
-  bool insert(std::uint64_t k, std::uint64_t v) { return m_->insert(k, v); }
+  /// emplace, not insert: SkipListMap::insert(key, value) links a node holding a default value
+  /// and assigns the value afterwards, so a concurrent GET or RANGE could read 0; emplace builds
+  /// the node with its value before linking it.
+  bool insert(std::uint64_t k, std::uint64_t v) { return m_->emplace(k, v); }
   bool remove(std::uint64_t k) { return m_->erase(k); }
   bool range(std::uint64_t start, std::uint64_t end, Pairs* out) {
     m_->scan(start, end, out);
