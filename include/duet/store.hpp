@@ -98,6 +98,9 @@ struct KvRequest {
   Op op = Op::kGet;
   std::string_view key;
   std::string_view value;  ///< kPut only
+  /// PUT/DELETE: copy the previous value into `result`. Callers that only need `found` set it
+  /// false, which saves reading the old value (a cache miss per write on large keyspaces).
+  bool want_previous = true;
   // Outcome, written by execute():
   Status status;            ///< ok, or why this request did nothing
   bool found = false;       ///< GET: the key exists; PUT/DELETE: it held a previous value

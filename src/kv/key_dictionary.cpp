@@ -45,6 +45,8 @@ Status KeyDictionary::find_or_add(std::string_view key, std::uint64_t* id) {
       bigger[i] = old;
     }
     s.slots.swap(bigger);
+    s.base.store(s.slots.data(), std::memory_order_relaxed);
+    s.mask.store(s.slots.size() - 1, std::memory_order_relaxed);
   }
   const std::uint64_t fresh = kDictionaryTag | next_.fetch_add(1, std::memory_order_relaxed);
   s.keys.push_back(std::make_unique<std::string>(key));

@@ -190,6 +190,9 @@ std::size_t KeyBatchRunner::engine_phase(std::span<KeyOp*> ops, bool write) {
       r.found = false;
       r.result.clear();
       r.path = KvRequest::Path::kNone;
+      // The previous value is needed only by a blind GETSET or SET ... GET (other groups read
+      // it in the read phase, or never need it).
+      r.want_previous = g.blind && (ops[g.first]->cmd == Cmd::kGetSet || (ops[g.first]->cmd == Cmd::kSet && ops[g.first]->get));
       if (!write) {
         r.op = KvRequest::Op::kGet;
       } else if (g.exists) {

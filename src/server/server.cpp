@@ -211,7 +211,8 @@ class IoThread {
   void on_writable(Conn* c);
   void process_input(Conn* c);
   /// Runs or routes one request; spec is its command (null: unknown).
-  void dispatch(Conn* c, const CommandSpec* spec, const std::vector<std::string_view>& args);
+  /// Starts one parsed command; arrival_ns is when its input was taken (the latency start).
+  void dispatch(Conn* c, const CommandSpec* spec, const std::vector<std::string_view>& args, std::uint64_t arrival_ns);
   void dispatch_keys(Conn* c, PendingReply* r, const CommandSpec& spec, const std::vector<std::string_view>& args);
   void run_local(Conn* c, PendingReply* r, const CommandSpec& spec, const std::vector<std::string_view>& args);
   void route(KeyOp* op);
@@ -476,6 +477,7 @@ void IoThread::on_readable(Conn* c) {
 }
 
 void IoThread::process_input(Conn* c) {
+  const std::uint64_t arrival_ns = now_ns();  // one clock read for every command of this input
   while (!c->closing && !c->dead) {
     std::size_t consumed = 0;
     const auto res = c->parser.parse(c->in.data.get() + c->in_off, c->in.len - c->in_off, &consumed);
@@ -516,7 +518,7 @@ void IoThread::process_input(Conn* c) {
       }
     }
     c->in_off += consumed;
-    dispatch(c, spec, args);
+    dispatch(c, spec, args, arrival_ns);
     if (c->replies.size() >= kMaxPendingReplies) {  // a huge pipeline: answer some first
       c->parse_paused = true;
       break;
@@ -536,9 +538,10 @@ void IoThread::process_input(Conn* c) {
   mark_dirty(c);
 }
 
-void IoThread::dispatch(Conn* c, const CommandSpec* spec, const std::vector<std::string_view>& args) {
+void IoThread::dispatch(Conn* c, const CommandSpec* spec, const std::vector<std::string_view>& args,
+                        std::uint64_t arrival_ns) {
   auto r = new_reply();
-  r->start_ns = now_ns();
+  r->start_ns = arrival_ns;
   PendingReply* rp = r.get();
   c->replies.push_back(std::move(r));
   if (!spec) {

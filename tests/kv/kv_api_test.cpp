@@ -358,6 +358,53 @@ TEST_P(KvApi, PutAndDeleteReturnThePreviousValue) {
   EXPECT_FALSE(found);
 }
 
+TEST_P(KvApi, WritesWithoutPreviousReportFoundOnly) {
+  // Keys written twice in separate batches (and once more after the router settles, so that
+  // hot keys take the Hot Cache path); requests alternate want_previous.
+  constexpr int kKeys = 300;
+  auto key = [](int i) { return "wp-key-" + std::to_string(i); };
+  auto value = [](int i, int round) { return std::string(40, static_cast<char>('a' + round)) + std::to_string(i); };
+  for (int round = 0; round < 3; ++round) {
+    if (round == 2) settle();
+    std::vector<std::string> keys(kKeys), values(kKeys);
+    std::vector<KvRequest> batch(kKeys);
+    for (int i = 0; i < kKeys; ++i) {
+      keys[i] = key(i);
+      values[i] = value(i, round);
+      batch[i].op = KvRequest::Op::kPut;
+      batch[i].key = keys[i];
+      batch[i].value = values[i];
+      batch[i].want_previous = i % 2 == 0;
+    }
+    ASSERT_TRUE(kv_->execute(batch).ok());
+    for (int i = 0; i < kKeys; ++i) {
+      ASSERT_TRUE(batch[i].status.ok()) << batch[i].status.to_string();
+      EXPECT_EQ(batch[i].found, round > 0) << "round " << round << " key " << i;
+      const std::string want = round > 0 && i % 2 == 0 ? value(i, round - 1) : "";
+      EXPECT_EQ(batch[i].result, want) << "round " << round << " key " << i;
+    }
+  }
+  std::vector<std::string> keys(kKeys);
+  std::vector<KvRequest> dels(kKeys);
+  for (int i = 0; i < kKeys; ++i) {
+    keys[i] = key(i);
+    std::string got;
+    bool found = false;
+    ASSERT_TRUE(kv_->get(keys[i], &got, &found).ok());
+    EXPECT_TRUE(found);
+    EXPECT_EQ(got, value(i, 2));
+    dels[i].op = KvRequest::Op::kDelete;
+    dels[i].key = keys[i];
+    dels[i].want_previous = i % 3 == 0;
+  }
+  ASSERT_TRUE(kv_->execute(dels).ok());
+  for (int i = 0; i < kKeys; ++i) {
+    EXPECT_TRUE(dels[i].found);
+    EXPECT_EQ(dels[i].result, i % 3 == 0 ? value(i, 2) : "");
+  }
+  EXPECT_EQ(kv_->size(), 0u);
+}
+
 TEST_P(KvApi, BatchesAgreeWithTheModel) {
   std::mt19937_64 rng(5);
   std::vector<std::string> keys = key_shapes();
