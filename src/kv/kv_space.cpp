@@ -499,8 +499,22 @@ std::unique_ptr<RouterModel> KvSpaceImpl::train_candidate() {
   switch (cfg_.router.mode) {
     case RouterMode::kAllHot: return std::make_unique<ConstantModel>(true);
     case RouterMode::kAllCold: return std::make_unique<ConstantModel>(false);
-    default: return std::make_unique<HistogramModel>(shadow_.take(), threshold_.load(std::memory_order_relaxed));
+    default: break;
   }
+  std::vector<std::uint32_t> counts = shadow_.take();
+  std::uint64_t fresh = 0;
+  for (std::uint32_t c : counts) fresh += c;
+  if (fresh < cfg_.router.train_requests) {
+    // Too little new evidence (an explicit switch just after an automatic one, say): build on
+    // the live model's training counts too, so that the switch re-applies the threshold to
+    // what was learned instead of forgetting it.
+    const auto* live = dynamic_cast<const HistogramModel*>(models_[gate_.epoch().load() & 1].load());
+    if (live && live->training_counts().size() == counts.size())
+      for (std::size_t b = 0; b < counts.size(); ++b)
+        counts[b] = static_cast<std::uint32_t>(
+            std::min<std::uint64_t>(std::uint64_t{counts[b]} + live->training_counts()[b], UINT32_MAX));
+  }
+  return std::make_unique<HistogramModel>(counts, threshold_.load(std::memory_order_relaxed));
 }
 
 Status KvSpaceImpl::switch_model() {

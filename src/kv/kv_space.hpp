@@ -105,6 +105,9 @@ class KvSpaceImpl final : public KvSpace {
   /// Blocks hot updates and loads and waits for the running updates; unblock() ends it.
   void block();
   void unblock();
+  /// The model a switch would install: the mode's constant, or a histogram of the samples
+  /// since the last training (plus the live model's counts when fewer than train_requests
+  /// arrived). Caller holds switch_mutex_.
   std::unique_ptr<RouterModel> train_candidate();
   void auto_switch_loop();
 

@@ -87,6 +87,8 @@ class HistogramModel final : public RouterModel {
   std::string describe() const override;
   std::uint64_t hot_units() const override { return hot_bins_; }
   double similarity(const RouterModel& other) const override;
+  /// The per-bin counts it was built from (empty when untrained).
+  const std::vector<std::uint32_t>& training_counts() const { return counts_; }
 
  private:
   std::uint32_t bins_;

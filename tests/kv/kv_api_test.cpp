@@ -405,6 +405,38 @@ TEST_P(KvApi, WritesWithoutPreviousReportFoundOnly) {
   EXPECT_EQ(kv_->size(), 0u);
 }
 
+// An explicit switch with (almost) no requests since the last one (as when it follows an
+// automatic switch) keeps what the router learned and applies the current threshold to it,
+// instead of installing a model of nothing (every key cold).
+TEST(KvRouter, SwitchWithoutNewSamplesKeepsWhatWasLearned) {
+  StoreConfig c = duet::kvtest::test_config();
+  c.router.mode = RouterMode::kLearned;
+  c.router.bins = 1024;
+  c.router.threshold = 0.002;
+  c.router.sample_every = 1;
+  c.router.train_requests = 64;
+  c.router.auto_switch = false;
+  std::unique_ptr<Store> store;
+  ASSERT_TRUE(duet::kvtest::open_store(c, &store));
+  KvSpace* kv = nullptr;
+  ASSERT_TRUE(store->create_kv("router", &kv).ok());
+  for (int i = 0; i < 1000; ++i) ASSERT_TRUE(kv->put("popular-" + std::to_string(i % 10), "v").ok());
+  ASSERT_TRUE(kv->switch_model().ok());
+  const std::uint64_t learned = kv->stats().hot_bins;
+  ASSERT_GT(learned, 0u);
+  ASSERT_TRUE(kv->switch_model().ok());  // no request since the last switch
+  EXPECT_EQ(kv->stats().hot_bins, learned);
+  ASSERT_TRUE(kv->put("popular-1", "w").ok());  // one sample: still too little on its own
+  ASSERT_TRUE(kv->switch_model().ok());
+  EXPECT_EQ(kv->stats().hot_bins, learned);
+  kv->set_threshold(1.0);  // the new threshold applies to the kept counts
+  ASSERT_TRUE(kv->switch_model().ok());
+  EXPECT_EQ(kv->stats().hot_bins, 0u);
+  kv->set_threshold(0.002);
+  ASSERT_TRUE(kv->switch_model().ok());
+  EXPECT_EQ(kv->stats().hot_bins, learned) << "the counts survive a model that made nothing hot";
+}
+
 TEST_P(KvApi, BatchesAgreeWithTheModel) {
   std::mt19937_64 rng(5);
   std::vector<std::string> keys = key_shapes();
