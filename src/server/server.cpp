@@ -127,6 +127,8 @@ struct Conn {
   unsigned db = 0;
   int proto = 2;
   std::uint32_t inflight = 0;   ///< key ops dispatched and not yet completed
+  std::uint32_t remote = 0;     ///< of those, ops sent to other threads (their notes not yet back)
+  std::uint64_t foreign_read_pass = 0;  ///< last loop pass that queued a read of another thread's key here
   bool closing = false;         ///< read no more; close once the replies are out
   bool dead = false;            ///< fd closed; freed when inflight reaches 0
   bool want_write = false;      ///< EPOLLOUT registered
@@ -282,6 +284,8 @@ class IoThread {
   std::vector<KeyOp*> inbox_;
   std::vector<std::pair<Conn*, std::uint32_t>> notes_in_;
   std::atomic<bool> has_work_{false}, sleeping_{false};
+  std::uint64_t pass_ = 1;       ///< loop passes (thread-local)
+  bool post_after_run_ = false;  ///< this pass posts its outgoing ops after its own work
   // Thread-local.
   std::vector<std::vector<KeyOp*>> outgoing_;
   std::vector<std::vector<std::pair<Conn*, std::uint32_t>>> notes_out_;
@@ -338,16 +342,24 @@ void IoThread::loop() {
     }
     for (auto [c, k] : notes_taken_) {
       c->inflight -= k;
+      c->remote -= k;
       if (c->dead) maybe_free(c);
       else mark_dirty(c);
     }
     notes_taken_.clear();
     work_.insert(work_.end(), taken_.begin(), taken_.end());
     taken_.clear();
-    // Send other shards their ops before running ours, so they work meanwhile.
-    for (std::size_t s = 0; s < outgoing_.size(); ++s)
-      if (!outgoing_[s].empty()) srv_->threads_[s]->post_ops(outgoing_[s]);
+    // Send other shards their ops before running ours, so they work meanwhile (unless one of
+    // them must wait for a read queued here; see route()).
+    auto post_ops = [&] {
+      for (std::size_t s = 0; s < outgoing_.size(); ++s)
+        if (!outgoing_[s].empty()) srv_->threads_[s]->post_ops(outgoing_[s]);
+    };
+    if (!post_after_run_) post_ops();
     if (!work_.empty()) run_work();
+    if (post_after_run_) post_ops();
+    post_after_run_ = false;
+    ++pass_;
     for (std::size_t s = 0; s < notes_out_.size(); ++s)
       if (!notes_out_[s].empty()) srv_->threads_[s]->post_notes(notes_out_[s]);
     for (std::size_t i = 0; i < dirty_.size(); ++i) {
@@ -567,10 +579,28 @@ void IoThread::dispatch(Conn* c, const CommandSpec* spec, const std::vector<std:
 
 void IoThread::route(KeyOp* op) {
   const unsigned s = shard_of(op->key, static_cast<unsigned>(srv_->threads_.size()));
-  static_cast<Conn*>(op->conn)->inflight++;
+  Conn* c = static_cast<Conn*>(op->conn);
+  c->inflight++;
   bump(dispatched_);
-  if (s == index_) work_.push_back(op);
-  else outgoing_[s].push_back(op);
+  // A read of another thread's key runs here when none of this connection's commands is on
+  // another thread: the engine's read is linearizable without the owner (only the owner
+  // writes the key, in one engine write per batch), and the client's earlier commands have
+  // all completed, so it still reads its own writes. This saves the hand-off and the reply's
+  // way back.
+  const bool read_only = op->cmd == Cmd::kGet || op->cmd == Cmd::kMget || op->cmd == Cmd::kExists ||
+                         op->cmd == Cmd::kStrlen || op->cmd == Cmd::kType;
+  if (s == index_) {
+    work_.push_back(op);
+  } else if (read_only && c->remote == 0) {
+    work_.push_back(op);
+    c->foreign_read_pass = pass_;
+  } else {
+    // A later command of a connection with such a read queued here must not overtake it on
+    // its owner thread: this pass then posts its ops only after running its own work.
+    if (c->foreign_read_pass == pass_) post_after_run_ = true;
+    c->remote++;
+    outgoing_[s].push_back(op);
+  }
 }
 
 void IoThread::dispatch_keys(Conn* c, PendingReply* r, const CommandSpec& spec,

@@ -76,6 +76,21 @@ def test_pipeline_incr_then_get_many_keys(conn):
     assert conn.pipeline(cmds) == want
 
 
+def test_pipeline_reads_are_not_overtaken_by_later_writes(conn):
+    """A pipeline [GET k, 400 GETs of other keys, SET k new] answers the first GET with k's old
+    value, whichever server thread owns k: a read that the connection's own thread serves for
+    another thread's key must run before a later write sent to that key's owner."""
+    keys = [f"ov:{i}" for i in range(40)]
+    fillers = [("GET", f"ov-fill:{i}") for i in range(400)]
+    for k in keys:
+        assert conn.call("SET", k, "0") == "OK"
+    for rnd in range(1, 6):
+        for k in keys:
+            got = conn.pipeline([("GET", k)] + fillers + [("SET", k, str(rnd)), ("GET", k)])
+            assert got[0] == str(rnd - 1).encode(), f"{k} round {rnd}: first GET saw {got[0]!r}"
+            assert got[-1] == str(rnd).encode(), f"{k} round {rnd}: last GET saw {got[-1]!r}"
+
+
 def test_pipeline_select_switches_db_in_order(conn):
     """SELECT inside a pipeline applies to exactly the commands after it."""
     got = conn.pipeline([("SET", "k", "zero"), ("SELECT", 1), ("SET", "k", "one"), ("INCR", "n"), ("SELECT", 0),
