@@ -2,8 +2,9 @@
 // semantics.
 //
 // Every key belongs to exactly one server thread (its shard: a hash of the key), and only
-// that thread reads or writes it. So a thread can run a whole batch of commands on a key as
-// one read and one write of the engine: it reads the keys whose commands need their value
+// that thread writes it (reads may also run on the reading connection's thread: see
+// IoThread::route). So a thread can run a whole batch of commands on a key as one read and
+// one write of the engine: it reads the keys whose commands need their value
 // (one engine batch), computes every command in arrival order on the CPU (INCR, APPEND,
 // SET NX/XX/GET, ...), and writes each changed key's final value (a second engine batch).
 // The commands on one key are linearized together at the write (or at the read, for keys
@@ -71,7 +72,7 @@ class KeyBatchRunner {
   explicit KeyBatchRunner(SpaceOf space_of, std::size_t max_value_bytes)
       : space_of_(std::move(space_of)), max_value_bytes_(max_value_bytes) {}
 
-  /// Runs ops (in arrival order; every key owned by the calling thread). Afterwards
+  /// Runs ops (in arrival order; every key that an op writes is owned by the calling thread). Afterwards
   /// reply(i) holds op i's RESP reply (or error); the caller hands it to finish_part.
   /// Returns the engine requests sent (for batch-size metrics).
   std::size_t run(std::span<KeyOp*> ops);

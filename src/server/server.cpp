@@ -212,8 +212,8 @@ class IoThread {
   void on_readable(Conn* c);
   void on_writable(Conn* c);
   void process_input(Conn* c);
-  /// Runs or routes one request; spec is its command (null: unknown).
-  /// Starts one parsed command; arrival_ns is when its input was taken (the latency start).
+  /// Runs or routes one request; spec is its command (null: unknown); arrival_ns is when its
+  /// input was taken (the start of its latency).
   void dispatch(Conn* c, const CommandSpec* spec, const std::vector<std::string_view>& args, std::uint64_t arrival_ns);
   void dispatch_keys(Conn* c, PendingReply* r, const CommandSpec& spec, const std::vector<std::string_view>& args);
   void run_local(Conn* c, PendingReply* r, const CommandSpec& spec, const std::vector<std::string_view>& args);
