@@ -47,4 +47,30 @@ std::optional<std::uint64_t> parse_count(std::string s) {
   return static_cast<std::uint64_t>(*d);
 }
 
+bool scan_flags(int argc, char** argv, bool* help, bool* quick, std::string* error,
+                const std::function<bool(const std::string& flag, const std::string& value)>& on_flag) {
+  *help = false;
+  for (int i = 1; i < argc; ++i) {
+    const std::string flag = argv[i];
+    if (flag == "--help" || flag == "-h") {
+      *help = true;
+      return true;
+    }
+    if (flag == "--quick") {
+      *quick = true;
+      continue;
+    }
+    if (flag.rfind("--", 0) != 0) {
+      *error = "unexpected argument '" + flag + "'";
+      return false;
+    }
+    if (i + 1 >= argc) {
+      *error = flag + " needs a value (see --help)";
+      return false;
+    }
+    if (!on_flag(flag, argv[++i])) return false;
+  }
+  return true;
+}
+
 }  // namespace duet::bench

@@ -82,26 +82,13 @@ Counts accept 10000000, 10_000_000, 1e7, 10^7 or 2^23.
 }
 
 bool parse_options(int argc, char** argv, Options* o, bool* help, std::string* error) {
-  *help = false;
   bool have_key_range = false, have_prefill = false, have_warmup = false, have_ops = false, have_repeat = false,
        have_threads = false, have_seconds = false, have_interval = false, have_pre = false;
   auto fail = [&](const std::string& m) {
     *error = m;
     return false;
   };
-  for (int i = 1; i < argc; ++i) {
-    const std::string flag = argv[i];
-    if (flag == "--help" || flag == "-h") {
-      *help = true;
-      return true;
-    }
-    if (flag == "--quick") {
-      o->quick = true;
-      continue;
-    }
-    if (flag.rfind("--", 0) != 0) return fail("unexpected argument '" + flag + "'");
-    if (i + 1 >= argc) return fail(flag + " needs a value");
-    const std::string v = argv[++i];
+  const bool ok = scan_flags(argc, argv, help, &o->quick, error, [&](const std::string& flag, const std::string& v) {
     auto count = [&](std::uint64_t lo, std::uint64_t hi, std::uint64_t* out) {
       const auto c = parse_count(v);
       if (!c || *c < lo || *c > hi)
@@ -210,9 +197,11 @@ bool parse_options(int argc, char** argv, Options* o, bool* help, std::string* e
       if (v.size() > 5 && v.compare(v.size() - 5, 5, ".json") == 0) o->out_file = v;
       else o->out_dir = v;
     } else {
-      return fail("unknown option " + flag);
+      return fail("unknown option " + flag + " (see --help)");
     }
-  }
+    return true;
+  });
+  if (!ok || *help) return ok;
 
   if (o->quick) {
     if (!have_key_range) o->key_range = std::uint64_t(1) << 20;

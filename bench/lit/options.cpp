@@ -45,25 +45,13 @@ Counts accept decimal, a^b (10^6) or 1e6.
 }
 
 bool parse_options(int argc, char** argv, Options* o, bool* help, std::string* error) {
-  *help = false;
   bool have_keys = false, have_zipf_keys = false, have_theta = false, have_seconds = false, have_runs = false,
        have_stream = false;
   auto fail = [&](const std::string& m) {
     *error = m;
     return false;
   };
-  for (int i = 1; i < argc; ++i) {
-    const std::string flag = argv[i];
-    if (flag == "--help" || flag == "-h") {
-      *help = true;
-      return true;
-    }
-    if (flag == "--quick") {
-      o->quick = true;
-      continue;
-    }
-    if (i + 1 >= argc) return fail(flag + " needs a value (see --help)");
-    const std::string v = argv[++i];
+  const bool ok = scan_flags(argc, argv, help, &o->quick, error, [&](const std::string& flag, const std::string& v) {
     auto counts = [&](std::vector<std::uint64_t>* out) {
       out->clear();
       for (const std::string& s : split_list(v)) {
@@ -139,7 +127,9 @@ bool parse_options(int argc, char** argv, Options* o, bool* help, std::string* e
     } else {
       return fail("unknown option " + flag + " (see --help)");
     }
-  }
+    return true;
+  });
+  if (!ok || *help) return ok;
 
   if (o->workloads.empty())
     o->workloads = {WorkloadKind::kGet, WorkloadKind::kInsertRemove, WorkloadKind::kMixed, WorkloadKind::kZipfMixed};

@@ -1,42 +1,11 @@
 #include "options.hpp"
 
-#include <cstdlib>
 #include <optional>
-#include <sstream>
+
+#include "../common/parse.hpp"
 
 namespace duet::bench::lslab {
 namespace {
-
-/// Splits "a,b,c" at commas, dropping empty pieces.
-std::vector<std::string> split_list(const std::string& s) {
-  std::vector<std::string> out;
-  std::stringstream in(s);
-  std::string item;
-  while (std::getline(in, item, ','))
-    if (!item.empty()) out.push_back(item);
-  return out;
-}
-
-/// A positive count: decimal digits or 2^k (k < 64).
-std::optional<std::uint64_t> parse_count(const std::string& s) {
-  if (s.size() > 2 && s[0] == '2' && s[1] == '^') {
-    char* end = nullptr;
-    const unsigned long k = std::strtoul(s.c_str() + 2, &end, 10);
-    if (*end || k >= 64) return std::nullopt;
-    return std::uint64_t(1) << k;
-  }
-  if (s.empty() || s.find_first_not_of("0123456789") != std::string::npos) return std::nullopt;
-  const unsigned long long v = std::strtoull(s.c_str(), nullptr, 10);
-  if (v == 0) return std::nullopt;
-  return v;
-}
-
-std::optional<double> parse_double(const std::string& s) {
-  char* end = nullptr;
-  const double v = std::strtod(s.c_str(), &end);
-  if (s.empty() || *end) return std::nullopt;
-  return v;
-}
 
 constexpr std::uint64_t kGiB = std::uint64_t(1) << 30;
 
@@ -73,41 +42,29 @@ std::string usage() {
                        probe 2^30 (explicit options still win)
   --out PATH           JSON output (default bench/results/lslab-<device>-<UTC time>.json)
   --help
-Counts accept decimal or 2^k.
+Counts accept decimal, a^b (2^22, 10^6) or 1e6; they must be positive.
 )";
 }
 
 bool parse_options(int argc, char** argv, Options* o, bool* help, std::string* error) {
-  *help = false;
   bool have_reps = false, have_min_ops = false;
   auto fail = [&](const std::string& m) {
     *error = m;
     return false;
   };
-  for (int i = 1; i < argc; ++i) {
-    const std::string flag = argv[i];
-    if (flag == "--help" || flag == "-h") {
-      *help = true;
-      return true;
-    }
-    if (flag == "--quick") {
-      o->quick = true;
-      continue;
-    }
-    if (i + 1 >= argc) return fail(flag + " needs a value (see --help)");
-    const std::string v = argv[++i];
+  const bool ok = scan_flags(argc, argv, help, &o->quick, error, [&](const std::string& flag, const std::string& v) {
     auto counts = [&](std::vector<std::uint64_t>* out) {
       out->clear();
       for (const std::string& s : split_list(v)) {
         auto c = parse_count(s);
-        if (!c) return fail(flag + ": bad count '" + s + "'");
+        if (!c || *c == 0) return fail(flag + ": bad count '" + s + "'");
         out->push_back(*c);
       }
       return out->empty() ? fail(flag + ": empty list") : true;
     };
     auto count = [&](std::uint64_t* out) {
       auto c = parse_count(v);
-      if (!c) return fail(flag + ": bad count '" + v + "'");
+      if (!c || *c == 0) return fail(flag + ": bad count '" + v + "'");
       *out = *c;
       return true;
     };
@@ -174,7 +131,9 @@ bool parse_options(int argc, char** argv, Options* o, bool* help, std::string* e
     } else {
       return fail("unknown option " + flag + " (see --help)");
     }
-  }
+    return true;
+  });
+  if (!ok || *help) return ok;
 
   // Defaults, where the command line left a choice open.
   if (o->resident.empty())
