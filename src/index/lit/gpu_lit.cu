@@ -393,24 +393,27 @@ __device__ PointOut lit_update(const Warp& g, const View& v, std::uint64_t epoch
   em.res.p0 = g.shfl(em.res.p0, 0);
   em.res.fc = fc;
 
+  // Copies node (idx, cnt) unchanged into the new chain, retires it, and moves (idx, cnt) on
+  // to its successor.
+  auto copy_and_advance = [&](std::uint32_t& idx, unsigned& cnt) {
+    const Node& n = v.nodes[idx];
+    const bool has = lane < cnt;
+    const std::uint64_t ck = has ? ld(&n.keys[lane]) : 0;
+    const std::uint64_t cv = has ? ld(&n.values[lane]) : 0;
+    std::uint64_t meta = lane == 31 ? ld(&n.meta) : 0;
+    meta = g.shfl(meta, 31);
+    em.emit(g, v, epoch, head, cnt, ck, cv);
+    if (g.is_leader()) retire(v, idx);
+    idx = std::uint32_t(meta >> 32);
+    cnt = unsigned(meta >> 8) & 63u;
+  };
   // Phase 2: copy nodes 1 .. t-1 (when t > 1 the registers hold node t; reload the prefix).
   std::uint32_t tail = next;
   unsigned tail_count = next_cnt;
   if (copies > 0) {
     std::uint32_t idx = head;
     unsigned cnt = w_count(w);
-    for (unsigned j = 1; j < t; ++j) {
-      const Node& n = v.nodes[idx];
-      const bool has = lane < cnt;
-      const std::uint64_t ck = has ? ld(&n.keys[lane]) : 0;
-      const std::uint64_t cv = has ? ld(&n.values[lane]) : 0;
-      std::uint64_t meta = lane == 31 ? ld(&n.meta) : 0;
-      meta = g.shfl(meta, 31);
-      em.emit(g, v, epoch, head, cnt, ck, cv);
-      if (g.is_leader()) retire(v, idx);
-      idx = std::uint32_t(meta >> 32);
-      cnt = unsigned(meta >> 8) & 63u;
-    }
+    for (unsigned j = 1; j < t; ++j) copy_and_advance(idx, cnt);
   }
   // Node t, modified.
   if (found && op == GpuOp::kRemove) {
@@ -442,18 +445,7 @@ __device__ PointOut lit_update(const Warp& g, const View& v, std::uint64_t epoch
     em.emit(g, v, epoch, head, 16, hi_k, hi_v);
   }
   if (t > 0 && g.is_leader()) retire(v, tidx);
-  if (tail_copy) {  // the bucket's first node emptied: copy its successor as the new head
-    const Node& n = v.nodes[tail];
-    const bool has = lane < tail_count;
-    const std::uint64_t ck = has ? ld(&n.keys[lane]) : 0;
-    const std::uint64_t cv = has ? ld(&n.values[lane]) : 0;
-    std::uint64_t meta = lane == 31 ? ld(&n.meta) : 0;
-    meta = g.shfl(meta, 31);
-    em.emit(g, v, epoch, head, tail_count, ck, cv);
-    if (g.is_leader()) retire(v, tail);
-    tail = std::uint32_t(meta >> 32);
-    tail_count = unsigned(meta >> 8) & 63u;
-  }
+  if (tail_copy) copy_and_advance(tail, tail_count);  // the first node emptied: its successor becomes the head
   if (empty_head) em.emit(g, v, epoch, head, 0, 0, 0);
   em.finish(g, v, tail, tail_count);
   // Publish: every lane's node writes, then the leader's release store of the new word.
