@@ -78,6 +78,23 @@ std::uint64_t seed_or(std::uint64_t fallback) {
   return fallback;
 }
 
+/// The trace line that names a test's seed and how to rerun with it.
+std::string rerun_note(std::uint64_t seed) {
+  return "seed " + std::to_string(seed) + " (rerun with DUET_LIT_SEED=" + std::to_string(seed) + ")";
+}
+
+/// A map configuration that splits and resizes early: `buckets` root buckets, a split threshold
+/// of 4 and 3 resize levels, keys predicted in [0, predicted_max].
+Config eager_config(std::size_t buckets, std::uint64_t predicted_max, unsigned max_sessions) {
+  Config c;
+  c.buckets = buckets;
+  c.split_threshold = 4;
+  c.resize_levels = 3;
+  c.predicted_max = predicted_max;
+  c.max_sessions = max_sessions;
+  return c;
+}
+
 /// All threads wait at the start line until every one has arrived, so they really overlap.
 class StartLine {
  public:
@@ -359,15 +376,10 @@ class LitRanges : public ::testing::TestWithParam<RangeCase> {};
 TEST_P(LitRanges, HistoriesAreLinearizable) {
   RangeCase rc = GetParam();
   rc.seed = seed_or(rc.seed);
-  SCOPED_TRACE("seed " + std::to_string(rc.seed) + " (rerun with DUET_LIT_SEED=" + std::to_string(rc.seed) + ")");
-  Config c;
-  c.buckets = 4;
-  c.split_threshold = 4;
-  c.resize_levels = 3;
+  SCOPED_TRACE(rerun_note(rc.seed));
+  Config c = eager_config(4, rc.predicted_max, 16);
   c.predicted_min = 0;
-  c.predicted_max = rc.predicted_max;
   c.auto_structure = rc.auto_structure;
-  c.max_sessions = 16;
   auto map = make_map(c);
   ASSERT_TRUE(map);
   const RangeRun run = run_ranges(*map, rc);
@@ -509,13 +521,8 @@ TEST(LitLostUpdates, CheckerRejectsLostUpdates) {
 
 TEST(LitLostUpdates, EveryValueIsReplacedAtMostOnce) {
   const std::uint64_t seed = seed_or(21);
-  SCOPED_TRACE("seed " + std::to_string(seed) + " (rerun with DUET_LIT_SEED=" + std::to_string(seed) + ")");
-  Config c;
-  c.buckets = 2;
-  c.split_threshold = 4;
-  c.resize_levels = 3;
-  c.predicted_max = 1024;
-  c.max_sessions = 8;
+  SCOPED_TRACE(rerun_note(seed));
+  const Config c = eager_config(2, 1024, 8);
   auto map = make_map(c);
   ASSERT_TRUE(map);
   const int threads = 3;
@@ -583,13 +590,8 @@ TEST(LitLostUpdates, EveryValueIsReplacedAtMostOnce) {
 
 TEST(LitReclamation, ChurnFreesMemory) {
   const std::uint64_t seed = seed_or(31);
-  SCOPED_TRACE("seed " + std::to_string(seed) + " (rerun with DUET_LIT_SEED=" + std::to_string(seed) + ")");
-  Config c;
-  c.buckets = 2;
-  c.split_threshold = 4;
-  c.resize_levels = 3;
-  c.predicted_max = 256;
-  c.max_sessions = 8;
+  SCOPED_TRACE(rerun_note(seed));
+  const Config c = eager_config(2, 256, 8);
   auto map = make_map(c);
   ASSERT_TRUE(map);
   const int threads = 3;
