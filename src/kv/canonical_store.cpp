@@ -40,12 +40,12 @@ void CanonicalStore::submit(RequestGroup& g) {
   g.out.resize(n);
   g.error = Status::Ok();
   if (n == 0) {
-    if (g.gate) g.gate->leave(g.gate_epoch);
+    if (g.gate) g.gate->leave(g.gate_ticket);
     return;
   }
   if (threads_.empty()) {
     g.error = run_inline(g);
-    if (g.gate) g.gate->leave(g.gate_epoch);
+    if (g.gate) g.gate->leave(g.gate_ticket);
     return;
   }
   g.done.store(0, std::memory_order_relaxed);
@@ -166,7 +166,7 @@ void CanonicalStore::orchestrate(lslab::Lane* lane) {
       }
       g->error = s;
       at += n;
-      if (g->gate) g->gate->leave(g->gate_epoch);
+      if (g->gate) g->gate->leave(g->gate_ticket);
       g->done.store(1, std::memory_order_release);
       g->done.notify_one();
       g->done.store(2, std::memory_order_release);  // last touch: the submitter may now free g

@@ -37,7 +37,7 @@ struct RequestGroup {
   std::atomic<std::uint32_t> done{0};
   /// When set, the store releases this epoch hold once the group has run (before done).
   EpochGate* gate = nullptr;
-  std::uint64_t gate_epoch = 0;
+  EpochGate::Ticket gate_ticket;
 
   void clear() {
     ops.clear();

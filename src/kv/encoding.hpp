@@ -21,7 +21,9 @@
 #include <string>
 #include <string_view>
 
+#include "common/check.hpp"
 #include "duet/status.hpp"
+#include "mem/epoch.hpp"
 
 namespace duet::kv {
 
@@ -85,9 +87,17 @@ class MemoryBudget {
 };
 
 /// An immutable value stored out of line: a header and the bytes. Allocated by make_value.
+/// Builds with DUET_CHECKS (common/check.hpp) add a state word that tracks the block's life
+/// (live, retired, freed), so that a block retired twice, freed twice or read after its free
+/// aborts with a message naming it; release builds carry only the budget and the size.
 struct ValueBlock {
   MemoryBudget* budget;
   std::uint64_t size;
+#if DUET_CHECKS
+  std::uint64_t state;        ///< kBlockLive, kBlockRetired or kBlockFreed (value_block_state)
+  const char* retired_by;     ///< the retire_value_block caller's `site`, for messages
+  std::uint64_t retired_epoch;  ///< the reclamation epoch it was retired at
+#endif
   char* data() { return reinterpret_cast<char*>(this + 1); }
   const char* data() const { return reinterpret_cast<const char*>(this + 1); }
 };
@@ -100,10 +110,59 @@ Status make_value(std::string_view value, MemoryBudget* budget, std::uint64_t* h
 inline bool is_block(std::uint64_t handle) { return (handle >> 56) == 0; }
 
 /// Appends the value a handle stands for to out (the block must still be alive: callers hold
-/// an epoch pin from before they read the handle).
+/// an epoch pin from before they read the handle). With DUET_CHECKS, reading a freed block
+/// aborts with a message naming it.
 void append_value(std::uint64_t handle, std::string* out);
 
-/// Frees a ValueBlock handle (for EpochManager::retire, and for blocks never published).
+/// Frees a ValueBlock handle (for EpochManager::retire, and for blocks never published). With
+/// DUET_CHECKS the block is poisoned first (its size and bytes overwritten) and a second free
+/// aborts; freed blocks then wait in a per-thread quarantine before the allocator gets them,
+/// so that a late read meets the poison rather than reused memory.
 void free_value_block(void* block);
+
+/// Retires a block handle through `part`: it is freed once no pinned reader can hold it. The
+/// caller must have unlinked it (no new reader can find it). `site` names the caller (a string
+/// literal); with DUET_CHECKS it is kept in the block, and retiring a block twice, or one
+/// already freed, or reading one after its free, aborts with a message naming the block and
+/// the site that retired it. Non-block handles are ignored. Returns the block's value size (0
+/// for non-blocks), for callers that count bytes.
+std::uint64_t retire_value_block(mem::EpochManager::Participant* part, std::uint64_t handle, const char* site);
+
+/// Builds with DUET_CHECKS: aborts when `handle`, just found in a structure (the Hot Cache or
+/// the Canonical Store) by a reader pinned through `reader`, is a block that was retired before
+/// that reader pinned, or freed. A reader pinned after a retirement cannot find the block in a
+/// structure that unlinked it first, so finding it means some structure still points at
+/// retired memory: the bug is caught where it is, not later when the memory is reused.
+/// `where` names the reading path. Compiles to nothing in release builds.
+inline void check_found_value(std::uint64_t handle, const mem::EpochManager::Participant* reader, const char* where);
+
+/// Whether freed small blocks are kept in per-thread caches for reuse. Off in builds with
+/// DUET_CHECKS or AddressSanitizer (a cached block would hide a double free from both), and
+/// when the environment sets DUET_VALUE_BLOCK_CACHE=0 (read once, at the first free).
+bool value_block_cache_enabled();
+
+/// The life state of a block in builds with DUET_CHECKS (0 in release builds): for tests.
+inline constexpr std::uint64_t kBlockLive = 0x4c49564556414c55ull;     // "LIVEVALU"
+inline constexpr std::uint64_t kBlockRetired = 0x5245544952454456ull;  // "RETIREDV"
+inline constexpr std::uint64_t kBlockFreed = 0xdbdbdbdbdbdbdbdbull;    // the poison byte
+std::uint64_t value_block_state(std::uint64_t handle);
+
+namespace detail {
+[[noreturn]] void found_retired_value(std::uint64_t handle, std::uint64_t pin_epoch, const char* where);
+}  // namespace detail
+
+inline void check_found_value(std::uint64_t handle, const mem::EpochManager::Participant* reader, const char* where) {
+#if DUET_CHECKS
+  if (!is_block(handle)) return;
+  const std::uint64_t pin_epoch = reader->pinned_epoch();
+  auto* b = reinterpret_cast<ValueBlock*>(handle);
+  const std::uint64_t st = std::atomic_ref<std::uint64_t>(b->state).load();
+  if (st == kBlockLive) return;
+  if (st == kBlockRetired && std::atomic_ref<std::uint64_t>(b->retired_epoch).load() >= pin_epoch) return;
+  detail::found_retired_value(handle, pin_epoch, where);
+#else
+  (void)handle, (void)reader, (void)where;
+#endif
+}
 
 }  // namespace duet::kv

@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <bit>
 
+#include "common/check.hpp"
 #include "cods/atomic.hpp"
 
 namespace duet::kv {
@@ -209,22 +210,35 @@ void HotCache::append_log(std::uint64_t ikey) {
   log_.push_back(ikey);
 }
 
-std::vector<HotCache::LogRecord> HotCache::log_snapshot() const {
-  std::vector<std::uint64_t> keys;
-  {
-    std::lock_guard<std::mutex> lk(log_mutex_);
-    keys = log_;
-  }
+std::vector<HotCache::LogRecord> HotCache::log_snapshot() {
+  std::lock_guard<std::mutex> lg(log_mutex_);
+  // Every logged key appears once and is resident with its kLogged flag set: update() appends
+  // a key only when it sets the flag, and only mark_replayed() clears the flag, dropping the key
+  // from the log at the same time; no dirty entry is evicted. A key that broke this would make
+  // a replay hand the store a stale block, or retire a block the store holds. Builds with
+  // DUET_CHECKS abort on it; release builds drop such keys from the log.
+  std::sort(log_.begin(), log_.end());
+  const auto dup = std::adjacent_find(log_.begin(), log_.end());
+  DUET_CHECK(dup == log_.end(), "update log holds key " + std::to_string(dup == log_.end() ? 0 : *dup) + " twice");
+  log_.erase(std::unique(log_.begin(), log_.end()), log_.end());
   std::vector<LogRecord> out;
-  out.reserve(keys.size());
-  for (std::uint64_t k : keys) {
+  out.reserve(log_.size());
+  std::size_t kept = 0;
+  for (std::uint64_t k : log_) {
     std::shared_lock<std::shared_mutex> rl(resize_);
     const Bucket& b = table_.load(std::memory_order_relaxed)->bucket(k);
     WriteLock lk(b);
     Node* n;
     unsigned i;
-    if (find(b, k, &n, &i)) out.push_back({k, (n->flags[i] & kPresent) != 0, n->handles[i]});
+    const bool resident = find(b, k, &n, &i);
+    const bool logged = resident && (n->flags[i] & kLogged);
+    DUET_CHECK(logged, "update log holds key " + std::to_string(k) +
+                           (resident ? ", whose entry is not marked logged" : ", which is no longer in the cache"));
+    if (!logged) continue;
+    out.push_back({k, (n->flags[i] & kPresent) != 0, n->handles[i]});
+    log_[kept++] = k;
   }
+  log_.resize(kept);
   return out;
 }
 
@@ -259,6 +273,9 @@ std::uint64_t HotCache::evict_if(const std::function<bool(std::uint64_t)>& cold)
     for (Node* n = &b.head; n; n = n->next) {
       for (unsigned i = 0; i < 8; ++i) {
         if (n->keys[i] != kEmpty && cold(n->keys[i])) {
+          DUET_CHECK(!(n->flags[i] & (kDirty | kLogged)),
+                     "evicting key " + std::to_string(n->keys[i]) + " whose update is not replayed (flags " +
+                         std::to_string(n->flags[i]) + ")");
           racy_store(n->keys[i], kEmpty);
           racy_store(n->handles[i], std::uint64_t(0));
           racy_store(n->flags[i], std::uint8_t(0));

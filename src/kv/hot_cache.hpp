@@ -65,14 +65,16 @@ class HotCache {
     bool present;
     std::uint64_t handle;
   };
-  /// The current state of every key in the update log. Call only while updates are blocked.
-  std::vector<LogRecord> log_snapshot() const;
+  /// The current state of every key in the update log, each key once. Call only while updates
+  /// are blocked. A logged key that is no longer resident or logged (which the switch
+  /// protocol rules out) aborts builds with DUET_CHECKS and is dropped from the log otherwise.
+  std::vector<LogRecord> log_snapshot();
   /// Marks the given logged keys clean and drops them from the log (after the Canonical Store
   /// applied their replay). Call only while updates are blocked.
   void mark_replayed(const std::vector<std::uint64_t>& keys);
 
   /// Removes every entry for which cold(ikey) is true; returns how many. Only clean entries
-  /// may be cold (the switch protocol guarantees it).
+  /// may be cold (the switch protocol guarantees it; builds with DUET_CHECKS abort otherwise).
   std::uint64_t evict_if(const std::function<bool(std::uint64_t)>& cold);
 
   /// Resident entries (values and tombstones).

@@ -4,6 +4,7 @@
 #include <functional>
 #include <optional>
 
+#include "common/check.hpp"
 #include "common/log.hpp"
 
 namespace duet::kv {
@@ -61,8 +62,9 @@ void ParticipantPool::collect_idle() {
   for (std::size_t i = 0; i < kSlots; ++i) {
     Slot& s = slots_[i];
     bool expect = false;
-    if (s.p && s.busy.compare_exchange_strong(expect, true, std::memory_order_acquire)) {
-      s.p->collect();
+    // Take the slot before looking at its participant: acquire() creates it under the same flag.
+    if (s.busy.compare_exchange_strong(expect, true, std::memory_order_acquire)) {
+      if (s.p) s.p->collect();
       s.busy.store(false, std::memory_order_release);
     }
   }
@@ -165,7 +167,8 @@ class KvSpaceImpl::InFlight final : public KvInFlight {
   mem::EpochManager::Participant* part = nullptr;
   std::size_t pslot = 0;
   std::optional<mem::EpochManager::Guard> pin;
-  std::uint64_t epoch = 0;
+  EpochGate::Ticket ticket;  ///< this round's hold on the model epoch
+  std::uint64_t epoch = 0;   ///< ticket.epoch
   Status first_error;
   std::uint64_t n_hot = 0, n_miss = 0, n_cold = 0, retired_bytes = 0;
   bool sampled = false;
@@ -175,10 +178,7 @@ class KvSpaceImpl::InFlight final : public KvInFlight {
     r.status = std::move(s);
     r.done_ns = now_ns();
   }
-  void retire_block(std::uint64_t h) {
-    retired_bytes += reinterpret_cast<const ValueBlock*>(h)->size;
-    part->retire(reinterpret_cast<void*>(h), free_value_block);
-  }
+  void retire_block(std::uint64_t h, const char* site) { retired_bytes += retire_value_block(part, h, site); }
 };
 
 namespace {
@@ -292,7 +292,9 @@ void KvSpaceImpl::start_round(InFlight& f) {
   f.cold_idx.clear();
   f.load_idx.clear();
   f.load_for_update.clear();
-  f.epoch = gate_.enter();
+  f.ticket = gate_.enter();
+  f.epoch = f.ticket.epoch;
+  DUET_CHECK(!f.pin, "a batch's round pinned while its previous round's pin is still held");
   f.pin.emplace(f.part->pin());
   const RouterModel* model = models_[f.epoch & 1].load(std::memory_order_acquire);
   const bool learned = cfg_.router.mode == RouterMode::kLearned;
@@ -316,6 +318,7 @@ void KvSpaceImpl::start_round(InFlight& f) {
       if (r.op == KvRequest::Op::kGet) {  // answer hot hits now: cheap, and the latency that matters
         std::uint64_t h;
         const HotCache::Found found = hot_.get(ikey, &h);
+        if (found == HotCache::Found::kValue) check_found_value(h, f.part, "a hot read of the Hot Cache");
         if (found != HotCache::Found::kMiss) {
           r.path = KvRequest::Path::kHot;
           r.found = found == HotCache::Found::kValue;
@@ -334,9 +337,9 @@ void KvSpaceImpl::start_round(InFlight& f) {
   }
   f.sampled = true;  // each request is sampled once, in its first round
   auto send = [&](RequestGroup& g) {  // the group holds the epoch until the store has run it
-    gate_.hold(f.epoch);
+    gate_.hold(f.ticket);
     g.gate = &gate_;
-    g.gate_epoch = f.epoch;
+    g.gate_ticket = f.ticket;
     store_->submit(g);
   };
   if (f.cold.size() > 0) send(f.cold);
@@ -380,16 +383,17 @@ void KvSpaceImpl::start_round(InFlight& f) {
     }
     f.owned[i] = 0;  // published in the cache
     if (found == HotCache::Found::kValue) {
+      check_found_value(prev, f.part, "a hot write (the value it replaced)");
       r.found = true;
       if (r.want_previous) append_value(prev, &r.result);
-      if (prev_owned && is_block(prev)) f.retire_block(prev);
+      if (prev_owned && is_block(prev)) f.retire_block(prev, "a hot write replacing a dirty value");
     }
     r.done_ns = kStampAtRoundEnd;
     ++unstamped;
     ++f.n_hot;
   }
   if (f.loads.size() > 0) send(f.loads);
-  gate_.leave(f.epoch);  // routing is done; the groups keep their own holds
+  gate_.leave(f.ticket);  // routing is done; the groups keep their own holds
   if (unstamped > 0) {  // one clock read for every hot answer of the round
     const std::uint64_t t = now_ns();
     for (std::uint32_t i : f.pending)
@@ -425,9 +429,10 @@ void KvSpaceImpl::complete_round(InFlight& f) {
       }
       const bool found = st == lslab::OpStatus::kFound;
       const std::uint64_t out = g.out[j];
+      if (found) check_found_value(out, f.part, "a cold request to the Canonical Store");
       r.found = found;
       if (found && (r.op == KvRequest::Op::kGet || r.want_previous)) append_value(out, &r.result);
-      if (r.op != KvRequest::Op::kGet && found && is_block(out)) f.retire_block(out);
+      if (r.op != KvRequest::Op::kGet && found && is_block(out)) f.retire_block(out, "a cold write");
       if (r.op == KvRequest::Op::kPut) f.owned[i] = 0;
       r.done_ns = t;
       ++f.n_cold;
@@ -447,6 +452,7 @@ void KvSpaceImpl::complete_round(InFlight& f) {
       }
       const bool found = g.status[j] == lslab::OpStatus::kFound;
       const std::uint64_t out = g.out[j];
+      if (found) check_found_value(out, f.part, "a load from the Canonical Store");
       hot_.populate(f.ikeys[i], found, out, gate_.epoch(), f.epoch, f.part);
       ++f.n_miss;
       if (!f.load_for_update[j]) {
@@ -597,8 +603,13 @@ Status KvSpaceImpl::replay_log() {
   for (std::size_t j = 0; j < g.size(); ++j) {
     if (g.status[j] == lslab::OpStatus::kRetry) continue;
     applied.push_back(g.keys[j]);
-    if (g.status[j] == lslab::OpStatus::kFound && is_block(g.out[j]))
-      part->retire(reinterpret_cast<void*>(g.out[j]), free_value_block);
+    if (g.status[j] != lslab::OpStatus::kFound) continue;
+    // The store's previous value, now replaced by the cache's. It is the block just replayed
+    // only if the log held the key twice, which log_snapshot() rules out; never retire a
+    // block the store still holds.
+    DUET_CHECK(g.out[j] != g.values[j] || !is_block(g.out[j]),
+               "replay of key " + std::to_string(g.keys[j]) + " returned its own block as the previous value");
+    if (g.out[j] != g.values[j]) retire_value_block(part, g.out[j], "the replay of the hot log");
   }
   participants_.release(pslot);
   hot_.mark_replayed(applied);

@@ -7,6 +7,7 @@
 #include <thread>
 
 #include "cods/atomic.hpp"
+#include "common/check.hpp"
 
 namespace duet::kv {
 
@@ -84,26 +85,27 @@ unsigned EpochGate::stripe() {
   return mine;
 }
 
-std::uint64_t EpochGate::enter() {
-  Stripe& s = stripes_[stripe()];
+EpochGate::Ticket EpochGate::enter() {
+  const unsigned mine = stripe();
+  Stripe& s = stripes_[mine];
   for (;;) {
     const std::uint64_t e = epoch_.load(std::memory_order_seq_cst);
     s.count[e & 1].fetch_add(1, std::memory_order_seq_cst);
-    if (epoch_.load(std::memory_order_seq_cst) == e) return e;
+    if (epoch_.load(std::memory_order_seq_cst) == e) return Ticket{e, mine};
     s.count[e & 1].fetch_sub(1, std::memory_order_release);
   }
 }
 
-void EpochGate::leave(std::uint64_t e) { stripes_[stripe()].count[e & 1].fetch_sub(1, std::memory_order_release); }
+void EpochGate::leave(const Ticket& t) {
+  [[maybe_unused]] const std::int64_t before =
+      stripes_[t.stripe].count[t.epoch & 1].fetch_sub(1, std::memory_order_release);
+  DUET_CHECK(before > 0, "epoch gate: stripe " + std::to_string(t.stripe) + " of epoch " + std::to_string(t.epoch) +
+                             " released more holds than it took");
+}
 
-void EpochGate::drain(std::uint64_t e) const {
-  for (unsigned spins = 0;; ++spins) {
-    std::int64_t sum = 0;
-    for (const Stripe& s : stripes_) sum += s.count[e & 1].load(std::memory_order_acquire);
-    if (sum == 0) return;
-    if (spins < 64) cods::spin_pause();
-    else std::this_thread::yield();
-  }
+void EpochGate::wait_a_little(unsigned spins) {
+  if (spins < 64) cods::spin_pause();
+  else std::this_thread::yield();
 }
 
 }  // namespace duet::kv

@@ -1,5 +1,7 @@
 #include "mem/epoch.hpp"
 
+#include "common/check.hpp"
+
 #include <algorithm>
 #include <iterator>
 
@@ -28,6 +30,8 @@ std::unique_ptr<EpochManager::Participant> EpochManager::join() {
 
 EpochManager::Guard EpochManager::Participant::pin() {
   Slot& s = *static_cast<Slot*>(slot_ptr_);
+  DUET_CHECK(s.local.load(std::memory_order_relaxed) == kInactive,
+             "pin of a participant that is already pinned (pins do not nest)");
   // Announce, then re-read: the announced epoch must be one the advancer can see us at.
   std::uint64_t e = manager_->global_.load(std::memory_order_acquire);
   for (;;) {
@@ -45,12 +49,18 @@ void EpochManager::Participant::unpin() {
   static_cast<Slot*>(slot_ptr_)->local.store(kInactive, std::memory_order_release);
 }
 
-void EpochManager::Participant::retire(void* object, void (*deleter)(void*)) {
+std::uint64_t EpochManager::Participant::retire(void* object, void (*deleter)(void*)) {
   // The caller's unlink is ordered before reading the epoch it is retired at; otherwise the
   // epoch could be read as r while the unlink is still invisible to readers pinned at r + 1.
   std::atomic_thread_fence(std::memory_order_seq_cst);
-  retired_.push_back({object, deleter, manager_->global_.load(std::memory_order_relaxed)});
+  const std::uint64_t epoch = manager_->global_.load(std::memory_order_relaxed);
+  retired_.push_back({object, deleter, epoch});
   if (++since_collect_ >= kAdvanceEvery) collect();
+  return epoch;
+}
+
+std::uint64_t EpochManager::Participant::pinned_epoch() const {
+  return static_cast<const Slot*>(slot_ptr_)->local.load(std::memory_order_relaxed);
 }
 
 void EpochManager::Participant::collect() {

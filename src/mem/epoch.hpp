@@ -58,17 +58,22 @@ class EpochManager {
     Participant(const Participant&) = delete;
     Participant& operator=(const Participant&) = delete;
 
-    /// Pins the current epoch until the guard is destroyed. Pins do not nest.
+    /// Pins the current epoch until the guard is destroyed. Pins do not nest (builds with
+    /// DUET_CHECKS abort on a nested pin).
     Guard pin();
     /// Hands `object` to the manager, to be freed by deleter(object) once no reader that
     /// might have seen it is still pinned. object must already be unreachable for new readers.
-    void retire(void* object, void (*deleter)(void*));
+    /// Returns the epoch it was retired at: a reader pinned at a later epoch can no longer
+    /// find it (a reader that does has found a structure still pointing at retired memory).
+    std::uint64_t retire(void* object, void (*deleter)(void*));
     template <class T>
     void retire(T* object) {
       retire(static_cast<void*>(object), [](void* p) { delete static_cast<T*>(p); });
     }
     /// Frees what is safe now (also done automatically every kAdvanceEvery retirements).
     void collect();
+    /// The epoch this participant is pinned at (only meaningful while a Guard of it lives).
+    std::uint64_t pinned_epoch() const;
     /// Objects retired by this participant and not yet freed.
     std::size_t pending() const { return retired_.size(); }
 

@@ -55,14 +55,45 @@ TEST(HistogramModel, SimilarityWeighsBinsByTraffic) {
 
 TEST(EpochGate, DrainWaitsForHoldsReleasedOnAnotherThread) {
   EpochGate gate;
-  const std::uint64_t e = gate.enter();
-  gate.hold(e);   // a request group's hold
-  gate.leave(e);  // routing done
+  const EpochGate::Ticket t = gate.enter();
+  const std::uint64_t e = t.epoch;
+  gate.hold(t);   // a request group's hold
+  gate.leave(t);  // routing done
   gate.advance();
-  std::thread releaser([&] { gate.leave(e); });  // the store's thread releases the group
+  std::thread releaser([&] { gate.leave(t); });  // the store's thread releases the group
   gate.drain(e);  // returns only once the hold is gone
   releaser.join();
-  EXPECT_EQ(gate.enter(), e + 1);
+  EXPECT_EQ(gate.enter().epoch, e + 1);
+}
+
+// The interleaving that let a switch evict a dirty Hot Cache entry: drain() reads the stripes
+// one by one; between its read of the batch's stripe and the rest, the batch sends a request
+// group, the store's thread (another stripe) runs and releases it, and the batch goes on
+// routing with the old model. drain() must not return while the batch is still inside. The
+// scan's hook plays both parts at fixed points, so the interleaving is the same every run: on
+// the first scan the group comes and goes; on a later scan the batch finishes routing.
+TEST(EpochGate, DrainDoesNotReturnWhileABatchRoutesAndItsGroupIsReleasedMidScan) {
+  EpochGate gate;
+  const EpochGate::Ticket batch = gate.enter();  // the batch starts routing with model e
+  const std::uint64_t e = batch.epoch;
+  gate.advance();                                  // a switch installs e + 1
+  bool batch_inside = true;
+  unsigned scans = 0;
+  auto after_stripe = [&](unsigned i) {
+    if (i != batch.stripe) return;
+    ++scans;
+    if (scans == 1) {
+      gate.hold(batch);  // the batch sends its cold group...
+      std::thread store_thread([&] { gate.leave(batch); });  // ...which the store runs and releases
+      store_thread.join();
+    } else if (scans == 2) {
+      batch_inside = false;  // the batch finishes routing
+      gate.leave(batch);
+    }
+  };
+  gate.drain(e, after_stripe);
+  EXPECT_FALSE(batch_inside) << "drain() returned while a batch of the old epoch was still routing";
+  EXPECT_GE(scans, 2u);
 }
 
 }  // namespace
