@@ -33,9 +33,15 @@ struct RegisterOp {
   std::uint64_t out = 0;    ///< outcome: value read (GET) or previous value (PUT, DELETE) when found
 };
 
+/// A checker's verdict. A failed check is either a proof (no order of the operations explains
+/// the outcomes) or undecided (the search ran out of its step budget first); negative controls
+/// must require the proof, since a checker that gave up would pass them too.
 struct CheckResult {
   bool linearizable = true;
+  bool undecided = false;   ///< not linearizable only because the search budget ran out
   std::string explanation;  ///< for a failure: the history, for a reader to see why
+  /// True when the search proved that no linearization exists.
+  bool refuted() const { return !linearizable && !undecided; }
 };
 
 namespace detail {
@@ -72,7 +78,8 @@ inline std::string describe(const std::vector<RegisterOp>& ops) {
 }  // namespace detail
 
 /// Decides whether `ops` on one key, starting from `initial` (absent when nullopt), is
-/// linearizable. Gives up (reports not linearizable, saying so) after `budget` search steps.
+/// linearizable. Gives up after `budget` search steps: then reports not linearizable with
+/// `undecided` set, and says so in the explanation.
 inline CheckResult check_register(std::vector<RegisterOp> ops, std::optional<std::uint64_t> initial = std::nullopt,
                                   std::uint64_t budget = 50'000'000) {
   std::sort(ops.begin(), ops.end(), [](const RegisterOp& a, const RegisterOp& b) { return a.invoke < b.invoke; });
@@ -162,6 +169,7 @@ inline CheckResult check_register(std::vector<RegisterOp> ops, std::optional<std
   if (n == 0) return {};
   CheckResult r;
   r.linearizable = false;
+  r.undecided = exhausted;
   r.explanation = std::string(exhausted ? "search budget exhausted; undecided history:\n"
                                         : "no linearization exists for:\n") +
                   detail::describe(ops);

@@ -113,9 +113,17 @@ def step(state, op):
 
 @dataclass
 class Result:
+    """A verdict. Not ok is either a proof that no linearization exists (refuted) or undecided:
+    the search ran out of steps first. Negative controls must require refuted, since a checker
+    that gave up would pass them too."""
     ok: bool
     explanation: str = ""
     steps: int = 0
+    undecided: bool = False
+
+    @property
+    def refuted(self):
+        return not self.ok and not self.undecided
 
 
 def check(ops, initial=None, max_steps=5_000_000):
@@ -183,7 +191,7 @@ def check(ops, initial=None, max_steps=5_000_000):
     while remaining:
         steps += 1
         if steps > max_steps:
-            return Result(False, f"gave up after {max_steps} search steps (history of {n} ops)", steps)
+            return Result(False, f"gave up after {max_steps} search steps (history of {n} ops)", steps, undecided=True)
         if entry != head and is_call[entry]:
             i = op_of[entry]
             if pred[i] >= 0 and not (linearized >> pred[i]) & 1:

@@ -51,21 +51,21 @@ def test_checker_unknown_outcomes():
         h = H((0, "set", b"1", UNKNOWN, 0, INF), (1, "get", None, seen, 5, 6))
         assert lin.check(h).ok
     h = H((0, "set", b"1", UNKNOWN, 0, INF), (1, "get", None, b"2", 5, 6))
-    assert not lin.check(h).ok
+    assert lin.check(h).refuted
 
 
 def test_checker_rejects_value_never_written():
     """Negative control: a read returning a value no one wrote is rejected."""
     h = H((0, "set", b"1", "OK", 0, 1), (1, "get", None, b"7", 2, 3))
     r = lin.check(h)
-    assert not r.ok and "get" in r.explanation
+    assert r.refuted and "get" in r.explanation
 
 
 def test_checker_rejects_stale_read():
     """Negative control: a read, invoked after a write of 2 completed, that returns the
     overwritten 1 is rejected (it would be fine if the intervals overlapped)."""
     h = H((0, "set", b"1", "OK", 0, 1), (0, "set", b"2", "OK", 2, 3), (1, "get", None, b"1", 4, 5))
-    assert not lin.check(h).ok
+    assert lin.check(h).refuted
     h_overlap = H((0, "set", b"1", "OK", 0, 1), (0, "set", b"2", "OK", 2, 6), (1, "get", None, b"1", 4, 5))
     assert lin.check(h_overlap).ok
 
@@ -74,11 +74,11 @@ def test_checker_rejects_lost_update_and_duplicate_increments():
     """Negative controls: two sequential INCRs both answering 1, an INCR that ignores a
     completed SET, a DEL that removes a key twice, and SET NX succeeding on an existing key
     are all rejected."""
-    assert not lin.check(H((0, "incrby", 1, 1, 0, 1), (1, "incrby", 1, 1, 2, 3))).ok
+    assert lin.check(H((0, "incrby", 1, 1, 0, 1), (1, "incrby", 1, 1, 2, 3))).refuted
     assert lin.check(H((0, "incrby", 1, 1, 0, 3), (1, "incrby", 1, 2, 1, 2))).ok
-    assert not lin.check(H((0, "set", b"5", "OK", 0, 1), (1, "incrby", 1, 1, 2, 3))).ok
-    assert not lin.check(H((0, "set", b"5", "OK", 0, 1), (1, "del", None, 1, 2, 3), (0, "del", None, 1, 4, 5))).ok
-    assert not lin.check(H((0, "set", b"5", "OK", 0, 1), (1, "setnx", b"6", "OK", 2, 3))).ok
+    assert lin.check(H((0, "set", b"5", "OK", 0, 1), (1, "incrby", 1, 1, 2, 3))).refuted
+    assert lin.check(H((0, "set", b"5", "OK", 0, 1), (1, "del", None, 1, 2, 3), (0, "del", None, 1, 4, 5))).refuted
+    assert lin.check(H((0, "set", b"5", "OK", 0, 1), (1, "setnx", b"6", "OK", 2, 3))).refuted
 
 
 def test_checker_rejects_real_time_violation_among_many():
@@ -88,7 +88,16 @@ def test_checker_rejects_real_time_violation_among_many():
     assert lin.check(ok).ok
     bad = H(*[(0, "incrby", 1, i + 1, 2 * i, 2 * i + 1) for i in range(200)])
     bad[100].result, bad[101].result = bad[101].result, bad[100].result
-    assert not lin.check(bad).ok
+    assert lin.check(bad).refuted
+
+
+def test_checker_reports_an_exhausted_budget_as_undecided():
+    """A checker that gives up must not pass for one that refuted: a long linearizable history
+    with a budget too small to finish is undecided, and decided with the default budget."""
+    h = H(*[(0, "incrby", 1, i + 1, 2 * i, 2 * i + 1) for i in range(50)])
+    r = lin.check(h, max_steps=3)
+    assert not r.ok and r.undecided and not r.refuted and "gave up" in r.explanation
+    assert lin.check(h).ok
 
 
 def test_checker_keeps_pipeline_order():
@@ -96,7 +105,7 @@ def test_checker_keeps_pipeline_order():
     INCR answering 1 is rejected, though the same ops from two clients would be accepted."""
     a = Op("incrby", 1, 2, 0, 10, 0, batch=1, pos=0)
     b = Op("incrby", 1, 1, 0, 10, 0, batch=1, pos=1)
-    assert not lin.check([a, b]).ok
+    assert lin.check([a, b]).refuted
     a2 = Op("incrby", 1, 2, 0, 10, 0)
     b2 = Op("incrby", 1, 1, 0, 10, 1)
     assert lin.check([a2, b2]).ok
@@ -228,7 +237,7 @@ def test_checker_rejects_corrupted_network_history(srv):
     bad = [Op(o.kind, o.arg, o.result, o.invoke, o.response, o.process) for o in ops]
     victim = next(o for o in bad if o.kind == "get" and o.result is not None)
     victim.result = b"never-written"
-    assert not lin.check(bad).ok, "checker accepted a read of a value never written"
+    assert lin.check(bad).refuted, "checker accepted a read of a value never written"
 
     sets = sorted((o for o in ops if o.kind == "set"), key=lambda o: o.invoke)
     pair = next(((a, b) for a in sets for b in sets if b.invoke > a.response and b.arg != a.arg), None)
@@ -237,4 +246,4 @@ def test_checker_rejects_corrupted_network_history(srv):
     end = max(o.response for o in ops)
     stale = [Op(o.kind, o.arg, o.result, o.invoke, o.response, o.process) for o in ops]
     stale.append(Op("get", None, old.arg, end + 1, end + 2, 99))
-    assert not lin.check(stale).ok, "checker accepted a stale read after a completed overwrite"
+    assert lin.check(stale).refuted, "checker accepted a stale read after a completed overwrite"
