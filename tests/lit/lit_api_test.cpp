@@ -10,6 +10,7 @@
 #include <string>
 #include <vector>
 
+#include "index/lit/gpu_lit.hpp"
 #include "index/lit/lit.hpp"
 
 namespace duet::lit {
@@ -280,6 +281,43 @@ TEST(Lit, BadInput) {
   EXPECT_EQ(Map::create(bad, &m).code(), StatusCode::kInvalidArgument);
 }
 
+// The GPU map's configuration is checked on every machine: each bad field is named, and
+// GpuMap::create refuses it with InvalidArgument whether or not a GPU (or the CUDA toolkit) is
+// there; a good configuration is refused only for want of a GPU.
+TEST(GpuLitConfig, IsCheckedWithOrWithoutAGpu) {
+  struct Case {
+    const char* field;
+    void (*spoil)(GpuConfig&);
+  };
+  const Case cases[] = {
+      {"universe_min", [](GpuConfig& c) { c.universe_min = 10, c.universe_max = 5, c.predicted_min = c.predicted_max = 7; }},
+      {"predicted_min", [](GpuConfig& c) { c.predicted_min = 100, c.predicted_max = 99; }},
+      {"outside the universe", [](GpuConfig& c) { c.universe_min = 50; }},
+      {"outside the universe", [](GpuConfig& c) { c.universe_max = 1000; }},
+      {"bucket_width", [](GpuConfig& c) { c.bucket_width = 0; }},
+      {"max_range_results", [](GpuConfig& c) { c.max_range_results = 0; }},
+  };
+  EXPECT_TRUE(check_config(GpuConfig{}).ok());
+  for (const Case& k : cases) {
+    GpuConfig c;
+    k.spoil(c);
+    const Status checked = check_config(c);
+    EXPECT_EQ(checked.code(), StatusCode::kInvalidArgument) << k.field;
+    EXPECT_NE(checked.message().find(k.field), std::string::npos) << checked.message();
+    std::unique_ptr<GpuMap> m;
+    const Status created = GpuMap::create(c, &m);
+    EXPECT_EQ(created.code(), StatusCode::kInvalidArgument) << k.field << ": " << created.to_string();
+    EXPECT_FALSE(m);
+  }
+  GpuConfig one_key;  // predicted_min == predicted_max is a valid one-bucket range here
+  one_key.predicted_min = one_key.predicted_max = 5;
+  EXPECT_TRUE(check_config(one_key).ok());
+  std::unique_ptr<GpuMap> m;
+  const Status good = GpuMap::create(GpuConfig{}, &m);
+  EXPECT_TRUE(good.ok() || good.code() == StatusCode::kUnavailable) << good.to_string();
+  EXPECT_EQ(GpuMap::create(GpuConfig{}, nullptr).code(), StatusCode::kInvalidArgument);
+}
+
 TEST(Lit, RangePages) {
   Config c;
   c.max_range_results = 10;
@@ -347,16 +385,50 @@ TEST(Lit, SessionsAreLimited) {
   EXPECT_TRUE(m->open_session(&d).ok());  // a closed session's slot is reused
 }
 
-TEST(Lit, ReclamationFreesVersionsAndNodes) {
+// Churn retires nodes and versions; once it stops, what is retired but not yet freed must fall
+// back under a small bound (not merely "more than half was freed"), and the map must still
+// hold exactly the churn's final state.
+TEST(Lit, ReclamationReturnsMemoryAfterChurnAndKeepsTheContents) {
   Fixture f(Config{});
+  std::map<std::uint64_t, std::uint64_t> ref;
   for (int round = 0; round < 200; ++round)
     for (std::uint64_t k = 0; k < 100; ++k) {
       f.s->upsert(k, round);
-      if (round % 2) f.s->remove(k);
+      ref[k] = round;
+      if (round % 2 && k % 4 != 0) {
+        f.s->remove(k);
+        ref.erase(k);
+      }
     }
-  const Stats st = f.map->stats();
-  EXPECT_GT(st.retired, 10000u);
-  EXPECT_GT(st.freed, st.retired / 2);
+  const Stats during = f.map->stats();
+  EXPECT_GT(during.retired, 10000u);
+  // Churn stops. The session leaves (its unfreed objects go to the map's epoch manager), and a
+  // new one reads every key, which lets the epoch advance and frees what became safe.
+  f.s.reset();
+  ASSERT_TRUE(f.map->open_session(&f.s).ok());
+  for (int pass = 0; pass < 3; ++pass)
+    for (std::uint64_t k = 0; k < 100; ++k) {
+      std::uint64_t v = 0;
+      f.s->get(k, &v);
+      if (ref.count(k)) f.s->upsert(k, ref[k]);  // same value: retires a version, changes nothing
+    }
+  f.s.reset();  // flushes the session's counters
+  ASSERT_TRUE(f.map->open_session(&f.s).ok());
+  const Stats after = f.map->stats();
+  // Bound: one participant frees everything retired two epochs back at each collection (every
+  // 64 retirements), so at most a few collections' worth may still wait.
+  constexpr std::uint64_t kPendingBound = 4 * 64;
+  EXPECT_LE(after.retired - after.freed, kPendingBound)
+      << "retired " << after.retired << ", freed " << after.freed << " after churn stopped";
+  Pairs all;
+  RangePage page;
+  ASSERT_TRUE(f.s->range(0, ~std::uint64_t{0}, &all, &page).ok());
+  EXPECT_EQ(all, reference_range(ref, 0, ~std::uint64_t{0}));
+  EXPECT_EQ(all.size(), 25u);
+  std::uint64_t entries = 0;
+  const Status st = f.map->check(&entries);
+  EXPECT_TRUE(st.ok()) << st.message();
+  EXPECT_EQ(entries, ref.size());
 }
 
 TEST(LitBytes, EncodingPreservesOrder) {

@@ -1178,12 +1178,7 @@ class GpuMapImpl final : public GpuMap {
 
 Status GpuMap::create(const GpuConfig& c, std::unique_ptr<GpuMap>* out) {
   if (!out) return Status::InvalidArgument("out is null");
-  if (c.universe_min > c.universe_max) return Status::InvalidArgument("universe_min: above universe_max");
-  if (c.predicted_min > c.predicted_max) return Status::InvalidArgument("predicted_min: above predicted_max");
-  if (c.predicted_min < c.universe_min || c.predicted_max > c.universe_max)
-    return Status::InvalidArgument("predicted_min/max: outside the universe");
-  if (c.bucket_width == 0) return Status::InvalidArgument("bucket_width: must be positive");
-  if (c.max_range_results == 0) return Status::InvalidArgument("max_range_results: must be positive");
+  if (Status s = check_config(c); !s.ok()) return s;
   auto m = std::make_unique<GpuMapImpl>(c);
   Status s = m->init();
   if (!s.ok()) return s;

@@ -54,6 +54,11 @@ struct GpuConfig {
   std::uint64_t max_range_results = std::uint64_t{1} << 20;
 };
 
+/// Checks a configuration: InvalidArgument naming the first bad field, or Ok. Runs on any
+/// machine (GpuMap::create calls it first, so bad input gets the same error with or without a
+/// GPU).
+Status check_config(const GpuConfig& config);
+
 /// A point operation's code.
 enum class GpuOp : std::uint8_t { kGet = 0, kInsert = 1, kRemove = 2, kUpsert = 3 };
 
