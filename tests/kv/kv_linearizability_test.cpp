@@ -398,7 +398,7 @@ TEST_P(KvLinearizability, MixedOperationsAreLinearizablePerKey) {
   ASSERT_TRUE(store->create_kv("lin", &kv).ok());
   RunConfig rc;
   rc.allow_exhausted = lc.memory_budget_bytes != 0;
-  rc.clients = lc.clients;
+  rc.clients = duet::kvtest::test_clients(lc.clients);
   rc.ops_per_client = static_cast<std::uint64_t>(lc.ops_per_client * duet::kvtest::test_scale());
   rc.keys = lc.keys;
   rc.switch_every = lc.switch_every;

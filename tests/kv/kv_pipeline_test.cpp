@@ -57,7 +57,8 @@ TEST_P(KvPipeline, PipelinedBatchesAreLinearizablePerKey) {
   KvSpace* kv = nullptr;
   ASSERT_TRUE(store->create_kv("p", &kv).ok());
 
-  constexpr int kThreads = 4, kDepth = 4, kBatch = 8, kKeys = 48;
+  constexpr int kDepth = 4, kBatch = 8, kKeys = 48;
+  const int kThreads = test_clients(4);
   const int batches_per_thread = static_cast<int>(1000 * test_scale());  // 4 x 1000 x 8 = 32,000 requests
   std::atomic<std::uint64_t> clock{0}, next_id{1};
   std::vector<std::vector<std::pair<int, RegisterOp>>> history(kThreads);

@@ -4,11 +4,14 @@
 // DUET_TEST_DEVICE=auto|cpu|gpu (default auto) chooses StoreConfig::device for every store the
 // suites open: auto runs the Canonical Store on the GPU when one is present, so a run on a GPU
 // machine tests the GPU path and a run without one tests the CPU twin. DUET_TEST_SCALE (a
-// positive number, default 1) multiplies the operation counts of the concurrent runs.
+// positive number, default 1) multiplies the operation counts of the concurrent runs, and
+// DUET_TEST_CLIENTS (a positive count) replaces their numbers of client threads (the stress
+// step of scripts/test runs them with more clients than cores).
 #pragma once
 
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <cstdint>
 #include <cstdlib>
 #include <memory>
@@ -44,6 +47,15 @@ inline double test_scale() {
   if (env == nullptr || *env == '\0') return 1.0;
   const double v = std::strtod(env, nullptr);
   return v > 0 ? v : 1.0;
+}
+
+/// DUET_TEST_CLIENTS, or `fallback` (the case's own count) when unset.
+inline int test_clients(int fallback) {
+  const char* env = std::getenv("DUET_TEST_CLIENTS");
+  if (env == nullptr || *env == '\0') return fallback;
+  const long v = std::strtol(env, nullptr, 10);
+  EXPECT_GT(v, 0) << "DUET_TEST_CLIENTS=" << env;
+  return v > 0 ? static_cast<int>(std::min<long>(v, 256)) : fallback;
 }
 
 /// A configuration sized for tests: small up-front tables so many stores can be opened quickly.
