@@ -98,14 +98,19 @@ TEST_F(InvariantChecks, EvictingADirtyHotCacheEntryAborts) {
   auto p = epochs.join();
   HotCache cache(64);
   std::atomic<std::uint64_t> epoch{7};
-  ASSERT_TRUE(cache.populate(42, true, block(), epoch, 7, p.get()));
+  const std::uint64_t loaded = block(), written = block();  // the cache owns neither: freed below
+  ASSERT_TRUE(cache.populate(42, true, loaded, epoch, 7, p.get()));
   std::uint64_t prev = 0;
   bool owned = false;
-  ASSERT_EQ(cache.update(42, false, block(), &prev, &owned), HotCache::Found::kValue);  // dirty now
+  ASSERT_EQ(cache.update(42, false, written, &prev, &owned), HotCache::Found::kValue);  // dirty now
+  EXPECT_EQ(prev, loaded);
+  EXPECT_FALSE(owned);
   EXPECT_DEATH(cache.evict_if([](std::uint64_t) { return true; }), "evicting key 42 whose update is not replayed");
   // Once replayed (marked clean) it may go.
   cache.mark_replayed({42});
   EXPECT_EQ(cache.evict_if([](std::uint64_t) { return true; }), 1u);
+  free_value_block(reinterpret_cast<void*>(loaded));
+  free_value_block(reinterpret_cast<void*>(written));
 }
 
 TEST_F(InvariantChecks, NestedPinsAbort) {
