@@ -168,7 +168,6 @@ class KvSpaceImpl::InFlight final : public KvInFlight {
   std::size_t pslot = 0;
   std::optional<mem::EpochManager::Guard> pin;
   EpochGate::Ticket ticket;  ///< this round's hold on the model epoch
-  std::uint64_t epoch = 0;   ///< ticket.epoch
   Status first_error;
   std::uint64_t n_hot = 0, n_miss = 0, n_cold = 0, retired_bytes = 0;
   bool sampled = false;
@@ -293,10 +292,9 @@ void KvSpaceImpl::start_round(InFlight& f) {
   f.load_idx.clear();
   f.load_for_update.clear();
   f.ticket = gate_.enter();
-  f.epoch = f.ticket.epoch;
   DUET_CHECK(!f.pin, "a batch's round pinned while its previous round's pin is still held");
   f.pin.emplace(f.part->pin());
-  const RouterModel* model = models_[f.epoch & 1].load(std::memory_order_acquire);
+  const RouterModel* model = models_[f.ticket.epoch & 1].load(std::memory_order_acquire);
   const bool learned = cfg_.router.mode == RouterMode::kLearned;
   const std::uint32_t sample_every = std::max<std::uint32_t>(cfg_.router.sample_every, 1);
   thread_local std::uint32_t sample_tick = 0;
@@ -453,7 +451,7 @@ void KvSpaceImpl::complete_round(InFlight& f) {
       const bool found = g.status[j] == lslab::OpStatus::kFound;
       const std::uint64_t out = g.out[j];
       if (found) check_found_value(out, f.part, "a load from the Canonical Store");
-      hot_.populate(f.ikeys[i], found, out, gate_.epoch(), f.epoch, f.part);
+      hot_.populate(f.ikeys[i], found, out, gate_.epoch(), f.ticket.epoch, f.part);
       ++f.n_miss;
       if (!f.load_for_update[j]) {
         r.found = found;
