@@ -340,7 +340,13 @@ RangeRun run_ranges(Map& map, const RangeCase& rc) {
       std::mt19937_64 rng(rc.seed * 1000 + 999);
       start.arrive_and_wait();
       const std::uint64_t max_key = key_of(nkeys - 1);
-      while (writers_left.load(std::memory_order_acquire) > 0) {
+      // Runs while the writers do. Its calls fail while an automatic split or resize holds the
+      // structure lock, and on a loaded machine this thread may get few turns, so none of them
+      // need succeed before the writers finish: it then keeps trying (bounded) until one has,
+      // so that every run changes the index explicitly at least once.
+      std::uint64_t after = 0;
+      while (writers_left.load(std::memory_order_acquire) > 0 ||
+             (splits.load() + resizes.load() == 0 && ++after <= 100000)) {
         if (rng() % 3 != 0) {
           if (map.split(key_of(rng() % nkeys), static_cast<std::uint32_t>(rng() % 2 ? 0 : 2 + rng() % 15)))
             splits.fetch_add(1, std::memory_order_relaxed);
