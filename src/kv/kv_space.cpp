@@ -36,6 +36,13 @@ std::int64_t StripedCounter::sum() const {
   return t;
 }
 
+#if DUET_CHECKS
+namespace {
+std::atomic<void (*)()> round_entry_hook{nullptr};
+}  // namespace
+void set_round_entry_hook(void (*hook)()) { round_entry_hook.store(hook); }
+#endif
+
 // ---------------------------------------------------------------------------------------------
 ParticipantPool::ParticipantPool(mem::EpochManager* epochs) : epochs_(epochs), slots_(new Slot[kSlots]) {}
 
@@ -291,9 +298,18 @@ void KvSpaceImpl::start_round(InFlight& f) {
   f.cold_idx.clear();
   f.load_idx.clear();
   f.load_for_update.clear();
-  f.ticket = gate_.enter();
+  // Pin before entering the gate. A batch that entered epoch e may route with e's model after
+  // a switch installed e + 1 (the drain waits for it), and so read a Hot Cache entry that the
+  // new model calls cold, whose block a batch of e + 1 may already have replaced in the store
+  // and retired. That retirement comes after the advance, which comes after this batch's
+  // entry, so a pin taken before the entry is older than the retirement and keeps the block.
+  // Pinned after the entry, the pin could be newer, and the block freed under the reader.
   DUET_CHECK(!f.pin, "a batch's round pinned while its previous round's pin is still held");
   f.pin.emplace(f.part->pin());
+  f.ticket = gate_.enter();
+#if DUET_CHECKS
+  if (auto* hook = round_entry_hook.load(std::memory_order_relaxed)) hook();
+#endif
   const RouterModel* model = models_[f.ticket.epoch & 1].load(std::memory_order_acquire);
   const bool learned = cfg_.router.mode == RouterMode::kLearned;
   const std::uint32_t sample_every = std::max<std::uint32_t>(cfg_.router.sample_every, 1);

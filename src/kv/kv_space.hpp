@@ -17,6 +17,7 @@
 #include <string>
 #include <thread>
 
+#include "common/check.hpp"
 #include "duet/store.hpp"
 #include "kv/canonical_store.hpp"
 #include "kv/encoding.hpp"
@@ -26,6 +27,13 @@
 #include "mem/epoch.hpp"
 
 namespace duet::kv {
+
+#if DUET_CHECKS
+/// Builds with DUET_CHECKS, for tests: every batch round calls `hook` (null: none) right after
+/// it entered the epoch gate, before it routes, so a test can make rounds slow there and widen
+/// the window between a switch's advance and a straggler's routing.
+void set_round_entry_hook(void (*hook)());
+#endif
 
 /// Epoch participants handed to whichever thread runs a batch (a participant is used by one
 /// thread at a time). Acquire is a CAS on a slot near the caller's hash.
