@@ -113,9 +113,9 @@ std::string state_name(std::uint64_t st) {
 
 }  // namespace
 
+#if DUET_CHECKS
 namespace detail {
 void found_retired_value(std::uint64_t handle, std::uint64_t pin_epoch, const char* where) {
-#if DUET_CHECKS
   auto* b = reinterpret_cast<ValueBlock*>(handle);
   const std::uint64_t st = std::atomic_ref<std::uint64_t>(b->state).load();
   check_failed(__FILE__, __LINE__, "check_found_value",
@@ -123,12 +123,9 @@ void found_retired_value(std::uint64_t handle, std::uint64_t pin_epoch, const ch
                    (st == kBlockRetired ? " since epoch " + std::to_string(b->retired_epoch) : std::string()) +
                    ", while pinned at epoch " + std::to_string(pin_epoch) +
                    ": a structure still holds a value block after its retirement");
-#else
-  (void)handle, (void)pin_epoch;
-  check_failed(__FILE__, __LINE__, "check_found_value", where);
-#endif
 }
 }  // namespace detail
+#endif
 
 bool value_block_cache_enabled() {
   static const bool enabled = [] {

@@ -147,9 +147,12 @@ inline constexpr std::uint64_t kBlockRetired = 0x5245544952454456ull;  // "RETIR
 inline constexpr std::uint64_t kBlockFreed = 0xdbdbdbdbdbdbdbdbull;    // the poison byte
 std::uint64_t value_block_state(std::uint64_t handle);
 
+#if DUET_CHECKS
 namespace detail {
+/// check_found_value's failure report (builds with DUET_CHECKS only).
 [[noreturn]] void found_retired_value(std::uint64_t handle, std::uint64_t pin_epoch, const char* where);
 }  // namespace detail
+#endif
 
 inline void check_found_value(std::uint64_t handle, const mem::EpochManager::Participant* reader, const char* where) {
 #if DUET_CHECKS
