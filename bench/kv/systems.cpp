@@ -8,20 +8,20 @@ namespace {
 /// Duet's kv keyspace in one router mode, on a Store of its own.
 class DuetSystem final : public KvSystem {
  public:
-  DuetSystem(std::unique_ptr<duet::Store> store, duet::KvSpace* space)
-      : store_(std::move(store)), space_(space) {}
+  DuetSystem(std::unique_ptr<duet::Store> store, std::shared_ptr<duet::KvSpace> space)
+      : store_(std::move(store)), space_(std::move(space)) {}
   duet::Status execute(std::span<duet::KvRequest> batch) override { return space_->execute(batch); }
   std::unique_ptr<duet::KvInFlight> submit(std::span<duet::KvRequest> batch) override {
     return space_->submit(batch);
   }
   duet::Status finish(std::unique_ptr<duet::KvInFlight> batch) override { return space_->finish(std::move(batch)); }
   bool per_element_latency() const override { return false; }
-  duet::KvSpace* space() override { return space_; }
+  duet::KvSpace* space() override { return space_.get(); }
   std::string device_description() const override { return store_->device_description(); }
 
  private:
   std::unique_ptr<duet::Store> store_;
-  duet::KvSpace* space_;
+  std::shared_ptr<duet::KvSpace> space_;
 };
 
 /// A peer's batch "in flight": already run by submit().
@@ -89,10 +89,10 @@ duet::Status make_kv_system(const std::string& name, const SystemSpec& spec, std
     std::unique_ptr<duet::Store> store;
     duet::Status s = duet::Store::open(cfg, &store);
     if (!s.ok()) return s;
-    duet::KvSpace* space = nullptr;
+    std::shared_ptr<duet::KvSpace> space;
     s = store->create_kv("bench", &space);
     if (!s.ok()) return s;
-    *out = std::make_unique<DuetSystem>(std::move(store), space);
+    *out = std::make_unique<DuetSystem>(std::move(store), std::move(space));
     return duet::Status::Ok();
   }
 #if DUET_BENCH_KV_HAVE_TBB

@@ -37,7 +37,8 @@ class KvSystem {
   /// True for peers: requests run one after another, so a request's latency is the time since
   /// the previous one finished; false for Duet, whose requests all start with the batch.
   virtual bool per_element_latency() const = 0;
-  /// Duet's keyspace (for stats, switch_model and set_threshold); null for peers.
+  /// Duet's keyspace (for stats, switch_model and set_threshold), valid as long as this system;
+  /// null for peers.
   virtual duet::KvSpace* space() { return nullptr; }
   /// Where it runs, e.g. "gpu: NVIDIA H200" or "cpu".
   virtual std::string device_description() const { return "cpu"; }

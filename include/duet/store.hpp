@@ -1,21 +1,19 @@
-// The embedded Duet engine: a Store holds named keyspaces; a `kv` keyspace is KVCG's key-value
-// store (hot keys in a CPU cache, every key in the Canonical Store on L-Slab, a learned router
-// between them). See docs/kv.md for the design and docs/architecture.md for the code map.
+// The embedded Duet engine: a Store holds named keyspaces of several kinds (duet/keyspace.hpp)
+// that share one device and one memory budget. Kinds: `kv` (duet/kv.hpp). See docs/kv.md for the
+// `kv` keyspace and docs/architecture.md for the code map.
 //
-// Thread safety: every member of Store and KvSpace may be called from any number of threads
-// at once. Every operation is linearizable; a batch is element-wise linearizable (each request
-// takes effect at one point between the batch's call and return, requests of one batch in
-// some order).
+// Thread safety: every member of Store may be called from any number of threads at once.
 #pragma once
 
 #include <cstddef>
 #include <cstdint>
 #include <memory>
-#include <span>
 #include <string>
 #include <string_view>
 #include <vector>
 
+#include "duet/keyspace.hpp"
+#include "duet/kv.hpp"
 #include "duet/status.hpp"
 
 namespace duet {
@@ -30,42 +28,6 @@ enum class DeviceChoice : std::uint8_t {
 /// Parses "auto", "cpu" or "gpu"; InvalidArgument otherwise.
 Status parse_device_choice(std::string_view text, DeviceChoice* out);
 const char* device_choice_name(DeviceChoice d);
-
-/// Sizes no request may exceed. Over-limit requests get kTooLarge and change nothing.
-struct KvLimits {
-  std::size_t max_key_bytes = 64 * 1024;            ///< 64 KiB
-  std::size_t max_value_bytes = 512 * 1024 * 1024;  ///< 512 MiB
-};
-
-/// How the Router sends requests to the Hot Cache or the Canonical Store.
-enum class RouterMode : std::uint8_t {
-  kLearned = 0,  ///< KVCG: a model trained from sampled requests decides per key
-  kAllCold = 1,  ///< every request to the Canonical Store (the seed's KVG)
-  kAllHot = 2,   ///< every request to the Hot Cache (the seed's KVC); misses still load from the store
-};
-
-/// Parses "learned", "all-cold"/"kvg" or "all-hot"/"kvc"; InvalidArgument otherwise.
-Status parse_router_mode(std::string_view text, RouterMode* out);
-const char* router_mode_name(RouterMode m);
-
-/// Router settings (KVCG sections 2.6-2.7). Defaults follow the seed.
-struct RouterConfig {
-  RouterMode mode = RouterMode::kLearned;
-  /// Histogram bins over the hashed key space. The seed's 10,000 bins put 10^5 keys of a
-  /// 10^9-key range in each bin, so a bin's share mixes hot and cold keys; 2^20 bins (4 MiB of
-  /// counters, a 128 KiB bitmap) keep about a thousand keys of such a range per bin.
-  std::uint32_t bins = 1u << 20;
-  /// A bin is hot when its share of sampled requests exceeds this (>= 1: nothing is hot).
-  double threshold = 1.3e-5;
-  /// One request in this many is sampled into the shadow model (1: all).
-  std::uint32_t sample_every = 16;
-  /// Sampled requests after which the shadow model is ready to be installed.
-  std::uint64_t train_requests = 5'000'000 / 16;
-  /// Install a ready shadow model automatically (from a background thread).
-  bool auto_switch = true;
-  /// Minimum time between automatic switches, in milliseconds.
-  std::uint32_t min_switch_interval_ms = 1000;
-};
 
 /// Everything a Store needs to open. Every field has a sensible default.
 struct StoreConfig {
@@ -91,111 +53,35 @@ struct StoreConfig {
   RouterConfig router;
 };
 
-/// One request of a batch. The views must stay valid until execute() returns.
-struct KvRequest {
-  enum class Op : std::uint8_t { kGet = 0, kPut = 1, kDelete = 2 };
-  enum class Path : std::uint8_t { kNone = 0, kHot = 1, kCold = 2 };
-  Op op = Op::kGet;
-  std::string_view key;
-  std::string_view value;  ///< kPut only
-  /// PUT/DELETE: copy the previous value into `result`. Callers that only need `found` set it
-  /// false, which saves reading the old value (a cache miss per write on large keyspaces).
-  bool want_previous = true;
-  // Outcome, written by execute():
-  Status status;            ///< ok, or why this request did nothing
-  bool found = false;       ///< GET: the key exists; PUT/DELETE: it held a previous value
-  std::string result;       ///< GET: the value; PUT/DELETE: the previous value (when found)
-  Path path = Path::kNone;  ///< which component answered (for statistics and latency tables)
-  std::uint64_t done_ns = 0;  ///< steady_clock nanoseconds when the answer was ready
-};
-
-/// Counters of one keyspace; cheap to read, approximately consistent.
-struct KvStats {
-  std::uint64_t hot_requests = 0;       ///< answered by the Hot Cache
-  std::uint64_t hot_misses = 0;         ///< routed hot, key not resident: loaded from the store
-  std::uint64_t cold_requests = 0;      ///< answered by the Canonical Store
-  std::uint64_t batches = 0;            ///< aggregated batches sent to the Canonical Store
-  std::uint64_t batched_requests = 0;   ///< requests in those batches (incl. loads and replays)
-  std::uint64_t store_busy_ns = 0;      ///< time the store spent running batches (GPU time on a GPU)
-  std::uint64_t model_switches = 0;     ///< models installed
-  std::uint64_t hot_bins = 0;           ///< bins the live model classifies hot
-  std::uint64_t hot_entries = 0;        ///< entries resident in the Hot Cache
-  std::uint64_t last_switch_us = 0;     ///< duration of the last switch (block to clean)
-  std::uint64_t memory_bytes = 0;       ///< host bytes charged to the budget
-  std::string store_backend;            ///< "gpu" or "cpu"
-  std::string router_model;             ///< e.g. "histogram(bins=10000, threshold=1.3e-05)"
-};
-
-/// A batch started by KvSpace::submit and not yet finished (opaque).
-class KvInFlight {
- public:
-  virtual ~KvInFlight() = default;
-};
-
-/// A `kv` keyspace. Obtain from Store::create_kv or Store::kv; owned by its Store.
-class KvSpace {
- public:
-  virtual ~KvSpace() = default;
-  /// Reads key. *found says whether it exists; *value gets its bytes when it does.
-  virtual Status get(std::string_view key, std::string* value, bool* found) = 0;
-  /// Sets key to value. When previous is non-null it receives the replaced value, and
-  /// *had_previous whether there was one.
-  virtual Status put(std::string_view key, std::string_view value, std::string* previous = nullptr,
-                     bool* had_previous = nullptr) = 0;
-  /// Removes key. previous/had_previous as for put.
-  virtual Status del(std::string_view key, std::string* previous = nullptr, bool* had_previous = nullptr) = 0;
-  /// Runs every request of the batch; each gets its own status. Returns the first failed
-  /// request's status (the others still ran), or ok. Element-wise linearizable.
-  virtual Status execute(std::span<KvRequest> batch) = 0;
-  /// Starts a batch and returns without waiting for the Canonical Store: hot requests may
-  /// already be answered; the rest are answered by finish(). A thread may keep many batches in
-  /// flight this way (pipelining). The batch and its views must stay valid, and the requests
-  /// untouched, until finish() returns. Every submitted batch must be finished (a model switch
-  /// waits for batches in flight); destroying the handle unfinished finishes it.
-  /// execute(b) is finish(submit(b)). The default runs execute() at once.
-  virtual std::unique_ptr<KvInFlight> submit(std::span<KvRequest> batch);
-  /// Completes a batch from submit() on this keyspace; returns as execute() does.
-  virtual Status finish(std::unique_ptr<KvInFlight> batch);
-  /// Installs the shadow model now (whatever it has learned) through the switch protocol:
-  /// hot updates wait, the hot log is replayed into the store, the model is installed and
-  /// keys no longer hot are evicted. Returns when the switch is complete.
-  virtual Status switch_model() = 0;
-  /// Changes the router threshold; takes effect at the next switch.
-  virtual void set_threshold(double threshold) = 0;
-  /// Keys that exist. Counted from the outcomes of writes, so exact when no write is in
-  /// flight (with writes in flight, it is between the counts before and after them). O(1).
-  /// The default (for keyspaces that do not count) answers 0.
-  virtual std::uint64_t size() const { return 0; }
-  /// Cursor iteration, with Redis SCAN's guarantee: starting at cursor 0 and calling again
-  /// with *next until it is 0 returns every key that existed during the whole iteration at
-  /// least once (a key may come back more than once; keys written or deleted meanwhile may or
-  /// may not appear). Each call appends about `count` keys (possibly none) to *keys. Cursor 0
-  /// first writes the Hot Cache's pending updates to the Canonical Store (checkpoint()).
-  /// Cost: up to max(16384, 64 * count) slab reads per call (fewer once count keys are found).
-  /// The default answers kUnavailable.
-  virtual Status scan(std::uint64_t cursor, std::size_t count, std::vector<std::string>* keys, std::uint64_t* next);
-  /// Writes the Hot Cache's pending updates into the Canonical Store (the switch protocol's
-  /// replay, without a model change); hot updates wait meanwhile. The default does nothing.
-  virtual Status checkpoint() { return Status::Ok(); }
-  virtual KvStats stats() const = 0;
-  virtual const std::string& name() const = 0;
-};
-
-/// The engine: keyspaces sharing one device, memory budget and orchestrators' settings.
+/// The engine: named keyspaces sharing one device, memory budget and orchestrators' settings.
+///
+/// Handles are shared (std::shared_ptr): a handle keeps working after its keyspace is dropped
+/// and after the Store is destroyed; a keyspace is destroyed, and what it holds freed, when its
+/// last handle goes (on the thread that releases it). Names are unique among the keyspaces
+/// the Store holds now, whatever their kind.
 class Store {
  public:
   /// Opens a store. kUnavailable when device is kGpu and no GPU can be used; kInvalidArgument
   /// for a bad configuration (the message names the field).
   static Status open(const StoreConfig& config, std::unique_ptr<Store>* out);
   virtual ~Store() = default;
-  /// Creates a `kv` keyspace. kInvalidArgument for an empty or existing name.
-  virtual Status create_kv(std::string_view name, KvSpace** out) = 0;
-  /// Finds a keyspace; kNotFound when it does not exist.
-  virtual Status kv(std::string_view name, KvSpace** out) = 0;
-  /// Destroys a `kv` keyspace and frees what it holds; its name can be used again. The caller
-  /// guarantees that no thread uses it any more (a server drains its batches first).
-  /// kNotFound when it does not exist.
-  virtual Status drop_kv(std::string_view name) = 0;
+
+  /// Creates a keyspace of `kind` named `name`. kInvalidArgument for an empty or existing name
+  /// or an unknown kind; kResourceExhausted or kInternal when its structures cannot be built.
+  virtual Status create(std::string_view name, KeyspaceKind kind, std::shared_ptr<Keyspace>* out) = 0;
+  /// The keyspace named `name`, of any kind; kNotFound when there is none.
+  virtual Status find(std::string_view name, std::shared_ptr<Keyspace>* out) = 0;
+  /// Forgets the name at once (it can be created again, and find() no longer sees it); the
+  /// keyspace itself is destroyed when its last handle goes, so handles taken before keep
+  /// working. kNotFound when there is no keyspace of that name.
+  virtual Status drop(std::string_view name) = 0;
+
+  /// create(name, KeyspaceKind::kKv, ...), typed.
+  Status create_kv(std::string_view name, std::shared_ptr<KvSpace>* out);
+  /// find(name, ...), typed: kNotFound when there is none; kInvalidArgument, naming both kinds,
+  /// when the keyspace is of another kind.
+  Status kv(std::string_view name, std::shared_ptr<KvSpace>* out);
+
   /// Names of the keyspaces, in creation order.
   virtual std::vector<std::string> keyspaces() const = 0;
   /// Where the Canonical Store runs and why, e.g. "gpu: NVIDIA H200" or "cpu: no CUDA device".

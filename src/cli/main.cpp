@@ -55,7 +55,7 @@ std::string demo_value(std::uint64_t i, int generation) {
 /// answered by the Hot Cache, rate, and whether every outcome was the expected one.
 /// `expect_found` < 0 skips the found check; `generation` >= 0 checks GET values (or previous
 /// values of PUT and DELETE) against demo_value(id, generation).
-bool run_batches(duet::KvSpace* kv, const char* what, KvRequest::Op op, const std::vector<std::uint64_t>& ids,
+bool run_batches(duet::KvSpace& kv, const char* what, KvRequest::Op op, const std::vector<std::uint64_t>& ids,
                  int put_generation, int expect_found, int generation) {
   constexpr std::size_t kBatch = 4096;
   std::vector<std::string> keys(kBatch), values(kBatch);
@@ -75,7 +75,7 @@ bool run_batches(duet::KvSpace* kv, const char* what, KvRequest::Op op, const st
       }
     }
     const auto t0 = std::chrono::steady_clock::now();
-    const duet::Status s = kv->execute(std::span<KvRequest>(reqs.data(), n));
+    const duet::Status s = kv.execute(std::span<KvRequest>(reqs.data(), n));
     seconds += std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
     if (!s.ok() && first.ok()) first = s;
     for (std::size_t i = 0; i < n; ++i) {
@@ -109,7 +109,7 @@ int demo(duet::DeviceChoice device, std::uint64_t keys) {
     std::fprintf(stderr, "duet: cannot open a store: %s\n", s.to_string().c_str());
     return 1;
   }
-  duet::KvSpace* kv = nullptr;
+  std::shared_ptr<duet::KvSpace> kv;
   s = store->create_kv("demo", &kv);
   if (!s.ok()) {
     std::fprintf(stderr, "duet: cannot create the kv keyspace: %s\n", s.to_string().c_str());
@@ -128,9 +128,9 @@ int demo(duet::DeviceChoice device, std::uint64_t keys) {
     skewed[i] = x % 10 < 9 ? (x >> 8) % std::min<std::uint64_t>(16, keys) : (x >> 8) % keys;
   }
 
-  bool ok = run_batches(kv, "PUT (insert new keys)", KvRequest::Op::kPut, all, 1, 0, -1);
-  ok &= run_batches(kv, "GET (every key present)", KvRequest::Op::kGet, all, 0, 1, 1);
-  ok &= run_batches(kv, "GET (90% on 16 popular keys)", KvRequest::Op::kGet, skewed, 0, 1, 1);
+  bool ok = run_batches(*kv, "PUT (insert new keys)", KvRequest::Op::kPut, all, 1, 0, -1);
+  ok &= run_batches(*kv, "GET (every key present)", KvRequest::Op::kGet, all, 0, 1, 1);
+  ok &= run_batches(*kv, "GET (90% on 16 popular keys)", KvRequest::Op::kGet, skewed, 0, 1, 1);
   const auto t0 = std::chrono::steady_clock::now();
   s = kv->switch_model();
   const double switch_ms = std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0).count();
@@ -138,10 +138,10 @@ int demo(duet::DeviceChoice device, std::uint64_t keys) {
   std::printf("  %-36s %8llu hot bins, installed in %.1f ms  %s\n", "switch_model (router learns)",
               static_cast<unsigned long long>(st.hot_bins), switch_ms, s.ok() ? "ok" : s.to_string().c_str());
   ok &= s.ok();
-  ok &= run_batches(kv, "GET (same stream, learned router)", KvRequest::Op::kGet, skewed, 0, 1, 1);
-  ok &= run_batches(kv, "PUT (overwrite every key)", KvRequest::Op::kPut, all, 2, 1, 1);
-  ok &= run_batches(kv, "DELETE (every key)", KvRequest::Op::kDelete, all, 0, 1, 2);
-  ok &= run_batches(kv, "GET (every key gone)", KvRequest::Op::kGet, all, 0, 0, -1);
+  ok &= run_batches(*kv, "GET (same stream, learned router)", KvRequest::Op::kGet, skewed, 0, 1, 1);
+  ok &= run_batches(*kv, "PUT (overwrite every key)", KvRequest::Op::kPut, all, 2, 1, 1);
+  ok &= run_batches(*kv, "DELETE (every key)", KvRequest::Op::kDelete, all, 0, 1, 2);
+  ok &= run_batches(*kv, "GET (every key gone)", KvRequest::Op::kGet, all, 0, 0, -1);
   st = kv->stats();
   std::printf("  store: %s backend, %llu hot-cache entries, %llu batches to the Canonical Store, router %s\n",
               st.store_backend.c_str(), static_cast<unsigned long long>(st.hot_entries),

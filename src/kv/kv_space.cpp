@@ -78,20 +78,21 @@ void ParticipantPool::collect_idle() {
 }
 
 // ---------------------------------------------------------------------------------------------
-KvSpaceImpl::KvSpaceImpl(std::string name, const StoreConfig& cfg, MemoryBudget* budget, mem::EpochManager* epochs)
-    : name_(std::move(name)),
+KvSpaceImpl::KvSpaceImpl(std::string name, const StoreConfig& cfg, std::shared_ptr<StoreResources> shared)
+    : shared_(std::move(shared)),
+      name_(std::move(name)),
       cfg_(cfg),
-      budget_(budget),
-      epochs_(epochs),
-      participants_(epochs),
-      dict_(budget),
+      budget_(&shared_->budget),
+      epochs_(&shared_->epochs),
+      participants_(epochs_),
+      dict_(budget_),
       hot_(cfg.hot_cache_entries),
       shadow_(cfg.router.bins),
       threshold_(cfg.router.threshold) {}
 
 Status KvSpaceImpl::open(std::string name, const StoreConfig& cfg, std::unique_ptr<lslab::Map> map,
-                         MemoryBudget* budget, mem::EpochManager* epochs, std::unique_ptr<KvSpaceImpl>* out) {
-  std::unique_ptr<KvSpaceImpl> s(new KvSpaceImpl(std::move(name), cfg, budget, epochs));
+                         std::shared_ptr<StoreResources> shared, std::unique_ptr<KvSpaceImpl>* out) {
+  std::unique_ptr<KvSpaceImpl> s(new KvSpaceImpl(std::move(name), cfg, std::move(shared)));
   const bool gpu = std::string(map->backend()) == "gpu";
   const unsigned orchestrators = cfg.orchestrators ? cfg.orchestrators : gpu ? 4u : 0u;
   const std::size_t aggregate = cfg.max_aggregate ? cfg.max_aggregate : gpu ? (1u << 16) : (1u << 12);

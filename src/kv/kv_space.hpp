@@ -72,11 +72,21 @@ class StripedCounter {
   Stripe stripes_[kStripes];
 };
 
+/// What the keyspaces of a Store share: held by the Store and by every keyspace, so it lives
+/// until the last of them goes (a keyspace handle may outlive its Store). The epoch manager is
+/// destroyed before the budget: the blocks it frees then are released to the budget.
+struct StoreResources {
+  explicit StoreResources(std::uint64_t budget_bytes) : budget(budget_bytes) {}
+  MemoryBudget budget;
+  mem::EpochManager epochs;
+};
+
 class KvSpaceImpl final : public KvSpace {
  public:
-  /// `map` is the keyspace's L-Slab map; budget and epochs belong to the Store and outlive it.
+  /// `map` is the keyspace's L-Slab map; `shared` the Store's budget and epoch manager, which
+  /// the keyspace keeps alive for its whole life.
   static Status open(std::string name, const StoreConfig& cfg, std::unique_ptr<lslab::Map> map,
-                     MemoryBudget* budget, mem::EpochManager* epochs, std::unique_ptr<KvSpaceImpl>* out);
+                     std::shared_ptr<StoreResources> shared, std::unique_ptr<KvSpaceImpl>* out);
   ~KvSpaceImpl() override;
 
   Status get(std::string_view key, std::string* value, bool* found) override;
@@ -95,7 +105,7 @@ class KvSpaceImpl final : public KvSpace {
 
  private:
   class InFlight;
-  KvSpaceImpl(std::string name, const StoreConfig& cfg, MemoryBudget* budget, mem::EpochManager* epochs);
+  KvSpaceImpl(std::string name, const StoreConfig& cfg, std::shared_ptr<StoreResources> shared);
   /// Validates and encodes a batch into f; requests that need no store go no further.
   void prepare(InFlight& f, std::span<KvRequest> batch);
   /// Enters the gate, routes f.pending, submits the cold group, answers hot requests, submits loads.
@@ -119,6 +129,8 @@ class KvSpaceImpl final : public KvSpace {
   std::unique_ptr<RouterModel> train_candidate();
   void auto_switch_loop();
 
+  // First, so that it is destroyed last: everything below uses the budget or the epochs.
+  const std::shared_ptr<StoreResources> shared_;
   const std::string name_;
   const StoreConfig cfg_;
   MemoryBudget* budget_;

@@ -1,4 +1,5 @@
-// Store: opens the device, owns the memory budget and epoch manager, and the keyspaces.
+// Store: opens the device, names the keyspaces, and shares the memory budget and epoch manager
+// with them (kv::StoreResources, which lives as long as the Store or any keyspace does).
 #include <unistd.h>
 
 #include <algorithm>
@@ -35,6 +36,42 @@ const char* router_mode_name(RouterMode m) {
   return m == RouterMode::kAllCold ? "all-cold" : m == RouterMode::kAllHot ? "all-hot" : "learned";
 }
 
+const char* keyspace_kind_name(KeyspaceKind k) { return k == KeyspaceKind::kKv ? "kv" : "unknown"; }
+
+Status parse_keyspace_kind(std::string_view t, KeyspaceKind* out) {
+  if (t == "kv") {
+    *out = KeyspaceKind::kKv;
+    return Status::Ok();
+  }
+  return Status::InvalidArgument("unknown keyspace kind '" + std::string(t) + "' (the kinds are: kv)");
+}
+
+Status Keyspace::scan(std::uint64_t, std::size_t, std::vector<std::string>*, std::uint64_t* next) {
+  *next = 0;
+  return Status::Unavailable("keyspace '" + name() + "' cannot be iterated");
+}
+
+Status Store::create_kv(std::string_view name, std::shared_ptr<KvSpace>* out) {
+  std::shared_ptr<Keyspace> k;
+  Status s = create(name, KeyspaceKind::kKv, &k);
+  if (!s.ok()) return s;
+  if (k->kind() != KeyspaceKind::kKv)
+    return Status::Internal("create of a kv keyspace made a " + std::string(keyspace_kind_name(k->kind())) + " one");
+  *out = std::static_pointer_cast<KvSpace>(std::move(k));
+  return Status::Ok();
+}
+
+Status Store::kv(std::string_view name, std::shared_ptr<KvSpace>* out) {
+  std::shared_ptr<Keyspace> k;
+  Status s = find(name, &k);
+  if (!s.ok()) return s;
+  if (k->kind() != KeyspaceKind::kKv)
+    return Status::InvalidArgument("keyspace '" + std::string(name) + "' is of kind " + keyspace_kind_name(k->kind()) +
+                                   ", not " + keyspace_kind_name(KeyspaceKind::kKv));
+  *out = std::static_pointer_cast<KvSpace>(std::move(k));
+  return Status::Ok();
+}
+
 namespace {
 
 /// KvSpace's default batch in flight: already executed, holding its status.
@@ -48,11 +85,6 @@ class DoneBatch final : public KvInFlight {
 
 std::unique_ptr<KvInFlight> KvSpace::submit(std::span<KvRequest> batch) {
   return std::make_unique<DoneBatch>(execute(batch));
-}
-
-Status KvSpace::scan(std::uint64_t, std::size_t, std::vector<std::string>*, std::uint64_t* next) {
-  *next = 0;
-  return Status::Unavailable("keyspace '" + name() + "' cannot be iterated");
 }
 
 Status KvSpace::finish(std::unique_ptr<KvInFlight> batch) {
@@ -74,17 +106,89 @@ Status validate(const StoreConfig& c) {
 class StoreImpl final : public Store {
  public:
   StoreImpl(const StoreConfig& c, bool gpu, std::string why)
-      : config_(c), gpu_(gpu), why_(std::move(why)), budget_(budget_bytes(c)) {}
+      : config_(c), gpu_(gpu), why_(std::move(why)), shared_(std::make_shared<kv::StoreResources>(budget_bytes(c))) {}
 
-  ~StoreImpl() override {
-    spaces_.clear();  // keyspaces (and their participants) go before the epoch manager
+  // The destructor releases the Store's handles: keyspaces no one else holds go now; the rest
+  // keep the shared resources alive through their own share.
+
+  Status create(std::string_view name, KeyspaceKind kind, std::shared_ptr<Keyspace>* out) override {
+    if (name.empty()) return Status::InvalidArgument("keyspace name is empty");
+    if (kind != KeyspaceKind::kKv)
+      return Status::InvalidArgument("unknown keyspace kind " + std::to_string(static_cast<int>(kind)) +
+                                     " (the kinds are: kv)");
+    // Build outside the lock (sizing a Canonical Store takes a while); a racing create of the
+    // same name is refused below and its keyspace freed.
+    {
+      std::lock_guard<std::mutex> lk(m_);
+      if (find_locked(name) != spaces_.end()) return already_exists(name);
+    }
+    std::shared_ptr<Keyspace> space;
+    Status s = make_kv(name, &space);
+    if (!s.ok()) return s;
+    {
+      std::lock_guard<std::mutex> lk(m_);
+      if (find_locked(name) != spaces_.end()) return already_exists(name);
+      spaces_.push_back(Entry{std::string(name), space});
+    }
+    *out = std::move(space);
+    return Status::Ok();
   }
 
-  Status create_kv(std::string_view name, KvSpace** out) override {
-    if (name.empty()) return Status::InvalidArgument("keyspace name is empty");
+  Status find(std::string_view name, std::shared_ptr<Keyspace>* out) override {
     std::lock_guard<std::mutex> lk(m_);
-    for (const auto& s : spaces_)
-      if (s->name() == name) return Status::InvalidArgument("keyspace '" + std::string(name) + "' already exists");
+    const auto it = find_locked(name);
+    if (it == spaces_.end()) return not_found(name);
+    *out = it->space;
+    return Status::Ok();
+  }
+
+  Status drop(std::string_view name) override {
+    std::shared_ptr<Keyspace> victim;
+    {
+      std::lock_guard<std::mutex> lk(m_);
+      const auto it = find_locked(name);
+      if (it == spaces_.end()) return not_found(name);
+      victim = std::move(it->space);
+      spaces_.erase(it);
+    }
+    victim.reset();  // outside the lock: freeing a large keyspace takes a while
+    return Status::Ok();
+  }
+
+  std::vector<std::string> keyspaces() const override {
+    std::lock_guard<std::mutex> lk(m_);
+    std::vector<std::string> names;
+    names.reserve(spaces_.size());
+    for (const auto& e : spaces_) names.push_back(e.name);
+    return names;
+  }
+
+  std::string device_description() const override { return (gpu_ ? "gpu: " : "cpu: ") + why_; }
+  const StoreConfig& config() const override { return config_; }
+
+ private:
+  struct Entry {
+    std::string name;
+    std::shared_ptr<Keyspace> space;
+  };
+
+  static std::uint64_t budget_bytes(const StoreConfig& c) {
+    if (c.memory_budget_bytes) return c.memory_budget_bytes;
+    const long pages = sysconf(_SC_PHYS_PAGES), page = sysconf(_SC_PAGESIZE);
+    return pages > 0 && page > 0 ? std::uint64_t(pages) * std::uint64_t(page) / 2 : (1ull << 32);
+  }
+  static Status not_found(std::string_view name) {
+    return Status::NotFound("no keyspace named '" + std::string(name) + "'");
+  }
+  static Status already_exists(std::string_view name) {
+    return Status::InvalidArgument("keyspace '" + std::string(name) + "' already exists");
+  }
+
+  std::vector<Entry>::iterator find_locked(std::string_view name) {
+    return std::find_if(spaces_.begin(), spaces_.end(), [&](const Entry& e) { return e.name == name; });
+  }
+
+  Status make_kv(std::string_view name, std::shared_ptr<Keyspace>* out) {
     lslab::Config lc;
     lc.expected_keys = config_.expected_keys;
     lc.threads = config_.cpu_store_threads ? config_.cpu_store_threads : 1;
@@ -96,65 +200,18 @@ class StoreImpl final : public Store {
     Status s = gpu_ ? lslab::make_gpu_map(lc, &map) : lslab::make_cpu_map(lc, &map);
     if (!s.ok()) return s;
     std::unique_ptr<kv::KvSpaceImpl> space;
-    s = kv::KvSpaceImpl::open(std::string(name), config_, std::move(map), &budget_, &epochs_, &space);
+    s = kv::KvSpaceImpl::open(std::string(name), config_, std::move(map), shared_, &space);
     if (!s.ok()) return s;
-    *out = space.get();
-    spaces_.push_back(std::move(space));
+    *out = std::move(space);
     return Status::Ok();
   }
 
-  Status kv(std::string_view name, KvSpace** out) override {
-    std::lock_guard<std::mutex> lk(m_);
-    for (const auto& s : spaces_) {
-      if (s->name() == name) {
-        *out = s.get();
-        return Status::Ok();
-      }
-    }
-    return Status::NotFound("no keyspace named '" + std::string(name) + "'");
-  }
-
-  Status drop_kv(std::string_view name) override {
-    std::unique_ptr<kv::KvSpaceImpl> victim;
-    {
-      std::lock_guard<std::mutex> lk(m_);
-      for (auto it = spaces_.begin(); it != spaces_.end(); ++it) {
-        if ((*it)->name() == name) {
-          victim = std::move(*it);
-          spaces_.erase(it);
-          break;
-        }
-      }
-    }
-    if (!victim) return Status::NotFound("no keyspace named '" + std::string(name) + "'");
-    victim.reset();  // outside the lock: freeing a large keyspace takes a while
-    return Status::Ok();
-  }
-
-  std::vector<std::string> keyspaces() const override {
-    std::lock_guard<std::mutex> lk(m_);
-    std::vector<std::string> names;
-    for (const auto& s : spaces_) names.push_back(s->name());
-    return names;
-  }
-
-  std::string device_description() const override { return (gpu_ ? "gpu: " : "cpu: ") + why_; }
-  const StoreConfig& config() const override { return config_; }
-
- private:
-  static std::uint64_t budget_bytes(const StoreConfig& c) {
-    if (c.memory_budget_bytes) return c.memory_budget_bytes;
-    const long pages = sysconf(_SC_PHYS_PAGES), page = sysconf(_SC_PAGESIZE);
-    return pages > 0 && page > 0 ? std::uint64_t(pages) * std::uint64_t(page) / 2 : (1ull << 32);
-  }
-
-  StoreConfig config_;
-  bool gpu_;
-  std::string why_;
-  kv::MemoryBudget budget_;
-  mem::EpochManager epochs_;
+  const StoreConfig config_;
+  const bool gpu_;
+  const std::string why_;
+  const std::shared_ptr<kv::StoreResources> shared_;
   mutable std::mutex m_;
-  std::vector<std::unique_ptr<kv::KvSpaceImpl>> spaces_;
+  std::vector<Entry> spaces_;  ///< in creation order
 };
 
 }  // namespace

@@ -250,7 +250,7 @@ class KvApi : public ::testing::TestWithParam<ModeCase> {
   }
 
   std::unique_ptr<Store> store_;
-  KvSpace* kv_ = nullptr;
+  std::shared_ptr<KvSpace> kv_;
   std::map<std::string, std::string> model_;
   std::set<std::string> touched_;
 };
@@ -418,7 +418,7 @@ TEST(KvRouter, SwitchWithoutNewSamplesKeepsWhatWasLearned) {
   c.router.auto_switch = false;
   std::unique_ptr<Store> store;
   ASSERT_TRUE(duet::kvtest::open_store(c, &store));
-  KvSpace* kv = nullptr;
+  std::shared_ptr<KvSpace> kv;
   ASSERT_TRUE(store->create_kv("router", &kv).ok());
   for (int i = 0; i < 1000; ++i) ASSERT_TRUE(kv->put("popular-" + std::to_string(i % 10), "v").ok());
   ASSERT_TRUE(kv->switch_model().ok());
@@ -808,8 +808,8 @@ TEST(KvStore, KeyspacesAreNamedAndIndependent) {
   std::unique_ptr<Store> store;
   ASSERT_TRUE(duet::kvtest::open_store(duet::kvtest::test_config(), &store));
   EXPECT_TRUE(store->keyspaces().empty());
-  KvSpace* a = nullptr;
-  KvSpace* b = nullptr;
+  std::shared_ptr<KvSpace> a;
+  std::shared_ptr<KvSpace> b;
   ASSERT_TRUE(store->create_kv("alpha", &a).ok());
   ASSERT_TRUE(store->create_kv("beta", &b).ok());
   ASSERT_NE(a, nullptr);
@@ -817,10 +817,10 @@ TEST(KvStore, KeyspacesAreNamedAndIndependent) {
   EXPECT_NE(a, b);
   EXPECT_EQ(a->name(), "alpha");
   EXPECT_EQ(b->name(), "beta");
-  KvSpace* dup = nullptr;
+  std::shared_ptr<KvSpace> dup;
   EXPECT_EQ(store->create_kv("alpha", &dup).code(), StatusCode::kInvalidArgument);
   EXPECT_EQ(store->create_kv("", &dup).code(), StatusCode::kInvalidArgument);
-  KvSpace* found = nullptr;
+  std::shared_ptr<KvSpace> found;
   ASSERT_TRUE(store->kv("beta", &found).ok());
   EXPECT_EQ(found, b);
   EXPECT_EQ(store->kv("missing", &found).code(), StatusCode::kNotFound);
@@ -849,7 +849,7 @@ TEST(KvStore, GpuChoiceWithoutAGpuIsUnavailable) {
   const Status s = Store::open(c, &store);
   if (duet::gpu::device().present) {
     ASSERT_TRUE(s.ok()) << s.to_string();
-    KvSpace* kv = nullptr;
+    std::shared_ptr<KvSpace> kv;
     ASSERT_TRUE(store->create_kv("g", &kv).ok());
     EXPECT_EQ(kv->stats().store_backend, "gpu");
   } else {
@@ -862,7 +862,7 @@ TEST(KvStore, CpuChoiceAlwaysOpensTheCpuTwin) {
   c.device = DeviceChoice::kCpu;
   std::unique_ptr<Store> store;
   ASSERT_TRUE(duet::kvtest::open_store(c, &store));
-  KvSpace* kv = nullptr;
+  std::shared_ptr<KvSpace> kv;
   ASSERT_TRUE(store->create_kv("c", &kv).ok());
   EXPECT_EQ(kv->stats().store_backend, "cpu");
   EXPECT_EQ(store->config().device, DeviceChoice::kCpu);

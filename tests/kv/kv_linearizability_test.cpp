@@ -396,7 +396,7 @@ TEST_P(KvLinearizability, MixedOperationsAreLinearizablePerKey) {
   config.memory_budget_bytes = lc.memory_budget_bytes;
   config.hot_cache_entries = lc.hot_cache_entries;
   ASSERT_TRUE(duet::kvtest::open_store(config, &store));
-  KvSpace* kv = nullptr;
+  std::shared_ptr<KvSpace> kv;
   ASSERT_TRUE(store->create_kv("lin", &kv).ok());
   RunConfig rc;
   rc.allow_exhausted = lc.memory_budget_bytes != 0;
@@ -483,7 +483,7 @@ TEST(KvLinearizabilitySlowRounds, RoundsDelayedAfterEnteringTheGateStayLineariza
   for (std::uint64_t attempt = 0; attempt < 3; ++attempt) {
     std::unique_ptr<Store> store;
     ASSERT_TRUE(duet::kvtest::open_store(lin_config(RouterMode::kLearned, false), &store));
-    KvSpace* kv = nullptr;
+    std::shared_ptr<KvSpace> kv;
     ASSERT_TRUE(store->create_kv("slow", &kv).ok());
     RunConfig rc;
     rc.clients = duet::kvtest::test_clients(6);
@@ -594,7 +594,7 @@ TEST(KvLinearizabilityHarness, RejectsAStoreServingStaleReplicas) {
 TEST(KvLinearizabilityHarness, RejectsARecordedHistoryWithOneOutcomeCorrupted) {
   std::unique_ptr<Store> store;
   ASSERT_TRUE(duet::kvtest::open_store(lin_config(RouterMode::kLearned, false), &store));
-  KvSpace* kv = nullptr;
+  std::shared_ptr<KvSpace> kv;
   ASSERT_TRUE(store->create_kv("lin", &kv).ok());
   RunConfig rc;
   rc.ops_per_client = 3000;

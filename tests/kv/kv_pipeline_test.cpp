@@ -54,7 +54,7 @@ TEST_P(KvPipeline, PipelinedBatchesAreLinearizablePerKey) {
   cfg.orchestrators = 2;  // groups really are in flight, also on the CPU twin
   std::unique_ptr<Store> store;
   ASSERT_TRUE(open_store(cfg, &store));
-  KvSpace* kv = nullptr;
+  std::shared_ptr<KvSpace> kv;
   ASSERT_TRUE(store->create_kv("p", &kv).ok());
 
   constexpr int kDepth = 4, kBatch = 8, kKeys = 48;
@@ -152,7 +152,7 @@ INSTANTIATE_TEST_SUITE_P(Router, KvPipeline,
 TEST(KvPipelineHandles, FinishRejectsNullAndForeignHandlesAndAbandonedHandlesFinish) {
   std::unique_ptr<Store> store;
   ASSERT_TRUE(open_store(test_config(), &store));
-  KvSpace *a = nullptr, *b = nullptr;
+  std::shared_ptr<KvSpace> a, b;
   ASSERT_TRUE(store->create_kv("a", &a).ok());
   ASSERT_TRUE(store->create_kv("b", &b).ok());
   EXPECT_EQ(a->finish(nullptr).code(), StatusCode::kInvalidArgument);

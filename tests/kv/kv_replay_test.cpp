@@ -28,7 +28,7 @@ TEST(KvReplay, ASwitchThatCannotReplayEverythingLosesNothing) {
   cfg.max_store_slabs = 1024;  // about 6,000 keys fit in the store
   std::unique_ptr<Store> store;
   ASSERT_TRUE(open_store(cfg, &store));
-  KvSpace* kv = nullptr;
+  std::shared_ptr<KvSpace> kv;
   ASSERT_TRUE(store->create_kv("r", &kv).ok());
 
   constexpr int kKeys = 9000;

@@ -1,4 +1,4 @@
-// KvSpace::size(), KvSpace::scan(), KvSpace::checkpoint() and Store::drop_kv() on the CPU twin,
+// KvSpace::size(), KvSpace::scan(), KvSpace::checkpoint() and Store::drop() on the CPU twin,
 // in every router mode. size() is checked against a reference count after single requests and
 // after batches with failed requests; a full scan (cursor 0 until the cursor is 0 again) must
 // return exactly the keys that exist, for every key encoding (inline 0..7 bytes, 8 bytes read
@@ -157,7 +157,7 @@ class KvScan : public ::testing::TestWithParam<ModeCase> {
   void expect_scan_is(const std::set<std::string>& want, std::size_t count, const char* where) {
     SCOPED_TRACE(std::string(where) + ", count " + std::to_string(count));
     std::vector<std::string> got;
-    scan_all(kv_, count, &got);
+    scan_all(kv_.get(), count, &got);
     const std::multiset<std::string> g(got.begin(), got.end());
     const std::multiset<std::string> w(want.begin(), want.end());
     EXPECT_EQ(got.size(), want.size()) << set_difference_text(w, g);
@@ -165,7 +165,7 @@ class KvScan : public ::testing::TestWithParam<ModeCase> {
   }
 
   std::unique_ptr<Store> store_;
-  KvSpace* kv_ = nullptr;
+  std::shared_ptr<KvSpace> kv_;
 };
 
 // ---- size() ------------------------------------------------------------------------------------
@@ -270,7 +270,7 @@ TEST_P(KvScan, SizeDoesNotCountPutsRefusedByTheMemoryBudget) {
   EXPECT_GT(refused, 0u) << "the budget should refuse some of 120 KiB of values";
   EXPECT_EQ(kv_->size(), ok);
   std::vector<std::string> got;
-  scan_all(kv_, 10, &got);
+  scan_all(kv_.get(), 10, &got);
   EXPECT_EQ(got.size(), ok);
 }
 
@@ -316,8 +316,8 @@ TEST_P(KvScan, SmallerCountsTakeMoreCallsButReturnTheSameKeys) {
   }
   std::size_t calls1 = 0, calls1000 = 0;
   std::vector<std::string> got1, got1000;
-  scan_all(kv_, 1, &got1, &calls1);
-  scan_all(kv_, 1000, &got1000, &calls1000);
+  scan_all(kv_.get(), 1, &got1, &calls1);
+  scan_all(kv_.get(), 1000, &got1000, &calls1000);
   EXPECT_EQ(std::set<std::string>(got1.begin(), got1.end()), want);
   EXPECT_EQ(std::set<std::string>(got1000.begin(), got1000.end()), want);
   EXPECT_EQ(got1.size(), want.size());
@@ -449,7 +449,7 @@ TEST_P(KvScan, EveryStableKeyIsReturnedWhileWritersChurnOtherKeys) {
     const std::size_t count = it % 3 == 0 ? 1 : it % 3 == 1 ? 10 : 1000;
     const std::uint64_t before = ops.load();
     std::vector<std::string> got;
-    scan_all(kv_, count, &got);
+    scan_all(kv_.get(), count, &got);
     const std::set<std::string> g(got.begin(), got.end());
     int missing = 0;
     for (const auto& k : stable) {
@@ -527,10 +527,10 @@ TEST_P(KvScan, CheckpointKeepsContentsAndWritesPendingUpdatesOnce) {
   expect_scan_is(want, 10, "after checkpoints");
 }
 
-// ---- drop_kv() --------------------------------------------------------------------------------
+// ---- drop() --------------------------------------------------------------------------------
 
 TEST_P(KvScan, DropThenCreateWithTheSameNameGivesAnEmptyKeyspace) {
-  KvSpace* other = nullptr;
+  std::shared_ptr<KvSpace> other;
   ASSERT_TRUE(store_->create_kv("other", &other).ok());
   ASSERT_TRUE(other->put("kept", "yes").ok());
   const auto shapes = shaped_keys();
@@ -539,12 +539,12 @@ TEST_P(KvScan, DropThenCreateWithTheSameNameGivesAnEmptyKeyspace) {
   for (std::size_t i = 0; i < shapes.size(); i += 2) put(shapes[i], std::string(50, 'w'));  // dirty in the cache
   ASSERT_EQ(kv_->size(), shapes.size());
 
-  ASSERT_TRUE(store_->drop_kv("test").ok());
+  ASSERT_TRUE(store_->drop("test").ok());
   kv_ = nullptr;
-  KvSpace* found = nullptr;
+  std::shared_ptr<KvSpace> found;
   EXPECT_EQ(store_->kv("test", &found).code(), StatusCode::kNotFound);
   EXPECT_EQ(store_->keyspaces(), (std::vector<std::string>{"other"}));
-  EXPECT_EQ(store_->drop_kv("test").code(), StatusCode::kNotFound) << "dropped twice";
+  EXPECT_EQ(store_->drop("test").code(), StatusCode::kNotFound) << "dropped twice";
 
   ASSERT_TRUE(store_->create_kv("test", &kv_).ok());
   EXPECT_EQ(store_->keyspaces(), (std::vector<std::string>{"other", "test"}));
@@ -554,7 +554,7 @@ TEST_P(KvScan, DropThenCreateWithTheSameNameGivesAnEmptyKeyspace) {
     std::string v;
     bool f = true;
     ASSERT_TRUE(kv_->get(k, &v, &f).ok());
-    EXPECT_FALSE(f) << printable(k) << " survived drop_kv";
+    EXPECT_FALSE(f) << printable(k) << " survived drop";
   }
   put(shapes.back(), "fresh");
   EXPECT_EQ(kv_->size(), 1u);
@@ -569,9 +569,9 @@ TEST_P(KvScan, DropThenCreateWithTheSameNameGivesAnEmptyKeyspace) {
 }
 
 TEST_P(KvScan, DropOfAnUnknownNameIsNotFound) {
-  EXPECT_EQ(store_->drop_kv("missing").code(), StatusCode::kNotFound);
-  EXPECT_EQ(store_->drop_kv("").code(), StatusCode::kNotFound);
-  EXPECT_EQ(store_->drop_kv("tes").code(), StatusCode::kNotFound) << "a prefix of an existing name";
+  EXPECT_EQ(store_->drop("missing").code(), StatusCode::kNotFound);
+  EXPECT_EQ(store_->drop("").code(), StatusCode::kNotFound);
+  EXPECT_EQ(store_->drop("tes").code(), StatusCode::kNotFound) << "a prefix of an existing name";
   EXPECT_EQ(store_->keyspaces(), (std::vector<std::string>{"test"}));
 }
 
@@ -581,7 +581,7 @@ TEST_P(KvScan, DropReturnsTheValueBytesToTheMemoryBudget) {
   settle();
   for (int i = 0; i < 50; i += 2) put("n" + std::to_string(i), std::string(300, 'w'));  // maybe only in the cache
   EXPECT_GT(kv_->stats().memory_bytes, 50u * 200u);
-  ASSERT_TRUE(store_->drop_kv("test").ok());
+  ASSERT_TRUE(store_->drop("test").ok());
   ASSERT_TRUE(store_->create_kv("test", &kv_).ok());
   EXPECT_EQ(kv_->stats().memory_bytes, 0u) << "bytes still charged after the only keyspace was dropped";
 }
@@ -592,7 +592,7 @@ TEST_P(KvScan, DropReturnsTheKeyDictionaryBytesToTheMemoryBudget) {
   for (int i = 0; i < 50; ++i) put("long/" + std::string(95, 'k') + std::to_string(i), "v");
   const std::uint64_t charged = kv_->stats().memory_bytes;
   EXPECT_GT(charged, 50u * 100u);
-  ASSERT_TRUE(store_->drop_kv("test").ok());
+  ASSERT_TRUE(store_->drop("test").ok());
   ASSERT_TRUE(store_->create_kv("test", &kv_).ok());
   EXPECT_EQ(kv_->stats().memory_bytes, 0u)
       << "a dropped keyspace's dictionary keys stay charged to the store's budget (" << charged
@@ -610,7 +610,7 @@ TEST_P(KvScan, RepeatedDropAndCreateOfLongKeysNeverExhaustsTheBudget) {
       const Status s = kv_->put("round/" + std::string(1000, 'r') + std::to_string(i), "v");
       ASSERT_TRUE(s.ok()) << "round " << round << " key " << i << " in a fresh keyspace: " << s.to_string();
     }
-    ASSERT_TRUE(store_->drop_kv("test").ok());
+    ASSERT_TRUE(store_->drop("test").ok());
     ASSERT_TRUE(store_->create_kv("test", &kv_).ok());
   }
 }
