@@ -33,10 +33,10 @@ struct alignas(64) ClientOut {
   std::atomic<bool> done{false};
 };
 
-unsigned path_index(const KvRequest& r) {
-  switch (r.path) {
-    case KvRequest::Path::kHot: return kHotPath;
-    case KvRequest::Path::kCold: return kColdPath;
+unsigned path_index(const duet::KvTrace& t) {
+  switch (t.path) {
+    case duet::KvPath::kHot: return kHotPath;
+    case duet::KvPath::kCold: return kColdPath;
     default: return kPeerPath;
   }
 }
@@ -60,9 +60,11 @@ struct Shared {
   std::uint64_t window_ns = 0;
 };
 
-/// One batch of a client: its requests, the bytes they point into, and its handle while in flight.
+/// One batch of a client: its requests and their traces, the bytes they point into, and its
+/// handle while in flight.
 struct ClientBatch {
   std::vector<KvRequest> reqs;
+  std::vector<duet::KvTrace> trace;
   std::vector<char> key_bytes, value_bytes;
   std::vector<std::uint64_t> key_num;
   std::vector<OpKind> kind;
@@ -84,6 +86,7 @@ void client(Shared* sh, unsigned tid, ClientOut* out) {
   std::vector<ClientBatch> slots(depth);
   for (ClientBatch& b : slots) {
     b.reqs.resize(batch);
+    b.trace.resize(batch);
     b.key_bytes.resize(batch * 8);
     b.value_bytes.resize(batch * vb);
     b.key_num.resize(batch);
@@ -107,11 +110,11 @@ void client(Shared* sh, unsigned tid, ClientOut* out) {
     std::uint64_t prev = b.t0;
     for (std::size_t j = 0; j < b.n; ++j) {
       KvRequest& q = b.reqs[j];
-      const std::uint64_t done = q.done_ns ? q.done_ns : t1;
+      const std::uint64_t done = b.trace[j].done_ns ? b.trace[j].done_ns : t1;
       const std::uint64_t base = per_element ? prev : b.t0;
       const std::uint64_t lat = done > base ? done - base : 0;
       prev = std::max(prev, done);
-      const unsigned path = path_index(q);
+      const unsigned path = path_index(b.trace[j]);
       const unsigned cls = q.op == KvRequest::Op::kGet ? kReadOps : kWriteOps;
       if (spec.record) r.hist[cls][path].add(lat);
       if (spec.timeline && done >= sh->start_ns) {
@@ -194,12 +197,12 @@ void client(Shared* sh, unsigned tid, ClientOut* out) {
     for (std::size_t j = 0; j < n; ++j) {
       encode_key(b.key_num[j], &b.key_bytes[j * 8]);
       b.reqs[j].key = std::string_view(&b.key_bytes[j * 8], 8);
-      b.reqs[j].done_ns = 0;
+      b.trace[j] = duet::KvTrace{};
     }
     b.n = n;
     b.inserts = inserts;
     b.t0 = now_ns();
-    b.in_flight = sys.submit(std::span<KvRequest>(b.reqs.data(), n));
+    b.in_flight = sys.submit(std::span<KvRequest>(b.reqs.data(), n), std::span<duet::KvTrace>(b.trace.data(), n));
     out->busy_ns += now_ns() - b.t0;
   }
   for (ClientBatch& b : slots)

@@ -280,8 +280,9 @@ bool run_system(const Options& o, const std::string& name, const std::vector<Poi
     const std::string label = p.router_only && !kvcg ? std::string("reference") : p.label;
     if (kvcg) {
       // A switch first, so that the shadow model starts afresh on this point's requests.
-      space->set_threshold(p.threshold);
-      const duet::Status s = space->switch_model();
+      duet::Status s = space->router().set_threshold(p.threshold);
+      if (!s.ok()) out->notes.push_back(name + " " + p.label + ": set_threshold: " + s.to_string());
+      s = space->router().switch_model();
       if (!s.ok()) out->notes.push_back(name + " " + p.label + ": switch_model before warm-up: " + s.to_string());
     }
     if (o.warmup) {
@@ -296,7 +297,7 @@ bool run_system(const Options& o, const std::string& name, const std::vector<Poi
       }
     }
     if (kvcg) {
-      const duet::Status s = space->switch_model();  // install the model trained on the warm-up
+      const duet::Status s = space->router().switch_model();  // install the model trained on the warm-up
       if (!s.ok()) out->notes.push_back(name + " " + p.label + ": switch_model: " + s.to_string());
     }
     std::vector<PhaseResult> runs;
@@ -338,7 +339,7 @@ bool run_model_change(const Options& o, const Point& p, RunOutput* out, std::str
     w.shift_span = span;
     run_phase(*sys, state.get(), w);
   }
-  duet::Status s = space->switch_model();
+  duet::Status s = space->router().switch_model();
   if (!s.ok()) out->notes.push_back("model-change: switch_model: " + s.to_string());
 
   PhaseSpec t = phase_for(o, p, "kvcg model change", derive_seed(o.seed, 3'000'000));

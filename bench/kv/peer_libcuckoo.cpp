@@ -18,8 +18,8 @@ class LibcuckooKvSystem final : public KvSystem {
 
   /// GET: find_fn copying the value; PUT: uprase_fn, which copies the previous value and
   /// assigns the new one under the bucket lock (or inserts); DELETE: erase_fn copying the value.
-  duet::Status execute(std::span<KvRequest> batch) override {
-    return run_peer_batch(batch, [&](KvRequest& r) {
+  duet::Status execute(std::span<KvRequest> batch, std::span<duet::KvTrace> trace) override {
+    return run_peer_batch(batch, trace, [&](KvRequest& r) {
       std::string key(r.key);
       switch (r.op) {
         case KvRequest::Op::kGet:

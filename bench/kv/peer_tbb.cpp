@@ -18,8 +18,8 @@ class TbbKvSystem final : public KvSystem {
 
   /// GET: find with a const_accessor (shared lock), copy the value; PUT: insert with an
   /// accessor (exclusive lock), copy the previous value, assign; DELETE: find, copy, erase.
-  duet::Status execute(std::span<KvRequest> batch) override {
-    return run_peer_batch(batch, [&](KvRequest& r) {
+  duet::Status execute(std::span<KvRequest> batch, std::span<duet::KvTrace> trace) override {
+    return run_peer_batch(batch, trace, [&](KvRequest& r) {
       std::string key(r.key);
       switch (r.op) {
         case KvRequest::Op::kGet: {

@@ -10,9 +10,11 @@ class DuetSystem final : public KvSystem {
  public:
   DuetSystem(std::unique_ptr<duet::Store> store, std::shared_ptr<duet::KvSpace> space)
       : store_(std::move(store)), space_(std::move(space)) {}
-  duet::Status execute(std::span<duet::KvRequest> batch) override { return space_->execute(batch); }
-  std::unique_ptr<duet::KvInFlight> submit(std::span<duet::KvRequest> batch) override {
-    return space_->submit(batch);
+  duet::Status execute(std::span<duet::KvRequest> batch, std::span<duet::KvTrace> trace) override {
+    return space_->execute(batch, trace);
+  }
+  std::unique_ptr<duet::KvInFlight> submit(std::span<duet::KvRequest> batch, std::span<duet::KvTrace> trace) override {
+    return space_->submit(batch, trace);
   }
   duet::Status finish(std::unique_ptr<duet::KvInFlight> batch) override { return space_->finish(std::move(batch)); }
   bool per_element_latency() const override { return false; }
@@ -33,8 +35,8 @@ class RanBatch final : public duet::KvInFlight {
 
 }  // namespace
 
-std::unique_ptr<duet::KvInFlight> KvSystem::submit(std::span<duet::KvRequest> batch) {
-  return std::make_unique<RanBatch>(execute(batch));
+std::unique_ptr<duet::KvInFlight> KvSystem::submit(std::span<duet::KvRequest> batch, std::span<duet::KvTrace> trace) {
+  return std::make_unique<RanBatch>(execute(batch, trace));
 }
 
 duet::Status KvSystem::finish(std::unique_ptr<duet::KvInFlight> batch) {

@@ -16,7 +16,7 @@
 
 namespace duet::bench::kv {
 
-/// steady_clock now in nanoseconds (the clock of KvRequest::done_ns).
+/// steady_clock now in nanoseconds (the clock of KvTrace::done_ns).
 inline std::uint64_t now_ns() {
   return static_cast<std::uint64_t>(
       std::chrono::duration_cast<std::chrono::nanoseconds>(std::chrono::steady_clock::now().time_since_epoch())
@@ -27,11 +27,12 @@ inline std::uint64_t now_ns() {
 class KvSystem {
  public:
   virtual ~KvSystem() = default;
-  /// Runs every request and fills its outcome (status, found, result, path, done_ns) with
-  /// KvSpace::execute's contract; returns the first failed request's status, or ok.
-  virtual duet::Status execute(std::span<duet::KvRequest> batch) = 0;
+  /// Runs every request and fills its outcome (status, found, result) and, when `trace` is not
+  /// empty, its trace entry (path, done_ns) with KvSpace::execute's contract; returns the first
+  /// failed request's status, or ok.
+  virtual duet::Status execute(std::span<duet::KvRequest> batch, std::span<duet::KvTrace> trace = {}) = 0;
   /// Starts a batch without waiting (KvSpace::submit); peers run it at once.
-  virtual std::unique_ptr<duet::KvInFlight> submit(std::span<duet::KvRequest> batch);
+  virtual std::unique_ptr<duet::KvInFlight> submit(std::span<duet::KvRequest> batch, std::span<duet::KvTrace> trace);
   /// Completes a batch from submit().
   virtual duet::Status finish(std::unique_ptr<duet::KvInFlight> batch);
   /// True for peers: requests run one after another, so a request's latency is the time since
@@ -78,15 +79,15 @@ std::unique_ptr<KvSystem> make_tbb_kv_system(const SystemSpec& spec);
 std::unique_ptr<KvSystem> make_libcuckoo_kv_system(const SystemSpec& spec);
 
 /// Runs a batch on a peer: one(request) performs the request and fills found/result; this
-/// stamps status, path and done_ns after each request.
+/// stamps status and, when traced, done_ns (path kNone) after each request.
 template <class One>
-duet::Status run_peer_batch(std::span<duet::KvRequest> batch, One&& one) {
-  for (duet::KvRequest& r : batch) {
+duet::Status run_peer_batch(std::span<duet::KvRequest> batch, std::span<duet::KvTrace> trace, One&& one) {
+  for (std::size_t i = 0; i < batch.size(); ++i) {
+    duet::KvRequest& r = batch[i];
     r.found = false;
     one(r);
     r.status = duet::Status::Ok();
-    r.path = duet::KvRequest::Path::kNone;
-    r.done_ns = now_ns();
+    if (!trace.empty()) trace[i] = duet::KvTrace{duet::KvPath::kNone, now_ns()};
   }
   return duet::Status::Ok();
 }

@@ -20,6 +20,8 @@
 
 namespace duet {
 
+// ---- Configuration (StoreConfig's kv fields, duet/store.hpp) --------------------------------
+
 /// Sizes no request may exceed. Over-limit requests get kTooLarge and change nothing.
 struct KvLimits {
   std::size_t max_key_bytes = 64 * 1024;            ///< 64 KiB
@@ -56,10 +58,10 @@ struct RouterConfig {
   std::uint32_t min_switch_interval_ms = 1000;
 };
 
-/// One request of a batch. The views must stay valid until execute() returns.
+/// One request of a batch. The views must stay valid until execute() returns (for submit():
+/// until finish() returns).
 struct KvRequest {
   enum class Op : std::uint8_t { kGet = 0, kPut = 1, kDelete = 2 };
-  enum class Path : std::uint8_t { kNone = 0, kHot = 1, kCold = 2 };
   Op op = Op::kGet;
   std::string_view key;
   std::string_view value;  ///< kPut only
@@ -67,11 +69,26 @@ struct KvRequest {
   /// false, which saves reading the old value (a cache miss per write on large keyspaces).
   bool want_previous = true;
   // Outcome, written by execute():
-  Status status;            ///< ok, or why this request did nothing
-  bool found = false;       ///< GET: the key exists; PUT/DELETE: it held a previous value
-  std::string result;       ///< GET: the value; PUT/DELETE: the previous value (when found)
-  Path path = Path::kNone;  ///< which component answered (for statistics and latency tables)
-  std::uint64_t done_ns = 0;  ///< steady_clock nanoseconds when the answer was ready
+  Status status;       ///< ok, or why this request did nothing
+  bool found = false;  ///< GET: the key exists; PUT/DELETE: it held a previous value
+  std::string result;  ///< GET: the value; PUT/DELETE: the previous value (when found)
+};
+
+// ---- Instrumentation ------------------------------------------------------------------------
+
+/// Which component answered a request.
+enum class KvPath : std::uint8_t {
+  kNone = 0,  ///< nothing did: the request failed before routing
+  kHot = 1,   ///< the Hot Cache (including misses it loaded from the Canonical Store)
+  kCold = 2,  ///< the Canonical Store
+};
+
+/// How one request of a batch was answered, for latency tables and metrics. Optional: a batch
+/// run with a trace (one entry per request) fills it; without one nothing is recorded and no
+/// clock is read for it.
+struct KvTrace {
+  KvPath path = KvPath::kNone;  ///< which component answered (also for failed requests routed)
+  std::uint64_t done_ns = 0;    ///< steady_clock nanoseconds when the answer was ready
 };
 
 /// Counters of one keyspace; cheap to read, approximately consistent.
@@ -91,7 +108,30 @@ struct KvStats {
   std::string router_model;             ///< e.g. "histogram(bins=10000, threshold=1.3e-05)"
 };
 
-/// A batch started by KvSpace::submit and not yet finished (opaque).
+// ---- Tuning ---------------------------------------------------------------------------------
+
+/// The router of a live `kv` keyspace, for tuning and administration (KvSpace::router()); using
+/// the keyspace needs none of it. Valid as long as a handle to its keyspace is held. Every member
+/// may be called from any number of threads at once.
+class KvRouterControl {
+ public:
+  /// Installs the shadow model now (whatever it has learned) through the switch protocol: hot
+  /// updates wait, the hot log is replayed into the store, the model is installed and keys no
+  /// longer hot are evicted. Returns when the switch is complete; on an error (the replay
+  /// failed) the live model stays and nothing is lost.
+  virtual Status switch_model() = 0;
+  /// Changes the threshold (RouterConfig::threshold); takes effect at the next switch.
+  /// kInvalidArgument, changing nothing, for a negative or NaN threshold.
+  virtual Status set_threshold(double threshold) = 0;
+
+ protected:
+  ~KvRouterControl() = default;  // not owned through this interface
+};
+
+// ---- The keyspace ---------------------------------------------------------------------------
+
+/// A batch started by KvSpace::submit and not yet finished (opaque). It keeps its keyspace
+/// alive until it is finished.
 class KvInFlight {
  public:
   virtual ~KvInFlight() = default;
@@ -111,22 +151,20 @@ class KvSpace : public Keyspace {
   virtual Status del(std::string_view key, std::string* previous = nullptr, bool* had_previous = nullptr) = 0;
   /// Runs every request of the batch; each gets its own status. Returns the first failed
   /// request's status (the others still ran), or ok. Element-wise linearizable.
-  virtual Status execute(std::span<KvRequest> batch) = 0;
+  /// `trace` is empty (nothing recorded) or has one entry per request, filled as the requests
+  /// are answered; another size fails every request with kInvalidArgument and runs none.
+  virtual Status execute(std::span<KvRequest> batch, std::span<KvTrace> trace = {}) = 0;
   /// Starts a batch and returns without waiting for the Canonical Store: hot requests may
   /// already be answered; the rest are answered by finish(). A thread may keep many batches in
-  /// flight this way (pipelining). The batch and its views must stay valid, and the requests
-  /// untouched, until finish() returns. Every submitted batch must be finished (a model switch
-  /// waits for batches in flight); destroying the handle unfinished finishes it.
-  /// execute(b) is finish(submit(b)). The default runs execute() at once.
-  virtual std::unique_ptr<KvInFlight> submit(std::span<KvRequest> batch);
+  /// flight this way (pipelining). The batch, its views and the trace must stay valid, and the
+  /// requests untouched, until finish() returns. Every submitted batch must be finished (a
+  /// model switch waits for batches in flight); destroying the handle unfinished finishes it.
+  /// execute(b, t) is finish(submit(b, t)). The default runs execute() at once.
+  [[nodiscard]] virtual std::unique_ptr<KvInFlight> submit(std::span<KvRequest> batch,
+                                                           std::span<KvTrace> trace = {});
   /// Completes a batch from submit() on this keyspace; returns as execute() does.
+  /// kInvalidArgument for a null handle or one from another keyspace.
   virtual Status finish(std::unique_ptr<KvInFlight> batch);
-  /// Installs the shadow model now (whatever it has learned) through the switch protocol:
-  /// hot updates wait, the hot log is replayed into the store, the model is installed and
-  /// keys no longer hot are evicted. Returns when the switch is complete.
-  virtual Status switch_model() = 0;
-  /// Changes the router threshold; takes effect at the next switch.
-  virtual void set_threshold(double threshold) = 0;
   // size() and scan() are Keyspace's. A `kv` keyspace counts keys from the outcomes of writes;
   // scan's cursor 0 first writes the Hot Cache's pending updates to the Canonical Store
   // (checkpoint()), and each call costs up to max(16384, 64 * count) slab reads (fewer once
@@ -135,6 +173,8 @@ class KvSpace : public Keyspace {
   /// replay, without a model change); hot updates wait meanwhile. The default does nothing.
   virtual Status checkpoint() { return Status::Ok(); }
   virtual KvStats stats() const = 0;
+  /// The router's tuning and administration (see KvRouterControl).
+  virtual KvRouterControl& router() = 0;
 };
 
 }  // namespace duet

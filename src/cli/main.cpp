@@ -60,6 +60,7 @@ bool run_batches(duet::KvSpace& kv, const char* what, KvRequest::Op op, const st
   constexpr std::size_t kBatch = 4096;
   std::vector<std::string> keys(kBatch), values(kBatch);
   std::vector<KvRequest> reqs(kBatch);
+  std::vector<duet::KvTrace> trace(kBatch);  // which component answered each request
   std::uint64_t found = 0, hot = 0, wrong = 0;
   duet::Status first;
   double seconds = 0;
@@ -75,13 +76,13 @@ bool run_batches(duet::KvSpace& kv, const char* what, KvRequest::Op op, const st
       }
     }
     const auto t0 = std::chrono::steady_clock::now();
-    const duet::Status s = kv.execute(std::span<KvRequest>(reqs.data(), n));
+    const duet::Status s = kv.execute(std::span<KvRequest>(reqs.data(), n), std::span<duet::KvTrace>(trace.data(), n));
     seconds += std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
     if (!s.ok() && first.ok()) first = s;
     for (std::size_t i = 0; i < n; ++i) {
       const KvRequest& r = reqs[i];
       found += r.found;
-      hot += r.path == KvRequest::Path::kHot;
+      hot += trace[i].path == duet::KvPath::kHot;
       if (expect_found >= 0 && r.found != (expect_found == 1)) ++wrong;
       else if (r.found && generation >= 0 && r.result != demo_value(ids[begin + i], generation)) ++wrong;
     }
@@ -132,7 +133,7 @@ int demo(duet::DeviceChoice device, std::uint64_t keys) {
   ok &= run_batches(*kv, "GET (every key present)", KvRequest::Op::kGet, all, 0, 1, 1);
   ok &= run_batches(*kv, "GET (90% on 16 popular keys)", KvRequest::Op::kGet, skewed, 0, 1, 1);
   const auto t0 = std::chrono::steady_clock::now();
-  s = kv->switch_model();
+  s = kv->router().switch_model();
   const double switch_ms = std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0).count();
   duet::KvStats st = kv->stats();
   std::printf("  %-36s %8llu hot bins, installed in %.1f ms  %s\n", "switch_model (router learns)",

@@ -165,7 +165,11 @@ class KvSpaceImpl::InFlight final : public KvInFlight {
     if (owner) owner->finish_batch(*this);  // abandoned by its caller: finish it here
   }
   KvSpaceImpl* owner = nullptr;
+  /// From submit(): the caller's share of the keyspace, so that a batch in flight keeps it
+  /// alive (execute() leaves it empty: its caller holds a handle throughout).
+  std::shared_ptr<KvSpaceImpl> keep;
   std::span<KvRequest> batch;
+  std::span<KvTrace> trace;  ///< empty, or one entry per request
   std::vector<std::uint64_t> ikeys, handles;
   std::vector<std::uint8_t> owned;  ///< the request holds a value block not yet published
   std::vector<std::uint32_t> pending, next, hot;
@@ -180,10 +184,13 @@ class KvSpaceImpl::InFlight final : public KvInFlight {
   std::uint64_t n_hot = 0, n_miss = 0, n_cold = 0, retired_bytes = 0;
   bool sampled = false;
 
-  void fail(KvRequest& r, Status s) {
+  void fail(std::uint32_t i, Status s) {
     if (first_error.ok()) first_error = s;
-    r.status = std::move(s);
-    r.done_ns = now_ns();
+    batch[i].status = std::move(s);
+    if (!trace.empty()) trace[i].done_ns = now_ns();
+  }
+  void answered(std::uint32_t i, KvPath path, std::uint64_t t) {
+    if (!trace.empty()) trace[i] = KvTrace{path, t};
   }
   void retire_block(std::uint64_t h, const char* site) { retired_bytes += retire_value_block(part, h, site); }
 };
@@ -193,9 +200,17 @@ namespace {
 thread_local std::vector<std::unique_ptr<KvInFlight>> t_inflight_cache;
 }  // namespace
 
-Status KvSpaceImpl::execute(std::span<KvRequest> batch) { return finish(submit(batch)); }
+Status KvSpaceImpl::execute(std::span<KvRequest> batch, std::span<KvTrace> trace) {
+  return finish(start(batch, trace));
+}
 
-std::unique_ptr<KvInFlight> KvSpaceImpl::submit(std::span<KvRequest> batch) {
+std::unique_ptr<KvInFlight> KvSpaceImpl::submit(std::span<KvRequest> batch, std::span<KvTrace> trace) {
+  std::unique_ptr<InFlight> f = start(batch, trace);
+  f->keep = weak_from_this().lock();  // empty only for a keyspace no shared_ptr owns (none from a Store)
+  return f;
+}
+
+std::unique_ptr<KvSpaceImpl::InFlight> KvSpaceImpl::start(std::span<KvRequest> batch, std::span<KvTrace> trace) {
   std::unique_ptr<InFlight> f;
   if (!t_inflight_cache.empty()) {
     f.reset(static_cast<InFlight*>(t_inflight_cache.back().release()));
@@ -204,7 +219,7 @@ std::unique_ptr<KvInFlight> KvSpaceImpl::submit(std::span<KvRequest> batch) {
     f = std::make_unique<InFlight>();
   }
   f->owner = this;
-  prepare(*f, batch);
+  prepare(*f, batch, trace);
   if (!f->pending.empty()) start_round(*f);
   return f;
 }
@@ -214,13 +229,16 @@ Status KvSpaceImpl::finish(std::unique_ptr<KvInFlight> handle) {
   auto* f = static_cast<InFlight*>(handle.get());
   if (f->owner != this) return Status::InvalidArgument("finish() of a batch from another keyspace or finished twice");
   Status s = finish_batch(*f);
+  // Released last, after this keyspace's last use here: it may hold the keyspace's last share.
+  const std::shared_ptr<KvSpaceImpl> keep = std::move(f->keep);
   if (t_inflight_cache.size() < 64) t_inflight_cache.push_back(std::move(handle));
   return s;
 }
 
-void KvSpaceImpl::prepare(InFlight& f, std::span<KvRequest> batch) {
+void KvSpaceImpl::prepare(InFlight& f, std::span<KvRequest> batch, std::span<KvTrace> trace) {
   const std::size_t n = batch.size();
   f.batch = batch;
+  f.trace = trace;
   f.ikeys.resize(n);
   f.handles.resize(n);
   f.owned.assign(n, 0);
@@ -229,6 +247,17 @@ void KvSpaceImpl::prepare(InFlight& f, std::span<KvRequest> batch) {
   f.n_hot = f.n_miss = f.n_cold = f.retired_bytes = 0;
   f.sampled = false;
   f.part = participants_.acquire(&f.pslot);
+  if (!trace.empty() && trace.size() != n) {
+    f.trace = {};
+    const Status bad = Status::InvalidArgument("a trace of " + std::to_string(trace.size()) +
+                                               " entries for a batch of " + std::to_string(n) + " requests");
+    for (std::uint32_t i = 0; i < n; ++i) {
+      batch[i].found = false;
+      batch[i].result.clear();
+      f.fail(i, bad);
+    }
+    return;
+  }
   // Keys that need the dictionary cost a cache miss or two each; start loading a few keys
   // ahead so that the misses overlap.
   constexpr std::uint32_t kPrefetchAhead = 8;
@@ -243,31 +272,30 @@ void KvSpaceImpl::prepare(InFlight& f, std::span<KvRequest> batch) {
     r.status = Status::Ok();
     r.found = false;
     r.result.clear();
-    r.path = KvRequest::Path::kNone;
+    if (!trace.empty()) trace[i] = KvTrace{};
     if (r.op != KvRequest::Op::kGet && r.op != KvRequest::Op::kPut && r.op != KvRequest::Op::kDelete) {
-      f.fail(r, Status::InvalidArgument("unknown operation"));
+      f.fail(i, Status::InvalidArgument("unknown operation"));
       continue;
     }
     if (r.key.size() > cfg_.limits.max_key_bytes) {
-      f.fail(r, Status::TooLarge("key of " + std::to_string(r.key.size()) + " bytes is over the limit of " +
+      f.fail(i, Status::TooLarge("key of " + std::to_string(r.key.size()) + " bytes is over the limit of " +
                                  std::to_string(cfg_.limits.max_key_bytes)));
       continue;
     }
     if (r.op == KvRequest::Op::kPut && r.value.size() > cfg_.limits.max_value_bytes) {
-      f.fail(r, Status::TooLarge("value of " + std::to_string(r.value.size()) + " bytes is over the limit of " +
+      f.fail(i, Status::TooLarge("value of " + std::to_string(r.value.size()) + " bytes is over the limit of " +
                                  std::to_string(cfg_.limits.max_value_bytes)));
       continue;
     }
     bool exists = true;
     Status s = index_key(dict_, r.key, r.op == KvRequest::Op::kPut, &f.ikeys[i], &exists);
     if (!s.ok()) {
-      f.fail(r, s);
+      f.fail(i, s);
       continue;
     }
     if (!exists) {  // a long key never written: absent without asking anyone (it has no index
                     // key to route; all-hot reports it hot, the other modes cold)
-      r.path = cfg_.router.mode == RouterMode::kAllHot ? KvRequest::Path::kHot : KvRequest::Path::kCold;
-      r.done_ns = now_ns();
+      if (!trace.empty()) f.answered(i, cfg_.router.mode == RouterMode::kAllHot ? KvPath::kHot : KvPath::kCold, now_ns());
       continue;
     }
     if (r.op == KvRequest::Op::kPut) {
@@ -280,7 +308,7 @@ void KvSpaceImpl::prepare(InFlight& f, std::span<KvRequest> batch) {
         s = make_value(r.value, budget_, &f.handles[i]);
       }
       if (!s.ok()) {
-        f.fail(r, s);
+        f.fail(i, s);
         continue;
       }
       f.owned[i] = is_block(f.handles[i]);
@@ -315,9 +343,10 @@ void KvSpaceImpl::start_round(InFlight& f) {
   const bool learned = cfg_.router.mode == RouterMode::kLearned;
   const std::uint32_t sample_every = std::max<std::uint32_t>(cfg_.router.sample_every, 1);
   thread_local std::uint32_t sample_tick = 0;
-  // Hot answers are stamped once, when the round's routing ends (a clock read per request
-  // cost a few percent of a GET).
+  // Traced hot answers are stamped once, when the round's routing ends (a clock read per
+  // request cost a few percent of a GET).
   constexpr std::uint64_t kStampAtRoundEnd = ~std::uint64_t{0};
+  const bool traced = !f.trace.empty();
   std::size_t unstamped = 0;
 
   // Route; the cold part goes to the Canonical Store at once, so the GPU works while this
@@ -335,11 +364,12 @@ void KvSpaceImpl::start_round(InFlight& f) {
         const HotCache::Found found = hot_.get(ikey, &h);
         if (found == HotCache::Found::kValue) check_found_value(h, f.part, "a hot read of the Hot Cache");
         if (found != HotCache::Found::kMiss) {
-          r.path = KvRequest::Path::kHot;
           r.found = found == HotCache::Found::kValue;
           if (r.found) append_value(h, &r.result);
-          r.done_ns = kStampAtRoundEnd;
-          ++unstamped;
+          if (traced) {
+            f.trace[i] = KvTrace{KvPath::kHot, kStampAtRoundEnd};
+            ++unstamped;
+          }
           ++f.n_hot;
           continue;
         }
@@ -363,7 +393,7 @@ void KvSpaceImpl::start_round(InFlight& f) {
   for (std::uint32_t i : f.hot) {
     KvRequest& r = f.batch[i];
     const std::uint64_t ikey = f.ikeys[i];
-    r.path = KvRequest::Path::kHot;
+    if (traced) f.trace[i].path = KvPath::kHot;
     if (r.op == KvRequest::Op::kGet) {  // missed in the routing pass: load it
       if (blocked) {
         f.next.push_back(i);
@@ -403,43 +433,46 @@ void KvSpaceImpl::start_round(InFlight& f) {
       if (r.want_previous) append_value(prev, &r.result);
       if (prev_owned && is_block(prev)) f.retire_block(prev, "a hot write replacing a dirty value");
     }
-    r.done_ns = kStampAtRoundEnd;
-    ++unstamped;
+    if (traced) {
+      f.trace[i].done_ns = kStampAtRoundEnd;
+      ++unstamped;
+    }
     ++f.n_hot;
   }
   if (f.loads.size() > 0) send(f.loads);
   gate_.leave(f.ticket);  // routing is done; the groups keep their own holds
-  if (unstamped > 0) {  // one clock read for every hot answer of the round
+  if (unstamped > 0) {  // one clock read for every traced hot answer of the round
     const std::uint64_t t = now_ns();
     for (std::uint32_t i : f.pending)
-      if (f.batch[i].done_ns == kStampAtRoundEnd) f.batch[i].done_ns = t;
+      if (f.trace[i].done_ns == kStampAtRoundEnd) f.trace[i].done_ns = t;
   }
 }
 
 void KvSpaceImpl::complete_round(InFlight& f) {
   if (f.cold.size() > 0) {
     store_->wait(f.cold);
-    const std::uint64_t t = now_ns();
+    const bool traced = !f.trace.empty();
+    const std::uint64_t t = traced ? now_ns() : 0;
     const RequestGroup& g = f.cold;
     const bool outcomes = g.error.ok() || g.error.code() == StatusCode::kResourceExhausted;
     for (std::size_t j = 0; j < g.size(); ++j) {
       const std::uint32_t i = f.cold_idx[j];
       KvRequest& r = f.batch[i];
-      r.path = KvRequest::Path::kCold;
+      if (traced) f.trace[i].path = KvPath::kCold;
       if (!outcomes) {
         // The device failed: the request may or may not have been applied; its value block
         // may be published, so it is not freed.
         f.owned[i] = 0;
-        f.fail(r, g.error);
+        f.fail(i, g.error);
         continue;
       }
       const lslab::OpStatus st = g.status[j];
       if (st == lslab::OpStatus::kRetry) {
-        f.fail(r, g.error.ok() ? Status::ResourceExhausted("canonical store is full") : g.error);
+        f.fail(i, g.error.ok() ? Status::ResourceExhausted("canonical store is full") : g.error);
         continue;
       }
       if (st == lslab::OpStatus::kInvalid) {
-        f.fail(r, Status::Internal("canonical store rejected an index key"));
+        f.fail(i, Status::Internal("canonical store rejected an index key"));
         continue;
       }
       const bool found = st == lslab::OpStatus::kFound;
@@ -449,20 +482,21 @@ void KvSpaceImpl::complete_round(InFlight& f) {
       if (found && (r.op == KvRequest::Op::kGet || r.want_previous)) append_value(out, &r.result);
       if (r.op != KvRequest::Op::kGet && found && is_block(out)) f.retire_block(out, "a cold write");
       if (r.op == KvRequest::Op::kPut) f.owned[i] = 0;
-      r.done_ns = t;
+      if (traced) f.trace[i].done_ns = t;
       ++f.n_cold;
     }
   }
   if (f.loads.size() > 0) {
     store_->wait(f.loads);
-    const std::uint64_t t = now_ns();
+    const bool traced = !f.trace.empty();
+    const std::uint64_t t = traced ? now_ns() : 0;
     const RequestGroup& g = f.loads;
     const bool outcomes = g.error.ok() || g.error.code() == StatusCode::kResourceExhausted;
     for (std::size_t j = 0; j < g.size(); ++j) {
       const std::uint32_t i = f.load_idx[j];
       KvRequest& r = f.batch[i];
       if (!outcomes || g.status[j] == lslab::OpStatus::kInvalid || g.status[j] == lslab::OpStatus::kRetry) {
-        f.fail(r, outcomes ? Status::Internal("canonical store refused a load") : g.error);
+        f.fail(i, outcomes ? Status::Internal("canonical store refused a load") : g.error);
         continue;
       }
       const bool found = g.status[j] == lslab::OpStatus::kFound;
@@ -473,7 +507,7 @@ void KvSpaceImpl::complete_round(InFlight& f) {
       if (!f.load_for_update[j]) {
         r.found = found;
         if (found) append_value(out, &r.result);
-        r.done_ns = t;
+        if (traced) f.trace[i].done_ns = t;
         ++f.n_hot;
       } else {
         f.next.push_back(i);  // the key is resident now (or a switch intervened): retry
@@ -513,6 +547,7 @@ Status KvSpaceImpl::finish_batch(InFlight& f) {
   if (f.n_cold) cold_requests_.fetch_add(f.n_cold, std::memory_order_relaxed);
   f.owner = nullptr;
   f.batch = {};
+  f.trace = {};
   return f.first_error;
 }
 
@@ -541,6 +576,13 @@ std::unique_ptr<RouterModel> KvSpaceImpl::train_candidate() {
 Status KvSpaceImpl::switch_model() {
   std::lock_guard<std::mutex> lk(switch_mutex_);
   return switch_locked(train_candidate());
+}
+
+Status KvSpaceImpl::set_threshold(double threshold) {
+  if (!(threshold >= 0))
+    return Status::InvalidArgument("router threshold must be >= 0, got " + std::to_string(threshold));
+  threshold_.store(threshold, std::memory_order_relaxed);
+  return Status::Ok();
 }
 
 void KvSpaceImpl::block() {

@@ -81,7 +81,7 @@ struct StoreResources {
   mem::EpochManager epochs;
 };
 
-class KvSpaceImpl final : public KvSpace {
+class KvSpaceImpl final : public KvSpace, public std::enable_shared_from_this<KvSpaceImpl>, private KvRouterControl {
  public:
   /// `map` is the keyspace's L-Slab map; `shared` the Store's budget and epoch manager, which
   /// the keyspace keeps alive for its whole life.
@@ -92,22 +92,26 @@ class KvSpaceImpl final : public KvSpace {
   Status get(std::string_view key, std::string* value, bool* found) override;
   Status put(std::string_view key, std::string_view value, std::string* previous, bool* had_previous) override;
   Status del(std::string_view key, std::string* previous, bool* had_previous) override;
-  Status execute(std::span<KvRequest> batch) override;
-  std::unique_ptr<KvInFlight> submit(std::span<KvRequest> batch) override;
+  Status execute(std::span<KvRequest> batch, std::span<KvTrace> trace = {}) override;
+  std::unique_ptr<KvInFlight> submit(std::span<KvRequest> batch, std::span<KvTrace> trace = {}) override;
   Status finish(std::unique_ptr<KvInFlight> batch) override;
-  Status switch_model() override;
-  void set_threshold(double threshold) override { threshold_.store(threshold, std::memory_order_relaxed); }
   KvStats stats() const override;
   std::uint64_t size() const override;
   Status scan(std::uint64_t cursor, std::size_t count, std::vector<std::string>* keys, std::uint64_t* next) override;
   Status checkpoint() override;
   const std::string& name() const override { return name_; }
+  KvRouterControl& router() override { return *this; }
 
  private:
   class InFlight;
   KvSpaceImpl(std::string name, const StoreConfig& cfg, std::shared_ptr<StoreResources> shared);
+  // KvRouterControl.
+  Status switch_model() override;
+  Status set_threshold(double threshold) override;
+  /// submit() without taking a share of the keyspace (execute() holds the caller's handle).
+  std::unique_ptr<InFlight> start(std::span<KvRequest> batch, std::span<KvTrace> trace);
   /// Validates and encodes a batch into f; requests that need no store go no further.
-  void prepare(InFlight& f, std::span<KvRequest> batch);
+  void prepare(InFlight& f, std::span<KvRequest> batch, std::span<KvTrace> trace);
   /// Enters the gate, routes f.pending, submits the cold group, answers hot requests, submits loads.
   void start_round(InFlight& f);
   /// Waits for the round's groups, applies their outcomes, leaves the gate; retries go to f.next.

@@ -83,8 +83,8 @@ class DoneBatch final : public KvInFlight {
 
 }  // namespace
 
-std::unique_ptr<KvInFlight> KvSpace::submit(std::span<KvRequest> batch) {
-  return std::make_unique<DoneBatch>(execute(batch));
+std::unique_ptr<KvInFlight> KvSpace::submit(std::span<KvRequest> batch, std::span<KvTrace> trace) {
+  return std::make_unique<DoneBatch>(execute(batch, trace));
 }
 
 Status KvSpace::finish(std::unique_ptr<KvInFlight> batch) {

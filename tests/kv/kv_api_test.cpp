@@ -24,9 +24,11 @@
 
 using namespace std::string_literals;
 using duet::DeviceChoice;
+using duet::KvPath;
 using duet::KvRequest;
 using duet::KvSpace;
 using duet::KvStats;
+using duet::KvTrace;
 using duet::RouterMode;
 using duet::Status;
 using duet::StatusCode;
@@ -183,7 +185,7 @@ class KvApi : public ::testing::TestWithParam<ModeCase> {
 
   /// Installs the shadow model (the switch protocol runs in every mode).
   void settle() {
-    const Status s = kv_->switch_model();
+    const Status s = kv_->router().switch_model();
     ASSERT_TRUE(s.ok()) << "switch_model: " << s.to_string();
   }
 
@@ -421,19 +423,19 @@ TEST(KvRouter, SwitchWithoutNewSamplesKeepsWhatWasLearned) {
   std::shared_ptr<KvSpace> kv;
   ASSERT_TRUE(store->create_kv("router", &kv).ok());
   for (int i = 0; i < 1000; ++i) ASSERT_TRUE(kv->put("popular-" + std::to_string(i % 10), "v").ok());
-  ASSERT_TRUE(kv->switch_model().ok());
+  ASSERT_TRUE(kv->router().switch_model().ok());
   const std::uint64_t learned = kv->stats().hot_bins;
   ASSERT_GT(learned, 0u);
-  ASSERT_TRUE(kv->switch_model().ok());  // no request since the last switch
+  ASSERT_TRUE(kv->router().switch_model().ok());  // no request since the last switch
   EXPECT_EQ(kv->stats().hot_bins, learned);
   ASSERT_TRUE(kv->put("popular-1", "w").ok());  // one sample: still too little on its own
-  ASSERT_TRUE(kv->switch_model().ok());
+  ASSERT_TRUE(kv->router().switch_model().ok());
   EXPECT_EQ(kv->stats().hot_bins, learned);
-  kv->set_threshold(1.0);  // the new threshold applies to the kept counts
-  ASSERT_TRUE(kv->switch_model().ok());
+  ASSERT_TRUE(kv->router().set_threshold(1.0).ok());  // the new threshold applies to the kept counts
+  ASSERT_TRUE(kv->router().switch_model().ok());
   EXPECT_EQ(kv->stats().hot_bins, 0u);
-  kv->set_threshold(0.002);
-  ASSERT_TRUE(kv->switch_model().ok());
+  ASSERT_TRUE(kv->router().set_threshold(0.002).ok());
+  ASSERT_TRUE(kv->router().switch_model().ok());
   EXPECT_EQ(kv->stats().hot_bins, learned) << "the counts survive a model that made nothing hot";
 }
 
@@ -464,6 +466,7 @@ TEST_P(KvApi, BatchesAgreeWithTheModel) {
     const std::size_t n = round % 10 == 9 ? pick.size() : 1 + rng() % 64;
     pick.resize(n);
     std::vector<KvRequest> batch(n);
+    std::vector<KvTrace> trace(n);
     std::vector<std::string> values(n);
     for (std::size_t i = 0; i < n; ++i) {
       const unsigned r = rng() % 100;
@@ -474,24 +477,25 @@ TEST_P(KvApi, BatchesAgreeWithTheModel) {
         batch[i].value = values[i];
       }
     }
-    const Status s = kv_->execute(batch);
+    const Status s = kv_->execute(batch, trace);
     ASSERT_TRUE(s.ok()) << "batch " << round << ": " << s.to_string();
     for (std::size_t i = 0; i < n; ++i) {
       const KvRequest& r = batch[i];
+      const KvTrace& t = trace[i];
       const std::string k(r.key);
       ASSERT_TRUE(r.status.ok()) << "request " << i << " on " << printable(k) << ": " << r.status.to_string();
-      EXPECT_GT(r.done_ns, 0u);
+      EXPECT_GT(t.done_ns, 0u);
       const auto it = model_.find(k);
       const std::string what = std::string(r.op == KvRequest::Op::kGet ? "get " : r.op == KvRequest::Op::kPut ? "put " : "del ") +
                                printable(k) + (it == model_.end() ? " (absent)" : " (present)") + ": path " +
-                               std::to_string(static_cast<int>(r.path));
+                               std::to_string(static_cast<int>(t.path));
       if (GetParam().mode == RouterMode::kAllCold) {
-        EXPECT_EQ(r.path, KvRequest::Path::kCold) << what;
+        EXPECT_EQ(t.path, KvPath::kCold) << what;
       }
       if (GetParam().mode == RouterMode::kAllHot) {
-        EXPECT_EQ(r.path, KvRequest::Path::kHot) << what;
+        EXPECT_EQ(t.path, KvPath::kHot) << what;
       }
-      EXPECT_NE(r.path, KvRequest::Path::kNone) << what;
+      EXPECT_NE(t.path, KvPath::kNone) << what;
       EXPECT_EQ(r.found, it != model_.end()) << "request " << i << " on " << printable(k);
       if (r.found && it != model_.end()) {
         EXPECT_EQ(difference(it->second, r.result), "") << "request " << i << " on " << printable(k);
@@ -713,7 +717,7 @@ TEST_P(KvApi, ContentsSurviveModelSwitchesAsPopularKeysChange) {
   const double thresholds[] = {0.0, 0.002, 1.0};
   for (int phase = 0; phase < 9 && !HasFailure(); ++phase) {
     const double threshold = thresholds[phase % 3];
-    kv_->set_threshold(threshold);
+    ASSERT_TRUE(kv_->router().set_threshold(threshold).ok());
     const std::size_t first = (phase * 40) % keys.size();
     for (int i = 0; i < 1500 && !HasFailure(); ++i) {
       const std::size_t k =
@@ -777,7 +781,7 @@ TEST_P(KvApi, StatisticsMove) {
       const KvStats b = kv_->stats();
       EXPECT_GT(b.hot_requests, a.hot_requests);
       // Threshold 1: nothing is hot, hot entries are evicted, every request goes cold.
-      kv_->set_threshold(1.0);
+      ASSERT_TRUE(kv_->router().set_threshold(1.0).ok());
       settle();
       const KvStats c = kv_->stats();
       EXPECT_EQ(c.hot_bins, 0u);

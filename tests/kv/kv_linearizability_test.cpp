@@ -35,9 +35,12 @@
 #include "kv/kv_space.hpp"
 #include "kv/kv_test_util.hpp"
 
+using duet::KvPath;
 using duet::KvRequest;
+using duet::KvRouterControl;
 using duet::KvSpace;
 using duet::KvStats;
+using duet::KvTrace;
 using duet::RouterMode;
 using duet::Status;
 using duet::Store;
@@ -285,8 +288,11 @@ RunResult run_clients(KvSpace& kv, const RunConfig& rc, const std::vector<std::s
         progress.fetch_add(n, std::memory_order_relaxed);
         if (c == 0 && rc.switch_every > 0 && (since_switch += n) >= rc.switch_every) {
           since_switch = 0;
-          if (!rc.thresholds.empty()) kv.set_threshold(rc.thresholds[my_switches % rc.thresholds.size()]);
-          const Status s = kv.switch_model();
+          if (!rc.thresholds.empty()) {
+            const Status t = kv.router().set_threshold(rc.thresholds[my_switches % rc.thresholds.size()]);
+            if (!t.ok()) problem("set_threshold: " + t.to_string());
+          }
+          const Status s = kv.router().switch_model();
           if (!s.ok()) problem("switch_model: " + s.to_string());
           ++my_switches;
           switches.fetch_add(1);
@@ -537,8 +543,9 @@ class ReferenceKv final : public KvSpace {
     if (existed) t.erase(it);
     return Status::Ok();
   }
-  Status execute(std::span<KvRequest> batch) override {
-    for (auto& r : batch) {
+  Status execute(std::span<KvRequest> batch, std::span<KvTrace> trace) override {
+    for (std::size_t i = 0; i < batch.size(); ++i) {
+      KvRequest& r = batch[i];
       bool found = false;
       std::string out;
       r.status = r.op == KvRequest::Op::kGet   ? get(r.key, &out, &found)
@@ -546,13 +553,12 @@ class ReferenceKv final : public KvSpace {
                                                : del(r.key, &out, &found);
       r.found = found;
       r.result = found ? out : std::string();
-      r.path = KvRequest::Path::kCold;
+      if (!trace.empty()) trace[i].path = KvPath::kCold;
     }
     return Status::Ok();
   }
-  Status switch_model() override { return Status::Ok(); }
-  void set_threshold(double) override {}
   KvStats stats() const override { return {}; }
+  KvRouterControl& router() override { return router_; }
   const std::string& name() const override { return name_; }
 
  private:
@@ -563,6 +569,7 @@ class ReferenceKv final : public KvSpace {
   Table shared_;
   std::map<std::thread::id, Table> per_thread_;
   std::string name_ = "reference";
+  duet::kvtest::NoRouter router_;
 };
 
 TEST(KvLinearizabilityHarness, AcceptsALockedMap) {

@@ -92,8 +92,8 @@ TEST_P(KvPipeline, PipelinedBatchesAreLinearizablePerKey) {
           flight.pop_front();
         }
         if (t == 0 && i % 50 == 49) {
-          kv->set_threshold(i % 100 == 99 ? 1.0 : 0.02);
-          if (!kv->switch_model().ok()) ++errors;
+          if (!kv->router().set_threshold(i % 100 == 99 ? 1.0 : 0.02).ok()) ++errors;
+          if (!kv->router().switch_model().ok()) ++errors;
         }
         Batch& b = flight.emplace_back();
         b.reqs.resize(kBatch);

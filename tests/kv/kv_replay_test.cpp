@@ -39,7 +39,7 @@ TEST(KvReplay, ASwitchThatCannotReplayEverythingLosesNothing) {
     model[k] = v;
   }
   // The replay of 9,000 PUTs overflows the bounded store.
-  const Status first = kv->switch_model();
+  const Status first = kv->router().switch_model();
   EXPECT_EQ(first.code(), StatusCode::kResourceExhausted) << first.to_string();
 
   auto check_all = [&](const char* when) {
@@ -77,7 +77,7 @@ TEST(KvReplay, ASwitchThatCannotReplayEverythingLosesNothing) {
   }
   Status s;
   for (int attempt = 0; attempt < 8; ++attempt) {
-    s = kv->switch_model();
+    s = kv->router().switch_model();
     if (s.ok()) break;
     ASSERT_EQ(s.code(), StatusCode::kResourceExhausted) << s.to_string();
   }

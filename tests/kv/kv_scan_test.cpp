@@ -25,8 +25,11 @@
 
 using namespace std::string_literals;
 using duet::DeviceChoice;
+using duet::KvPath;
 using duet::KvRequest;
+using duet::KvRouterControl;
 using duet::KvSpace;
+using duet::KvTrace;
 using duet::RouterMode;
 using duet::Status;
 using duet::StatusCode;
@@ -125,7 +128,7 @@ class KvScan : public ::testing::TestWithParam<ModeCase> {
   void SetUp() override { reopen(config()); }
 
   void settle() {
-    const Status s = kv_->switch_model();
+    const Status s = kv_->router().switch_model();
     ASSERT_TRUE(s.ok()) << "switch_model: " << s.to_string();
   }
 
@@ -631,14 +634,14 @@ class BareSpace final : public KvSpace {
   Status get(std::string_view, std::string*, bool*) override { return Status::Ok(); }
   Status put(std::string_view, std::string_view, std::string*, bool*) override { return Status::Ok(); }
   Status del(std::string_view, std::string*, bool*) override { return Status::Ok(); }
-  Status execute(std::span<KvRequest>) override { return Status::Ok(); }
-  Status switch_model() override { return Status::Ok(); }
-  void set_threshold(double) override {}
+  Status execute(std::span<KvRequest>, std::span<KvTrace>) override { return Status::Ok(); }
   duet::KvStats stats() const override { return {}; }
+  KvRouterControl& router() override { return router_; }
   const std::string& name() const override { return name_; }
 
  private:
   std::string name_ = "bare";
+  duet::kvtest::NoRouter router_;
 };
 
 TEST(KvScanDefaults, AKeyspaceWithoutIterationAnswersZeroAndUnavailable) {

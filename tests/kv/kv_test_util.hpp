@@ -109,4 +109,11 @@ inline std::string difference(std::string_view want, std::string_view got) {
 
 inline const char* code_name(StatusCode c) { return status_code_name(c); }
 
+/// The router of a test's stand-in keyspace, which has none: every call succeeds and does nothing.
+class NoRouter final : public KvRouterControl {
+ public:
+  Status switch_model() override { return Status::Ok(); }
+  Status set_threshold(double) override { return Status::Ok(); }
+};
+
 }  // namespace duet::kvtest
