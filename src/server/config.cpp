@@ -1,5 +1,6 @@
 #include "server/config.hpp"
 
+#include <algorithm>
 #include <cctype>
 #include <charconv>
 #include <fstream>
@@ -11,10 +12,57 @@
 namespace duet::server {
 
 ServerConfig::ServerConfig(const ServerConfig& o)
-    : bind(o.bind), port(o.port), threads(o.threads), databases(o.databases), metrics_port(o.metrics_port),
+    : bind(o.bind), port(o.port), threads(o.threads), databases(o.databases),
+      database_kinds(o.database_kinds), default_kind(o.default_kind), kind_overrides(o.kind_overrides),
+      metrics_port(o.metrics_port),
       metrics_bind(o.metrics_bind), log_level(o.log_level), gpu_sync(o.gpu_sync), store(o.store), maxclients(o.maxclients.load()),
       proto_max_bulk_len(o.proto_max_bulk_len.load()), client_query_buffer_limit(o.client_query_buffer_limit.load()),
       max_multibulk_len(o.max_multibulk_len.load()), max_batch(o.max_batch.load()) {}
+
+KeyspaceKind ServerConfig::database_kind(unsigned db) const {
+  for (const auto& [d, k] : kind_overrides)
+    if (d == db) return k;
+  return default_kind;
+}
+
+namespace {
+
+/// Parses `database-kinds` ("KIND" and "INDEX=KIND" entries, comma-separated) into c.
+Status set_database_kinds(ServerConfig* c, std::string_view v) {
+  KeyspaceKind def = KeyspaceKind::kKv;
+  std::vector<std::pair<unsigned, KeyspaceKind>> overrides;
+  bool have_default = false;
+  std::size_t at = 0;
+  while (at <= v.size()) {
+    const std::size_t comma = std::min(v.find(',', at), v.size());
+    const std::string_view entry = v.substr(at, comma - at);
+    at = comma + 1;
+    if (entry.empty()) return Status::InvalidArgument("database-kinds: empty entry in '" + std::string(v) + "'");
+    const std::size_t eq = entry.find('=');
+    KeyspaceKind kind;
+    const std::string_view kind_text = eq == std::string_view::npos ? entry : entry.substr(eq + 1);
+    if (Status s = parse_keyspace_kind(kind_text, &kind); !s.ok())
+      return Status::InvalidArgument("database-kinds: " + s.message());
+    if (eq == std::string_view::npos) {
+      if (have_default) return Status::InvalidArgument("database-kinds: more than one default kind");
+      have_default = true;
+      def = kind;
+      continue;
+    }
+    unsigned db = 0;
+    const std::string_view index = entry.substr(0, eq);
+    auto r = std::from_chars(index.data(), index.data() + index.size(), db);
+    if (r.ec != std::errc() || r.ptr != index.data() + index.size() || db >= 1024)
+      return Status::InvalidArgument("database-kinds: '" + std::string(index) + "' is not a database index (0-1023)");
+    overrides.emplace_back(db, kind);
+  }
+  c->database_kinds = std::string(v);
+  c->default_kind = def;
+  c->kind_overrides = std::move(overrides);
+  return Status::Ok();
+}
+
+}  // namespace
 
 bool parse_size(std::string_view t, std::uint64_t* out) {
   std::uint64_t v = 0;
@@ -161,6 +209,8 @@ const std::vector<Setting>& settings() {
                  [](ServerConfig* c, std::string_view v) { return set_uint("threads", v, &c->threads, 0, 1024); }});
     t.push_back({"databases", false, [](const ServerConfig& c) { return std::to_string(c.databases); },
                  [](ServerConfig* c, std::string_view v) { return set_uint("databases", v, &c->databases, 1, 1024); }});
+    t.push_back({"database-kinds", false, [](const ServerConfig& c) { return c.database_kinds; },
+                 [](ServerConfig* c, std::string_view v) { return set_database_kinds(c, v); }});
     t.push_back({"metrics-port", false, [](const ServerConfig& c) { return std::to_string(c.metrics_port); },
                  [](ServerConfig* c, std::string_view v) {
                    return set_uint("metrics-port", v, &c->metrics_port, 0, 65535);
@@ -335,6 +385,10 @@ Status parse_server_args(ServerConfig* c, int argc, char** argv) {
     Status s = apply_setting(c, a, value, false);
     if (!s.ok()) return s;
   }
+  for (const auto& [db, kind] : c->kind_overrides)
+    if (db >= c->databases)
+      return Status::InvalidArgument("database-kinds: database " + std::to_string(db) + " is beyond databases (" +
+                                     std::to_string(c->databases) + ")");
   return Status::Ok();
 }
 
@@ -347,12 +401,13 @@ std::vector<std::pair<std::string, std::string>> config_get(const ServerConfig& 
 
 const char* server_usage() {
   return "usage: duet server [--config FILE] [--SETTING VALUE ...]\n"
-         "Serves the Redis protocol (RESP2/RESP3) in front of Duet's kv keyspaces.\n"
+         "Serves the Redis protocol (RESP2/RESP3) in front of Duet's keyspaces.\n"
          "  --bind ADDR                 listen address (127.0.0.1)\n"
          "  --port N                    TCP port (6379)\n"
          "  --threads N                 I/O and execution threads (0: every core)\n"
          "  --device auto|cpu|gpu       where the Canonical Store runs (auto)\n"
          "  --databases N               SELECT range (16)\n"
+         "  --database-kinds SPEC       keyspace kind per database: KIND[,INDEX=KIND...] (kv)\n"
          "  --maxmemory BYTES           memory budget for keys and values (0: half of RAM)\n"
          "  --maxclients N              connections at once (10000)\n"
          "  --proto-max-bulk-len BYTES  largest argument (512mb)\n"

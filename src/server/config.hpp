@@ -20,6 +20,11 @@ struct ServerConfig {
   int port = 6379;                      ///< TCP port
   unsigned threads = 0;                 ///< I/O and execution threads (0: every core)
   unsigned databases = 16;              ///< SELECT range: 0 .. databases-1
+  /// `database-kinds`: the keyspace kind behind each database, as comma-separated entries,
+  /// each `KIND` (every database not named otherwise) or `INDEX=KIND` ("kv", "kv,3=kv").
+  std::string database_kinds = "kv";
+  KeyspaceKind default_kind = KeyspaceKind::kKv;                         ///< parsed from database_kinds
+  std::vector<std::pair<unsigned, KeyspaceKind>> kind_overrides;         ///< parsed from database_kinds
   int metrics_port = 0;                 ///< Prometheus endpoint port (0: off)
   std::string metrics_bind = "127.0.0.1";
   std::string log_level = "info";       ///< debug, info, warn, error
@@ -37,6 +42,8 @@ struct ServerConfig {
 
   ServerConfig() = default;
   ServerConfig(const ServerConfig& o);
+  /// The kind of database db (from database_kinds).
+  KeyspaceKind database_kind(unsigned db) const;
 };
 
 /// Applies one setting by name (file and flag spelling: `port`, `maxmemory`, ...). Sizes take

@@ -13,18 +13,7 @@ std::string error_reply(const Status& s) {
   return r;
 }
 
-void put_bulk_or_null(std::string* out, bool exists, const std::string& v, bool resp3) {
-  ReplyWriter w(out, resp3 ? 3 : 2);
-  if (exists) w.bulk(v);
-  else w.null();
-}
-
-void put_int(std::string* out, long long v) { ReplyWriter(out, 2).integer(v); }
-
-bool overwrites(const KeyOp& op) {
-  return (op.cmd == Cmd::kSet && !op.nx && !op.xx) || op.cmd == Cmd::kGetSet || op.cmd == Cmd::kDel ||
-         op.cmd == Cmd::kMset;
-}
+bool overwrites(const KeyOp& op) { return op.cmd->has(kOverwrite) && op.cmd->key.blind && op.cmd->key.blind(op); }
 
 }  // namespace
 
@@ -79,95 +68,22 @@ void KeyBatchRunner::compute(Group& g, std::span<KeyOp*> ops) {
     // The first op overwrites; its reply needs the previous value and is written after the
     // engine's write returns it. The ops after it see the state it left.
     const KeyOp& op = *ops[i];
-    g.exists = op.cmd != Cmd::kDel;
-    if (g.exists) g.value = op.value;
+    g.state.exists = false;
+    g.state.value.clear();
+    std::string unused;
+    op.cmd->key.apply(g.state, op, &unused, env_);
     g.dirty = true;
     g.first_mut = i;
     i = next_[i];
   } else {
-    g.exists = g.orig_exists;
-    g.value.swap(g.orig);
+    g.state.exists = g.orig_exists;
+    g.state.value.swap(g.orig);
   }
   for (; i != UINT32_MAX; i = next_[i]) {
-    KeyOp& op = *ops[i];
-    std::string& r = replies_[i];
-    auto mutate = [&] {
+    const KeyOp& op = *ops[i];
+    if (op.cmd->key.apply(g.state, op, &replies_[i], env_)) {
       g.dirty = true;
       if (g.first_mut < 0) g.first_mut = i;
-    };
-    switch (op.cmd) {
-      case Cmd::kGet:
-      case Cmd::kMget: put_bulk_or_null(&r, g.exists, g.value, op.resp3); break;
-      case Cmd::kSet: {
-        const bool apply = op.nx ? !g.exists : op.xx ? g.exists : true;
-        if (op.get) put_bulk_or_null(&r, g.exists, g.value, op.resp3);
-        else if (apply) r = "+OK\r\n";
-        else ReplyWriter(&r, op.resp3 ? 3 : 2).null();
-        if (apply) {
-          g.exists = true;
-          g.value = op.value;
-          mutate();
-        }
-        break;
-      }
-      case Cmd::kGetSet:
-        put_bulk_or_null(&r, g.exists, g.value, op.resp3);
-        g.exists = true;
-        g.value = op.value;
-        mutate();
-        break;
-      case Cmd::kMset:
-        r = "+OK\r\n";
-        g.exists = true;
-        g.value = op.value;
-        mutate();
-        break;
-      case Cmd::kDel:
-        put_int(&r, g.exists ? 1 : 0);
-        if (g.exists) {
-          g.exists = false;
-          g.value.clear();
-          mutate();
-        }
-        break;
-      case Cmd::kExists: put_int(&r, g.exists ? 1 : 0); break;
-      case Cmd::kStrlen: put_int(&r, g.exists ? static_cast<long long>(g.value.size()) : 0); break;
-      case Cmd::kType: r = g.exists ? "+string\r\n" : "+none\r\n"; break;
-      case Cmd::kIncr:
-      case Cmd::kDecr:
-      case Cmd::kIncrBy:
-      case Cmd::kDecrBy: {
-        long long cur = 0;
-        if (g.exists && !parse_int64(g.value, &cur)) {
-          r = "-ERR value is not an integer or out of range\r\n";
-          break;
-        }
-        long long next;
-        if (__builtin_add_overflow(cur, op.delta, &next)) {
-          r = "-ERR increment or decrement would overflow\r\n";
-          break;
-        }
-        g.exists = true;
-        g.value = std::to_string(next);
-        mutate();
-        put_int(&r, next);
-        break;
-      }
-      case Cmd::kAppend: {
-        const std::size_t len = (g.exists ? g.value.size() : 0) + op.value.size();
-        if (len > max_value_bytes_) {
-          r = "-ERR string exceeds maximum allowed size (max-value-bytes " + std::to_string(max_value_bytes_) +
-              ")\r\n";
-          break;
-        }
-        if (!g.exists) g.value.clear();
-        g.value += op.value;
-        g.exists = true;
-        mutate();
-        put_int(&r, static_cast<long long>(len));
-        break;
-      }
-      default: r = "-ERR internal: not a key command\r\n";
     }
   }
 }
@@ -189,27 +105,30 @@ std::size_t KeyBatchRunner::engine_phase(std::span<KeyOp*> ops, bool write) {
       r.status = Status();
       r.found = false;
       r.result.clear();
-      r.path = KvRequest::Path::kNone;
-      // The previous value is needed only by a blind GETSET or SET ... GET (other groups read
-      // it in the read phase, or never need it).
-      r.want_previous = g.blind && (ops[g.first]->cmd == Cmd::kGetSet || (ops[g.first]->cmd == Cmd::kSet && ops[g.first]->get));
+      // The previous value is needed only by a blind op whose reply shows it (GETSET, SET ...
+      // GET); other groups read it in the read phase, or never need it.
+      const KeyOp& first = *ops[g.first];
+      r.want_previous = g.blind && first.cmd->key.needs_previous && first.cmd->key.needs_previous(first);
       if (!write) {
         r.op = KvRequest::Op::kGet;
-      } else if (g.exists) {
+      } else if (g.state.exists) {
         r.op = KvRequest::Op::kPut;
-        r.value = g.value;
+        r.value = g.state.value;
       } else {
         r.op = KvRequest::Op::kDelete;
       }
       req_group_.push_back(gi);
     }
     if (nreqs_ == 0) continue;
-    spaces_[db]->execute(std::span<KvRequest>(reqs_.data(), nreqs_));  // per-request statuses below
+    if (trace_.size() < nreqs_) trace_.resize(reqs_.size());
+    for (std::size_t j = 0; j < nreqs_; ++j) trace_[j] = KvTrace{};
+    // Each request's own status is read below; the batch's status only repeats the first.
+    (void)spaces_[db]->execute(std::span<KvRequest>(reqs_.data(), nreqs_), std::span<KvTrace>(trace_.data(), nreqs_));
     sent += nreqs_;
     for (std::size_t j = 0; j < nreqs_; ++j) {
       Group& g = groups_[req_group_[j]];
       KvRequest& r = reqs_[j];
-      for (std::uint32_t i = g.first; i != UINT32_MAX; i = next_[i]) ops[i]->path = r.path;
+      for (std::uint32_t i = g.first; i != UINT32_MAX; i = next_[i]) ops[i]->path = trace_[j].path;
       if (!write) {
         if (!r.status.ok()) {
           g.error = error_reply(r.status);
@@ -228,15 +147,8 @@ std::size_t KeyBatchRunner::engine_phase(std::span<KeyOp*> ops, bool write) {
       if (g.blind) {
         const std::uint32_t i = g.first;
         const KeyOp& op = *ops[i];
-        switch (op.cmd) {
-          case Cmd::kDel: put_int(&replies_[i], r.found ? 1 : 0); break;
-          case Cmd::kGetSet: put_bulk_or_null(&replies_[i], r.found, r.result, op.resp3); break;
-          case Cmd::kSet:
-            if (op.get) put_bulk_or_null(&replies_[i], r.found, r.result, op.resp3);
-            else replies_[i] = "+OK\r\n";
-            break;
-          default: replies_[i] = "+OK\r\n";
-        }
+        replies_[i].clear();
+        op.cmd->key.blind_reply(op, r.found, r.result, &replies_[i]);
       }
     }
   }
@@ -279,9 +191,9 @@ std::size_t KeyBatchRunner::run(std::span<KeyOp*> ops) {
       g.db = op.db;
       g.first = g.last = i;
       g.blind = overwrites(op);
-      g.orig_exists = g.exists = g.dirty = false;
+      g.orig_exists = g.state.exists = g.dirty = false;
       g.orig.clear();
-      g.value.clear();
+      g.state.value.clear();
       g.first_mut = -1;
       g.error.clear();
     } else {
@@ -320,7 +232,7 @@ std::size_t KeyBatchRunner::run(std::span<KeyOp*> ops) {
   };
   for (std::size_t gi = 0; gi < ngroups_; ++gi) {
     trim(groups_[gi].orig);
-    trim(groups_[gi].value);
+    trim(groups_[gi].state.value);
   }
   for (std::size_t j = 0; j < nreqs_; ++j) trim(reqs_[j].result);
   return sent;

@@ -22,7 +22,7 @@
 #include <vector>
 
 #include "duet/store.hpp"
-#include "server/commands.hpp"
+#include "server/command.hpp"
 
 namespace duet::server {
 
@@ -32,7 +32,7 @@ namespace duet::server {
 struct PendingReply {
   enum class Kind : std::uint8_t { kSingle, kArray, kSum, kAllOk };
   Kind kind = Kind::kSingle;
-  Cmd cmd = Cmd::kPing;
+  const CommandDef* cmd = nullptr;  ///< the command (null: unknown, or a protocol error)
   bool error = false;               ///< the reply is an error (for metrics)
   std::uint64_t start_ns = 0;       ///< when the command was parsed (latency metrics)
   std::atomic<bool> done{false};    ///< bytes are final (release/acquire)
@@ -45,9 +45,10 @@ struct PendingReply {
   bool finish_part(std::uint32_t i, std::string& part);
 };
 
-/// One key's share of a command, as its shard runs it.
+/// One key's share of a command, as its shard runs it. The argument slots (value, delta, the
+/// option bits) are filled by the command's KeyCommand::parse and read by its apply.
 struct KeyOp {
-  Cmd cmd = Cmd::kGet;
+  const CommandDef* cmd = nullptr;
   bool nx = false, xx = false, get = false;  ///< SET options
   bool resp3 = false;                        ///< the client speaks RESP3 (null encoding)
   unsigned db = 0;
@@ -56,7 +57,7 @@ struct KeyOp {
   PendingReply* reply = nullptr;
   std::uint32_t part = 0;
   void* conn = nullptr;                      ///< the connection to notify (opaque here)
-  KvRequest::Path path = KvRequest::Path::kNone;  ///< engine path that answered (metrics)
+  KvPath path = KvPath::kNone;               ///< engine path that answered (metrics)
 };
 
 /// Parses a whole int64 the way Redis does (no blanks, no '+', no leading zeros).
@@ -65,12 +66,13 @@ bool parse_int64(std::string_view s, long long* v);
 /// Runs batches of KeyOps. Reuses its buffers across calls; one per thread.
 class KeyBatchRunner {
  public:
-  /// Returns the keyspace of database db for the batch's duration (a shared handle, so a
-  /// concurrent FLUSHDB can swap the database without pulling it from under the batch).
+  /// Returns the `kv` keyspace of database db for the batch's duration (a shared handle, so a
+  /// concurrent FLUSHDB can swap the database without pulling it from under the batch), or
+  /// null when it cannot be opened. The server checks a database's kind before routing.
   using SpaceOf = std::function<std::shared_ptr<KvSpace>(unsigned db)>;
 
   explicit KeyBatchRunner(SpaceOf space_of, std::size_t max_value_bytes)
-      : space_of_(std::move(space_of)), max_value_bytes_(max_value_bytes) {}
+      : space_of_(std::move(space_of)), env_{max_value_bytes} {}
 
   /// Runs ops (in arrival order; every key that an op writes is owned by the calling thread). Afterwards
   /// reply(i) holds op i's RESP reply (or error); the caller hands it to finish_part.
@@ -86,8 +88,7 @@ class KeyBatchRunner {
     bool blind;                  // first op overwrites: no read needed
     bool orig_exists = false;    // after the read (or the write, for blind groups)
     std::string orig;            // original value (read phase)
-    bool exists = false;         // state while computing
-    std::string value;
+    KeyState state;              // state while computing
     bool dirty = false;
     std::int64_t first_mut = -1; // index of the first op that changed the key
     std::string error;           // engine error for the group's read
@@ -96,7 +97,7 @@ class KeyBatchRunner {
   std::size_t engine_phase(std::span<KeyOp*> ops, bool write);
 
   SpaceOf space_of_;
-  std::size_t max_value_bytes_;
+  KeyEnv env_;
   std::vector<Group> groups_;    // the first ngroups_ are this batch's (reused: strings keep capacity)
   std::size_t ngroups_ = 0;
   std::vector<std::uint32_t> table_;  // open addressing over (db, key): group index + 1, 0 = empty
@@ -106,6 +107,7 @@ class KeyBatchRunner {
   std::vector<std::uint8_t> db_seen_;
   std::vector<std::shared_ptr<KvSpace>> spaces_;  // per database, held for the batch
   std::vector<KvRequest> reqs_;  // reused: result strings keep capacity
+  std::vector<KvTrace> trace_;   // which engine path answered each request
   std::size_t nreqs_ = 0;
   std::vector<std::uint32_t> req_group_;
 };

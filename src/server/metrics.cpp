@@ -10,6 +10,9 @@
 #include <cstdio>
 #include <cstring>
 
+#include "server/command.hpp"
+#include "server/stats.hpp"
+
 namespace duet::server {
 
 namespace {
@@ -59,33 +62,34 @@ void Histogram::add_to(std::vector<std::uint64_t>* buckets, double* sum) const {
 }
 
 ThreadMetrics::ThreadMetrics()
-    : hot_latency(&latency_bounds()), cold_latency(&latency_bounds()), batch_size(&batch_bounds()) {
-  for (std::size_t i = 0; i < static_cast<std::size_t>(Cmd::kCount_); ++i)
+    : calls(all_commands().size()), errors(all_commands().size()), hot_latency(&latency_bounds()),
+      cold_latency(&latency_bounds()), batch_size(&batch_bounds()) {
+  for (std::size_t i = 0; i < all_commands().size(); ++i)
     latency.push_back(std::make_unique<Histogram>(&latency_bounds()));
 }
 
-std::string render_prometheus(const std::vector<ThreadMetrics*>& threads, const Gauges& g) {
+std::string render_prometheus(const std::vector<ThreadMetrics*>& threads, const ServerStats& s) {
   std::string out;
   out.reserve(64 * 1024);
   out += "# HELP duet_commands_total Commands executed, by command.\n# TYPE duet_commands_total counter\n";
-  for (const CommandSpec& c : all_commands()) {
+  for (const CommandDef& c : all_commands()) {
     std::uint64_t n = 0;
-    for (const ThreadMetrics* t : threads) n += t->calls[static_cast<std::size_t>(c.cmd)].load(std::memory_order_relaxed);
+    for (const ThreadMetrics* t : threads) n += t->calls[c.id].load(std::memory_order_relaxed);
     out += std::string("duet_commands_total{cmd=\"") + c.name + "\"} " + std::to_string(n) + "\n";
   }
   out += "# HELP duet_command_errors_total Commands answered with an error, by command.\n"
          "# TYPE duet_command_errors_total counter\n";
-  for (const CommandSpec& c : all_commands()) {
+  for (const CommandDef& c : all_commands()) {
     std::uint64_t n = 0;
-    for (const ThreadMetrics* t : threads) n += t->errors[static_cast<std::size_t>(c.cmd)].load(std::memory_order_relaxed);
+    for (const ThreadMetrics* t : threads) n += t->errors[c.id].load(std::memory_order_relaxed);
     out += std::string("duet_command_errors_total{cmd=\"") + c.name + "\"} " + std::to_string(n) + "\n";
   }
   out += "# HELP duet_command_duration_seconds Time from a command's parse to its reply, by command.\n"
          "# TYPE duet_command_duration_seconds histogram\n";
-  for (const CommandSpec& c : all_commands()) {
+  for (const CommandDef& c : all_commands()) {
     std::vector<std::uint64_t> b;
     double sum = 0;
-    for (const ThreadMetrics* t : threads) t->latency[static_cast<std::size_t>(c.cmd)]->add_to(&b, &sum);
+    for (const ThreadMetrics* t : threads) t->latency[c.id]->add_to(&b, &sum);
     emit_histogram(&out, "duet_command_duration_seconds", std::string("cmd=\"") + c.name + "\"", latency_bounds(), b,
                    sum);
   }
@@ -105,12 +109,8 @@ std::string render_prometheus(const std::vector<ThreadMetrics*>& threads, const 
     for (const ThreadMetrics* t : threads) t->batch_size.add_to(&b, &sum);
     emit_histogram(&out, "duet_batch_size", "", batch_bounds(), b, sum);
   }
-  std::uint64_t conns = 0, in = 0, outb = 0;
-  for (const ThreadMetrics* t : threads) {
-    conns += t->connections.load(std::memory_order_relaxed);
-    in += t->net_in.load(std::memory_order_relaxed);
-    outb += t->net_out.load(std::memory_order_relaxed);
-  }
+  std::uint64_t conns = 0;
+  for (const ThreadMetrics* t : threads) conns += t->connections.load(std::memory_order_relaxed);
   auto counter = [&](const char* name, const char* help, std::uint64_t v) {
     out += std::string("# HELP ") + name + " " + help + "\n# TYPE " + name + " counter\n" + name + " " +
            std::to_string(v) + "\n";
@@ -119,16 +119,17 @@ std::string render_prometheus(const std::vector<ThreadMetrics*>& threads, const 
     out += std::string("# HELP ") + name + " " + help + "\n# TYPE " + name + " gauge\n" + name + " " + fmt(v) + "\n";
   };
   counter("duet_connections_total", "Connections accepted.", conns);
-  counter("duet_net_input_bytes_total", "Bytes read from clients.", in);
-  counter("duet_net_output_bytes_total", "Bytes written to clients.", outb);
-  counter("duet_hot_requests_total", "Engine requests answered by the Hot Cache.", g.hot_requests);
-  counter("duet_cold_requests_total", "Engine requests answered by the Canonical Store.", g.cold_requests);
-  counter("duet_model_switches_total", "Router models installed.", g.model_switches);
+  const KvStats& kv = s.engine.kv;
+  counter("duet_net_input_bytes_total", "Bytes read from clients.", s.net_in);
+  counter("duet_net_output_bytes_total", "Bytes written to clients.", s.net_out);
+  counter("duet_hot_requests_total", "Engine requests answered by the Hot Cache.", kv.hot_requests);
+  counter("duet_cold_requests_total", "Engine requests answered by the Canonical Store.", kv.cold_requests);
+  counter("duet_model_switches_total", "Router models installed.", kv.model_switches);
   gauge("duet_store_busy_seconds_total", "Time the Canonical Store spent running batches (GPU time on a GPU).",
-        static_cast<double>(g.store_busy_ns) / 1e9);
-  gauge("duet_memory_bytes", "Host bytes charged to the memory budget.", static_cast<double>(g.memory_bytes));
-  gauge("duet_keys", "Keys in all databases.", static_cast<double>(g.keys));
-  gauge("duet_connected_clients", "Open client connections.", static_cast<double>(g.clients));
+        static_cast<double>(kv.store_busy_ns) / 1e9);
+  gauge("duet_memory_bytes", "Host bytes charged to the memory budget.", static_cast<double>(kv.memory_bytes));
+  gauge("duet_keys", "Keys in all databases.", static_cast<double>(s.engine.keys));
+  gauge("duet_connected_clients", "Open client connections.", static_cast<double>(s.clients));
   return out;
 }
 

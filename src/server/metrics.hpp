@@ -12,7 +12,6 @@
 #include <thread>
 #include <vector>
 
-#include "server/commands.hpp"
 
 namespace duet::server {
 
@@ -36,25 +35,22 @@ class Histogram {
   std::atomic<std::uint64_t> sum_micro_{0};  // sum in millionths
 };
 
-/// What one I/O thread counts.
+/// What one I/O thread counts. Per-command entries are indexed by CommandDef::id.
 struct ThreadMetrics {
   ThreadMetrics();
-  std::array<std::atomic<std::uint64_t>, static_cast<std::size_t>(Cmd::kCount_)> calls{};
-  std::array<std::atomic<std::uint64_t>, static_cast<std::size_t>(Cmd::kCount_)> errors{};
+  std::vector<std::atomic<std::uint64_t>> calls;
+  std::vector<std::atomic<std::uint64_t>> errors;
   std::vector<std::unique_ptr<Histogram>> latency;  ///< per command, seconds
   Histogram hot_latency, cold_latency;              ///< per engine path, seconds
   Histogram batch_size;                             ///< commands per engine batch
   std::atomic<std::uint64_t> batches{0}, batched{0}, connections{0}, net_in{0}, net_out{0};
 };
 
-/// Gauges the server reads when rendering (memory, keys, GPU time, clients).
-struct Gauges {
-  std::uint64_t memory_bytes = 0, keys = 0, clients = 0, store_busy_ns = 0, hot_requests = 0, cold_requests = 0,
-                model_switches = 0;
-};
+struct ServerStats;
 
-/// Renders every thread's metrics and the gauges as Prometheus text format 0.0.4.
-std::string render_prometheus(const std::vector<ThreadMetrics*>& threads, const Gauges& g);
+/// Renders every thread's metrics and the server-wide statistics (memory, keys, GPU time,
+/// clients; from the aggregator, as INFO) as Prometheus text format 0.0.4.
+std::string render_prometheus(const std::vector<ThreadMetrics*>& threads, const ServerStats& s);
 
 /// Serves GET /metrics on its own thread until stop(). `render` is called per scrape.
 class MetricsEndpoint {

@@ -1,12 +1,17 @@
-// duet-server: the Redis protocol (RESP2/RESP3) in front of a Store's `kv` keyspaces.
+// duet-server: the Redis protocol (RESP2/RESP3) in front of a Store's keyspaces.
 //
-// Threads. `threads` I/O threads each run an epoll loop over their own connections (accepted
-// from one shared listening socket) and are, at the same time, the shard that owns a hash
-// range of the keys: a thread parses its clients' requests, sends each key's command to the
-// key's owner (itself or another thread, in bulk, woken through an eventfd), runs the key
-// commands it owns as engine batches (key_batch.hpp), and writes its clients' replies in
-// request order as they complete. Commands without keys run at once on the client's thread;
-// DBSIZE, FLUSHDB, FLUSHALL and SCAN first wait for the client's earlier commands.
+// Threads. `threads` I/O threads (io_thread.hpp) each run an epoll loop over their own
+// connections (accepted from one shared listening socket) and are, at the same time, the shard
+// that owns a hash range of the keys: a thread parses its clients' requests, looks each up in
+// the command registry (command.hpp), sends each key's command to the key's owner (itself or
+// another thread, in bulk, woken through an eventfd), runs the key commands it owns as engine
+// batches (key_batch.hpp), and writes its clients' replies in request order as they complete.
+// Keyless commands run at once on the client's thread; barrier commands (DBSIZE, FLUSHDB,
+// FLUSHALL, SCAN) first wait for the client's earlier commands.
+//
+// Databases. Database i is backed by a keyspace of the kind `database-kinds` gives it (every
+// database is `kv` by default), opened on first use. A command that a database's kind does
+// not run gets an error naming the kind.
 //
 // Guarantees: every key command is linearizable and each client's replies keep its request
 // order; multi-key commands are linearizable per key. Bad input gets an error reply (or, for
@@ -14,16 +19,17 @@
 #pragma once
 
 #include <atomic>
+#include <chrono>
 #include <memory>
 #include <mutex>
 #include <string>
 #include <thread>
 #include <vector>
-#include <chrono>
 
 #include "duet/store.hpp"
 #include "server/config.hpp"
 #include "server/metrics.hpp"
+#include "server/stats.hpp"
 
 namespace duet::server {
 
@@ -36,26 +42,45 @@ class Server {
   Server(const ServerConfig& config, Store* store);
   ~Server();
   /// Listens and starts the threads. InvalidArgument/Unavailable with a message when it cannot.
-  Status start();
+  [[nodiscard]] Status start();
   /// Graceful stop: stops accepting and reading, lets the commands already read finish and
   /// their replies be sent (up to a few seconds), closes every connection, joins the threads.
   void stop();
   /// The port actually listened on.
   int port() const { return port_; }
 
+  // ---- For command handlers (commands/*.cpp); any thread. ----
+  /// Number of databases (SELECT's range).
+  unsigned databases() const { return static_cast<unsigned>(dbs_.size()); }
+  /// The kind of database db's keyspace (fixed at startup).
+  KeyspaceKind database_kind(unsigned db) const;
+  /// Database db's keyspace, opened on first use; null when it cannot be opened (logged) or db
+  /// is out of range. The handle stays valid after a FLUSHDB (which swaps in a new keyspace).
+  std::shared_ptr<Keyspace> keyspace(unsigned db);
+  /// As keyspace(), for a `kv` database; null for another kind.
+  std::shared_ptr<KvSpace> kv_space(unsigned db);
+  /// Empties database db: later commands see a new, empty keyspace; the old one is freed when
+  /// the last batch using it lets go.
+  void flush_db(unsigned db);
+  /// CONFIG GET over several glob patterns: each matching setting once, in the order found.
+  std::vector<std::pair<std::string, std::string>> config_get(const std::vector<std::string_view>& patterns);
+  /// CONFIG SET of one setting (live settings only). InvalidArgument says why.
+  [[nodiscard]] Status config_set(std::string_view name, std::string_view value);
+  /// CLIENT LIST's text: one line per connection, by id.
+  std::string client_list();
+  /// The server-wide statistics (the aggregator INFO and /metrics both read).
+  ServerStats stats();
+
  private:
   friend class IoThread;
   struct Database {
     std::mutex m;
-    std::shared_ptr<KvSpace> space;  ///< null until first used or after FLUSHDB
-    unsigned generation = 0;
+    KeyspaceKind kind = KeyspaceKind::kKv;
+    std::shared_ptr<Keyspace> space;  ///< null until first used or after FLUSHDB
   };
-  std::shared_ptr<KvSpace> space_of(unsigned db);
-  void flush_db(unsigned db);
-  std::string info(const std::vector<std::string>& sections);
-  std::string client_list(std::uint64_t only_id);
+  void add_client(const std::shared_ptr<ClientInfo>& info);
+  void remove_client(const std::shared_ptr<ClientInfo>& info);
   std::string metrics_text();
-  Status config_set(std::string_view name, std::string_view value);
 
   ServerConfig cfg_;
   Store* store_;

@@ -3,10 +3,12 @@
 Replies are checked as decoded by resp_client (Simple = +status, bytes = $bulk, int = :int,
 None = null, RespError = -error), and where the exact bytes matter with call_raw."""
 
+import shutil
+
 import pytest
 
 from resp_client import RespError, Simple
-from server_util import IS_REDIS, duet_only
+from server_util import IS_REDIS, ServerProcess, duet_only
 
 INT64_MAX = 9223372036854775807
 INT64_MIN = -9223372036854775808
@@ -730,3 +732,28 @@ def test_error_does_not_break_connection(conn):
         assert isinstance(conn.call(*cmd), RespError)
         assert conn.call("PING") == Simple("PONG")
     assert conn.call("SET", "k", "v") == "OK"
+
+
+@pytest.mark.skipif(IS_REDIS or shutil.which("redis-server") is None,
+                    reason="needs the duet server and redis-server to compare")
+def test_command_flags_match_redis(conn, workdir):
+    """For every command Redis also has, COMMAND INFO reports Redis's flags, arity and key
+    positions (the registry is the single source of these)."""
+    names = [n.decode() for n in conn.call("COMMAND", "LIST")]
+    ours = {e[0].decode(): e for e in conn.call("COMMAND", "INFO", *names)}
+    peer = ServerProcess(workdir, kind="redis").start()
+    try:
+        with peer.conn() as c:
+            theirs_list = c.call("COMMAND", "INFO", *names)
+    finally:
+        peer.stop(check=False)
+    compared = 0
+    for name, theirs in zip(names, theirs_list):
+        if theirs is None:
+            continue
+        mine = ours[name]
+        as_set = lambda flags: sorted(f.decode() if isinstance(f, bytes) else str(f) for f in flags)  # noqa: E731
+        assert as_set(mine[2]) == as_set(theirs[2]), f"{name}: flags {as_set(mine[2])} != redis {as_set(theirs[2])}"
+        assert (mine[1], mine[3], mine[4], mine[5]) == (theirs[1], theirs[3], theirs[4], theirs[5]), name
+        compared += 1
+    assert compared == len(names), "every Duet command exists in Redis 7"

@@ -27,13 +27,30 @@ using duet::RouterMode;
 using duet::Status;
 using duet::Store;
 using duet::StoreConfig;
-using duet::server::Cmd;
+using duet::server::CommandDef;
+using duet::server::find_command;
 using duet::server::KeyBatchRunner;
 using duet::server::KeyOp;
 using duet::server::parse_int64;
 using duet::server::PendingReply;
 
 namespace {
+
+/// The key commands the tests build by hand (the registry's entries, by name).
+enum class Cmd { kGet, kSet, kGetSet, kDel, kExists, kMget, kMset, kIncr, kDecr, kIncrBy, kDecrBy, kAppend, kStrlen, kType };
+constexpr const char* kCmdNames[] = {"get",  "set",  "getset", "del",    "exists", "mget",   "mset",
+                                     "incr", "decr", "incrby", "decrby", "append", "strlen", "type"};
+const CommandDef* def_of(Cmd c) {
+  const CommandDef* d = find_command(kCmdNames[static_cast<int>(c)]);
+  EXPECT_NE(d, nullptr) << kCmdNames[static_cast<int>(c)];
+  return d;
+}
+Cmd cmd_of(const KeyOp& op) {
+  for (int i = 0; i < static_cast<int>(std::size(kCmdNames)); ++i)
+    if (std::string_view(op.cmd->name) == kCmdNames[i]) return static_cast<Cmd>(i);
+  ADD_FAILURE() << "not a key command of these tests: " << op.cmd->name;
+  return Cmd::kType;
+}
 
 const std::string kOk = "+OK\r\n";
 const std::string kNil = "$-1\r\n";
@@ -74,9 +91,9 @@ class Batch {
   KeyOp& add(Cmd cmd, std::string key, std::string value = {}, unsigned db = 0) {
     auto r = std::make_unique<PendingReply>();
     r->kind = PendingReply::Kind::kSingle;
-    r->cmd = cmd;
+    r->cmd = def_of(cmd);
     auto op = std::make_unique<KeyOp>();
-    op->cmd = cmd;
+    op->cmd = def_of(cmd);
     op->key = std::move(key);
     op->value = std::move(value);
     op->db = db;
@@ -129,14 +146,14 @@ class KeyBatch : public ::testing::Test {
     const Status s = Store::open(c, &store_);
     ASSERT_TRUE(s.ok()) << s.to_string();
     for (const char* name : {"db0", "db1"}) {
-      KvSpace* kv = nullptr;
+      std::shared_ptr<KvSpace> kv;
       ASSERT_TRUE(store_->create_kv(name, &kv).ok());
       spaces_.push_back(kv);
     }
     runner_ = std::make_unique<KeyBatchRunner>(
         [this](unsigned db) -> std::shared_ptr<KvSpace> {
           if (db >= spaces_.size()) return nullptr;
-          return std::shared_ptr<KvSpace>(spaces_[db], [](KvSpace*) {});  // owned by the store
+          return spaces_[db];
         },
         max_value_bytes);
   }
@@ -174,7 +191,7 @@ class KeyBatch : public ::testing::Test {
   }
 
   std::unique_ptr<Store> store_;
-  std::vector<KvSpace*> spaces_;
+  std::vector<std::shared_ptr<KvSpace>> spaces_;
   std::unique_ptr<KeyBatchRunner> runner_;
 };
 
@@ -190,7 +207,7 @@ TEST_F(KeyBatch, SetThenGetInOneBatchReadsTheNewValue) {
   EXPECT_EQ(run(b, &sent), (std::vector<std::string>{kOk, bulk("v1"), kOk, bulk("v2")}));
   EXPECT_EQ(sent, 1u) << "a key whose first command overwrites needs one engine write and no read";
   for (std::size_t i = 0; i < b.size(); ++i)
-    EXPECT_NE(b.ops()[i]->path, KvRequest::Path::kNone) << "op " << i << " does not say which engine path answered";
+    EXPECT_NE(b.ops()[i]->path, duet::KvPath::kNone) << "op " << i << " does not say which engine path answered";
   EXPECT_EQ(stored("k"), "v2");
   EXPECT_EQ(spaces_[0]->size(), 1u);
 }
@@ -537,7 +554,7 @@ class Model {
     const bool exists = it != m.end();
     auto null = [&] { return op.resp3 ? kNil3 : kNil; };
     auto cur = [&] { return exists ? bulk(it->second) : null(); };
-    switch (op.cmd) {
+    switch (cmd_of(op)) {
       case Cmd::kGet:
       case Cmd::kMget: return cur();
       case Cmd::kSet: {
@@ -630,11 +647,11 @@ class KeyBatchModel : public KeyBatch, public ::testing::WithParamInterface<Rout
           continue;
         }
         if (got[i] != want) ++mismatches;
-        EXPECT_EQ(got[i], want) << "batch " << batch << " op " << i << " (cmd " << int(b.ops()[i]->cmd)
+        EXPECT_EQ(got[i], want) << "batch " << batch << " op " << i << " (cmd " << b.ops()[i]->cmd->name
                                 << ", key \"" << b.ops()[i]->key << "\", db " << b.ops()[i]->db << ")";
       }
       for (unsigned db : {0u, 1u}) EXPECT_EQ(spaces_[db]->size(), model.size(db)) << "after batch " << batch;
-      if (batch % 50 == 49) ASSERT_TRUE(spaces_[0]->switch_model().ok());
+      if (batch % 50 == 49) ASSERT_TRUE(spaces_[0]->router().switch_model().ok());
     }
     for (unsigned db : {0u, 1u}) {
       for (const auto& k : keys) {

@@ -1,0 +1,164 @@
+// The registry: the families' commands in one table, lookup by name, the consistency check,
+// and COMMAND INFO / COMMAND DOCS rendering.
+#include <cctype>
+#include <string>
+#include <unordered_map>
+
+#include "server/command.hpp"
+#include "server/key_batch.hpp"
+
+namespace duet::server {
+
+namespace {
+
+struct Registry {
+  std::vector<CommandDef> defs;
+  std::unordered_map<std::string_view, const CommandDef*> by_name;
+};
+
+const Registry& registry() {
+  static const Registry r = [] {
+    CommandTable t;
+    // The families, one file each under commands/. A new family is added here, once.
+    register_connection_commands(t);
+    register_string_commands(t);
+    register_generic_commands(t);
+    register_server_commands(t);
+    Registry out;
+    out.defs = std::move(t.defs());
+    for (std::size_t i = 0; i < out.defs.size(); ++i) out.defs[i].id = static_cast<unsigned>(i);
+    for (const CommandDef& d : out.defs) out.by_name.emplace(d.name, &d);
+    return out;
+  }();
+  return r;
+}
+
+/// Redis's COMMAND INFO flags, in Redis's order, with the bit that carries each.
+struct ReportedFlag {
+  std::uint32_t bit;
+  const char* name;
+};
+constexpr ReportedFlag kReported[] = {
+    {kWrite, "write"},   {kReadOnly, "readonly"}, {kDenyOom, "denyoom"},     {kAdmin, "admin"},
+    {kNoScript, "noscript"}, {kLoading, "loading"}, {kStale, "stale"},       {kFast, "fast"},
+    {kNoAuth, "no_auth"}, {kAllowBusy, "allow_busy"},
+};
+
+}  // namespace
+
+void CommandTable::add(CommandDef def) { defs_.push_back(std::move(def)); }
+
+void CommandContext::error(std::string_view msg) {
+  std::string* b = out.buffer();
+  b->clear();
+  out.error(msg);
+  reply.error = true;
+}
+
+const std::vector<CommandDef>& all_commands() { return registry().defs; }
+
+const CommandDef* find_command(std::string_view name) {
+  if (name.size() > 32) return nullptr;
+  char buf[32];
+  for (std::size_t i = 0; i < name.size(); ++i) buf[i] = static_cast<char>(std::tolower(static_cast<unsigned char>(name[i])));
+  const auto& m = registry().by_name;
+  const auto it = m.find(std::string_view(buf, name.size()));
+  return it == m.end() ? nullptr : it->second;
+}
+
+std::string check_registry(const std::vector<CommandDef>& defs) {
+  std::string problems;
+  auto bad = [&](const CommandDef& d, const std::string& what) { problems += std::string(d.name) + ": " + what + "\n"; };
+  std::unordered_map<std::string_view, int> seen;
+  for (const CommandDef& d : defs) {
+    const std::string_view name(d.name);
+    if (name.empty()) bad(d, "empty name");
+    for (char ch : name)
+      if (std::tolower(static_cast<unsigned char>(ch)) != ch) bad(d, "name is not lower case");
+    if (++seen[name] > 1) bad(d, "registered twice");
+    if (d.arity == 0) bad(d, "arity 0 (must count the name)");
+    if (!d.summary || !d.since || !d.group || !d.complexity) bad(d, "documentation missing");
+    const bool keyed = d.is_key_command();
+    if (keyed) {
+      if (d.has(kKeyless)) bad(d, "has key positions and the keyless flag");
+      if (!d.key.apply) bad(d, "key command without KeyCommand::apply");
+      if (d.local) bad(d, "key command with a keyless handler");
+      if (d.step < 1) bad(d, "key command with step < 1");
+      if ((d.last_key < 0) != d.has(kMultiKey)) bad(d, "multi-key flag disagrees with last_key");
+      if (d.has(kOverwrite) != (d.key.blind != nullptr)) bad(d, "overwrite flag disagrees with KeyCommand::blind");
+      if (d.key.blind && !d.key.blind_reply) bad(d, "blind ops without a blind_reply");
+      if (d.has(kReadOnly) == d.has(kWrite)) bad(d, "a key command is exactly one of readonly and write");
+      if (d.kinds == kAnyKind || d.kinds == 0) bad(d, "a key command names the keyspace kinds it runs on");
+    } else {
+      if (!d.has(kKeyless)) bad(d, "no key positions and no keyless flag");
+      if (!d.local) bad(d, "keyless command without a handler");
+      if (d.key.apply) bad(d, "keyless command with a key handler");
+      if (d.has(kOverwrite) || d.has(kMultiKey)) bad(d, "keyless command with key flags");
+    }
+  }
+  return problems;
+}
+
+std::vector<const char*> reported_flags(const CommandDef& c) {
+  std::vector<const char*> out;
+  if (c.has(kContainer)) return out;  // as Redis: the subcommands carry the flags
+  for (const ReportedFlag& f : kReported)
+    if (c.has(f.bit)) out.push_back(f.name);
+  return out;
+}
+
+std::string kind_error(const CommandDef& c, unsigned db, KeyspaceKind kind) {
+  if (c.kinds & kind_bit(kind)) return {};
+  return "ERR '" + std::string(c.name) + "' is not supported by database " + std::to_string(db) +
+         ", whose keyspace kind is '" + keyspace_kind_name(kind) + "'";
+}
+
+void write_command_info(ReplyWriter& w, const CommandDef& c) {
+  const auto flags = reported_flags(c);
+  w.array(10);
+  w.bulk(c.name);
+  w.integer(c.arity);
+  w.set(flags.size());
+  for (const char* f : flags) w.simple(f);
+  w.integer(c.first_key);
+  w.integer(c.last_key);
+  w.integer(c.step);
+  w.set(0);    // ACL categories
+  w.array(0);  // tips
+  w.array(0);  // key specifications
+  w.array(0);  // subcommands
+}
+
+void write_command_docs(ReplyWriter& w, const CommandDef& c) {
+  w.map(5);
+  w.bulk("summary");
+  w.bulk(c.summary);
+  w.bulk("since");
+  w.bulk(c.since);
+  w.bulk("group");
+  w.bulk(c.group);
+  w.bulk("complexity");
+  w.bulk(c.complexity);
+  w.bulk("arguments");
+  w.array(c.args.size());
+  for (const ArgDoc& a : c.args) {
+    const std::size_t flags = (a.optional ? 1 : 0) + (a.multiple ? 1 : 0);
+    w.map(2 + (a.token ? 1 : 0) + (flags ? 1 : 0));
+    w.bulk("name");
+    w.bulk(a.name);
+    w.bulk("type");
+    w.bulk(a.type);
+    if (a.token) {
+      w.bulk("token");
+      w.bulk(a.token);
+    }
+    if (flags) {
+      w.bulk("flags");
+      w.array(flags);
+      if (a.optional) w.simple("optional");
+      if (a.multiple) w.simple("multiple");
+    }
+  }
+}
+
+}  // namespace duet::server

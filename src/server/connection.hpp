@@ -1,0 +1,126 @@
+// A client connection: what CLIENT LIST shows of it, the session its commands see, its input
+// and output buffers and its replies in request order, its lifecycle as explicit states, and
+// the socket I/O (read, send, lingering close) that does not depend on the event loop.
+#pragma once
+
+#include <atomic>
+#include <chrono>
+#include <cstdint>
+#include <deque>
+#include <memory>
+#include <mutex>
+#include <string>
+
+#include "server/key_batch.hpp"
+#include "server/resp.hpp"
+
+namespace duet::server {
+
+/// Steady-clock nanoseconds.
+std::uint64_t now_ns();
+
+/// What CLIENT LIST shows of a connection; shared between its thread and the client table.
+struct ClientInfo {
+  std::uint64_t id = 0;
+  int fd = -1;
+  std::string addr, laddr;
+  std::chrono::steady_clock::time_point created;
+  std::atomic<std::uint64_t> last_ns{0};  ///< last input, steady-clock ns (written by the owner thread)
+  std::mutex m;                           ///< guards name, lib_name, lib_ver
+  std::string name, lib_name, lib_ver;
+  std::atomic<unsigned> db{0};
+  std::atomic<int> resp{2};
+  std::atomic<const char*> last_cmd{"NULL"};
+
+  /// One CLIENT LIST line (ends with "\n").
+  std::string line();
+};
+
+/// State a command family keeps for one connection across its commands (a transaction between
+/// BEGIN and COMMIT, a MULTI queue, WATCHed keys). Owned by the session; destroyed with it.
+class SessionExtension {
+ public:
+  virtual ~SessionExtension() = default;
+};
+
+/// What a client's commands see and change: its database, its protocol, its identity, and a
+/// slot for a transaction's state.
+struct Session {
+  unsigned db = 0;
+  int proto = 2;
+  std::shared_ptr<ClientInfo> info;
+  /// Set by a command (QUIT) that wants the connection closed once its reply is out.
+  bool close_requested = false;
+  /// A family's per-connection state (null: none).
+  std::unique_ptr<SessionExtension> extension;
+};
+
+/// A connection's input bytes: grows as needed, never zero-fills (recv writes straight in).
+struct InputBuffer {
+  std::unique_ptr<char[]> data;
+  std::size_t cap = 0, len = 0;
+  /// Makes room for `more` bytes after len.
+  void reserve_more(std::size_t more);
+  /// Drops the first n bytes.
+  void consume_front(std::size_t n);
+};
+
+/// Where a connection is in its life. Each state includes the ones before it in what it
+/// forbids: a closing connection reads no new commands, a lingering one has sent everything.
+enum class ConnPhase : std::uint8_t {
+  kOpen,       ///< reading and answering
+  kClosing,    ///< reads no new commands (QUIT, a protocol error, EOF, a stop); closes once its replies are out
+  kLingering,  ///< replies out and our side shut; drains input until EOF or a deadline, then closes
+  kClosed,     ///< socket closed; the object lives until no command of it is in flight
+  kReleased,   ///< queued for deletion at the end of the loop pass
+};
+
+/// Why the parser is not consuming input.
+enum class ParseState : std::uint8_t {
+  kReady,        ///< parse whatever arrives
+  kBarrierWait,  ///< a barrier command waits for the earlier replies (parsed again when they are out)
+  kPaused,       ///< a huge pipeline: parse again once half of the pending replies are sent
+};
+
+/// One client connection; owned by its I/O thread.
+struct Conn {
+  int fd = -1;
+  unsigned owner = 0;  ///< index of the thread that owns it
+  Session session;
+  InputBuffer in;
+  std::size_t in_off = 0;  ///< start of the next request in `in`
+  std::string out;
+  std::size_t out_off = 0;
+  std::deque<std::unique_ptr<PendingReply>> replies;
+  RequestParser parser;
+  std::uint32_t inflight = 0;           ///< key ops dispatched and not yet completed
+  std::uint32_t remote = 0;             ///< of those, ops sent to other threads (their notes not yet back)
+  std::uint64_t foreign_read_pass = 0;  ///< last loop pass that queued a read of another thread's key here
+  ConnPhase phase = ConnPhase::kOpen;
+  ParseState parse_state = ParseState::kReady;
+  bool peer_closed = false;             ///< the client shut its sending side (EOF read)
+  std::uint32_t events = 0;             ///< the epoll events registered now
+  bool in_flush_list = false;           ///< queued for a flush at the end of the loop pass
+  std::uint64_t linger_until_ns = 0;    ///< kLingering: when it is closed regardless
+
+  bool closing() const { return phase >= ConnPhase::kClosing; }
+  bool dead() const { return phase >= ConnPhase::kClosed; }
+  bool output_pending() const { return out_off < out.size(); }
+};
+
+/// Outcome of a socket read.
+enum class ReadOutcome : std::uint8_t { kData, kEof, kAgain, kError };
+
+/// Reads what the socket has into c.in (at least 64 KiB of room, more when the parser waits for
+/// a large argument, at most 16 MiB at once); *bytes gets the count.
+ReadOutcome read_input(Conn& c, std::size_t* bytes);
+/// Reads and drops input (a closing connection waits for the client's EOF); kEof on EOF.
+ReadOutcome discard_input(Conn& c);
+/// Sends as much of c.out as the socket takes; *bytes gets the count. False on a fatal error.
+bool send_output(Conn& c, std::uint64_t* bytes);
+/// Drops consumed input; gives back a buffer a large request grew.
+void compact_input(Conn& c);
+/// "host:port" of the socket's peer (local = false) or of its own end.
+std::string socket_name(int fd, bool local);
+
+}  // namespace duet::server

@@ -1,0 +1,608 @@
+#include "server/io_thread.hpp"
+
+#include <netinet/in.h>
+#include <netinet/tcp.h>
+#include <sys/epoll.h>
+#include <sys/eventfd.h>
+#include <sys/socket.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <cerrno>
+#include <cstring>
+#include <functional>
+
+#include "server/server.hpp"
+
+namespace duet::server {
+
+namespace {
+
+std::string error_line(std::string_view msg) {
+  std::string r;
+  ReplyWriter(&r, 2).error(msg);
+  return r;
+}
+
+/// Which thread owns a key.
+unsigned shard_of(std::string_view key, unsigned n) {
+  return static_cast<unsigned>((std::hash<std::string_view>{}(key) >> 7) % n);
+}
+
+PendingReply::Kind reply_kind(MultiReply m) {
+  switch (m) {
+    case MultiReply::kSum: return PendingReply::Kind::kSum;
+    case MultiReply::kAllOk: return PendingReply::Kind::kAllOk;
+    default: return PendingReply::Kind::kArray;
+  }
+}
+
+}  // namespace
+
+IoThread::IoThread(Server* srv, unsigned index)
+    : srv_(srv), index_(index),
+      runner_([srv](unsigned db) { return srv->kv_space(db); }, srv->cfg_.store.limits.max_value_bytes) {}
+
+IoThread::~IoThread() {
+  if (epfd_ >= 0) ::close(epfd_);
+  if (evfd_ >= 0) ::close(evfd_);
+}
+
+Status IoThread::init() {
+  epfd_ = ::epoll_create1(EPOLL_CLOEXEC);
+  evfd_ = ::eventfd(0, EFD_NONBLOCK | EFD_CLOEXEC);
+  if (epfd_ < 0 || evfd_ < 0) return Status::Unavailable(std::string("epoll/eventfd: ") + std::strerror(errno));
+  epoll_event ev{};
+  ev.events = EPOLLIN;
+  ev.data.ptr = &evfd_;
+  ::epoll_ctl(epfd_, EPOLL_CTL_ADD, evfd_, &ev);
+  ev.events = EPOLLIN | EPOLLEXCLUSIVE;
+  ev.data.ptr = &srv_->listen_fd_;
+  if (::epoll_ctl(epfd_, EPOLL_CTL_ADD, srv_->listen_fd_, &ev) != 0)
+    return Status::Unavailable(std::string("epoll_ctl(listener): ") + std::strerror(errno));
+  outgoing_.resize(srv_->threads_.size());
+  notes_out_.resize(srv_->threads_.size());
+  return Status::Ok();
+}
+
+void IoThread::wake() {
+  if (sleeping_.exchange(false, std::memory_order_seq_cst)) {
+    const std::uint64_t one = 1;
+    [[maybe_unused]] ssize_t r = ::write(evfd_, &one, sizeof one);
+  }
+}
+
+void IoThread::post_ops(std::vector<KeyOp*>& ops) {
+  {
+    std::lock_guard<std::mutex> lk(m_);
+    if (inbox_.empty()) inbox_.swap(ops);
+    else inbox_.insert(inbox_.end(), ops.begin(), ops.end());
+    has_work_.store(true, std::memory_order_seq_cst);
+  }
+  ops.clear();
+  wake();
+}
+
+void IoThread::post_notes(std::vector<std::pair<Conn*, std::uint32_t>>& notes) {
+  {
+    std::lock_guard<std::mutex> lk(m_);
+    notes_in_.insert(notes_in_.end(), notes.begin(), notes.end());
+    has_work_.store(true, std::memory_order_seq_cst);
+  }
+  notes.clear();
+  wake();
+}
+
+KeyOp* IoThread::new_op() {
+  if (op_pool_.empty()) return new KeyOp;
+  KeyOp* op = op_pool_.back();
+  op_pool_.pop_back();
+  return op;
+}
+
+void IoThread::free_op(KeyOp* op) {
+  if (op_pool_.size() >= 65536) {
+    delete op;
+    return;
+  }
+  op->nx = op->xx = op->get = false;
+  op->delta = 0;
+  op->part = 0;
+  op->path = KvPath::kNone;
+  op->value.clear();
+  op_pool_.push_back(op);
+}
+
+std::unique_ptr<PendingReply> IoThread::new_reply() {
+  if (reply_pool_.empty()) return std::make_unique<PendingReply>();
+  std::unique_ptr<PendingReply> r = std::move(reply_pool_.back());
+  reply_pool_.pop_back();
+  return r;
+}
+
+void IoThread::free_reply(std::unique_ptr<PendingReply> r) {
+  if (reply_pool_.size() >= 65536) return;
+  r->kind = PendingReply::Kind::kSingle;
+  r->cmd = nullptr;
+  r->error = false;
+  r->done.store(false, std::memory_order_relaxed);
+  r->parts_left.store(1, std::memory_order_relaxed);
+  r->bytes.clear();
+  r->parts.clear();
+  reply_pool_.push_back(std::move(r));
+}
+
+void IoThread::mark_dirty(Conn* c) {
+  if (!c->in_flush_list) {
+    c->in_flush_list = true;
+    dirty_.push_back(c);
+  }
+}
+
+void IoThread::loop() {
+  epoll_event evs[256];
+  bool listening = true;
+  for (;;) {
+    const bool draining = srv_->draining_.load(std::memory_order_acquire);
+    if (draining && listening) {
+      ::epoll_ctl(epfd_, EPOLL_CTL_DEL, srv_->listen_fd_, nullptr);
+      listening = false;
+    }
+    if (srv_->exiting_.load(std::memory_order_acquire)) break;
+    int timeout = work_.empty() ? 100 : 0;
+    sleeping_.store(true, std::memory_order_seq_cst);
+    if (has_work_.load(std::memory_order_seq_cst)) timeout = 0;
+    const int n = ::epoll_wait(epfd_, evs, 256, timeout);
+    sleeping_.store(false, std::memory_order_seq_cst);
+    for (int i = 0; i < n; ++i) {
+      void* p = evs[i].data.ptr;
+      if (p == &evfd_) {
+        std::uint64_t v;
+        [[maybe_unused]] ssize_t r = ::read(evfd_, &v, sizeof v);
+      } else if (p == &srv_->listen_fd_) {
+        if (!draining) accept_all();
+      } else {
+        Conn* c = static_cast<Conn*>(p);
+        if (c->dead()) continue;
+        if (evs[i].events & (EPOLLERR | EPOLLHUP)) {  // both directions gone: nothing can be sent
+          close_conn(c);
+          continue;
+        }
+        if (evs[i].events & EPOLLOUT) flush(c);
+        if (!c->dead() && (evs[i].events & EPOLLIN) && !draining) on_readable(c);  // nothing new while stopping
+      }
+    }
+    // Take what other threads sent.
+    if (has_work_.load(std::memory_order_acquire)) {
+      std::lock_guard<std::mutex> lk(m_);
+      taken_.swap(inbox_);
+      notes_taken_.swap(notes_in_);
+      has_work_.store(false, std::memory_order_relaxed);
+    }
+    for (auto [c, k] : notes_taken_) {
+      c->inflight -= k;
+      c->remote -= k;
+      if (c->dead()) maybe_free(c);
+      else mark_dirty(c);
+    }
+    notes_taken_.clear();
+    work_.insert(work_.end(), taken_.begin(), taken_.end());
+    taken_.clear();
+    // Send other shards their ops before running ours, so they work meanwhile (unless one of
+    // them must wait for a read queued here; see route()).
+    auto post_ops = [&] {
+      for (std::size_t s = 0; s < outgoing_.size(); ++s)
+        if (!outgoing_[s].empty()) srv_->threads_[s]->post_ops(outgoing_[s]);
+    };
+    if (!post_after_run_) post_ops();
+    if (!work_.empty()) run_work();
+    if (post_after_run_) post_ops();
+    post_after_run_ = false;
+    ++pass_;
+    for (std::size_t s = 0; s < notes_out_.size(); ++s)
+      if (!notes_out_[s].empty()) srv_->threads_[s]->post_notes(notes_out_[s]);
+    for (std::size_t i = 0; i < dirty_.size(); ++i) {
+      Conn* c = dirty_[i];
+      c->in_flush_list = false;
+      if (!c->dead()) flush(c);
+    }
+    dirty_.clear();
+    if (!lingering_.empty()) expire_lingering();
+    for (Conn* c : to_free_) {
+      conns_.erase(c);
+      delete c;
+    }
+    to_free_.clear();
+  }
+  // Exit: close what is left (replies that could not be sent are dropped).
+  for (Conn* c : std::vector<Conn*>(conns_.begin(), conns_.end())) {
+    if (!c->dead()) {
+      flush(c);
+      close_conn(c);
+    }
+  }
+  for (KeyOp* op : work_) delete op;
+  work_.clear();
+  for (KeyOp* op : op_pool_) delete op;
+  op_pool_.clear();
+  // Connections with commands still running on another thread (a stop that timed out) are
+  // left allocated: that thread may still complete them.
+  for (Conn* c : conns_)
+    if (c->inflight == 0) delete c;
+  conns_.clear();
+}
+
+void IoThread::accept_all() {
+  for (int k = 0; k < 64; ++k) {
+    const int fd = ::accept4(srv_->listen_fd_, nullptr, nullptr, SOCK_NONBLOCK | SOCK_CLOEXEC);
+    if (fd < 0) return;
+    if (srv_->clients_.load() >= srv_->cfg_.maxclients.load()) {
+      static const char kMsg[] = "-ERR max number of clients reached\r\n";
+      [[maybe_unused]] ssize_t r = ::send(fd, kMsg, sizeof kMsg - 1, MSG_NOSIGNAL);
+      ::close(fd);
+      srv_->rejected_.fetch_add(1);
+      continue;
+    }
+    int one = 1;
+    ::setsockopt(fd, IPPROTO_TCP, TCP_NODELAY, &one, sizeof one);
+    auto* c = new Conn;
+    c->fd = fd;
+    c->owner = index_;
+    c->parser = RequestParser(RespLimits{srv_->cfg_.proto_max_bulk_len.load(), srv_->cfg_.max_multibulk_len.load(),
+                                         64 * 1024});
+    auto info = std::make_shared<ClientInfo>();
+    info->id = srv_->next_client_id_.fetch_add(1);
+    info->fd = fd;
+    info->addr = socket_name(fd, false);
+    info->laddr = socket_name(fd, true);
+    info->created = std::chrono::steady_clock::now();
+    info->last_ns.store(now_ns(), std::memory_order_relaxed);
+    c->session.info = info;
+    srv_->add_client(info);
+    bump(metrics.connections, 1);
+    conns_.insert(c);
+    epoll_event ev{};
+    ev.events = EPOLLIN;
+    ev.data.ptr = c;
+    c->events = EPOLLIN;
+    ::epoll_ctl(epfd_, EPOLL_CTL_ADD, fd, &ev);
+  }
+}
+
+void IoThread::update_events(Conn* c) {
+  const std::size_t pending = c->out.size() - c->out_off;
+  // Backpressure: stop reading a client that does not read; nothing to read after its EOF.
+  const std::uint32_t want = (!c->peer_closed && pending <= kMaxPendingOutput ? EPOLLIN : 0u) |
+                             (pending > 0 ? EPOLLOUT : 0u);
+  if (c->events == want) return;
+  c->events = want;
+  epoll_event ev{};
+  ev.events = want;
+  ev.data.ptr = c;
+  ::epoll_ctl(epfd_, EPOLL_CTL_MOD, c->fd, &ev);
+}
+
+void IoThread::on_readable(Conn* c) {
+  if (c->closing()) {
+    // Waiting to send the last replies, or lingering: drain and drop input until the client
+    // closes its side.
+    switch (discard_input(*c)) {
+      case ReadOutcome::kEof:
+        c->peer_closed = true;
+        if (c->phase == ConnPhase::kLingering) close_conn(c);
+        else update_events(c);
+        break;
+      case ReadOutcome::kError: close_conn(c); break;
+      default: break;
+    }
+    return;
+  }
+  std::size_t n = 0;
+  switch (read_input(*c, &n)) {
+    case ReadOutcome::kEof:
+      // The client shut its sending side: answer what it sent, then close.
+      c->peer_closed = true;
+      c->phase = ConnPhase::kClosing;
+      if (c->replies.empty() && !c->output_pending()) close_conn(c);
+      else update_events(c);
+      return;
+    case ReadOutcome::kError: close_conn(c); return;
+    case ReadOutcome::kAgain: return;
+    case ReadOutcome::kData: break;
+  }
+  bump(metrics.net_in, n);
+  c->session.info->last_ns.store(now_ns(), std::memory_order_relaxed);
+  process_input(c);
+}
+
+void IoThread::process_input(Conn* c) {
+  const std::uint64_t arrival_ns = now_ns();  // one clock read for every command of this input
+  auto fail_and_close = [&](std::string msg) {
+    auto r = std::make_unique<PendingReply>();
+    r->bytes = error_line(msg);
+    r->done.store(true);
+    c->replies.push_back(std::move(r));
+    c->phase = ConnPhase::kClosing;
+  };
+  while (c->phase == ConnPhase::kOpen) {
+    std::size_t consumed = 0;
+    const auto res = c->parser.parse(c->in.data.get() + c->in_off, c->in.len - c->in_off, &consumed);
+    if (res == RequestParser::Result::kIncomplete) {
+      const std::uint64_t limit = srv_->cfg_.client_query_buffer_limit.load();
+      if (c->in.len - c->in_off > limit)
+        fail_and_close("ERR client query buffer limit of " + std::to_string(limit) + " bytes reached");
+      break;
+    }
+    if (res == RequestParser::Result::kError) {
+      fail_and_close(c->parser.error());
+      break;
+    }
+    const auto& args = c->parser.args();
+    if (args.empty()) {
+      c->in_off += consumed;
+      continue;
+    }
+    // Barrier commands (DBSIZE, FLUSHDB, FLUSHALL, SCAN) see the effects of the client's
+    // earlier commands.
+    const CommandDef* def = find_command(args[0]);
+    if (def && def->has(kBarrier)) {
+      bool all_done = true;
+      for (const auto& r : c->replies)
+        if (!r->done.load(std::memory_order_acquire)) all_done = false;
+      if (!all_done) {
+        c->parse_state = ParseState::kBarrierWait;
+        break;  // parsed again once the earlier replies are in
+      }
+    }
+    c->in_off += consumed;
+    dispatch(c, def, Args(args.data(), args.size()), arrival_ns);
+    if (c->replies.size() >= kMaxPendingReplies) {  // a huge pipeline: answer some first
+      c->parse_state = ParseState::kPaused;
+      break;
+    }
+  }
+  compact_input(*c);
+  mark_dirty(c);
+}
+
+void IoThread::dispatch(Conn* c, const CommandDef* def, Args args, std::uint64_t arrival_ns) {
+  auto r = new_reply();
+  r->start_ns = arrival_ns;
+  PendingReply* rp = r.get();
+  c->replies.push_back(std::move(r));
+  auto fail = [&](const std::string& msg) {
+    rp->bytes = error_line(msg);
+    rp->error = true;
+    rp->done.store(true, std::memory_order_release);
+  };
+  if (!def) {
+    std::string msg = "ERR unknown command '" + std::string(args[0].substr(0, 128)) + "', with args beginning with: ";
+    for (std::size_t i = 1; i < args.size() && i < 8; ++i) msg += "'" + std::string(args[i].substr(0, 128)) + "' ";
+    return fail(msg);
+  }
+  rp->cmd = def;
+  c->session.info->last_cmd.store(def->name, std::memory_order_relaxed);
+  if (!arity_ok(*def, args.size()))
+    return fail("ERR wrong number of arguments for '" + std::string(def->name) + "' command");
+  if (def->kinds != kAnyKind) {
+    const std::string e = kind_error(*def, c->session.db, srv_->database_kind(c->session.db));
+    if (!e.empty()) return fail(e);
+  }
+  if (def->is_key_command()) dispatch_keys(c, rp, *def, args);
+  else run_local(c, rp, *def, args);
+}
+
+void IoThread::route(KeyOp* op) {
+  const unsigned s = shard_of(op->key, static_cast<unsigned>(srv_->threads_.size()));
+  Conn* c = static_cast<Conn*>(op->conn);
+  c->inflight++;
+  bump(dispatched_);
+  // A read of another thread's key runs here when none of this connection's commands is on
+  // another thread: the engine's read is linearizable without the owner (only the owner
+  // writes the key, in one engine write per batch), and the client's earlier commands have
+  // all completed, so it still reads its own writes. This saves the hand-off and the reply's
+  // way back.
+  if (s == index_) {
+    work_.push_back(op);
+  } else if (op->cmd->has(kReadOnly) && c->remote == 0) {
+    work_.push_back(op);
+    c->foreign_read_pass = pass_;
+  } else {
+    // A later command of a connection with such a read queued here must not overtake it on
+    // its owner thread: this pass then posts its ops only after running its own work.
+    if (c->foreign_read_pass == pass_) post_after_run_ = true;
+    c->remote++;
+    outgoing_[s].push_back(op);
+  }
+}
+
+void IoThread::dispatch_keys(Conn* c, PendingReply* r, const CommandDef& def, Args args) {
+  auto fail = [&](std::string_view msg) {
+    r->bytes = error_line(msg);
+    r->error = true;
+    r->done.store(true, std::memory_order_release);
+  };
+  // Key positions, as COMMAND INFO reports them (a negative last counts from the end).
+  const std::size_t first = static_cast<std::size_t>(def.first_key);
+  const std::size_t last = def.last_key < 0 ? args.size() - static_cast<std::size_t>(-def.last_key)
+                                            : static_cast<std::size_t>(def.last_key);
+  const std::size_t step = static_cast<std::size_t>(def.step);
+  const std::size_t max_key = srv_->cfg_.store.limits.max_key_bytes;
+  for (std::size_t i = first; i <= last && i < args.size(); i += step) {
+    if (args[i].size() > max_key) {
+      return fail("ERR key of " + std::to_string(args[i].size()) + " bytes is over max-key-bytes (" +
+                  std::to_string(max_key) + ")");
+    }
+  }
+  // The first key's op doubles as the prototype the command's parse fills.
+  KeyOp* op = new_op();
+  if (def.key.parse) {
+    const std::string e = def.key.parse(args, op);
+    if (!e.empty()) {
+      free_op(op);
+      return fail(e);
+    }
+  }
+  auto init = [&](KeyOp* o, std::size_t pos, std::uint32_t part) {
+    o->cmd = &def;
+    o->db = c->session.db;
+    o->resp3 = c->session.proto >= 3;
+    o->key.assign(args[pos]);
+    if (step == 2) o->value.assign(args[pos + 1]);  // key-value pairs (MSET)
+    o->reply = r;
+    o->part = part;
+    o->conn = c;
+  };
+  if (!def.has(kMultiKey)) {
+    init(op, first, 0);
+    return route(op);
+  }
+  const std::size_t n = (std::min(last, args.size() - 1) - first) / step + 1;
+  if (n > 1 || def.key.multi_always) {
+    r->kind = reply_kind(def.key.multi);
+    r->parts.resize(n);
+    r->parts_left.store(static_cast<std::uint32_t>(n), std::memory_order_relaxed);
+  }
+  std::vector<KeyOp*> ops;
+  ops.reserve(n);
+  for (std::size_t k = 0; k < n; ++k) {
+    KeyOp* o = k == 0 ? op : new_op();
+    if (k > 0) {  // the options parse gave the first op
+      o->nx = op->nx;
+      o->xx = op->xx;
+      o->get = op->get;
+      o->delta = op->delta;
+      if (step != 2) o->value = op->value;
+    }
+    init(o, first + k * step, static_cast<std::uint32_t>(k));
+    ops.push_back(o);
+  }
+  for (KeyOp* o : ops) route(o);  // after parts are sized: a part may finish at once elsewhere
+}
+
+void IoThread::run_work() {
+  const std::size_t max_batch = std::max<std::uint64_t>(1, srv_->cfg_.max_batch.load());
+  std::size_t at = 0;
+  while (at < work_.size()) {
+    const std::size_t n = std::min(max_batch, work_.size() - at);
+    std::span<KeyOp*> batch(work_.data() + at, n);
+    const std::size_t sent = runner_.run(batch);
+    bump(metrics.batches, 1);
+    bump(metrics.batched, sent);
+    metrics.batch_size.observe(static_cast<double>(n));
+    const std::uint64_t t = now_ns();
+    for (std::size_t i = 0; i < n; ++i) {
+      KeyOp* op = batch[i];
+      const double secs = static_cast<double>(t - op->reply->start_ns) / 1e9;
+      if (op->path == KvPath::kHot) metrics.hot_latency.observe(secs);
+      else if (op->path == KvPath::kCold) metrics.cold_latency.observe(secs);
+      complete(op, runner_.reply(i));
+    }
+    at += n;
+  }
+  work_.clear();
+}
+
+void IoThread::complete(KeyOp* op, std::string& part) {
+  Conn* c = static_cast<Conn*>(op->conn);
+  PendingReply* r = op->reply;
+  if (r->finish_part(op->part, part)) r->done.store(true, std::memory_order_release);
+  bump(completed_);
+  free_op(op);
+  if (c->owner == index_) {
+    c->inflight--;
+    if (c->dead()) maybe_free(c);
+    else mark_dirty(c);
+  } else {
+    auto& notes = notes_out_[c->owner];
+    if (!notes.empty() && notes.back().first == c) notes.back().second++;
+    else notes.emplace_back(c, 1);
+  }
+}
+
+void IoThread::flush(Conn* c) {
+  const std::uint64_t t = c->replies.empty() ? 0 : now_ns();
+  while (!c->replies.empty() && c->replies.front()->done.load(std::memory_order_acquire)) {
+    PendingReply* r = c->replies.front().get();
+    if (r->cmd) {
+      const unsigned i = r->cmd->id;
+      bump(metrics.calls[i]);
+      if (r->error) bump(metrics.errors[i]);
+      if (r->start_ns) metrics.latency[i]->observe(static_cast<double>(t - r->start_ns) / 1e9);
+    }
+    if (c->out.size() == c->out_off) {
+      c->out.swap(r->bytes);
+      c->out_off = 0;
+    } else {
+      c->out += r->bytes;
+    }
+    free_reply(std::move(c->replies.front()));
+    c->replies.pop_front();
+  }
+  std::uint64_t sent = 0;
+  const bool ok = send_output(*c, &sent);
+  bump(metrics.net_out, sent);
+  if (!ok) {
+    close_conn(c);
+    return;
+  }
+  update_events(c);
+  if (c->closing() && c->replies.empty() && !c->output_pending()) {
+    finish_close(c);
+    return;
+  }
+  if (c->parse_state == ParseState::kBarrierWait && c->replies.empty()) {
+    c->parse_state = ParseState::kReady;
+    process_input(c);
+  } else if (c->parse_state == ParseState::kPaused && c->replies.size() < kMaxPendingReplies / 2) {
+    c->parse_state = ParseState::kReady;
+    process_input(c);
+  }
+}
+
+void IoThread::finish_close(Conn* c) {
+  if (c->peer_closed || srv_->draining_.load(std::memory_order_acquire)) {
+    close_conn(c);
+    return;
+  }
+  if (c->phase == ConnPhase::kLingering) return;
+  c->phase = ConnPhase::kLingering;
+  c->linger_until_ns = now_ns() + kLingerNs;
+  ::shutdown(c->fd, SHUT_WR);
+  lingering_.push_back(c);
+}
+
+void IoThread::expire_lingering() {
+  const std::uint64_t now = now_ns();
+  std::size_t keep = 0;
+  for (Conn* c : lingering_) {
+    if (!c->dead() && now >= c->linger_until_ns) close_conn(c);
+    if (!c->dead()) lingering_[keep++] = c;
+  }
+  lingering_.resize(keep);
+}
+
+void IoThread::close_conn(Conn* c) {
+  if (c->dead()) return;
+  c->phase = ConnPhase::kClosed;
+  ::epoll_ctl(epfd_, EPOLL_CTL_DEL, c->fd, nullptr);
+  ::close(c->fd);
+  srv_->remove_client(c->session.info);
+  maybe_free(c);
+}
+
+void IoThread::maybe_free(Conn* c) {
+  if (c->phase != ConnPhase::kClosed || c->inflight != 0) return;
+  c->phase = ConnPhase::kReleased;
+  to_free_.push_back(c);  // deleted at the end of the loop pass: c may still be in a list
+}
+
+void IoThread::run_local(Conn* c, PendingReply* r, const CommandDef& def, Args args) {
+  ReplyWriter w(&r->bytes, c->session.proto);
+  CommandContext ctx{*srv_, c->session, args, w, *r};
+  def.local(ctx);
+  if (c->session.close_requested && c->phase == ConnPhase::kOpen) c->phase = ConnPhase::kClosing;
+  r->done.store(true, std::memory_order_release);
+}
+
+}  // namespace duet::server

@@ -1,0 +1,105 @@
+// An I/O thread and the shard of keys it owns: its epoll loop over its connections, its inbox
+// of key ops from other threads, dispatch through the command registry, routing of key ops to
+// their owner threads, the engine batches it runs for its shard, and flushing replies in
+// request order.
+#pragma once
+
+#include <atomic>
+#include <memory>
+#include <mutex>
+#include <string>
+#include <thread>
+#include <unordered_set>
+#include <utility>
+#include <vector>
+
+#include "server/command.hpp"
+#include "server/connection.hpp"
+#include "server/key_batch.hpp"
+#include "server/metrics.hpp"
+
+namespace duet::server {
+
+class Server;
+
+class IoThread {
+ public:
+  IoThread(Server* srv, unsigned index);
+  ~IoThread();
+
+  /// Creates the epoll and event descriptors and registers the listener. Unavailable on failure.
+  Status init();
+  void start() { thread_ = std::thread([this] { loop(); }); }
+  void join() {
+    if (thread_.joinable()) thread_.join();
+  }
+  /// Wakes the loop if it sleeps in epoll_wait (any thread).
+  void wake();
+  /// Hands key ops to this thread (from another thread); clears `ops`.
+  void post_ops(std::vector<KeyOp*>& ops);
+  /// Tells this thread that key ops of its connections completed elsewhere; clears `notes`.
+  void post_notes(std::vector<std::pair<Conn*, std::uint32_t>>& notes);
+
+  ThreadMetrics metrics;
+  /// Key ops this thread dispatched / completed (their difference, summed over threads, is
+  /// the work in flight that a graceful stop waits for).
+  std::atomic<std::uint64_t> dispatched_{0}, completed_{0};
+
+ private:
+  void loop();
+  void accept_all();
+  void on_readable(Conn* c);
+  void process_input(Conn* c);
+  /// Runs or routes one request; def is its command (null: unknown); arrival_ns is when its
+  /// input was taken (the start of its latency).
+  void dispatch(Conn* c, const CommandDef* def, Args args, std::uint64_t arrival_ns);
+  void dispatch_keys(Conn* c, PendingReply* r, const CommandDef& def, Args args);
+  void run_local(Conn* c, PendingReply* r, const CommandDef& def, Args args);
+  void route(KeyOp* op);
+  void run_work();
+  void complete(KeyOp* op, std::string& part);
+  KeyOp* new_op();
+  void free_op(KeyOp* op);
+  std::unique_ptr<PendingReply> new_reply();
+  void free_reply(std::unique_ptr<PendingReply> r);
+  void mark_dirty(Conn* c);
+  void flush(Conn* c);
+  void close_conn(Conn* c);
+  void maybe_free(Conn* c);
+  /// Registers EPOLLIN unless the client's unsent output is over kMaxPendingOutput, and
+  /// EPOLLOUT while output is pending.
+  void update_events(Conn* c);
+  /// Closes a connection whose last replies are out. If the client may still be sending, shuts
+  /// our sending side and drains its input (for at most kLingerNs) before closing: closing with
+  /// unread input makes the kernel send a reset, which can destroy the error reply the client
+  /// has not read yet.
+  void finish_close(Conn* c);
+  void expire_lingering();
+  static constexpr std::uint64_t kLingerNs = 2'000'000'000;
+  static constexpr std::size_t kMaxPendingOutput = 4u << 20;
+  static constexpr std::size_t kMaxPendingReplies = 100000;
+
+  Server* srv_;
+  unsigned index_;
+  int epfd_ = -1, evfd_ = -1;
+  std::thread thread_;
+  std::mutex m_;
+  std::vector<KeyOp*> inbox_;
+  std::vector<std::pair<Conn*, std::uint32_t>> notes_in_;
+  std::atomic<bool> has_work_{false}, sleeping_{false};
+  std::uint64_t pass_ = 1;       ///< loop passes (thread-local)
+  bool post_after_run_ = false;  ///< this pass posts its outgoing ops after its own work
+  // Thread-local.
+  std::vector<std::vector<KeyOp*>> outgoing_;
+  std::vector<std::vector<std::pair<Conn*, std::uint32_t>>> notes_out_;
+  std::vector<KeyOp*> work_, taken_;
+  std::vector<std::pair<Conn*, std::uint32_t>> notes_taken_;
+  std::vector<Conn*> dirty_, to_free_;
+  std::vector<Conn*> lingering_;  ///< connections in a lingering close, checked each loop pass
+  std::vector<KeyOp*> op_pool_;
+  std::vector<std::unique_ptr<PendingReply>> reply_pool_;
+  std::unordered_set<Conn*> conns_;
+  KeyBatchRunner runner_;
+};
+
+}  // namespace duet::server

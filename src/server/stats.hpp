@@ -1,0 +1,40 @@
+// The server-wide statistics aggregator: one pass over the databases and the I/O threads
+// produces a ServerStats, which INFO and the Prometheus endpoint both render.
+#pragma once
+
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include "duet/store.hpp"
+
+namespace duet::server {
+
+/// One open database as the statistics see it.
+struct DatabaseStats {
+  unsigned db = 0;
+  KeyspaceKind kind = KeyspaceKind::kKv;
+  std::uint64_t keys = 0;
+};
+
+/// The engine's counters summed over the open databases.
+struct EngineStats {
+  KvStats kv;                            ///< counters summed over `kv` databases (memory: the store's total)
+  std::vector<DatabaseStats> databases;  ///< the open databases, by index
+  std::uint64_t keys = 0;                ///< keys over every database
+  std::string router_model;              ///< the first kv database's model description
+};
+
+/// A consistent-enough snapshot of the whole server (each counter is read once, relaxed).
+struct ServerStats {
+  EngineStats engine;
+  std::uint64_t calls = 0, batches = 0, batched = 0, net_in = 0, net_out = 0;  ///< summed over I/O threads
+  std::uint64_t clients = 0, total_connections = 0, rejected = 0, ops_per_sec = 0;
+  std::uint64_t maxclients = 0, maxmemory = 0;
+  unsigned io_threads = 0;
+  int port = 0;
+  long long uptime_s = 0;
+  std::string device;  ///< Store::device_description()
+};
+
+}  // namespace duet::server
