@@ -472,3 +472,21 @@ TEST(ConfigGet, PatternsSelectSettingsWithTheirValues) {
 }
 
 }  // namespace
+
+TEST(ServerArgs, DatabaseKindsGiveEachDatabaseItsKind) {
+  ServerConfig c;
+  EXPECT_EQ(c.database_kind(0), duet::KeyspaceKind::kKv) << "every database is kv by default";
+  ASSERT_TRUE(parse_args(&c, {"--database-kinds", "kv,3=kv"}).ok());
+  EXPECT_EQ(c.database_kind(3), duet::KeyspaceKind::kKv);
+  EXPECT_EQ(c.database_kinds, "kv,3=kv");
+  ServerConfig bad;
+  Status s = parse_args(&bad, {"--database-kinds", "txn"});
+  EXPECT_EQ(s.code(), StatusCode::kInvalidArgument);
+  EXPECT_TRUE(contains(s.message(), "database-kinds")) << s.message();
+  EXPECT_TRUE(contains(s.message(), "kv")) << "names the known kinds: " << s.message();
+  EXPECT_EQ(bad.database_kinds, "kv") << "a bad value changes nothing";
+  s = parse_args(&bad, {"--database-kinds", "kv,16=kv"});
+  EXPECT_TRUE(contains(s.message(), "beyond databases (16)")) << s.message();
+  for (const char* v : {"", "kv,", "x=kv", "kv,kv", "2000=kv"})
+    EXPECT_EQ(parse_args(&bad, {"--database-kinds", v}).code(), StatusCode::kInvalidArgument) << "'" << v << "'";
+}

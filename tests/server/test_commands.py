@@ -224,6 +224,16 @@ def test_getset(conn):
     assert conn.call("GET", "k") == b"2"
 
 
+def test_setnx(conn):
+    """SETNX sets a missing key (:1) and leaves a present one alone (:0), also inside one
+    pipeline, where each command sees the one before it."""
+    assert conn.call_raw("SETNX", "k", "1") == b":1\r\n"
+    assert conn.call_raw("SETNX", "k", "2") == b":0\r\n"
+    assert conn.call("GET", "k") == b"1"
+    assert conn.pipeline([("DEL", "p"), ("SETNX", "p", "a"), ("SETNX", "p", "b"), ("GET", "p")]) == [0, 1, 0, b"a"]
+    assert is_err(conn.call("SETNX", "k"))
+
+
 def test_del(conn):
     """DEL answers the number of keys it removed; a key named twice counts once; missing keys
     count zero."""

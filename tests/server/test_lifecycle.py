@@ -158,7 +158,8 @@ def test_missing_config_file_fails(server_factory, tmp_path):
 
 @duet_only
 @pytest.mark.parametrize("extra", [["--no-such-flag"], ["--maxclients", "abc"], ["--device", "quantum"],
-                                   ["--databases", "0"], ["--threads", "-1"]])
+                                   ["--databases", "0"], ["--threads", "-1"], ["--database-kinds", "nosuchkind"],
+                                   ["--database-kinds", "kv,99=kv"]])
 def test_bad_flags_fail(server_factory, extra):
     """Unknown flags and invalid flag values stop startup with a non-zero exit (never a crash or
     a server silently running with defaults)."""

@@ -1,4 +1,5 @@
-// The string family: GET, SET, GETSET, MGET, MSET, INCR, DECR, INCRBY, DECRBY, APPEND, STRLEN.
+// The string family: GET, SET, SETNX, GETSET, MGET, MSET, INCR, DECR, INCRBY, DECRBY, APPEND,
+// STRLEN.
 // Each command is one registry entry; its KeyCommand hooks compute it on one key inside a
 // batch (server/key_batch.hpp), in arrival order, with Redis's semantics.
 #include <climits>
@@ -52,6 +53,15 @@ bool set_needs_previous(const KeyOp& op) { return op.get; }
 void set_blind_reply(const KeyOp& op, bool found, const std::string& previous, std::string* r) {
   if (op.get) put_bulk_or_null(r, found, previous, op.resp3);
   else *r = kOkReply;
+}
+
+// ---- SETNX key value ----
+bool apply_setnx(KeyState& k, const KeyOp& op, std::string* r, const KeyEnv&) {
+  put_int(r, k.exists ? 0 : 1);
+  if (k.exists) return false;
+  k.exists = true;
+  k.value = op.value;
+  return true;
 }
 
 // ---- GETSET key value ----
@@ -156,6 +166,10 @@ void register_string_commands(CommandTable& t) {
                   {"get", "pure-token", "GET", true, false}},
          .key = {.parse = parse_set, .apply = apply_set, .blind = set_is_blind, .needs_previous = set_needs_previous,
                  .blind_reply = set_blind_reply}});
+  t.add({.name = "setnx", .arity = 3, .flags = kWrite | kDenyOom | kFast, .first_key = 1, .last_key = 1,
+         .step = 1, .kinds = kKv, .group = kGroup, .summary = "Sets the string value of a key only when the key doesn't exist.",
+         .since = "1.0.0", .complexity = "O(1)", .args = {kKeyDoc, kValueDoc},
+         .key = {.parse = parse_value, .apply = apply_setnx}});
   t.add({.name = "getset", .arity = 3, .flags = kWrite | kDenyOom | kFast | kOverwrite, .first_key = 1,
          .last_key = 1, .step = 1, .kinds = kKv, .group = kGroup,
          .summary = "Returns the previous string value of a key after setting it to a new value.", .since = "1.0.0",
