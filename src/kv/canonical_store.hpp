@@ -22,7 +22,7 @@
 
 #include "duet/status.hpp"
 #include "index/lslab/map.hpp"
-#include "kv/router.hpp"
+#include "sched/epoch_gate.hpp"
 
 namespace duet::kv {
 
@@ -36,8 +36,8 @@ struct RequestGroup {
   Status error;                      ///< the batch's failure, when it failed as a whole
   std::atomic<std::uint32_t> done{0};
   /// When set, the store releases this epoch hold once the group has run (before done).
-  EpochGate* gate = nullptr;
-  EpochGate::Ticket gate_ticket;
+  sched::EpochGate* gate = nullptr;
+  sched::EpochGate::Ticket gate_ticket;
 
   void clear() {
     ops.clear();

@@ -144,7 +144,7 @@ std::uint64_t value_block_state(std::uint64_t handle) {
   return 0;
 }
 
-Status make_value(std::string_view value, MemoryBudget* budget, std::uint64_t* handle) {
+Status make_value(std::string_view value, mem::MemoryBudget* budget, std::uint64_t* handle) {
   if (value.size() < 8) {
     *handle = pack_short(value);
     return Status::Ok();

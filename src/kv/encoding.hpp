@@ -11,7 +11,8 @@
 //   - 8-byte values whose first byte is 0x01-0xEF: the value itself, big-endian;
 //   - values of 0 to 7 bytes: 0xF0 + length in the top byte, the bytes below it;
 //   - every other value: a pointer to an immutable ValueBlock (top byte 0x00), freed through
-//     epoch-based reclamation once no reader can hold it.
+//     epoch-based reclamation once no reader can hold it; its bytes are charged to the store's
+//     memory budget (mem/memory_budget.hpp).
 #pragma once
 
 #include <atomic>
@@ -24,6 +25,7 @@
 #include "common/check.hpp"
 #include "duet/status.hpp"
 #include "mem/epoch.hpp"
+#include "mem/memory_budget.hpp"
 
 namespace duet::kv {
 
@@ -63,35 +65,12 @@ inline bool inline_key(std::string_view key, std::uint64_t* ikey) {
   return false;
 }
 
-/// Counts host bytes charged against a store's memory budget. Thread-safe.
-class MemoryBudget {
- public:
-  explicit MemoryBudget(std::uint64_t limit) : limit_(limit) {}
-  /// Charges n bytes; ResourceExhausted (charging nothing) when that would pass the limit.
-  Status charge(std::uint64_t n) {
-    std::uint64_t cur = used_.load(std::memory_order_relaxed);
-    for (;;) {
-      if (cur + n > limit_ || cur + n < cur)
-        return Status::ResourceExhausted("memory budget of " + std::to_string(limit_) + " bytes exhausted (" +
-                                         std::to_string(cur) + " in use, " + std::to_string(n) + " requested)");
-      if (used_.compare_exchange_weak(cur, cur + n, std::memory_order_relaxed)) return Status::Ok();
-    }
-  }
-  void release(std::uint64_t n) { used_.fetch_sub(n, std::memory_order_relaxed); }
-  std::uint64_t used() const { return used_.load(std::memory_order_relaxed); }
-  std::uint64_t limit() const { return limit_; }
-
- private:
-  const std::uint64_t limit_;
-  std::atomic<std::uint64_t> used_{0};
-};
-
 /// An immutable value stored out of line: a header and the bytes. Allocated by make_value.
 /// Builds with DUET_CHECKS (common/check.hpp) add a state word that tracks the block's life
 /// (live, retired, freed), so that a block retired twice, freed twice or read after its free
 /// aborts with a message naming it; release builds carry only the budget and the size.
 struct ValueBlock {
-  MemoryBudget* budget;
+  mem::MemoryBudget* budget;
   std::uint64_t size;
 #if DUET_CHECKS
   std::uint64_t state;        ///< kBlockLive, kBlockRetired or kBlockFreed (value_block_state)
@@ -104,7 +83,7 @@ struct ValueBlock {
 
 /// Encodes value as a handle, allocating a ValueBlock when it does not fit inline.
 /// ResourceExhausted when the budget or the allocator refuses.
-Status make_value(std::string_view value, MemoryBudget* budget, std::uint64_t* handle);
+Status make_value(std::string_view value, mem::MemoryBudget* budget, std::uint64_t* handle);
 
 /// True when the handle owns a ValueBlock (which must be retired, not leaked, when replaced).
 inline bool is_block(std::uint64_t handle) { return (handle >> 56) == 0; }

@@ -25,7 +25,7 @@ namespace duet::kv {
 
 class KeyDictionary {
  public:
-  explicit KeyDictionary(MemoryBudget* budget) : budget_(budget) {}
+  explicit KeyDictionary(mem::MemoryBudget* budget) : budget_(budget) {}
   /// The id of key, or false when it has none (the key was never written).
   bool find(std::string_view key, std::uint64_t* id) const;
   /// The id of key, assigning one when it has none. ResourceExhausted when the budget refuses.
@@ -82,7 +82,7 @@ class KeyDictionary {
   /// Records id -> key (called under the key's shard lock, before the id is handed out).
   void publish(std::uint64_t index, const std::string* key);
 
-  MemoryBudget* budget_;
+  mem::MemoryBudget* budget_;
   mutable std::array<Shard, kShards> shards_;
   std::atomic<std::uint64_t> next_{0};
   // The reverse map: chunks of 2^16 key pointers, allocated on first use.

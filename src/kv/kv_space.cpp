@@ -24,58 +24,12 @@ lslab::Op to_lslab(KvRequest::Op op) {
 }  // namespace
 
 // ---------------------------------------------------------------------------------------------
-void StripedCounter::add(std::int64_t d) {
-  static std::atomic<unsigned> next{0};
-  thread_local const unsigned mine = next.fetch_add(1, std::memory_order_relaxed) % kStripes;
-  stripes_[mine].v.fetch_add(d, std::memory_order_seq_cst);
-}
-
-std::int64_t StripedCounter::sum() const {
-  std::int64_t t = 0;
-  for (const Stripe& s : stripes_) t += s.v.load(std::memory_order_seq_cst);
-  return t;
-}
-
 #if DUET_CHECKS
 namespace {
 std::atomic<void (*)()> round_entry_hook{nullptr};
 }  // namespace
 void set_round_entry_hook(void (*hook)()) { round_entry_hook.store(hook); }
 #endif
-
-// ---------------------------------------------------------------------------------------------
-ParticipantPool::ParticipantPool(mem::EpochManager* epochs) : epochs_(epochs), slots_(new Slot[kSlots]) {}
-
-ParticipantPool::~ParticipantPool() = default;
-
-mem::EpochManager::Participant* ParticipantPool::acquire(std::size_t* slot) {
-  const std::size_t start = std::hash<std::thread::id>{}(std::this_thread::get_id()) % kSlots;
-  for (std::size_t i = start;; i = (i + 1) % kSlots) {
-    Slot& s = slots_[i];
-    bool expect = false;
-    if (!s.busy.load(std::memory_order_relaxed) &&
-        s.busy.compare_exchange_strong(expect, true, std::memory_order_acquire)) {
-      if (!s.p) s.p = epochs_->join();
-      *slot = i;
-      return s.p.get();
-    }
-    if (i == (start + kSlots - 1) % kSlots) std::this_thread::yield();
-  }
-}
-
-void ParticipantPool::release(std::size_t slot) { slots_[slot].busy.store(false, std::memory_order_release); }
-
-void ParticipantPool::collect_idle() {
-  for (std::size_t i = 0; i < kSlots; ++i) {
-    Slot& s = slots_[i];
-    bool expect = false;
-    // Take the slot before looking at its participant: acquire() creates it under the same flag.
-    if (s.busy.compare_exchange_strong(expect, true, std::memory_order_acquire)) {
-      if (s.p) s.p->collect();
-      s.busy.store(false, std::memory_order_release);
-    }
-  }
-}
 
 // ---------------------------------------------------------------------------------------------
 KvSpaceImpl::KvSpaceImpl(std::string name, const StoreConfig& cfg, std::shared_ptr<StoreResources> shared)
@@ -162,7 +116,9 @@ Status KvSpaceImpl::del(std::string_view key, std::string* previous, bool* had_p
 class KvSpaceImpl::InFlight final : public KvInFlight {
  public:
   ~InFlight() override {
-    if (owner) owner->finish_batch(*this);  // abandoned by its caller: finish it here
+    // Abandoned by its caller: finish it here. Each request keeps its own status; the batch's
+    // (the first failure) has no one left to go to.
+    if (owner) (void)owner->finish_batch(*this);
   }
   KvSpaceImpl* owner = nullptr;
   /// From submit(): the caller's share of the keyspace, so that a batch in flight keeps it
@@ -179,7 +135,7 @@ class KvSpaceImpl::InFlight final : public KvInFlight {
   mem::EpochManager::Participant* part = nullptr;
   std::size_t pslot = 0;
   std::optional<mem::EpochManager::Guard> pin;
-  EpochGate::Ticket ticket;  ///< this round's hold on the model epoch
+  sched::EpochGate::Ticket ticket;  ///< this round's hold on the model epoch
   Status first_error;
   std::uint64_t n_hot = 0, n_miss = 0, n_cold = 0, retired_bytes = 0;
   bool sampled = false;

@@ -25,6 +25,9 @@
 #include "kv/key_dictionary.hpp"
 #include "kv/router.hpp"
 #include "mem/epoch.hpp"
+#include "mem/participant_pool.hpp"
+#include "mem/striped_counter.hpp"
+#include "sched/epoch_gate.hpp"
 
 namespace duet::kv {
 
@@ -35,49 +38,12 @@ namespace duet::kv {
 void set_round_entry_hook(void (*hook)());
 #endif
 
-/// Epoch participants handed to whichever thread runs a batch (a participant is used by one
-/// thread at a time). Acquire is a CAS on a slot near the caller's hash.
-class ParticipantPool {
- public:
-  explicit ParticipantPool(mem::EpochManager* epochs);
-  ~ParticipantPool();
-  /// A free slot; *slot identifies it for release().
-  mem::EpochManager::Participant* acquire(std::size_t* slot);
-  void release(std::size_t slot);
-  /// Runs collect() on every participant no thread is using (frees what became safe).
-  void collect_idle();
-
- private:
-  static constexpr std::size_t kSlots = 1024;  // batches in flight at once, across threads
-  struct alignas(64) Slot {
-    std::atomic<bool> busy{false};
-    std::unique_ptr<mem::EpochManager::Participant> p;
-  };
-  mem::EpochManager* epochs_;
-  std::unique_ptr<Slot[]> slots_;
-};
-
-/// A counter spread over cache lines by thread: add() touches the caller's line only; sum()
-/// reads them all. Both are sequentially consistent (a switch pairs them with a flag).
-class StripedCounter {
- public:
-  void add(std::int64_t d);
-  std::int64_t sum() const;
-
- private:
-  static constexpr unsigned kStripes = 64;
-  struct alignas(64) Stripe {
-    std::atomic<std::int64_t> v{0};
-  };
-  Stripe stripes_[kStripes];
-};
-
 /// What the keyspaces of a Store share: held by the Store and by every keyspace, so it lives
 /// until the last of them goes (a keyspace handle may outlive its Store). The epoch manager is
 /// destroyed before the budget: the blocks it frees then are released to the budget.
 struct StoreResources {
   explicit StoreResources(std::uint64_t budget_bytes) : budget(budget_bytes) {}
-  MemoryBudget budget;
+  mem::MemoryBudget budget;
   mem::EpochManager epochs;
 };
 
@@ -137,20 +103,20 @@ class KvSpaceImpl final : public KvSpace, public std::enable_shared_from_this<Kv
   const std::shared_ptr<StoreResources> shared_;
   const std::string name_;
   const StoreConfig cfg_;
-  MemoryBudget* budget_;
+  mem::MemoryBudget* budget_;
   mem::EpochManager* epochs_;
-  ParticipantPool participants_;
+  mem::ParticipantPool participants_;
   KeyDictionary dict_;
   HotCache hot_;
   std::unique_ptr<CanonicalStore> store_;
   ShadowCounts shadow_;
   std::atomic<double> threshold_;
-  EpochGate gate_;
+  sched::EpochGate gate_;
   std::array<std::unique_ptr<RouterModel>, 2> model_slots_;
   std::array<std::atomic<const RouterModel*>, 2> models_{};
   std::atomic<bool> blocked_{false};
-  StripedCounter hot_writers_;
-  StripedCounter keys_;  ///< live keys, from writes' outcomes (size())  ///< hot updates running (a switch waits for zero)
+  mem::StripedCounter hot_writers_;  ///< hot updates running (a switch waits for zero)
+  mem::StripedCounter keys_;         ///< live keys, from writes' outcomes (size())
   mutable std::mutex switch_mutex_;  ///< serializes switches; stats() takes it to read the live model
   std::chrono::steady_clock::time_point last_switch_;
   // Statistics.

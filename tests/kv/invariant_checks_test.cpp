@@ -10,11 +10,15 @@
 #include "common/check.hpp"
 #include "kv/encoding.hpp"
 #include "kv/hot_cache.hpp"
-#include "kv/router.hpp"
 #include "mem/epoch.hpp"
+#include "mem/memory_budget.hpp"
+#include "sched/epoch_gate.hpp"
 
 namespace duet::kv {
 namespace {
+
+using mem::MemoryBudget;
+using sched::EpochGate;
 
 #define SKIP_WITHOUT_CHECKS() \
   if (!DUET_CHECKS) GTEST_SKIP() << "invariant checks are compiled out of this build (NDEBUG without DUET_CHECKS)"

@@ -1,14 +1,17 @@
 // The Router's pieces on their own: the histogram model's hot rule, its similarity measure,
-// and the striped epoch gate.
+// and the striped epoch gate that a model switch drains (sched/epoch_gate.hpp).
 #include <gtest/gtest.h>
 
 #include <thread>
 #include <vector>
 
 #include "kv/router.hpp"
+#include "sched/epoch_gate.hpp"
 
 namespace duet::kv {
 namespace {
+
+using sched::EpochGate;
 
 /// A key that falls in bin b of `bins` (searching small integers).
 std::uint64_t key_in_bin(std::uint32_t b, std::uint32_t bins) {

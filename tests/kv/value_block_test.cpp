@@ -10,9 +10,12 @@
 #include <vector>
 
 #include "kv/encoding.hpp"
+#include "mem/memory_budget.hpp"
 
 namespace duet::kv {
 namespace {
+
+using mem::MemoryBudget;
 
 std::string pattern(std::size_t size, unsigned seed) {
   std::string v(size, '\0');
