@@ -108,8 +108,9 @@ class StoreImpl final : public Store {
   StoreImpl(const StoreConfig& c, bool gpu, std::string why)
       : config_(c), gpu_(gpu), why_(std::move(why)), shared_(std::make_shared<kv::StoreResources>(budget_bytes(c))) {}
 
-  // The destructor releases the Store's handles: keyspaces no one else holds go now; the rest
-  // keep the shared resources alive through their own share.
+  /// Releases the Store's handles: keyspaces no one else holds go now; the rest live on, and
+  /// keep the shared resources alive through their own share.
+  ~StoreImpl() override = default;
 
   Status create(std::string_view name, KeyspaceKind kind, std::shared_ptr<Keyspace>* out) override {
     if (name.empty()) return Status::InvalidArgument("keyspace name is empty");
