@@ -23,7 +23,13 @@ int run_server(int argc, char** argv) {
     std::fprintf(stderr, "duet server: %s\n%s", s.message().c_str(), server_usage());
     return 2;
   }
-  if (cfg.log_level != "info") apply_setting(&cfg, "loglevel", cfg.log_level, false);
+  if (cfg.log_level != "info") {
+    s = apply_setting(&cfg, "loglevel", cfg.log_level, false);  // parse_server_args accepted it already
+    if (!s.ok()) {
+      std::fprintf(stderr, "duet server: %s\n", s.message().c_str());
+      return 2;
+    }
+  }
   // Every thread started from here on inherits the blocked signals; this one waits for them.
   sigset_t stop_signals;
   sigemptyset(&stop_signals);
