@@ -11,24 +11,15 @@
 #include <string>
 #include <vector>
 
+#include "gpu/cuda_try.hpp"
 #include "gpu/device.hpp"
+#include "gpu/device_buffer.hpp"
 #include "index/lslab/core.hpp"
 #include "index/lslab/factory.hpp"
 #include "index/lslab/map.hpp"
 
 namespace duet::lslab {
 namespace {
-
-#define DUET_CUDA_TRY(expr)                                                                        \
-  do {                                                                                             \
-    cudaError_t duet_e = (expr);                                                                   \
-    if (duet_e != cudaSuccess) {                                                                   \
-      cudaGetLastError();                                                                          \
-      return (duet_e == cudaErrorMemoryAllocation)                                                 \
-                 ? Status::ResourceExhausted(std::string(#expr) + ": " + cudaGetErrorString(duet_e)) \
-                 : Status::Internal(std::string(#expr) + ": " + cudaGetErrorString(duet_e));        \
-    }                                                                                              \
-  } while (0)
 
 constexpr unsigned kBlockThreads = 256;
 
@@ -92,24 +83,20 @@ __global__ void __launch_bounds__(kBlockThreads, kMinBlocks)
 /// per submission path (the map's execute(), each lane). Not thread-safe. Pinned staging makes
 /// the copies asynchronous DMA at full bus speed.
 struct StagedBatch {
-  ~StagedBatch() { release(); }
+  ~StagedBatch() { release_host(); }
   /// Room for n requests; ResourceExhausted (left empty) when memory is short.
   Status reserve(std::size_t n) {
     if (n <= capacity) return Status::Ok();
-    release();
+    release_host();
     h_ops = static_cast<Op*>(gpu::alloc_host(n));
     h_status = static_cast<OpStatus*>(gpu::alloc_host(n));
     h_keys = static_cast<std::uint64_t*>(gpu::alloc_host(n * 8));
     h_values = static_cast<std::uint64_t*>(gpu::alloc_host(n * 8));
     h_out = static_cast<std::uint64_t*>(gpu::alloc_host(n * 8));
-    cudaError_t e = cudaMalloc(&d_ops, n);
-    if (e == cudaSuccess) e = cudaMalloc(&d_status, n);
-    if (e == cudaSuccess) e = cudaMalloc(&d_keys, n * 8);
-    if (e == cudaSuccess) e = cudaMalloc(&d_values, n * 8);
-    if (e == cudaSuccess) e = cudaMalloc(&d_out, n * 8);
-    if (e != cudaSuccess || !h_ops || !h_status || !h_keys || !h_values || !h_out) {
-      cudaGetLastError();
-      release();
+    const bool device_ok = d_ops.reserve(n).ok() && d_status.reserve(n).ok() && d_keys.reserve(n).ok() &&
+                           d_values.reserve(n).ok() && d_out.reserve(n).ok();
+    if (!device_ok || !h_ops || !h_status || !h_keys || !h_values || !h_out) {
+      release_host();
       return Status::ResourceExhausted("cannot allocate staging for " + std::to_string(n) + " requests");
     }
     capacity = n;
@@ -117,29 +104,28 @@ struct StagedBatch {
   }
   /// Queues the copy of the first n staged requests to the device (values when with_values).
   Status copy_in(std::size_t n, bool with_values, cudaStream_t st) {
-    DUET_CUDA_TRY(cudaMemcpyAsync(d_ops, h_ops, n * sizeof(Op), cudaMemcpyHostToDevice, st));
-    DUET_CUDA_TRY(cudaMemcpyAsync(d_keys, h_keys, n * 8, cudaMemcpyHostToDevice, st));
-    if (with_values) DUET_CUDA_TRY(cudaMemcpyAsync(d_values, h_values, n * 8, cudaMemcpyHostToDevice, st));
+    DUET_CUDA_TRY(cudaMemcpyAsync(d_ops.data(), h_ops, n * sizeof(Op), cudaMemcpyHostToDevice, st));
+    DUET_CUDA_TRY(cudaMemcpyAsync(d_keys.data(), h_keys, n * 8, cudaMemcpyHostToDevice, st));
+    if (with_values) DUET_CUDA_TRY(cudaMemcpyAsync(d_values.data(), h_values, n * 8, cudaMemcpyHostToDevice, st));
     return Status::Ok();
   }
   /// Copies the first n outcomes back to the host staging and waits for the stream.
   Status copy_out(std::size_t n, cudaStream_t st) {
-    DUET_CUDA_TRY(cudaMemcpyAsync(h_status, d_status, n * sizeof(OpStatus), cudaMemcpyDeviceToHost, st));
-    DUET_CUDA_TRY(cudaMemcpyAsync(h_out, d_out, n * 8, cudaMemcpyDeviceToHost, st));
+    DUET_CUDA_TRY(cudaMemcpyAsync(h_status, d_status.data(), n * sizeof(OpStatus), cudaMemcpyDeviceToHost, st));
+    DUET_CUDA_TRY(cudaMemcpyAsync(h_out, d_out.data(), n * 8, cudaMemcpyDeviceToHost, st));
     DUET_CUDA_TRY(cudaStreamSynchronize(st));
     return Status::Ok();
   }
-  Batch device_batch(std::size_t n, bool with_values) const { return {d_ops, d_keys, with_values ? d_values : nullptr, n}; }
-  BatchResult device_result() const { return {d_status, d_out}; }
-  void release() {
+  Batch device_batch(std::size_t n, bool with_values) const {
+    return {d_ops.data(), d_keys.data(), with_values ? d_values.data() : nullptr, n};
+  }
+  BatchResult device_result() const { return {d_status.data(), d_out.data()}; }
+  /// Frees the host staging and marks the batch empty (the device arrays are kept for reuse).
+  void release_host() {
     for (void* p : {static_cast<void*>(h_ops), static_cast<void*>(h_status), static_cast<void*>(h_keys),
                     static_cast<void*>(h_values), static_cast<void*>(h_out)})
       gpu::free_host(p);
-    for (void* p : {static_cast<void*>(d_ops), static_cast<void*>(d_status), static_cast<void*>(d_keys),
-                    static_cast<void*>(d_values), static_cast<void*>(d_out)})
-      cudaFree(p);
     h_ops = nullptr, h_status = nullptr, h_keys = h_values = h_out = nullptr;
-    d_ops = nullptr, d_status = nullptr, d_keys = d_values = d_out = nullptr;
     capacity = 0;
   }
 
@@ -147,9 +133,9 @@ struct StagedBatch {
   Op* h_ops = nullptr;
   OpStatus* h_status = nullptr;
   std::uint64_t *h_keys = nullptr, *h_values = nullptr, *h_out = nullptr;
-  Op* d_ops = nullptr;
-  OpStatus* d_status = nullptr;
-  std::uint64_t *d_keys = nullptr, *d_values = nullptr, *d_out = nullptr;
+  gpu::DeviceBuffer<Op> d_ops;
+  gpu::DeviceBuffer<OpStatus> d_status;
+  gpu::DeviceBuffer<std::uint64_t> d_keys, d_values, d_out;
 };
 
 template <unsigned W>
