@@ -271,8 +271,8 @@ TEST(Lit, BadInput) {
   EXPECT_TRUE(out.empty());
   EXPECT_EQ(f.s->range(100, 1000, nullptr, &page).code(), StatusCode::kInvalidArgument);
 
-  Config bad;
-  bad.predicted_min = 10;
+  Config bad;  // an inverted prediction (a one-key prediction, min == max, is one bucket)
+  bad.predicted_min = 11;
   bad.predicted_max = 10;
   std::unique_ptr<Map> m;
   EXPECT_EQ(Map::create(bad, &m).code(), StatusCode::kInvalidArgument);

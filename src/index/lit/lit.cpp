@@ -15,8 +15,6 @@
 // the label order is consistent with each object's version order.
 #include "index/lit/lit.hpp"
 
-#include "index/lit/gpu_lit.hpp"  // to_string(GpuStatus), shared by the CUDA and no-CUDA builds
-
 #include <algorithm>
 #include <cstring>
 #include <limits>
@@ -26,6 +24,7 @@
 #include <string>
 #include <unordered_map>
 
+#include "index/lit/common.hpp"
 #include "index/lit/vcas.hpp"
 #include "mem/epoch.hpp"
 #include "mem/host_memory.hpp"
@@ -206,28 +205,7 @@ inline bool before(const Node* n, std::uint64_t key, bool marker_target) {
 
 }  // namespace
 
-// Defined here so both builds of the GPU map (gpu_lit.cu, gpu_lit_none.cpp) share it.
-const char* to_string(GpuStatus s) {
-  switch (s) {
-    case GpuStatus::kOk: return "ok";
-    case GpuStatus::kNotFound: return "not_found";
-    case GpuStatus::kExists: return "exists";
-    case GpuStatus::kUpdated: return "updated";
-    case GpuStatus::kInvalid: return "invalid";
-    case GpuStatus::kRetry: return "retry";
-  }
-  return "unknown";
-}
-
-const char* to_string(Result r) {
-  switch (r) {
-    case Result::kOk: return "ok";
-    case Result::kNotFound: return "not found";
-    case Result::kExists: return "exists";
-    case Result::kOutOfUniverse: return "key outside the universe";
-  }
-  return "?";
-}
+// to_string(Result) is in common.cpp, beside the batched LIT's outcome names.
 
 // ---------------------------------------------------------------------------------------------
 
@@ -865,15 +843,14 @@ Status Session::range(std::uint64_t start, std::uint64_t end, std::vector<std::p
 namespace {
 
 Status validate(const Config& c) {
-  if (c.universe_min > c.universe_max) return Status::InvalidArgument("lit: universe_min is above universe_max");
-  if (c.predicted_min >= c.predicted_max) return Status::InvalidArgument("lit: predicted_min must be below predicted_max");
+  // The universe, the prediction and max_range_results follow the rule both LITs share.
+  if (Status s = detail::check_common_fields(c); !s.ok()) return s;
   if (c.buckets < 1) return Status::InvalidArgument("lit: buckets must be at least 1");
   if (c.max_buckets < c.buckets) return Status::InvalidArgument("lit: max_buckets is below buckets");
   if (c.split_threshold < 2) return Status::InvalidArgument("lit: split_threshold must be at least 2");
   if (c.split_max_fanout < 2) return Status::InvalidArgument("lit: split_max_fanout must be at least 2");
   if (c.resize_levels < 2) return Status::InvalidArgument("lit: resize_levels must be at least 2");
   if (c.resize_keys_per_bucket < 1) return Status::InvalidArgument("lit: resize_keys_per_bucket must be at least 1");
-  if (c.max_range_results < 1) return Status::InvalidArgument("lit: max_range_results must be at least 1");
   if (c.max_sessions < 1) return Status::InvalidArgument("lit: max_sessions must be at least 1");
   return Status::Ok();
 }

@@ -39,7 +39,9 @@ struct Config {
   std::uint64_t universe_max = ~std::uint64_t{0};
   /// The root lookup function's range at creation: keys are spread over `buckets` buckets
   /// as if they were uniform in [predicted_min, predicted_max]. Keys outside still work (they
-  /// go to the first or last bucket, which then split and, later, resize).
+  /// go to the first or last bucket, which then split and, later, resize). The range must lie
+  /// inside the universe and may be one key; these fields and max_range_results follow the
+  /// rule the batched LIT's configuration follows too (common.hpp).
   std::uint64_t predicted_min = 0;
   std::uint64_t predicted_max = 1u << 20;
   /// Buckets of the root level at creation (and the least a resize makes).
@@ -76,6 +78,7 @@ enum class Result : std::uint8_t {
   kExists,         ///< INSERT of a present key (nothing changed)
   kOutOfUniverse,  ///< the key is outside [universe_min, universe_max] (nothing changed)
 };
+/// "ok", "not_found", "exists" or "out_of_universe" (spelled as the batched LIT's outcomes).
 const char* to_string(Result r);
 
 /// What a range query call returned. Every page is linearizable on its own (it equals the
