@@ -171,6 +171,7 @@ struct Slots {
       return g.shfl(e[0], i);
     }
   }
+  /// Sets every slot to v (near memory only).
   DUET_HD DUET_INLINE void fill(T v) {
     DUET_UNROLL
     for (unsigned j = 0; j < kPer<G>; ++j) e[j] = v;
@@ -294,9 +295,10 @@ DUET_HD DUET_INLINE void put_slot(const G& g, Frag<G>& f, unsigned s, std::uint6
     if (slot_of(g, j) == s) f.e[j] = x;
 }
 
-/// r = each slot's rank among the slots in `m` (how many of them hold a smaller key).
+/// Each slot's rank among the slots in `m` (how many of them hold a smaller key).
 template <class G>
-DUET_HD DUET_INLINE void ranks_in(const G& g, std::uint32_t m, const Frag<G>& k, Slots<unsigned, G>& r) {
+DUET_HD DUET_INLINE Slots<unsigned, G> ranks_in(const G& g, std::uint32_t m, const Frag<G>& k) {
+  Slots<unsigned, G> r;
   r.fill(0);
   DUET_LIT_UNROLL8
   for (unsigned s = 0; s < kPairs; ++s) {
@@ -304,20 +306,25 @@ DUET_HD DUET_INLINE void ranks_in(const G& g, std::uint32_t m, const Frag<G>& k,
     DUET_UNROLL
     for (unsigned j = 0; j < kPer<G>; ++j) r.e[j] += ((m >> s) & 1u) && ks < k.e[j];
   }
+  return r;
 }
 
 // ------------------------------------------------------------------------ words and nodes
 
+/// A bucket word's fields: the head node's index, its pair count and its batch label's low bits.
 DUET_HD DUET_INLINE std::uint32_t w_head(std::uint64_t w) { return std::uint32_t(w); }
 DUET_HD DUET_INLINE unsigned w_count(std::uint64_t w) { return unsigned(w >> 32) & 63u; }
 DUET_HD DUET_INLINE std::uint64_t w_ts(std::uint64_t w) { return (w >> 38) & kTsMask; }
+/// The unlocked bucket word of a head node made in batch `epoch`.
 DUET_HD DUET_INLINE std::uint64_t make_word(std::uint32_t head, unsigned count, std::uint64_t epoch) {
   return std::uint64_t(head) | (std::uint64_t(count) << 32) | ((epoch & kTsMask) << 38);
 }
+/// A node's meta word: its count and its successor's index and count.
 DUET_HD DUET_INLINE std::uint64_t make_meta(unsigned count, std::uint32_t next, unsigned next_count) {
   return std::uint64_t(count) | (std::uint64_t(next_count) << 8) | (std::uint64_t(next) << 32);
 }
 
+/// Relaxed single-word load and store of node memory (the elementwise-atomic regime).
 DUET_HD DUET_INLINE std::uint64_t ld(const std::uint64_t* p) { return cods::atomic_load(p, Order::relaxed); }
 DUET_HD DUET_INLINE void st(std::uint64_t* p, std::uint64_t v) { cods::atomic_store(p, v, Order::relaxed); }
 
@@ -345,9 +352,10 @@ DUET_HD DUET_INLINE void get_pairs(const G& g, const Node& n, unsigned count, Fr
   DUET_UNROLL
   for (unsigned j = 0; j < kPer<G>; ++j) {
     const unsigned i = slot_of(g, j);
-    const bool has = i < count;
-    k.e[j] = has ? ld(&n.keys.elem[i]) : 0;
-    v.e[j] = has ? ld(&n.values.elem[i]) : 0;
+    std::uint64_t kj = 0, vj = 0;
+    if (i < count) kj = ld(&n.keys.elem[i]), vj = ld(&n.values.elem[i]);
+    k.e[j] = kj;
+    v.e[j] = vj;
   }
 }
 
@@ -641,8 +649,7 @@ DUET_HD PointOut lit_update(const G& g, const View& v, std::uint64_t epoch, std:
     put_slot(g, val, tcnt, value);
     em.emit(g, v, epoch, head, tcnt + 1, k, val);
   } else {  // split a full node: the 17 smallest of the 33 keys, then the 16 largest
-    Slots<unsigned, G> r;
-    ranks_in(g, 0xFFFFFFFFu, k, r);
+    Slots<unsigned, G> r = ranks_in(g, 0xFFFFFFFFu, k);
     DUET_UNROLL
     for (unsigned j = 0; j < kPer<G>; ++j) r.e[j] += key < k.e[j] ? 1u : 0u;
     const unsigned rk = bit_count(ballot32(g, [&](unsigned j, unsigned) { return k.e[j] < key; }));
@@ -788,6 +795,7 @@ DUET_HD DUET_INLINE std::uint32_t update_sort_key(const View& v, const BatchOp* 
   return upd ? std::uint32_t(root_bucket(v.pmin, v.width, v.nbuckets, k)) : std::uint32_t(v.nbuckets);
 }
 
+/// Sorted entry i as its lane holds it (b = nbuckets past np or for a non-update).
 DUET_HD DUET_INLINE SortedUpdate load_update(const View& v, const BatchOp* __restrict__ ops,
                                              const std::uint64_t* __restrict__ keys,
                                              const std::uint64_t* __restrict__ values,
@@ -871,8 +879,7 @@ DUET_HD DUET_INLINE bool emit_sorted(const G& g, RangeOut& r, const bool (&has)[
   const std::uint32_t m = ballot32(g, [&](unsigned j, unsigned) { return in[j]; });
   if (!m) return false;
   const unsigned c = bit_count(m);
-  Slots<unsigned, G> rank;
-  ranks_in(g, m, k, rank);  // collective: every lane takes part
+  const Slots<unsigned, G> rank = ranks_in(g, m, k);  // collective: every lane takes part
   if constexpr (kFill) {
     DUET_UNROLL
     for (unsigned j = 0; j < kPer<G>; ++j) {
@@ -1020,6 +1027,7 @@ DUET_HD RangeOut range_walk(const G& g, const View& v, std::uint64_t epoch, std:
 
 // --------------------------------------------------------------------- passes 2 and 3
 
+/// True when k lies in [universe_min, universe_max].
 DUET_HD DUET_INLINE bool in_universe(const View& v, std::uint64_t k) { return k >= v.umin && k <= v.umax; }
 
 /// Pass 2 over items [base, base + group size) of point requests [0, np) and range counts
@@ -1123,3 +1131,5 @@ DUET_HD DUET_INLINE void recycle_finish(Pool* p) {
 }
 
 }  // namespace duet::lit::core
+
+#undef DUET_LIT_UNROLL8
