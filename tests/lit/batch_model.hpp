@@ -82,9 +82,12 @@ inline Pairs entries(const RangeResults& r, std::size_t q) {
 /// content, universe and range cap must report for b, and applies b's updates.
 class Model {
  public:
+  /// An empty map over [universe_min, universe_max] whose ranges return at most
+  /// max_range_results entries.
   Model(std::uint64_t universe_min, std::uint64_t universe_max, std::uint64_t max_range_results)
       : umin_(universe_min), umax_(universe_max), cap_(max_range_results) {}
 
+  /// The outcome of b, in the contract's order; applies b's updates.
   Outcome run(const Batch& b) {
     Outcome o;  // o.s: Ok
     const std::size_t n = b.points.size();
@@ -108,6 +111,7 @@ class Model {
     apply(b, 0, &o);
   }
 
+  /// Every entry, and the entries in [a, b], in key order.
   const std::map<std::uint64_t, std::uint64_t>& contents() const { return m_; }
   Pairs range(std::uint64_t a, std::uint64_t b) const {
     Pairs v;
@@ -189,8 +193,11 @@ class LockFreeBatches {
  public:
   explicit LockFreeBatches(const BatchConfig& bc, std::size_t buckets = 1000) : status_(open(bc, buckets)) {}
   ~LockFreeBatches() { s_.reset(); }
+  /// Whether the map and its session were created.
   const Status& status() const { return status_; }
 
+  /// The lock-free LIT's outcome of b: its ranges first, then its updates in batch order, then
+  /// its GETs, each through the session.
   Outcome run(const Batch& b) {
     Outcome o;  // o.s: Ok
     const std::size_t n = b.points.size(), nr = b.ranges.size();

@@ -196,6 +196,7 @@ class BatchMap {
 
   /// Counters (on the GPU map, one small copy from the device).
   virtual BatchStats stats() = 0;
+  /// The configuration the map was made with.
   virtual const BatchConfig& config() const = 0;
   /// Root bucket of a key (the lookup function), for tests that aim at one bucket.
   virtual std::uint64_t bucket_of(std::uint64_t key) const = 0;

@@ -32,6 +32,7 @@ class GpuMap : public BatchMap {
   /// and the node pool). InvalidArgument on a bad field, Unavailable without CUDA or a GPU,
   /// ResourceExhausted when device memory is short.
   static Status create(const GpuConfig& config, std::unique_ptr<GpuMap>* out);
+  /// "gpu".
   const char* backend() const override { return "gpu"; }
 };
 
