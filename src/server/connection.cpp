@@ -101,6 +101,115 @@ void compact_input(Conn& c) {
   }
 }
 
+std::unique_ptr<PendingReply> ReplyPool::take() {
+  if (spare_.empty()) return std::make_unique<PendingReply>();
+  std::unique_ptr<PendingReply> r = std::move(spare_.back());
+  spare_.pop_back();
+  return r;
+}
+
+void ReplyPool::give_back(std::unique_ptr<PendingReply> r) {
+  if (spare_.size() >= 65536) return;
+  r->kind = PendingReply::Kind::kSingle;
+  r->cmd = nullptr;
+  r->error = false;
+  r->done.store(false, std::memory_order_relaxed);
+  r->parts_left.store(1, std::memory_order_relaxed);
+  r->bytes.clear();
+  r->parts.clear();
+  spare_.push_back(std::move(r));
+}
+
+void parse_input(Conn& c, const InputLimits& limits, RequestSink& sink) {
+  const std::uint64_t arrival_ns = now_ns();  // one clock read for every command of this input
+  auto fail_and_close = [&](std::string_view msg) {
+    auto r = std::make_unique<PendingReply>();
+    ReplyWriter(&r->bytes, 2).error(msg);
+    r->done.store(true);
+    c.replies.push_back(std::move(r));
+    c.phase = ConnPhase::kClosing;
+  };
+  while (c.phase == ConnPhase::kOpen) {
+    std::size_t consumed = 0;
+    const auto res = c.parser.parse(c.in.data.get() + c.in_off, c.in.len - c.in_off, &consumed);
+    if (res == RequestParser::Result::kIncomplete) {
+      if (c.in.len - c.in_off > limits.query_buffer_limit)
+        fail_and_close("ERR client query buffer limit of " + std::to_string(limits.query_buffer_limit) +
+                       " bytes reached");
+      break;
+    }
+    if (res == RequestParser::Result::kError) {
+      fail_and_close(c.parser.error());
+      break;
+    }
+    const auto& args = c.parser.args();
+    if (args.empty()) {
+      c.in_off += consumed;
+      continue;
+    }
+    // Barrier commands (DBSIZE, FLUSHDB, FLUSHALL, SCAN) see the effects of the client's
+    // earlier commands.
+    const CommandDef* def = find_command(args[0]);
+    if (def && def->has(kBarrier)) {
+      bool all_done = true;
+      for (const auto& r : c.replies)
+        if (!r->done.load(std::memory_order_acquire)) all_done = false;
+      if (!all_done) {
+        c.parse_state = ParseState::kBarrierWait;
+        break;  // parsed again once the earlier replies are in
+      }
+    }
+    c.in_off += consumed;
+    sink.on_request(c, def, Args(args.data(), args.size()), arrival_ns);
+    if (c.replies.size() >= limits.max_pending_replies) {  // a huge pipeline: answer some first
+      c.parse_state = ParseState::kPaused;
+      break;
+    }
+  }
+  compact_input(c);
+}
+
+FlushResult flush_replies(Conn& c, ThreadMetrics& metrics, ReplyPool& pool, std::size_t max_pending_replies) {
+  const std::uint64_t t = c.replies.empty() ? 0 : now_ns();
+  while (!c.replies.empty() && c.replies.front()->done.load(std::memory_order_acquire)) {
+    PendingReply* r = c.replies.front().get();
+    if (r->cmd) {
+      const unsigned i = r->cmd->id;
+      bump(metrics.calls[i]);
+      if (r->error) bump(metrics.errors[i]);
+      if (r->start_ns) metrics.latency[i]->observe(static_cast<double>(t - r->start_ns) / 1e9);
+    }
+    if (c.out.size() == c.out_off) {
+      c.out.swap(r->bytes);
+      c.out_off = 0;
+    } else {
+      c.out += r->bytes;
+    }
+    pool.give_back(std::move(c.replies.front()));
+    c.replies.pop_front();
+  }
+  std::uint64_t sent = 0;
+  const bool ok = send_output(c, &sent);
+  bump(metrics.net_out, sent);
+  if (!ok) return FlushResult::kSendFailed;
+  if (c.closing() && c.replies.empty() && !c.output_pending()) return FlushResult::kAllSent;
+  if (c.parse_state == ParseState::kBarrierWait && c.replies.empty()) {
+    c.parse_state = ParseState::kReady;
+    return FlushResult::kParseAgain;
+  }
+  if (c.parse_state == ParseState::kPaused && c.replies.size() < max_pending_replies / 2) {
+    c.parse_state = ParseState::kReady;
+    return FlushResult::kParseAgain;
+  }
+  return FlushResult::kKeepOpen;
+}
+
+void start_linger(Conn& c, std::uint64_t until_ns) {
+  c.phase = ConnPhase::kLingering;
+  c.linger_until_ns = until_ns;
+  ::shutdown(c.fd, SHUT_WR);
+}
+
 std::string socket_name(int fd, bool local) {
   sockaddr_storage a{};
   socklen_t len = sizeof a;

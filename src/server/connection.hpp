@@ -1,6 +1,7 @@
 // A client connection: what CLIENT LIST shows of it, the session its commands see, its input
 // and output buffers and its replies in request order, its lifecycle as explicit states, and
-// the socket I/O (read, send, lingering close) that does not depend on the event loop.
+// its I/O: reading, parsing requests, flushing replies in order, the lingering close. The event
+// loop (io_thread.hpp) decides when these run and dispatches the parsed requests.
 #pragma once
 
 #include <atomic>
@@ -11,7 +12,9 @@
 #include <mutex>
 #include <string>
 
+#include "server/command.hpp"
 #include "server/key_batch.hpp"
+#include "server/metrics.hpp"
 #include "server/resp.hpp"
 
 namespace duet::server {
@@ -107,6 +110,57 @@ struct Conn {
   bool dead() const { return phase >= ConnPhase::kClosed; }
   bool output_pending() const { return out_off < out.size(); }
 };
+
+/// Recycles reply objects (one per thread; not thread-safe). Bounded: beyond 65,536 spare
+/// objects, released ones are freed.
+class ReplyPool {
+ public:
+  std::unique_ptr<PendingReply> take();
+  void give_back(std::unique_ptr<PendingReply> r);
+
+ private:
+  std::vector<std::unique_ptr<PendingReply>> spare_;
+};
+
+/// Receives the requests parse_input finds (the I/O thread, which dispatches them).
+class RequestSink {
+ public:
+  /// One request: def is its command (null: unknown), arrival_ns when its input was taken.
+  virtual void on_request(Conn& c, const CommandDef* def, Args args, std::uint64_t arrival_ns) = 0;
+
+ protected:
+  ~RequestSink() = default;
+};
+
+/// Limits parse_input applies.
+struct InputLimits {
+  std::uint64_t query_buffer_limit;  ///< unanswered input of one client (client-query-buffer-limit)
+  std::size_t max_pending_replies;   ///< replies queued before parsing pauses
+};
+
+/// Parses the complete requests in c's input and hands each to sink, in order, while c is open.
+/// Stops, leaving the rest for later, before a barrier command while an earlier reply is not
+/// done (ParseState::kBarrierWait) and after queuing limits.max_pending_replies replies
+/// (kPaused). A protocol error, or unparsed input over the query buffer limit, queues the error
+/// reply and moves c to kClosing. Then drops consumed input. Cost: the parse, one clock read.
+void parse_input(Conn& c, const InputLimits& limits, RequestSink& sink);
+
+/// What flush_replies leaves the caller to do.
+enum class FlushResult : std::uint8_t {
+  kKeepOpen,    ///< nothing more
+  kSendFailed,  ///< the socket failed: close the connection
+  kAllSent,     ///< a closing connection has sent everything: finish the close
+  kParseAgain,  ///< a barrier or a pause is over: parse the input left behind
+};
+
+/// Moves the done replies at the front of c.replies into c.out, in order (counting each in
+/// metrics: calls, errors, latency), recycles their objects, and sends what the socket takes.
+FlushResult flush_replies(Conn& c, ThreadMetrics& metrics, ReplyPool& pool, std::size_t max_pending_replies);
+
+/// Starts a lingering close: shuts our sending side so the client reads every reply, then keeps
+/// draining its input until EOF or until_ns (closing with unread input would make the kernel
+/// send a reset, which can destroy the last reply before the client reads it).
+void start_linger(Conn& c, std::uint64_t until_ns);
 
 /// Outcome of a socket read.
 enum class ReadOutcome : std::uint8_t { kData, kEof, kAgain, kError };

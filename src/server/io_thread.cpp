@@ -113,25 +113,6 @@ void IoThread::free_op(KeyOp* op) {
   op_pool_.push_back(op);
 }
 
-std::unique_ptr<PendingReply> IoThread::new_reply() {
-  if (reply_pool_.empty()) return std::make_unique<PendingReply>();
-  std::unique_ptr<PendingReply> r = std::move(reply_pool_.back());
-  reply_pool_.pop_back();
-  return r;
-}
-
-void IoThread::free_reply(std::unique_ptr<PendingReply> r) {
-  if (reply_pool_.size() >= 65536) return;
-  r->kind = PendingReply::Kind::kSingle;
-  r->cmd = nullptr;
-  r->error = false;
-  r->done.store(false, std::memory_order_relaxed);
-  r->parts_left.store(1, std::memory_order_relaxed);
-  r->bytes.clear();
-  r->parts.clear();
-  reply_pool_.push_back(std::move(r));
-}
-
 void IoThread::mark_dirty(Conn* c) {
   if (!c->in_flush_list) {
     c->in_flush_list = true;
@@ -316,57 +297,13 @@ void IoThread::on_readable(Conn* c) {
 }
 
 void IoThread::process_input(Conn* c) {
-  const std::uint64_t arrival_ns = now_ns();  // one clock read for every command of this input
-  auto fail_and_close = [&](std::string msg) {
-    auto r = std::make_unique<PendingReply>();
-    r->bytes = error_line(msg);
-    r->done.store(true);
-    c->replies.push_back(std::move(r));
-    c->phase = ConnPhase::kClosing;
-  };
-  while (c->phase == ConnPhase::kOpen) {
-    std::size_t consumed = 0;
-    const auto res = c->parser.parse(c->in.data.get() + c->in_off, c->in.len - c->in_off, &consumed);
-    if (res == RequestParser::Result::kIncomplete) {
-      const std::uint64_t limit = srv_->cfg_.client_query_buffer_limit.load();
-      if (c->in.len - c->in_off > limit)
-        fail_and_close("ERR client query buffer limit of " + std::to_string(limit) + " bytes reached");
-      break;
-    }
-    if (res == RequestParser::Result::kError) {
-      fail_and_close(c->parser.error());
-      break;
-    }
-    const auto& args = c->parser.args();
-    if (args.empty()) {
-      c->in_off += consumed;
-      continue;
-    }
-    // Barrier commands (DBSIZE, FLUSHDB, FLUSHALL, SCAN) see the effects of the client's
-    // earlier commands.
-    const CommandDef* def = find_command(args[0]);
-    if (def && def->has(kBarrier)) {
-      bool all_done = true;
-      for (const auto& r : c->replies)
-        if (!r->done.load(std::memory_order_acquire)) all_done = false;
-      if (!all_done) {
-        c->parse_state = ParseState::kBarrierWait;
-        break;  // parsed again once the earlier replies are in
-      }
-    }
-    c->in_off += consumed;
-    dispatch(c, def, Args(args.data(), args.size()), arrival_ns);
-    if (c->replies.size() >= kMaxPendingReplies) {  // a huge pipeline: answer some first
-      c->parse_state = ParseState::kPaused;
-      break;
-    }
-  }
-  compact_input(*c);
+  parse_input(*c, {srv_->cfg_.client_query_buffer_limit.load(), kMaxPendingReplies}, *this);
   mark_dirty(c);
 }
 
-void IoThread::dispatch(Conn* c, const CommandDef* def, Args args, std::uint64_t arrival_ns) {
-  auto r = new_reply();
+void IoThread::on_request(Conn& conn, const CommandDef* def, Args args, std::uint64_t arrival_ns) {
+  Conn* c = &conn;
+  auto r = reply_pool_.take();
   r->start_ns = arrival_ns;
   PendingReply* rp = r.get();
   c->replies.push_back(std::move(r));
@@ -521,43 +458,14 @@ void IoThread::complete(KeyOp* op, std::string& part) {
 }
 
 void IoThread::flush(Conn* c) {
-  const std::uint64_t t = c->replies.empty() ? 0 : now_ns();
-  while (!c->replies.empty() && c->replies.front()->done.load(std::memory_order_acquire)) {
-    PendingReply* r = c->replies.front().get();
-    if (r->cmd) {
-      const unsigned i = r->cmd->id;
-      bump(metrics.calls[i]);
-      if (r->error) bump(metrics.errors[i]);
-      if (r->start_ns) metrics.latency[i]->observe(static_cast<double>(t - r->start_ns) / 1e9);
-    }
-    if (c->out.size() == c->out_off) {
-      c->out.swap(r->bytes);
-      c->out_off = 0;
-    } else {
-      c->out += r->bytes;
-    }
-    free_reply(std::move(c->replies.front()));
-    c->replies.pop_front();
-  }
-  std::uint64_t sent = 0;
-  const bool ok = send_output(*c, &sent);
-  bump(metrics.net_out, sent);
-  if (!ok) {
+  const FlushResult r = flush_replies(*c, metrics, reply_pool_, kMaxPendingReplies);
+  if (r == FlushResult::kSendFailed) {
     close_conn(c);
     return;
   }
   update_events(c);
-  if (c->closing() && c->replies.empty() && !c->output_pending()) {
-    finish_close(c);
-    return;
-  }
-  if (c->parse_state == ParseState::kBarrierWait && c->replies.empty()) {
-    c->parse_state = ParseState::kReady;
-    process_input(c);
-  } else if (c->parse_state == ParseState::kPaused && c->replies.size() < kMaxPendingReplies / 2) {
-    c->parse_state = ParseState::kReady;
-    process_input(c);
-  }
+  if (r == FlushResult::kAllSent) finish_close(c);
+  else if (r == FlushResult::kParseAgain) process_input(c);
 }
 
 void IoThread::finish_close(Conn* c) {
@@ -566,9 +474,7 @@ void IoThread::finish_close(Conn* c) {
     return;
   }
   if (c->phase == ConnPhase::kLingering) return;
-  c->phase = ConnPhase::kLingering;
-  c->linger_until_ns = now_ns() + kLingerNs;
-  ::shutdown(c->fd, SHUT_WR);
+  start_linger(*c, now_ns() + kLingerNs);
   lingering_.push_back(c);
 }
 

@@ -22,7 +22,7 @@ namespace duet::server {
 
 class Server;
 
-class IoThread {
+class IoThread final : public RequestSink {
  public:
   IoThread(Server* srv, unsigned index);
   ~IoThread();
@@ -50,9 +50,9 @@ class IoThread {
   void accept_all();
   void on_readable(Conn* c);
   void process_input(Conn* c);
-  /// Runs or routes one request; def is its command (null: unknown); arrival_ns is when its
-  /// input was taken (the start of its latency).
-  void dispatch(Conn* c, const CommandDef* def, Args args, std::uint64_t arrival_ns);
+  /// Runs or routes one request (RequestSink); def is its command (null: unknown); arrival_ns
+  /// is when its input was taken (the start of its latency).
+  void on_request(Conn& c, const CommandDef* def, Args args, std::uint64_t arrival_ns) override;
   void dispatch_keys(Conn* c, PendingReply* r, const CommandDef& def, Args args);
   void run_local(Conn* c, PendingReply* r, const CommandDef& def, Args args);
   void route(KeyOp* op);
@@ -60,8 +60,6 @@ class IoThread {
   void complete(KeyOp* op, std::string& part);
   KeyOp* new_op();
   void free_op(KeyOp* op);
-  std::unique_ptr<PendingReply> new_reply();
-  void free_reply(std::unique_ptr<PendingReply> r);
   void mark_dirty(Conn* c);
   void flush(Conn* c);
   void close_conn(Conn* c);
@@ -69,10 +67,8 @@ class IoThread {
   /// Registers EPOLLIN unless the client's unsent output is over kMaxPendingOutput, and
   /// EPOLLOUT while output is pending.
   void update_events(Conn* c);
-  /// Closes a connection whose last replies are out. If the client may still be sending, shuts
-  /// our sending side and drains its input (for at most kLingerNs) before closing: closing with
-  /// unread input makes the kernel send a reset, which can destroy the error reply the client
-  /// has not read yet.
+  /// Closes a connection whose last replies are out; if the client may still be sending, first
+  /// lingers (start_linger) for at most kLingerNs.
   void finish_close(Conn* c);
   void expire_lingering();
   static constexpr std::uint64_t kLingerNs = 2'000'000'000;
@@ -97,7 +93,7 @@ class IoThread {
   std::vector<Conn*> dirty_, to_free_;
   std::vector<Conn*> lingering_;  ///< connections in a lingering close, checked each loop pass
   std::vector<KeyOp*> op_pool_;
-  std::vector<std::unique_ptr<PendingReply>> reply_pool_;
+  ReplyPool reply_pool_;
   std::unordered_set<Conn*> conns_;
   KeyBatchRunner runner_;
 };
