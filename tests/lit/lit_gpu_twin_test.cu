@@ -75,8 +75,10 @@ TEST_P(GpuLitTwin, SameOutcomesAsTheCpuTwin) {
     ASSERT_TRUE(testing::same_outcome(on_gpu, on_cpu, true)) << sh.name << " batch " << i;
     ASSERT_TRUE(testing::same_outcome(on_cpu, model.run(b))) << sh.name << " batch " << i;
   }
-  EXPECT_EQ(testing::dump(*gpu, 0, sh.keys - 1), testing::dump(*cpu, 0, sh.keys - 1));
-  EXPECT_EQ(testing::dump(*gpu, 0, sh.keys - 1), model.range(0, sh.keys - 1));
+  // Each map is dumped once: a dump runs range batches, which count in the epoch compared below.
+  const auto on_gpu = testing::dump(*gpu, 0, sh.keys - 1);
+  EXPECT_EQ(on_gpu, testing::dump(*cpu, 0, sh.keys - 1));
+  EXPECT_EQ(on_gpu, model.range(0, sh.keys - 1));
   EXPECT_EQ(gpu->stats().epoch, cpu->stats().epoch);
 }
 
