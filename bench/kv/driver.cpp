@@ -55,6 +55,10 @@ struct Shared {
   std::atomic<std::uint64_t> budget{0};
   std::atomic<bool> stop{false};
   std::atomic<bool> go{false};
+  std::atomic<unsigned> ready{0};          ///< clients that have generated their streams
+  bool replay = false;                     ///< clients replay pre-generated streams
+  std::uint64_t base_insert = 0;           ///< first key number inserts of this phase use
+  std::atomic<std::uint64_t> max_own_inserts{0};  ///< most inserts one client's stream holds
   std::atomic<bool> shifted{false};
   std::uint64_t start_ns = 0;
   std::uint64_t window_ns = 0;
@@ -99,6 +103,33 @@ void client(Shared* sh, unsigned tid, ClientOut* out) {
                                                                          static_cast<double>(sh->window_ns))) + 2);
   const bool ops_bound = spec.ops > 0;
   bool shifted = false;
+
+  // A replayed phase: this client's requests, generated now, before the start. Entry =
+  // (kind << 62) | key number. Inserts take key numbers base + tid + threads * i, and reads of
+  // the latest distribution see the inserts the client's position implies (its own count times
+  // the thread count), so nothing depends on how fast the system runs.
+  const unsigned threads = std::max(1u, spec.threads);
+  std::vector<std::uint64_t> stream;
+  std::uint64_t mine = 0;
+  if (sh->replay) {
+    mine = spec.ops / threads + (tid < spec.ops % threads ? 1 : 0);
+    stream.resize(static_cast<std::size_t>(std::min<std::uint64_t>(mine, std::max<std::size_t>(1, spec.stream_cap))));
+    const std::uint64_t base_acked = sh->state->acked.load();
+    std::uint64_t own_inserts = 0;
+    for (std::uint64_t& e : stream) {
+      const OpKind k = spec.workload.pick(rng);
+      std::uint64_t key;
+      if (k == OpKind::kInsert) key = sh->base_insert + tid + threads * own_inserts++;
+      else key = chooser.next(rng, base_acked + own_inserts * threads);
+      e = (static_cast<std::uint64_t>(k) << 62) | key;
+    }
+    std::uint64_t seen = sh->max_own_inserts.load();
+    while (own_inserts > seen && !sh->max_own_inserts.compare_exchange_weak(seen, own_inserts)) {
+    }
+  }
+  std::size_t stream_pos = 0;
+  std::uint64_t issued = 0;
+  sh->ready.fetch_add(1, std::memory_order_acq_rel);
 
   // Waits for slot b's batch and records its outcomes.
   auto complete = [&](ClientBatch& b) {
@@ -152,8 +183,11 @@ void client(Shared* sh, unsigned tid, ClientOut* out) {
     ClientBatch& b = slots[turn % depth];
     if (b.in_flight) complete(b);
     if (sh->stop.load(std::memory_order_relaxed)) break;
-    const std::size_t n = ops_bound ? claim(&sh->budget, batch) : batch;
+    const std::size_t n = sh->replay ? static_cast<std::size_t>(std::min<std::uint64_t>(batch, mine - issued))
+                          : ops_bound ? claim(&sh->budget, batch)
+                                      : batch;
     if (n == 0) break;
+    issued += n;
     if (spec.timeline && !shifted && sh->shifted.load(std::memory_order_relaxed)) {
       shifted = true;
       chooser.set_shift(spec.shift, spec.shift_span);
@@ -172,18 +206,29 @@ void client(Shared* sh, unsigned tid, ClientOut* out) {
     pending.swap(next_pending);
     const std::uint64_t inserted = sh->state->acked.load(std::memory_order_relaxed);
     for (; i < n; ++i) {
-      const OpKind k = spec.workload.pick(rng);
+      OpKind k;
+      std::uint64_t replayed_key = 0;
+      if (sh->replay) {
+        const std::uint64_t e = stream[stream_pos];
+        stream_pos = stream_pos + 1 == stream.size() ? 0 : stream_pos + 1;
+        k = static_cast<OpKind>(e >> 62);
+        replayed_key = e & ((std::uint64_t{1} << 62) - 1);
+      } else {
+        k = spec.workload.pick(rng);
+      }
       b.kind[i] = k;
       switch (k) {
         case OpKind::kRead:
         case OpKind::kRmw:
-          b.key_num[i] = chooser.next(rng, inserted);
+          b.key_num[i] = sh->replay ? replayed_key : chooser.next(rng, inserted);
           b.reqs[i].op = KvRequest::Op::kGet;
           b.reqs[i].value = {};
           break;
         case OpKind::kUpdate:
         case OpKind::kInsert:
-          if (k == OpKind::kInsert) {
+          if (sh->replay) {
+            b.key_num[i] = replayed_key;  // inserts were numbered when the stream was made
+          } else if (k == OpKind::kInsert) {
             b.key_num[i] = sh->state->next_insert.fetch_add(1, std::memory_order_relaxed);
             ++inserts;
           } else {
@@ -291,6 +336,8 @@ PhaseResult run_phase(KvSystem& system, KeyState* state, const PhaseSpec& spec) 
   sh.system = &system;
   sh.state = state;
   sh.budget.store(spec.ops);
+  sh.replay = spec.ops > 0 && !spec.timeline;
+  sh.base_insert = state->next_insert.load();
   sh.window_ns = static_cast<std::uint64_t>(spec.window_ms * 1e6);
   if (sh.window_ns == 0) sh.window_ns = 1;
   // One generator for the whole range, copied by every thread, so zeta is computed once.
@@ -310,6 +357,8 @@ PhaseResult run_phase(KvSystem& system, KeyState* state, const PhaseSpec& spec) 
   const double duration = spec.timeline ? spec.pre_shift_s + spec.seconds : spec.seconds;
   Progress progress(spec.label, spec.ops, duration);
   PhaseResult res;
+  // The clock starts once every client has generated its stream.
+  while (sh.ready.load(std::memory_order_acquire) < threads) std::this_thread::sleep_for(std::chrono::microseconds(200));
   sh.start_ns = now_ns();
   sh.go.store(true, std::memory_order_release);
   const auto tick = std::chrono::milliseconds(spec.timeline ? 5 : 20);
@@ -335,6 +384,12 @@ PhaseResult run_phase(KvSystem& system, KeyState* state, const PhaseSpec& spec) 
     if (spec.ops == 0 && elapsed >= duration) sh.stop.store(true);
   }
   for (std::thread& t : clients) t.join();
+  if (sh.replay) {  // every insert of the streams has been answered
+    const std::uint64_t next = sh.base_insert + sh.max_own_inserts.load() * threads;
+    state->next_insert.store(std::max(state->next_insert.load(), next));
+    state->acked.store(std::max(state->acked.load(), next));
+  }
+  res.replayed = sh.replay;
   std::uint64_t end_ns = sh.start_ns;
   for (const auto& o : outs) end_ns = std::max(end_ns, o->end_ns);
   res.wall_s = static_cast<double>(end_ns - sh.start_ns) * 1e-9;

@@ -43,6 +43,12 @@ struct PhaseSpec {
   unsigned threads = 1;
   std::uint64_t seed = 0;
   std::uint64_t ops = 0;          ///< requests to run in all; 0: run for `seconds`
+  /// Ops-bound phases (ops > 0, no timeline) replay a request stream each client generates
+  /// before the start: its operation kinds and keys depend only on (seed, client, spec), so
+  /// every system executes the same requests in the same order, and generation stays out of
+  /// the measurement. A client's stream holds at most this many requests and is cycled when it
+  /// runs more (64 MiB per client at the default).
+  std::size_t stream_cap = std::size_t{1} << 23;
   double seconds = 0;
   bool record = true;             ///< keep latency histograms (off for warm-up)
   bool show_progress = true;
@@ -84,8 +90,9 @@ struct PhaseResult {
   std::string first_error;
   std::uint64_t wrong_values = 0;   ///< GET results / previous values not written for their key
   double wall_s = 0;
-  double ops_per_s = 0;             ///< sum over threads of requests / time inside execute
-  double ops_per_s_wall = 0;        ///< requests / wall time (generation included)
+  double ops_per_s = 0;             ///< inside the store: sum over threads of requests / time inside submit+finish
+  double ops_per_s_wall = 0;        ///< requests / wall time from the start to the last answer (the headline)
+  bool replayed = false;            ///< the phase replayed pre-generated request streams
   LatencyHistogram hist[kOpClasses][kPaths];
   // Timeline only.
   double window_s = 0;

@@ -46,8 +46,12 @@ libcuckoo). Prints a table and writes JSON to --out.
                            rw and value-size sweeps, as in KVCG's figures)
   --key-range N            keys are drawn from [0, N) (default 10^9)
   --prefill N              keys 0..N-1 are inserted before measuring (default 10^7)
-  --ops N                  measured requests per run (default: run for --seconds)
-  --seconds S              length of a run when --ops is not given (default 10)
+  --ops N                  measured requests per run (default 5*10^7), split evenly over the client
+                           threads; each thread replays a request stream generated before the
+                           start from the seed, so every system runs the same requests in the
+                           same order (up to 2^23 per thread, cycled beyond)
+  --seconds S              run for S seconds instead (requests generated while running, so
+                           faster systems run more and different requests; model-change: default 10)
   --warmup N               requests before each measured point (default 5*10^6); kvcg's model
                            is trained on them and installed with switch_model()
   --threads N              client threads (default: hardware threads)
@@ -214,6 +218,9 @@ bool parse_options(int argc, char** argv, Options* o, bool* help, std::string* e
     if (!have_interval) o->switch_interval_ms = 300;
     if (!have_pre) o->pre_shift_s = 0.3;
   }
+  // Ops-bound by default, so that every system does the same work; --seconds asks for time.
+  if (!have_ops && !have_seconds && o->experiment != Experiment::kModelChange && o->ops == 0) o->ops = 50'000'000;
+  if (have_ops && have_seconds) return fail("--ops and --seconds exclude each other");
   if (o->prefill > o->key_range) return fail("--prefill must not exceed --key-range");
   if (o->experiment == Experiment::kModelChange && have_ops)
     return fail("--ops does not apply to model-change, which runs for --seconds");
@@ -311,7 +318,12 @@ Json Options::to_json() const {
   c.set("latency",
         "duet systems: request's done_ns - batch start; peers: per element (element end - previous "
         "element end); histogram buckets 1/32 of an octave");
-  c.set("throughput", "sum over client threads of requests / time inside execute (generation excluded)");
+  c.set("throughput",
+        "ops_per_s: wall clock, requests / time from the start to the last answer; ops_per_s_inside_store: sum "
+        "over client threads of requests / time inside submit and finish");
+  c.set("requests",
+        ops ? "every system replays the same pre-generated request streams (per client thread, from the seed)"
+            : "generated while running (time-bound runs: faster systems run more requests)");
   return c;
 }
 
