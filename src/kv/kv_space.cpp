@@ -296,6 +296,9 @@ void KvSpaceImpl::start_round(InFlight& f) {
   if (auto* hook = round_entry_hook.load(std::memory_order_relaxed)) hook();
 #endif
   const RouterModel* model = models_[f.ticket.epoch & 1].load(std::memory_order_acquire);
+  // A model with nothing hot (an untrained one, a uniform workload, all-cold) routes every
+  // request cold: no per-request lookup (a virtual call, a hash and a bitmap read each).
+  const bool any_hot = model->hot_units() != 0;
   const bool learned = cfg_.router.mode == RouterMode::kLearned;
   const std::uint32_t sample_every = std::max<std::uint32_t>(cfg_.router.sample_every, 1);
   thread_local std::uint32_t sample_tick = 0;
@@ -313,7 +316,7 @@ void KvSpaceImpl::start_round(InFlight& f) {
       sample_tick = 0;
       shadow_.sample(ikey);
     }
-    if (model->hot(ikey)) {
+    if (any_hot && model->hot(ikey)) {
       KvRequest& r = f.batch[i];
       if (r.op == KvRequest::Op::kGet) {  // answer hot hits now: cheap, and the latency that matters
         std::uint64_t h;

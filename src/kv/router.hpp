@@ -20,7 +20,8 @@ class RouterModel {
   virtual bool hot(std::uint64_t ikey) const = 0;
   /// For INFO and logs, e.g. "histogram(bins=1048576, threshold=0.0001, hot_bins=12)".
   virtual std::string describe() const = 0;
-  /// Units (bins) classified hot.
+  /// Units (bins) classified hot; 0 promises that hot() is false for every key (the router
+  /// then skips the per-request lookup).
   virtual std::uint64_t hot_units() const = 0;
   /// Agreement in [0, 1] with another model (1: identical). For the histogram: of this
   /// model's training requests that either model routes hot, the share both route alike, so
