@@ -310,11 +310,18 @@ void KvSpaceImpl::start_round(InFlight& f) {
 
   // Route; the cold part goes to the Canonical Store at once, so the GPU works while this
   // thread answers the hot part.
+  // Samples are added to the shadow counts in groups, whose counter misses overlap.
+  std::uint64_t samples[ShadowCounts::kManyMax];
+  std::size_t nsamples = 0;
   for (std::uint32_t i : f.pending) {
     const std::uint64_t ikey = f.ikeys[i];
     if (learned && !f.sampled && ++sample_tick >= sample_every) {
       sample_tick = 0;
-      shadow_.sample(ikey);
+      samples[nsamples++] = ikey;
+      if (nsamples == ShadowCounts::kManyMax) {
+        shadow_.sample_many(samples, nsamples);
+        nsamples = 0;
+      }
     }
     if (any_hot && model->hot(ikey)) {
       KvRequest& r = f.batch[i];
@@ -339,6 +346,7 @@ void KvSpaceImpl::start_round(InFlight& f) {
       f.cold_idx.push_back(i);
     }
   }
+  if (nsamples) shadow_.sample_many(samples, nsamples);
   f.sampled = true;  // each request is sampled once, in its first round
   auto send = [&](RequestGroup& g) {  // the group holds the epoch until the store has run it
     gate_.hold(f.ticket);

@@ -15,13 +15,6 @@ namespace {
 constexpr double kMinHotSamples = 4;
 }  // namespace
 
-std::uint32_t bin_of(std::uint64_t ikey, std::uint32_t bins) {
-  std::uint64_t x = ikey * 0x9E3779B97F4A7C15ULL;
-  x ^= x >> 29;
-  x *= 0xBF58476D1CE4E5B9ULL;
-  x ^= x >> 32;
-  return static_cast<std::uint32_t>((static_cast<unsigned __int128>(x) * bins) >> 64);
-}
 
 ShadowCounts::ShadowCounts(std::uint32_t bins)
     : bins_(bins), counts_(std::make_unique<std::atomic<std::uint32_t>[]>(bins)) {

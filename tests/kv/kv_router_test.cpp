@@ -2,6 +2,7 @@
 // and the striped epoch gate that a model switch drains (sched/epoch_gate.hpp).
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <thread>
 #include <vector>
 
@@ -17,6 +18,18 @@ using sched::EpochGate;
 std::uint64_t key_in_bin(std::uint32_t b, std::uint32_t bins) {
   for (std::uint64_t k = 0;; ++k)
     if (bin_of(k, bins) == b) return k;
+}
+
+TEST(ShadowCounts, SampleManyCountsEveryKeyOnceAndTakeZeroes) {
+  ShadowCounts counts(1000);
+  std::vector<std::uint64_t> keys;
+  for (std::uint64_t k = 0; k < 300; ++k) keys.push_back(k % 7 == 0 ? 42 : k * 977);
+  std::vector<std::uint32_t> want(1000, 0);
+  for (std::uint64_t k : keys) ++want[bin_of(k, 1000)];
+  for (std::size_t at = 0; at < keys.size(); at += ShadowCounts::kManyMax)
+    counts.sample_many(keys.data() + at, std::min(ShadowCounts::kManyMax, keys.size() - at));
+  EXPECT_EQ(counts.take(), want);
+  EXPECT_EQ(counts.take(), std::vector<std::uint32_t>(1000, 0));
 }
 
 TEST(HistogramModel, ABinNeedsItsShareAndAtLeastFourSamples) {
