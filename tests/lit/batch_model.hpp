@@ -322,6 +322,21 @@ struct Mix {
   std::uint64_t max_len = 300;      ///< range lengths drawn from [0, max_len]
 };
 
+/// A mix over keys [0, keys) with `outside` = keys (a key outside the universe for bad
+/// requests), and the given sizes, share of repeated keys, range lengths and bad percent.
+inline Mix mix_for(std::uint64_t keys, std::size_t points, std::size_t ranges, unsigned duplicates,
+                   std::uint64_t max_len, unsigned bad = 1) {
+  Mix m;
+  m.key_hi = keys;
+  m.outside = keys;
+  m.points = points;
+  m.ranges = ranges;
+  m.duplicates = duplicates;
+  m.max_len = max_len;
+  m.bad = bad;
+  return m;
+}
+
 /// A random batch: ops by weight, some keys repeated within the batch, some bad requests, and
 /// ranges with some inverted or outside the universe (when m.outside is set).
 inline Batch random_batch(std::mt19937_64& rng, const Mix& m, std::uint64_t limit = 0) {

@@ -41,17 +41,6 @@ struct Shape {
 /// Names a shape in gtest's messages.
 void PrintTo(const Shape& s, std::ostream* os) { *os << s.name; }
 
-Mix mix_of(std::uint64_t keys, std::size_t points, std::size_t ranges, unsigned duplicates, std::uint64_t max_len) {
-  Mix m;
-  m.key_hi = keys;
-  m.outside = keys;
-  m.points = points;
-  m.ranges = ranges;
-  m.duplicates = duplicates;
-  m.max_len = max_len;
-  return m;
-}
-
 class GpuLitTwin : public ::testing::TestWithParam<Shape> {};
 
 TEST_P(GpuLitTwin, SameOutcomesAsTheCpuTwin) {
@@ -86,13 +75,13 @@ INSTANTIATE_TEST_SUITE_P(
     Shapes, GpuLitTwin,
     ::testing::Values(
         // Uniform keys, one node per bucket: the combined 32-update path and packed range walks.
-        Shape{"uniform", 200000, 10, mix_of(200000, 20000, 2000, 5, 300), 30},
+        Shape{"uniform", 200000, 10, testing::mix_for(200000, 20000, 2000, 5, 300), 30},
         // A few wide buckets: nodes split, chains form, updates go through the copy-on-write path.
-        Shape{"chained", 10000, 2500, mix_of(10000, 3000, 300, 10, 4000), 25},
+        Shape{"chained", 10000, 2500, testing::mix_for(10000, 3000, 300, 10, 4000), 25},
         // Sixty-four keys, thousands of requests each: runs of one bucket cross many warps' windows.
-        Shape{"hot", 64, 8, mix_of(64, 20000, 200, 60, 64), 20},
+        Shape{"hot", 64, 8, testing::mix_for(64, 20000, 200, 60, 64), 20},
         // Large batches over many buckets: every warp of the grid busy, long ranges over chains.
-        Shape{"large", 1000000, 40, mix_of(1000000, 1 << 18, 1 << 14, 2, 500), 6}),
+        Shape{"large", 1000000, 40, testing::mix_for(1000000, 1 << 18, 1 << 14, 2, 500), 6}),
     [](const ::testing::TestParamInfo<Shape>& info) { return std::string(info.param.name); });
 
 /// execute_resident on both: device arrays for the GPU map, host arrays for the CPU twin, and the
@@ -104,7 +93,7 @@ TEST(GpuLitTwinResident, SameResultsFromMapMemory) {
   ASSERT_TRUE(make_gpu_batch_map(c, &gpu).ok());
   ASSERT_TRUE(make_cpu_batch_map(c, &cpu).ok());
   std::mt19937_64 rng(11);
-  const Mix m = mix_of(50000, 4000, 400, 10, 500);
+  const Mix m = testing::mix_for(50000, 4000, 400, 10, 500);
   for (int i = 0; i < 10; ++i) {
     const Batch b = testing::random_batch(rng, m);
     const std::size_t n = b.points.size(), nr = b.ranges.size();

@@ -156,18 +156,6 @@ struct Shape {
 /// Names a shape in gtest's messages.
 void PrintTo(const Shape& s, std::ostream* os) { *os << s.name; }
 
-Mix small_mix(std::uint64_t keys, std::size_t points, std::size_t ranges, unsigned duplicates, std::uint64_t max_len) {
-  Mix m;
-  m.key_hi = keys;
-  m.outside = keys;
-  m.points = points;
-  m.ranges = ranges;
-  m.duplicates = duplicates;
-  m.max_len = max_len;
-  m.bad = 3;
-  return m;
-}
-
 class LitBatchWarp : public ::testing::TestWithParam<Shape> {};
 
 TEST_P(LitBatchWarp, SameOutcomesAsTheCpuTwin) {
@@ -194,11 +182,11 @@ INSTANTIATE_TEST_SUITE_P(
     Shapes, LitBatchWarp,
     ::testing::Values(
         // One node per bucket: combined runs, packed range rounds over many buckets.
-        Shape{"uniform", 4000, 10, 0, 2, small_mix(4000, 300, 30, 5, 200), 6},
+        Shape{"uniform", 4000, 10, 0, 2, testing::mix_for(4000, 300, 30, 5, 200, 3), 6},
         // Wide buckets: splits of full nodes, chains, the one-by-one path after a combined run.
-        Shape{"chained", 2000, 1000, 0, 3, small_mix(2000, 300, 20, 10, 1500), 6},
+        Shape{"chained", 2000, 1000, 0, 3, testing::mix_for(2000, 300, 20, 10, 1500, 3), 6},
         // Few keys, many requests each: runs longer than a window, owned across warps.
-        Shape{"hot", 48, 8, 0, 2, small_mix(48, 400, 10, 60, 48), 5}),
+        Shape{"hot", 48, 8, 0, 2, testing::mix_for(48, 400, 10, 60, 48, 3), 5}),
     [](const ::testing::TestParamInfo<Shape>& info) { return std::string(info.param.name); });
 
 // A pool too small for a batch: requests that find it exhausted (one by one, or a whole
