@@ -321,10 +321,8 @@ void IoThread::on_request(Conn& conn, const CommandDef* def, Args args, std::uin
   c->session.info->last_cmd.store(def->name, std::memory_order_relaxed);
   if (!arity_ok(*def, args.size()))
     return fail("ERR wrong number of arguments for '" + std::string(def->name) + "' command");
-  if (def->kinds != kAnyKind) {
-    const std::string e = kind_error(*def, c->session.db, srv_->database_kind(c->session.db));
-    if (!e.empty()) return fail(e);
-  }
+  if (const KeyspaceKind kind = srv_->database_kind(c->session.db); !(def->kinds & kind_bit(kind)))
+    return fail(kind_error(*def, c->session.db, kind));
   if (def->is_key_command()) dispatch_keys(c, rp, *def, args);
   else run_local(c, rp, *def, args);
 }

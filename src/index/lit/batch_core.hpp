@@ -141,6 +141,18 @@ struct View {
   std::uint64_t pmin, width, umin, umax;
 };
 
+/// Sets a view's shape (root size, pool size, prediction, universe) from a checked batch
+/// configuration; the arrays are the backend's to set. Host code.
+template <class Config>
+inline void set_shape(View& v, const Config& c, std::uint64_t nbuckets, std::uint64_t capacity) {
+  v.nbuckets = nbuckets;
+  v.capacity = capacity;
+  v.pmin = c.predicted_min;
+  v.width = c.bucket_width;
+  v.umin = c.universe_min;
+  v.umax = c.universe_max;
+}
+
 // ------------------------------------------------------------------------ groups and slots
 
 /// The near copy of a node's keys or values: slot i is pair i.

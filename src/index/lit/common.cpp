@@ -42,6 +42,16 @@ Status check_batch_args(const PointBatch& p, const PointResults& r, const RangeB
   return Status::Ok();
 }
 
+void size_range_results(RangeResults* rr, std::size_t nr, std::uint64_t total, std::uint64_t snapshot) {
+  rr->snapshot = snapshot;
+  rr->offsets.assign(nr + 1, 0);
+  rr->status.assign(nr, BatchStatus::kOk);
+  rr->more.assign(nr, 0);
+  rr->resume.assign(nr, 0);
+  rr->keys.resize(total);
+  rr->values.resize(total);
+}
+
 }  // namespace detail
 
 Status check_config(const BatchConfig& c) {

@@ -4,6 +4,7 @@
 // both of its backends. The outcome names are next to them, in common.cpp.
 #pragma once
 
+#include <cstddef>
 #include <cstdint>
 
 #include "duet/status.hpp"
@@ -12,6 +13,7 @@ namespace duet::lit {
 struct PointBatch;
 struct PointResults;
 struct RangeBatch;
+struct RangeResults;
 }  // namespace duet::lit
 
 namespace duet::lit::detail {
@@ -34,5 +36,10 @@ Status check_common_fields(const Config& c) {
 /// or a range batch comes without a place for its results; otherwise Ok.
 Status check_batch_args(const PointBatch& points, const PointResults& results, const RangeBatch* ranges,
                         bool have_range_out);
+
+/// Sizes host range results for nr queries and total entries, as both backends' execute()
+/// return them: offsets n + 1 zeros, status kOk, more and resume 0, keys and values `total`
+/// entries; snapshot set. The caller fills them from the run.
+void size_range_results(RangeResults* rr, std::size_t nr, std::uint64_t total, std::uint64_t snapshot);
 
 }  // namespace duet::lit::detail

@@ -50,12 +50,7 @@ class CpuBatchMap final : public BatchMap {
       return Status::ResourceExhausted("lit: cannot map host memory for " + std::to_string(nbuckets_) +
                                        " buckets and " + std::to_string(capacity_) + " nodes");
     view_.pool = &pool_;
-    view_.nbuckets = nbuckets_;
-    view_.capacity = capacity_;
-    view_.pmin = config_.predicted_min;
-    view_.width = config_.bucket_width;
-    view_.umin = config_.universe_min;
-    view_.umax = config_.universe_max;
+    core::set_shape(view_, config_, nbuckets_, capacity_);
     workers_.parallel_for(nbuckets_, std::size_t{1} << 16, [&](std::size_t b, std::size_t e, unsigned) {
       for (std::size_t i = b; i < e; ++i) view_.buckets[i] = core::empty_word();
     });
@@ -98,19 +93,17 @@ class CpuBatchMap final : public BatchMap {
     if (!run.ok() && run.code() != StatusCode::kResourceExhausted) return run;
     if (rr) {
       const std::size_t nr = ranges ? ranges->n : 0;
-      rr->snapshot = dr.snapshot;
-      rr->offsets.assign(nr + 1, 0);
-      rr->status.assign(nr, BatchStatus::kOk);
-      rr->more.assign(nr, 0);
-      rr->resume.assign(nr, 0);
+      detail::size_range_results(rr, nr, dr.total, dr.snapshot);
       if (nr && dr.offsets) {
         std::copy(dr.offsets, dr.offsets + nr + 1, rr->offsets.begin());
         std::copy(dr.status, dr.status + nr, rr->status.begin());
         std::copy(dr.more, dr.more + nr, rr->more.begin());
         std::copy(dr.resume, dr.resume + nr, rr->resume.begin());
       }
-      rr->keys.assign(dr.keys, dr.keys + dr.total);
-      rr->values.assign(dr.values, dr.values + dr.total);
+      if (dr.total) {
+        std::copy(dr.keys, dr.keys + dr.total, rr->keys.begin());
+        std::copy(dr.values, dr.values + dr.total, rr->values.begin());
+      }
     }
     return run;
   }

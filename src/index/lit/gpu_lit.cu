@@ -134,12 +134,7 @@ class GpuMapImpl final : public GpuMap {
     nbuckets_ = layout.buckets;
     capacity_ = layout.node_capacity;
     DUET_CUDA_TRY(cudaStreamCreateWithFlags(&stream_, cudaStreamNonBlocking));
-    view_.nbuckets = nbuckets_;
-    view_.capacity = capacity_;
-    view_.pmin = config_.predicted_min;
-    view_.width = config_.bucket_width;
-    view_.umin = config_.universe_min;
-    view_.umax = config_.universe_max;
+    core::set_shape(view_, config_, nbuckets_, capacity_);
     DUET_CUDA_TRY(cudaMalloc(&view_.buckets, nbuckets_ * 8));
     DUET_CUDA_TRY(cudaMalloc(&view_.nodes, capacity_ * sizeof(Node)));
     DUET_CUDA_TRY(cudaMalloc(&view_.free_list, capacity_ * 4));
@@ -219,13 +214,7 @@ class GpuMapImpl final : public GpuMap {
       DUET_CUDA_TRY(cudaMemcpyAsync(results.out, dres.out, np * 8, cudaMemcpyDeviceToHost, stream_));
     }
     if (rr) {
-      rr->snapshot = dr.snapshot;
-      rr->offsets.assign(nr + 1, 0);
-      rr->status.assign(nr, GpuStatus::kOk);
-      rr->more.assign(nr, 0);
-      rr->resume.assign(nr, 0);
-      rr->keys.resize(dr.total);
-      rr->values.resize(dr.total);
+      detail::size_range_results(rr, nr, dr.total, dr.snapshot);
       if (nr && dr.offsets) {
         DUET_CUDA_TRY(cudaMemcpyAsync(rr->offsets.data(), dr.offsets, (nr + 1) * 8, cudaMemcpyDeviceToHost, stream_));
         DUET_CUDA_TRY(cudaMemcpyAsync(rr->status.data(), dr.status, nr, cudaMemcpyDeviceToHost, stream_));
