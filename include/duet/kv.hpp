@@ -165,6 +165,15 @@ class KvSpace : public Keyspace {
   /// Completes a batch from submit() on this keyspace; returns as execute() does.
   /// kInvalidArgument for a null handle or one from another keyspace.
   virtual Status finish(std::unique_ptr<KvInFlight> batch);
+  /// Whether finish(batch) would find the Canonical Store's answers already there: a cheap,
+  /// non-blocking test, for a caller that keeps batches in flight and does other work until
+  /// one is ready. finish() may still run a short retry round (hot updates whose key had to be
+  /// loaded). Call from the thread that holds the handle. The default (whose submit() ran the
+  /// batch at once) is always true.
+  virtual bool ready(const KvInFlight& batch) const {
+    (void)batch;
+    return true;
+  }
   // size() and scan() are Keyspace's. A `kv` keyspace counts keys from the outcomes of writes;
   // scan's cursor 0 first writes the Hot Cache's pending updates to the Canonical Store
   // (checkpoint()), and each call costs up to max(16384, 64 * count) slab reads (fewer once

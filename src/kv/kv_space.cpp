@@ -52,6 +52,7 @@ Status KvSpaceImpl::open(std::string name, const StoreConfig& cfg, std::unique_p
   const std::size_t aggregate = cfg.max_aggregate ? cfg.max_aggregate : gpu ? (1u << 16) : (1u << 12);
   Status st = CanonicalStore::open(std::move(map), orchestrators, aggregate, &s->store_);
   if (!st.ok()) return st;
+  s->inline_store_ = orchestrators == 0;
   std::unique_ptr<RouterModel> initial;
   switch (cfg.router.mode) {
     case RouterMode::kAllHot: initial = std::make_unique<ConstantModel>(true); break;
@@ -189,6 +190,14 @@ Status KvSpaceImpl::finish(std::unique_ptr<KvInFlight> handle) {
   const std::shared_ptr<KvSpaceImpl> keep = std::move(f->keep);
   if (t_inflight_cache.size() < 64) t_inflight_cache.push_back(std::move(handle));
   return s;
+}
+
+bool KvSpaceImpl::ready(const KvInFlight& handle) const {
+  const auto& f = static_cast<const InFlight&>(handle);
+  if (f.owner != this || inline_store_ || f.pending.empty()) return true;
+  // A submitted group's done turns 2 once its orchestrator no longer touches it (wait()'s test).
+  auto done = [](const RequestGroup& g) { return g.size() == 0 || g.done.load(std::memory_order_acquire) == 2; };
+  return done(f.cold) && done(f.loads);
 }
 
 void KvSpaceImpl::prepare(InFlight& f, std::span<KvRequest> batch, std::span<KvTrace> trace) {

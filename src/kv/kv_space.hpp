@@ -61,6 +61,7 @@ class KvSpaceImpl final : public KvSpace, public std::enable_shared_from_this<Kv
   Status execute(std::span<KvRequest> batch, std::span<KvTrace> trace = {}) override;
   std::unique_ptr<KvInFlight> submit(std::span<KvRequest> batch, std::span<KvTrace> trace = {}) override;
   Status finish(std::unique_ptr<KvInFlight> batch) override;
+  bool ready(const KvInFlight& batch) const override;
   KvStats stats() const override;
   std::uint64_t size() const override;
   Status scan(std::uint64_t cursor, std::size_t count, std::vector<std::string>* keys, std::uint64_t* next) override;
@@ -109,6 +110,7 @@ class KvSpaceImpl final : public KvSpace, public std::enable_shared_from_this<Kv
   KeyDictionary dict_;
   HotCache hot_;
   std::unique_ptr<CanonicalStore> store_;
+  bool inline_store_ = false;  ///< the store runs groups in submit() (no orchestrators): always ready
   ShadowCounts shadow_;
   std::atomic<double> threshold_;
   sched::EpochGate gate_;
