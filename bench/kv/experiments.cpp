@@ -95,7 +95,7 @@ Json point_record(const Options& o, const std::string& system, bool duet_system,
   j.set("value_bytes", static_cast<std::uint64_t>(p.value_bytes));
   // The router threshold means something for kvcg only; a router_only sweep measures the
   // other systems once, as references, without one.
-  j.set("threshold", system == "kvcg" ? Json(p.threshold) : Json());
+  j.set("threshold", is_learned_system(system) ? Json(p.threshold) : Json());
   j.set("sweep", p.sweep.empty() ? Json() : Json(p.sweep));
   j.set("batch", static_cast<std::uint64_t>(o.batch));
   j.set("threads", o.threads);
@@ -169,7 +169,8 @@ void emit_point(const Options& o, const std::string& system, bool duet_system, c
     std::snprintf(hit, sizeof hit, "GET hits %.2f", static_cast<double>(found) / static_cast<double>(gets));
     note = hit;
   }
-  if (system == "kvcg") note += (note.empty() ? "" : ", ") + std::to_string(st.hot_bins) + " hot bins";
+  if (is_learned_system(system)) note += (note.empty() ? "" : ", ") + std::to_string(st.hot_bins) + " hot bins";
+  if (system == "kvcg-auto") note += ", routing " + st.router_choice;
   if (!verified) note += note.empty() ? "UNVERIFIED" : ", UNVERIFIED";
 
   for (const PathSel& ps : paths) {
@@ -179,7 +180,7 @@ void emit_point(const Options& o, const std::string& system, bool duet_system, c
       if (!total && s.count == 0) continue;
       Json j = point_record(o, system, duet_system, p, cs.name, ps.name, "summary");
       // Systems a router_only sweep does not change are measured once, as references.
-      if (p.router_only && system != "kvcg") j.set("reference", true);
+      if (p.router_only && !is_learned_system(system)) j.set("reference", true);
       else if (!p.sweep.empty()) j.set("sweep_value", p.value);
       set_slice(&j, s, static_cast<unsigned>(runs.size()));
       if (total) {
@@ -197,6 +198,11 @@ void emit_point(const Options& o, const std::string& system, bool duet_system, c
           j.set("last_switch_us", st.last_switch_us);
           j.set("store_backend", st.store_backend);
           j.set("router_model", st.router_model);
+          j.set("router_choice", st.router_choice);
+          j.set("router_probes", st.router_probes);
+          j.set("router_choice_changes", st.router_choice_changes);
+          j.set("learned_us_per_request", st.learned_us_per_request);
+          j.set("all_cold_us_per_request", st.all_cold_us_per_request);
         }
       }
       if (duet_system && total) {
@@ -278,7 +284,7 @@ bool open_and_prefill(const Options& o, const std::string& name, const Point& p,
 bool run_system(const Options& o, const std::string& name, const std::vector<Point>& points, RunOutput* out,
                 std::string* error) {
   const SystemInfo* info = find_kv_system(name);
-  const bool kvcg = name == "kvcg";
+  const bool kvcg = is_learned_system(name);
   std::unique_ptr<KvSystem> sys;
   std::unique_ptr<KeyState> state;
   std::size_t current_vb = 0;
@@ -287,7 +293,7 @@ bool run_system(const Options& o, const std::string& name, const std::vector<Poi
     const Point& p = points[pi];
     if (p.router_only && !kvcg && reference_done) continue;
     if (!sys || p.value_bytes != current_vb) {
-      if (!open_and_prefill(o, name, p, false, &sys, &state, out, error)) return false;
+      if (!open_and_prefill(o, name, p, name == "kvcg-auto", &sys, &state, out, error)) return false;
       current_vb = p.value_bytes;
     }
     duet::KvSpace* space = sys->space();

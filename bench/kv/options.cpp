@@ -63,7 +63,9 @@ libcuckoo). Prints a table and writes JSON to --out.
   --orchestrators N        Duet's orchestrator threads (default: 4 with a GPU, 0 on the CPU)
   --max-aggregate N        Duet's largest aggregated batch (default: 65536 GPU, 4096 CPU)
   --value-bytes N          bytes per written value, >= 8 (default 8)
-  --systems LIST           kvcg,kvc,kvg,tbb,libcuckoo (default: all built in)
+  --systems LIST           kvcg,kvcg-auto,kvc,kvg,tbb,libcuckoo (default: all built in);
+                           kvcg-auto is kvcg with the keyspace's defaults: automatic model
+                           switches and adaptive routing (all-cold while that is faster)
   --device auto|cpu|gpu    where the Canonical Store runs (default auto)
   --threshold X            kvcg router threshold (default 1.3e-05)
   --experiment NAME        none|theta-sweep|hot-fraction-sweep|rw-sweep|value-size-sweep|

@@ -47,6 +47,7 @@ duet::Status KvSystem::finish(std::unique_ptr<duet::KvInFlight> batch) {
 const std::vector<SystemInfo>& kv_systems() {
   static const std::vector<SystemInfo> systems = {
       {"kvcg", true, true, ""},
+      {"kvcg-auto", true, true, ""},
       {"kvc", true, true, ""},
       {"kvg", true, true, ""},
 #if DUET_BENCH_KV_HAVE_TBB
@@ -80,7 +81,7 @@ duet::Status make_kv_system(const std::string& name, const SystemSpec& spec, std
     cfg.orchestrators = spec.orchestrators;
     cfg.max_aggregate = spec.max_aggregate;
     cfg.expected_keys = std::max<std::uint64_t>(spec.expected_keys, 1024);
-    cfg.router.mode = name == "kvcg"  ? duet::RouterMode::kLearned
+    cfg.router.mode = is_learned_system(name) ? duet::RouterMode::kLearned
                       : name == "kvc" ? duet::RouterMode::kAllHot
                                       : duet::RouterMode::kAllCold;
     cfg.router.threshold = spec.threshold;

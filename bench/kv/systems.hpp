@@ -47,7 +47,7 @@ class KvSystem {
 
 /// The systems this benchmark knows, in run order.
 struct SystemInfo {
-  std::string name;            ///< "kvcg", "kvc", "kvg", "tbb", "libcuckoo"
+  std::string name;            ///< "kvcg", "kvcg-auto", "kvc", "kvg", "tbb", "libcuckoo"
   bool duet;                   ///< a Duet kv keyspace (router mode decides the variant)
   bool available;              ///< compiled into this binary
   std::string missing_reason;  ///< why not, when unavailable
@@ -56,6 +56,11 @@ struct SystemInfo {
 const std::vector<SystemInfo>& kv_systems();
 /// The entry of kv_systems() named `name`, or null.
 const SystemInfo* find_kv_system(const std::string& name);
+
+/// True for the systems with a learned router: kvcg (models installed by the benchmark only)
+/// and kvcg-auto (the keyspace's defaults: automatic switches and adaptive routing, which may
+/// route everything cold when that is faster).
+inline bool is_learned_system(const std::string& name) { return name == "kvcg" || name == "kvcg-auto"; }
 
 /// How to build one system.
 struct SystemSpec {

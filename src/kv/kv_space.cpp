@@ -1,5 +1,6 @@
 #include "kv/kv_space.hpp"
 
+#include <algorithm>
 #include <chrono>
 #include <functional>
 #include <optional>
@@ -27,8 +28,10 @@ lslab::Op to_lslab(KvRequest::Op op) {
 #if DUET_CHECKS
 namespace {
 std::atomic<void (*)()> round_entry_hook{nullptr};
+std::atomic<void (*)(bool)> route_hook{nullptr};
 }  // namespace
 void set_round_entry_hook(void (*hook)()) { round_entry_hook.store(hook); }
+void set_route_hook(void (*hook)(bool)) { route_hook.store(hook); }
 #endif
 
 // ---------------------------------------------------------------------------------------------
@@ -42,7 +45,13 @@ KvSpaceImpl::KvSpaceImpl(std::string name, const StoreConfig& cfg, std::shared_p
       dict_(budget_),
       hot_(cfg.hot_cache_entries),
       shadow_(cfg.router.bins),
-      threshold_(cfg.router.threshold) {}
+      threshold_(cfg.router.threshold),
+      adaptive_(cfg.router.mode == RouterMode::kLearned && cfg.router.auto_switch && cfg.router.adapt_interval_ms > 0),
+      chooser_(ModeChooser::Settings{
+          .interval_ns = std::uint64_t{cfg.router.adapt_interval_ms} * 1'000'000,
+          .window_ns = std::uint64_t{std::max<std::uint32_t>(cfg.router.adapt_window_ms, 1)} * 1'000'000,
+          .settle_ns = std::uint64_t{std::max<std::uint32_t>(cfg.router.adapt_window_ms / 5, 1)} * 1'000'000,
+      }) {}
 
 Status KvSpaceImpl::open(std::string name, const StoreConfig& cfg, std::unique_ptr<lslab::Map> map,
                          std::shared_ptr<StoreResources> shared, std::unique_ptr<KvSpaceImpl>* out) {
@@ -129,7 +138,7 @@ class KvSpaceImpl::InFlight final : public KvInFlight {
   std::span<KvTrace> trace;  ///< empty, or one entry per request
   std::vector<std::uint64_t> ikeys, handles;
   std::vector<std::uint8_t> owned;  ///< the request holds a value block not yet published
-  std::vector<std::uint32_t> pending, next, hot;
+  std::vector<std::uint32_t> pending, next, unadmitted;
   RequestGroup cold, loads;
   std::vector<std::uint32_t> cold_idx, load_idx;
   std::vector<std::uint8_t> load_for_update;
@@ -139,7 +148,8 @@ class KvSpaceImpl::InFlight final : public KvInFlight {
   sched::EpochGate::Ticket ticket;  ///< this round's hold on the model epoch
   Status first_error;
   std::uint64_t n_hot = 0, n_miss = 0, n_cold = 0, retired_bytes = 0;
-  bool sampled = false;
+  std::uint64_t start_ns = 0;  ///< when the batch was started (adaptive routing's latency)
+  bool fresh = false;  ///< the first round: requests are admitted and sampled as they are routed
 
   void fail(std::uint32_t i, Status s) {
     if (first_error.ok()) first_error = s;
@@ -176,6 +186,7 @@ std::unique_ptr<KvSpaceImpl::InFlight> KvSpaceImpl::start(std::span<KvRequest> b
     f = std::make_unique<InFlight>();
   }
   f->owner = this;
+  f->start_ns = adaptive_ ? now_ns() : 0;
   prepare(*f, batch, trace);
   if (!f->pending.empty()) start_round(*f);
   return f;
@@ -208,9 +219,10 @@ void KvSpaceImpl::prepare(InFlight& f, std::span<KvRequest> batch, std::span<KvT
   f.handles.resize(n);
   f.owned.assign(n, 0);
   f.pending.clear();
+  f.unadmitted.clear();
   f.first_error = Status::Ok();
   f.n_hot = f.n_miss = f.n_cold = f.retired_bytes = 0;
-  f.sampled = false;
+  f.fresh = true;
   f.part = participants_.acquire(&f.pslot);
   if (!trace.empty() && trace.size() != n) {
     f.trace = {};
@@ -223,70 +235,75 @@ void KvSpaceImpl::prepare(InFlight& f, std::span<KvRequest> batch, std::span<KvT
     }
     return;
   }
-  // Keys that need the dictionary cost a cache miss or two each; start loading a few keys
-  // ahead so that the misses overlap.
-  constexpr std::uint32_t kPrefetchAhead = 8;
-  auto prefetch = [&](std::uint32_t j) {
-    std::uint64_t unused;
-    if (j < n && !inline_key(batch[j].key, &unused)) dict_.prefetch(batch[j].key);
-  };
-  for (std::uint32_t j = 0; j < kPrefetchAhead; ++j) prefetch(j);
-  for (std::uint32_t i = 0; i < n; ++i) {
-    prefetch(i + kPrefetchAhead);
-    KvRequest& r = batch[i];
-    r.status = Status::Ok();
-    r.found = false;
-    r.result.clear();
-    if (!trace.empty()) trace[i] = KvTrace{};
-    if (r.op != KvRequest::Op::kGet && r.op != KvRequest::Op::kPut && r.op != KvRequest::Op::kDelete) {
-      f.fail(i, Status::InvalidArgument("unknown operation"));
-      continue;
-    }
-    if (r.key.size() > cfg_.limits.max_key_bytes) {
-      f.fail(i, Status::TooLarge("key of " + std::to_string(r.key.size()) + " bytes is over the limit of " +
-                                 std::to_string(cfg_.limits.max_key_bytes)));
-      continue;
-    }
-    if (r.op == KvRequest::Op::kPut && r.value.size() > cfg_.limits.max_value_bytes) {
-      f.fail(i, Status::TooLarge("value of " + std::to_string(r.value.size()) + " bytes is over the limit of " +
-                                 std::to_string(cfg_.limits.max_value_bytes)));
-      continue;
-    }
-    bool exists = true;
-    Status s = index_key(dict_, r.key, r.op == KvRequest::Op::kPut, &f.ikeys[i], &exists);
-    if (!s.ok()) {
-      f.fail(i, s);
-      continue;
-    }
-    if (!exists) {  // a long key never written: absent without asking anyone (it has no index
-                    // key to route; all-hot reports it hot, the other modes cold)
-      if (!trace.empty()) f.answered(i, cfg_.router.mode == RouterMode::kAllHot ? KvPath::kHot : KvPath::kCold, now_ns());
-      continue;
-    }
-    if (r.op == KvRequest::Op::kPut) {
-      s = make_value(r.value, budget_, &f.handles[i]);
-      // Over budget: blocks replaced earlier may be waiting for their epoch. Advance it
-      // (three attempts: a block is freed two epochs after its retirement) and try again.
-      for (int attempt = 0; !s.ok() && s.code() == StatusCode::kResourceExhausted && attempt < 3; ++attempt) {
-        f.part->collect();
-        participants_.collect_idle();
-        s = make_value(r.value, budget_, &f.handles[i]);
-      }
-      if (!s.ok()) {
-        f.fail(i, s);
-        continue;
-      }
-      f.owned[i] = is_block(f.handles[i]);
-    } else {
-      f.handles[i] = 0;
-    }
-    f.pending.push_back(i);
+  f.pending.resize(n);
+  for (std::uint32_t i = 0; i < n; ++i) f.pending[i] = i;
+}
+
+bool KvSpaceImpl::admit(InFlight& f, std::uint32_t i) {
+  KvRequest& r = f.batch[i];
+  r.status = Status::Ok();
+  r.found = false;
+  r.result.clear();
+  if (!f.trace.empty()) f.trace[i] = KvTrace{};
+  if (r.op != KvRequest::Op::kGet && r.op != KvRequest::Op::kPut && r.op != KvRequest::Op::kDelete) {
+    f.fail(i, Status::InvalidArgument("unknown operation"));
+    return false;
   }
+  if (r.key.size() > cfg_.limits.max_key_bytes) {
+    f.fail(i, Status::TooLarge("key of " + std::to_string(r.key.size()) + " bytes is over the limit of " +
+                               std::to_string(cfg_.limits.max_key_bytes)));
+    return false;
+  }
+  if (r.op == KvRequest::Op::kPut && r.value.size() > cfg_.limits.max_value_bytes) {
+    f.fail(i, Status::TooLarge("value of " + std::to_string(r.value.size()) + " bytes is over the limit of " +
+                               std::to_string(cfg_.limits.max_value_bytes)));
+    return false;
+  }
+  bool exists = true;
+  Status s = index_key(dict_, r.key, r.op == KvRequest::Op::kPut, &f.ikeys[i], &exists);
+  if (!s.ok()) {
+    f.fail(i, s);
+    return false;
+  }
+  if (!exists) {  // a long key never written: absent without asking anyone (it has no index
+                  // key to route; all-hot reports it hot, the other modes cold)
+    if (!f.trace.empty())
+      f.answered(i, cfg_.router.mode == RouterMode::kAllHot ? KvPath::kHot : KvPath::kCold, now_ns());
+    return false;
+  }
+  f.handles[i] = 0;
+  if (r.op != KvRequest::Op::kPut) return true;
+  s = make_value(r.value, budget_, &f.handles[i]);
+  if (!s.ok()) {
+    // Over budget: blocks replaced earlier may be waiting for their epoch, which this round's
+    // pin holds back. Try again after the round, unpinned (admit_waiting).
+    if (s.code() == StatusCode::kResourceExhausted) f.unadmitted.push_back(i);
+    else f.fail(i, s);
+    return false;
+  }
+  f.owned[i] = is_block(f.handles[i]);
+  return true;
+}
+
+bool KvSpaceImpl::admit_waiting(InFlight& f, std::uint32_t i) {
+  Status s = make_value(f.batch[i].value, budget_, &f.handles[i]);
+  // Advance the epochs (three attempts: a block is freed two epochs after its retirement)
+  // and try again.
+  for (int attempt = 0; !s.ok() && s.code() == StatusCode::kResourceExhausted && attempt < 3; ++attempt) {
+    f.part->collect();
+    participants_.collect_idle();
+    s = make_value(f.batch[i].value, budget_, &f.handles[i]);
+  }
+  if (!s.ok()) {
+    f.fail(i, s);
+    return false;
+  }
+  f.owned[i] = is_block(f.handles[i]);
+  return true;
 }
 
 void KvSpaceImpl::start_round(InFlight& f) {
   f.next.clear();
-  f.hot.clear();
   f.cold.clear();
   f.loads.clear();
   f.cold_idx.clear();
@@ -308,23 +325,59 @@ void KvSpaceImpl::start_round(InFlight& f) {
   // A model with nothing hot (an untrained one, a uniform workload, all-cold) routes every
   // request cold: no per-request lookup (a virtual call, a hash and a bitmap read each).
   const bool any_hot = model->hot_units() != 0;
-  const bool learned = cfg_.router.mode == RouterMode::kLearned;
+#if DUET_CHECKS
+  if (auto* hook = route_hook.load(std::memory_order_relaxed)) hook(any_hot);
+#endif
+  const bool fresh = f.fresh;
+  f.fresh = false;
+  // Each request is sampled once, in its first round.
+  const bool sampling = fresh && cfg_.router.mode == RouterMode::kLearned;
   const std::uint32_t sample_every = std::max<std::uint32_t>(cfg_.router.sample_every, 1);
   thread_local std::uint32_t sample_tick = 0;
-  // Traced hot answers are stamped once, when the round's routing ends (a clock read per
-  // request cost a few percent of a GET).
-  constexpr std::uint64_t kStampAtRoundEnd = ~std::uint64_t{0};
-  const bool traced = !f.trace.empty();
-  std::size_t unstamped = 0;
-
-  // Route; the cold part goes to the Canonical Store at once, so the GPU works while this
-  // thread answers the hot part.
   // Samples are added to the shadow counts in groups, whose counter misses overlap.
   std::uint64_t samples[ShadowCounts::kManyMax];
   std::size_t nsamples = 0;
-  for (std::uint32_t i : f.pending) {
+  // Traced hot answers are stamped per group of kStampGroup routed requests, one clock read
+  // each (a read per request cost a few percent of a GET), so a hot answer waits neither for
+  // the cold part nor for the routing of more than a group of requests after it.
+  constexpr std::size_t kStampGroup = 32;
+  const bool traced = !f.trace.empty();
+  std::uint32_t unstamped[kStampGroup];
+  std::size_t nunstamped = 0;
+  auto stamp = [&] {
+    if (nunstamped == 0) return;
+    const std::uint64_t t = now_ns();
+    for (std::size_t j = 0; j < nunstamped; ++j) f.trace[unstamped[j]].done_ns = t;
+    nunstamped = 0;
+  };
+  auto answered_hot = [&](std::uint32_t i) {
+    ++f.n_hot;
+    if (!traced) return;
+    f.trace[i].path = KvPath::kHot;
+    unstamped[nunstamped++] = i;
+  };
+  // Keys that need the dictionary cost a cache miss or two each; start loading a few keys
+  // ahead so that the misses overlap.
+  constexpr std::size_t kPrefetchAhead = 8;
+  const std::size_t npending = f.pending.size();
+  auto prefetch = [&](std::size_t k) {
+    std::uint64_t unused;
+    if (k < npending && !inline_key(f.batch[f.pending[k]].key, &unused)) dict_.prefetch(f.batch[f.pending[k]].key);
+  };
+  if (fresh)
+    for (std::size_t k = 0; k < kPrefetchAhead; ++k) prefetch(k);
+
+  // One pass: admit (first round), sample, route; hot requests are answered here, cold ones
+  // and loads go to the Canonical Store as one group each when the pass ends.
+  for (std::size_t k = 0; k < npending; ++k) {
+    if (k % kStampGroup == 0) stamp();
+    const std::uint32_t i = f.pending[k];
+    if (fresh) {
+      prefetch(k + kPrefetchAhead);
+      if (!admit(f, i)) continue;
+    }
     const std::uint64_t ikey = f.ikeys[i];
-    if (learned && !f.sampled && ++sample_tick >= sample_every) {
+    if (sampling && ++sample_tick >= sample_every) {
       sample_tick = 0;
       samples[nsamples++] = ikey;
       if (nsamples == ShadowCounts::kManyMax) {
@@ -332,46 +385,25 @@ void KvSpaceImpl::start_round(InFlight& f) {
         nsamples = 0;
       }
     }
-    if (any_hot && model->hot(ikey)) {
-      KvRequest& r = f.batch[i];
-      if (r.op == KvRequest::Op::kGet) {  // answer hot hits now: cheap, and the latency that matters
-        std::uint64_t h;
-        const HotCache::Found found = hot_.get(ikey, &h);
-        if (found == HotCache::Found::kValue) check_found_value(h, f.part, "a hot read of the Hot Cache");
-        if (found != HotCache::Found::kMiss) {
-          r.found = found == HotCache::Found::kValue;
-          if (r.found) append_value(h, &r.result);
-          if (traced) {
-            f.trace[i] = KvTrace{KvPath::kHot, kStampAtRoundEnd};
-            ++unstamped;
-          }
-          ++f.n_hot;
-          continue;
-        }
-      }
-      f.hot.push_back(i);  // a miss or an update: after the cold group is on its way
-    } else {
-      f.cold.add(to_lslab(f.batch[i].op), ikey, f.handles[i]);
-      f.cold_idx.push_back(i);
-    }
-  }
-  if (nsamples) shadow_.sample_many(samples, nsamples);
-  f.sampled = true;  // each request is sampled once, in its first round
-  auto send = [&](RequestGroup& g) {  // the group holds the epoch until the store has run it
-    gate_.hold(f.ticket);
-    g.gate = &gate_;
-    g.gate_ticket = f.ticket;
-    store_->submit(g);
-  };
-  if (f.cold.size() > 0) send(f.cold);
-
-  const bool blocked = blocked_.load(std::memory_order_seq_cst);
-  for (std::uint32_t i : f.hot) {
     KvRequest& r = f.batch[i];
-    const std::uint64_t ikey = f.ikeys[i];
+    if (!(any_hot && model->hot(ikey))) {
+      f.cold.add(to_lslab(r.op), ikey, f.handles[i]);
+      f.cold_idx.push_back(i);
+      continue;
+    }
     if (traced) f.trace[i].path = KvPath::kHot;
-    if (r.op == KvRequest::Op::kGet) {  // missed in the routing pass: load it
-      if (blocked) {
+    if (r.op == KvRequest::Op::kGet) {
+      std::uint64_t h;
+      const HotCache::Found found = hot_.get(ikey, &h);
+      if (found == HotCache::Found::kValue) check_found_value(h, f.part, "a hot read of the Hot Cache");
+      if (found != HotCache::Found::kMiss) {
+        r.found = found == HotCache::Found::kValue;
+        if (r.found) append_value(h, &r.result);
+        answered_hot(i);
+        continue;
+      }
+      // Not resident: load it (unless a switch blocks loads: then in the next round).
+      if (blocked_.load(std::memory_order_seq_cst)) {
         f.next.push_back(i);
       } else {
         f.loads.add(lslab::Op::kGet, ikey, 0);
@@ -381,7 +413,7 @@ void KvSpaceImpl::start_round(InFlight& f) {
       continue;
     }
     // A hot update: registered as a writer so a switch can wait for it.
-    if (blocked) {
+    if (blocked_.load(std::memory_order_seq_cst)) {
       f.next.push_back(i);
       continue;
     }
@@ -393,10 +425,9 @@ void KvSpaceImpl::start_round(InFlight& f) {
     }
     std::uint64_t prev = 0;
     bool prev_owned = false;
-    const HotCache::Found found =
-        hot_.update(ikey, r.op == KvRequest::Op::kDelete, f.handles[i], &prev, &prev_owned);
+    const HotCache::Found found = hot_.update(ikey, r.op == KvRequest::Op::kDelete, f.handles[i], &prev, &prev_owned);
     hot_writers_.add(-1);
-    if (found == HotCache::Found::kMiss) {
+    if (found == HotCache::Found::kMiss) {  // not resident: load it, then retry the update
       f.loads.add(lslab::Op::kGet, ikey, 0);
       f.load_idx.push_back(i);
       f.load_for_update.push_back(1);
@@ -409,19 +440,19 @@ void KvSpaceImpl::start_round(InFlight& f) {
       if (r.want_previous) append_value(prev, &r.result);
       if (prev_owned && is_block(prev)) f.retire_block(prev, "a hot write replacing a dirty value");
     }
-    if (traced) {
-      f.trace[i].done_ns = kStampAtRoundEnd;
-      ++unstamped;
-    }
-    ++f.n_hot;
+    answered_hot(i);
   }
+  stamp();
+  if (nsamples) shadow_.sample_many(samples, nsamples);
+  auto send = [&](RequestGroup& g) {  // the group holds the epoch until the store has run it
+    gate_.hold(f.ticket);
+    g.gate = &gate_;
+    g.gate_ticket = f.ticket;
+    store_->submit(g);
+  };
+  if (f.cold.size() > 0) send(f.cold);
   if (f.loads.size() > 0) send(f.loads);
   gate_.leave(f.ticket);  // routing is done; the groups keep their own holds
-  if (unstamped > 0) {  // one clock read for every traced hot answer of the round
-    const std::uint64_t t = now_ns();
-    for (std::uint32_t i : f.pending)
-      if (f.trace[i].done_ns == kStampAtRoundEnd) f.trace[i].done_ns = t;
-  }
 }
 
 void KvSpaceImpl::complete_round(InFlight& f) {
@@ -496,7 +527,12 @@ void KvSpaceImpl::complete_round(InFlight& f) {
 Status KvSpaceImpl::finish_batch(InFlight& f) {
   if (!f.pending.empty()) {
     complete_round(f);
-    while (!f.next.empty()) {
+    for (;;) {
+      // Writes whose value block waited for the budget, now unpinned and outside the gate.
+      for (std::uint32_t i : f.unadmitted)
+        if (admit_waiting(f, i)) f.next.push_back(i);
+      f.unadmitted.clear();
+      if (f.next.empty()) break;
       // Wait outside the gate while a switch blocks hot updates and loads.
       while (blocked_.load(std::memory_order_acquire)) blocked_.wait(true, std::memory_order_acquire);
       f.pending.swap(f.next);
@@ -521,6 +557,11 @@ Status KvSpaceImpl::finish_batch(InFlight& f) {
   if (f.n_hot) hot_requests_.fetch_add(f.n_hot, std::memory_order_relaxed);
   if (f.n_miss) hot_misses_.fetch_add(f.n_miss, std::memory_order_relaxed);
   if (f.n_cold) cold_requests_.fetch_add(f.n_cold, std::memory_order_relaxed);
+  if (f.start_ns) {  // adaptive routing's measure: every request waited for the whole batch
+    const std::int64_t n = static_cast<std::int64_t>(f.batch.size());
+    latency_ns_.add(static_cast<std::int64_t>(now_ns() - f.start_ns) * n);
+    latency_requests_.add(n);
+  }
   f.owner = nullptr;
   f.batch = {};
   f.trace = {};
@@ -551,7 +592,48 @@ std::unique_ptr<RouterModel> KvSpaceImpl::train_candidate() {
 
 Status KvSpaceImpl::switch_model() {
   std::lock_guard<std::mutex> lk(switch_mutex_);
-  return switch_locked(train_candidate());
+  Status s = switch_locked(train_candidate());
+  // An explicit switch installs the learned model; adaptive routing re-measures from there.
+  if (s.ok() && adaptive_) {
+    chooser_.installed(ModeChooser::Mode::kLearned, now_ns());
+    choice_.store(static_cast<std::uint8_t>(ModeChooser::Mode::kLearned), std::memory_order_relaxed);
+  }
+  return s;
+}
+
+std::unique_ptr<RouterModel> KvSpaceImpl::learned_candidate() {
+  if (parked_ && shadow_.approximate_total() < cfg_.router.train_requests) return std::move(parked_);
+  parked_.reset();
+  return train_candidate();
+}
+
+void KvSpaceImpl::adapt_step() {
+  const RouterModel* live = models_[gate_.epoch().load() & 1].load();
+  // A learned model with nothing hot routes exactly as all-cold does: nothing to compare.
+  if (!chooser_.probing() && chooser_.chosen() == ModeChooser::Mode::kLearned && live->hot_units() == 0) return;
+  const ModeChooser::Action a =
+      chooser_.step(now_ns(), {static_cast<std::uint64_t>(latency_requests_.sum()),
+                               static_cast<std::uint64_t>(latency_ns_.sum())});
+  Status s;
+  if (a == ModeChooser::Action::kInstallAllCold) {
+    if (const auto* learned = dynamic_cast<const HistogramModel*>(live))
+      parked_ = std::make_unique<HistogramModel>(*learned);
+    s = switch_locked(std::make_unique<ConstantModel>(false));
+  } else if (a == ModeChooser::Action::kInstallLearned) {
+    s = switch_locked(learned_candidate());
+  }
+  if (!s.ok()) duet::log(LogLevel::kWarn, "kv '" + name_ + "': adaptive routing's switch failed: " + s.to_string());
+  const std::uint8_t chosen = static_cast<std::uint8_t>(chooser_.chosen());
+  if (choice_.exchange(chosen, std::memory_order_relaxed) != chosen)
+    duet::log(LogLevel::kInfo, "kv '" + name_ + "': routing " + ModeChooser::name(chooser_.chosen()) +
+                                   " (mean latency per request: learned " +
+                                   std::to_string(chooser_.measured_ns(ModeChooser::Mode::kLearned) / 1e3) +
+                                   " us, all-cold " +
+                                   std::to_string(chooser_.measured_ns(ModeChooser::Mode::kAllCold) / 1e3) + " us)");
+  choice_changes_.store(chooser_.changes(), std::memory_order_relaxed);
+  probes_.store(chooser_.probes(), std::memory_order_relaxed);
+  learned_ns_.store(chooser_.measured_ns(ModeChooser::Mode::kLearned), std::memory_order_relaxed);
+  all_cold_ns_.store(chooser_.measured_ns(ModeChooser::Mode::kAllCold), std::memory_order_relaxed);
 }
 
 Status KvSpaceImpl::set_threshold(double threshold) {
@@ -683,7 +765,17 @@ Status KvSpaceImpl::switch_locked(std::unique_ptr<RouterModel> next) {
 
 void KvSpaceImpl::auto_switch_loop() {
   std::unique_lock<std::mutex> lk(auto_m_);
-  while (!auto_cv_.wait_for(lk, std::chrono::milliseconds(20), [&] { return auto_stop_; })) {
+  // Adaptive routing's windows are measured in ticks of a fifth of a window.
+  const auto tick = std::chrono::milliseconds(
+      adaptive_ ? std::clamp<std::uint32_t>(cfg_.router.adapt_window_ms / 5, 1, 20) : 20);
+  while (!auto_cv_.wait_for(lk, tick, [&] { return auto_stop_; })) {
+    if (adaptive_) {
+      std::lock_guard<std::mutex> sl(switch_mutex_);
+      adapt_step();
+      // While a probe runs or all-cold routes, the learned model is not retrained (the
+      // samples keep accumulating for when it returns).
+      if (chooser_.probing() || chooser_.chosen() == ModeChooser::Mode::kAllCold) continue;
+    }
     if (shadow_.approximate_total() < cfg_.router.train_requests) continue;
     std::lock_guard<std::mutex> sl(switch_mutex_);
     if (std::chrono::steady_clock::now() - last_switch_ < std::chrono::milliseconds(cfg_.router.min_switch_interval_ms))
@@ -696,6 +788,7 @@ void KvSpaceImpl::auto_switch_loop() {
     }
     Status s = switch_locked(std::move(candidate));
     if (!s.ok()) duet::log(LogLevel::kWarn, "kv '" + name_ + "': automatic model switch failed: " + s.to_string());
+    else if (adaptive_) chooser_.installed(ModeChooser::Mode::kLearned, now_ns());
   }
 }
 
@@ -718,6 +811,15 @@ KvStats KvSpaceImpl::stats() const {
   s.last_switch_us = last_switch_us_.load(std::memory_order_relaxed);
   s.memory_bytes = budget_->used();
   s.store_backend = store_->backend();
+  if (adaptive_) {
+    s.router_choice = ModeChooser::name(static_cast<ModeChooser::Mode>(choice_.load(std::memory_order_relaxed)));
+    s.router_choice_changes = choice_changes_.load(std::memory_order_relaxed);
+    s.router_probes = probes_.load(std::memory_order_relaxed);
+    s.learned_us_per_request = learned_ns_.load(std::memory_order_relaxed) / 1e3;
+    s.all_cold_us_per_request = all_cold_ns_.load(std::memory_order_relaxed) / 1e3;
+  } else {
+    s.router_choice = router_mode_name(cfg_.router.mode);
+  }
   return s;
 }
 

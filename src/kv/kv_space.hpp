@@ -23,6 +23,7 @@
 #include "kv/encoding.hpp"
 #include "kv/hot_cache.hpp"
 #include "kv/key_dictionary.hpp"
+#include "kv/mode_chooser.hpp"
 #include "kv/router.hpp"
 #include "mem/epoch.hpp"
 #include "mem/participant_pool.hpp"
@@ -36,6 +37,10 @@ namespace duet::kv {
 /// it entered the epoch gate, before it routes, so a test can make rounds slow there and widen
 /// the window between a switch's advance and a straggler's routing.
 void set_round_entry_hook(void (*hook)());
+/// Builds with DUET_CHECKS, for tests: every batch round calls `hook` (null: none) once it
+/// knows whether its model routes anything hot, so a test can make one routing slow and see
+/// adaptive routing move away from it.
+void set_route_hook(void (*hook)(bool any_hot));
 #endif
 
 /// What the keyspaces of a Store share: held by the Store and by every keyspace, so it lives
@@ -77,9 +82,19 @@ class KvSpaceImpl final : public KvSpace, public std::enable_shared_from_this<Kv
   Status set_threshold(double threshold) override;
   /// submit() without taking a share of the keyspace (execute() holds the caller's handle).
   std::unique_ptr<InFlight> start(std::span<KvRequest> batch, std::span<KvTrace> trace);
-  /// Validates and encodes a batch into f; requests that need no store go no further.
+  /// Sets f up for a batch: every request pending and not yet admitted (a trace of the wrong
+  /// size fails them all instead).
   void prepare(InFlight& f, std::span<KvRequest> batch, std::span<KvTrace> trace);
-  /// Enters the gate, routes f.pending, submits the cold group, answers hot requests, submits loads.
+  /// Validates and encodes request i of f (its first round); false when it needs no store
+  /// (failed, or absent without asking) or its value block must wait for the budget (then it
+  /// is on f.unadmitted, for admit_waiting).
+  bool admit(InFlight& f, std::uint32_t i);
+  /// Allocates the value block of a request admit() left waiting, advancing the epochs up to
+  /// three times while the budget is exhausted. Called outside the gate and unpinned.
+  bool admit_waiting(InFlight& f, std::uint32_t i);
+  /// Enters the gate and, request by request, admits (first round), routes and answers hot
+  /// requests from the Hot Cache (hot answers are stamped in groups of kStampGroup, one clock
+  /// read each); then submits the cold group and the loads.
   void start_round(InFlight& f);
   /// Waits for the round's groups, applies their outcomes, leaves the gate; retries go to f.next.
   void complete_round(InFlight& f);
@@ -99,6 +114,11 @@ class KvSpaceImpl final : public KvSpace, public std::enable_shared_from_this<Kv
   /// arrived). Caller holds switch_mutex_.
   std::unique_ptr<RouterModel> train_candidate();
   void auto_switch_loop();
+  /// One step of adaptive routing (auto thread; caller holds switch_mutex_).
+  void adapt_step();
+  /// The learned model to install when adaptive routing returns to it: a fresh one when enough
+  /// samples arrived, else the one parked when all-cold was installed.
+  std::unique_ptr<RouterModel> learned_candidate();
 
   // First, so that it is destroyed last: everything below uses the budget or the epochs.
   const std::shared_ptr<StoreResources> shared_;
@@ -121,6 +141,15 @@ class KvSpaceImpl final : public KvSpace, public std::enable_shared_from_this<Kv
   mem::StripedCounter keys_;         ///< live keys, from writes' outcomes (size())
   mutable std::mutex switch_mutex_;  ///< serializes switches; stats() takes it to read the live model
   std::chrono::steady_clock::time_point last_switch_;
+  // Adaptive routing: batch latencies (recorded only when adaptive_), the chooser (auto thread
+  // only), the learned model parked while all-cold routes, and what stats() reports.
+  const bool adaptive_;
+  mem::StripedCounter latency_requests_, latency_ns_;
+  ModeChooser chooser_;
+  std::unique_ptr<RouterModel> parked_;
+  std::atomic<std::uint8_t> choice_{0};
+  std::atomic<std::uint64_t> choice_changes_{0}, probes_{0};
+  std::atomic<double> learned_ns_{0}, all_cold_ns_{0};
   // Statistics.
   std::atomic<std::uint64_t> hot_requests_{0}, hot_misses_{0}, cold_requests_{0}, switches_{0}, last_switch_us_{0};
   // The automatic switch thread.

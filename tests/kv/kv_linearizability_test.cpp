@@ -374,6 +374,8 @@ struct LinCase {
   int keys = 48;
   std::uint64_t memory_budget_bytes = 0;  ///< 0: the default
   std::uint64_t hot_cache_entries = 256;
+  /// Adaptive routing's probe interval and window in ms (0: the defaults, 10 s and 100 ms).
+  std::uint32_t adapt_ms = 0;
 };
 
 void PrintTo(const LinCase& c, std::ostream* os) { *os << c.name; }
@@ -401,6 +403,7 @@ TEST_P(KvLinearizability, MixedOperationsAreLinearizablePerKey) {
   StoreConfig config = lin_config(lc.mode, lc.auto_switch);
   config.memory_budget_bytes = lc.memory_budget_bytes;
   config.hot_cache_entries = lc.hot_cache_entries;
+  if (lc.adapt_ms) config.router.adapt_interval_ms = config.router.adapt_window_ms = lc.adapt_ms;
   ASSERT_TRUE(duet::kvtest::open_store(config, &store));
   std::shared_ptr<KvSpace> kv;
   ASSERT_TRUE(store->create_kv("lin", &kv).ok());
@@ -440,6 +443,12 @@ TEST_P(KvLinearizability, MixedOperationsAreLinearizablePerKey) {
   if (lc.mode == RouterMode::kLearned) {
     EXPECT_GT(after.hot_requests, 0u) << "no request ran hot: keys never moved";
   }
+  if (lc.adapt_ms) {
+    std::printf("  adaptive routing: %llu probes, %llu changes of choice, now %s\n",
+                static_cast<unsigned long long>(after.router_probes),
+                static_cast<unsigned long long>(after.router_choice_changes), after.router_choice.c_str());
+    EXPECT_GT(after.router_probes, 0u) << "adaptive routing never probed: the case tests nothing";
+  }
   if (lc.mode != RouterMode::kAllHot) {
     EXPECT_GT(after.cold_requests, 0u);
   }
@@ -462,6 +471,10 @@ const LinCase kLinCases[] = {
     {"all_hot_growing_hot_cache", RouterMode::kAllHot, false, 4, 25000, 1000, 2000, 0, 4},
     {"all_hot", RouterMode::kAllHot, false, 4, 25000, 1000},
     {"all_cold", RouterMode::kAllCold, false, 4, 25000, 1000},
+    // Adaptive routing probing every 2 ms (2 ms windows): the learned model and all-cold are
+    // installed in turn dozens of times while clients race on the popular keys; no forced
+    // switches (they would abandon each probe).
+    {"learned_adaptive", RouterMode::kLearned, true, 4, 60000, 0, 48, 0, 256, 2},
 };
 
 INSTANTIATE_TEST_SUITE_P(Router, KvLinearizability, ::testing::ValuesIn(kLinCases),
@@ -504,6 +517,78 @@ TEST(KvLinearizabilitySlowRounds, RoundsDelayedAfterEnteringTheGateStayLineariza
     for (const auto& p : run.problems) ADD_FAILURE() << p;
     EXPECT_GT(run.switches, 10u);
     EXPECT_TRUE(linearizable(run, keys));
+  }
+#endif
+}
+
+// ---- Adaptive routing moves away from the slower routing, and back ------------------------------
+
+// Rounds routed with a model that has hot keys (or, in the second half, rounds routed all-cold)
+// are made slow by the route hook; adaptive routing must choose the other routing, with the
+// contents intact (checked by the history).
+std::atomic<int> slow_routing{-1};  // 1: learned rounds slow; 0: all-cold rounds slow; -1: none
+void slow_route(bool any_hot) {
+  if (slow_routing.load(std::memory_order_relaxed) == static_cast<int>(any_hot))
+    std::this_thread::sleep_for(std::chrono::microseconds(300));
+}
+
+TEST(KvAdaptiveRouting, ChoosesTheFasterRoutingBothWays) {
+  if (!DUET_CHECKS) GTEST_SKIP() << "needs invariant checks (the route hook)";
+#if DUET_CHECKS
+  StoreConfig config = lin_config(RouterMode::kLearned, true);
+  config.router.adapt_interval_ms = 5;
+  config.router.adapt_window_ms = 20;
+  std::unique_ptr<Store> store;
+  ASSERT_TRUE(duet::kvtest::open_store(config, &store));
+  std::shared_ptr<KvSpace> kv;
+  ASSERT_TRUE(store->create_kv("adaptive", &kv).ok());
+  const auto keys = make_keys(48);
+  std::atomic<bool> stop{false};
+  // Closed-loop clients on the popular keys (the first 8), so the learned model has hot keys.
+  std::vector<std::thread> clients;
+  for (int c = 0; c < 2; ++c)
+    clients.emplace_back([&, c] {
+      std::vector<KvRequest> batch(32);
+      std::uint64_t x = 1 + c;
+      while (!stop.load()) {
+        for (auto& r : batch) {
+          x = x * 6364136223846793005ULL + 1442695040888963407ULL;
+          r.op = (x >> 60) == 0 ? KvRequest::Op::kPut : KvRequest::Op::kGet;
+          r.key = keys[(x >> 33) % 8];
+          r.value = "v";
+        }
+        ASSERT_TRUE(kv->execute(batch).ok());
+      }
+    });
+  auto wait_for_choice = [&](const std::string& want) {
+    const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(30);
+    while (kv->stats().router_choice != want && std::chrono::steady_clock::now() < deadline)
+      std::this_thread::sleep_for(std::chrono::milliseconds(5));
+    return kv->stats();
+  };
+  // Wait for a learned model with hot keys, then slow its rounds down.
+  const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(30);
+  while (kv->stats().hot_bins == 0 && std::chrono::steady_clock::now() < deadline)
+    std::this_thread::sleep_for(std::chrono::milliseconds(5));
+  ASSERT_GT(kv->stats().hot_bins, 0u) << "no learned model with hot keys was installed";
+  slow_routing.store(1);
+  const KvStats cold = wait_for_choice("all-cold");
+  EXPECT_EQ(cold.router_choice, "all-cold");
+  EXPECT_GT(cold.learned_us_per_request, cold.all_cold_us_per_request);
+  // Now all-cold rounds are the slow ones: the next probe of the learned model wins.
+  slow_routing.store(0);
+  const KvStats learned = wait_for_choice("learned");
+  EXPECT_EQ(learned.router_choice, "learned");
+  EXPECT_GE(learned.router_choice_changes, 2u);
+  slow_routing.store(-1);
+  stop.store(true);
+  for (auto& t : clients) t.join();
+  // Every key still reads what was last written (each client's writes are "v").
+  for (std::size_t k = 0; k < 8; ++k) {
+    std::string v;
+    bool found = false;
+    ASSERT_TRUE(kv->get(keys[k], &v, &found).ok());
+    if (found) EXPECT_EQ(v, "v");
   }
 #endif
 }

@@ -1,0 +1,65 @@
+#include "kv/mode_chooser.hpp"
+
+namespace duet::kv {
+
+double ModeChooser::mean_since(const Totals& from, const Totals& to) const {
+  const std::uint64_t n = to.requests - from.requests;
+  if (n < s_.min_requests || n == 0) return 0;
+  return static_cast<double>(to.latency_ns - from.latency_ns) / static_cast<double>(n);
+}
+
+void ModeChooser::installed(Mode m, std::uint64_t now) {
+  started_ = true;
+  chosen_ = m;
+  phase_ = Phase::kSteady;
+  until_ = now + s_.settle_ns;
+}
+
+ModeChooser::Action ModeChooser::step(std::uint64_t now, Totals totals) {
+  if (!started_) {  // the first probe after one interval: let the model learn first
+    started_ = true;
+    until_ = now + s_.interval_ns;
+    return Action::kNone;
+  }
+  if (now < until_) return Action::kNone;
+  switch (phase_) {
+    case Phase::kSteady:
+      mark_ = totals;
+      phase_ = Phase::kMeasureChosen;
+      until_ = now + s_.window_ns;
+      return Action::kNone;
+    case Phase::kMeasureChosen:
+      chosen_mean_ = mean_since(mark_, totals);
+      if (chosen_mean_ == 0) {  // too little traffic to compare: nothing to gain now
+        phase_ = Phase::kSteady;
+        until_ = now + s_.interval_ns;
+        ++probes_;
+        return Action::kNone;
+      }
+      measured_[static_cast<int>(chosen_)] = chosen_mean_;
+      phase_ = Phase::kSettleOther;
+      until_ = now + s_.settle_ns;
+      return install(other(chosen_));
+    case Phase::kSettleOther:
+      mark_ = totals;
+      phase_ = Phase::kMeasureOther;
+      until_ = now + s_.window_ns;
+      return Action::kNone;
+    case Phase::kMeasureOther: {
+      const double other_mean = mean_since(mark_, totals);
+      phase_ = Phase::kSteady;
+      until_ = now + s_.interval_ns;
+      ++probes_;
+      if (other_mean > 0) measured_[static_cast<int>(other(chosen_))] = other_mean;
+      if (other_mean > 0 && other_mean < chosen_mean_ * (1.0 - s_.margin)) {
+        chosen_ = other(chosen_);  // the probe won: stay
+        ++changes_;
+        return Action::kNone;
+      }
+      return install(chosen_);  // lost, or too little traffic to tell: back
+    }
+  }
+  return Action::kNone;
+}
+
+}  // namespace duet::kv

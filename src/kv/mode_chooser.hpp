@@ -1,0 +1,77 @@
+// ModeChooser: the kv keyspace's adaptive routing. In the learned mode the keyspace measures
+// whether routing every request to the Canonical Store (all-cold) would serve its callers
+// faster than the learned model, and routes all-cold while it does; it keeps probing, so it
+// also notices the reverse. A pure state machine over time and cumulative latency counters,
+// so its decisions are testable without a store; the keyspace feeds it and carries out what
+// it asks for (KvSpaceImpl::auto_switch_loop).
+//
+// The measure is the mean latency per request of whole batches, call to return (execute(),
+// or submit() to finish()). For callers that keep the same work in flight (closed loops, a
+// fixed pipeline depth), throughput is that work divided by this latency (Little's law), so
+// the lower latency is also the higher throughput; for an open-loop caller below capacity it
+// is the latency it sees.
+#pragma once
+
+#include <cstdint>
+
+namespace duet::kv {
+
+class ModeChooser {
+ public:
+  enum class Mode : std::uint8_t { kLearned = 0, kAllCold = 1 };
+  /// What the keyspace must do after a step.
+  enum class Action : std::uint8_t { kNone = 0, kInstallLearned, kInstallAllCold };
+  struct Settings {
+    std::uint64_t interval_ns = 10'000'000'000;  ///< between probes of the other mode
+    std::uint64_t window_ns = 100'000'000;       ///< each mode is measured this long
+    std::uint64_t settle_ns = 20'000'000;        ///< after a switch, before measuring
+    double margin = 0.05;                        ///< the other mode must be this much faster
+    std::uint64_t min_requests = 512;            ///< fewer in a window: no decision
+  };
+  /// Cumulative counters (never decrease): requests finished and the sum of their latencies.
+  struct Totals {
+    std::uint64_t requests = 0;
+    std::uint64_t latency_ns = 0;
+  };
+
+  explicit ModeChooser(Settings s) : s_(s) {}
+
+  /// Advances to time `now` with the counters' current totals; returns what to install.
+  /// Call it at least every few window_ns / 5 for accurate windows. O(1).
+  Action step(std::uint64_t now, Totals totals);
+  /// Records that the keyspace installed mode m outside a probe (a new learned model, an
+  /// explicit switch): m becomes the choice, a probe in progress is abandoned, and the next
+  /// probe comes after one settle time, since the comparison may have changed.
+  void installed(Mode m, std::uint64_t now);
+  /// The mode currently chosen (during a probe, the mode the probe returns to if it loses).
+  Mode chosen() const { return chosen_; }
+  /// True while a probe is in progress (the keyspace then installs no other model).
+  bool probing() const { return phase_ != Phase::kSteady; }
+  /// The last measured mean latency per request of each mode, in ns (0: not measured yet).
+  double measured_ns(Mode m) const { return measured_[static_cast<int>(m)]; }
+  /// How many probes ended with the other mode chosen.
+  std::uint64_t changes() const { return changes_; }
+  /// Probes completed (decided either way) and probes abandoned for too few requests.
+  std::uint64_t probes() const { return probes_; }
+
+  static Mode other(Mode m) { return m == Mode::kLearned ? Mode::kAllCold : Mode::kLearned; }
+  static const char* name(Mode m) { return m == Mode::kLearned ? "learned" : "all-cold"; }
+
+ private:
+  enum class Phase : std::uint8_t { kSteady, kMeasureChosen, kSettleOther, kMeasureOther };
+  static Action install(Mode m) { return m == Mode::kLearned ? Action::kInstallLearned : Action::kInstallAllCold; }
+  /// Mean latency per request since `from`, or 0 with fewer than min_requests requests.
+  double mean_since(const Totals& from, const Totals& to) const;
+
+  Settings s_;
+  Mode chosen_ = Mode::kLearned;
+  Phase phase_ = Phase::kSteady;
+  bool started_ = false;
+  std::uint64_t until_ = 0;  ///< steady: next probe; other phases: end of the phase
+  Totals mark_;              ///< counters at the start of the window being measured
+  double chosen_mean_ = 0;   ///< the chosen mode's mean in this probe
+  double measured_[2] = {0, 0};
+  std::uint64_t changes_ = 0, probes_ = 0;
+};
+
+}  // namespace duet::kv

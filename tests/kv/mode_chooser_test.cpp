@@ -1,0 +1,144 @@
+// Adaptive routing's decisions (kv/mode_chooser.hpp): a state machine over time and cumulative
+// latency counters, driven here with a synthetic clock and synthetic latencies.
+#include "kv/mode_chooser.hpp"
+
+#include <gtest/gtest.h>
+
+namespace duet::kv {
+namespace {
+
+using Mode = ModeChooser::Mode;
+using Action = ModeChooser::Action;
+
+constexpr std::uint64_t kMs = 1'000'000;
+
+ModeChooser::Settings settings() {
+  ModeChooser::Settings s;
+  s.interval_ns = 1000 * kMs;
+  s.window_ns = 100 * kMs;
+  s.settle_ns = 20 * kMs;
+  s.margin = 0.05;
+  s.min_requests = 512;
+  return s;
+}
+
+/// Drives a chooser in 1 ms ticks over a workload whose mean latency per request depends on
+/// the installed mode, and records the installs it asks for.
+struct Driver {
+  ModeChooser c{settings()};
+  std::uint64_t now = 0;
+  ModeChooser::Totals totals;
+  Mode installed = Mode::kLearned;
+  double ns_per_request[2] = {1000, 1000};
+  std::uint64_t requests_per_ms = 10000;
+  int installs = 0;
+
+  void run_ms(std::uint64_t ms) {
+    for (std::uint64_t k = 0; k < ms; ++k) {
+      now += kMs;
+      totals.requests += requests_per_ms;
+      totals.latency_ns += static_cast<std::uint64_t>(ns_per_request[static_cast<int>(installed)] * requests_per_ms);
+      const Action a = c.step(now, totals);
+      if (a == Action::kInstallLearned) installed = Mode::kLearned, ++installs;
+      if (a == Action::kInstallAllCold) installed = Mode::kAllCold, ++installs;
+    }
+  }
+};
+
+TEST(ModeChooser, NoProbeBeforeTheFirstInterval) {
+  Driver d;
+  d.ns_per_request[1] = 100;  // all-cold far faster, but nothing is measured yet
+  d.run_ms(900);
+  EXPECT_EQ(d.installs, 0);
+  EXPECT_EQ(d.c.probes(), 0u);
+  EXPECT_EQ(d.c.chosen(), Mode::kLearned);
+}
+
+TEST(ModeChooser, MovesToTheFasterModeAndStays) {
+  Driver d;
+  d.ns_per_request[static_cast<int>(Mode::kLearned)] = 2000;
+  d.ns_per_request[static_cast<int>(Mode::kAllCold)] = 1000;
+  d.run_ms(1300);  // the first probe: 1000 ms, measure 100, settle 20, measure 100
+  EXPECT_EQ(d.c.probes(), 1u);
+  EXPECT_EQ(d.c.chosen(), Mode::kAllCold);
+  EXPECT_EQ(d.installed, Mode::kAllCold);
+  EXPECT_EQ(d.installs, 1);
+  EXPECT_EQ(d.c.changes(), 1u);
+  EXPECT_NEAR(d.c.measured_ns(Mode::kLearned), 2000, 1);
+  EXPECT_NEAR(d.c.measured_ns(Mode::kAllCold), 1000, 1);
+  d.run_ms(5000);  // later probes of learned lose: each installs it and goes back
+  EXPECT_EQ(d.c.chosen(), Mode::kAllCold);
+  EXPECT_EQ(d.installed, Mode::kAllCold);
+  EXPECT_GE(d.c.probes(), 4u);
+  EXPECT_EQ(d.c.changes(), 1u);
+}
+
+TEST(ModeChooser, ReturnsWhenTheOtherModeIsSlower) {
+  Driver d;
+  d.ns_per_request[static_cast<int>(Mode::kAllCold)] = 3000;
+  d.run_ms(1300);
+  EXPECT_EQ(d.c.probes(), 1u);
+  EXPECT_EQ(d.c.chosen(), Mode::kLearned);
+  EXPECT_EQ(d.installed, Mode::kLearned);
+  EXPECT_EQ(d.installs, 2);  // all-cold for the probe, then learned again
+  EXPECT_EQ(d.c.changes(), 0u);
+}
+
+TEST(ModeChooser, KeepsTheChoiceWithinTheMargin) {
+  Driver d;
+  d.ns_per_request[static_cast<int>(Mode::kAllCold)] = 970;  // 3% faster: not enough
+  d.run_ms(1300);
+  EXPECT_EQ(d.c.chosen(), Mode::kLearned);
+  EXPECT_EQ(d.installed, Mode::kLearned);
+}
+
+TEST(ModeChooser, NoticesTheReverse) {
+  Driver d;
+  d.ns_per_request[static_cast<int>(Mode::kLearned)] = 2000;
+  d.run_ms(1300);
+  ASSERT_EQ(d.c.chosen(), Mode::kAllCold);
+  // The workload changes: the learned model now wins.
+  d.ns_per_request[static_cast<int>(Mode::kLearned)] = 400;
+  d.run_ms(1300);
+  EXPECT_EQ(d.c.chosen(), Mode::kLearned);
+  EXPECT_EQ(d.installed, Mode::kLearned);
+  EXPECT_EQ(d.c.changes(), 2u);
+}
+
+TEST(ModeChooser, IdleKeyspaceIsNotProbed) {
+  Driver d;
+  d.requests_per_ms = 1;  // 100 requests per window: below min_requests
+  d.ns_per_request[static_cast<int>(Mode::kAllCold)] = 10;
+  d.run_ms(3500);
+  EXPECT_EQ(d.installs, 0);
+  EXPECT_GE(d.c.probes(), 3u);
+  EXPECT_EQ(d.c.chosen(), Mode::kLearned);
+}
+
+TEST(ModeChooser, TooLittleTrafficInTheProbeGoesBack) {
+  Driver d;
+  d.ns_per_request[static_cast<int>(Mode::kAllCold)] = 10;
+  d.run_ms(1121);  // the probe installed all-cold and is measuring it
+  ASSERT_EQ(d.installed, Mode::kAllCold);
+  d.requests_per_ms = 1;  // the traffic stops
+  d.run_ms(200);
+  EXPECT_EQ(d.installed, Mode::kLearned);
+  EXPECT_EQ(d.c.chosen(), Mode::kLearned);
+}
+
+TEST(ModeChooser, AnInstallOutsideTheProbeAbandonsItAndProbesSoon) {
+  Driver d;
+  d.ns_per_request[static_cast<int>(Mode::kLearned)] = 2000;
+  d.run_ms(1050);  // measuring learned
+  ASSERT_TRUE(d.c.probing());
+  d.c.installed(Mode::kLearned, d.now);  // a new learned model
+  EXPECT_FALSE(d.c.probing());
+  d.run_ms(19);
+  EXPECT_EQ(d.installs, 0);
+  d.run_ms(250);  // settle, measure, settle, measure: the probe decides
+  EXPECT_EQ(d.c.chosen(), Mode::kAllCold);
+  EXPECT_EQ(d.installed, Mode::kAllCold);
+}
+
+}  // namespace
+}  // namespace duet::kv
