@@ -203,6 +203,7 @@ void emit_point(const Options& o, const std::string& system, bool duet_system, c
           j.set("router_choice_changes", st.router_choice_changes);
           j.set("learned_us_per_request", st.learned_us_per_request);
           j.set("all_cold_us_per_request", st.all_cold_us_per_request);
+          j.set("all_hot_us_per_request", st.all_hot_us_per_request);
         }
       }
       if (duet_system && total) {

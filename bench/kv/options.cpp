@@ -65,7 +65,7 @@ libcuckoo). Prints a table and writes JSON to --out.
   --value-bytes N          bytes per written value, >= 8 (default 8)
   --systems LIST           kvcg,kvcg-auto,kvc,kvg,tbb,libcuckoo (default: all built in);
                            kvcg-auto is kvcg with the keyspace's defaults: automatic model
-                           switches and adaptive routing (all-cold while that is faster)
+                           switches and adaptive routing (all-cold or all-hot while faster)
   --device auto|cpu|gpu    where the Canonical Store runs (default auto)
   --threshold X            kvcg router threshold (default 1.3e-05)
   --experiment NAME        none|theta-sweep|hot-fraction-sweep|rw-sweep|value-size-sweep|

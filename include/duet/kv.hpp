@@ -57,11 +57,12 @@ struct RouterConfig {
   /// Minimum time between automatic switches, in milliseconds.
   std::uint32_t min_switch_interval_ms = 1000;
   /// Adaptive routing (learned mode with auto_switch): every this many milliseconds the
-  /// keyspace measures its mean latency per request under the learned model and under
-  /// all-cold routing, one window each, and keeps routing all-cold while that is at least 5%
-  /// faster (a GPU store can answer cold requests faster than the cache answers hot ones).
-  /// The chosen mode is KvStats::router_choice. A probe also follows each learned model
-  /// change. 0 turns adaptation off.
+  /// keyspace measures its mean latency per request under the routing in force and under one
+  /// other (all-cold and all-hot in turn), one window each, and keeps the other while it is at
+  /// least 5% faster. A GPU store can answer cold requests faster than the cache answers hot
+  /// ones; a small or uniform working set can be served faster from the Hot Cache alone. The
+  /// choice is KvStats::router_choice. A probe also follows each learned model change. 0
+  /// turns adaptation off.
   std::uint32_t adapt_interval_ms = 10000;
   /// Length of each mode's measuring window in a probe, in milliseconds (>= 1).
   std::uint32_t adapt_window_ms = 100;
@@ -115,14 +116,15 @@ struct KvStats {
   std::uint64_t memory_bytes = 0;       ///< host bytes charged to the budget
   std::string store_backend;            ///< "gpu" or "cpu"
   std::string router_model;             ///< e.g. "histogram(bins=10000, threshold=1.3e-05)"
-  /// The routing the keyspace chose: "learned" or "all-cold" under adaptive routing (see
-  /// RouterConfig::adapt_interval_ms), else the configured mode's name.
+  /// The routing the keyspace chose: "learned", "all-cold" or "all-hot" under adaptive
+  /// routing (see RouterConfig::adapt_interval_ms), else the configured mode's name.
   std::string router_choice;
   std::uint64_t router_choice_changes = 0;  ///< adaptive probes that changed the choice
   std::uint64_t router_probes = 0;          ///< adaptive probes completed
   /// Mean latency per request last measured under each routing by a probe, in µs (0: none yet).
   double learned_us_per_request = 0;
   double all_cold_us_per_request = 0;
+  double all_hot_us_per_request = 0;
 };
 
 // ---- Tuning ---------------------------------------------------------------------------------

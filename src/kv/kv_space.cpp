@@ -609,16 +609,14 @@ std::unique_ptr<RouterModel> KvSpaceImpl::learned_candidate() {
 
 void KvSpaceImpl::adapt_step() {
   const RouterModel* live = models_[gate_.epoch().load() & 1].load();
-  // A learned model with nothing hot routes exactly as all-cold does: nothing to compare.
-  if (!chooser_.probing() && chooser_.chosen() == ModeChooser::Mode::kLearned && live->hot_units() == 0) return;
   const ModeChooser::Action a =
       chooser_.step(now_ns(), {static_cast<std::uint64_t>(latency_requests_.sum()),
                                static_cast<std::uint64_t>(latency_ns_.sum())});
   Status s;
-  if (a == ModeChooser::Action::kInstallAllCold) {
+  if (a == ModeChooser::Action::kInstallAllCold || a == ModeChooser::Action::kInstallAllHot) {
     if (const auto* learned = dynamic_cast<const HistogramModel*>(live))
       parked_ = std::make_unique<HistogramModel>(*learned);
-    s = switch_locked(std::make_unique<ConstantModel>(false));
+    s = switch_locked(std::make_unique<ConstantModel>(a == ModeChooser::Action::kInstallAllHot));
   } else if (a == ModeChooser::Action::kInstallLearned) {
     s = switch_locked(learned_candidate());
   }
@@ -626,14 +624,17 @@ void KvSpaceImpl::adapt_step() {
   const std::uint8_t chosen = static_cast<std::uint8_t>(chooser_.chosen());
   if (choice_.exchange(chosen, std::memory_order_relaxed) != chosen)
     duet::log(LogLevel::kInfo, "kv '" + name_ + "': routing " + ModeChooser::name(chooser_.chosen()) +
-                                   " (mean latency per request: learned " +
+                                   " (mean latency per request last measured: learned " +
                                    std::to_string(chooser_.measured_ns(ModeChooser::Mode::kLearned) / 1e3) +
                                    " us, all-cold " +
-                                   std::to_string(chooser_.measured_ns(ModeChooser::Mode::kAllCold) / 1e3) + " us)");
+                                   std::to_string(chooser_.measured_ns(ModeChooser::Mode::kAllCold) / 1e3) +
+                                   " us, all-hot " +
+                                   std::to_string(chooser_.measured_ns(ModeChooser::Mode::kAllHot) / 1e3) + " us)");
   choice_changes_.store(chooser_.changes(), std::memory_order_relaxed);
   probes_.store(chooser_.probes(), std::memory_order_relaxed);
   learned_ns_.store(chooser_.measured_ns(ModeChooser::Mode::kLearned), std::memory_order_relaxed);
   all_cold_ns_.store(chooser_.measured_ns(ModeChooser::Mode::kAllCold), std::memory_order_relaxed);
+  all_hot_ns_.store(chooser_.measured_ns(ModeChooser::Mode::kAllHot), std::memory_order_relaxed);
 }
 
 Status KvSpaceImpl::set_threshold(double threshold) {
@@ -772,9 +773,9 @@ void KvSpaceImpl::auto_switch_loop() {
     if (adaptive_) {
       std::lock_guard<std::mutex> sl(switch_mutex_);
       adapt_step();
-      // While a probe runs or all-cold routes, the learned model is not retrained (the
-      // samples keep accumulating for when it returns).
-      if (chooser_.probing() || chooser_.chosen() == ModeChooser::Mode::kAllCold) continue;
+      // While a probe runs or a constant routing is chosen, the learned model is not
+      // retrained (the samples keep accumulating for when it returns).
+      if (chooser_.probing() || chooser_.chosen() != ModeChooser::Mode::kLearned) continue;
     }
     if (shadow_.approximate_total() < cfg_.router.train_requests) continue;
     std::lock_guard<std::mutex> sl(switch_mutex_);
@@ -817,6 +818,7 @@ KvStats KvSpaceImpl::stats() const {
     s.router_probes = probes_.load(std::memory_order_relaxed);
     s.learned_us_per_request = learned_ns_.load(std::memory_order_relaxed) / 1e3;
     s.all_cold_us_per_request = all_cold_ns_.load(std::memory_order_relaxed) / 1e3;
+    s.all_hot_us_per_request = all_hot_ns_.load(std::memory_order_relaxed) / 1e3;
   } else {
     s.router_choice = router_mode_name(cfg_.router.mode);
   }

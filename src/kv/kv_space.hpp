@@ -141,15 +141,16 @@ class KvSpaceImpl final : public KvSpace, public std::enable_shared_from_this<Kv
   mem::StripedCounter keys_;         ///< live keys, from writes' outcomes (size())
   mutable std::mutex switch_mutex_;  ///< serializes switches; stats() takes it to read the live model
   std::chrono::steady_clock::time_point last_switch_;
-  // Adaptive routing: batch latencies (recorded only when adaptive_), the chooser (auto thread
-  // only), the learned model parked while all-cold routes, and what stats() reports.
+  // Adaptive routing: batch latencies (recorded only when adaptive_), the chooser (used under
+  // switch_mutex_), the learned model parked while a constant routing is installed, and what
+  // stats() reports.
   const bool adaptive_;
   mem::StripedCounter latency_requests_, latency_ns_;
   ModeChooser chooser_;
   std::unique_ptr<RouterModel> parked_;
   std::atomic<std::uint8_t> choice_{0};
   std::atomic<std::uint64_t> choice_changes_{0}, probes_{0};
-  std::atomic<double> learned_ns_{0}, all_cold_ns_{0};
+  std::atomic<double> learned_ns_{0}, all_cold_ns_{0}, all_hot_ns_{0};
   // Statistics.
   std::atomic<std::uint64_t> hot_requests_{0}, hot_misses_{0}, cold_requests_{0}, switches_{0}, last_switch_us_{0};
   // The automatic switch thread.

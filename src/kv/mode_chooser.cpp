@@ -37,9 +37,11 @@ ModeChooser::Action ModeChooser::step(std::uint64_t now, Totals totals) {
         return Action::kNone;
       }
       measured_[static_cast<int>(chosen_)] = chosen_mean_;
+      // The two modes other than the chosen one, in turn.
+      probed_ = static_cast<Mode>((static_cast<int>(chosen_) + 1 + rotation_++ % 2) % kModes);
       phase_ = Phase::kSettleOther;
       until_ = now + s_.settle_ns;
-      return install(other(chosen_));
+      return install(probed_);
     case Phase::kSettleOther:
       mark_ = totals;
       phase_ = Phase::kMeasureOther;
@@ -50,9 +52,9 @@ ModeChooser::Action ModeChooser::step(std::uint64_t now, Totals totals) {
       phase_ = Phase::kSteady;
       until_ = now + s_.interval_ns;
       ++probes_;
-      if (other_mean > 0) measured_[static_cast<int>(other(chosen_))] = other_mean;
+      if (other_mean > 0) measured_[static_cast<int>(probed_)] = other_mean;
       if (other_mean > 0 && other_mean < chosen_mean_ * (1.0 - s_.margin)) {
-        chosen_ = other(chosen_);  // the probe won: stay
+        chosen_ = probed_;  // the probe won: stay
         ++changes_;
         return Action::kNone;
       }

@@ -1,7 +1,8 @@
 // ModeChooser: the kv keyspace's adaptive routing. In the learned mode the keyspace measures
-// whether routing every request to the Canonical Store (all-cold) would serve its callers
-// faster than the learned model, and routes all-cold while it does; it keeps probing, so it
-// also notices the reverse. A pure state machine over time and cumulative latency counters,
+// whether routing every request to the Canonical Store (all-cold) or every request to the Hot
+// Cache (all-hot: on a GPU, the CPU serves every key it has seen, and misses load from the GPU)
+// would serve its callers faster than the learned model, and routes that way while it does; it
+// keeps probing, so it also notices the reverse. A pure state machine over time and cumulative latency counters,
 // so its decisions are testable without a store; the keyspace feeds it and carries out what
 // it asks for (KvSpaceImpl::auto_switch_loop).
 //
@@ -18,9 +19,10 @@ namespace duet::kv {
 
 class ModeChooser {
  public:
-  enum class Mode : std::uint8_t { kLearned = 0, kAllCold = 1 };
+  enum class Mode : std::uint8_t { kLearned = 0, kAllCold = 1, kAllHot = 2 };
+  static constexpr int kModes = 3;
   /// What the keyspace must do after a step.
-  enum class Action : std::uint8_t { kNone = 0, kInstallLearned, kInstallAllCold };
+  enum class Action : std::uint8_t { kNone = 0, kInstallLearned, kInstallAllCold, kInstallAllHot };
   struct Settings {
     std::uint64_t interval_ns = 10'000'000'000;  ///< between probes of the other mode
     std::uint64_t window_ns = 100'000'000;       ///< each mode is measured this long
@@ -44,6 +46,7 @@ class ModeChooser {
   /// probe comes after one settle time, since the comparison may have changed.
   void installed(Mode m, std::uint64_t now);
   /// The mode currently chosen (during a probe, the mode the probe returns to if it loses).
+  /// Each probe measures the chosen mode and one other, the two others in turn.
   Mode chosen() const { return chosen_; }
   /// True while a probe is in progress (the keyspace then installs no other model).
   bool probing() const { return phase_ != Phase::kSteady; }
@@ -54,23 +57,28 @@ class ModeChooser {
   /// Probes completed (decided either way) and probes abandoned for too few requests.
   std::uint64_t probes() const { return probes_; }
 
-  static Mode other(Mode m) { return m == Mode::kLearned ? Mode::kAllCold : Mode::kLearned; }
-  static const char* name(Mode m) { return m == Mode::kLearned ? "learned" : "all-cold"; }
+  static const char* name(Mode m) {
+    return m == Mode::kLearned ? "learned" : m == Mode::kAllCold ? "all-cold" : "all-hot";
+  }
 
  private:
   enum class Phase : std::uint8_t { kSteady, kMeasureChosen, kSettleOther, kMeasureOther };
-  static Action install(Mode m) { return m == Mode::kLearned ? Action::kInstallLearned : Action::kInstallAllCold; }
+  static Action install(Mode m) {
+    return m == Mode::kLearned ? Action::kInstallLearned : m == Mode::kAllCold ? Action::kInstallAllCold : Action::kInstallAllHot;
+  }
   /// Mean latency per request since `from`, or 0 with fewer than min_requests requests.
   double mean_since(const Totals& from, const Totals& to) const;
 
   Settings s_;
   Mode chosen_ = Mode::kLearned;
+  Mode probed_ = Mode::kAllCold;  ///< the other mode of the current probe
+  std::uint64_t rotation_ = 0;    ///< which of the two others the next probe measures
   Phase phase_ = Phase::kSteady;
   bool started_ = false;
   std::uint64_t until_ = 0;  ///< steady: next probe; other phases: end of the phase
   Totals mark_;              ///< counters at the start of the window being measured
   double chosen_mean_ = 0;   ///< the chosen mode's mean in this probe
-  double measured_[2] = {0, 0};
+  double measured_[kModes] = {0, 0, 0};
   std::uint64_t changes_ = 0, probes_ = 0;
 };
 

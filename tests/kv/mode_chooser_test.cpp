@@ -29,7 +29,7 @@ struct Driver {
   std::uint64_t now = 0;
   ModeChooser::Totals totals;
   Mode installed = Mode::kLearned;
-  double ns_per_request[2] = {1000, 1000};
+  double ns_per_request[ModeChooser::kModes] = {1000, 1000, 1000};
   std::uint64_t requests_per_ms = 10000;
   int installs = 0;
 
@@ -41,6 +41,7 @@ struct Driver {
       const Action a = c.step(now, totals);
       if (a == Action::kInstallLearned) installed = Mode::kLearned, ++installs;
       if (a == Action::kInstallAllCold) installed = Mode::kAllCold, ++installs;
+      if (a == Action::kInstallAllHot) installed = Mode::kAllHot, ++installs;
     }
   }
 };
@@ -58,7 +59,8 @@ TEST(ModeChooser, MovesToTheFasterModeAndStays) {
   Driver d;
   d.ns_per_request[static_cast<int>(Mode::kLearned)] = 2000;
   d.ns_per_request[static_cast<int>(Mode::kAllCold)] = 1000;
-  d.run_ms(1300);  // the first probe: 1000 ms, measure 100, settle 20, measure 100
+  d.ns_per_request[static_cast<int>(Mode::kAllHot)] = 3000;
+  d.run_ms(1300);  // the first probe (of all-cold): 1000 ms, measure 100, settle 20, measure 100
   EXPECT_EQ(d.c.probes(), 1u);
   EXPECT_EQ(d.c.chosen(), Mode::kAllCold);
   EXPECT_EQ(d.installed, Mode::kAllCold);
@@ -66,7 +68,7 @@ TEST(ModeChooser, MovesToTheFasterModeAndStays) {
   EXPECT_EQ(d.c.changes(), 1u);
   EXPECT_NEAR(d.c.measured_ns(Mode::kLearned), 2000, 1);
   EXPECT_NEAR(d.c.measured_ns(Mode::kAllCold), 1000, 1);
-  d.run_ms(5000);  // later probes of learned lose: each installs it and goes back
+  d.run_ms(5000);  // later probes of all-hot and learned lose: each installs one and goes back
   EXPECT_EQ(d.c.chosen(), Mode::kAllCold);
   EXPECT_EQ(d.installed, Mode::kAllCold);
   EXPECT_GE(d.c.probes(), 4u);
@@ -103,6 +105,24 @@ TEST(ModeChooser, NoticesTheReverse) {
   EXPECT_EQ(d.c.chosen(), Mode::kLearned);
   EXPECT_EQ(d.installed, Mode::kLearned);
   EXPECT_EQ(d.c.changes(), 2u);
+}
+
+TEST(ModeChooser, ProbesBothOtherModesInTurn) {
+  Driver d;
+  d.ns_per_request[static_cast<int>(Mode::kAllCold)] = 2000;
+  d.ns_per_request[static_cast<int>(Mode::kAllHot)] = 500;
+  d.run_ms(1300);  // the first probe measures all-cold, which loses
+  EXPECT_EQ(d.c.chosen(), Mode::kLearned);
+  EXPECT_EQ(d.c.measured_ns(Mode::kAllHot), 0);
+  d.run_ms(1300);  // the second measures all-hot, which wins
+  EXPECT_EQ(d.c.chosen(), Mode::kAllHot);
+  EXPECT_EQ(d.installed, Mode::kAllHot);
+  EXPECT_NEAR(d.c.measured_ns(Mode::kAllHot), 500, 1);
+  EXPECT_NEAR(d.c.measured_ns(Mode::kAllCold), 2000, 1);
+  d.run_ms(6000);  // from all-hot, learned and all-cold in turn: both lose
+  EXPECT_EQ(d.c.chosen(), Mode::kAllHot);
+  EXPECT_EQ(d.installed, Mode::kAllHot);
+  EXPECT_EQ(d.c.changes(), 1u);
 }
 
 TEST(ModeChooser, IdleKeyspaceIsNotProbed) {
