@@ -1,0 +1,75 @@
+// MV-RLU's clock: ORDO on an invariant TSC, a global counter, or a logical test clock with
+// per-thread skew. One interface, so the commit protocol and the GC are written once.
+//
+// ORDO (Kashyap et al., EuroSys'18): clocks of two cores differ by at most the boundary B.
+//   local-ts  = now()                   (section start)
+//   commit-ts = now() + B               (new_time: later than every clock at that instant)
+//   gc-ts     = now() - B               (earlier than every clock at that instant)
+//   commit wait: spin until now() >= commit-ts + B; then every clock has passed commit-ts,
+//   so a section that starts after the commit returned has local-ts >= commit-ts.
+// The counter has B = 0: now() is a load, commit-ts a fetch_add, and the wait is empty.
+#pragma once
+
+#include <atomic>
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include "duet/mvrlu.hpp"
+
+namespace duet::mvrlu::detail {
+
+/// Whether CPUID reports an invariant TSC (constant rate, runs in every C-state).
+bool tsc_invariant();
+
+/// Measures the ORDO boundary: for every ordered pair of CPUs this process may run on, the
+/// minimum over round trips of (TSC read on j after seeing i's TSC value) - (i's value); the
+/// boundary is the maximum over pairs. Measured once per process (later calls return the
+/// cached value). `detail` receives a one-line description for the log.
+std::uint64_t measure_ordo_boundary(std::string* detail);
+
+class Clock {
+ public:
+  enum class Kind { kTsc, kCounter, kTest };
+
+  void init(Kind kind, std::uint64_t boundary, std::vector<std::int64_t> skew);
+  Kind kind() const { return kind_; }
+  std::uint64_t boundary() const { return boundary_; }
+
+  /// A timestamp read after every earlier memory access of the caller (full fence first).
+  std::uint64_t now(unsigned slot) {
+    switch (kind_) {
+      case Kind::kCounter: return counter_.load(std::memory_order_seq_cst);
+      case Kind::kTest: return test_now(slot);
+      case Kind::kTsc: break;
+    }
+    return tsc_now();
+  }
+  std::uint64_t commit_ts(unsigned slot) {
+    if (kind_ == Kind::kCounter) return counter_.fetch_add(1, std::memory_order_seq_cst) + 1;
+    return now(slot) + boundary_;
+  }
+  std::uint64_t gc_ts(unsigned slot) {
+    const std::uint64_t t = now(slot);
+    return t > boundary_ ? t - boundary_ : 0;
+  }
+  /// Spins until every clock has passed `ts` (ORDO); immediate for the counter.
+  void wait_past(unsigned slot, std::uint64_t ts);
+  /// The slot the detector's clock reads use (skew 0 on the test clock).
+  static constexpr unsigned kDetectorSlot = ~0u;
+
+ private:
+  static std::uint64_t tsc_now();
+  std::uint64_t test_now(unsigned slot) {
+    const std::int64_t s = slot < skew_.size() ? skew_[slot] : 0;
+    return static_cast<std::uint64_t>(static_cast<std::int64_t>(ticks_.fetch_add(1, std::memory_order_seq_cst)) + s);
+  }
+
+  Kind kind_ = Kind::kCounter;
+  std::uint64_t boundary_ = 0;
+  std::vector<std::int64_t> skew_;
+  alignas(64) std::atomic<std::uint64_t> counter_{1};
+  alignas(64) std::atomic<std::uint64_t> ticks_{std::uint64_t{1} << 40};
+};
+
+}  // namespace duet::mvrlu::detail

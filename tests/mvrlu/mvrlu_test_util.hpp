@@ -1,0 +1,70 @@
+// Helpers of the MV-RLU suites. DUET_TEST_SCALE (a positive number, default 1) multiplies the
+// operation counts and durations of the long runs, as in the kv suites.
+#pragma once
+
+#include <gtest/gtest.h>
+
+#include <atomic>
+#include <chrono>
+#include <cstdint>
+#include <cstdlib>
+#include <memory>
+
+#include "duet/mvrlu.hpp"
+
+namespace duet::mvrlu::testing {
+
+inline double test_scale() {
+  const char* env = std::getenv("DUET_TEST_SCALE");
+  if (env == nullptr || *env == '\0') return 1.0;
+  const double v = std::strtod(env, nullptr);
+  return v > 0 ? v : 1.0;
+}
+
+/// n scaled, at least `floor`.
+inline std::uint64_t scaled(std::uint64_t n, std::uint64_t floor = 1) {
+  const auto v = static_cast<std::uint64_t>(static_cast<double>(n) * test_scale());
+  return v < floor ? floor : v;
+}
+
+/// A global event counter: invoke and response times of recorded histories.
+inline std::atomic<std::uint64_t>& event_clock() {
+  static std::atomic<std::uint64_t> c{1};
+  return c;
+}
+inline std::uint64_t tick() { return event_clock().fetch_add(1, std::memory_order_seq_cst); }
+
+inline std::unique_ptr<Domain> make_domain(Config cfg) {
+  std::unique_ptr<Domain> d;
+  Status s = Domain::create(cfg, &d);
+  EXPECT_TRUE(s.ok()) << s.to_string();
+  return d;
+}
+
+inline std::unique_ptr<Thread> make_thread(Domain& d) {
+  std::unique_ptr<Thread> t;
+  Status s = d.register_thread(&t);
+  EXPECT_TRUE(s.ok()) << s.to_string();
+  return t;
+}
+
+/// A manual-GC, counter-clock configuration: deterministic tests drive every round.
+inline Config manual_config() {
+  Config c;
+  c.gc = GcMode::kManual;
+  c.clock = ClockMode::kCounter;
+  c.max_threads = 8;
+  c.log_bytes = 64 * 1024;
+  c.poison_reclaimed = true;
+  return c;
+}
+
+/// Runs one whole grace period and round in kManual (no section may stay open), then lets
+/// every log process it.
+inline void manual_round(Domain& d) {
+  ASSERT_TRUE(d.begin_grace_period().ok());
+  ASSERT_TRUE(d.finish_grace_period());
+  d.collect_lagging();
+}
+
+}  // namespace duet::mvrlu::testing
