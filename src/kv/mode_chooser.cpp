@@ -11,6 +11,7 @@ double ModeChooser::mean_since(const Totals& from, const Totals& to) const {
 void ModeChooser::installed(Mode m, std::uint64_t now) {
   started_ = true;
   chosen_ = m;
+  quick_probes_ = kModes - 1;
   phase_ = Phase::kSteady;
   until_ = now + s_.settle_ns;
 }
@@ -50,7 +51,8 @@ ModeChooser::Action ModeChooser::step(std::uint64_t now, Totals totals) {
     case Phase::kMeasureOther: {
       const double other_mean = mean_since(mark_, totals);
       phase_ = Phase::kSteady;
-      until_ = now + s_.interval_ns;
+      if (quick_probes_ > 0) --quick_probes_;
+      until_ = now + (quick_probes_ > 0 ? s_.settle_ns : s_.interval_ns);
       ++probes_;
       if (other_mean > 0) measured_[static_cast<int>(probed_)] = other_mean;
       if (other_mean > 0 && other_mean < chosen_mean_ * (1.0 - s_.margin)) {

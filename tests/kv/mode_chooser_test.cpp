@@ -68,7 +68,9 @@ TEST(ModeChooser, MovesToTheFasterModeAndStays) {
   EXPECT_EQ(d.c.changes(), 1u);
   EXPECT_NEAR(d.c.measured_ns(Mode::kLearned), 2000, 1);
   EXPECT_NEAR(d.c.measured_ns(Mode::kAllCold), 1000, 1);
-  d.run_ms(5000);  // later probes of all-hot and learned lose: each installs one and goes back
+  // A second probe follows at once (of learned, which loses), then one per interval; at
+  // 5800 ms the last has ended (at 5120) and the next starts at 6120.
+  d.run_ms(4500);
   EXPECT_EQ(d.c.chosen(), Mode::kAllCold);
   EXPECT_EQ(d.installed, Mode::kAllCold);
   EXPECT_GE(d.c.probes(), 4u);
@@ -99,9 +101,10 @@ TEST(ModeChooser, NoticesTheReverse) {
   d.ns_per_request[static_cast<int>(Mode::kLearned)] = 2000;
   d.run_ms(1300);
   ASSERT_EQ(d.c.chosen(), Mode::kAllCold);
-  // The workload changes: the learned model now wins.
+  // The workload changes: the learned model now wins (in the probe that follows at once, which
+  // ends at 1460; the next starts at 2460).
   d.ns_per_request[static_cast<int>(Mode::kLearned)] = 400;
-  d.run_ms(1300);
+  d.run_ms(1100);
   EXPECT_EQ(d.c.chosen(), Mode::kLearned);
   EXPECT_EQ(d.installed, Mode::kLearned);
   EXPECT_EQ(d.c.changes(), 2u);
@@ -114,12 +117,12 @@ TEST(ModeChooser, ProbesBothOtherModesInTurn) {
   d.run_ms(1300);  // the first probe measures all-cold, which loses
   EXPECT_EQ(d.c.chosen(), Mode::kLearned);
   EXPECT_EQ(d.c.measured_ns(Mode::kAllHot), 0);
-  d.run_ms(1300);  // the second measures all-hot, which wins
+  d.run_ms(1100);  // the second, right after, measures all-hot, which wins (at 1460)
   EXPECT_EQ(d.c.chosen(), Mode::kAllHot);
   EXPECT_EQ(d.installed, Mode::kAllHot);
   EXPECT_NEAR(d.c.measured_ns(Mode::kAllHot), 500, 1);
   EXPECT_NEAR(d.c.measured_ns(Mode::kAllCold), 2000, 1);
-  d.run_ms(6000);  // from all-hot, learned and all-cold in turn: both lose
+  d.run_ms(5900);  // from all-hot, learned and all-cold in turn: both lose (8300: between probes)
   EXPECT_EQ(d.c.chosen(), Mode::kAllHot);
   EXPECT_EQ(d.installed, Mode::kAllHot);
   EXPECT_EQ(d.c.changes(), 1u);
