@@ -58,6 +58,7 @@ struct Faults {
   bool text_reclaim_rule = false;              ///< reclaim when the copy's own ts < the second-to-last gp ts
   bool skip_commit_wait = false;               ///< return from commit without waiting out the boundary
   bool tsc_unusable = false;                   ///< behave as if the TSC were not invariant
+  bool skip_write_latest_check = false;        ///< try_lock ignores versions newer than local-ts
   std::uint32_t commit_step_delay_us = 0;      ///< sleep between chaining the copies of a write set
 };
 

@@ -317,7 +317,8 @@ TEST(MvrluApi, NeverEndingSectionBoundsWritersWaits) {
 }
 
 // Forced conflicts under concurrency: every increment aborts and retries until it commits, and
-// none is lost.
+// none is lost (each writes the value its snapshot read, plus one: the write-latest rule is
+// what keeps that exact).
 TEST(MvrluApi, ConcurrentIncrementsAllCommit) {
   Config c;
   c.max_threads = 8;
@@ -333,9 +334,10 @@ TEST(MvrluApi, ConcurrentIncrementsAllCommit) {
       auto t = make_thread(*d);
       for (int k = 0; k < per; ++k) {
         Status s = t->run([&] {
+          const std::int64_t v = t->deref(x)->v;  // write from the snapshot's value
           Cell* cx = x;
           Status r = t->try_lock(cx);
-          if (r.ok()) ++cx->v;
+          if (r.ok()) cx->v = v + 1;
           return r;
         });
         ASSERT_TRUE(s.ok()) << s.to_string();
@@ -347,6 +349,50 @@ TEST(MvrluApi, ConcurrentIncrementsAllCommit) {
   ASSERT_TRUE(setup->read_unlock().ok());
   Stats st = d->stats();
   EXPECT_EQ(st.commits, static_cast<std::uint64_t>(threads * per));
+  setup.reset();
+  ASSERT_TRUE(d->drain().ok());
+  d->destroy_quiescent(x);
+}
+
+// Negative control for the write-latest-version-only rule: without it a section that read an
+// old snapshot and then locks the object overwrites a newer commit it never saw. Each
+// increment reads the value in the snapshot and writes value + 1 into its copy, so with the
+// rule broken, increments are lost; the final count shows it.
+TEST(MvrluNegative, LockingAnOldVersionLosesUpdates) {
+  Config c;
+  c.max_threads = 8;
+  c.faults.skip_write_latest_check = true;
+  auto d = make_domain(c);
+  auto setup = make_thread(*d);
+  Cell* x = nullptr;
+  ASSERT_TRUE(setup->alloc(&x, Cell{0}).ok());
+  std::int64_t expected = 0;
+  std::int64_t seen = 0;
+  for (int attempt = 0; attempt < 50 && seen == expected; ++attempt) {
+    std::vector<std::thread> ts;
+    std::atomic<std::int64_t> done{0};
+    for (int i = 0; i < 4; ++i)
+      ts.emplace_back([&] {
+        auto t = make_thread(*d);
+        for (int k = 0; k < 2000; ++k) {
+          ASSERT_TRUE(t->run([&] {
+                         const std::int64_t v = t->deref(x)->v;  // the snapshot's value
+                         std::this_thread::yield();
+                         Cell* cx = x;
+                         Status r = t->try_lock(cx);
+                         if (r.ok()) cx->v = v + 1;
+                         return r;
+                       }).ok());
+          done.fetch_add(1);
+        }
+      });
+    for (auto& t : ts) t.join();
+    expected += done.load();
+    ASSERT_TRUE(setup->read_lock().ok());
+    seen = setup->deref(x)->v;
+    ASSERT_TRUE(setup->read_unlock().ok());
+  }
+  EXPECT_LT(seen, expected);
   setup.reset();
   ASSERT_TRUE(d->drain().ok());
   d->destroy_quiescent(x);
