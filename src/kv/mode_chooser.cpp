@@ -12,6 +12,7 @@ void ModeChooser::installed(Mode m, std::uint64_t now) {
   started_ = true;
   chosen_ = m;
   quick_probes_ = kModes - 1;
+  unmeasured_ = static_cast<std::uint8_t>(0b111 & ~(1u << static_cast<int>(m)));
   phase_ = Phase::kSteady;
   until_ = now + s_.settle_ns;
 }
@@ -38,8 +39,17 @@ ModeChooser::Action ModeChooser::step(std::uint64_t now, Totals totals) {
         return Action::kNone;
       }
       measured_[static_cast<int>(chosen_)] = chosen_mean_;
-      // The two modes other than the chosen one, in turn.
+      unmeasured_ &= static_cast<std::uint8_t>(~(1u << static_cast<int>(chosen_)));
+      // The two modes other than the chosen one, in turn; one not measured since the last
+      // install first.
       probed_ = static_cast<Mode>((static_cast<int>(chosen_) + 1 + rotation_++ % 2) % kModes);
+      if (!(unmeasured_ & (1u << static_cast<int>(probed_))) && unmeasured_ != 0) {
+        const Mode alt = static_cast<Mode>((static_cast<int>(chosen_) + 1 + rotation_ % 2) % kModes);
+        if (unmeasured_ & (1u << static_cast<int>(alt))) {
+          probed_ = alt;
+          ++rotation_;
+        }
+      }
       phase_ = Phase::kSettleOther;
       until_ = now + s_.settle_ns;
       return install(probed_);
@@ -54,7 +64,10 @@ ModeChooser::Action ModeChooser::step(std::uint64_t now, Totals totals) {
       if (quick_probes_ > 0) --quick_probes_;
       until_ = now + (quick_probes_ > 0 ? s_.settle_ns : s_.interval_ns);
       ++probes_;
-      if (other_mean > 0) measured_[static_cast<int>(probed_)] = other_mean;
+      if (other_mean > 0) {
+        measured_[static_cast<int>(probed_)] = other_mean;
+        unmeasured_ &= static_cast<std::uint8_t>(~(1u << static_cast<int>(probed_)));
+      }
       if (other_mean > 0 && other_mean < chosen_mean_ * (1.0 - s_.margin)) {
         chosen_ = probed_;  // the probe won: stay
         ++changes_;

@@ -44,7 +44,8 @@ class ModeChooser {
   /// Records that the keyspace installed mode m outside a probe (a new learned model, an
   /// explicit switch): m becomes the choice, a probe in progress is abandoned, and, since the
   /// comparison may have changed, both other modes are probed right away (one after the
-  /// other, a settle time apart) before probing returns to one per interval. The keyspace's
+  /// other, a settle time apart; a mode not yet measured since is probed first) before probing
+  /// returns to one per interval. The keyspace's
   /// first probes, one interval after it starts, are also back to back.
   void installed(Mode m, std::uint64_t now);
   /// The mode currently chosen (during a probe, the mode the probe returns to if it loses).
@@ -76,6 +77,7 @@ class ModeChooser {
   Mode probed_ = Mode::kAllCold;  ///< the other mode of the current probe
   std::uint64_t rotation_ = 0;    ///< which of the two others the next probe measures
   int quick_probes_ = kModes - 1;  ///< probes still to run a settle time apart, not an interval
+  std::uint8_t unmeasured_ = 0b110;  ///< modes (bits) not measured since the last install
   Phase phase_ = Phase::kSteady;
   bool started_ = false;
   std::uint64_t until_ = 0;  ///< steady: next probe; other phases: end of the phase

@@ -101,10 +101,11 @@ TEST(ModeChooser, NoticesTheReverse) {
   d.ns_per_request[static_cast<int>(Mode::kLearned)] = 2000;
   d.run_ms(1300);
   ASSERT_EQ(d.c.chosen(), Mode::kAllCold);
-  // The workload changes: the learned model now wins (in the probe that follows at once, which
-  // ends at 1460; the next starts at 2460).
+  // The workload changes: the learned model now wins, in the first probe of it. The probe that
+  // follows the change at once measures all-hot (never measured; ties), the next one, an
+  // interval later (2460-2680), learned.
   d.ns_per_request[static_cast<int>(Mode::kLearned)] = 400;
-  d.run_ms(1100);
+  d.run_ms(1500);
   EXPECT_EQ(d.c.chosen(), Mode::kLearned);
   EXPECT_EQ(d.installed, Mode::kLearned);
   EXPECT_EQ(d.c.changes(), 2u);
@@ -126,6 +127,19 @@ TEST(ModeChooser, ProbesBothOtherModesInTurn) {
   EXPECT_EQ(d.c.chosen(), Mode::kAllHot);
   EXPECT_EQ(d.installed, Mode::kAllHot);
   EXPECT_EQ(d.c.changes(), 1u);
+}
+
+TEST(ModeChooser, AfterAChangeTheUnmeasuredModeIsProbedNext) {
+  Driver d;
+  d.ns_per_request[static_cast<int>(Mode::kLearned)] = 2000;
+  d.ns_per_request[static_cast<int>(Mode::kAllHot)] = 300;
+  d.run_ms(1300);  // the first probe measures all-cold, which wins over learned
+  ASSERT_EQ(d.c.chosen(), Mode::kAllCold);
+  ASSERT_EQ(d.c.measured_ns(Mode::kAllHot), 0);
+  // The probe that follows at once measures all-hot (never measured), not learned again.
+  d.run_ms(200);
+  EXPECT_EQ(d.c.chosen(), Mode::kAllHot);
+  EXPECT_NEAR(d.c.measured_ns(Mode::kAllHot), 300, 1);
 }
 
 TEST(ModeChooser, IdleKeyspaceIsNotProbed) {
