@@ -17,7 +17,8 @@ ServerConfig::ServerConfig(const ServerConfig& o)
       metrics_port(o.metrics_port),
       metrics_bind(o.metrics_bind), log_level(o.log_level), gpu_sync(o.gpu_sync), store(o.store), maxclients(o.maxclients.load()),
       proto_max_bulk_len(o.proto_max_bulk_len.load()), client_query_buffer_limit(o.client_query_buffer_limit.load()),
-      max_multibulk_len(o.max_multibulk_len.load()), max_batch(o.max_batch.load()) {}
+      max_multibulk_len(o.max_multibulk_len.load()), max_batch(o.max_batch.load()),
+      max_batches_in_flight(o.max_batches_in_flight.load()) {}
 
 KeyspaceKind ServerConfig::database_kind(unsigned db) const {
   for (const auto& [d, k] : kind_overrides)
@@ -309,6 +310,11 @@ const std::vector<Setting>& settings() {
                  }});
     t.push_back({"max-batch", true, [](const ServerConfig& c) { return std::to_string(c.max_batch.load()); },
                  [](ServerConfig* c, std::string_view v) { return set_atomic("max-batch", v, &c->max_batch, 1, 1u << 20); }});
+    t.push_back({"max-batches-in-flight", true,
+                 [](const ServerConfig& c) { return std::to_string(c.max_batches_in_flight.load()); },
+                 [](ServerConfig* c, std::string_view v) {
+                   return set_atomic("max-batches-in-flight", v, &c->max_batches_in_flight, 1, 256);
+                 }});
     // Fixed answers clients and tools ask about (redis-benchmark reads these two).
     fixed("save", [](const ServerConfig&) { return std::string(); });
     fixed("appendonly", [](const ServerConfig&) { return std::string("no"); });

@@ -39,6 +39,10 @@ struct ServerConfig {
   std::atomic<std::uint64_t> client_query_buffer_limit{1024ull * 1024 * 1024};
   std::atomic<std::uint64_t> max_multibulk_len{1024 * 1024};
   std::atomic<std::uint64_t> max_batch{4096};  ///< most commands one thread sends the engine at once
+  /// Most engine batches one thread keeps in flight (submitted, not yet completed) while it
+  /// goes on serving its sockets; at the bound it waits for its oldest. 1: one at a time. The
+  /// threads apply at most 512 / threads (the engine's epoch participants are finite).
+  std::atomic<std::uint64_t> max_batches_in_flight{8};
 
   ServerConfig() = default;
   ServerConfig(const ServerConfig& o);

@@ -4,6 +4,7 @@
 // loop (io_thread.hpp) decides when these run and dispatches the parsed requests.
 #pragma once
 
+#include <array>
 #include <atomic>
 #include <chrono>
 #include <cstdint>
@@ -85,6 +86,12 @@ enum class ParseState : std::uint8_t {
   kPaused,       ///< a huge pipeline: parse again once half of the pending replies are sent
 };
 
+/// Buckets of a connection's keys in flight (Conn::remote, Conn::local_reads).
+constexpr std::size_t kConnBuckets = 32;
+/// The bucket of a key by its key_hash (bits that neither the owner thread nor the pipeline's
+/// stripes use alone).
+inline std::size_t conn_bucket(std::uint64_t hash) { return static_cast<std::size_t>((hash >> 40) % kConnBuckets); }
+
 /// One client connection; owned by its I/O thread.
 struct Conn {
   int fd = -1;
@@ -97,8 +104,11 @@ struct Conn {
   std::deque<std::unique_ptr<PendingReply>> replies;
   RequestParser parser;
   std::uint32_t inflight = 0;           ///< key ops dispatched and not yet completed
-  std::uint32_t remote = 0;             ///< of those, ops sent to other threads (their notes not yet back)
-  std::uint64_t foreign_read_pass = 0;  ///< last loop pass that queued a read of another thread's key here
+  /// Per key bucket (conn_bucket): ops sent (or held to be sent) to other threads whose
+  /// completion notes are not back yet, and reads of other threads' keys running here and not
+  /// yet completed. They decide where a read may run and when a remote op may be posted
+  /// (IoThread::route).
+  std::array<std::uint32_t, kConnBuckets> remote{}, local_reads{};
   ConnPhase phase = ConnPhase::kOpen;
   ParseState parse_state = ParseState::kReady;
   bool peer_closed = false;             ///< the client shut its sending side (EOF read)

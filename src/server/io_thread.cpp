@@ -24,10 +24,8 @@ std::string error_line(std::string_view msg) {
   return r;
 }
 
-/// Which thread owns a key.
-unsigned shard_of(std::string_view key, unsigned n) {
-  return static_cast<unsigned>((std::hash<std::string_view>{}(key) >> 7) % n);
-}
+/// Which thread owns a key, by its key_hash.
+unsigned shard_of(std::uint64_t hash, unsigned n) { return static_cast<unsigned>((hash >> 7) % n); }
 
 PendingReply::Kind reply_kind(MultiReply m) {
   switch (m) {
@@ -41,7 +39,7 @@ PendingReply::Kind reply_kind(MultiReply m) {
 
 IoThread::IoThread(Server* srv, unsigned index)
     : srv_(srv), index_(index),
-      runner_([srv](unsigned db) { return srv->kv_space(db); }, srv->cfg_.store.limits.max_value_bytes) {}
+      pipeline_([srv](unsigned db) { return srv->kv_space(db); }, srv->cfg_.store.limits.max_value_bytes) {}
 
 IoThread::~IoThread() {
   if (epfd_ >= 0) ::close(epfd_);
@@ -83,7 +81,7 @@ void IoThread::post_ops(std::vector<KeyOp*>& ops) {
   wake();
 }
 
-void IoThread::post_notes(std::vector<std::pair<Conn*, std::uint32_t>>& notes) {
+void IoThread::post_notes(std::vector<Note>& notes) {
   {
     std::lock_guard<std::mutex> lk(m_);
     notes_in_.insert(notes_in_.end(), notes.begin(), notes.end());
@@ -109,6 +107,8 @@ void IoThread::free_op(KeyOp* op) {
   op->delta = 0;
   op->part = 0;
   op->path = KvPath::kNone;
+  op->hash = 0;
+  op->local_read = false;
   op->value.clear();
   op_pool_.push_back(op);
 }
@@ -118,6 +118,11 @@ void IoThread::mark_dirty(Conn* c) {
     c->in_flush_list = true;
     dirty_.push_back(c);
   }
+}
+
+void IoThread::post_outgoing() {
+  for (std::size_t s = 0; s < outgoing_.size(); ++s)
+    if (!outgoing_[s].empty()) srv_->threads_[s]->post_ops(outgoing_[s]);
 }
 
 void IoThread::loop() {
@@ -130,7 +135,9 @@ void IoThread::loop() {
       listening = false;
     }
     if (srv_->exiting_.load(std::memory_order_acquire)) break;
-    int timeout = work_.empty() ? 100 : 0;
+    // With batches in flight (or waiting for one), only look at the sockets: the pass goes
+    // on to complete what the engine has finished.
+    int timeout = pipeline_.idle() ? 100 : 0;
     sleeping_.store(true, std::memory_order_seq_cst);
     if (has_work_.load(std::memory_order_seq_cst)) timeout = 0;
     const int n = ::epoll_wait(epfd_, evs, 256, timeout);
@@ -160,26 +167,35 @@ void IoThread::loop() {
       notes_taken_.swap(notes_in_);
       has_work_.store(false, std::memory_order_relaxed);
     }
-    for (auto [c, k] : notes_taken_) {
-      c->inflight -= k;
-      c->remote -= k;
+    const bool took = !taken_.empty() || !notes_taken_.empty();
+    for (const Note& note : notes_taken_) {
+      Conn* c = note.c;
+      c->inflight -= note.n;
+      c->remote[note.bucket] -= note.n;
       if (c->dead()) maybe_free(c);
       else mark_dirty(c);
     }
     notes_taken_.clear();
-    work_.insert(work_.end(), taken_.begin(), taken_.end());
+    for (KeyOp* op : taken_) pipeline_.add(op);
     taken_.clear();
-    // Send other shards their ops before running ours, so they work meanwhile (unless one of
-    // them must wait for a read queued here; see route()).
-    auto post_ops = [&] {
-      for (std::size_t s = 0; s < outgoing_.size(); ++s)
-        if (!outgoing_[s].empty()) srv_->threads_[s]->post_ops(outgoing_[s]);
-    };
-    if (!post_after_run_) post_ops();
-    if (!work_.empty()) run_work();
-    if (post_after_run_) post_ops();
-    post_after_run_ = false;
-    ++pass_;
+    // Send other shards their ops before running ours, so they work meanwhile.
+    post_outgoing();
+    // Complete the batches the engine has finished and start new ones (several may be in
+    // flight); with nothing else to do, wait for the oldest instead of spinning.
+    const std::size_t max_batch = std::max<std::uint64_t>(1, srv_->cfg_.max_batch.load());
+    // The engine lends each keyspace 1024 epoch participants, one per batch in flight across
+    // all threads (mem/participant_pool.hpp); with every one taken a new batch would wait
+    // forever. So the threads together keep at most 512 in flight.
+    const std::size_t max_flight = std::max<std::size_t>(
+        1, std::min<std::size_t>(srv_->cfg_.max_batches_in_flight.load(), 512 / srv_->threads_.size()));
+    bool progress = pipeline_.pump(*this, max_batch, max_flight);
+    if (!progress && n == 0 && !took && pipeline_.in_flight() > 0) {
+      pipeline_.finish_oldest(*this);
+      pipeline_.pump(*this, max_batch, max_flight);
+    }
+    metrics.overlapped.store(pipeline_.overlapped(), std::memory_order_relaxed);
+    release_held();
+    post_outgoing();
     for (std::size_t s = 0; s < notes_out_.size(); ++s)
       if (!notes_out_[s].empty()) srv_->threads_[s]->post_notes(notes_out_[s]);
     for (std::size_t i = 0; i < dirty_.size(); ++i) {
@@ -195,15 +211,20 @@ void IoThread::loop() {
     }
     to_free_.clear();
   }
-  // Exit: close what is left (replies that could not be sent are dropped).
+  // Exit. Batches in flight are finished first: the engine holds views of their requests, and
+  // their ops point at connections and replies.
+  pipeline_.finish_all(*this);
   for (Conn* c : std::vector<Conn*>(conns_.begin(), conns_.end())) {
     if (!c->dead()) {
       flush(c);
       close_conn(c);
     }
   }
-  for (KeyOp* op : work_) delete op;
-  work_.clear();
+  // Ops never started (a stop that timed out) are dropped (replies that could not be sent are
+  // dropped too).
+  for (KeyOp* op : pipeline_.take_queued()) delete op;
+  for (KeyOp* op : held_) delete op;
+  held_.clear();
   for (KeyOp* op : op_pool_) delete op;
   op_pool_.clear();
   // Connections with commands still running on another thread (a stop that timed out) are
@@ -328,27 +349,44 @@ void IoThread::on_request(Conn& conn, const CommandDef* def, Args args, std::uin
 }
 
 void IoThread::route(KeyOp* op) {
-  const unsigned s = shard_of(op->key, static_cast<unsigned>(srv_->threads_.size()));
+  op->hash = key_hash(op->key);
+  const unsigned s = shard_of(op->hash, static_cast<unsigned>(srv_->threads_.size()));
+  const std::size_t b = conn_bucket(op->hash);
   Conn* c = static_cast<Conn*>(op->conn);
   c->inflight++;
   bump(dispatched_);
-  // A read of another thread's key runs here when none of this connection's commands is on
-  // another thread: the engine's read is linearizable without the owner (only the owner
-  // writes the key, in one engine write per batch), and the client's earlier commands have
-  // all completed, so it still reads its own writes. This saves the hand-off and the reply's
-  // way back.
+  // A read of another thread's key runs here when none of this connection's ops in the key's
+  // bucket is on another thread: the engine's read is linearizable without the owner (only the
+  // owner writes the key, in one engine write per batch), and the client's earlier commands
+  // on that key have all completed, so it still reads its own writes. This saves the hand-off
+  // and the reply's way back. Reads of other buckets stay here even while the connection
+  // has writes in flight elsewhere.
   if (s == index_) {
-    work_.push_back(op);
-  } else if (op->cmd->has(kReadOnly) && c->remote == 0) {
-    work_.push_back(op);
-    c->foreign_read_pass = pass_;
+    pipeline_.add(op);
+  } else if (op->cmd->has(kReadOnly) && c->remote[b] == 0) {
+    op->local_read = true;
+    c->local_reads[b]++;
+    pipeline_.add(op);
   } else {
-    // A later command of a connection with such a read queued here must not overtake it on
-    // its owner thread: this pass then posts its ops only after running its own work.
-    if (c->foreign_read_pass == pass_) post_after_run_ = true;
-    c->remote++;
-    outgoing_[s].push_back(op);
+    // A later command of a connection with such a read running here must not overtake it on
+    // its owner thread (which could write the key before the read took effect): it waits in
+    // held_ until the connection's reads of this bucket complete.
+    c->remote[b]++;
+    if (c->local_reads[b] > 0) held_.push_back(op);
+    else outgoing_[s].push_back(op);
   }
+}
+
+void IoThread::release_held() {
+  if (held_.empty()) return;
+  const unsigned n = static_cast<unsigned>(srv_->threads_.size());
+  std::size_t keep = 0;
+  for (KeyOp* op : held_) {
+    const Conn* c = static_cast<const Conn*>(op->conn);
+    if (c->local_reads[conn_bucket(op->hash)] == 0) outgoing_[shard_of(op->hash, n)].push_back(op);
+    else held_[keep++] = op;  // the connection's later ops of this bucket stay behind it
+  }
+  held_.resize(keep);
 }
 
 void IoThread::dispatch_keys(Conn* c, PendingReply* r, const CommandDef& def, Args args) {
@@ -415,43 +453,37 @@ void IoThread::dispatch_keys(Conn* c, PendingReply* r, const CommandDef& def, Ar
   for (KeyOp* o : ops) route(o);  // after parts are sized: a part may finish at once elsewhere
 }
 
-void IoThread::run_work() {
-  const std::size_t max_batch = std::max<std::uint64_t>(1, srv_->cfg_.max_batch.load());
-  std::size_t at = 0;
-  while (at < work_.size()) {
-    const std::size_t n = std::min(max_batch, work_.size() - at);
-    std::span<KeyOp*> batch(work_.data() + at, n);
-    const std::size_t sent = runner_.run(batch);
-    bump(metrics.batches, 1);
-    bump(metrics.batched, sent);
-    metrics.batch_size.observe(static_cast<double>(n));
-    const std::uint64_t t = now_ns();
-    for (std::size_t i = 0; i < n; ++i) {
-      KeyOp* op = batch[i];
-      const double secs = static_cast<double>(t - op->reply->start_ns) / 1e9;
-      if (op->path == KvPath::kHot) metrics.hot_latency.observe(secs);
-      else if (op->path == KvPath::kCold) metrics.cold_latency.observe(secs);
-      complete(op, runner_.reply(i));
-    }
-    at += n;
-  }
-  work_.clear();
+void IoThread::batch_done(std::size_t ops, std::size_t sent) {
+  bump(metrics.batches, 1);
+  bump(metrics.batched, sent);
+  metrics.batch_size.observe(static_cast<double>(ops));
+  batch_done_ns_ = now_ns();
+}
+
+void IoThread::op_done(KeyOp* op, std::string& reply) {
+  const double secs = static_cast<double>(batch_done_ns_ - op->reply->start_ns) / 1e9;
+  if (op->path == KvPath::kHot) metrics.hot_latency.observe(secs);
+  else if (op->path == KvPath::kCold) metrics.cold_latency.observe(secs);
+  complete(op, reply);
 }
 
 void IoThread::complete(KeyOp* op, std::string& part) {
   Conn* c = static_cast<Conn*>(op->conn);
   PendingReply* r = op->reply;
+  const auto b = static_cast<std::uint32_t>(conn_bucket(op->hash));
+  const bool local_read = op->local_read;
   if (r->finish_part(op->part, part)) r->done.store(true, std::memory_order_release);
   bump(completed_);
   free_op(op);
   if (c->owner == index_) {
     c->inflight--;
+    if (local_read) c->local_reads[b]--;
     if (c->dead()) maybe_free(c);
     else mark_dirty(c);
   } else {
     auto& notes = notes_out_[c->owner];
-    if (!notes.empty() && notes.back().first == c) notes.back().second++;
-    else notes.emplace_back(c, 1);
+    if (!notes.empty() && notes.back().c == c && notes.back().bucket == b) notes.back().n++;
+    else notes.push_back(Note{c, 1, b});
   }
 }
 

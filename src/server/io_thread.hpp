@@ -1,7 +1,7 @@
 // An I/O thread and the shard of keys it owns: its epoll loop over its connections, its inbox
 // of key ops from other threads, dispatch through the command registry, routing of key ops to
-// their owner threads, the engine batches it runs for its shard, and flushing replies in
-// request order.
+// their owner threads, the engine batches it keeps in flight for its shard (KeyPipeline), and
+// flushing replies in request order.
 #pragma once
 
 #include <atomic>
@@ -22,8 +22,16 @@ namespace duet::server {
 
 class Server;
 
-class IoThread final : public RequestSink {
+class IoThread final : public RequestSink, private KeyOpSink {
  public:
+  /// Key ops of a connection that completed on another thread: n of them, in key bucket
+  /// `bucket` (conn_bucket).
+  struct Note {
+    Conn* c;
+    std::uint32_t n;
+    std::uint32_t bucket;
+  };
+
   IoThread(Server* srv, unsigned index);
   ~IoThread();
 
@@ -38,7 +46,7 @@ class IoThread final : public RequestSink {
   /// Hands key ops to this thread (from another thread); clears `ops`.
   void post_ops(std::vector<KeyOp*>& ops);
   /// Tells this thread that key ops of its connections completed elsewhere; clears `notes`.
-  void post_notes(std::vector<std::pair<Conn*, std::uint32_t>>& notes);
+  void post_notes(std::vector<Note>& notes);
 
   ThreadMetrics metrics;
   /// Key ops this thread dispatched / completed (their difference, summed over threads, is
@@ -56,7 +64,12 @@ class IoThread final : public RequestSink {
   void dispatch_keys(Conn* c, PendingReply* r, const CommandDef& def, Args args);
   void run_local(Conn* c, PendingReply* r, const CommandDef& def, Args args);
   void route(KeyOp* op);
-  void run_work();
+  /// Posts the held ops whose connection no longer has a read of their key bucket running here.
+  void release_held();
+  void post_outgoing();
+  // KeyOpSink: the pipeline's completions.
+  void op_done(KeyOp* op, std::string& reply) override;
+  void batch_done(std::size_t ops, std::size_t sent) override;
   void complete(KeyOp* op, std::string& part);
   KeyOp* new_op();
   void free_op(KeyOp* op);
@@ -81,21 +94,23 @@ class IoThread final : public RequestSink {
   std::thread thread_;
   std::mutex m_;
   std::vector<KeyOp*> inbox_;
-  std::vector<std::pair<Conn*, std::uint32_t>> notes_in_;
+  std::vector<Note> notes_in_;
   std::atomic<bool> has_work_{false}, sleeping_{false};
-  std::uint64_t pass_ = 1;       ///< loop passes (thread-local)
-  bool post_after_run_ = false;  ///< this pass posts its outgoing ops after its own work
   // Thread-local.
   std::vector<std::vector<KeyOp*>> outgoing_;
-  std::vector<std::vector<std::pair<Conn*, std::uint32_t>>> notes_out_;
-  std::vector<KeyOp*> work_, taken_;
-  std::vector<std::pair<Conn*, std::uint32_t>> notes_taken_;
+  /// Ops for other threads held back, in order, while their connection has a read of the same
+  /// key bucket running here: posted now, the owner could write the key before that read.
+  std::vector<KeyOp*> held_;
+  std::vector<std::vector<Note>> notes_out_;
+  std::vector<KeyOp*> taken_;
+  std::vector<Note> notes_taken_;
+  std::uint64_t batch_done_ns_ = 0;  ///< when the batch being completed completed
   std::vector<Conn*> dirty_, to_free_;
   std::vector<Conn*> lingering_;  ///< connections in a lingering close, checked each loop pass
   std::vector<KeyOp*> op_pool_;
   ReplyPool reply_pool_;
   std::unordered_set<Conn*> conns_;
-  KeyBatchRunner runner_;
+  KeyPipeline pipeline_;
 };
 
 }  // namespace duet::server

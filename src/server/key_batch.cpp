@@ -1,5 +1,6 @@
 #include "server/key_batch.hpp"
 
+#include <algorithm>
 #include <charconv>
 #include <climits>
 
@@ -88,12 +89,14 @@ void KeyBatchRunner::compute(Group& g, std::span<KeyOp*> ops) {
   }
 }
 
-std::size_t KeyBatchRunner::engine_phase(std::span<KeyOp*> ops, bool write) {
-  std::size_t sent = 0;
+void KeyBatchRunner::submit_phase(bool write) {
+  nreqs_ = 0;
+  req_group_.clear();
+  segs_.clear();
+  std::span<KeyOp*> ops = ops_;
   for (unsigned db : dbs_) {
     if (!spaces_[db]) continue;
-    nreqs_ = 0;
-    req_group_.clear();
+    const std::size_t begin = nreqs_;
     for (std::uint32_t gi = 0; gi < ngroups_; ++gi) {
       Group& g = groups_[gi];
       if (g.db != db) continue;
@@ -119,45 +122,71 @@ std::size_t KeyBatchRunner::engine_phase(std::span<KeyOp*> ops, bool write) {
       }
       req_group_.push_back(gi);
     }
-    if (nreqs_ == 0) continue;
-    if (trace_.size() < nreqs_) trace_.resize(reqs_.size());
-    for (std::size_t j = 0; j < nreqs_; ++j) trace_[j] = KvTrace{};
-    // Each request's own status is read below; the batch's status only repeats the first.
-    (void)spaces_[db]->execute(std::span<KvRequest>(reqs_.data(), nreqs_), std::span<KvTrace>(trace_.data(), nreqs_));
-    sent += nreqs_;
-    for (std::size_t j = 0; j < nreqs_; ++j) {
-      Group& g = groups_[req_group_[j]];
-      KvRequest& r = reqs_[j];
-      for (std::uint32_t i = g.first; i != UINT32_MAX; i = next_[i]) ops[i]->path = trace_[j].path;
-      if (!write) {
-        if (!r.status.ok()) {
-          g.error = error_reply(r.status);
-          continue;
-        }
-        g.orig_exists = r.found;
-        g.orig.swap(r.result);
-        continue;
-      }
+    if (nreqs_ > begin) segs_.push_back(Segment{db, begin, nreqs_, nullptr});
+  }
+  if (nreqs_ == 0) return;
+  // Every request is built before any is submitted: reqs_ may grow (and move) while building.
+  if (trace_.size() < nreqs_) trace_.resize(reqs_.size());
+  for (std::size_t j = 0; j < nreqs_; ++j) trace_[j] = KvTrace{};
+  for (Segment& sg : segs_) {
+    sg.handle = spaces_[sg.db]->submit(std::span<KvRequest>(reqs_.data() + sg.begin, sg.end - sg.begin),
+                                       std::span<KvTrace>(trace_.data() + sg.begin, sg.end - sg.begin));
+  }
+  sent_ += nreqs_;
+}
+
+bool KeyBatchRunner::phase_ready() const {
+  for (const Segment& sg : segs_)
+    if (sg.handle && !spaces_[sg.db]->ready(*sg.handle)) return false;
+  return true;
+}
+
+void KeyBatchRunner::collect_phase(bool write) {
+  std::span<KeyOp*> ops = ops_;
+  // Each request's own status is read below; the batch's status only repeats the first.
+  for (Segment& sg : segs_)
+    if (sg.handle) (void)spaces_[sg.db]->finish(std::move(sg.handle));
+  segs_.clear();
+  for (std::size_t j = 0; j < nreqs_; ++j) {
+    Group& g = groups_[req_group_[j]];
+    KvRequest& r = reqs_[j];
+    for (std::uint32_t i = g.first; i != UINT32_MAX; i = next_[i]) ops[i]->path = trace_[j].path;
+    if (!write) {
       if (!r.status.ok()) {
-        // Nothing changed: every command from the first change on fails.
-        const std::string e = error_reply(r.status);
-        for (std::uint32_t i = static_cast<std::uint32_t>(g.first_mut); i != UINT32_MAX; i = next_[i]) replies_[i] = e;
+        g.error = error_reply(r.status);
         continue;
       }
-      if (g.blind) {
-        const std::uint32_t i = g.first;
-        const KeyOp& op = *ops[i];
-        replies_[i].clear();
-        op.cmd->key.blind_reply(op, r.found, r.result, &replies_[i]);
-      }
+      g.orig_exists = r.found;
+      g.orig.swap(r.result);
+      continue;
+    }
+    if (!r.status.ok()) {
+      // Nothing changed: every command from the first change on fails.
+      const std::string e = error_reply(r.status);
+      for (std::uint32_t i = static_cast<std::uint32_t>(g.first_mut); i != UINT32_MAX; i = next_[i]) replies_[i] = e;
+      continue;
+    }
+    if (g.blind) {
+      const std::uint32_t i = g.first;
+      const KeyOp& op = *ops[i];
+      replies_[i].clear();
+      op.cmd->key.blind_reply(op, r.found, r.result, &replies_[i]);
     }
   }
-  return sent;
 }
 
 std::size_t KeyBatchRunner::run(std::span<KeyOp*> ops) {
+  start(ops);
+  advance(true);
+  return sent_;
+}
+
+bool KeyBatchRunner::start(std::span<KeyOp*> ops) {
   const std::size_t n = ops.size();
+  ops_ = ops;
+  sent_ = 0;
   ngroups_ = 0;
+  nreqs_ = 0;
   next_.assign(n, UINT32_MAX);
   if (replies_.size() < n) replies_.resize(n);
   for (std::size_t i = 0; i < n; ++i) replies_[i].clear();
@@ -177,7 +206,8 @@ std::size_t KeyBatchRunner::run(std::span<KeyOp*> ops) {
       db_seen_[op.db] = 1;
       dbs_.push_back(op.db);
     }
-    std::size_t at = (std::hash<std::string_view>{}(op.key) + op.db * 0x9E3779B97F4A7C15ull) & mask;
+    if (op.hash == 0) op.hash = key_hash(op.key);
+    std::size_t at = (op.hash + op.db * 0x9E3779B97F4A7C15ull) & mask;
     for (;; at = (at + 1) & mask) {
       const std::uint32_t gi = table_[at];
       if (gi == 0) break;
@@ -212,16 +242,43 @@ std::size_t KeyBatchRunner::run(std::span<KeyOp*> ops) {
       g.blind = false;
     }
   }
-  std::size_t sent = engine_phase(ops, false);
-  for (std::size_t gi = 0; gi < ngroups_; ++gi) {
-    Group& g = groups_[gi];
-    if (!g.error.empty()) {
-      for (std::uint32_t i = g.first; i != UINT32_MAX; i = next_[i]) replies_[i] = g.error;
-      continue;
+  submit_phase(false);
+  stage_ = Stage::kReading;
+  return advance(false);
+}
+
+bool KeyBatchRunner::advance(bool wait) {
+  for (;;) {
+    switch (stage_) {
+      case Stage::kIdle:
+      case Stage::kDone: return true;
+      case Stage::kReading: {
+        if (!wait && !phase_ready()) return false;
+        collect_phase(false);
+        for (std::size_t gi = 0; gi < ngroups_; ++gi) {
+          Group& g = groups_[gi];
+          if (!g.error.empty()) {
+            for (std::uint32_t i = g.first; i != UINT32_MAX; i = next_[i]) replies_[i] = g.error;
+            continue;
+          }
+          compute(g, ops_);
+        }
+        submit_phase(true);
+        stage_ = Stage::kWriting;
+        break;
+      }
+      case Stage::kWriting: {
+        if (!wait && !phase_ready()) return false;
+        collect_phase(true);
+        end_batch();
+        stage_ = Stage::kDone;
+        return true;
+      }
     }
-    compute(g, ops);
   }
-  sent += engine_phase(ops, true);
+}
+
+void KeyBatchRunner::end_batch() {
   for (unsigned db : dbs_) {
     db_seen_[db] = 0;
     spaces_[db].reset();
@@ -235,7 +292,138 @@ std::size_t KeyBatchRunner::run(std::span<KeyOp*> ops) {
     trim(groups_[gi].state.value);
   }
   for (std::size_t j = 0; j < nreqs_; ++j) trim(reqs_[j].result);
-  return sent;
+}
+
+// ---- KeyPipeline ----------------------------------------------------------------------------
+
+KeyPipeline::~KeyPipeline() {
+  // Batches still in flight are finished (the engine must not keep views of their requests);
+  // their ops belong to the caller.
+  for (Flight& f : flying_)
+    if (f.runner) f.runner->advance(true);
+}
+
+bool KeyPipeline::writes(const KeyOp& op) { return !op.cmd->has(kReadOnly); }
+
+void KeyPipeline::add(KeyOp* op) {
+  if (op->hash == 0) op->hash = key_hash(op->key);
+  queue_.push_back(op);
+}
+
+bool KeyPipeline::start_one(KeyOpSink& sink, std::size_t max_batch) {
+  if (queue_.empty()) return false;
+  if (held_mark_.empty()) held_mark_.assign(kStripes, 0);
+  if (++formation_ == 0) {  // wrapped: forget every old mark
+    std::fill(held_mark_.begin(), held_mark_.end(), 0);
+    formation_ = 1;
+  }
+  Flight f;
+  if (!spare_.empty()) {
+    f = std::move(spare_.back());
+    spare_.pop_back();
+  } else {
+    f.runner = std::make_unique<KeyBatchRunner>(space_of_, max_value_bytes_);
+  }
+  f.ops.clear();
+  keep_.clear();
+  // Take, in order, every queued op that no batch in flight conflicts with; once an op of a
+  // stripe waits, every later op of that stripe waits too (the key's order).
+  std::size_t examined = 0;
+  for (KeyOp* op : queue_) {
+    if (f.ops.size() >= max_batch) break;
+    ++examined;
+    const std::size_t s = stripe_of(*op);
+    const Stripe& st = stripes_[s];
+    const bool conflict = held_mark_[s] == formation_ || st.writers > 0 || (writes(*op) && st.readers > 0);
+    if (conflict) {
+      held_mark_[s] = formation_;
+      keep_.push_back(op);
+    } else {
+      f.ops.push_back(op);
+    }
+  }
+  if (f.ops.empty()) {
+    spare_.push_back(std::move(f));
+    return false;
+  }
+  // The queue becomes: the ops held back, then the ones not examined, in order.
+  queue_.erase(queue_.begin(), queue_.begin() + static_cast<std::ptrdiff_t>(examined));
+  queue_.insert(queue_.begin(), keep_.begin(), keep_.end());
+  for (KeyOp* op : f.ops) {
+    Stripe& st = stripes_[stripe_of(*op)];
+    if (writes(*op)) ++st.writers;
+    else ++st.readers;
+  }
+  if (!flying_.empty()) ++overlapped_;
+  flying_.push_back(std::move(f));
+  Flight& fl = flying_.back();
+  if (fl.runner->start(std::span<KeyOp*>(fl.ops.data(), fl.ops.size()))) {
+    // Complete at once (an inline store): hand it over now.
+    Flight done = std::move(flying_.back());
+    flying_.pop_back();
+    complete(done, sink);
+  }
+  return true;
+}
+
+void KeyPipeline::complete(Flight& f, KeyOpSink& sink) {
+  sink.batch_done(f.ops.size(), f.runner->sent());
+  for (KeyOp* op : f.ops) {
+    Stripe& st = stripes_[stripe_of(*op)];
+    if (writes(*op)) --st.writers;
+    else --st.readers;
+  }
+  for (std::size_t i = 0; i < f.ops.size(); ++i) sink.op_done(f.ops[i], f.runner->reply(i));
+  f.ops.clear();
+  spare_.push_back(std::move(f));
+}
+
+std::size_t KeyPipeline::reap(KeyOpSink& sink) {
+  std::size_t n = 0;
+  for (std::size_t i = 0; i < flying_.size();) {
+    if (!flying_[i].runner->advance(false)) {
+      ++i;
+      continue;
+    }
+    Flight f = std::move(flying_[i]);
+    flying_.erase(flying_.begin() + static_cast<std::ptrdiff_t>(i));
+    complete(f, sink);
+    ++n;
+  }
+  return n;
+}
+
+bool KeyPipeline::pump(KeyOpSink& sink, std::size_t max_batch, std::size_t max_in_flight) {
+  max_batch = std::max<std::size_t>(max_batch, 1);
+  max_in_flight = std::max<std::size_t>(max_in_flight, 1);
+  bool progress = reap(sink) > 0;
+  while (!queue_.empty()) {
+    if (flying_.size() >= max_in_flight) {
+      finish_oldest(sink);
+      progress = true;
+    }
+    if (!start_one(sink, max_batch)) break;
+    progress = true;
+  }
+  return progress;
+}
+
+void KeyPipeline::finish_oldest(KeyOpSink& sink) {
+  if (flying_.empty()) return;
+  flying_.front().runner->advance(true);
+  Flight f = std::move(flying_.front());
+  flying_.pop_front();
+  complete(f, sink);
+}
+
+void KeyPipeline::finish_all(KeyOpSink& sink) {
+  while (!flying_.empty()) finish_oldest(sink);
+}
+
+std::vector<KeyOp*> KeyPipeline::take_queued() {
+  std::vector<KeyOp*> out(queue_.begin(), queue_.end());
+  queue_.clear();
+  return out;
 }
 
 }  // namespace duet::server

@@ -1,5 +1,5 @@
 // Runs the key commands one server thread owns as engine batches, with Redis's per-key
-// semantics.
+// semantics, keeping several batches in flight.
 //
 // Every key belongs to exactly one server thread (its shard: a hash of the key), and only
 // that thread writes it (reads may also run on the reading connection's thread: see
@@ -11,10 +11,20 @@
 // nobody changed), which keeps each client's order and makes read-modify-write commands
 // atomic without locks. Commands whose first effect overwrites the key (SET, GETSET, DEL,
 // MSET) skip the read: the write returns the previous value they answer with.
+//
+// Asynchronously (KeyBatchRunner::start/advance): the read and the write are each submitted
+// to the engine (KvSpace::submit) and completed when the engine says they are ready
+// (KvSpace::ready), so the thread serves its sockets while the GPU works. KeyPipeline keeps
+// up to a bound of such batches in flight. A key's later commands never overtake its earlier
+// ones: an op whose key (by a striped hash, so also a few innocent bystanders) belongs to a
+// batch in flight waits for that batch unless both only read; waiting ops keep their order.
+// Between a batch's read and its write no other batch touches its keys, so a
+// read-modify-write stays atomic across the two asynchronous stages.
 #pragma once
 
 #include <atomic>
 #include <cstdint>
+#include <deque>
 #include <functional>
 #include <memory>
 #include <span>
@@ -58,7 +68,13 @@ struct KeyOp {
   std::uint32_t part = 0;
   void* conn = nullptr;                      ///< the connection to notify (opaque here)
   KvPath path = KvPath::kNone;               ///< engine path that answered (metrics)
+  /// key_hash(key); KeyPipeline::add computes it when it is 0.
+  std::uint64_t hash = 0;
+  bool local_read = false;                   ///< a read of another thread's key run here (IoThread)
 };
+
+/// The hash of a key that picks its owner thread, its conflict stripe and its batch group.
+inline std::uint64_t key_hash(std::string_view key) { return std::hash<std::string_view>{}(key); }
 
 /// Parses a whole int64 the way Redis does (no blanks, no '+', no leading zeros).
 bool parse_int64(std::string_view s, long long* v);
@@ -76,12 +92,33 @@ class KeyBatchRunner {
 
   /// Runs ops (in arrival order; every key that an op writes is owned by the calling thread). Afterwards
   /// reply(i) holds op i's RESP reply (or error); the caller hands it to finish_part.
-  /// Returns the engine requests sent (for batch-size metrics).
+  /// Returns the engine requests sent (for batch-size metrics). start() then advance(true).
   std::size_t run(std::span<KeyOp*> ops);
+  /// Starts ops as a batch (same contract as run(); ops and the KeyOps must stay valid and
+  /// unchanged until the batch is complete): groups them, submits the engine read, and goes
+  /// on as far as the engine's answers are ready. Returns true when the batch is complete.
+  /// The runner must be idle (never started, or its last batch complete).
+  bool start(std::span<KeyOp*> ops);
+  /// Moves the started batch on: when the engine's answers for its current stage are ready
+  /// (or `wait`, blocking until they are), the read's outcome is computed and the write
+  /// submitted, then the write's outcome collected. Returns true once the batch is complete
+  /// (its replies are in reply(i)); at once for an idle runner.
+  bool advance(bool wait);
+  /// A started batch is not complete yet.
+  bool busy() const { return stage_ == Stage::kReading || stage_ == Stage::kWriting; }
+  /// Engine requests the last batch sent (valid once complete).
+  std::size_t sent() const { return sent_; }
   std::string& reply(std::size_t i) { return replies_[i]; }
   bool is_error(std::size_t i) const { return !replies_[i].empty() && replies_[i][0] == '-'; }
 
  private:
+  enum class Stage : std::uint8_t { kIdle, kReading, kWriting, kDone };
+  /// One database's requests of a stage: reqs_[begin, end), and their engine batch.
+  struct Segment {
+    unsigned db;
+    std::size_t begin, end;
+    std::unique_ptr<KvInFlight> handle;
+  };
   struct Group {
     unsigned db;
     std::uint32_t first, last;   // op indices (linked through next_)
@@ -94,7 +131,14 @@ class KeyBatchRunner {
     std::string error;           // engine error for the group's read
   };
   void compute(Group& g, std::span<KeyOp*> ops);
-  std::size_t engine_phase(std::span<KeyOp*> ops, bool write);
+  /// Builds the stage's requests (every database's) and submits one engine batch per database.
+  void submit_phase(bool write);
+  /// Whether every engine batch of the stage is ready.
+  bool phase_ready() const;
+  /// Finishes the stage's engine batches (blocking where needed) and applies their outcomes.
+  void collect_phase(bool write);
+  /// After the write: releases the databases and trims buffers.
+  void end_batch();
 
   SpaceOf space_of_;
   KeyEnv env_;
@@ -110,6 +154,92 @@ class KeyBatchRunner {
   std::vector<KvTrace> trace_;   // which engine path answered each request
   std::size_t nreqs_ = 0;
   std::vector<std::uint32_t> req_group_;
+  std::vector<Segment> segs_;    // the current stage's engine batches
+  std::span<KeyOp*> ops_;        // the batch in flight
+  Stage stage_ = Stage::kIdle;
+  std::size_t sent_ = 0;
+};
+
+/// Receives a KeyPipeline's completed work (the I/O thread).
+class KeyOpSink {
+ public:
+  /// Op's batch is complete; reply is its RESP reply, to take by swap. The pipeline no longer
+  /// touches op afterwards.
+  virtual void op_done(KeyOp* op, std::string& reply) = 0;
+  /// A batch of `ops` commands that sent `sent` engine requests completed (metrics); called
+  /// before its ops' op_done.
+  virtual void batch_done(std::size_t ops, std::size_t sent) = 0;
+
+ protected:
+  ~KeyOpSink() = default;
+};
+
+/// A thread's key ops, queued in arrival order and run as engine batches of which several may
+/// be in flight at once (see the top of this file). Not thread-safe: one per I/O thread.
+///
+/// Order: ops on one key complete in the order they were added (a later op waits while an
+/// earlier batch holding its key's stripe is in flight, unless both only read; an op that
+/// waits holds back every later op of its stripe too). Read-modify-write ops are atomic: no
+/// other batch writes their key between their batch's read and write.
+class KeyPipeline {
+ public:
+  KeyPipeline(KeyBatchRunner::SpaceOf space_of, std::size_t max_value_bytes)
+      : space_of_(std::move(space_of)), max_value_bytes_(max_value_bytes), stripes_(kStripes) {}
+  ~KeyPipeline();
+  KeyPipeline(const KeyPipeline&) = delete;
+  KeyPipeline& operator=(const KeyPipeline&) = delete;
+
+  /// Queues op (its hash is computed when 0). It runs at a later pump().
+  void add(KeyOp* op);
+  /// Completes (through sink) every batch in flight whose engine answers are ready, without
+  /// blocking, then starts batches of at most max_batch queued ops that conflict with no batch
+  /// in flight, while fewer than max_in_flight are in flight; at the bound with ops waiting,
+  /// it finishes the oldest batch (blocking) first. A batch whose engine work is ready at once
+  /// (a CPU store without orchestrators) completes within the call. Returns whether any batch
+  /// completed or started.
+  bool pump(KeyOpSink& sink, std::size_t max_batch, std::size_t max_in_flight);
+  /// Blocks until the oldest batch in flight is complete and completes it (nothing when none).
+  /// For a thread with nothing else to do.
+  void finish_oldest(KeyOpSink& sink);
+  /// Completes every batch in flight (blocking); queued ops stay queued.
+  void finish_all(KeyOpSink& sink);
+  /// Removes and returns the queued ops that were never started (a stop that gives up).
+  std::vector<KeyOp*> take_queued();
+  std::size_t in_flight() const { return flying_.size(); }
+  std::size_t queued() const { return queue_.size(); }
+  bool idle() const { return flying_.empty() && queue_.empty(); }
+  /// Batches started while another was in flight (since construction).
+  std::uint64_t overlapped() const { return overlapped_; }
+
+ private:
+  static constexpr std::size_t kStripes = std::size_t{1} << 15;
+  struct Stripe {
+    std::uint32_t readers = 0, writers = 0;  ///< ops of batches in flight
+  };
+  struct Flight {
+    std::unique_ptr<KeyBatchRunner> runner;
+    std::vector<KeyOp*> ops;
+  };
+  static std::size_t stripe_of(const KeyOp& op) {
+    return static_cast<std::size_t>(((op.hash + op.db * 0x9E3779B97F4A7C15ull) * 0xD6E8FEB86659FD93ull) >> 49);
+  }
+  static bool writes(const KeyOp& op);
+  /// Forms one batch from the queue; false when no queued op can start now.
+  bool start_one(KeyOpSink& sink, std::size_t max_batch);
+  void complete(Flight& f, KeyOpSink& sink);
+  /// Completes the flights that are complete, in place; returns how many.
+  std::size_t reap(KeyOpSink& sink);
+
+  KeyBatchRunner::SpaceOf space_of_;
+  std::size_t max_value_bytes_;
+  std::vector<Stripe> stripes_;
+  std::vector<std::uint32_t> held_mark_;  ///< stripe -> the formation that held an op of it back
+  std::uint32_t formation_ = 0;
+  std::uint64_t overlapped_ = 0;
+  std::deque<KeyOp*> queue_;
+  std::vector<KeyOp*> keep_;
+  std::deque<Flight> flying_;  ///< oldest first
+  std::vector<Flight> spare_;  ///< idle runners, reused
 };
 
 }  // namespace duet::server

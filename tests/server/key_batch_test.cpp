@@ -2,11 +2,16 @@
 // exact RESP reply of every command when several commands on one key share ONE batch (Redis
 // semantics in arrival order), what a batch leaves in the engine for the next one, the engine
 // requests it sends (one read and one write per key at most), and size() staying exact. Also
-// PendingReply::finish_part's assembly of multi-key replies and parse_int64.
+// PendingReply::finish_part's assembly of multi-key replies and parse_int64. KeyPipeline with
+// several batches in flight, against a keyspace whose answers the test releases in any order:
+// a key's commands stay in order, reads see earlier writes, read-modify-writes stay atomic
+// across their read and write stages.
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <atomic>
 #include <climits>
+#include <functional>
 #include <map>
 #include <memory>
 #include <optional>
@@ -30,6 +35,7 @@ using duet::StoreConfig;
 using duet::server::CommandDef;
 using duet::server::find_command;
 using duet::server::KeyBatchRunner;
+using duet::server::KeyPipeline;
 using duet::server::KeyOp;
 using duet::server::parse_int64;
 using duet::server::PendingReply;
@@ -680,6 +686,295 @@ INSTANTIATE_TEST_SUITE_P(Router, KeyBatchModel,
                                               : info.param == RouterMode::kAllHot ? "all_hot"
                                                                                   : "all_cold");
                          });
+
+// ---- KeyPipeline: several batches in flight --------------------------------------------------
+
+/// A kv keyspace whose submitted batches wait for the test: submit() records a batch, ready()
+/// stays false until the test releases it, and finish() runs it on the real keyspace only then,
+/// so its effects happen as late as the engine's contract allows (a GPU that answers late). The
+/// test can thus answer a later batch before an earlier one.
+class GatedSpace final : public KvSpace {
+ public:
+  explicit GatedSpace(std::shared_ptr<KvSpace> inner) : inner_(std::move(inner)) {}
+  struct Flight final : duet::KvInFlight {
+    std::size_t id = 0;
+  };
+  struct Submitted {
+    std::span<KvRequest> batch;
+    std::span<duet::KvTrace> trace;
+    bool released = false, finished = false;
+  };
+  std::unique_ptr<duet::KvInFlight> submit(std::span<KvRequest> b, std::span<duet::KvTrace> t) override {
+    submitted.push_back(Submitted{b, t});
+    auto f = std::make_unique<Flight>();
+    f->id = submitted.size() - 1;
+    return f;
+  }
+  bool ready(const duet::KvInFlight& h) const override {
+    return open || submitted[static_cast<const Flight&>(h).id].released;
+  }
+  Status finish(std::unique_ptr<duet::KvInFlight> h) override {
+    Submitted& s = submitted[static_cast<Flight&>(*h).id];
+    EXPECT_FALSE(s.finished);
+    s.finished = true;
+    return inner_->execute(s.batch, s.trace);
+  }
+  Status execute(std::span<KvRequest> b, std::span<duet::KvTrace> t) override { return inner_->execute(b, t); }
+  Status get(std::string_view k, std::string* v, bool* f) override { return inner_->get(k, v, f); }
+  Status put(std::string_view k, std::string_view v, std::string* p, bool* h) override { return inner_->put(k, v, p, h); }
+  Status del(std::string_view k, std::string* p, bool* h) override { return inner_->del(k, p, h); }
+  duet::KvStats stats() const override { return inner_->stats(); }
+  duet::KvRouterControl& router() override { return inner_->router(); }
+  const std::string& name() const override { return inner_->name(); }
+  std::uint64_t size() const override { return inner_->size(); }
+
+  /// Batches submitted and not yet finished.
+  std::vector<std::size_t> unfinished() const {
+    std::vector<std::size_t> out;
+    for (std::size_t i = 0; i < submitted.size(); ++i)
+      if (!submitted[i].finished) out.push_back(i);
+    return out;
+  }
+  /// Releases every unfinished batch except those in `keep`.
+  void release_all_but(const std::vector<std::size_t>& keep) {
+    for (std::size_t i : unfinished())
+      if (std::find(keep.begin(), keep.end(), i) == keep.end()) submitted[i].released = true;
+  }
+
+  std::vector<Submitted> submitted;
+  bool open = false;  ///< every batch is ready at once
+
+ private:
+  std::shared_ptr<KvSpace> inner_;
+};
+
+/// Records what a KeyPipeline completes, in order.
+struct RecordingSink final : duet::server::KeyOpSink {
+  void op_done(KeyOp* op, std::string& reply) override {
+    order.push_back(op);
+    replies[op] = reply;
+  }
+  void batch_done(std::size_t, std::size_t) override { ++batches; }
+  std::vector<KeyOp*> order;
+  std::map<KeyOp*, std::string> replies;
+  int batches = 0;
+};
+
+class Pipeline : public KeyBatch {
+ protected:
+  void SetUp() override {
+    KeyBatch::SetUp();
+    for (auto& s : spaces_) gated_.push_back(std::make_shared<GatedSpace>(s));
+    pipeline_ = std::make_unique<KeyPipeline>([this](unsigned db) -> std::shared_ptr<KvSpace> { return gated_[db]; }, 64);
+  }
+  void TearDown() override {
+    for (auto& g : gated_) g->open = true;
+    if (pipeline_) pipeline_->finish_all(sink_);
+    pipeline_.reset();
+  }
+  void pump() { pipeline_->pump(sink_, 64, 8); }
+  std::string reply(KeyOp& op) {
+    auto it = sink_.replies.find(&op);
+    return it == sink_.replies.end() ? "(not done)" : it->second;
+  }
+  GatedSpace& gated(unsigned db = 0) { return *gated_[db]; }
+
+  std::vector<std::shared_ptr<GatedSpace>> gated_;
+  std::unique_ptr<KeyPipeline> pipeline_;
+  RecordingSink sink_;
+};
+
+TEST_F(Pipeline, AKeysCommandsStayInOrderAcrossBatchesInFlight) {
+  Batch b;
+  KeyOp& set1 = b.set("k", "v1");
+  pipeline_->add(&set1);
+  pump();
+  ASSERT_EQ(pipeline_->in_flight(), 1u) << "the SET's write waits for the engine";
+  const std::vector<std::size_t> first = gated().unfinished();
+  ASSERT_EQ(first.size(), 1u);
+  // While it is in flight: the same key's commands, and another key's.
+  KeyOp& get1 = b.get("k");
+  KeyOp& set2 = b.set("k", "v2");
+  KeyOp& get2 = b.get("k");
+  KeyOp& other_set = b.set("other", "x");
+  KeyOp& other_get = b.get("other");
+  for (KeyOp* op : {&get1, &set2, &get2, &other_set, &other_get}) pipeline_->add(op);
+  pump();
+  EXPECT_EQ(pipeline_->in_flight(), 2u) << "the other key's commands go in flight beside the first batch";
+  EXPECT_EQ(pipeline_->queued(), 3u) << "k's later commands wait for its batch in flight";
+  // The engine answers the later batch first.
+  gated().release_all_but(first);
+  pump();
+  EXPECT_EQ(reply(other_set), kOk);
+  EXPECT_EQ(reply(other_get), bulk("x"));
+  EXPECT_EQ(reply(get1), "(not done)");
+  EXPECT_EQ(pipeline_->in_flight(), 1u);
+  gated().open = true;
+  pump();
+  EXPECT_TRUE(pipeline_->idle());
+  EXPECT_EQ(reply(set1), kOk);
+  EXPECT_EQ(reply(get1), bulk("v1"));
+  EXPECT_EQ(reply(set2), kOk);
+  EXPECT_EQ(reply(get2), bulk("v2"));
+  EXPECT_EQ(stored("k"), "v2");
+  EXPECT_GE(pipeline_->overlapped(), 1u);
+}
+
+TEST_F(Pipeline, AReadAfterItsOwnWriteSeesItWhateverOrderTheEngineAnswers) {
+  Batch b;
+  KeyOp& w = b.set("mine", "written");
+  pipeline_->add(&w);
+  pump();
+  const std::vector<std::size_t> write = gated().unfinished();
+  ASSERT_EQ(write.size(), 1u);
+  // A read of the key in a later pass, and reads of other keys.
+  KeyOp& r = b.get("mine");
+  KeyOp& x = b.get("x");
+  pipeline_->add(&r);
+  pipeline_->add(&x);
+  pump();
+  gated().release_all_but(write);  // whatever went in flight after the write is answered first
+  pump();
+  EXPECT_EQ(reply(x), kNil);
+  EXPECT_EQ(reply(r), "(not done)");
+  gated().open = true;
+  pump();
+  EXPECT_EQ(reply(w), kOk);
+  EXPECT_EQ(reply(r), bulk("written"));
+}
+
+TEST_F(Pipeline, ReadModifyWriteStaysAtomicAcrossItsTwoStages) {
+  Batch b;
+  KeyOp& a = b.add(Cmd::kIncr, "n");
+  pipeline_->add(&a);
+  pump();
+  ASSERT_EQ(gated().unfinished().size(), 1u) << "the INCR's read is in flight";
+  gated().submitted[0].released = true;
+  pump();
+  const std::vector<std::size_t> write = gated().unfinished();
+  ASSERT_EQ(write.size(), 1u) << "the INCR's write is in flight";
+  // Another client's INCR and APPEND of the same key arrive between the two stages.
+  KeyOp& c = b.add(Cmd::kIncr, "n");
+  KeyOp& d = b.add(Cmd::kAppend, "n", "0");
+  KeyOp& e = b.get("n");
+  for (KeyOp* op : {&c, &d, &e}) pipeline_->add(op);
+  pump();
+  gated().release_all_but(write);
+  pump();
+  EXPECT_EQ(reply(c), "(not done)");
+  gated().open = true;
+  pump();
+  EXPECT_EQ(reply(a), integer(1));
+  EXPECT_EQ(reply(c), integer(2));
+  EXPECT_EQ(reply(d), integer(2));
+  EXPECT_EQ(reply(e), bulk("20"));
+  EXPECT_EQ(stored("n"), "20");
+}
+
+TEST_F(Pipeline, ReadsOfOneKeyShareFlightButAWriteWaitsForThem) {
+  Batch b;
+  preset("r", "old");
+  KeyOp& r1 = b.get("r");
+  pipeline_->add(&r1);
+  pump();
+  KeyOp& r2 = b.get("r");
+  pipeline_->add(&r2);
+  pump();
+  EXPECT_EQ(pipeline_->in_flight(), 2u) << "reads do not wait for reads";
+  KeyOp& w = b.set("r", "new");
+  pipeline_->add(&w);
+  pump();
+  EXPECT_EQ(pipeline_->queued(), 1u) << "a write waits for the reads in flight";
+  gated().open = true;
+  pump();
+  EXPECT_EQ(reply(r1), bulk("old"));
+  EXPECT_EQ(reply(r2), bulk("old"));
+  EXPECT_EQ(reply(w), kOk);
+}
+
+/// Random commands added in random chunks, pumped with random bounds, their engine batches
+/// answered in random order: every reply must be the model's, in arrival order per key.
+void random_pipeline(KeyPipeline& p, RecordingSink& sink, std::function<void(std::mt19937&)> answer_some,
+                     std::function<void()> answer_all, int rounds, unsigned seed, Model& model, Batch& b) {
+  std::mt19937 rng(seed);
+  const std::vector<std::string> keys = {"a", "b", "c", "d", "eight888", "a key longer than eight bytes"};
+  const std::vector<std::string> values = {"", "0", "1", "-7", "41", "x", "hello"};
+  for (int round = 0; round < rounds; ++round) {
+    const int n = static_cast<int>(rng() % 6);
+    for (int i = 0; i < n; ++i) {
+      const std::string& key = keys[rng() % keys.size()];
+      const std::string& value = values[rng() % values.size()];
+      const unsigned db = rng() % 5 == 0 ? 1 : 0;
+      KeyOp* op = nullptr;
+      switch (rng() % 10) {
+        case 0: case 1: op = &b.get(key, db); break;
+        case 2: op = &b.set(key, value, db); break;
+        case 3: op = &b.set(key, value, db); op->nx = true; break;
+        case 4: op = &b.set(key, value, db); op->get = true; break;
+        case 5: op = &b.add(Cmd::kDel, key, {}, db); break;
+        case 6: op = &b.incrby(key, static_cast<long long>(rng() % 5) - 2, db); break;
+        case 7: op = &b.add(Cmd::kAppend, key, value, db); break;
+        case 8: op = &b.add(Cmd::kExists, key, {}, db); break;
+        default: op = &b.add(Cmd::kGetSet, key, value, db); break;
+      }
+      p.add(op);
+    }
+    answer_some(rng);
+    p.pump(sink, 1 + rng() % 8, 1 + rng() % 4);
+  }
+  answer_all();
+  while (!p.idle()) {
+    p.pump(sink, 64, 8);
+    p.finish_all(sink);
+  }
+  ASSERT_EQ(sink.order.size(), b.size());
+  for (std::size_t i = 0; i < b.size(); ++i) {
+    KeyOp* op = b.ops()[i];
+    const std::string want = model.apply(*op);
+    if (want == "(too long)") continue;
+    ASSERT_EQ(sink.replies[op], want) << "op " << i << " (" << op->cmd->name << " \"" << op->key << "\" db " << op->db << ")";
+  }
+}
+
+TEST_F(Pipeline, RandomCommandsWithBatchesAnsweredOutOfOrderMatchTheModel) {
+  open(cpu_config(), 64);
+  gated_.clear();
+  for (auto& s : spaces_) gated_.push_back(std::make_shared<GatedSpace>(s));
+  Model model(64);
+  Batch b;
+  random_pipeline(
+      *pipeline_, sink_,
+      [&](std::mt19937& rng) {
+        for (auto& g : gated_)
+          for (std::size_t i : g->unfinished())
+            if (rng() % 3 == 0) g->submitted[i].released = true;
+      },
+      [&] {
+        for (auto& g : gated_) g->open = true;
+      },
+      3000, 99, model, b);
+  EXPECT_GT(pipeline_->overlapped(), 100u);
+}
+
+TEST(PipelineOnRealStore, RandomCommandsWithOrchestratorsMatchTheModel) {
+  // The engine's own asynchrony: with orchestrator threads, submit() returns before the store
+  // has run the batch, and ready() says when it has.
+  StoreConfig c = cpu_config(RouterMode::kAllCold);
+  c.orchestrators = 2;
+  std::unique_ptr<Store> store;
+  ASSERT_TRUE(Store::open(c, &store).ok());
+  std::vector<std::shared_ptr<KvSpace>> spaces;
+  for (const char* name : {"db0", "db1"}) {
+    std::shared_ptr<KvSpace> kv;
+    ASSERT_TRUE(store->create_kv(name, &kv).ok());
+    spaces.push_back(kv);
+  }
+  KeyPipeline p([&](unsigned db) -> std::shared_ptr<KvSpace> { return spaces[db]; }, 64);
+  RecordingSink sink;
+  Model model(64);
+  Batch b;
+  random_pipeline(p, sink, [](std::mt19937&) {}, [] {}, 800, 5, model, b);
+}
 
 // ---- PendingReply::finish_part -----------------------------------------------------------------
 

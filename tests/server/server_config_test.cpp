@@ -184,6 +184,8 @@ TEST(ApplySetting, LiveSettingsChangeAtRunTime) {
   EXPECT_EQ(c.proto_max_bulk_len.load(), 1u << 20);
   EXPECT_TRUE(apply_setting(&c, "max-batch", "128", true).ok());
   EXPECT_EQ(c.max_batch.load(), 128u);
+  EXPECT_TRUE(apply_setting(&c, "max-batches-in-flight", "3", true).ok());
+  EXPECT_EQ(c.max_batches_in_flight.load(), 3u);
   EXPECT_TRUE(apply_setting(&c, "max-multibulk-len", "10", true).ok());
   EXPECT_EQ(c.max_multibulk_len.load(), 10u);
   EXPECT_TRUE(apply_setting(&c, "router-threshold", "0.25", true).ok());
@@ -234,7 +236,8 @@ TEST(ApplySetting, BadValuesLeaveTheConfigUnchanged) {
       {"port", "-1", false},         {"threads", "1025", false},   {"databases", "0", false},
       {"maxmemory", "lots", false},  {"device", "tpu", false},     {"router", "random", false},
       {"maxclients", "0", true},     {"maxclients", "x", true},    {"proto-max-bulk-len", "1000", true},
-      {"max-batch", "0", true},      {"router-threshold", "-1", true}, {"router-threshold", "abc", true},
+      {"max-batch", "0", true},      {"max-batches-in-flight", "0", true}, {"max-batches-in-flight", "257", true},
+      {"router-threshold", "-1", true}, {"router-threshold", "abc", true},
       {"router-threshold", "0.5x", true}, {"router-threshold", "nan", true}, {"loglevel", "loud", true},
       {"max-key-bytes", "0", false}, {"metrics-port", "70000", false}, {"expected-keys", "0", false},
   };
@@ -260,6 +263,7 @@ TEST(ApplySetting, BadValuesLeaveTheConfigUnchanged) {
     EXPECT_EQ(c.maxclients.load(), before.maxclients.load()) << k.name;
     EXPECT_EQ(c.proto_max_bulk_len.load(), before.proto_max_bulk_len.load()) << k.name;
     EXPECT_EQ(c.max_batch.load(), before.max_batch.load()) << k.name;
+    EXPECT_EQ(c.max_batches_in_flight.load(), before.max_batches_in_flight.load()) << k.name;
   }
 }
 
@@ -267,9 +271,11 @@ TEST(ApplySetting, CopiedConfigCarriesTheLiveValues) {
   ServerConfig c;
   ASSERT_TRUE(apply_setting(&c, "maxclients", "42", true).ok());
   ASSERT_TRUE(apply_setting(&c, "max-batch", "7", true).ok());
+  ASSERT_TRUE(apply_setting(&c, "max-batches-in-flight", "5", true).ok());
   const ServerConfig copy(c);
   EXPECT_EQ(copy.maxclients.load(), 42u);
   EXPECT_EQ(copy.max_batch.load(), 7u);
+  EXPECT_EQ(copy.max_batches_in_flight.load(), 5u);
 }
 
 // ---- load_config_file --------------------------------------------------------------------------
@@ -453,6 +459,7 @@ TEST(ConfigGet, PatternsSelectSettingsWithTheirValues) {
                                                      {"max-key-bytes", "65536"},
                                                      {"max-value-bytes", "536870912"},
                                                      {"maxclients", "12"},
+                                                     {"max-batches-in-flight", "8"},
                                                      {"max-multibulk-len", "1048576"},
                                                      {"max-batch", "4096"}}));
   const auto all = get_map(c, "*");

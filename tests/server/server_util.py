@@ -25,6 +25,10 @@ IS_REDIS = MODE == "redis"
 IS_DUET = not IS_REDIS
 REDIS_SERVER = shutil.which("redis-server") or "/usr/bin/redis-server"
 REDIS_CLI = shutil.which("redis-cli")
+# Extra `duet server` flags for every duet server the tests start (e.g. "--orchestrators 2", so
+# that the engine's store runs on its own threads and the I/O threads' batches are really in
+# flight while they serve their sockets). Flags a test passes itself come after these.
+DUET_SERVER_EXTRA = os.environ.get("DUET_SERVER_EXTRA", "").split()
 NUM_DBS = 16
 START_TIMEOUT = 30.0
 STOP_TIMEOUT = 30.0
@@ -130,7 +134,7 @@ class ServerProcess:
                 "--save", "", "--appendonly", "no", "--dir", str(self.workdir),
                 "--protected-mode", "no"] + opts + self.extra
         argv = [str(duet_bin()), "server", "--bind", "127.0.0.1"] + port + [
-            "--threads", str(self.threads), "--device", self.device] + opts
+            "--threads", str(self.threads), "--device", self.device] + opts + DUET_SERVER_EXTRA
         if self.metrics_port is not None:
             argv += ["--metrics-port", str(self.metrics_port)]
         if self.config is not None:

@@ -114,6 +114,7 @@ std::string render_info(const ServerStats& s, const std::vector<std::string>& se
     line("router_model", s.engine.router_model.empty() ? "none (no database opened yet)" : s.engine.router_model);
     line("model_switches", std::to_string(kv.model_switches));
     line("avg_batch_size", avg);
+    line("batches_overlapped", std::to_string(s.batches_overlapped));
     line("store_batches", std::to_string(kv.batches));
     line("avg_store_batch_size", store_avg);
     line("store_busy_seconds", busy);
