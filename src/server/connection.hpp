@@ -86,7 +86,7 @@ enum class ParseState : std::uint8_t {
   kPaused,       ///< a huge pipeline: parse again once half of the pending replies are sent
 };
 
-/// Buckets of a connection's keys in flight (Conn::remote, Conn::local_reads).
+/// Buckets of a connection's keys in flight (Conn::remote, Conn::local).
 constexpr std::size_t kConnBuckets = 32;
 /// The bucket of a key by its key_hash (bits that neither the owner thread nor the pipeline's
 /// stripes use alone).
@@ -105,10 +105,10 @@ struct Conn {
   RequestParser parser;
   std::uint32_t inflight = 0;           ///< key ops dispatched and not yet completed
   /// Per key bucket (conn_bucket): ops sent (or held to be sent) to other threads whose
-  /// completion notes are not back yet, and reads of other threads' keys running here and not
-  /// yet completed. They decide where a read may run and when a remote op may be posted
-  /// (IoThread::route).
-  std::array<std::uint32_t, kConnBuckets> remote{}, local_reads{};
+  /// completion notes are not back yet, and reads and blind writes of other threads' keys
+  /// running here and not yet completed. They decide where a read or a blind write may run and
+  /// when a remote op may be posted (IoThread::route).
+  std::array<std::uint32_t, kConnBuckets> remote{}, local{};
   ConnPhase phase = ConnPhase::kOpen;
   ParseState parse_state = ParseState::kReady;
   bool peer_closed = false;             ///< the client shut its sending side (EOF read)

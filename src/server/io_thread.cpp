@@ -39,7 +39,10 @@ PendingReply::Kind reply_kind(MultiReply m) {
 
 IoThread::IoThread(Server* srv, unsigned index)
     : srv_(srv), index_(index),
-      pipeline_([srv](unsigned db) { return srv->kv_space(db); }, srv->cfg_.store.limits.max_value_bytes) {}
+      pipeline_([srv](unsigned db) { return srv->kv_space(db); }, srv->cfg_.store.limits.max_value_bytes,
+                &srv->guards_),
+      set_(find_command("set")),
+      mset_(find_command("mset")) {}
 
 IoThread::~IoThread() {
   if (epfd_ >= 0) ::close(epfd_);
@@ -109,6 +112,8 @@ void IoThread::free_op(KeyOp* op) {
   op->path = KvPath::kNone;
   op->hash = 0;
   op->local_read = false;
+  op->direct = false;
+  op->guarded = false;
   op->value.clear();
   op_pool_.push_back(op);
 }
@@ -356,23 +361,37 @@ void IoThread::route(KeyOp* op) {
   c->inflight++;
   bump(dispatched_);
   // A read of another thread's key runs here when none of this connection's ops in the key's
-  // bucket is on another thread: the engine's read is linearizable without the owner (only the
-  // owner writes the key, in one engine write per batch), and the client's earlier commands
-  // on that key have all completed, so it still reads its own writes. This saves the hand-off
-  // and the reply's way back. Reads of other buckets stay here even while the connection
-  // has writes in flight elsewhere.
+  // bucket is on another thread: the engine's read is linearizable without the owner (which
+  // writes the key in one engine write per batch), and the client's earlier commands on that
+  // key have all completed, so it still reads its own writes. This saves the hand-off and the
+  // reply's way back. Reads of other buckets stay here even while the connection has writes
+  // in flight elsewhere.
+  //
+  // A plain overwrite (SET without options, MSET's part) of another thread's key runs here
+  // too, on the same condition, unless the owner has a read-modify-write of the key in flight
+  // (WriteGuards): its effect and its reply ("OK") depend on nothing it could read, so it
+  // needs the owner only to stay out of a read-modify-write's read and write, which the
+  // guards ensure. Other writes (INCR, APPEND, SET NX/XX/GET, GETSET, DEL, whose replies
+  // depend on the previous value) go to the owner.
   if (s == index_) {
     pipeline_.add(op);
-  } else if (op->cmd->has(kReadOnly) && c->remote[b] == 0) {
+  } else if (c->remote[b] == 0 && op->cmd->has(kReadOnly)) {
     op->local_read = true;
-    c->local_reads[b]++;
+    c->local[b]++;
+    pipeline_.add(op);
+  } else if (c->remote[b] == 0 && plain_overwrite(*op) &&
+             srv_->guards_.try_blind(WriteGuards::stripe_of(op->hash, op->db))) {
+    op->direct = true;
+    c->local[b]++;
+    bump(metrics.direct_writes);
     pipeline_.add(op);
   } else {
-    // A later command of a connection with such a read running here must not overtake it on
-    // its owner thread (which could write the key before the read took effect): it waits in
-    // held_ until the connection's reads of this bucket complete.
+    // A later command of a connection with such a read or write running here must not
+    // overtake it on its owner thread (which could write the key before the read took effect,
+    // or before the write): it waits in held_ until the connection's local ops of this bucket
+    // complete.
     c->remote[b]++;
-    if (c->local_reads[b] > 0) held_.push_back(op);
+    if (c->local[b] > 0) held_.push_back(op);
     else outgoing_[s].push_back(op);
   }
 }
@@ -383,7 +402,7 @@ void IoThread::release_held() {
   std::size_t keep = 0;
   for (KeyOp* op : held_) {
     const Conn* c = static_cast<const Conn*>(op->conn);
-    if (c->local_reads[conn_bucket(op->hash)] == 0) outgoing_[shard_of(op->hash, n)].push_back(op);
+    if (c->local[conn_bucket(op->hash)] == 0) outgoing_[shard_of(op->hash, n)].push_back(op);
     else held_[keep++] = op;  // the connection's later ops of this bucket stay behind it
   }
   held_.resize(keep);
@@ -471,13 +490,13 @@ void IoThread::complete(KeyOp* op, std::string& part) {
   Conn* c = static_cast<Conn*>(op->conn);
   PendingReply* r = op->reply;
   const auto b = static_cast<std::uint32_t>(conn_bucket(op->hash));
-  const bool local_read = op->local_read;
+  const bool local = op->local_read || op->direct;
   if (r->finish_part(op->part, part)) r->done.store(true, std::memory_order_release);
   bump(completed_);
   free_op(op);
   if (c->owner == index_) {
     c->inflight--;
-    if (local_read) c->local_reads[b]--;
+    if (local) c->local[b]--;
     if (c->dead()) maybe_free(c);
     else mark_dirty(c);
   } else {

@@ -64,6 +64,11 @@ class IoThread final : public RequestSink, private KeyOpSink {
   void dispatch_keys(Conn* c, PendingReply* r, const CommandDef& def, Args args);
   void run_local(Conn* c, PendingReply* r, const CommandDef& def, Args args);
   void route(KeyOp* op);
+  /// A SET without options or a part of an MSET: writes a value that depends on nothing read,
+  /// and answers OK whatever was there.
+  bool plain_overwrite(const KeyOp& op) const {
+    return (op.cmd == set_ && !op.nx && !op.xx && !op.get) || op.cmd == mset_;
+  }
   /// Posts the held ops whose connection no longer has a read of their key bucket running here.
   void release_held();
   void post_outgoing();
@@ -111,6 +116,8 @@ class IoThread final : public RequestSink, private KeyOpSink {
   ReplyPool reply_pool_;
   std::unordered_set<Conn*> conns_;
   KeyPipeline pipeline_;
+  const CommandDef* set_;
+  const CommandDef* mset_;
 };
 
 }  // namespace duet::server

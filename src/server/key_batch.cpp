@@ -312,9 +312,13 @@ void KeyPipeline::add(KeyOp* op) {
 
 bool KeyPipeline::start_one(KeyOpSink& sink, std::size_t max_batch) {
   if (queue_.empty()) return false;
-  if (held_mark_.empty()) held_mark_.assign(kStripes, 0);
+  if (held_mark_.empty()) {
+    held_mark_.assign(kStripes, 0);
+    taken_mark_.assign(kStripes, 0);
+  }
   if (++formation_ == 0) {  // wrapped: forget every old mark
     std::fill(held_mark_.begin(), held_mark_.end(), 0);
+    std::fill(taken_mark_.begin(), taken_mark_.end(), 0);
     formation_ = 1;
   }
   Flight f;
@@ -334,11 +338,23 @@ bool KeyPipeline::start_one(KeyOpSink& sink, std::size_t max_batch) {
     ++examined;
     const std::size_t s = stripe_of(*op);
     const Stripe& st = stripes_[s];
-    const bool conflict = held_mark_[s] == formation_ || st.writers > 0 || (writes(*op) && st.readers > 0);
+    bool conflict = held_mark_[s] == formation_ || st.writers > 0 || (writes(*op) && st.readers > 0);
+    if (!conflict && guards_ && !op->direct && writes(*op) && (taken_mark_[s] == formation_ || !overwrites(*op))) {
+      // It may write a key its batch reads first: no other thread's blind write of the key
+      // may land in between. Announce (once: a waiting op keeps its announcement, so new
+      // blind writers hand their writes over and the ones in flight drain), then check.
+      const std::size_t gs = WriteGuards::stripe_of(op->hash, op->db);
+      if (!op->guarded) {
+        guards_->begin_rmw(gs);
+        op->guarded = true;
+      }
+      conflict = !guards_->clear(gs);
+    }
     if (conflict) {
       held_mark_[s] = formation_;
       keep_.push_back(op);
     } else {
+      taken_mark_[s] = formation_;
       f.ops.push_back(op);
     }
   }
@@ -372,6 +388,11 @@ void KeyPipeline::complete(Flight& f, KeyOpSink& sink) {
     Stripe& st = stripes_[stripe_of(*op)];
     if (writes(*op)) --st.writers;
     else --st.readers;
+    if (op->guarded) {
+      guards_->end_rmw(WriteGuards::stripe_of(op->hash, op->db));
+      op->guarded = false;
+    }
+    if (op->direct) guards_->end_blind(WriteGuards::stripe_of(op->hash, op->db));
   }
   for (std::size_t i = 0; i < f.ops.size(); ++i) sink.op_done(f.ops[i], f.runner->reply(i));
   f.ops.clear();

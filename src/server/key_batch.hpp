@@ -2,9 +2,10 @@
 // semantics, keeping several batches in flight.
 //
 // Every key belongs to exactly one server thread (its shard: a hash of the key), and only
-// that thread writes it (reads may also run on the reading connection's thread: see
-// IoThread::route). So a thread can run a whole batch of commands on a key as one read and
-// one write of the engine: it reads the keys whose commands need their value
+// that thread reads it in order to write it (reads, and plain overwrites guarded by
+// WriteGuards, may also run on the client's thread: see IoThread::route). So a thread can
+// run a whole batch of commands on a key as one read and one write of the engine: it reads
+// the keys whose commands need their value
 // (one engine batch), computes every command in arrival order on the CPU (INCR, APPEND,
 // SET NX/XX/GET, ...), and writes each changed key's final value (a second engine batch).
 // The commands on one key are linearized together at the write (or at the read, for keys
@@ -70,11 +71,52 @@ struct KeyOp {
   KvPath path = KvPath::kNone;               ///< engine path that answered (metrics)
   /// key_hash(key); KeyPipeline::add computes it when it is 0.
   std::uint64_t hash = 0;
-  bool local_read = false;                   ///< a read of another thread's key run here (IoThread)
+  bool local_read = false;  ///< a read of another thread's key run here (IoThread)
+  /// A blind write of another thread's key run here, announced in WriteGuards (try_blind);
+  /// the pipeline calls end_blind when its batch completes.
+  bool direct = false;
+  bool guarded = false;     ///< holds a WriteGuards::begin_rmw announcement (the pipeline's)
 };
 
 /// The hash of a key that picks its owner thread, its conflict stripe and its batch group.
 inline std::uint64_t key_hash(std::string_view key) { return std::hash<std::string_view>{}(key); }
+
+/// Lets a thread write another thread's key without handing the write to the owner, when the
+/// owner has no read-modify-write of the key in flight. Striped counters shared by every
+/// thread, by (database, key hash): `rmw`, the owner's groups that read a key and then write
+/// it (announced before their read is submitted, withdrawn when their write completed), and
+/// `blind`, other threads' blind writes in flight. Each side announces itself (a sequentially
+/// consistent increment) and then reads the other's counter, as in Dekker's algorithm: of a
+/// blind writer and an owner that both announce, at least one sees the other. The writer then
+/// withdraws and hands its write to the owner; the owner keeps its announcement and waits
+/// until the blind writes it saw have completed, so no blind write lands between a
+/// read-modify-write's read and write. A stripe is shared by many keys: a collision only
+/// costs a hand-off or a wait. Thread-safe.
+class WriteGuards {
+ public:
+  static constexpr std::size_t kStripes = std::size_t{1} << 16;
+  WriteGuards() : rmw_(new std::atomic<std::uint32_t>[kStripes]()), blind_(new std::atomic<std::uint32_t>[kStripes]()) {}
+  static std::size_t stripe_of(std::uint64_t hash, unsigned db) {
+    return static_cast<std::size_t>(((hash ^ (db * 0x9E3779B97F4A7C15ull)) * 0x94D049BB133111EBull) >> 48);
+  }
+  /// A non-owner's blind write of stripe s: true when it may run (then end_blind once the
+  /// engine's write completed); false when a read-modify-write is in flight (it withdrew).
+  bool try_blind(std::size_t s) {
+    blind_[s].fetch_add(1, std::memory_order_seq_cst);
+    if (rmw_[s].load(std::memory_order_seq_cst) == 0) return true;
+    blind_[s].fetch_sub(1, std::memory_order_seq_cst);
+    return false;
+  }
+  void end_blind(std::size_t s) { blind_[s].fetch_sub(1, std::memory_order_seq_cst); }
+  /// The owner announces a read-modify-write of stripe s (until end_rmw).
+  void begin_rmw(std::size_t s) { rmw_[s].fetch_add(1, std::memory_order_seq_cst); }
+  /// After begin_rmw: no blind write of stripe s is in flight (its read may be submitted).
+  bool clear(std::size_t s) const { return blind_[s].load(std::memory_order_seq_cst) == 0; }
+  void end_rmw(std::size_t s) { rmw_[s].fetch_sub(1, std::memory_order_seq_cst); }
+
+ private:
+  std::unique_ptr<std::atomic<std::uint32_t>[]> rmw_, blind_;
+};
 
 /// Parses a whole int64 the way Redis does (no blanks, no '+', no leading zeros).
 bool parse_int64(std::string_view s, long long* v);
@@ -180,11 +222,16 @@ class KeyOpSink {
 /// Order: ops on one key complete in the order they were added (a later op waits while an
 /// earlier batch holding its key's stripe is in flight, unless both only read; an op that
 /// waits holds back every later op of its stripe too). Read-modify-write ops are atomic: no
-/// other batch writes their key between their batch's read and write.
+/// other batch writes their key between their batch's read and write; with WriteGuards, an op
+/// that would write a key its batch reads first (anything but a blind write leading its key's
+/// group) announces itself and waits while other threads' blind writes of its stripe are in
+/// flight. Ops marked `direct` end their blind announcement when their batch completes.
 class KeyPipeline {
  public:
-  KeyPipeline(KeyBatchRunner::SpaceOf space_of, std::size_t max_value_bytes)
-      : space_of_(std::move(space_of)), max_value_bytes_(max_value_bytes), stripes_(kStripes) {}
+  /// guards: shared with the other threads' pipelines when threads write each other's keys
+  /// directly (null: they do not, and nothing is announced).
+  KeyPipeline(KeyBatchRunner::SpaceOf space_of, std::size_t max_value_bytes, WriteGuards* guards = nullptr)
+      : space_of_(std::move(space_of)), max_value_bytes_(max_value_bytes), guards_(guards), stripes_(kStripes) {}
   ~KeyPipeline();
   KeyPipeline(const KeyPipeline&) = delete;
   KeyPipeline& operator=(const KeyPipeline&) = delete;
@@ -232,8 +279,10 @@ class KeyPipeline {
 
   KeyBatchRunner::SpaceOf space_of_;
   std::size_t max_value_bytes_;
+  WriteGuards* guards_;
   std::vector<Stripe> stripes_;
   std::vector<std::uint32_t> held_mark_;  ///< stripe -> the formation that held an op of it back
+  std::vector<std::uint32_t> taken_mark_; ///< stripe -> the formation that took an op of it
   std::uint32_t formation_ = 0;
   std::uint64_t overlapped_ = 0;
   std::deque<KeyOp*> queue_;

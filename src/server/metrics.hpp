@@ -46,6 +46,8 @@ struct ThreadMetrics {
   std::atomic<std::uint64_t> batches{0}, batched{0}, connections{0}, net_in{0}, net_out{0};
   /// Engine batches started while another batch of the same thread was in flight.
   std::atomic<std::uint64_t> overlapped{0};
+  /// Blind writes of another thread's key run here, without the hand-off to the owner.
+  std::atomic<std::uint64_t> direct_writes{0};
 };
 
 struct ServerStats;

@@ -185,6 +185,7 @@ ServerStats Server::stats() {
     s.batches += t->metrics.batches.load(std::memory_order_relaxed);
     s.batched += t->metrics.batched.load(std::memory_order_relaxed);
     s.batches_overlapped += t->metrics.overlapped.load(std::memory_order_relaxed);
+    s.direct_writes += t->metrics.direct_writes.load(std::memory_order_relaxed);
     s.net_in += t->metrics.net_in.load(std::memory_order_relaxed);
     s.net_out += t->metrics.net_out.load(std::memory_order_relaxed);
   }

@@ -28,6 +28,7 @@
 
 #include "duet/store.hpp"
 #include "server/config.hpp"
+#include "server/key_batch.hpp"
 #include "server/metrics.hpp"
 #include "server/stats.hpp"
 
@@ -86,6 +87,7 @@ class Server {
   Store* store_;
   std::vector<std::unique_ptr<Database>> dbs_;
   std::vector<std::unique_ptr<IoThread>> threads_;
+  WriteGuards guards_;  ///< lets a thread write another's keys blindly (IoThread::route)
   int listen_fd_ = -1;
   int port_ = 0;
   std::atomic<bool> draining_{false}, exiting_{false};

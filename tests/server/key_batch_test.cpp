@@ -892,6 +892,76 @@ TEST_F(Pipeline, ReadsOfOneKeyShareFlightButAWriteWaitsForThem) {
   EXPECT_EQ(reply(w), kOk);
 }
 
+TEST_F(Pipeline, AReadModifyWriteWaitsForAnotherThreadsBlindWriteInFlight) {
+  // Two threads' pipelines sharing the guards: `other` writes the owner's key "n" blindly
+  // (announced as IoThread::route does), then the owner gets an INCR of it.
+  duet::server::WriteGuards guards;
+  auto space_of = [this](unsigned db) -> std::shared_ptr<KvSpace> { return gated_[db]; };
+  KeyPipeline owner(space_of, 64, &guards), other(space_of, 64, &guards);
+  RecordingSink owner_sink, other_sink;
+  Batch b;
+  KeyOp& w = b.set("n", "10");
+  w.hash = duet::server::key_hash("n");
+  const std::size_t gs = duet::server::WriteGuards::stripe_of(w.hash, 0);
+  ASSERT_TRUE(guards.try_blind(gs));
+  w.direct = true;
+  other.add(&w);
+  other.pump(other_sink, 64, 8);
+  const std::vector<std::size_t> blind_write = gated().unfinished();
+  ASSERT_EQ(blind_write.size(), 1u) << "the blind write is in flight";
+  KeyOp& incr = b.add(Cmd::kIncr, "n");
+  KeyOp& unrelated = b.add(Cmd::kIncr, "m");
+  owner.add(&incr);
+  owner.add(&unrelated);
+  owner.pump(owner_sink, 64, 8);
+  EXPECT_EQ(owner.queued(), 1u) << "the INCR of n waits for the blind write in flight";
+  EXPECT_FALSE(guards.try_blind(gs)) << "while it waits, new blind writes of n go to the owner";
+  // Whatever the owner sent is answered before the blind write.
+  gated().release_all_but(blind_write);
+  owner.pump(owner_sink, 64, 8);
+  gated().release_all_but(blind_write);
+  owner.pump(owner_sink, 64, 8);
+  EXPECT_EQ(owner_sink.replies[&unrelated], integer(1));
+  EXPECT_EQ(owner_sink.replies.count(&incr), 0u);
+  gated().open = true;
+  other.pump(other_sink, 64, 8);
+  EXPECT_EQ(other_sink.replies[&w], kOk);
+  owner.pump(owner_sink, 64, 8);
+  owner.finish_all(owner_sink);
+  EXPECT_EQ(owner_sink.replies[&incr], integer(11));
+  EXPECT_EQ(stored("n"), "11");
+  ASSERT_TRUE(guards.try_blind(gs)) << "nothing is announced once both completed";
+  guards.end_blind(gs);
+}
+
+TEST_F(Pipeline, ABlindWriteOfAKeyWhoseReadModifyWriteIsInFlightIsRefused) {
+  duet::server::WriteGuards guards;
+  KeyPipeline owner([this](unsigned db) -> std::shared_ptr<KvSpace> { return gated_[db]; }, 64, &guards);
+  RecordingSink sink;
+  Batch b;
+  KeyOp& append = b.add(Cmd::kAppend, "s", "x");
+  owner.add(&append);
+  owner.pump(sink, 64, 8);
+  ASSERT_EQ(owner.in_flight(), 1u) << "the APPEND's read is in flight";
+  const std::size_t gs = duet::server::WriteGuards::stripe_of(duet::server::key_hash("s"), 0);
+  EXPECT_FALSE(guards.try_blind(gs));
+  // A blind write that leads its key's group needs no announcement: it does not read.
+  KeyOp& set = b.set("t", "v");
+  owner.add(&set);
+  owner.pump(sink, 64, 8);
+  const std::size_t gt = duet::server::WriteGuards::stripe_of(duet::server::key_hash("t"), 0);
+  if (gt != gs) {
+    EXPECT_TRUE(guards.try_blind(gt));
+    guards.end_blind(gt);
+  }
+  gated().open = true;
+  owner.pump(sink, 64, 8);
+  owner.finish_all(sink);
+  EXPECT_EQ(sink.replies[&append], integer(1));
+  EXPECT_TRUE(guards.try_blind(gs));
+  guards.end_blind(gs);
+}
+
 /// Random commands added in random chunks, pumped with random bounds, their engine batches
 /// answered in random order: every reply must be the model's, in arrival order per key.
 void random_pipeline(KeyPipeline& p, RecordingSink& sink, std::function<void(std::mt19937&)> answer_some,

@@ -2,7 +2,8 @@
 
 The servers here run the Canonical Store on orchestrator threads (`--orchestrators 2`), so an
 I/O thread's batch is really in flight while the thread reads more requests and starts more
-batches; INFO's `batches_overlapped` shows that it happened. Under that load: each key's
+batches; INFO's `batches_overlapped` shows that it happened (and `direct_writes`, that plain
+SETs of another thread's keys skipped the owner). Under that load: each key's
 commands keep their order across batches in flight (exact per-key sequences, and recorded
 histories checked by the linearizability checker), a client's reads see its own writes (also
 reads of another thread's keys, which run on the client's thread), and a client that
@@ -93,12 +94,18 @@ def test_batches_in_flight_keep_each_keys_order(inflight_srv):
     assert after > before, "no batch was started while another of its thread was in flight"
 
 
-def test_pipelined_histories_with_batches_in_flight_are_linearizable(inflight_srv):
-    """The recorded-history check of test_linearizability (6 pipelining clients, random
-    single- and multi-key commands on 4 keys) against a server whose batches are in flight."""
-    hist, errors = record(inflight_srv.port, pipeline=True, seconds=1.5, seed=11)
+@pytest.mark.parametrize("pipeline", [False, True], ids=["single", "pipelined"])
+def test_histories_with_batches_in_flight_and_direct_writes_are_linearizable(inflight_srv, pipeline):
+    """The recorded-history check of test_linearizability (6 clients, random single- and
+    multi-key commands on 4 keys: GET, SET, SET NX/GET, GETSET, INCR, DEL, MGET, MSET) against
+    a server whose batches are in flight, and whose threads write each other's keys directly
+    (plain SETs and MSETs while no read-modify-write of the key is in flight) while INCRs and
+    the other read-modify-writes go to the owner: direct_writes grew."""
+    before = int(info_duet(inflight_srv.port)["direct_writes"])
+    hist, errors = record(inflight_srv.port, pipeline=pipeline, seconds=1.2, seed=11 + pipeline)
     assert not errors, errors
     _assert_linearizable(hist)
+    assert int(info_duet(inflight_srv.port)["direct_writes"]) > before, "no write skipped the owner"
 
 
 def test_reads_of_other_keys_stay_local_and_see_own_writes(inflight_srv):

@@ -115,6 +115,7 @@ std::string render_info(const ServerStats& s, const std::vector<std::string>& se
     line("model_switches", std::to_string(kv.model_switches));
     line("avg_batch_size", avg);
     line("batches_overlapped", std::to_string(s.batches_overlapped));
+    line("direct_writes", std::to_string(s.direct_writes));
     line("store_batches", std::to_string(kv.batches));
     line("avg_store_batch_size", store_avg);
     line("store_busy_seconds", busy);
