@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <bit>
+#include <shared_mutex>
 
 #include "common/check.hpp"
 #include "cods/atomic.hpp"
@@ -129,12 +130,20 @@ HotCache::Found HotCache::get(std::uint64_t ikey, std::uint64_t* handle) const {
   }
 }
 
+void HotCache::prefetch(std::uint64_t ikey) const {
+  const Bucket& b = table_.load(std::memory_order_relaxed)->bucket(ikey);
+  const char* p = reinterpret_cast<const char*>(&b);
+  __builtin_prefetch(p);
+  __builtin_prefetch(p + 64);
+  __builtin_prefetch(p + 128);
+}
+
 HotCache::Found HotCache::update(std::uint64_t ikey, bool erase, std::uint64_t handle, std::uint64_t* prev,
                                  bool* prev_owned) {
   bool log = false;
   Found was;
   {
-    std::shared_lock<std::shared_mutex> rl(resize_);
+    std::shared_lock<sched::StripedSharedMutex> rl(resize_);
     Bucket& b = table_.load(std::memory_order_relaxed)->bucket(ikey);
     WriteLock lk(b);
     Node* n;
@@ -157,7 +166,7 @@ bool HotCache::populate(std::uint64_t ikey, bool present, std::uint64_t handle,
                         mem::EpochManager::Participant* part) {
   bool crowded;
   {
-    std::shared_lock<std::shared_mutex> rl(resize_);
+    std::shared_lock<sched::StripedSharedMutex> rl(resize_);
     const Table* t = table_.load(std::memory_order_relaxed);
     Bucket& b = t->bucket(ikey);
     WriteLock lk(b);
@@ -193,7 +202,7 @@ void HotCache::insert(Bucket& b, std::uint64_t ikey, std::uint64_t handle, std::
 }
 
 void HotCache::grow(mem::EpochManager::Participant* part) {
-  std::unique_lock<std::shared_mutex> wl(resize_);
+  std::unique_lock<sched::StripedSharedMutex> wl(resize_);
   Table* old = table_.load(std::memory_order_relaxed);
   if (size_.load(std::memory_order_relaxed) <= 4 * (old->mask + 1)) return;  // another thread grew it
   auto* fresh = new Table((old->mask + 1) * 4);
@@ -225,7 +234,7 @@ std::vector<HotCache::LogRecord> HotCache::log_snapshot() {
   out.reserve(log_.size());
   std::size_t kept = 0;
   for (std::uint64_t k : log_) {
-    std::shared_lock<std::shared_mutex> rl(resize_);
+    std::shared_lock<sched::StripedSharedMutex> rl(resize_);
     const Bucket& b = table_.load(std::memory_order_relaxed)->bucket(k);
     WriteLock lk(b);
     Node* n;
@@ -254,7 +263,7 @@ void HotCache::mark_replayed(const std::vector<std::uint64_t>& keys) {
     }
   }
   for (std::uint64_t k : keys) {
-    std::shared_lock<std::shared_mutex> rl(resize_);
+    std::shared_lock<sched::StripedSharedMutex> rl(resize_);
     Bucket& b = table_.load(std::memory_order_relaxed)->bucket(k);
     WriteLock lk(b);
     Node* n;
@@ -265,7 +274,7 @@ void HotCache::mark_replayed(const std::vector<std::uint64_t>& keys) {
 
 std::uint64_t HotCache::evict_if(const std::function<bool(std::uint64_t)>& cold) {
   std::uint64_t evicted = 0;
-  std::shared_lock<std::shared_mutex> rl(resize_);
+  std::shared_lock<sched::StripedSharedMutex> rl(resize_);
   const Table* t = table_.load(std::memory_order_relaxed);
   for (std::uint64_t bi = 0; bi <= t->mask; ++bi) {
     Bucket& b = t->buckets[bi];

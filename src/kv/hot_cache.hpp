@@ -25,10 +25,10 @@
 #include <functional>
 #include <memory>
 #include <mutex>
-#include <shared_mutex>
 #include <vector>
 
 #include "mem/epoch.hpp"
+#include "sched/striped_shared_mutex.hpp"
 
 namespace duet::kv {
 
@@ -45,6 +45,9 @@ class HotCache {
 
   /// Looks up ikey; on kValue, *handle is its value handle (valid while the caller's epoch pin lives).
   Found get(std::uint64_t ikey, std::uint64_t* handle) const;
+  /// Starts loading the cache lines get(ikey) or update(ikey) will read (a hint; no effect on
+  /// contents). Callers issue it a few requests ahead, so that the misses of a batch overlap.
+  void prefetch(std::uint64_t ikey) const;
 
   /// Writes a resident entry: a value handle, or a tombstone when erase is true. Returns kMiss
   /// (changing nothing) when ikey is not resident. Otherwise returns the previous state, sets
@@ -115,7 +118,7 @@ class HotCache {
 
   std::atomic<Table*> table_;
   /// Writers hold it shared (with a bucket lock); grow() holds it exclusively.
-  mutable std::shared_mutex resize_;
+  mutable sched::StripedSharedMutex resize_;
   std::atomic<std::uint64_t> size_{0};
   mutable std::mutex log_mutex_;
   std::vector<std::uint64_t> log_;

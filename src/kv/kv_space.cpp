@@ -356,26 +356,47 @@ void KvSpaceImpl::start_round(InFlight& f) {
     f.trace[i].path = KvPath::kHot;
     unstamped[nunstamped++] = i;
   };
-  // Keys that need the dictionary cost a cache miss or two each; start loading a few keys
-  // ahead so that the misses overlap.
-  constexpr std::size_t kPrefetchAhead = 8;
+  // The pass runs in two stages kAhead requests apart: the first admits a request (first
+  // round), classifies it and, when it is hot, starts loading its Hot Cache bucket; the second
+  // samples, routes and answers it. So a batch's cache misses overlap instead of stalling the
+  // pass one by one (hot buckets miss the caches once the Hot Cache outgrows them, and keys
+  // that need the dictionary cost a miss or two each, started a few requests earlier still).
+  // A histogram model is called directly, without the virtual call.
+  constexpr std::size_t kAhead = 8, kRing = 16;
+  static_assert(kRing >= kAhead + 1 && (kRing & (kRing - 1)) == 0);
+  const auto* histogram = dynamic_cast<const HistogramModel*>(model);
+  std::uint8_t ring[kRing];  // per request in flight between the stages: 0 skip, 1 cold, 2 hot
   const std::size_t npending = f.pending.size();
-  auto prefetch = [&](std::size_t k) {
+  auto prefetch_key = [&](std::size_t k) {
     std::uint64_t unused;
     if (k < npending && !inline_key(f.batch[f.pending[k]].key, &unused)) dict_.prefetch(f.batch[f.pending[k]].key);
   };
-  if (fresh)
-    for (std::size_t k = 0; k < kPrefetchAhead; ++k) prefetch(k);
-
-  // One pass: admit (first round), sample, route; hot requests are answered here, cold ones
-  // and loads go to the Canonical Store as one group each when the pass ends.
-  for (std::size_t k = 0; k < npending; ++k) {
-    if (k % kStampGroup == 0) stamp();
+  auto classify = [&](std::size_t k) {
     const std::uint32_t i = f.pending[k];
     if (fresh) {
-      prefetch(k + kPrefetchAhead);
-      if (!admit(f, i)) continue;
+      prefetch_key(k + kAhead);
+      if (!admit(f, i)) {
+        ring[k % kRing] = 0;
+        return;
+      }
     }
+    const std::uint64_t ikey = f.ikeys[i];
+    const bool hot = any_hot && (histogram ? histogram->hot(ikey) : model->hot(ikey));
+    if (hot) hot_.prefetch(ikey);
+    ring[k % kRing] = hot ? 2 : 1;
+  };
+  if (fresh)
+    for (std::size_t k = 0; k < kAhead; ++k) prefetch_key(k);
+  for (std::size_t k = 0; k < kAhead && k < npending; ++k) classify(k);
+
+  // Hot requests are answered here; cold ones and loads go to the Canonical Store as one group
+  // each when the pass ends.
+  for (std::size_t k = 0; k < npending; ++k) {
+    if (k % kStampGroup == 0) stamp();
+    if (k + kAhead < npending) classify(k + kAhead);
+    const std::uint8_t route = ring[k % kRing];
+    if (route == 0) continue;
+    const std::uint32_t i = f.pending[k];
     const std::uint64_t ikey = f.ikeys[i];
     if (sampling && ++sample_tick >= sample_every) {
       sample_tick = 0;
@@ -386,7 +407,7 @@ void KvSpaceImpl::start_round(InFlight& f) {
       }
     }
     KvRequest& r = f.batch[i];
-    if (!(any_hot && model->hot(ikey))) {
+    if (route == 1) {
       f.cold.add(to_lslab(r.op), ikey, f.handles[i]);
       f.cold_idx.push_back(i);
       continue;
