@@ -440,15 +440,30 @@ void DomainImpl::detector_main() {
     std::uint64_t t = 0;
     std::vector<std::uint64_t> snap;
     gp_begin(&t, &snap);
+    // A section that does not end holds the grace period up; give up after wait_limit_ms
+    // (so drain and shutdown are not held behind it) and try again later.
+    const auto give_up = Clk::now() + std::chrono::milliseconds(cfg.wait_limit_ms);
     int spins = 0;
+    bool complete = true;
     while (!gp_complete(snap)) {
       if (++spins < 64) {
         std::this_thread::yield();
         continue;
       }
+      if (Clk::now() > give_up) {
+        complete = false;
+        break;
+      }
       std::unique_lock<std::mutex> lk(cv_mu);
       cv.wait_for(lk, std::chrono::microseconds(50), [&] { return stop; });
       if (stop) return;
+    }
+    if (!complete) {
+      gc_request.store(true, std::memory_order_release);
+      rl.unlock();
+      std::unique_lock<std::mutex> lk(cv_mu);
+      cv.wait_for(lk, std::chrono::microseconds(cfg.detector_period_us), [&] { return stop; });
+      continue;
     }
     announce(t);
     announced = Clk::now();

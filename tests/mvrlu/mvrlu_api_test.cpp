@@ -301,6 +301,9 @@ TEST(MvrluApi, NeverEndingSectionBoundsWritersWaits) {
   const double secs = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
   EXPECT_EQ(last.code(), StatusCode::kResourceExhausted) << last.to_string();
   EXPECT_LT(secs, 5.0);
+  // drain refuses (rather than waits) while the section is open, even with the detector
+  // stuck behind it.
+  EXPECT_EQ(d->drain().code(), StatusCode::kInvalidArgument);
   stuck->abort();
   // Once the section ends, collection catches up and writes go through again.
   Status again = w->run([&] {
