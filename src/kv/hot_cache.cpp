@@ -131,7 +131,8 @@ HotCache::Found HotCache::get(std::uint64_t ikey, std::uint64_t* handle) const {
 }
 
 void HotCache::prefetch(std::uint64_t ikey) const {
-  const Bucket& b = table_.load(std::memory_order_relaxed)->bucket(ikey);
+  // Acquire, as get(): a table just grown must be seen whole (the caller's pin keeps it).
+  const Bucket& b = table_.load(std::memory_order_acquire)->bucket(ikey);
   const char* p = reinterpret_cast<const char*>(&b);
   __builtin_prefetch(p);
   __builtin_prefetch(p + 64);
