@@ -103,6 +103,23 @@ struct Stats {
 class Domain;
 class Thread;
 
+/// A version-store record (docs/mvrlu.md, "Version store"): the master object of a key of the
+/// `txn` keyspace, holding an 8-byte value handle or a tombstone. Allocate it as a tombstone
+/// (Thread::alloc(&r, Record{0, 1})) and install its first value at the inserting commit, so
+/// older snapshots see the key absent.
+struct Record {
+  std::uint64_t handle;
+  std::uint64_t tombstone;  ///< nonzero: the key is absent in this version
+};
+
+/// lock_for_commit's outcome.
+enum class CommitLock : std::uint8_t {
+  kLocked,    ///< locked; the record pointer now names this section's copy
+  kConflict,  ///< a version newer than start_ts exists: first updater wins, abort
+  kBusy,      ///< another section holds the lock: abort (or retry the commit)
+  kError,     ///< bad call (Thread::last_error() says which) or the log is full
+};
+
 /// True when a Status reports a try_lock conflict: abort the section and retry.
 bool is_conflict(const Status& s);
 /// True when a Status reports that try_lock found no room in the thread's log.
@@ -194,6 +211,16 @@ class Domain {
   /// Processes the current round for every log that has not yet (the detector's takeover).
   void collect_lagging();
   std::uint64_t round() const;
+
+  // --- Version store (transactions are not sections) ---
+  /// Registers a snapshot at the clock's now: *ts is its read timestamp, and no version it
+  /// can see is collected until release_snapshot(*id). ResourceExhausted when all 256 slots
+  /// are held. Cost: a CAS and a clock read.
+  Status register_snapshot(std::uint64_t* ts, unsigned* id);
+  /// Releases a snapshot; an id not held is ignored.
+  void release_snapshot(unsigned id);
+  /// The clock's now (fenced), as register_snapshot takes it.
+  std::uint64_t now_ts();
 
   detail::DomainImpl* impl() { return impl_.get(); }
 
@@ -314,6 +341,27 @@ class Thread {
     }
   }
 
+  // --- Version store ---
+  /// The version of `rec` a snapshot at `ts` sees (newest with commit-ts <= ts, else the
+  /// master). `ts` must belong to a registered snapshot (or to this thread's open section):
+  /// versions older than every snapshot and section may be collected. Outside a section the
+  /// read is protected by a counter the grace periods wait for. InvalidArgument for null or
+  /// an unregistered thread.
+  Status read_at(const Record* rec, std::uint64_t ts, Record* out);
+  /// The same for n records under one protection.
+  Status read_at(const Record* const* recs, std::size_t n, std::uint64_t ts, Record* out);
+  /// Inside a section: locks `rec` for a transaction that started at `start_ts` and replaces
+  /// it with this section's copy (write the new handle or tombstone there). No wait.
+  CommitLock lock_for_commit(Record*& rec, std::uint64_t start_ts);
+  /// Commits the section's write set; one store of its commit-ts publishes it.
+  /// ts == 0: the clock's, taken after the copies are chained, with the commit wait, as
+  /// read_unlock does (safe with snapshots from register_snapshot). ts != 0: the caller's
+  /// (a transaction oracle's); it must exceed every version the section locked over
+  /// (InvalidArgument otherwise, the section stays open), and the oracle must not hand out a
+  /// snapshot >= ts before this returns (a reader could see part of the set). No commit wait.
+  /// last_commit_ts() gives the ts used.
+  Status commit_at(std::uint64_t ts);
+
   /// Processes a pending GC round of this log now (at boundaries this happens anyway).
   /// InvalidArgument inside a section.
   Status collect();
@@ -333,6 +381,9 @@ class Thread {
   void* deref_raw(void* p) noexcept;
   std::uint64_t wait_stamp(detail::CopyHdr* v) noexcept;
   Status lock_raw(void** p, bool is_const);
+  /// 0 locked, 1 held by another, 2 newer version (or ambiguous), 3 error (*err says).
+  int lock_impl(void** p, bool is_const, std::uint64_t limit_ts, bool ordo_check, Status* err);
+  const void* version_at(void* master, std::uint64_t ts) noexcept;
   Status alloc_raw(std::size_t bytes, void** out);
   Status free_raw(void* p);
   Status backoff(std::uint32_t attempt);
@@ -353,6 +404,8 @@ class Thread {
   std::uint64_t section_tail_ = 0;
   std::uint64_t deref_copy_ = 0, deref_master_ = 0;
   std::uint64_t rng_ = 0;
+  std::uint64_t max_head_ts_ = 0;      // newest version locked over in this section
+  std::uint64_t commit_ts_override_ = 0;
   std::vector<detail::CopyHdr*> copies_;
   std::vector<detail::MasterHdr*> allocs_;
   Status last_error_;

@@ -79,6 +79,11 @@ struct DomainImpl {
   std::uint64_t gp_t = 0;
   std::vector<std::uint64_t> gp_snap;
 
+  /// Version-store snapshots: 0 free, kSnapshotPending while registering, else the ts.
+  static constexpr unsigned kSnapshotSlots = 256;
+  static constexpr std::uint64_t kSnapshotPending = kInf;
+  std::atomic<std::uint64_t> snapshots[kSnapshotSlots] = {};
+
   CopyHdr wb_sentinel{};  ///< p_pending while a GC processor writes a copy back
 
   ThreadRec& rec(unsigned i) { return recs[i]; }
@@ -93,9 +98,11 @@ struct DomainImpl {
   void try_writeback(ThreadRec& t, CopyHdr* c, std::uint64_t r);
   void finalize_ws(ThreadRec& t, WsHdr* ws, std::uint64_t off);
   void dealloc_master(ThreadRec& t, MasterHdr* m);
-  void gp_begin(std::uint64_t* t, std::vector<std::uint64_t>* snap);
+  /// Reads the clock, then the section counters and the snapshots; *g = the gp-ts the round
+  /// will announce (clock - boundary, or the oldest registered snapshot if older).
+  void gp_begin(std::uint64_t* g, std::vector<std::uint64_t>* snap);
   bool gp_complete(const std::vector<std::uint64_t>& snap);
-  void announce(std::uint64_t t);
+  void announce(std::uint64_t g);
   void help_lagging(bool force, std::chrono::steady_clock::time_point announced);
   void detector_main();
   bool logs_empty();

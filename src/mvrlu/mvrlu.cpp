@@ -208,8 +208,9 @@ Status Domain::drain() {
           (m.recs[i].section_seq.load(std::memory_order_acquire) & 1) != 0)
         return Status::InvalidArgument("mvrlu: drain needs every section closed");
     // Finish the current round everywhere (the reclamation barrier).
-    while (!m.barrier_clear()) {
+    for (;;) {
       m.help_lagging(true, Clk::now());
+      if (m.barrier_clear()) break;
       if (Clk::now() > deadline) return Status::ResourceExhausted("mvrlu: drain: a log stayed busy");
       std::this_thread::yield();
     }
@@ -259,12 +260,24 @@ bool DomainImpl::logs_empty() {
   return true;
 }
 
-void DomainImpl::gp_begin(std::uint64_t* t, std::vector<std::uint64_t>* snap) {
+void DomainImpl::gp_begin(std::uint64_t* g, std::vector<std::uint64_t>* snap) {
   // The clock read comes first and is fenced (Clock::now), so a section whose counter
-  // increment is not in the snapshot reads its local-ts after *t: its local-ts >= *t - B.
-  *t = clock.now(Clock::kDetectorSlot);
+  // increment is not in the snapshot reads its local-ts after t: its local-ts >= t - B. The
+  // same holds for a version-store snapshot that registers after the slots are read.
+  const std::uint64_t t = clock.now(Clock::kDetectorSlot);
   snap->resize(nrecs);
   for (unsigned i = 0; i < nrecs; ++i) (*snap)[i] = recs[i].section_seq.load(std::memory_order_seq_cst);
+  const std::uint64_t b = clock.boundary();
+  std::uint64_t gts_now = t > b ? t - b : 0;
+  for (unsigned i = 0; i < kSnapshotSlots; ++i) {
+    std::uint64_t v = snapshots[i].load(std::memory_order_seq_cst);
+    while (v == kSnapshotPending) {  // a registration between its intent and its timestamp
+      DUET_MVRLU_PAUSE();
+      v = snapshots[i].load(std::memory_order_seq_cst);
+    }
+    if (v != 0) gts_now = std::min(gts_now, v);
+  }
+  *g = gts_now;
 }
 
 bool DomainImpl::gp_complete(const std::vector<std::uint64_t>& snap) {
@@ -273,12 +286,10 @@ bool DomainImpl::gp_complete(const std::vector<std::uint64_t>& snap) {
   return true;
 }
 
-void DomainImpl::announce(std::uint64_t t) {
+void DomainImpl::announce(std::uint64_t g) {
   std::lock_guard<std::mutex> lk(reg_mu);
-  const std::uint64_t b = clock.boundary();
-  const std::uint64_t g = t > b ? t - b : 0;
   const std::uint64_t r = round.load(std::memory_order_relaxed) + 1;
-  gts[r % 4].store(g, std::memory_order_relaxed);
+  gts[r % 4].store(std::max(g, gts[(r - 1) % 4].load(std::memory_order_relaxed)), std::memory_order_relaxed);
   round.store(r, std::memory_order_release);
 }
 
@@ -554,15 +565,26 @@ Status Thread::read_lock() {
   local_ts_ = d.clock.now(slot_);  // fenced: after the counter increment
   ws_ = nullptr;
   section_tail_ = t.tail.load(std::memory_order_relaxed);
+  max_head_ts_ = 0;
   copies_.clear();
   allocs_.clear();
   return Status::Ok();
 }
 
 Status Thread::lock_raw(void** pp, bool is_const) {
-  if (rec_ == nullptr) return Status::InvalidArgument("mvrlu: thread is not registered");
-  if (!in_section_) return Status::InvalidArgument("mvrlu: try_lock outside a section");
-  if (*pp == nullptr) return Status::InvalidArgument("mvrlu: try_lock of null");
+  Status err;
+  switch (lock_impl(pp, is_const, local_ts_, true, &err)) {
+    case 0: return Status::Ok();
+    case 1: return conflict("locked");
+    case 2: return conflict("newer version");
+    default: return err;
+  }
+}
+
+int Thread::lock_impl(void** pp, bool is_const, std::uint64_t limit_ts, bool ordo_check, Status* err) {
+  if (rec_ == nullptr) return *err = Status::InvalidArgument("mvrlu: thread is not registered"), 3;
+  if (!in_section_) return *err = Status::InvalidArgument("mvrlu: try_lock outside a section"), 3;
+  if (*pp == nullptr) return *err = Status::InvalidArgument("mvrlu: try_lock of null"), 3;
   DomainImpl& d = *d_;
   ThreadRec& t = *rec_;
   auto* m = static_cast<MasterHdr*>(master_of(*pp)) - 1;
@@ -572,10 +594,10 @@ Status Thread::lock_raw(void** pp, bool is_const) {
         pend->master == m) {
       if (!is_const) pend->flags &= ~kFlagConst;
       *pp = pend->data();
-      return Status::Ok();
+      return 0;
     }
     t.conflicts.fetch_add(1, std::memory_order_relaxed);
-    return conflict("locked");
+    return 1;
   }
   // Log space: the write set's header first (once per section), then the copy; a pad entry
   // fills the end of the log when an entry would cross it.
@@ -598,8 +620,8 @@ Status Thread::lock_raw(void** pp, bool is_const) {
   };
   std::uint64_t ws_off = 0, c_off = 0;
   const bool new_ws = ws_ == nullptr;
-  if (new_ws && !place(kLine, &ws_off)) return Status::ResourceExhausted("mvrlu: log full");
-  if (!place(copy_bytes, &c_off)) return Status::ResourceExhausted("mvrlu: log full");
+  if ((new_ws && !place(kLine, &ws_off)) || !place(copy_bytes, &c_off))
+    return *err = Status::ResourceExhausted("mvrlu: log full"), 3;
   if (new_ws) {
     auto* ws = reinterpret_cast<WsHdr*>(d.at(t, ws_off));
     ws->kind = kEntryWs;
@@ -629,7 +651,7 @@ Status Thread::lock_raw(void** pp, bool is_const) {
   if (!m->p_pending.compare_exchange_strong(expected, c, std::memory_order_acq_rel)) {
     give_back();
     t.conflicts.fetch_add(1, std::memory_order_relaxed);
-    return conflict("locked");
+    return 1;
   }
   // Locked: only lock holders change p_copy, so the head is stable until we unlock.
   CopyHdr* h = m->p_copy.load(std::memory_order_acquire);
@@ -637,19 +659,20 @@ Status Thread::lock_raw(void** pp, bool is_const) {
   if (h != nullptr) {
     const std::uint64_t hts = h->commit_ts.load(std::memory_order_acquire);
     const std::uint64_t b = d.clock.boundary();
-    if ((hts > local_ts_ || local_ts_ - hts < b) && !d.cfg.faults.skip_write_latest_check) {
+    if ((hts > limit_ts || (ordo_check && limit_ts - hts < b)) && !d.cfg.faults.skip_write_latest_check) {
       m->p_pending.store(nullptr, std::memory_order_release);
       give_back();
       t.conflicts.fetch_add(1, std::memory_order_relaxed);
-      return conflict(hts > local_ts_ ? "newer version" : "ambiguous timestamp");
+      return 2;
     }
+    max_head_ts_ = std::max(max_head_ts_, hts);
     src = h->data();
   }
   std::memcpy(c->data(), src, m->size);
   t.tail.store(tail, std::memory_order_relaxed);
   copies_.push_back(c);
   *pp = c->data();
-  return Status::Ok();
+  return 0;
 }
 
 Status Thread::alloc_raw(std::size_t bytes, void** out) {
@@ -705,7 +728,13 @@ Status Thread::read_unlock() {
     // 2. The write set's timestamp: the linearization point. Clock::commit_ts begins with a
     //    full fence (or is a seq_cst RMW), so a reader that missed one of the pushes above
     //    took its local-ts before this timestamp and will not see the set.
-    const std::uint64_t ts = d.clock.commit_ts(slot_);
+    std::uint64_t ts;
+    if (commit_ts_override_ != 0) {
+      std::atomic_thread_fence(std::memory_order_seq_cst);
+      ts = commit_ts_override_;
+    } else {
+      ts = d.clock.commit_ts(slot_);
+    }
     ws_->span = t.tail.load(std::memory_order_relaxed) - ws_off_;
     ws_->commit_ts.store(ts, std::memory_order_seq_cst);
     // 3. Stamp the copies (saves readers the write-set lookup) and tell the versions below
@@ -722,11 +751,12 @@ Status Thread::read_unlock() {
     t.commits.fetch_add(1, std::memory_order_relaxed);
     last_commit_ts_ = ts;
     // 4. Wait out the boundary: a section that starts after we return sees this write set.
-    if (!f.skip_commit_wait) d.clock.wait_past(slot_, ts);
+    if (!f.skip_commit_wait && commit_ts_override_ == 0) d.clock.wait_past(slot_, ts);
   }
   copies_.clear();
   allocs_.clear();
   ws_ = nullptr;
+  commit_ts_override_ = 0;
   in_section_ = false;
   t.section_seq.fetch_add(1, std::memory_order_release);
   boundary();
@@ -766,6 +796,98 @@ Status Thread::backoff(std::uint32_t attempt) {
   for (std::uint64_t i = 0; i < n; ++i) DUET_MVRLU_PAUSE();
   if (attempt >= 3) std::this_thread::yield();
   return Status::Ok();
+}
+
+// ---------------------------------------------------------------------------------------------
+// Version store
+
+Status Domain::register_snapshot(std::uint64_t* ts, unsigned* id) {
+  if (ts == nullptr || id == nullptr) return Status::InvalidArgument("mvrlu: null output");
+  DomainImpl& m = *impl_;
+  for (unsigned i = 0; i < DomainImpl::kSnapshotSlots; ++i) {
+    std::uint64_t expected = 0;
+    // Intent first, then the clock (fenced): a detection that missed the intent read its
+    // clock before ours, so its gp-ts <= our ts; one that saw it waits for the ts.
+    if (!m.snapshots[i].compare_exchange_strong(expected, DomainImpl::kSnapshotPending, std::memory_order_seq_cst))
+      continue;
+    const std::uint64_t now = std::max<std::uint64_t>(m.clock.now(Clock::kDetectorSlot), 1);
+    m.snapshots[i].store(now, std::memory_order_seq_cst);
+    *ts = now;
+    *id = i;
+    return Status::Ok();
+  }
+  return Status::ResourceExhausted("mvrlu: all " + std::to_string(DomainImpl::kSnapshotSlots) +
+                                   " snapshot slots are held");
+}
+
+void Domain::release_snapshot(unsigned id) {
+  if (id >= DomainImpl::kSnapshotSlots) return;
+  std::uint64_t v = impl_->snapshots[id].load(std::memory_order_acquire);
+  if (v != 0 && v != DomainImpl::kSnapshotPending)
+    impl_->snapshots[id].compare_exchange_strong(v, 0, std::memory_order_release);
+}
+
+std::uint64_t Domain::now_ts() { return impl_->clock.now(Clock::kDetectorSlot); }
+
+const void* Thread::version_at(void* p, std::uint64_t ts) noexcept {
+  auto* m = static_cast<MasterHdr*>(p) - 1;
+  if (in_section_) {
+    CopyHdr* pend = m->p_pending.load(std::memory_order_acquire);
+    if (pend != nullptr && reinterpret_cast<std::uintptr_t>(pend) - own_lo_ < own_span_ && pend->ws == ws_ &&
+        pend->master == m)
+      return pend->data();
+  }
+  for (CopyHdr* v = m->p_copy.load(std::memory_order_acquire); v != nullptr;
+       v = v->p_older.load(std::memory_order_acquire)) {
+    std::uint64_t vts = v->commit_ts.load(std::memory_order_acquire);
+    if (vts == kInf) vts = wait_stamp(v);
+    if (vts <= ts) return v->data();
+  }
+  return p;
+}
+
+Status Thread::read_at(const Record* const* recs, std::size_t n, std::uint64_t ts, Record* out) {
+  if (rec_ == nullptr) return Status::InvalidArgument("mvrlu: thread is not registered");
+  if (recs == nullptr || out == nullptr) return Status::InvalidArgument("mvrlu: read_at of null");
+  for (std::size_t i = 0; i < n; ++i)
+    if (recs[i] == nullptr) return Status::InvalidArgument("mvrlu: read_at of null");
+  const bool guard = !in_section_;
+  // Outside a section the walk is protected like a section: a grace period waits for it.
+  if (guard) rec_->section_seq.fetch_add(1, std::memory_order_seq_cst);
+  for (std::size_t i = 0; i < n; ++i) {
+    void* p = master_of(recs[i]);
+    std::memcpy(&out[i], version_at(p, ts), sizeof(Record));
+  }
+  if (guard) rec_->section_seq.fetch_add(1, std::memory_order_release);
+  return Status::Ok();
+}
+
+Status Thread::read_at(const Record* rec, std::uint64_t ts, Record* out) { return read_at(&rec, 1, ts, out); }
+
+CommitLock Thread::lock_for_commit(Record*& rec, std::uint64_t start_ts) {
+  void* p = rec;
+  Status err;
+  switch (lock_impl(&p, false, start_ts, false, &err)) {
+    case 0:
+      rec = static_cast<Record*>(p);
+      return CommitLock::kLocked;
+    case 1: return CommitLock::kBusy;
+    case 2: return CommitLock::kConflict;
+    default:
+      last_error_ = err;
+      return CommitLock::kError;
+  }
+}
+
+Status Thread::commit_at(std::uint64_t ts) {
+  if (rec_ == nullptr) return Status::InvalidArgument("mvrlu: thread is not registered");
+  if (!in_section_) return Status::InvalidArgument("mvrlu: commit_at outside a section");
+  if (ts == 0) return read_unlock();
+  if (ts == kInf || ts <= max_head_ts_)
+    return Status::InvalidArgument("mvrlu: commit_at ts " + std::to_string(ts) + " is not above the versions locked (" +
+                                   std::to_string(max_head_ts_) + ")");
+  commit_ts_override_ = ts;
+  return read_unlock();
 }
 
 }  // namespace duet::mvrlu
