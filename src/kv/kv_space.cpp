@@ -50,7 +50,7 @@ KvSpaceImpl::KvSpaceImpl(std::string name, const StoreConfig& cfg, std::shared_p
       chooser_(ModeChooser::Settings{
           .interval_ns = std::uint64_t{cfg.router.adapt_interval_ms} * 1'000'000,
           .window_ns = std::uint64_t{std::max<std::uint32_t>(cfg.router.adapt_window_ms, 1)} * 1'000'000,
-          .settle_ns = std::uint64_t{std::max<std::uint32_t>(cfg.router.adapt_window_ms / 5, 1)} * 1'000'000,
+          .settle_ns = std::uint64_t{std::max<std::uint32_t>(cfg.router.adapt_window_ms / 2, 1)} * 1'000'000,
       }) {}
 
 Status KvSpaceImpl::open(std::string name, const StoreConfig& cfg, std::unique_ptr<lslab::Map> map,
@@ -642,6 +642,13 @@ void KvSpaceImpl::adapt_step() {
     s = switch_locked(learned_candidate());
   }
   if (!s.ok()) duet::log(LogLevel::kWarn, "kv '" + name_ + "': adaptive routing's switch failed: " + s.to_string());
+  if (chooser_.probes() != probes_.load(std::memory_order_relaxed))
+    duet::log(LogLevel::kDebug,
+              "kv '" + name_ + "': probe " + std::to_string(chooser_.probes()) + ": " +
+                  ModeChooser::name(chooser_.chosen()) + " now; last windows " +
+                  std::to_string(chooser_.last_requests(0)) + " and " + std::to_string(chooser_.last_requests(1)) +
+                  " requests; " + ModeChooser::name(chooser_.last_probed()) + " " +
+                  std::to_string(chooser_.measured_ns(chooser_.last_probed()) / 1e3) + " us per request");
   const std::uint8_t chosen = static_cast<std::uint8_t>(chooser_.chosen());
   if (choice_.exchange(chosen, std::memory_order_relaxed) != chosen)
     duet::log(LogLevel::kInfo, "kv '" + name_ + "': routing " + ModeChooser::name(chooser_.chosen()) +

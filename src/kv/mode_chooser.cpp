@@ -14,7 +14,9 @@ void ModeChooser::installed(Mode m, std::uint64_t now) {
   quick_probes_ = kModes - 1;
   unmeasured_ = static_cast<std::uint8_t>(0b111 & ~(1u << static_cast<int>(m)));
   phase_ = Phase::kSteady;
-  until_ = now + s_.settle_ns;
+  // The new mode is measured only after a window's time: a learned model just installed runs
+  // with a Hot Cache still filling from misses, which is not what it costs once warm.
+  until_ = now + s_.window_ns;
 }
 
 ModeChooser::Action ModeChooser::step(std::uint64_t now, Totals totals) {
@@ -22,6 +24,13 @@ ModeChooser::Action ModeChooser::step(std::uint64_t now, Totals totals) {
     started_ = true;
     until_ = now + s_.interval_ns;
     return Action::kNone;
+  }
+  // A probe whose mode is already far slower than the chosen one ends early: measuring it for
+  // the whole window would only cost more (all-hot on a working set far larger than the
+  // cache, say).
+  if (phase_ == Phase::kMeasureOther && now < until_ && totals.requests - mark_.requests >= 4 * s_.min_requests) {
+    const double partial = mean_since(mark_, totals);
+    if (partial > kGiveUpFactor * chosen_mean_) until_ = now;
   }
   if (now < until_) return Action::kNone;
   switch (phase_) {
@@ -32,9 +41,13 @@ ModeChooser::Action ModeChooser::step(std::uint64_t now, Totals totals) {
       return Action::kNone;
     case Phase::kMeasureChosen:
       chosen_mean_ = mean_since(mark_, totals);
+      last_requests_[0] = totals.requests - mark_.requests;
+      last_requests_[1] = 0;
       if (chosen_mean_ == 0) {  // too little traffic to compare: nothing to gain now
         phase_ = Phase::kSteady;
-        until_ = now + s_.interval_ns;
+        // Try again soon while probes are due right away (the window may have caught a
+        // stall), else after an interval.
+        until_ = now + (quick_probes_ > 0 ? s_.window_ns : s_.interval_ns);
         ++probes_;
         return Action::kNone;
       }
@@ -60,6 +73,7 @@ ModeChooser::Action ModeChooser::step(std::uint64_t now, Totals totals) {
       return Action::kNone;
     case Phase::kMeasureOther: {
       const double other_mean = mean_since(mark_, totals);
+      last_requests_[1] = totals.requests - mark_.requests;
       phase_ = Phase::kSteady;
       if (quick_probes_ > 0) --quick_probes_;
       until_ = now + (quick_probes_ > 0 ? s_.settle_ns : s_.interval_ns);

@@ -42,7 +42,8 @@ class ModeChooser {
   /// Call it at least every few window_ns / 5 for accurate windows. O(1).
   Action step(std::uint64_t now, Totals totals);
   /// Records that the keyspace installed mode m outside a probe (a new learned model, an
-  /// explicit switch): m becomes the choice, a probe in progress is abandoned, and, since the
+  /// explicit switch): m becomes the choice, a probe in progress is abandoned, after one
+  /// window's time (the new mode warms up meanwhile) probing resumes, and, since the
   /// comparison may have changed, both other modes are probed right away (one after the
   /// other, a settle time apart; a mode not yet measured since is probed first) before probing
   /// returns to one per interval. The keyspace's
@@ -59,6 +60,14 @@ class ModeChooser {
   std::uint64_t changes() const { return changes_; }
   /// Probes completed (decided either way) and probes abandoned for too few requests.
   std::uint64_t probes() const { return probes_; }
+  /// Requests finished in the last probe's windows: the chosen mode's, then the other's (0:
+  /// not reached), for logs.
+  std::uint64_t last_requests(int window) const { return last_requests_[window & 1]; }
+  /// The mode the last probe measured against the chosen one.
+  Mode last_probed() const { return probed_; }
+  /// A probed mode whose mean latency exceeds the chosen one's by this factor, over at least
+  /// 4 * min_requests requests, ends its window early.
+  static constexpr double kGiveUpFactor = 2.0;
 
   static const char* name(Mode m) {
     return m == Mode::kLearned ? "learned" : m == Mode::kAllCold ? "all-cold" : "all-hot";
@@ -85,6 +94,7 @@ class ModeChooser {
   double chosen_mean_ = 0;   ///< the chosen mode's mean in this probe
   double measured_[kModes] = {0, 0, 0};
   std::uint64_t changes_ = 0, probes_ = 0;
+  std::uint64_t last_requests_[2] = {0, 0};
 };
 
 }  // namespace duet::kv

@@ -79,8 +79,8 @@ TEST(ModeChooser, MovesToTheFasterModeAndStays) {
 
 TEST(ModeChooser, ReturnsWhenTheOtherModeIsSlower) {
   Driver d;
-  d.ns_per_request[static_cast<int>(Mode::kAllCold)] = 3000;
-  d.run_ms(1300);
+  d.ns_per_request[static_cast<int>(Mode::kAllCold)] = 1500;  // slower, but not enough to end early
+  d.run_ms(1230);  // the probe's windows: 1000-1100, then 1120-1220; the next starts at 1240
   EXPECT_EQ(d.c.probes(), 1u);
   EXPECT_EQ(d.c.chosen(), Mode::kLearned);
   EXPECT_EQ(d.installed, Mode::kLearned);
@@ -142,6 +142,18 @@ TEST(ModeChooser, AfterAChangeTheUnmeasuredModeIsProbedNext) {
   EXPECT_NEAR(d.c.measured_ns(Mode::kAllHot), 300, 1);
 }
 
+TEST(ModeChooser, AFarSlowerProbeEndsEarly) {
+  Driver d;
+  d.ns_per_request[static_cast<int>(Mode::kAllCold)] = 5000;
+  d.run_ms(1120);  // measured learned (1000-1100), installed all-cold, settled
+  ASSERT_EQ(d.installed, Mode::kAllCold);
+  d.run_ms(2);  // 4 * min_requests requests in: five times slower, so back at once
+  EXPECT_EQ(d.installed, Mode::kLearned);
+  EXPECT_EQ(d.c.probes(), 1u);
+  EXPECT_EQ(d.c.chosen(), Mode::kLearned);
+  EXPECT_NEAR(d.c.measured_ns(Mode::kAllCold), 5000, 1);
+}
+
 TEST(ModeChooser, IdleKeyspaceIsNotProbed) {
   Driver d;
   d.requests_per_ms = 1;  // 100 requests per window: below min_requests
@@ -170,9 +182,9 @@ TEST(ModeChooser, AnInstallOutsideTheProbeAbandonsItAndProbesSoon) {
   ASSERT_TRUE(d.c.probing());
   d.c.installed(Mode::kLearned, d.now);  // a new learned model
   EXPECT_FALSE(d.c.probing());
-  d.run_ms(19);
+  d.run_ms(99);  // the new model warms up for a window's time first
   EXPECT_EQ(d.installs, 0);
-  d.run_ms(250);  // settle, measure, settle, measure: the probe decides
+  d.run_ms(250);  // measure, settle, measure: the probe decides
   EXPECT_EQ(d.c.chosen(), Mode::kAllCold);
   EXPECT_EQ(d.installed, Mode::kAllCold);
 }
