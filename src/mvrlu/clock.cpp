@@ -1,5 +1,7 @@
 #include "mvrlu/clock.hpp"
 
+#include "common/log.hpp"
+
 #include <pthread.h>
 #include <sched.h>
 
@@ -167,6 +169,7 @@ std::uint64_t measure_ordo_boundary(std::string* detail) {
     o << "ORDO boundary " << boundary << " TSC ticks over " << pairs << " CPU pairs"
       << (pinned ? "" : " (threads could not be pinned: measured between unpinned threads)");
     text = o.str();
+    log(LogLevel::kInfo, "mvrlu: " + text);
   });
   if (detail != nullptr) *detail = text;
   return boundary;
