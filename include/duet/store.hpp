@@ -53,6 +53,33 @@ struct StoreConfig {
   RouterConfig router;
 };
 
+/// The workload measure_devices() runs on each processor.
+struct DeviceProbe {
+  unsigned threads = 4;              ///< client threads (the server passes its I/O threads), >= 1
+  std::size_t batch = 256;           ///< requests per batch, >= 1
+  unsigned in_flight = 2;            ///< batches each thread keeps submitted, >= 1
+  std::uint64_t keys = 1u << 18;     ///< keys prefilled and drawn uniformly, >= 1
+  double read_fraction = 0.9;        ///< GETs; the rest are PUTs of 16-byte values
+  std::uint32_t millis = 300;        ///< measured time per processor (after a third as warm-up), >= 1
+};
+
+/// What measure_devices() found.
+struct DeviceMeasurement {
+  DeviceChoice chosen = DeviceChoice::kCpu;  ///< kGpu or kCpu
+  double gpu_requests_per_s = 0;             ///< 0: not measured
+  double cpu_requests_per_s = 0;             ///< 0: not measured
+  std::string reason;                        ///< one line for logs and INFO
+};
+
+/// Decides DeviceChoice::kAuto by measurement: with a usable GPU, runs the probe's workload on a
+/// temporary keyspace whose Canonical Store is on the GPU, then on one on the CPU (same
+/// configuration otherwise), and chooses the faster (the GPU on a tie). Without a GPU it
+/// chooses the CPU and measures nothing. Costs about 2 x 4/3 x probe.millis plus two prefills
+/// of probe.keys keys, and the probe's memory twice over; the caller's own stores are not
+/// touched. kInvalidArgument for a probe field out of range (naming it) or a bad configuration;
+/// an error opening either store is returned as is.
+Status measure_devices(const StoreConfig& config, const DeviceProbe& probe, DeviceMeasurement* out);
+
 /// The engine: named keyspaces sharing one device, memory budget and orchestrators' settings.
 ///
 /// Handles are shared (std::shared_ptr): a handle keeps working after its keyspace is dropped

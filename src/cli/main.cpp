@@ -23,19 +23,35 @@ using duet::KvRequest;
 
 int usage(FILE* f) {
   std::fprintf(f,
-               "usage: duet [demo [--device auto|cpu|gpu] [--keys N]] | server [settings] | info | bench kv [options] | help\n"
+               "usage: duet [demo [--device auto|cpu|gpu] [--keys N]] | server [settings] | info [--measure-devices] |\n"
+               "       bench kv [options] | help\n"
                "  server    serve the Redis protocol (RESP2/RESP3) on 127.0.0.1:6379 (duet server --help)\n"
                "  demo      open a store with a kv keyspace, run PUT/GET/DELETE batches, print what\n"
                "            happened (default)\n"
-               "  info      print the build's and the machine's capabilities\n"
+               "  info      print the build's and the machine's capabilities; --measure-devices: also\n"
+               "            run the same probe workload on the GPU and the CPU store and say which is faster\n"
                "  bench kv  YCSB workloads and KVCG's experiments (duet bench kv --help)\n");
   return f == stderr ? 2 : 0;
 }
 
-int info() {
+/// `duet info [--measure-devices]`: the build and the machine; with --measure-devices also what
+/// --device auto would choose by measurement (measure_devices with its default probe).
+int info(int argc, char** argv) {
   const auto& d = duet::gpu::device();
   std::printf("duet 0.1.0\nbuild with CUDA: %s\nprocessor: %s\nhardware threads: %u\n", d.cuda_build ? "yes" : "no",
               duet::gpu::describe().c_str(), std::thread::hardware_concurrency());
+  if (argc > 2 && std::string(argv[2]) == "--measure-devices") {
+    duet::DeviceMeasurement m;
+    const duet::Status s = duet::measure_devices(duet::StoreConfig{}, duet::DeviceProbe{}, &m);
+    if (!s.ok()) {
+      std::fprintf(stderr, "duet info: measuring the devices failed: %s\n", s.to_string().c_str());
+      return 1;
+    }
+    std::printf("device auto chooses: %s\n", m.reason.c_str());
+  } else if (argc > 2) {
+    std::fprintf(stderr, "duet info: unknown option '%s' (the one option is --measure-devices)\n", argv[2]);
+    return 2;
+  }
   return 0;
 }
 
@@ -156,7 +172,7 @@ int demo(duet::DeviceChoice device, std::uint64_t keys) {
 int main(int argc, char** argv) {
   std::string cmd = argc > 1 ? argv[1] : "demo";
   if (cmd == "help" || cmd == "--help" || cmd == "-h") return usage(stdout);
-  if (cmd == "info") return info();
+  if (cmd == "info") return info(argc, argv);
   if (cmd == "server") return duet::server::run_server(argc - 2, argv + 2);
   if (cmd == "bench") {
     if (argc < 3 || std::string(argv[2]) != "kv") {

@@ -7,6 +7,7 @@
 
 #include <atomic>
 #include <chrono>
+#include <cstdio>
 #include <cmath>
 #include <limits>
 #include <memory>
@@ -15,6 +16,8 @@
 #include <vector>
 
 #include "duet/store.hpp"
+#include "gpu/device.hpp"
+#include "kv/device_probe.hpp"
 #include "kv/kv_test_util.hpp"
 
 namespace duet {
@@ -340,6 +343,76 @@ TEST(KeyspaceSeam, SetThresholdRefusesNegativeAndNaNAndChangesNothing) {
   ASSERT_TRUE(router.set_threshold(std::numeric_limits<double>::infinity()).ok());
   ASSERT_TRUE(router.switch_model().ok());
   EXPECT_EQ(kv->stats().hot_bins, 0u);
+}
+
+}  // namespace
+}  // namespace duet
+
+// ---- Measuring the devices (measure_devices, for --device auto) -------------------------------
+
+namespace duet {
+namespace {
+
+TEST(MeasureDevices, RejectsProbesOutOfRange) {
+  DeviceMeasurement m;
+  auto bad = [&](DeviceProbe p, const char* field) {
+    const Status s = measure_devices(StoreConfig{}, p, &m);
+    EXPECT_EQ(s.code(), StatusCode::kInvalidArgument) << field;
+    EXPECT_NE(s.message().find(field), std::string::npos) << s.to_string();
+  };
+  DeviceProbe p;
+  p.threads = 0;
+  bad(p, "threads");
+  p = {};
+  p.batch = 0;
+  bad(p, "batch");
+  p = {};
+  p.in_flight = 0;
+  bad(p, "in_flight");
+  p = {};
+  p.keys = 0;
+  bad(p, "keys");
+  p = {};
+  p.read_fraction = 1.5;
+  bad(p, "read_fraction");
+  p = {};
+  p.millis = 0;
+  bad(p, "millis");
+}
+
+TEST(MeasureDevices, ChoosesAndSaysWhy) {
+  DeviceProbe p;
+  p.threads = 2;
+  p.batch = 64;
+  p.keys = 4096;
+  p.millis = 30;
+  DeviceMeasurement m;
+  ASSERT_TRUE(measure_devices(StoreConfig{}, p, &m).ok());
+  EXPECT_FALSE(m.reason.empty());
+  if (gpu::device().present) {  // both measured; the faster chosen
+    EXPECT_GT(m.gpu_requests_per_s, 0);
+    EXPECT_GT(m.cpu_requests_per_s, 0);
+    EXPECT_EQ(m.chosen, m.gpu_requests_per_s >= m.cpu_requests_per_s ? DeviceChoice::kGpu : DeviceChoice::kCpu);
+    std::printf("measure_devices: %s\n", m.reason.c_str());
+  } else {
+    EXPECT_EQ(m.chosen, DeviceChoice::kCpu);
+    EXPECT_EQ(m.gpu_requests_per_s, 0);
+    EXPECT_EQ(m.cpu_requests_per_s, 0);
+    EXPECT_NE(m.reason.find("no GPU"), std::string::npos) << m.reason;
+  }
+}
+
+TEST(MeasureDevices, TheProbeRunsItsWorkloadOnTheCpuStore) {
+  DeviceProbe p;
+  p.threads = 2;
+  p.batch = 32;
+  p.in_flight = 3;
+  p.keys = 2048;
+  p.read_fraction = 0.5;
+  p.millis = 30;
+  double rate = 0;
+  ASSERT_TRUE(kv::measure_device_rate(StoreConfig{}, DeviceChoice::kCpu, p, &rate).ok());
+  EXPECT_GT(rate, 1000.0) << "requests per second";
 }
 
 }  // namespace
