@@ -62,6 +62,7 @@ struct Faults {
   std::uint32_t commit_step_delay_us = 0;      ///< sleep between chaining the copies of a write set
 };
 
+/// A Domain's settings; Domain::create checks every field.
 struct Config {
   std::size_t log_bytes = 512 * 1024;  ///< per-thread log; a multiple of 4 KiB, at least 16 KiB
   unsigned max_threads = 64;           ///< thread slots (each reserves one log in the range)
@@ -69,7 +70,8 @@ struct Config {
   /// ORDO boundary in TSC ticks; negative: measure at start-up (once per process, logged).
   std::int64_t ordo_boundary = -1;
   /// Test clock: when non-empty, timestamps come from a logical tick counter plus skew[slot]
-  /// (slot = registration order; missing entries are 0) with ordo_boundary as the boundary.
+  /// (slot = Thread::slot(), the lowest free slot at registration; missing entries are 0),
+  /// with ordo_boundary as the boundary. The detector's reads have skew 0.
   std::vector<std::int64_t> test_skew;
   double low_watermark = 0.50;   ///< log use that asks for a GC round (capacity watermark)
   double high_watermark = 0.75;  ///< log use at which read_lock waits for collection
