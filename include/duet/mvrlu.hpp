@@ -85,6 +85,22 @@ struct Config {
   std::uint32_t wait_limit_ms = 2000;  ///< bound on every wait of a writer (then ResourceExhausted)
   std::uint32_t max_retries = 1u << 20;  ///< Thread::run gives up (ResourceExhausted) after this many
   bool poison_reclaimed = false;  ///< overwrite reclaimed copies with 0xDB bytes (tests)
+  // --- Baselines for the benchmarks' factor analysis (docs/mvrlu.md, "Baselines"); the
+  // defaults are MV-RLU, and every combination keeps the structures linearizable.
+  /// RLU: read_unlock leaves the section, waits for a grace period (every other section open
+  /// then has ended), writes its copies back into their masters and only then unlocks them:
+  /// at most one copy per object, and writers wait synchronously. With ClockMode::kCounter
+  /// this is RLU's global clock, with kOrdo RLU-ORDO. A wait over wait_limit_ms leaves the
+  /// copies chained for the collector (logged) instead of hanging.
+  bool rlu_sync = false;
+  /// false: owners never process their own logs; the detector thread alone collects every log
+  /// after each round ("one GC thread").
+  bool self_log_gc = true;
+  /// false: reaching the low watermark asks for no round; rounds start only when a log passes
+  /// the high watermark (its owner then waits at read_lock).
+  bool capacity_trigger = true;
+  /// false: the dereference watermark asks for no round.
+  bool deref_trigger = true;
   Faults faults;
 };
 
@@ -390,6 +406,8 @@ class Thread {
   Status free_raw(void* p);
   Status backoff(std::uint32_t attempt);
   void boundary();
+  /// Config::rlu_sync, after the commit left the section: grace period, write-back, unlock.
+  void rlu_writeback();
   void note_outside() noexcept;
 
   Domain* dom_ = nullptr;
@@ -410,6 +428,7 @@ class Thread {
   std::uint64_t commit_ts_override_ = 0;
   std::vector<detail::CopyHdr*> copies_;
   std::vector<detail::MasterHdr*> allocs_;
+  std::vector<std::uint64_t> rlu_snap_;  // Config::rlu_sync: section counters at commit
   Status last_error_;
 };
 

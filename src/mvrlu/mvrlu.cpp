@@ -441,7 +441,7 @@ void DomainImpl::detector_main() {
       cv.wait_for(lk, wait, [&] { return stop || gc_request.load(std::memory_order_acquire); });
       if (stop) return;
     }
-    help_lagging(false, announced);
+    help_lagging(!cfg.self_log_gc, announced);
     // Departed threads' logs are collected by rounds nobody else asks for.
     for (unsigned i = 0; i < nrecs; ++i)
       if (recs[i].state.load(std::memory_order_acquire) == kRecDeparted) gc_request.store(true, std::memory_order_relaxed);
@@ -478,6 +478,8 @@ void DomainImpl::detector_main() {
     }
     announce(t);
     announced = Clk::now();
+    // Config::self_log_gc off: this thread is the only collector.
+    if (!cfg.self_log_gc) help_lagging(true, announced);
   }
 }
 
@@ -527,12 +529,15 @@ std::uint64_t Thread::wait_stamp(CopyHdr* v) noexcept {
 void Thread::boundary() {
   ThreadRec& t = *rec_;
   DomainImpl& d = *d_;
-  if (t.gc_done.load(std::memory_order_acquire) < d.round.load(std::memory_order_acquire)) (void)d.try_process(t, false);
+  if (d.cfg.self_log_gc && t.gc_done.load(std::memory_order_acquire) < d.round.load(std::memory_order_acquire))
+    (void)d.try_process(t, false);
   const std::uint64_t used = t.tail.load(std::memory_order_relaxed) - t.head.load(std::memory_order_acquire);
-  if (static_cast<double>(used) >= d.cfg.low_watermark * static_cast<double>(d.log_bytes)) d.request();
+  if (d.cfg.capacity_trigger && static_cast<double>(used) >= d.cfg.low_watermark * static_cast<double>(d.log_bytes))
+    d.request();
   const std::uint64_t n = deref_copy_ + deref_master_;
   if (n >= d.cfg.deref_window) {
-    if (static_cast<double>(deref_copy_) >= d.cfg.deref_watermark * static_cast<double>(n)) d.request();
+    if (d.cfg.deref_trigger && static_cast<double>(deref_copy_) >= d.cfg.deref_watermark * static_cast<double>(n))
+      d.request();
     deref_copy_ = deref_master_ = 0;
   }
 }
@@ -549,7 +554,8 @@ Status Thread::read_lock() {
     const auto deadline = Clk::now() + std::chrono::milliseconds(d.cfg.wait_limit_ms);
     while (static_cast<double>(used()) > high) {
       d.request();
-      if (t.gc_done.load(std::memory_order_acquire) < d.round.load(std::memory_order_acquire)) (void)d.try_process(t, false);
+      if (d.cfg.self_log_gc && t.gc_done.load(std::memory_order_acquire) < d.round.load(std::memory_order_acquire))
+        (void)d.try_process(t, false);
       if (static_cast<double>(used()) <= high) break;
       if (Clk::now() > deadline) {
         log(LogLevel::kWarn, "mvrlu: thread " + std::to_string(slot_) +
@@ -745,13 +751,28 @@ Status Thread::read_unlock() {
         if (CopyHdr* h = c->p_older.load(std::memory_order_relaxed); h != nullptr)
           h->newer_ts.store(c->commit_ts.load(std::memory_order_relaxed), std::memory_order_release);
       }
-      if ((c->flags & kFlagFree) == 0) c->master->p_pending.store(nullptr, std::memory_order_release);
+      // Config::rlu_sync keeps every lock until the copies are written back.
+      if ((c->flags & kFlagFree) == 0 && (!d.cfg.rlu_sync || (c->flags & kFlagConst) != 0))
+        c->master->p_pending.store(nullptr, std::memory_order_release);
     }
-    t.committed_tail.store(t.tail.load(std::memory_order_relaxed), std::memory_order_release);
+    // (rlu_sync publishes the log's committed tail after the write-back, so that no collector
+    // reads the copies' unlinked_round while it is written.)
+    if (!d.cfg.rlu_sync) t.committed_tail.store(t.tail.load(std::memory_order_relaxed), std::memory_order_release);
     t.commits.fetch_add(1, std::memory_order_relaxed);
     last_commit_ts_ = ts;
     // 4. Wait out the boundary: a section that starts after we return sees this write set.
     if (!f.skip_commit_wait && commit_ts_override_ == 0) d.clock.wait_past(slot_, ts);
+    if (d.cfg.rlu_sync) {
+      ws_ = nullptr;
+      commit_ts_override_ = 0;
+      in_section_ = false;
+      t.section_seq.fetch_add(1, std::memory_order_seq_cst);
+      rlu_writeback();
+      copies_.clear();
+      allocs_.clear();
+      boundary();
+      return Status::Ok();
+    }
   }
   copies_.clear();
   allocs_.clear();
@@ -761,6 +782,61 @@ Status Thread::read_unlock() {
   t.section_seq.fetch_add(1, std::memory_order_release);
   boundary();
   return Status::Ok();
+}
+
+// Config::rlu_sync (RLU's commit). The section has ended and every lock of the write set is
+// still held. 1. A grace period: every other section open now ends; a section that starts
+// later started after the commit wait, so its local-ts >= ts and it reads the new copies (or,
+// after step 2, the masters holding the same bytes). 2. Under the held lock, each newest copy's
+// bytes go to its master and the chain head is unlinked (release: bytes before the null); a
+// reader that loaded the copy before that still reads it, and the collector reclaims it once
+// a grace period has begun after the unlink: rounds announced after round() is read below
+// may have begun their detection before the unlink, the ones after those may not, hence
+// round + 1 (copy_done reclaims when unlinked_round < r). Freed objects stay locked for the
+// collector's rule 4. 3. Unlock, then publish the log's committed tail.
+void Thread::rlu_writeback() {
+  DomainImpl& d = *d_;
+  ThreadRec& t = *rec_;
+  rlu_snap_.resize(d.nrecs);
+  for (unsigned i = 0; i < d.nrecs; ++i) rlu_snap_[i] = d.recs[i].section_seq.load(std::memory_order_seq_cst);
+  bool passed = true;
+  const auto deadline = Clk::now() + std::chrono::milliseconds(d.cfg.wait_limit_ms);
+  for (unsigned i = 0; i < d.nrecs && passed; ++i) {
+    if ((rlu_snap_[i] & 1) == 0) continue;
+    for (std::uint32_t spins = 0; d.recs[i].section_seq.load(std::memory_order_acquire) == rlu_snap_[i]; ++spins) {
+      DUET_MVRLU_PAUSE();
+      if ((spins & 1023) == 1023) {
+        if (Clk::now() > deadline) {
+          passed = false;
+          break;
+        }
+        std::this_thread::yield();
+      }
+    }
+  }
+  if (!passed)
+    log(LogLevel::kWarn, "mvrlu: thread " + std::to_string(slot_) + ": rlu_sync grace period not over within " +
+                             std::to_string(d.cfg.wait_limit_ms) + " ms; copies left to the collector");
+  // Beyond the committed tail no collector looks at these copies, so a placeholder round
+  // marks the unlinked ones until the round is known.
+  constexpr std::uint32_t kUnlinkedNow = ~std::uint32_t{0};
+  for (CopyHdr* c : copies_) {
+    if ((c->flags & (kFlagConst | kFlagFree)) != 0) continue;
+    MasterHdr* m = c->master;
+    if (passed && m->p_copy.load(std::memory_order_relaxed) == c) {
+      std::memcpy(m->data(), c->data(), m->size);
+      m->p_copy.store(nullptr, std::memory_order_seq_cst);
+      c->unlinked_round = kUnlinkedNow;
+      t.writebacks.fetch_add(1, std::memory_order_relaxed);
+    }
+  }
+  const std::uint64_t r = d.round.load(std::memory_order_seq_cst);
+  for (CopyHdr* c : copies_) {
+    if ((c->flags & (kFlagConst | kFlagFree)) != 0) continue;
+    if (c->unlinked_round == kUnlinkedNow) c->unlinked_round = static_cast<std::uint32_t>(r + 1);
+    c->master->p_pending.store(nullptr, std::memory_order_release);
+  }
+  t.committed_tail.store(t.tail.load(std::memory_order_relaxed), std::memory_order_release);
 }
 
 void Thread::abort() {

@@ -99,13 +99,13 @@ TEST_P(MvrluSet, MatchesStdSetSequentially) {
 // 4 threads, 10^5 operations in all at scale 1 (half updates: inserts and removes), keys from a
 // range of 16 so that operations on one key overlap constantly. Every operation is recorded
 // with invoke/response times from one global counter and the history is checked per key.
-TEST_P(MvrluSet, LinearizableUnderConcurrency) {
-  Config c;
+// `c` chooses the mode (MV-RLU's defaults, or a baseline of Config); `per` is per thread.
+void check_linearizable(Kind kind, Config c, std::uint64_t per) {
   c.max_threads = 8;
   c.log_bytes = 128 * 1024;
   auto d = make_domain(c);
   auto setup = make_thread(*d);
-  auto s = AnySet::make(GetParam(), *d, *setup);
+  auto s = AnySet::make(kind, *d, *setup);
   constexpr std::uint64_t kKeys = 16;
   std::vector<std::uint64_t> initial;
   for (std::uint64_t k = 0; k < kKeys; k += 2) {
@@ -114,7 +114,6 @@ TEST_P(MvrluSet, LinearizableUnderConcurrency) {
     initial.push_back(k);
   }
   const int threads = 4;
-  const auto per = testing::scaled(25000, 500);
   std::vector<std::vector<std::pair<std::uint64_t, checkers::RegisterOp>>> logs(threads);
   std::vector<std::thread> ts;
   for (int i = 0; i < threads; ++i)
@@ -155,6 +154,62 @@ TEST_P(MvrluSet, LinearizableUnderConcurrency) {
   }
   s.reset();
   setup.reset();
+}
+
+TEST_P(MvrluSet, LinearizableUnderConcurrency) { check_linearizable(GetParam(), Config{}, testing::scaled(25000, 500)); }
+
+// The benchmarks' RLU baseline (Config::rlu_sync: one copy per object, the writer waits for a
+// grace period and writes back before unlocking), on the global counter (RLU) and on ORDO
+// (RLU-ORDO), with the one-collector and no-trigger switches of the factor analysis on the
+// ORDO run: still linearizable. A quarter of the main test's operations each.
+TEST_P(MvrluSet, RluBaselineLinearizable) {
+  Config rlu;
+  rlu.rlu_sync = true;
+  rlu.clock = ClockMode::kCounter;
+  check_linearizable(GetParam(), rlu, testing::scaled(6000, 300));
+  Config rlu_ordo;
+  rlu_ordo.rlu_sync = true;
+  rlu_ordo.clock = ClockMode::kOrdo;
+  rlu_ordo.self_log_gc = false;
+  rlu_ordo.capacity_trigger = false;
+  rlu_ordo.deref_trigger = false;
+  check_linearizable(GetParam(), rlu_ordo, testing::scaled(6000, 300));
+  // Multi-version with the detector as the only collector (the factor analysis's third step).
+  Config one_gc;
+  one_gc.self_log_gc = false;
+  one_gc.capacity_trigger = false;
+  one_gc.deref_trigger = false;
+  check_linearizable(GetParam(), one_gc, testing::scaled(6000, 300));
+}
+
+// rlu_sync keeps one copy: the commit has written its copy back before read_unlock returns (no
+// collector runs in kManual), so the next section reads the master itself.
+TEST(MvrluRluBaseline, CommitWritesBackBeforeReturning) {
+  Config c;
+  c.rlu_sync = true;
+  c.gc = GcMode::kManual;
+  auto d = make_domain(c);
+  auto t = make_thread(*d);
+  ds::ListNode* n = nullptr;
+  ASSERT_TRUE(t->alloc(&n, ds::ListNode{1, nullptr}).ok());
+  for (std::uint64_t v = 2; v < 5; ++v) {
+    ASSERT_TRUE(t->run([&] {
+                   ds::ListNode* w = n;
+                   Status s = t->try_lock(w);
+                   if (!s.ok()) return s;
+                   w->key = v;
+                   return Status::Ok();
+                 }).ok());
+    EXPECT_EQ(d->stats().writebacks, v - 1);
+    ASSERT_TRUE(t->read_lock().ok());
+    EXPECT_EQ(t->deref(n), n);  // the master: no chained copy
+    EXPECT_EQ(t->deref(n)->key, v);
+    ASSERT_TRUE(t->read_unlock().ok());
+  }
+  ASSERT_TRUE(d->drain().ok());
+  EXPECT_EQ(d->stats().log_bytes_used, 0u);
+  t.reset();
+  d->destroy_quiescent(n);
 }
 
 INSTANTIATE_TEST_SUITE_P(Structures, MvrluSet, ::testing::Values(Kind::kList, Kind::kHash, Kind::kBst),
