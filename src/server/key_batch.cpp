@@ -314,10 +314,12 @@ bool KeyPipeline::start_one(KeyOpSink& sink, std::size_t max_batch) {
   if (queue_.empty()) return false;
   if (held_mark_.empty()) {
     held_mark_.assign(kStripes, 0);
+    guard_mark_.assign(kStripes, 0);
     taken_mark_.assign(kStripes, 0);
   }
   if (++formation_ == 0) {  // wrapped: forget every old mark
     std::fill(held_mark_.begin(), held_mark_.end(), 0);
+    std::fill(guard_mark_.begin(), guard_mark_.end(), 0);
     std::fill(taken_mark_.begin(), taken_mark_.end(), 0);
     formation_ = 1;
   }
@@ -338,8 +340,15 @@ bool KeyPipeline::start_one(KeyOpSink& sink, std::size_t max_batch) {
     ++examined;
     const std::size_t s = stripe_of(*op);
     const Stripe& st = stripes_[s];
-    bool conflict = held_mark_[s] == formation_ || st.writers > 0 || (writes(*op) && st.readers > 0);
-    if (!conflict && guards_ && !op->direct && writes(*op) && (taken_mark_[s] == formation_ || !overwrites(*op))) {
+    // Ops of other threads' keys (reads and blind writes run here) never wait behind an op
+    // that waits for the guards: that op's key is this thread's, so a shared stripe is a
+    // collision, and a blind write held behind it could be the very write it waits for on
+    // another thread, in a cycle of such waits.
+    const bool foreign = op->local_read || op->direct;
+    const bool order = held_mark_[s] == formation_ || st.writers > 0 || (writes(*op) && st.readers > 0);
+    bool guard_wait = !foreign && guard_mark_[s] == formation_;
+    if (!order && !guard_wait && guards_ && !foreign && writes(*op) &&
+        (taken_mark_[s] == formation_ || !overwrites(*op))) {
       // It may write a key its batch reads first: no other thread's blind write of the key
       // may land in between. Announce (once: a waiting op keeps its announcement, so new
       // blind writers hand their writes over and the ones in flight drain), then check.
@@ -348,10 +357,13 @@ bool KeyPipeline::start_one(KeyOpSink& sink, std::size_t max_batch) {
         guards_->begin_rmw(gs);
         op->guarded = true;
       }
-      conflict = !guards_->clear(gs);
+      guard_wait = !guards_->clear(gs);
     }
-    if (conflict) {
+    if (order) {
       held_mark_[s] = formation_;
+      keep_.push_back(op);
+    } else if (guard_wait) {
+      guard_mark_[s] = formation_;
       keep_.push_back(op);
     } else {
       taken_mark_[s] = formation_;

@@ -282,6 +282,7 @@ class KeyPipeline {
   WriteGuards* guards_;
   std::vector<Stripe> stripes_;
   std::vector<std::uint32_t> held_mark_;  ///< stripe -> the formation that held an op of it back
+  std::vector<std::uint32_t> guard_mark_; ///< ... held an op of it back for the guards only
   std::vector<std::uint32_t> taken_mark_; ///< stripe -> the formation that took an op of it
   std::uint32_t formation_ = 0;
   std::uint64_t overlapped_ = 0;

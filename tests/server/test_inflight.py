@@ -102,7 +102,7 @@ def test_histories_with_batches_in_flight_and_direct_writes_are_linearizable(inf
     (plain SETs and MSETs while no read-modify-write of the key is in flight) while INCRs and
     the other read-modify-writes go to the owner: direct_writes grew."""
     before = int(info_duet(inflight_srv.port)["direct_writes"])
-    hist, errors = record(inflight_srv.port, pipeline=pipeline, seconds=1.2, seed=11 + pipeline)
+    hist, errors = record(inflight_srv.port, pipeline=pipeline, seconds=1.5 if pipeline else 2.0, seed=11 + pipeline)
     assert not errors, errors
     _assert_linearizable(hist)
     assert int(info_duet(inflight_srv.port)["direct_writes"]) > before, "no write skipped the owner"
