@@ -1,0 +1,487 @@
+// The coalesced lazy list (dissertation 5.4, Alg. 16-19), written once for both processors.
+//
+// A node is a lock word and one c-object of W = round_up(K + 2, G) words:
+//   [ K keys, sorted, packed from slot 0 | presence bitset (bit i: slot i holds a key) | next ]
+// The next word is a node address whose low bit is the DELETED mark. Keys of a node are all
+// smaller than the keys of its successor. A sentinel head node holds no keys and is never
+// removed. No key value is reserved: presence is the bitset's.
+//
+// Search takes no lock: it gets each node (one coalesced read) and stops at the node that
+// holds k (FOUND), the first node with a key above k (GT), or after the last node (END). In a
+// list of n keys without removals it reads the head and ceil(n/K) nodes when nodes are full.
+// Updates lock prev and curr (and prev_prev in the elementwise END case), re-read them and
+// check validated() (below), then:
+//  * kFullyAtomic (Alg. 16/17): the node is rewritten in place by atomic sets, at most two per
+//    update (a split writes the new upper node, then curr; a removal that empties curr marks
+//    it, then relinks prev). Alg. 17 line 18 writes `set(curr_copy, curr_copy)`; the right
+//    write is set(curr, curr_copy).
+//  * kElementwise (Alg. 18/19): a published node's keys are never rewritten. An update builds
+//    the new node(s) in nodes allocated before locking, marks the replaced node DELETED and
+//    publishes with one atomic store to the predecessor's next. END into a prev with room
+//    replaces prev through prev_prev; END into a full prev (or the head) only stores prev.next.
+//
+// Marking a replaced node matters: a writer that searched before the replacement may lock the
+// old node as its prev and find it still pointing at its curr; without the mark it would
+// validate and link its change into a node no reader can reach (the planted bug
+// Bug::kUnmarkedReplacedNode, which the tests show caught).
+//
+// validated(prev, curr) holds, with both locked and freshly read, when prev is not marked,
+// prev.next == curr (END: prev.next is null), curr is not marked, and every key of prev is
+// below k. For the elementwise END with a copy of prev, prev_prev is locked too, unmarked, and
+// points at prev. The in-node outcome is then decided on the fresh copies: k in curr (FOUND),
+// a key above k in curr (GT), otherwise the search is redone.
+//
+// Fences: a new node is written with relaxed element stores, then a release fence and a
+// release store of the pointer that publishes it; every get is followed by an acquire fence,
+// so a reader that sees the pointer sees the node. Locks follow the sequence-lock rule of
+// common.hpp. Readers retry a search whose deciding node (FOUND/GT: curr, END: prev) is
+// marked: its content may be stale, and only an unmarked node is known to be linked.
+//
+// Locks are taken in list order, the first blocking, the rest bounded: a writer that cannot
+// get the next lock releases what it holds and starts again, so no two writers deadlock.
+// Allocation happens before locking; when the environment has no node the update returns
+// kRetry having changed nothing.
+#pragma once
+
+#include <cstdint>
+#include <type_traits>
+
+#include "index/cods/common.hpp"
+
+namespace duet::cods::ds {
+
+template <unsigned K, unsigned G>
+struct ListShape {
+  static_assert(K >= 1 && K <= 61, "a list node holds 1 to 61 keys (the bitset and next share its c-object)");
+  static constexpr unsigned kKeys = K;
+  static constexpr unsigned kMeta = K;
+  static constexpr unsigned kNext = K + 1;
+  static constexpr unsigned kWords = round_up(K + 2, G);
+  static constexpr ElementMask kKeyMask = prefix_mask(K);
+};
+
+/// A list node: a lock word (outside the c-object) and the keys c-object.
+template <unsigned K, unsigned G, Regime R>
+struct ListNode {
+  using Shape = ListShape<K, G>;
+  using Obj = std::conditional_t<R == Regime::kFullyAtomic, AtomicCObject<Shape::kWords>, CObject<Shape::kWords>>;
+  std::uint64_t lock;
+  Obj obj;
+
+  DUET_HD DUET_INLINE CObject<Shape::kWords>& data() {
+    if constexpr (R == Regime::kFullyAtomic) return obj.data;
+    else return obj;
+  }
+};
+
+/// The list algorithm over nodes of K keys, for a Group in regime R. Stateless: the list is
+/// its head node, which the caller owns (a hash set is an array of heads).
+template <unsigned K, class Group, Regime R>
+struct LazyList {
+  using Shape = ListShape<K, Group::kSize>;
+  using Node = ListNode<K, Group::kSize, R>;
+  using Frag = Fragment<Shape::kWords, Group>;
+  static constexpr unsigned kW = Shape::kWords;
+
+  enum class Where : std::uint8_t { kFound, kGreater, kEnd };
+  /// What search() found. stale: the deciding node was marked when read.
+  struct Position {
+    Where where;
+    Node* prev_prev;  ///< predecessor of prev (null when prev is the head)
+    Node* prev;
+    Node* curr;       ///< null at END
+    bool stale;
+  };
+
+  DUET_HD static DUET_INLINE Node* ptr(std::uint64_t w) { return reinterpret_cast<Node*>(w & ~kMarked); }
+  DUET_HD static DUET_INLINE std::uint64_t word(const Node* n) { return reinterpret_cast<std::uint64_t>(n); }
+
+  /// One coalesced get of node n into f (atomic in the fully atomic regime).
+  template <class Env>
+  DUET_HD static DUET_INLINE void read(const Group& g, Env& env, Node* n, Frag& f) {
+    if constexpr (R == Regime::kFullyAtomic) {
+      atomic_get(g, n->obj, f);
+    } else {
+      f.get(g, n->obj);
+      fence(Order::acquire);
+    }
+    env.node_read();
+  }
+  /// Writes f into n: an atomic set in the fully atomic regime; elementwise, only into a node
+  /// not yet published (the publishing store orders it).
+  DUET_HD static DUET_INLINE void write(const Group& g, Node* n, const Frag& f) {
+    if constexpr (R == Regime::kFullyAtomic) atomic_set(g, n->obj, f);
+    else f.set(g, n->obj);
+  }
+  /// Stores one word of a locked node (elementwise regime: next pointers and marks).
+  DUET_HD static DUET_INLINE void store_next(const Group& g, Node* n, std::uint64_t v) {
+    leader_store(g, &n->data().elem[Shape::kNext], v, Order::release);
+  }
+
+  DUET_HD static DUET_INLINE ElementMask keys_of(const Group& g, const Frag& f) {
+    return f.broadcast(g, Shape::kMeta) & Shape::kKeyMask;
+  }
+  DUET_HD static DUET_INLINE ElementMask greater(const Group& g, const Frag& f, std::uint64_t k, ElementMask m) {
+    return f.ballot(g, [k](std::uint64_t x, unsigned) { return x > k; }) & m;
+  }
+  DUET_HD static DUET_INLINE ElementMask less(const Group& g, const Frag& f, std::uint64_t k, ElementMask m) {
+    return f.ballot(g, [k](std::uint64_t x, unsigned) { return x < k; }) & m;
+  }
+
+  /// Initializes a head (or any node) as empty with no successor. Host or device, before sharing.
+  DUET_HD static void init_head(Node* head) {
+    head->lock = 0;
+    if constexpr (R == Regime::kFullyAtomic) head->obj.version = 0;
+    for (unsigned i = 0; i < kW; ++i) head->data().elem[i] = 0;
+  }
+
+  /// Lock-free search for k from head. Costs one get per node visited.
+  template <class Env>
+  DUET_HD static Position search(const Group& g, Env& env, Node* head, std::uint64_t k) {
+    Node* pp = nullptr;
+    Node* prev = head;
+    Frag fp;
+    read(g, env, prev, fp);
+    for (;;) {
+      if (env.stuck()) return {Where::kEnd, pp, prev, nullptr, true};  // tests only: see cpu_env.hpp
+      const std::uint64_t nx = fp.broadcast(g, Shape::kNext);
+      Node* curr = ptr(nx);
+      if (curr == nullptr) return {Where::kEnd, pp, prev, nullptr, (nx & kMarked) != 0};
+      Frag fc;
+      read(g, env, curr, fc);
+      const bool marked = (fc.broadcast(g, Shape::kNext) & kMarked) != 0;
+      const ElementMask m = keys_of(g, fc);
+      if (fc.match(g, k, m)) return {Where::kFound, pp, prev, curr, marked};
+      if (greater(g, fc, k, m)) return {Where::kGreater, pp, prev, curr, marked};
+      pp = prev;
+      prev = curr;
+      fp = fc;
+    }
+  }
+
+  /// Contains: kFound when k is in the list at some instant during the call, else kNotFound.
+  /// Lock-free reads; a search that ends on a marked node is redone. (kRetry only when a test
+  /// environment reports the operation stuck.)
+  template <class Env>
+  DUET_HD static OpStatus lookup(const Group& g, Env& env, Node* head, std::uint64_t k) {
+    for (;;) {
+      const Position p = search(g, env, head, k);
+      if (!p.stale) return p.where == Where::kFound ? OpStatus::kFound : OpStatus::kNotFound;
+      if (env.stuck()) return OpStatus::kRetry;
+      spin_pause();
+    }
+  }
+  template <class Env>
+  DUET_HD static bool contains(const Group& g, Env& env, Node* head, std::uint64_t k) {
+    return lookup(g, env, head, k) == OpStatus::kFound;
+  }
+
+  /// Inserts k if absent. kNotFound: inserted; kFound: present, nothing changed; kRetry: a node
+  /// was needed and the environment had none, nothing changed.
+  template <class Env>
+  DUET_HD static OpStatus insert(const Group& g, Env& env, Node* head, std::uint64_t k) {
+    constexpr unsigned kSpares = R == Regime::kElementwise ? 2 : 1;
+    Node* spare[2] = {nullptr, nullptr};
+    OpStatus result = OpStatus::kRetry;
+    for (;;) {
+      if (env.stuck()) break;  // kRetry, nothing changed (tests only)
+      const Position p = search(g, env, head, k);
+      if (p.stale) {
+        spin_pause();
+        continue;
+      }
+      if (p.where == Where::kFound) {
+        result = OpStatus::kFound;
+        break;
+      }
+      env.after_search();
+      bool short_of_nodes = false;
+      for (unsigned i = 0; i < kSpares; ++i) {
+        if (!spare[i]) spare[i] = env.template alloc<Node>(g);
+        if (!spare[i]) short_of_nodes = true;
+      }
+      if (short_of_nodes) break;  // kRetry, nothing changed
+      const int r = p.where == Where::kGreater ? insert_gt(g, env, p, k, spare) : insert_end(g, env, head, p, k, spare);
+      if (r < 0) {
+        spin_pause();
+        continue;
+      }
+      result = r == 1 ? OpStatus::kNotFound : OpStatus::kFound;
+      break;
+    }
+    for (unsigned i = 0; i < 2; ++i)
+      if (spare[i]) env.discard(g, spare[i]);
+    return result;
+  }
+
+  /// Removes k if present. kFound: removed; kNotFound: absent.
+  template <class Env>
+  DUET_HD static OpStatus remove(const Group& g, Env& env, Node* head, std::uint64_t k) {
+    Node* spare = nullptr;
+    OpStatus result = OpStatus::kRetry;
+    for (;;) {
+      if (env.stuck()) break;  // kRetry, nothing changed (tests only)
+      const Position p = search(g, env, head, k);
+      if (p.stale) {
+        spin_pause();
+        continue;
+      }
+      if (p.where != Where::kFound) {
+        result = OpStatus::kNotFound;
+        break;
+      }
+      env.after_search();
+      if (R == Regime::kElementwise && !spare) {
+        spare = env.template alloc<Node>(g);
+        if (!spare) break;  // kRetry, nothing changed
+      }
+      const int r = remove_found(g, env, p, k, spare);
+      if (r < 0) {
+        spin_pause();
+        continue;
+      }
+      result = r == 1 ? OpStatus::kFound : OpStatus::kNotFound;
+      break;
+    }
+    if (spare) env.discard(g, spare);
+    return result;
+  }
+
+  /// Frees every node reachable from head (not head itself). Host only, quiescent list.
+  template <class Free>
+  static void destroy_chain(Node* head, Free free_node) {
+    Node* n = ptr(head->data().elem[Shape::kNext]);
+    while (n) {
+      Node* next = ptr(n->data().elem[Shape::kNext]);
+      free_node(n);
+      n = next;
+    }
+  }
+
+  /// Appends the keys of the list in order (host only, quiescent list). For tests.
+  template <class Out>
+  static void keys(Node* head, Out& out) {
+    for (Node* n = ptr(head->data().elem[Shape::kNext]); n; n = ptr(n->data().elem[Shape::kNext])) {
+      const std::uint64_t meta = n->data().elem[Shape::kMeta];
+      for (unsigned i = 0; i < K; ++i)
+        if ((meta >> i) & 1) out.push_back(n->data().elem[i]);
+    }
+  }
+
+ private:
+  /// Releases locks taken in order (last first).
+  DUET_HD static DUET_INLINE void unlock_all(const Group& g, Node* const* held, unsigned n) {
+    for (unsigned i = n; i-- > 0;) unlock(g, &held[i]->lock);
+  }
+  /// Locks `nodes` in order: the first blocking, the rest bounded. False (nothing held) on failure.
+  DUET_HD static DUET_INLINE bool lock_all(const Group& g, Node* const* nodes, unsigned n) {
+    lock(g, &nodes[0]->lock);
+    for (unsigned i = 1; i < n; ++i) {
+      if (!lock_bounded(g, &nodes[i]->lock)) {
+        unlock_all(g, nodes, i);
+        return false;
+      }
+    }
+    return true;
+  }
+
+  /// Every key of the node in f is below k (true for a node with no keys).
+  DUET_HD static DUET_INLINE bool all_below(const Group& g, const Frag& f, std::uint64_t k) {
+    return (f.ballot(g, [k](std::uint64_t x, unsigned) { return x >= k; }) & keys_of(g, f)) == 0;
+  }
+
+  /// Writes the bitset of a node holding n packed keys, and its next word.
+  DUET_HD static DUET_INLINE void set_meta(const Group& g, Frag& f, unsigned n, std::uint64_t next) {
+    put(g, f, Shape::kMeta, prefix_mask(n));
+    put(g, f, Shape::kNext, next);
+  }
+
+  /// Builds the update of curr (fresh copy fc, n keys) with k inserted at pos: fc becomes the
+  /// lower node; when curr is full, *upper receives the upper part (to go into a new node) and
+  /// true is returned. `next` is curr's successor; `upper_node` the new node's address.
+  DUET_HD static bool add_key(const Group& g, Frag& fc, Frag& upper, unsigned n, unsigned pos, std::uint64_t k,
+                              std::uint64_t next, Node* upper_node) {
+    insert_at(g, fc, n, pos, k);  // n <= K < kW - 1: the shifted key may cover the bitset slot
+    if (n < K) {
+      set_meta(g, fc, n + 1, next);
+      return false;
+    }
+    // Copy-and-partition: K + 1 keys; the lower node keeps the first ceil((K+1)/2).
+    const unsigned h = (K + 2) / 2;
+    upper = split_off(g, fc, K + 1, h);
+    set_meta(g, upper, K + 1 - h, next);
+    set_meta(g, fc, h, word(upper_node));
+    return true;
+  }
+
+  /// GT: k goes into curr. Returns 1 inserted, 0 found present, -1 retry.
+  template <class Env>
+  DUET_HD static int insert_gt(const Group& g, Env& env, const Position& p, std::uint64_t k, Node** spare) {
+    Node* held[2] = {p.prev, p.curr};
+    if (!lock_all(g, held, 2)) return -1;
+    Frag fp, fc;
+    read(g, env, p.prev, fp);
+    read(g, env, p.curr, fc);
+    const std::uint64_t pn = fp.broadcast(g, Shape::kNext), cn = fc.broadcast(g, Shape::kNext);
+    const bool linked = !(pn & kMarked) && ptr(pn) == p.curr && !(cn & kMarked) && all_below(g, fp, k);
+    if (!linked && !env.planted(Bug::kNoRevalidation)) {
+      unlock_all(g, held, 2);
+      return -1;
+    }
+    const ElementMask m = keys_of(g, fc);
+    if (fc.match(g, k, m)) {
+      unlock_all(g, held, 2);
+      return 0;
+    }
+    if (!greater(g, fc, k, m)) {  // k now belongs further on
+      unlock_all(g, held, 2);
+      return -1;
+    }
+    const unsigned n = static_cast<unsigned>(popcount(m));
+    const unsigned pos = static_cast<unsigned>(popcount(less(g, fc, k, m)));
+    const std::uint64_t next = cn & ~kMarked;
+    Frag upper;
+    if constexpr (R == Regime::kFullyAtomic) {
+      if (add_key(g, fc, upper, n, pos, k, next, spare[0])) {
+        write(g, spare[0], upper);  // not reachable until curr is set
+        spare[0] = nullptr;
+      }
+      write(g, p.curr, fc);
+      unlock_all(g, held, 2);
+    } else {
+      Node* copy = spare[0];
+      if (add_key(g, fc, upper, n, pos, k, next, spare[1])) {
+        write(g, spare[1], upper);
+        spare[1] = nullptr;
+      }
+      write(g, copy, fc);
+      spare[0] = nullptr;
+      if (!env.planted(Bug::kUnmarkedReplacedNode)) store_next(g, p.curr, cn | kMarked);
+      store_next(g, p.prev, word(copy));  // publishes the copy (and the new upper node)
+      unlock_all(g, held, 2);
+      env.retire(g, p.curr);
+    }
+    return 1;
+  }
+
+  /// END: k goes after every key. Returns 1 inserted, 0 found present, -1 retry.
+  template <class Env>
+  DUET_HD static int insert_end(const Group& g, Env& env, Node* head, const Position& p, std::uint64_t k,
+                                Node** spare) {
+    // The elementwise regime may replace prev with a copy, published through prev_prev.
+    const bool via_pp = R == Regime::kElementwise && p.prev != head;
+    Node* held[2] = {via_pp ? p.prev_prev : p.prev, p.prev};
+    const unsigned nheld = via_pp ? 2 : 1;
+    if (!lock_all(g, held, nheld)) return -1;
+    Frag fp;
+    read(g, env, p.prev, fp);
+    const std::uint64_t pn = fp.broadcast(g, Shape::kNext);
+    bool linked = pn == 0 && all_below(g, fp, k);
+    if (via_pp) {
+      Frag fpp;
+      read(g, env, p.prev_prev, fpp);
+      const std::uint64_t ppn = fpp.broadcast(g, Shape::kNext);
+      linked = linked && !(ppn & kMarked) && ptr(ppn) == p.prev;
+    }
+    if (!linked && !env.planted(Bug::kNoRevalidation)) {
+      unlock_all(g, held, nheld);
+      return -1;
+    }
+    const ElementMask m = keys_of(g, fp);
+    if (fp.match(g, k, m)) {
+      unlock_all(g, held, nheld);
+      return 0;
+    }
+    const unsigned n = static_cast<unsigned>(popcount(m));
+    if (p.prev == head || n == K) {
+      // A new last node holding only k, linked from prev.
+      Node* fresh = spare[0];
+      spare[0] = nullptr;
+      Frag f;
+      f.fill(0);
+      put(g, f, 0, k);
+      set_meta(g, f, 1, 0);
+      write(g, fresh, f);
+      if constexpr (R == Regime::kFullyAtomic) {
+        put(g, fp, Shape::kNext, word(fresh));
+        write(g, p.prev, fp);
+      } else {
+        store_next(g, p.prev, word(fresh));
+      }
+      unlock_all(g, held, nheld);
+      return 1;
+    }
+    insert_at(g, fp, n, n, k);
+    set_meta(g, fp, n + 1, 0);
+    if constexpr (R == Regime::kFullyAtomic) {
+      write(g, p.prev, fp);
+      unlock_all(g, held, nheld);
+    } else {
+      Node* copy = spare[0];
+      spare[0] = nullptr;
+      write(g, copy, fp);
+      if (!env.planted(Bug::kUnmarkedReplacedNode)) store_next(g, p.prev, kMarked);
+      store_next(g, p.prev_prev, word(copy));
+      unlock_all(g, held, nheld);
+      env.retire(g, p.prev);
+    }
+    return 1;
+  }
+
+  /// FOUND: removes k from curr. Returns 1 removed, 0 absent, -1 retry.
+  template <class Env>
+  DUET_HD static int remove_found(const Group& g, Env& env, const Position& p, std::uint64_t k, Node*& spare) {
+    Node* held[2] = {p.prev, p.curr};
+    if (!lock_all(g, held, 2)) return -1;
+    Frag fp, fc;
+    read(g, env, p.prev, fp);
+    read(g, env, p.curr, fc);
+    const std::uint64_t pn = fp.broadcast(g, Shape::kNext), cn = fc.broadcast(g, Shape::kNext);
+    const bool linked = !(pn & kMarked) && ptr(pn) == p.curr && !(cn & kMarked) && all_below(g, fp, k);
+    if (!linked && !env.planted(Bug::kNoRevalidation)) {
+      unlock_all(g, held, 2);
+      return -1;
+    }
+    const ElementMask m = keys_of(g, fc);
+    const int pos = fc.find(g, k, m);
+    if (pos < 0) {  // k moved (a split) or went: search again
+      unlock_all(g, held, 2);
+      return -1;
+    }
+    const unsigned n = static_cast<unsigned>(popcount(m));
+    const std::uint64_t next = cn & ~kMarked;
+    if (n == 1) {
+      // curr becomes empty: mark it, then unlink it from prev.
+      if constexpr (R == Regime::kFullyAtomic) {
+        remove_at(g, fc, n, static_cast<unsigned>(pos));
+        set_meta(g, fc, 0, next | kMarked);
+        write(g, p.curr, fc);
+        put(g, fp, Shape::kNext, next);
+        write(g, p.prev, fp);
+      } else {
+        store_next(g, p.curr, next | kMarked);
+        store_next(g, p.prev, next);
+      }
+      unlock_all(g, held, 2);
+      env.retire(g, p.curr);
+      return 1;
+    }
+    remove_at(g, fc, n, static_cast<unsigned>(pos));
+    set_meta(g, fc, n - 1, next);
+    if constexpr (R == Regime::kFullyAtomic) {
+      write(g, p.curr, fc);  // Alg. 17 line 18, fixed: set(curr, curr_copy)
+      unlock_all(g, held, 2);
+    } else {
+      Node* copy = spare;
+      spare = nullptr;
+      write(g, copy, fc);
+      if (!env.planted(Bug::kUnmarkedReplacedNode)) store_next(g, p.curr, cn | kMarked);
+      store_next(g, p.prev, word(copy));
+      unlock_all(g, held, 2);
+      env.retire(g, p.curr);
+    }
+    return 1;
+  }
+};
+
+}  // namespace duet::cods::ds
