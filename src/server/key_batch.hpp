@@ -257,6 +257,10 @@ class KeyPipeline {
   bool idle() const { return flying_.empty() && queue_.empty(); }
   /// Batches started while another was in flight (since construction).
   std::uint64_t overlapped() const { return overlapped_; }
+  /// The conflict stripe of an op (its hash must be set): ops of one stripe keep their order.
+  static std::size_t stripe_of(const KeyOp& op) {
+    return static_cast<std::size_t>(((op.hash + op.db * 0x9E3779B97F4A7C15ull) * 0xD6E8FEB86659FD93ull) >> 49);
+  }
 
  private:
   static constexpr std::size_t kStripes = std::size_t{1} << 15;
@@ -267,9 +271,6 @@ class KeyPipeline {
     std::unique_ptr<KeyBatchRunner> runner;
     std::vector<KeyOp*> ops;
   };
-  static std::size_t stripe_of(const KeyOp& op) {
-    return static_cast<std::size_t>(((op.hash + op.db * 0x9E3779B97F4A7C15ull) * 0xD6E8FEB86659FD93ull) >> 49);
-  }
   static bool writes(const KeyOp& op);
   /// Forms one batch from the queue; false when no queued op can start now.
   bool start_one(KeyOpSink& sink, std::size_t max_batch);

@@ -962,6 +962,57 @@ TEST_F(Pipeline, ABlindWriteOfAKeyWhoseReadModifyWriteIsInFlightIsRefused) {
   guards.end_blind(gs);
 }
 
+TEST_F(Pipeline, OpsOfOtherThreadsKeysDoNotWaitBehindAnOpWaitingForTheGuards) {
+  // The owner's INCR of n waits for another thread's blind write of n (announced, never
+  // completed here). A blind write and a read of a key the owner does not own, which share
+  // the INCR's pipeline stripe, must not wait behind it: the blind write could be what an
+  // op on its own owner waits for, while that owner's blind write waits here, a cycle.
+  duet::server::WriteGuards guards;
+  KeyPipeline p([this](unsigned db) -> std::shared_ptr<KvSpace> { return gated_[db]; }, 64, &guards);
+  RecordingSink sink;
+  gated().open = true;
+  Batch b;
+  KeyOp& incr = b.add(Cmd::kIncr, "n");
+  incr.hash = duet::server::key_hash("n");
+  const std::size_t gs = duet::server::WriteGuards::stripe_of(incr.hash, 0);
+  ASSERT_TRUE(guards.try_blind(gs));  // the other thread's write of n, in flight
+  p.add(&incr);
+  p.pump(sink, 64, 8);
+  ASSERT_EQ(p.queued(), 1u) << "the INCR waits for the blind write";
+  // Keys of the INCR's stripe (found by search) whose owner is another thread.
+  std::vector<std::string> same;
+  for (int i = 0; same.size() < 2 && i < 10'000'000; ++i) {
+    KeyOp probe;
+    probe.key = "other:" + std::to_string(i);
+    probe.hash = duet::server::key_hash(probe.key);
+    if (KeyPipeline::stripe_of(probe) == KeyPipeline::stripe_of(incr)) same.push_back(probe.key);
+  }
+  ASSERT_EQ(same.size(), 2u);
+  KeyOp& write = b.set(same[0], "w");
+  write.hash = duet::server::key_hash(same[0]);
+  const std::size_t ws = duet::server::WriteGuards::stripe_of(write.hash, 0);
+  ASSERT_TRUE(guards.try_blind(ws));
+  write.direct = true;
+  KeyOp& read = b.get(same[1]);
+  read.hash = duet::server::key_hash(same[1]);
+  read.local_read = true;
+  KeyOp& later = b.add(Cmd::kIncr, "n");  // the owner's later op of n stays behind the first
+  p.add(&write);
+  p.add(&read);
+  p.add(&later);
+  p.pump(sink, 64, 8);
+  EXPECT_EQ(sink.replies[&write], kOk);
+  EXPECT_EQ(sink.replies[&read], kNil);
+  EXPECT_EQ(sink.replies.count(&incr), 0u);
+  EXPECT_EQ(sink.replies.count(&later), 0u);
+  EXPECT_EQ(p.queued(), 2u);
+  guards.end_blind(gs);  // the other thread's write completed
+  p.pump(sink, 64, 8);
+  p.finish_all(sink);
+  EXPECT_EQ(sink.replies[&incr], integer(1));
+  EXPECT_EQ(sink.replies[&later], integer(2));
+}
+
 /// Random commands added in random chunks, pumped with random bounds, their engine batches
 /// answered in random order: every reply must be the model's, in arrival order per key.
 void random_pipeline(KeyPipeline& p, RecordingSink& sink, std::function<void(std::mt19937&)> answer_some,
