@@ -5,9 +5,9 @@
 // that thread reads it in order to write it (reads, and plain overwrites guarded by
 // WriteGuards, may also run on the client's thread: see IoThread::route). So a thread can
 // run a whole batch of commands on a key as one read and one write of the engine: it reads
-// the keys whose commands need their value
-// (one engine batch), computes every command in arrival order on the CPU (INCR, APPEND,
-// SET NX/XX/GET, ...), and writes each changed key's final value (a second engine batch).
+// the keys whose commands need their value (one engine batch), computes every command in
+// arrival order on the CPU (INCR, APPEND, SET NX/XX/GET, ...), and writes each changed key's
+// final value (a second engine batch).
 // The commands on one key are linearized together at the write (or at the read, for keys
 // nobody changed), which keeps each client's order and makes read-modify-write commands
 // atomic without locks. Commands whose first effect overwrites the key (SET, GETSET, DEL,
@@ -19,8 +19,9 @@
 // up to a bound of such batches in flight. A key's later commands never overtake its earlier
 // ones: an op whose key (by a striped hash, so also a few innocent bystanders) belongs to a
 // batch in flight waits for that batch unless both only read; waiting ops keep their order.
-// Between a batch's read and its write no other batch touches its keys, so a
-// read-modify-write stays atomic across the two asynchronous stages.
+// Between a batch's read and its write no other batch of the thread touches its keys, and
+// WriteGuards keep other threads' blind writes out, so a read-modify-write stays atomic
+// across the two asynchronous stages.
 #pragma once
 
 #include <atomic>
