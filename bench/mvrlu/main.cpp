@@ -34,6 +34,8 @@ const char* kUsage = R"(usage: duet_bench_mvrlu [options]
   --stream N        operations generated per thread, replayed cyclically (default 2^20)
   --repeats N       runs per point; the table shows the median and range (default 3)
   --seed N          workload seed (default 1)
+  --ordo-boundary T MV-RLU's ORDO boundary in TSC ticks (default: measured once per process;
+                    the measurement is inflated when the machine is loaded)
   --quick           smoke sizes: items / 10, 0.05 s, 1 repeat, 2^14-op streams, thetas 0,0.99
   --list            print the systems and exit
   --out PATH        JSON output (default bench/results/mvrlu-cpu/mvrlu-cpu-<UTC time>.json)
@@ -50,6 +52,7 @@ struct Options {
   std::uint64_t stream = 1u << 20;
   unsigned repeats = 3;
   std::uint64_t seed = 1;
+  std::int64_t ordo_boundary = -1;
   bool quick = false, list = false;
   std::string out;
 };
@@ -162,6 +165,10 @@ bool parse(int argc, char** argv, Options* o, bool* help, std::string* error) {
           auto c = parse_count(v);
           if (!c) return fail("bad seed");
           o->seed = *c;
+        } else if (f == "--ordo-boundary") {
+          auto c = parse_count(v);
+          if (!c) return fail("bad tick count");
+          o->ordo_boundary = static_cast<std::int64_t>(*c);
         } else if (f == "--out") {
           o->out = v;
         } else {
@@ -327,6 +334,7 @@ int main_impl(int argc, char** argv) {
   config.set("stream_ops_per_thread", o.stream);
   config.set("repeats", o.repeats);
   config.set("seed", o.seed);
+  config.set("ordo_boundary", o.ordo_boundary < 0 ? Json("measured") : Json(static_cast<long long>(o.ordo_boundary)));
   config.set("quick", o.quick);
   config.set("hardware_threads", std::thread::hardware_concurrency());
   config.set("updates", "half inserts, half removes; keys from [0, 2 x items), prefilled with items keys");
@@ -362,7 +370,7 @@ int main_impl(int argc, char** argv) {
           std::vector<std::uint64_t> pre = prefill_keys(w);
           if (e.structure == Structure::kList) std::sort(pre.rbegin(), pre.rend());  // each insert at the head
           const auto streams = make_streams(w, threads, o.stream);
-          SetSpec spec{e.structure, e.buckets, threads};
+          SetSpec spec{e.structure, e.buckets, threads, o.ordo_boundary};
           for (const std::string& name : e.systems) {
             if (!o.systems.empty() && std::find(o.systems.begin(), o.systems.end(), name) == o.systems.end()) continue;
             const SystemInfo* sys = find(name);

@@ -18,6 +18,7 @@ class MvSystem final : public System {
   static std::unique_ptr<System> make(const mv::Config& base, const SetSpec& spec, Status* error) {
     auto s = std::unique_ptr<MvSystem>(new MvSystem());
     mv::Config c = base;
+    if (spec.ordo_boundary >= 0) c.ordo_boundary = spec.ordo_boundary;
     c.max_threads = spec.threads + 4;  // the workers, the building and the prefilling threads
     *error = mv::Domain::create(c, &s->d_);
     if (!error->ok()) return nullptr;

@@ -22,6 +22,8 @@ struct SetSpec {
   Structure structure = Structure::kList;
   std::size_t buckets = 1;
   unsigned threads = 1;
+  /// MV-RLU's ORDO boundary in TSC ticks (Config::ordo_boundary); negative: measured.
+  std::int64_t ordo_boundary = -1;
 };
 
 /// One thread's handle on a set. Made by System::attach on the thread that uses it, and
