@@ -1,0 +1,55 @@
+// The GPU batch driver of the CODS structures (gpu_batch.cu): a hash set (a list is the hash set
+// with one bucket) or a B-link tree in GPU memory, run by tiles of `group` lanes, one request per
+// tile at a time. Plain C++ (no CUDA types), so callers need not be CUDA sources.
+//
+// Batch semantics are L-Slab's: every request is linearizable; the requests of one batch run
+// concurrently, so two requests on one key in one batch take effect in some serial order. Each
+// execute() runs on a stream of its own; concurrent execute() calls may overlap on the device.
+//
+// Nodes come from a fixed pool in GPU memory. Nodes an update discards or replaces are reused only
+// after every batch that could still read them has ended (the driver recycles them when no batch
+// is in flight). A request that needs a node when the pool is empty reports kRetry having changed
+// nothing, and execute() returns ResourceExhausted.
+#pragma once
+
+#include <cstdint>
+#include <memory>
+
+#include "duet/status.hpp"
+#include "index/cods/common.hpp"
+
+namespace duet::cods::ds {
+
+enum class GpuKind : std::uint8_t { kList = 0, kHashSet = 1, kTree = 2 };
+
+/// What to build. Supported (keys_per_node, group): (6, 8), (14, 8), (14, 16), (30, 32); any
+/// other pair is InvalidArgument naming them.
+struct GpuConfig {
+  GpuKind kind = GpuKind::kHashSet;
+  unsigned keys_per_node = 14;
+  unsigned group = 16;  ///< lanes per request: 8, 16 or 32
+  Regime regime = Regime::kFullyAtomic;
+  std::uint64_t buckets = 1024;      ///< hash set only (a list has 1); 1 to 2^32
+  std::uint64_t pool_nodes = 1u << 20;  ///< nodes in the pool, 1 to 2^32
+};
+
+class GpuStructure {
+ public:
+  virtual ~GpuStructure() = default;
+  /// Runs a batch held in host memory (sets ignore values; tree inserts need them). Errors:
+  /// InvalidArgument for a null array the batch needs (nothing runs), ResourceExhausted when the
+  /// pool ran out (requests marked kRetry changed nothing; the others ran), Internal on a CUDA
+  /// failure. Unknown op codes are kInvalid per request.
+  virtual Status execute(const Batch& batch, BatchResult& result) = 0;
+  /// As execute(), with every array in GPU memory (no copies across the bus).
+  virtual Status execute_resident(const Batch& batch, BatchResult& result) = 0;
+  /// Nodes taken from the pool's fresh memory so far.
+  virtual std::uint64_t nodes_used() const = 0;
+};
+
+/// Creates a structure on the current GPU. Unavailable without a GPU (or in a build without
+/// CUDA, where this function is not linked); InvalidArgument for a bad configuration;
+/// ResourceExhausted when GPU memory is short.
+Status make_gpu_structure(const GpuConfig& config, std::unique_ptr<GpuStructure>* out);
+
+}  // namespace duet::cods::ds

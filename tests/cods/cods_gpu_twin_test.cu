@@ -1,0 +1,241 @@
+// The CODS GPU batch driver (src/index/cods/gpu_batch.cu) against its CPU twin (cpu.hpp): the
+// same batches on both, every outcome compared exactly, then a read of every key. Within a batch
+// each key appears at most once, so a batch's outcomes do not depend on the order the GPU runs
+// its requests in. Covers the list, hash set and tree on tiles of 8, 16 and 32 lanes in both
+// regimes; a pool too small for the inserts (kRetry leaves nothing half applied); and bad input.
+// Skipped, visibly, without a GPU (the configuration checks run without one).
+#include <cuda_runtime.h>
+#include <gtest/gtest.h>
+
+// cpu.hpp's twin runs the DUET_HD algorithms with a host-only environment (CpuEnv); nvcc warns
+// about every such host instantiation although none of them is compiled for the device.
+#pragma nv_diag_suppress 20014
+
+#include <algorithm>
+#include <cstdint>
+#include <memory>
+#include <ostream>
+#include <random>
+#include <string>
+#include <vector>
+
+#include "gpu/device.hpp"
+#include "index/cods/cpu.hpp"
+#include "index/cods/gpu_batch.hpp"
+
+namespace duet::cods::ds {
+namespace {
+
+#define SKIP_WITHOUT_GPU() \
+  if (!duet::gpu::device().present) GTEST_SKIP() << "no GPU: " << duet::gpu::device().reason
+
+constexpr std::uint64_t kMax = ~std::uint64_t(0);
+
+/// The CPU twin of one GPU configuration, behind one call.
+struct Twin {
+  virtual ~Twin() = default;
+  virtual Status execute(const Batch& b, BatchResult& r) = 0;
+};
+
+template <class S>
+struct SetTwin final : Twin {
+  std::unique_ptr<S> s;
+  std::unique_ptr<CpuEnv> env;
+  Status execute(const Batch& b, BatchResult& r) override { return s->execute(*env, b, r); }
+};
+
+template <unsigned K, Regime R>
+std::unique_ptr<Twin> twin_of(GpuKind kind, std::uint64_t buckets) {
+  if (kind == GpuKind::kList) {
+    auto t = std::make_unique<SetTwin<CpuLazyList<K, R>>>();
+    t->s = std::make_unique<CpuLazyList<K, R>>();
+    t->env = t->s->session();
+    return t;
+  }
+  if (kind == GpuKind::kHashSet) {
+    auto t = std::make_unique<SetTwin<CpuHashSet<K, R>>>();
+    if (!CpuHashSet<K, R>::make(buckets, &t->s).ok()) return nullptr;
+    t->env = t->s->session();
+    return t;
+  }
+  auto t = std::make_unique<SetTwin<CpuBLinkTree<K, R>>>();
+  t->s = std::make_unique<CpuBLinkTree<K, R>>();
+  t->env = t->s->session();
+  return t;
+}
+
+std::unique_ptr<Twin> twin_for(const GpuConfig& c) {
+  const bool fa = c.regime == Regime::kFullyAtomic;
+  switch (c.keys_per_node) {
+    case 6: return fa ? twin_of<6, Regime::kFullyAtomic>(c.kind, c.buckets) : twin_of<6, Regime::kElementwise>(c.kind, c.buckets);
+    case 14: return fa ? twin_of<14, Regime::kFullyAtomic>(c.kind, c.buckets) : twin_of<14, Regime::kElementwise>(c.kind, c.buckets);
+    default: return fa ? twin_of<30, Regime::kFullyAtomic>(c.kind, c.buckets) : twin_of<30, Regime::kElementwise>(c.kind, c.buckets);
+  }
+}
+
+struct Shape {
+  const char* name;
+  GpuKind kind;
+  unsigned keys_per_node, group;
+  Regime regime;
+  std::uint64_t buckets, range;
+};
+void PrintTo(const Shape& s, std::ostream* os) { *os << s.name; }
+
+/// The key space of a test: 0, 2^64-1, 2^64-2 and 1..range-3.
+std::vector<std::uint64_t> key_space(std::uint64_t range) {
+  std::vector<std::uint64_t> keys = {0, kMax, kMax - 1};
+  for (std::uint64_t k = 1; keys.size() < range; ++k) keys.push_back(k);
+  return keys;
+}
+
+class CodsGpuTwin : public ::testing::TestWithParam<Shape> {};
+
+TEST_P(CodsGpuTwin, SameOutcomesAsTheCpuTwin) {
+  SKIP_WITHOUT_GPU();
+  const Shape& sh = GetParam();
+  GpuConfig c;
+  c.kind = sh.kind;
+  c.keys_per_node = sh.keys_per_node;
+  c.group = sh.group;
+  c.regime = sh.regime;
+  c.buckets = sh.buckets;
+  c.pool_nodes = 1u << 18;
+  std::unique_ptr<GpuStructure> gpu;
+  const Status made = make_gpu_structure(c, &gpu);
+  ASSERT_TRUE(made.ok()) << made.to_string();
+  std::unique_ptr<Twin> cpu = twin_for(c);
+  ASSERT_TRUE(cpu != nullptr);
+  std::vector<std::uint64_t> keys = key_space(sh.range);
+  std::mt19937_64 rng(std::hash<std::string>()(sh.name));
+  const std::size_t n = std::min<std::size_t>(3000, keys.size());
+  std::vector<Op> ops(n);
+  std::vector<std::uint64_t> bk(n), bv(n), gv(n), cv(n);
+  std::vector<OpStatus> gs(n), cs(n);
+  for (int batch = 0; batch < 30; ++batch) {
+    std::shuffle(keys.begin(), keys.end(), rng);  // distinct keys within a batch
+    const unsigned inserts = batch < 10 ? 7 : 4;  // fill first, then churn
+    for (std::size_t i = 0; i < n; ++i) {
+      const unsigned r = rng() % 10;
+      ops[i] = r < inserts ? Op::kInsert : r < 8 ? Op::kRemove : Op::kGet;
+      bk[i] = keys[i];
+      bv[i] = rng();
+    }
+    const Batch b{ops.data(), bk.data(), bv.data(), n};
+    BatchResult gr{gs.data(), gv.data()}, cr{cs.data(), cv.data()};
+    const Status g_ok = gpu->execute(b, gr);
+    ASSERT_TRUE(g_ok.ok()) << g_ok.to_string();
+    ASSERT_TRUE(cpu->execute(b, cr).ok());
+    for (std::size_t i = 0; i < n; ++i) {
+      ASSERT_EQ(static_cast<int>(gs[i]), static_cast<int>(cs[i])) << "batch " << batch << " request " << i;
+      ASSERT_EQ(gv[i], cv[i]) << "batch " << batch << " request " << i;
+    }
+  }
+  // Every key, read on both.
+  const std::vector<std::uint64_t> all = key_space(sh.range);
+  std::vector<Op> gets(all.size(), Op::kGet);
+  std::vector<OpStatus> gs2(all.size()), cs2(all.size());
+  std::vector<std::uint64_t> gv2(all.size()), cv2(all.size());
+  const Batch b{gets.data(), all.data(), nullptr, all.size()};
+  BatchResult gr{gs2.data(), gv2.data()}, cr{cs2.data(), cv2.data()};
+  ASSERT_TRUE(gpu->execute(b, gr).ok());
+  ASSERT_TRUE(cpu->execute(b, cr).ok());
+  for (std::size_t i = 0; i < all.size(); ++i) {
+    ASSERT_EQ(static_cast<int>(gs2[i]), static_cast<int>(cs2[i])) << "key " << all[i];
+    ASSERT_EQ(gv2[i], cv2[i]) << "key " << all[i];
+  }
+}
+
+constexpr Regime E = Regime::kElementwise;
+constexpr Regime F = Regime::kFullyAtomic;
+
+INSTANTIATE_TEST_SUITE_P(
+    Shapes, CodsGpuTwin,
+    ::testing::Values(Shape{"list_k14_g16_full", GpuKind::kList, 14, 16, F, 1, 600},
+                      Shape{"list_k14_g16_elem", GpuKind::kList, 14, 16, E, 1, 600},
+                      Shape{"list_k6_g8_elem", GpuKind::kList, 6, 8, E, 1, 300},
+                      Shape{"hash_k14_g8_full", GpuKind::kHashSet, 14, 8, F, 97, 20000},
+                      Shape{"hash_k6_g8_elem", GpuKind::kHashSet, 6, 8, E, 97, 20000},
+                      Shape{"hash_k30_g32_full", GpuKind::kHashSet, 30, 32, F, 31, 20000},
+                      Shape{"hash_k30_g32_elem", GpuKind::kHashSet, 30, 32, E, 31, 20000},
+                      Shape{"tree_k14_g16_full", GpuKind::kTree, 14, 16, F, 1, 20000},
+                      Shape{"tree_k14_g8_elem", GpuKind::kTree, 14, 8, E, 1, 20000},
+                      Shape{"tree_k6_g8_full", GpuKind::kTree, 6, 8, F, 1, 20000},
+                      Shape{"tree_k30_g32_elem", GpuKind::kTree, 30, 32, E, 1, 20000}),
+    [](const ::testing::TestParamInfo<Shape>& i) { return std::string(i.param.name); });
+
+// A pool too small for a batch's inserts: execute() says ResourceExhausted, requests marked
+// kRetry changed nothing (their keys are absent), the others took effect.
+TEST(CodsGpuDriver, ExhaustedPoolLeavesNothingHalfApplied) {
+  SKIP_WITHOUT_GPU();
+  GpuConfig c;
+  c.kind = GpuKind::kHashSet;
+  c.keys_per_node = 6;
+  c.group = 8;
+  c.regime = Regime::kElementwise;
+  c.buckets = 4;
+  c.pool_nodes = 64;
+  std::unique_ptr<GpuStructure> gpu;
+  ASSERT_TRUE(make_gpu_structure(c, &gpu).ok());
+  const std::size_t n = 2000;
+  std::vector<Op> ops(n, Op::kInsert);
+  std::vector<std::uint64_t> keys(n), out(n);
+  std::vector<OpStatus> st(n);
+  for (std::size_t i = 0; i < n; ++i) keys[i] = i * 7 + 1;
+  BatchResult r{st.data(), out.data()};
+  const Status s = gpu->execute(Batch{ops.data(), keys.data(), nullptr, n}, r);
+  EXPECT_EQ(s.code(), StatusCode::kResourceExhausted) << s.to_string();
+  const std::vector<OpStatus> inserted = st;
+  std::vector<Op> gets(n, Op::kGet);
+  ASSERT_TRUE(gpu->execute(Batch{gets.data(), keys.data(), nullptr, n}, r).ok());
+  std::size_t retried = 0;
+  for (std::size_t i = 0; i < n; ++i) {
+    if (inserted[i] == OpStatus::kRetry) {
+      ++retried;
+      EXPECT_EQ(st[i], OpStatus::kNotFound) << "key " << keys[i] << " was half applied";
+    } else {
+      EXPECT_EQ(inserted[i], OpStatus::kNotFound);
+      EXPECT_EQ(st[i], OpStatus::kFound) << "key " << keys[i];
+    }
+  }
+  EXPECT_GT(retried, 0u);
+}
+
+TEST(CodsGpuDriver, BadInput) {
+  GpuConfig c;
+  std::unique_ptr<GpuStructure> out;
+  EXPECT_EQ(make_gpu_structure(c, nullptr).code(), StatusCode::kInvalidArgument);
+  c.keys_per_node = 5;
+  Status s = make_gpu_structure(c, &out);
+  EXPECT_EQ(s.code(), StatusCode::kInvalidArgument);
+  EXPECT_NE(s.message().find("supported"), std::string::npos) << s.message();
+  c.keys_per_node = 14;
+  c.buckets = 0;
+  EXPECT_EQ(make_gpu_structure(c, &out).code(), StatusCode::kInvalidArgument);
+  c.buckets = 16;
+  c.pool_nodes = 0;
+  EXPECT_EQ(make_gpu_structure(c, &out).code(), StatusCode::kInvalidArgument);
+  c.pool_nodes = 1024;
+  if (!duet::gpu::device().present) {
+    EXPECT_EQ(make_gpu_structure(c, &out).code(), StatusCode::kUnavailable);
+    return;
+  }
+  ASSERT_TRUE(make_gpu_structure(c, &out).ok());
+  const Op ops[2] = {Op::kInsert, static_cast<Op>(9)};
+  const std::uint64_t keys[2] = {kMax, 3};
+  OpStatus st[2];
+  std::uint64_t vals[2];
+  BatchResult r{st, vals};
+  EXPECT_EQ(out->execute(Batch{nullptr, keys, nullptr, 2}, r).code(), StatusCode::kInvalidArgument);
+  BatchResult no_status{nullptr, vals};
+  EXPECT_EQ(out->execute(Batch{ops, keys, nullptr, 2}, no_status).code(), StatusCode::kInvalidArgument);
+  ASSERT_TRUE(out->execute(Batch{ops, keys, nullptr, 2}, r).ok());
+  EXPECT_EQ(st[0], OpStatus::kNotFound);
+  EXPECT_EQ(st[1], OpStatus::kInvalid);
+  c.kind = GpuKind::kTree;
+  ASSERT_TRUE(make_gpu_structure(c, &out).ok());
+  EXPECT_EQ(out->execute(Batch{ops, keys, nullptr, 2}, r).code(), StatusCode::kInvalidArgument);
+}
+
+}  // namespace
+}  // namespace duet::cods::ds
