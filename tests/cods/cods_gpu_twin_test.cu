@@ -17,8 +17,10 @@
 #include <ostream>
 #include <random>
 #include <string>
+#include <unordered_map>
 #include <vector>
 
+#include "checkers/linearizability.hpp"
 #include "gpu/device.hpp"
 #include "index/cods/cpu.hpp"
 #include "index/cods/gpu_batch.hpp"
@@ -162,6 +164,78 @@ INSTANTIATE_TEST_SUITE_P(
                       Shape{"tree_k14_g8_elem", GpuKind::kTree, 14, 8, E, 1, 20000},
                       Shape{"tree_k6_g8_full", GpuKind::kTree, 6, 8, F, 1, 20000},
                       Shape{"tree_k30_g32_elem", GpuKind::kTree, 30, 32, E, 1, 20000}),
+    [](const ::testing::TestParamInfo<Shape>& i) { return std::string(i.param.name); });
+
+// Contended batches: many requests on few keys in every batch, so tiles meet on locks, splits and
+// (elementwise) replaced nodes. Every request of batch b gets the interval [2b, 2b+1], and the
+// per-key checker decides whether some serial order inside each batch explains all outcomes.
+class CodsGpuContended : public ::testing::TestWithParam<Shape> {};
+
+TEST_P(CodsGpuContended, BatchesAreLinearizable) {
+  SKIP_WITHOUT_GPU();
+  const Shape& sh = GetParam();
+  GpuConfig c;
+  c.kind = sh.kind;
+  c.keys_per_node = sh.keys_per_node;
+  c.group = sh.group;
+  c.regime = sh.regime;
+  c.buckets = sh.buckets;
+  c.pool_nodes = 1u << 18;
+  std::unique_ptr<GpuStructure> gpu;
+  const Status made = make_gpu_structure(c, &gpu);
+  ASSERT_TRUE(made.ok()) << made.to_string();
+  const std::vector<std::uint64_t> space = key_space(sh.range);
+  std::mt19937_64 rng(std::hash<std::string>()(sh.name) + 1);
+  const std::size_t n = 8 * sh.range;  // about 8 requests per key per batch
+  std::vector<Op> ops(n);
+  std::vector<std::uint64_t> keys(n), vals(n), out(n);
+  std::vector<OpStatus> st(n);
+  std::unordered_map<std::uint64_t, std::vector<checkers::RegisterOp>> history;
+  for (int b = 0; b < 20; ++b) {
+    for (std::size_t i = 0; i < n; ++i) {
+      const unsigned r = rng() % 10;
+      ops[i] = r < 4 ? Op::kInsert : r < 8 ? Op::kRemove : Op::kGet;
+      keys[i] = space[rng() % space.size()];
+      vals[i] = (std::uint64_t(b) << 32) | i;  // unique per insert
+    }
+    BatchResult res{st.data(), out.data()};
+    const Status ran = gpu->execute(Batch{ops.data(), keys.data(), vals.data(), n}, res);
+    ASSERT_TRUE(ran.ok()) << ran.to_string();
+    for (std::size_t i = 0; i < n; ++i) {
+      checkers::RegisterOp op;
+      op.invoke = 2 * std::uint64_t(b);
+      op.response = op.invoke + 1;
+      const bool found = st[i] == OpStatus::kFound;
+      ASSERT_TRUE(found || st[i] == OpStatus::kNotFound) << "request " << i << " status " << int(st[i]);
+      const bool tree = sh.kind == GpuKind::kTree;
+      const std::uint64_t value = tree ? out[i] : 1;
+      if (ops[i] == Op::kInsert && !found) {
+        op.kind = checkers::RegisterOpKind::kPut;  // inserted
+        op.arg = tree ? vals[i] : 1;
+      } else if (ops[i] == Op::kRemove) {
+        op.kind = checkers::RegisterOpKind::kDelete;
+        op.found = found;
+        op.out = found ? value : 0;
+      } else {  // GET, or an INSERT that found the key: a read of the present value
+        op.kind = checkers::RegisterOpKind::kGet;
+        op.found = found;
+        op.out = found ? value : 0;
+      }
+      history[keys[i]].push_back(op);
+    }
+  }
+  const checkers::CheckResult r = checkers::check_per_key(history);
+  EXPECT_TRUE(r.linearizable) << r.explanation;
+}
+
+INSTANTIATE_TEST_SUITE_P(
+    Shapes, CodsGpuContended,
+    ::testing::Values(Shape{"list_k6_g8_elem", GpuKind::kList, 6, 8, E, 1, 64},
+                      Shape{"list_k14_g16_full", GpuKind::kList, 14, 16, F, 1, 64},
+                      Shape{"hash_k6_g8_elem", GpuKind::kHashSet, 6, 8, E, 4, 256},
+                      Shape{"hash_k30_g32_full", GpuKind::kHashSet, 30, 32, F, 4, 256},
+                      Shape{"tree_k6_g8_full", GpuKind::kTree, 6, 8, F, 1, 512},
+                      Shape{"tree_k14_g16_elem", GpuKind::kTree, 14, 16, E, 1, 512}),
     [](const ::testing::TestParamInfo<Shape>& i) { return std::string(i.param.name); });
 
 // A pool too small for a batch's inserts: execute() says ResourceExhausted, requests marked
