@@ -29,6 +29,16 @@ enum class DeviceChoice : std::uint8_t {
 Status parse_device_choice(std::string_view text, DeviceChoice* out);
 const char* device_choice_name(DeviceChoice d);
 
+/// The workload measure_devices() runs on each processor.
+struct DeviceProbe {
+  unsigned threads = 4;              ///< client threads (the server passes its I/O threads), >= 1
+  std::size_t batch = 256;           ///< requests per batch, >= 1
+  unsigned in_flight = 2;            ///< batches each thread keeps submitted, >= 1
+  std::uint64_t keys = 1u << 18;     ///< keys prefilled and drawn uniformly, >= 1
+  double read_fraction = 0.9;        ///< GETs; the rest are PUTs of 16-byte values
+  std::uint32_t millis = 300;        ///< measured time per processor (after a third as warm-up), >= 1
+};
+
 /// Everything a Store needs to open. Every field has a sensible default.
 struct StoreConfig {
   DeviceChoice device = DeviceChoice::kAuto;
@@ -51,16 +61,11 @@ struct StoreConfig {
   unsigned cpu_store_threads = 0;
   KvLimits limits;
   RouterConfig router;
-};
-
-/// The workload measure_devices() runs on each processor.
-struct DeviceProbe {
-  unsigned threads = 4;              ///< client threads (the server passes its I/O threads), >= 1
-  std::size_t batch = 256;           ///< requests per batch, >= 1
-  unsigned in_flight = 2;            ///< batches each thread keeps submitted, >= 1
-  std::uint64_t keys = 1u << 18;     ///< keys prefilled and drawn uniformly, >= 1
-  double read_fraction = 0.9;        ///< GETs; the rest are PUTs of 16-byte values
-  std::uint32_t millis = 300;        ///< measured time per processor (after a third as warm-up), >= 1
+  /// With device kAuto on a machine with a GPU: decide by measure_devices(auto_probe) at open
+  /// (about a second) instead of taking the GPU because it is there. device_description()
+  /// then gives both rates. `duet server` turns it on, with a probe of its I/O threads.
+  bool measure_auto_device = false;
+  DeviceProbe auto_probe;
 };
 
 /// What measure_devices() found.

@@ -235,6 +235,15 @@ Status Store::open(const StoreConfig& config, std::unique_ptr<Store>* out) {
     default:
       use_gpu = d.present;
       why = d.present ? d.name : d.reason;
+      if (d.present && config.measure_auto_device) {
+        StoreConfig probe_cfg = config;
+        probe_cfg.measure_auto_device = false;
+        DeviceMeasurement m;
+        s = measure_devices(probe_cfg, config.auto_probe, &m);
+        if (!s.ok()) return Status(s.code(), "device auto: measuring the devices failed: " + s.message());
+        use_gpu = m.chosen == DeviceChoice::kGpu;
+        why = "chosen by measurement: " + m.reason;
+      }
   }
   *out = std::make_unique<StoreImpl>(config, use_gpu, why);
   return Status::Ok();

@@ -39,6 +39,11 @@ int run_server(int argc, char** argv) {
   std::signal(SIGPIPE, SIG_IGN);
 
   setenv("DUET_GPU_SYNC", cfg.gpu_sync.c_str(), 1);  // read when the GPU is first opened
+  // --device auto on a machine with a GPU: the store measures which processor serves this
+  // server's shape of work faster (its I/O threads, each with batches in flight) and says so in
+  // the log and in INFO's duet_device.
+  cfg.store.measure_auto_device = true;
+  cfg.store.auto_probe.threads = cfg.threads ? cfg.threads : std::max(1u, std::thread::hardware_concurrency());
   std::unique_ptr<Store> store;
   s = Store::open(cfg.store, &store);
   if (!s.ok()) {

@@ -417,3 +417,38 @@ TEST(MeasureDevices, TheProbeRunsItsWorkloadOnTheCpuStore) {
 
 }  // namespace
 }  // namespace duet
+
+namespace duet {
+namespace {
+
+TEST(MeasureDevices, StoreOpenDecidesAutoByMeasurementWhenAsked) {
+  StoreConfig c = kvtest::test_config();
+  c.device = DeviceChoice::kAuto;
+  c.measure_auto_device = true;
+  c.auto_probe.threads = 2;
+  c.auto_probe.batch = 64;
+  c.auto_probe.keys = 4096;
+  c.auto_probe.millis = 30;
+  std::unique_ptr<Store> store;
+  ASSERT_TRUE(Store::open(c, &store).ok());
+  const std::string d = store->device_description();
+  if (gpu::device().present) {
+    EXPECT_NE(d.find("chosen by measurement"), std::string::npos) << d;
+    std::printf("Store::open with measure_auto_device: %s\n", d.c_str());
+  } else {
+    EXPECT_EQ(d.rfind("cpu: ", 0), 0u) << d;  // nothing to measure without a GPU
+  }
+  std::shared_ptr<KvSpace> kv;
+  ASSERT_TRUE(store->create_kv("after-probe", &kv).ok());
+  ASSERT_TRUE(kv->put("k", "v").ok());
+  // A bad probe is refused at open, naming the field.
+  c.auto_probe.batch = 0;
+  const Status s = Store::open(c, &store);
+  if (gpu::device().present) {
+    EXPECT_EQ(s.code(), StatusCode::kInvalidArgument);
+    EXPECT_NE(s.message().find("batch"), std::string::npos) << s.to_string();
+  }
+}
+
+}  // namespace
+}  // namespace duet
