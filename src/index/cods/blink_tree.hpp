@@ -331,7 +331,7 @@ struct BLinkTree {
       lock(g, n->version());
       read_locked(g, env, n, fk, fv);
       const Meta m = meta_of(g, fk);
-      if (!beyond(m, k)) return m;
+      if (!beyond(m, k) || env.planted(Bug::kNoMoveRight)) return m;
       unlock(g, n->version());
       n = ptr(m.right);
     }

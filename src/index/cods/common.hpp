@@ -42,6 +42,7 @@ enum class Bug : std::uint8_t {
   kNone = 0,
   kNoRevalidation = 1,        ///< after locking, skip the checks that prev and curr are still linked and live
   kUnmarkedReplacedNode = 2,  ///< elementwise copy-on-write: leave the replaced node unmarked
+  kNoMoveRight = 3,           ///< tree: after locking a node, skip the move right a concurrent split requires
 };
 
 /// A batch of n requests in structure-of-arrays form. `values` is read by the tree's inserts
