@@ -125,7 +125,8 @@ Result run_schedule(std::uint64_t seed, const Faults& faults, int steps) {
     EXPECT_TRUE(d->finish_grace_period());
   }
   th.clear();
-  EXPECT_TRUE(d->drain().ok());
+  const Status drained = testing::drain_patiently(*d);  // wait_limit_ms is 10 here
+  EXPECT_TRUE(drained.ok()) << drained.to_string();
   for (auto* x : cells) d->destroy_quiescent(x);
   return res;
 }

@@ -34,6 +34,18 @@ inline std::atomic<std::uint64_t>& event_clock() {
 }
 inline std::uint64_t tick() { return event_clock().fetch_add(1, std::memory_order_seq_cst); }
 
+/// drain(), retried while it gives up for time (kResourceExhausted after the domain's
+/// wait_limit_ms), for up to 30 s in all. Tests that set a small wait_limit_ms to keep blocked
+/// writers short would otherwise fail whenever a loaded machine deschedules the draining thread
+/// for longer than the limit (seen with two test processes on 2 cores).
+inline Status drain_patiently(Domain& d) {
+  const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(30);
+  for (;;) {
+    Status s = d.drain();
+    if (s.ok() || s.code() != StatusCode::kResourceExhausted || std::chrono::steady_clock::now() > deadline) return s;
+  }
+}
+
 inline std::unique_ptr<Domain> make_domain(Config cfg) {
   std::unique_ptr<Domain> d;
   Status s = Domain::create(cfg, &d);
