@@ -179,6 +179,7 @@ ServerStats Server::stats() {
     t.hot_entries += st.hot_entries;
     t.memory_bytes = st.memory_bytes;  // the store's budget, shared by every keyspace
     if (s.engine.router_model.empty()) s.engine.router_model = st.router_model;
+    if (s.engine.router_choice.empty()) s.engine.router_choice = st.router_choice;
   }
   for (const auto& t : threads_) {
     for (const auto& x : t->metrics.calls) s.calls += x.load(std::memory_order_relaxed);

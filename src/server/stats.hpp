@@ -23,6 +23,7 @@ struct EngineStats {
   std::vector<DatabaseStats> databases;  ///< the open databases, by index
   std::uint64_t keys = 0;                ///< keys over every database
   std::string router_model;              ///< the first kv database's model description
+  std::string router_choice;             ///< the first kv database's routing (KvStats::router_choice)
 };
 
 /// A consistent-enough snapshot of the whole server (each counter is read once, relaxed).

@@ -515,16 +515,18 @@ def test_info_section(conn):
 @duet_only
 def test_info_duet_section(conn):
     """INFO duet has the Duet fields: duet_device (cpu here, --device cpu), hot_cache_hit_rate in [0,1],
-    router_model (non-empty) and avg_batch_size (a number)."""
+    router_model (non-empty), router_choice (the routing adaptive routing chose) and avg_batch_size
+    (a number)."""
     conn.pipeline([("GET", f"k{i}") for i in range(50)])
     info = _info_fields(conn.call("INFO", "duet"))
     assert "duet" in info, info
     d = info["duet"]
-    for f in ("duet_device", "hot_cache_hit_rate", "router_model", "avg_batch_size"):
+    for f in ("duet_device", "hot_cache_hit_rate", "router_model", "router_choice", "avg_batch_size"):
         assert f in d, f"INFO duet lacks {f}: {d}"
     assert d["duet_device"].split(":")[0].strip() == "cpu", d  # "cpu" or "cpu: <details>"
     assert 0.0 <= float(d["hot_cache_hit_rate"]) <= 1.0, d
     assert d["router_model"].strip(), d
+    assert d["router_choice"].strip() in ("learned", "all-cold", "all-hot"), d
     assert float(d["avg_batch_size"]) >= 0, d
     full = _info_fields(conn.call("INFO"))
     assert "duet" in full or IS_REDIS, f"plain INFO lacks the duet section: {sorted(full)}"

@@ -112,6 +112,7 @@ std::string render_info(const ServerStats& s, const std::vector<std::string>& se
     line("cold_requests", std::to_string(kv.cold_requests));
     line("hot_cache_entries", std::to_string(kv.hot_entries));
     line("router_model", s.engine.router_model.empty() ? "none (no database opened yet)" : s.engine.router_model);
+    line("router_choice", s.engine.router_choice.empty() ? "none (no database opened yet)" : s.engine.router_choice);
     line("model_switches", std::to_string(kv.model_switches));
     line("avg_batch_size", avg);
     line("batches_overlapped", std::to_string(s.batches_overlapped));
