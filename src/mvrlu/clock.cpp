@@ -28,16 +28,27 @@ bool tsc_invariant() {
 #endif
 }
 
-std::uint64_t Clock::tsc_now() {
+namespace {
+/// rdtscp waits for earlier instructions and the lfence keeps later ones from starting before
+/// it. 0 off x86-64.
+std::uint64_t raw_tsc() {
 #if defined(__x86_64__)
-  // The fence orders every earlier load and store before the read (the commit protocol's
-  // argument needs it: docs/mvrlu.md, "Fences"); rdtscp waits for earlier instructions and
-  // the lfence keeps later ones from starting before it.
-  std::atomic_thread_fence(std::memory_order_seq_cst);
   unsigned aux = 0;
   const std::uint64_t t = __rdtscp(&aux);
   _mm_lfence();
   return t;
+#else
+  return 0;
+#endif
+}
+}  // namespace
+
+std::uint64_t Clock::tsc_now() {
+#if defined(__x86_64__)
+  // The fence orders every earlier load and store before the read (the commit protocol's
+  // argument needs it: docs/mvrlu.md, "Fences").
+  std::atomic_thread_fence(std::memory_order_seq_cst);
+  return raw_tsc();
 #else
   return 0;
 #endif
@@ -72,17 +83,6 @@ bool pin(int cpu) {
   CPU_ZERO(&set);
   CPU_SET(cpu, &set);
   return pthread_setaffinity_np(pthread_self(), sizeof(set), &set) == 0;
-}
-
-std::uint64_t raw_tsc() {
-#if defined(__x86_64__)
-  unsigned aux = 0;
-  const std::uint64_t t = __rdtscp(&aux);
-  _mm_lfence();
-  return t;
-#else
-  return 0;
-#endif
 }
 
 /// Returns max(min over rounds of t_j - t_i, min over rounds of t_i - t_j), clamped at 0.
