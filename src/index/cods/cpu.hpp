@@ -35,24 +35,13 @@ inline Status check_batch(const Batch& b, const BatchResult& r, bool needs_value
       if (b.ops[i] == Op::kInsert) return Status::InvalidArgument("batch values array is null but it holds inserts");
   return Status::Ok();
 }
-}  // namespace detail
 
-/// A sorted set of 8-byte keys (any value, 0 and 2^64-1 included) in a coalesced lazy list of
-/// K-key nodes. contains is lock-free; a search costs ceil(n/K) node reads plus the head.
-template <unsigned K, Regime R>
-class CpuLazyList {
+/// What the CPU set front ends share: sessions on their EpochManager (with the arena a planted
+/// bug needs), contains, insert, remove and the batch execute. Derived gives root() (the
+/// structure argument of Algo's calls) and the one-request execute(s, op, k).
+template <class Derived, class Algo>
+class CpuSet {
  public:
-  using Algo = LazyList<K, CpuThread, R>;
-  using Node = typename Algo::Node;
-
-  CpuLazyList() : head_(new Node()) { Algo::init_head(head_); }
-  ~CpuLazyList() {
-    if (!arena_) Algo::destroy_chain(head_, [](Node* n) { delete n; });
-    delete head_;
-  }
-  CpuLazyList(const CpuLazyList&) = delete;
-  CpuLazyList& operator=(const CpuLazyList&) = delete;
-
   /// A session for the calling thread (hooks: tests only; a session with a planted bug must be
   /// the first one opened, so every node goes to the arena).
   std::unique_ptr<CpuEnv> session(const Hooks* hooks = nullptr) {
@@ -61,46 +50,34 @@ class CpuLazyList {
 
   bool contains(CpuEnv& s, std::uint64_t k) {
     auto pin = s.pin();
-    return Algo::contains(CpuThread{}, s, head_, k);
+    return Algo::contains(CpuThread{}, s, self().root(), k);
   }
   /// kNotFound: inserted; kFound: present already.
   OpStatus insert(CpuEnv& s, std::uint64_t k) {
     auto pin = s.pin();
-    return Algo::insert(CpuThread{}, s, head_, k);
+    return Algo::insert(CpuThread{}, s, self().root(), k);
   }
   /// kFound: removed; kNotFound: absent.
   OpStatus remove(CpuEnv& s, std::uint64_t k) {
     auto pin = s.pin();
-    return Algo::remove(CpuThread{}, s, head_, k);
-  }
-  OpStatus execute(CpuEnv& s, Op op, std::uint64_t k) {
-    switch (op) {
-      case Op::kGet: {
-        auto pin = s.pin();
-        return Algo::lookup(CpuThread{}, s, head_, k);
-      }
-      case Op::kInsert: return insert(s, k);
-      case Op::kRemove: return remove(s, k);
-    }
-    return OpStatus::kInvalid;
+    return Algo::remove(CpuThread{}, s, self().root(), k);
   }
   Status execute(CpuEnv& s, const Batch& b, BatchResult& r) {
-    Status st = detail::check_batch(b, r, false);
+    Status st = check_batch(b, r, false);
     if (!st.ok()) return st;
     for (std::uint64_t i = 0; i < b.n; ++i) {
-      r.status[i] = execute(s, b.ops[i], b.keys[i]);
+      r.status[i] = self().execute(s, b.ops[i], b.keys[i]);
       r.values[i] = 0;
     }
     return Status::Ok();
   }
-  /// The keys in list order. Quiescent list only.
-  std::vector<std::uint64_t> keys() const {
-    std::vector<std::uint64_t> out;
-    Algo::keys(head_, out);
-    return out;
-  }
+
+ protected:
+  /// Nodes went to the arena (a planted bug): the arena frees them, not the structure.
+  bool has_arena() const { return arena_ != nullptr; }
 
  private:
+  Derived& self() { return static_cast<Derived&>(*this); }
   Arena* arena_for(const Hooks* hooks) {
     std::lock_guard<std::mutex> lk(arena_mutex_);
     if (hooks && hooks->bug != Bug::kNone && !arena_) arena_ = std::make_unique<Arena>();
@@ -110,12 +87,59 @@ class CpuLazyList {
   mem::EpochManager epoch_;  // destroyed last: frees what sessions retired
   std::mutex arena_mutex_;
   std::unique_ptr<Arena> arena_;  // only under a planted bug
+};
+}  // namespace detail
+
+/// A sorted set of 8-byte keys (any value, 0 and 2^64-1 included) in a coalesced lazy list of
+/// K-key nodes. contains is lock-free; a search costs ceil(n/K) node reads plus the head.
+template <unsigned K, Regime R>
+class CpuLazyList : public detail::CpuSet<CpuLazyList<K, R>, LazyList<K, CpuThread, R>> {
+  using Base = detail::CpuSet<CpuLazyList<K, R>, LazyList<K, CpuThread, R>>;
+  friend Base;
+
+ public:
+  using Algo = LazyList<K, CpuThread, R>;
+  using Node = typename Algo::Node;
+
+  CpuLazyList() : head_(new Node()) { Algo::init_head(head_); }
+  ~CpuLazyList() {
+    if (!this->has_arena()) Algo::destroy_chain(head_, [](Node* n) { delete n; });
+    delete head_;
+  }
+  CpuLazyList(const CpuLazyList&) = delete;
+  CpuLazyList& operator=(const CpuLazyList&) = delete;
+
+  using Base::execute;
+  OpStatus execute(CpuEnv& s, Op op, std::uint64_t k) {
+    switch (op) {
+      case Op::kGet: {
+        auto pin = s.pin();
+        return Algo::lookup(CpuThread{}, s, head_, k);
+      }
+      case Op::kInsert: return this->insert(s, k);
+      case Op::kRemove: return this->remove(s, k);
+    }
+    return OpStatus::kInvalid;
+  }
+  /// The keys in list order. Quiescent list only.
+  std::vector<std::uint64_t> keys() const {
+    std::vector<std::uint64_t> out;
+    Algo::keys(head_, out);
+    return out;
+  }
+
+ private:
+  Node* root() const { return head_; }
+
   Node* head_;
 };
 
 /// A set of 8-byte keys in `buckets` coalesced lazy lists. Create with make().
 template <unsigned K, Regime R>
-class CpuHashSet {
+class CpuHashSet : public detail::CpuSet<CpuHashSet<K, R>, HashSet<K, CpuThread, R>> {
+  using Base = detail::CpuSet<CpuHashSet<K, R>, HashSet<K, CpuThread, R>>;
+  friend Base;
+
  public:
   using Algo = HashSet<K, CpuThread, R>;
   using Node = typename Algo::Node;
@@ -135,38 +159,14 @@ class CpuHashSet {
     return Status::Ok();
   }
   ~CpuHashSet() {
-    if (arena_) return;
+    if (this->has_arena()) return;
     for (std::uint64_t i = 0; i < view_.buckets; ++i) Algo::List::destroy_chain(&heads_[i], [](Node* n) { delete n; });
   }
 
-  std::unique_ptr<CpuEnv> session(const Hooks* hooks = nullptr) {
-    return std::make_unique<CpuEnv>(epoch_, hooks, arena_for(hooks));
-  }
-
-  bool contains(CpuEnv& s, std::uint64_t k) {
-    auto pin = s.pin();
-    return Algo::contains(CpuThread{}, s, view_, k);
-  }
-  OpStatus insert(CpuEnv& s, std::uint64_t k) {
-    auto pin = s.pin();
-    return Algo::insert(CpuThread{}, s, view_, k);
-  }
-  OpStatus remove(CpuEnv& s, std::uint64_t k) {
-    auto pin = s.pin();
-    return Algo::remove(CpuThread{}, s, view_, k);
-  }
+  using Base::execute;
   OpStatus execute(CpuEnv& s, Op op, std::uint64_t k) {
     auto pin = s.pin();
     return Algo::execute(CpuThread{}, s, view_, op, k);
-  }
-  Status execute(CpuEnv& s, const Batch& b, BatchResult& r) {
-    Status st = detail::check_batch(b, r, false);
-    if (!st.ok()) return st;
-    for (std::uint64_t i = 0; i < b.n; ++i) {
-      r.status[i] = execute(s, b.ops[i], b.keys[i]);
-      r.values[i] = 0;
-    }
-    return Status::Ok();
   }
   std::uint64_t buckets() const { return view_.buckets; }
   /// Every key, bucket by bucket. Quiescent set only.
@@ -178,14 +178,8 @@ class CpuHashSet {
 
  private:
   CpuHashSet() = default;
-  Arena* arena_for(const Hooks* hooks) {
-    std::lock_guard<std::mutex> lk(arena_mutex_);
-    if (hooks && hooks->bug != Bug::kNone && !arena_) arena_ = std::make_unique<Arena>();
-    return arena_.get();
-  }
-  mem::EpochManager epoch_;
-  std::mutex arena_mutex_;
-  std::unique_ptr<Arena> arena_;  // only under a planted bug
+  const typename Algo::View& root() const { return view_; }
+
   std::unique_ptr<Node[]> heads_;
   typename Algo::View view_;
 };
