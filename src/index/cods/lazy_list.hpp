@@ -290,6 +290,25 @@ struct LazyList {
     return (f.ballot(g, [k](std::uint64_t x, unsigned) { return x >= k; }) & keys_of(g, f)) == 0;
   }
 
+  /// Locks held = {p.prev, p.curr}, reads them into fp and fc (cn: curr's next word) and checks
+  /// that curr is still prev's unmarked successor and every key of prev is below k. False, with
+  /// nothing held, when a lock cannot be had or the check fails (unless kNoRevalidation is planted).
+  template <class Env>
+  DUET_HD static DUET_INLINE bool lock_linked_pair(const Group& g, Env& env, const Position& p, std::uint64_t k,
+                                                   Node* const* held, Frag& fp, Frag& fc, std::uint64_t& cn) {
+    if (!lock_all(g, held, 2)) return false;
+    read(g, env, p.prev, fp);
+    read(g, env, p.curr, fc);
+    const std::uint64_t pn = fp.broadcast(g, Shape::kNext);
+    cn = fc.broadcast(g, Shape::kNext);
+    const bool linked = !(pn & kMarked) && ptr(pn) == p.curr && !(cn & kMarked) && all_below(g, fp, k);
+    if (!linked && !env.planted(Bug::kNoRevalidation)) {
+      unlock_all(g, held, 2);
+      return false;
+    }
+    return true;
+  }
+
   /// Writes the bitset of a node holding n packed keys, and its next word.
   DUET_HD static DUET_INLINE void set_meta(const Group& g, Frag& f, unsigned n, std::uint64_t next) {
     put(g, f, Shape::kMeta, prefix_mask(n));
@@ -318,16 +337,9 @@ struct LazyList {
   template <class Env>
   DUET_HD static int insert_gt(const Group& g, Env& env, const Position& p, std::uint64_t k, Node** spare) {
     Node* held[2] = {p.prev, p.curr};
-    if (!lock_all(g, held, 2)) return -1;
     Frag fp, fc;
-    read(g, env, p.prev, fp);
-    read(g, env, p.curr, fc);
-    const std::uint64_t pn = fp.broadcast(g, Shape::kNext), cn = fc.broadcast(g, Shape::kNext);
-    const bool linked = !(pn & kMarked) && ptr(pn) == p.curr && !(cn & kMarked) && all_below(g, fp, k);
-    if (!linked && !env.planted(Bug::kNoRevalidation)) {
-      unlock_all(g, held, 2);
-      return -1;
-    }
+    std::uint64_t cn;
+    if (!lock_linked_pair(g, env, p, k, held, fp, fc, cn)) return -1;
     const ElementMask m = keys_of(g, fc);
     if (fc.match(g, k, m)) {
       unlock_all(g, held, 2);
@@ -432,16 +444,9 @@ struct LazyList {
   template <class Env>
   DUET_HD static int remove_found(const Group& g, Env& env, const Position& p, std::uint64_t k, Node*& spare) {
     Node* held[2] = {p.prev, p.curr};
-    if (!lock_all(g, held, 2)) return -1;
     Frag fp, fc;
-    read(g, env, p.prev, fp);
-    read(g, env, p.curr, fc);
-    const std::uint64_t pn = fp.broadcast(g, Shape::kNext), cn = fc.broadcast(g, Shape::kNext);
-    const bool linked = !(pn & kMarked) && ptr(pn) == p.curr && !(cn & kMarked) && all_below(g, fp, k);
-    if (!linked && !env.planted(Bug::kNoRevalidation)) {
-      unlock_all(g, held, 2);
-      return -1;
-    }
+    std::uint64_t cn;
+    if (!lock_linked_pair(g, env, p, k, held, fp, fc, cn)) return -1;
     const ElementMask m = keys_of(g, fc);
     const int pos = fc.find(g, k, m);
     if (pos < 0) {  // k moved (a split) or went: search again
