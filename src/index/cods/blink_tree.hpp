@@ -154,12 +154,19 @@ struct BLinkTree {
   /// Lock-free descent to the node of `level` whose range holds k (level 0: the leaf).
   template <class Env>
   DUET_HD static Node* descend(const Group& g, Env& env, TreeRoot* root, std::uint64_t k, unsigned level) {
-    Node* n = ptr(leader_load(g, &root->node, Order::acquire));
     KFrag fk;
     VFrag fv;
+    Meta m;
+    return descend(g, env, root, k, level, fk, fv, m);
+  }
+  /// The descent, leaving the node's last read in fk and fv and its meta in m.
+  template <class Env>
+  DUET_HD static DUET_INLINE Node* descend(const Group& g, Env& env, TreeRoot* root, std::uint64_t k, unsigned level,
+                                           KFrag& fk, VFrag& fv, Meta& m) {
+    Node* n = ptr(leader_load(g, &root->node, Order::acquire));
     for (;;) {
       read(g, env, n, fk, fv);
-      const Meta m = meta_of(g, fk);
+      m = meta_of(g, fk);
       if (beyond(m, k)) {
         n = ptr(m.right);
         continue;
@@ -173,24 +180,13 @@ struct BLinkTree {
   /// GET: kFound with k's value, or kNotFound. Lock-free.
   template <class Env>
   DUET_HD static TreeResult get(const Group& g, Env& env, TreeRoot* root, std::uint64_t k) {
-    Node* n = ptr(leader_load(g, &root->node, Order::acquire));
     KFrag fk;
     VFrag fv;
-    for (;;) {
-      read(g, env, n, fk, fv);
-      const Meta m = meta_of(g, fk);
-      if (beyond(m, k)) {
-        n = ptr(m.right);
-        continue;
-      }
-      if (m.level == 0) {
-        const int slot = fk.find(g, k, m.keys);
-        if (slot < 0) return {OpStatus::kNotFound, 0};
-        return {OpStatus::kFound, fv.broadcast(g, static_cast<unsigned>(slot))};
-      }
-      const int idx = popcount(fk.ballot(g, [k](std::uint64_t x, unsigned) { return x <= k; }) & m.keys) - 1;
-      n = ptr(fv.broadcast(g, static_cast<unsigned>(idx < 0 ? 0 : idx)));
-    }
+    Meta m;
+    descend(g, env, root, k, 0, fk, fv, m);
+    const int slot = fk.find(g, k, m.keys);
+    if (slot < 0) return {OpStatus::kNotFound, 0};
+    return {OpStatus::kFound, fv.broadcast(g, static_cast<unsigned>(slot))};
   }
 
   /// INSERT if absent: kNotFound inserted; kFound present (its value returned, nothing
