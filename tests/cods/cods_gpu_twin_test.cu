@@ -84,6 +84,18 @@ struct Shape {
 };
 void PrintTo(const Shape& s, std::ostream* os) { *os << s.name; }
 
+/// The structure a shape names, with a pool large enough for every test that takes one.
+GpuConfig config_of(const Shape& sh) {
+  GpuConfig c;
+  c.kind = sh.kind;
+  c.keys_per_node = sh.keys_per_node;
+  c.group = sh.group;
+  c.regime = sh.regime;
+  c.buckets = sh.buckets;
+  c.pool_nodes = 1u << 18;
+  return c;
+}
+
 /// The key space of a test: 0, 2^64-1, 2^64-2 and 1..range-3.
 std::vector<std::uint64_t> key_space(std::uint64_t range) {
   std::vector<std::uint64_t> keys = {0, kMax, kMax - 1};
@@ -96,13 +108,7 @@ class CodsGpuTwin : public ::testing::TestWithParam<Shape> {};
 TEST_P(CodsGpuTwin, SameOutcomesAsTheCpuTwin) {
   SKIP_WITHOUT_GPU();
   const Shape& sh = GetParam();
-  GpuConfig c;
-  c.kind = sh.kind;
-  c.keys_per_node = sh.keys_per_node;
-  c.group = sh.group;
-  c.regime = sh.regime;
-  c.buckets = sh.buckets;
-  c.pool_nodes = 1u << 18;
+  const GpuConfig c = config_of(sh);
   std::unique_ptr<GpuStructure> gpu;
   const Status made = make_gpu_structure(c, &gpu);
   ASSERT_TRUE(made.ok()) << made.to_string();
@@ -174,13 +180,7 @@ class CodsGpuContended : public ::testing::TestWithParam<Shape> {};
 TEST_P(CodsGpuContended, BatchesAreLinearizable) {
   SKIP_WITHOUT_GPU();
   const Shape& sh = GetParam();
-  GpuConfig c;
-  c.kind = sh.kind;
-  c.keys_per_node = sh.keys_per_node;
-  c.group = sh.group;
-  c.regime = sh.regime;
-  c.buckets = sh.buckets;
-  c.pool_nodes = 1u << 18;
+  const GpuConfig c = config_of(sh);
   std::unique_ptr<GpuStructure> gpu;
   const Status made = make_gpu_structure(c, &gpu);
   ASSERT_TRUE(made.ok()) << made.to_string();
