@@ -214,23 +214,20 @@ TEST(CodsHistory, ListK1BothRegimes) {
   list_history_passes<1, F>(8, 2);
 }
 
-TEST(CodsHistory, HashSetBothRegimes) {
+template <unsigned K, Regime R>
+void hash_set_history_passes(std::uint64_t seed) {
   Hooks hooks;
   hooks.yield_after_search = true;
-  {
-    using Set = CpuHashSet<2, E>;
-    std::unique_ptr<Set> s;
-    ASSERT_TRUE(Set::make(3, &s).ok());
-    const CheckResult r = check_set(set_history(*s, hooks, scaled(2500), 30, 7));
-    EXPECT_TRUE(r.linearizable) << r.explanation;
-  }
-  {
-    using Set = CpuHashSet<4, F>;
-    std::unique_ptr<Set> s;
-    ASSERT_TRUE(Set::make(3, &s).ok());
-    const CheckResult r = check_set(set_history(*s, hooks, scaled(2500), 30, 8));
-    EXPECT_TRUE(r.linearizable) << r.explanation;
-  }
+  using Set = CpuHashSet<K, R>;
+  std::unique_ptr<Set> s;
+  ASSERT_TRUE(Set::make(3, &s).ok());
+  const CheckResult r = check_set(set_history(*s, hooks, scaled(2500), 30, seed));
+  EXPECT_TRUE(r.linearizable) << r.explanation;
+}
+
+TEST(CodsHistory, HashSetBothRegimes) {
+  hash_set_history_passes<2, E>(7);
+  hash_set_history_passes<4, F>(8);
 }
 
 template <unsigned K, Regime R>
@@ -253,26 +250,20 @@ TEST(CodsHistory, TreeFullyAtomicK8) { tree_history_passes<8, F>(2000, scaled(80
 
 // ---- Negative controls: each planted bug must be caught (a proof, not a timeout).
 
-TEST(CodsPlantedBug, NoRevalidationIsCaughtFullyAtomic) {
-  planted_bug_is_caught(Bug::kNoRevalidation, 40, [](const Hooks& hooks, int round) {
-    CpuLazyList<2, F> list;
-    return check_set(set_history(list, hooks, 1500, 10, 100 + round));
+/// A bug planted in CpuLazyList<2, R>, caught in histories of seeds seed, seed + 1, ...
+template <Regime R>
+void list_bug_is_caught(Bug bug, std::uint64_t seed) {
+  planted_bug_is_caught(bug, 40, [seed](const Hooks& hooks, int round) {
+    CpuLazyList<2, R> list;
+    return check_set(set_history(list, hooks, 1500, 10, seed + round));
   });
 }
 
-TEST(CodsPlantedBug, NoRevalidationIsCaughtElementwise) {
-  planted_bug_is_caught(Bug::kNoRevalidation, 40, [](const Hooks& hooks, int round) {
-    CpuLazyList<2, E> list;
-    return check_set(set_history(list, hooks, 1500, 10, 200 + round));
-  });
-}
+TEST(CodsPlantedBug, NoRevalidationIsCaughtFullyAtomic) { list_bug_is_caught<F>(Bug::kNoRevalidation, 100); }
 
-TEST(CodsPlantedBug, UnmarkedReplacedNodeIsCaught) {
-  planted_bug_is_caught(Bug::kUnmarkedReplacedNode, 40, [](const Hooks& hooks, int round) {
-    CpuLazyList<2, E> list;
-    return check_set(set_history(list, hooks, 1500, 10, 300 + round));
-  });
-}
+TEST(CodsPlantedBug, NoRevalidationIsCaughtElementwise) { list_bug_is_caught<E>(Bug::kNoRevalidation, 200); }
+
+TEST(CodsPlantedBug, UnmarkedReplacedNodeIsCaught) { list_bug_is_caught<E>(Bug::kUnmarkedReplacedNode, 300); }
 
 // The tree: a writer that locks the leaf its descent found but does not move right puts a key
 // into a leaf that a concurrent split made stop short of it, where no GET looks.
