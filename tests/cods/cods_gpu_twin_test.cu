@@ -103,15 +103,23 @@ std::vector<std::uint64_t> key_space(std::uint64_t range) {
   return keys;
 }
 
-class CodsGpuTwin : public ::testing::TestWithParam<Shape> {};
+/// A test on the GPU structure its Shape names: SetUp makes it (c, gpu), or skips without a GPU.
+class CodsGpuShape : public ::testing::TestWithParam<Shape> {
+ protected:
+  void SetUp() override {
+    SKIP_WITHOUT_GPU();
+    c = config_of(GetParam());
+    const Status made = make_gpu_structure(c, &gpu);
+    ASSERT_TRUE(made.ok()) << made.to_string();
+  }
+  GpuConfig c;
+  std::unique_ptr<GpuStructure> gpu;
+};
+
+class CodsGpuTwin : public CodsGpuShape {};
 
 TEST_P(CodsGpuTwin, SameOutcomesAsTheCpuTwin) {
-  SKIP_WITHOUT_GPU();
   const Shape& sh = GetParam();
-  const GpuConfig c = config_of(sh);
-  std::unique_ptr<GpuStructure> gpu;
-  const Status made = make_gpu_structure(c, &gpu);
-  ASSERT_TRUE(made.ok()) << made.to_string();
   std::unique_ptr<Twin> cpu = twin_for(c);
   ASSERT_TRUE(cpu != nullptr);
   std::vector<std::uint64_t> keys = key_space(sh.range);
@@ -175,15 +183,10 @@ INSTANTIATE_TEST_SUITE_P(
 // Contended batches: many requests on few keys in every batch, so tiles meet on locks, splits and
 // (elementwise) replaced nodes. Every request of batch b gets the interval [2b, 2b+1], and the
 // per-key checker decides whether some serial order inside each batch explains all outcomes.
-class CodsGpuContended : public ::testing::TestWithParam<Shape> {};
+class CodsGpuContended : public CodsGpuShape {};
 
 TEST_P(CodsGpuContended, BatchesAreLinearizable) {
-  SKIP_WITHOUT_GPU();
   const Shape& sh = GetParam();
-  const GpuConfig c = config_of(sh);
-  std::unique_ptr<GpuStructure> gpu;
-  const Status made = make_gpu_structure(c, &gpu);
-  ASSERT_TRUE(made.ok()) << made.to_string();
   const std::vector<std::uint64_t> space = key_space(sh.range);
   std::mt19937_64 rng(std::hash<std::string>()(sh.name) + 1);
   const std::size_t n = 8 * sh.range;  // about 8 requests per key per batch
