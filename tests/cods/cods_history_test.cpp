@@ -47,48 +47,62 @@ std::atomic<std::uint64_t> gave_up{0};
 /// 0 and 2^64-1 both take part.
 std::uint64_t key_at(std::uint64_t r, std::uint64_t /*range*/) { return r % 2 ? ~std::uint64_t(0) - r / 2 : r / 2; }
 
-/// kThreads threads run `ops` random set operations each on keys_range keys; returns the
-/// history, closed by one read of every key.
-template <class S>
-History set_history(S& s, const Hooks& hooks, int ops, std::uint64_t range, std::uint64_t seed) {
-  std::atomic<std::uint64_t> clock{0};
-  std::vector<std::vector<std::pair<std::uint64_t, RegisterOp>>> logs(kThreads);
-  std::vector<std::unique_ptr<CpuEnv>> envs;
+/// One thread's operations in the order it ran them, each with its key.
+using Log = std::vector<std::pair<std::uint64_t, RegisterOp>>;
+
+/// Opens kThreads sessions of `s` into envs (kept for the caller's closing reads), runs
+/// body(t, session, rng, log) on one thread each, started together (rng seeded from seed and
+/// t), and returns the logs merged by key.
+template <class S, class Body>
+History run_threads(S& s, const Hooks& hooks, std::uint64_t seed, std::vector<std::unique_ptr<CpuEnv>>& envs,
+                    Body body) {
+  std::vector<Log> logs(kThreads);
   for (unsigned t = 0; t < kThreads; ++t) envs.push_back(s.session(&hooks));
   std::vector<std::thread> threads;
   std::atomic<unsigned> ready{0};
-  std::atomic<bool> broken{false};  // an operation gave up: the (bugged) list is stuck for good
   for (unsigned t = 0; t < kThreads; ++t) {
     threads.emplace_back([&, t] {
       std::mt19937_64 rng(seed * 31 + t);
-      CpuEnv& env = *envs[t];
       ready.fetch_add(1);
       while (ready.load() < kThreads) std::this_thread::yield();  // start together
-      for (int i = 0; i < ops && !broken.load(std::memory_order_relaxed); ++i) {
-        const std::uint64_t k = key_at(rng() % range, range);
-        const unsigned what = rng() % 10;
-        const Op op = what < 4 ? Op::kInsert : what < 8 ? Op::kRemove : Op::kGet;
-        const std::uint64_t invoke = clock.fetch_add(1);
-        const OpStatus st = s.execute(env, op, k);
-        const std::uint64_t response = clock.fetch_add(1);
-        // Only under a planted bug: an operation that gave up changed nothing, so it is left
-        // out of the history (a pending operation without effect).
-        if (st == OpStatus::kRetry) {
-          gave_up.fetch_add(1);
-          broken.store(true);
-          break;
-        }
-        const SetOpKind kind = op == Op::kInsert ? SetOpKind::kInsert : op == Op::kRemove ? SetOpKind::kRemove
-                                                                                          : SetOpKind::kContains;
-        const bool result = op == Op::kInsert ? st == OpStatus::kNotFound : st == OpStatus::kFound;
-        logs[t].emplace_back(k, set_op(kind, invoke, response, result));
-      }
+      body(t, *envs[t], rng, logs[t]);
     });
   }
   for (auto& th : threads) th.join();
   History h;
   for (auto& log : logs)
     for (auto& [k, op] : log) h[k].push_back(op);
+  return h;
+}
+
+/// kThreads threads run `ops` random set operations each on keys_range keys; returns the
+/// history, closed by one read of every key.
+template <class S>
+History set_history(S& s, const Hooks& hooks, int ops, std::uint64_t range, std::uint64_t seed) {
+  std::atomic<std::uint64_t> clock{0};
+  std::vector<std::unique_ptr<CpuEnv>> envs;
+  std::atomic<bool> broken{false};  // an operation gave up: the (bugged) list is stuck for good
+  History h = run_threads(s, hooks, seed, envs, [&](unsigned, CpuEnv& env, std::mt19937_64& rng, Log& log) {
+    for (int i = 0; i < ops && !broken.load(std::memory_order_relaxed); ++i) {
+      const std::uint64_t k = key_at(rng() % range, range);
+      const unsigned what = rng() % 10;
+      const Op op = what < 4 ? Op::kInsert : what < 8 ? Op::kRemove : Op::kGet;
+      const std::uint64_t invoke = clock.fetch_add(1);
+      const OpStatus st = s.execute(env, op, k);
+      const std::uint64_t response = clock.fetch_add(1);
+      // Only under a planted bug: an operation that gave up changed nothing, so it is left
+      // out of the history (a pending operation without effect).
+      if (st == OpStatus::kRetry) {
+        gave_up.fetch_add(1);
+        broken.store(true);
+        break;
+      }
+      const SetOpKind kind = op == Op::kInsert ? SetOpKind::kInsert : op == Op::kRemove ? SetOpKind::kRemove
+                                                                                        : SetOpKind::kContains;
+      const bool result = op == Op::kInsert ? st == OpStatus::kNotFound : st == OpStatus::kFound;
+      log.emplace_back(k, set_op(kind, invoke, response, result));
+    }
+  });
   for (std::uint64_t r = 0; r < range; ++r) {
     const std::uint64_t k = key_at(r, range);
     const std::uint64_t invoke = clock.fetch_add(1);
@@ -104,53 +118,39 @@ History set_history(S& s, const Hooks& hooks, int ops, std::uint64_t range, std:
 template <unsigned K, Regime R>
 History tree_history(CpuBLinkTree<K, R>& tree, const Hooks& hooks, int ops, std::uint64_t range, std::uint64_t seed) {
   std::atomic<std::uint64_t> clock{0};
-  std::vector<std::vector<std::pair<std::uint64_t, RegisterOp>>> logs(kThreads);
   std::vector<std::unique_ptr<CpuEnv>> envs;
-  for (unsigned t = 0; t < kThreads; ++t) envs.push_back(tree.session(&hooks));
-  std::vector<std::thread> threads;
-  std::atomic<unsigned> ready{0};
-  for (unsigned t = 0; t < kThreads; ++t) {
-    threads.emplace_back([&, t] {
-      std::mt19937_64 rng(seed * 31 + t);
-      CpuEnv& env = *envs[t];
-      ready.fetch_add(1);
-      while (ready.load() < kThreads) std::this_thread::yield();  // start together
-      for (int i = 0; i < ops; ++i) {
-        const std::uint64_t k = key_at(rng() % range, range);
-        const unsigned what = rng() % 10;
-        RegisterOp op;
-        op.invoke = clock.fetch_add(1);
-        if (what < 6) {
-          const std::uint64_t v = (std::uint64_t(t + 1) << 40) | std::uint64_t(i);
-          const TreeResult r = tree.insert(env, k, v);
-          if (r.status == OpStatus::kNotFound) {
-            op.kind = RegisterOpKind::kPut;
-            op.arg = v;
-          } else {
-            op.kind = RegisterOpKind::kGet;
-            op.found = true;
-            op.out = r.value;
-          }
-        } else if (what < 8) {
-          const TreeResult r = tree.remove(env, k);
-          op.kind = RegisterOpKind::kDelete;
-          op.found = r.status == OpStatus::kFound;
-          op.out = r.value;
+  History h = run_threads(tree, hooks, seed, envs, [&](unsigned t, CpuEnv& env, std::mt19937_64& rng, Log& log) {
+    for (int i = 0; i < ops; ++i) {
+      const std::uint64_t k = key_at(rng() % range, range);
+      const unsigned what = rng() % 10;
+      RegisterOp op;
+      op.invoke = clock.fetch_add(1);
+      if (what < 6) {
+        const std::uint64_t v = (std::uint64_t(t + 1) << 40) | std::uint64_t(i);
+        const TreeResult r = tree.insert(env, k, v);
+        if (r.status == OpStatus::kNotFound) {
+          op.kind = RegisterOpKind::kPut;
+          op.arg = v;
         } else {
-          const TreeResult r = tree.get(env, k);
           op.kind = RegisterOpKind::kGet;
-          op.found = r.status == OpStatus::kFound;
+          op.found = true;
           op.out = r.value;
         }
-        op.response = clock.fetch_add(1);
-        logs[t].emplace_back(k, op);
+      } else if (what < 8) {
+        const TreeResult r = tree.remove(env, k);
+        op.kind = RegisterOpKind::kDelete;
+        op.found = r.status == OpStatus::kFound;
+        op.out = r.value;
+      } else {
+        const TreeResult r = tree.get(env, k);
+        op.kind = RegisterOpKind::kGet;
+        op.found = r.status == OpStatus::kFound;
+        op.out = r.value;
       }
-    });
-  }
-  for (auto& th : threads) th.join();
-  History h;
-  for (auto& log : logs)
-    for (auto& [k, op] : log) h[k].push_back(op);
+      op.response = clock.fetch_add(1);
+      log.emplace_back(k, op);
+    }
+  });
   for (std::uint64_t r = 0; r < range; ++r) {
     const std::uint64_t k = key_at(r, range);
     RegisterOp op;
