@@ -13,7 +13,7 @@
 #include "duet/store.hpp"
 #include "gpu/device.hpp"
 
-namespace duet {
+namespace duet::kv {
 
 namespace {
 
@@ -24,9 +24,6 @@ std::string probe_key(std::uint64_t i) {
 }
 
 }  // namespace
-}  // namespace duet
-
-namespace duet::kv {
 
 Status measure_device_rate(const StoreConfig& base, DeviceChoice device, const DeviceProbe& probe, double* rate) {
   StoreConfig cfg = base;
