@@ -117,7 +117,7 @@ class KvSpaceImpl final : public KvSpace, public std::enable_shared_from_this<Kv
   /// One step of adaptive routing (auto thread; caller holds switch_mutex_).
   void adapt_step();
   /// The learned model to install when adaptive routing returns to it: a fresh one when enough
-  /// samples arrived, else the one parked when all-cold was installed.
+  /// samples arrived, else the one parked when a constant routing (all-cold, all-hot) came in.
   std::unique_ptr<RouterModel> learned_candidate();
 
   // First, so that it is destroyed last: everything below uses the budget or the epochs.
