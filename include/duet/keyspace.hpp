@@ -18,13 +18,15 @@ namespace duet {
 
 /// The kinds of keyspace a Store can hold.
 enum class KeyspaceKind : std::uint8_t {
-  kKv = 0,  ///< KVCG key-value keyspace (duet/kv.hpp, docs/kv.md)
+  kKv = 0,     ///< KVCG key-value keyspace (duet/kv.hpp, docs/kv.md)
+  kTxn = 1,    ///< SnapKV snapshot-isolation transactions over ordered keys (duet/txn.hpp, docs/txn.md)
+  kBatch = 2,  ///< deterministic batched transactions: Epic epochs, OranguTAN transfer blocks (docs/batch.md)
 };
 
-/// The kind's stable lower-case name ("kv"); "unknown" for a value outside the enum.
+/// The kind's stable lower-case name ("kv", "txn", "batch"); "unknown" for a value outside the enum.
 const char* keyspace_kind_name(KeyspaceKind kind);
 
-/// Parses a kind's name ("kv"). InvalidArgument, naming the known kinds, for anything else.
+/// Parses a kind's name ("kv", "txn", "batch"). InvalidArgument, naming the known kinds, for anything else.
 Status parse_keyspace_kind(std::string_view text, KeyspaceKind* out);
 
 /// What every keyspace kind offers. Every member may be called from any number of threads.

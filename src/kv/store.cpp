@@ -36,14 +36,23 @@ const char* router_mode_name(RouterMode m) {
   return m == RouterMode::kAllCold ? "all-cold" : m == RouterMode::kAllHot ? "all-hot" : "learned";
 }
 
-const char* keyspace_kind_name(KeyspaceKind k) { return k == KeyspaceKind::kKv ? "kv" : "unknown"; }
+const char* keyspace_kind_name(KeyspaceKind k) {
+  switch (k) {
+    case KeyspaceKind::kKv: return "kv";
+    case KeyspaceKind::kTxn: return "txn";
+    case KeyspaceKind::kBatch: return "batch";
+  }
+  return "unknown";
+}
 
 Status parse_keyspace_kind(std::string_view t, KeyspaceKind* out) {
-  if (t == "kv") {
-    *out = KeyspaceKind::kKv;
-    return Status::Ok();
+  for (KeyspaceKind k : {KeyspaceKind::kKv, KeyspaceKind::kTxn, KeyspaceKind::kBatch}) {
+    if (t == keyspace_kind_name(k)) {
+      *out = k;
+      return Status::Ok();
+    }
   }
-  return Status::InvalidArgument("unknown keyspace kind '" + std::string(t) + "' (the kinds are: kv)");
+  return Status::InvalidArgument("unknown keyspace kind '" + std::string(t) + "' (the kinds are: kv, txn, batch)");
 }
 
 Status Keyspace::scan(std::uint64_t, std::size_t, std::vector<std::string>*, std::uint64_t* next) {
@@ -114,9 +123,9 @@ class StoreImpl final : public Store {
 
   Status create(std::string_view name, KeyspaceKind kind, std::shared_ptr<Keyspace>* out) override {
     if (name.empty()) return Status::InvalidArgument("keyspace name is empty");
-    if (kind != KeyspaceKind::kKv)
+    if (std::string_view(keyspace_kind_name(kind)) == "unknown")
       return Status::InvalidArgument("unknown keyspace kind " + std::to_string(static_cast<int>(kind)) +
-                                     " (the kinds are: kv)");
+                                     " (the kinds are: kv, txn, batch)");
     // Build outside the lock (sizing a Canonical Store takes a while); a racing create of the
     // same name is refused below and its keyspace freed.
     {
@@ -124,7 +133,7 @@ class StoreImpl final : public Store {
       if (find_locked(name) != spaces_.end()) return already_exists(name);
     }
     std::shared_ptr<Keyspace> space;
-    Status s = make_kv(name, &space);
+    Status s = make_space(name, kind, &space);
     if (!s.ok()) return s;
     {
       std::lock_guard<std::mutex> lk(m_);
@@ -187,6 +196,16 @@ class StoreImpl final : public Store {
 
   std::vector<Entry>::iterator find_locked(std::string_view name) {
     return std::find_if(spaces_.begin(), spaces_.end(), [&](const Entry& e) { return e.name == name; });
+  }
+
+  /// Builds a keyspace of `kind`: each kind's module supplies its own factory.
+  Status make_space(std::string_view name, KeyspaceKind kind, std::shared_ptr<Keyspace>* out) {
+    switch (kind) {
+      case KeyspaceKind::kKv: return make_kv(name, out);
+      case KeyspaceKind::kTxn: return Status::Unavailable("keyspace kind 'txn' is not available in this build");
+      case KeyspaceKind::kBatch: return Status::Unavailable("keyspace kind 'batch' is not available in this build");
+    }
+    return Status::InvalidArgument("unknown keyspace kind");
   }
 
   Status make_kv(std::string_view name, std::shared_ptr<Keyspace>* out) {

@@ -51,11 +51,13 @@ std::string get_or(KvSpace& kv, std::string_view key, std::string_view absent = 
 // ---- Kinds ------------------------------------------------------------------------------------
 
 TEST(KeyspaceKinds, NamesParseBackAndUnknownNamesListTheKinds) {
-  EXPECT_STREQ(keyspace_kind_name(KeyspaceKind::kKv), "kv");
   KeyspaceKind k = static_cast<KeyspaceKind>(99);
-  ASSERT_TRUE(parse_keyspace_kind("kv", &k).ok());
-  EXPECT_EQ(k, KeyspaceKind::kKv);
-  for (const char* bad : {"", "KV", "txn", "kv "}) {
+  for (KeyspaceKind kind : {KeyspaceKind::kKv, KeyspaceKind::kTxn, KeyspaceKind::kBatch}) {
+    ASSERT_TRUE(parse_keyspace_kind(keyspace_kind_name(kind), &k).ok()) << keyspace_kind_name(kind);
+    EXPECT_EQ(k, kind);
+  }
+  EXPECT_STREQ(keyspace_kind_name(KeyspaceKind::kKv), "kv");
+  for (const char* bad : {"", "KV", "Txn", "kv ", "batches"}) {
     const Status s = parse_keyspace_kind(bad, &k);
     EXPECT_EQ(s.code(), StatusCode::kInvalidArgument) << bad;
     EXPECT_NE(s.message().find("kv"), std::string::npos) << "the message names the known kinds: " << s.message();
