@@ -1,0 +1,574 @@
+#include "batch/orangutan/engine.hpp"
+
+#include <algorithm>
+#include <atomic>
+#include <chrono>
+
+#include "common/log.hpp"
+#include "gpu/device.hpp"
+
+namespace duet::batch::orangutan {
+
+const char* outcome_name(Outcome o) {
+  switch (o) {
+    case Outcome::kCommitted: return "committed";
+    case Outcome::kGasOnly: return "gas-only";
+    case Outcome::kAborted: return "aborted";
+  }
+  return "unknown";
+}
+
+const char* profile_name(ProfileKind p) { return p == ProfileKind::kSmallCoinPlus ? "smallcoin+" : "smallcoin"; }
+
+const char* mode_name(Mode m) {
+  switch (m) {
+    case Mode::kOranguTan: return "orangutan";
+    case Mode::kCommutative: return "commutative";
+    case Mode::kDag: return "dag";
+    case Mode::kSequential: return "sequential";
+    case Mode::kSpeedex: return "speedex";
+  }
+  return "unknown";
+}
+
+Status parse_mode(std::string_view t, Mode* out) {
+  for (Mode m : {Mode::kOranguTan, Mode::kCommutative, Mode::kDag, Mode::kSequential, Mode::kSpeedex})
+    if (t == mode_name(m)) {
+      *out = m;
+      return Status::Ok();
+    }
+  return Status::InvalidArgument("mode must be orangutan, commutative, dag, sequential or speedex, got '" + std::string(t) + "'");
+}
+
+const char* dag_device_name(DagDevice d) {
+  switch (d) {
+    case DagDevice::kAuto: return "auto";
+    case DagDevice::kGpu: return "gpu";
+    case DagDevice::kCpuPairs: return "cpu-pairs";
+    case DagDevice::kCpuAccounts: return "cpu";
+  }
+  return "unknown";
+}
+
+Status parse_dag_device(std::string_view t, DagDevice* out) {
+  if (t == "auto") *out = DagDevice::kAuto;
+  else if (t == "gpu") *out = DagDevice::kGpu;
+  else if (t == "cpu-pairs") *out = DagDevice::kCpuPairs;
+  else if (t == "cpu" || t == "cpu-accounts") *out = DagDevice::kCpuAccounts;
+  else return Status::InvalidArgument("dag device must be auto, gpu, cpu or cpu-pairs, got '" + std::string(t) + "'");
+  return Status::Ok();
+}
+
+namespace {
+
+using Clock = std::chrono::steady_clock;
+constexpr std::size_t kNone = SIZE_MAX;
+constexpr unsigned kGpuSlots = 2;
+
+std::uint64_t ns_since(Clock::time_point t0) {
+  return static_cast<std::uint64_t>(std::chrono::duration_cast<std::chrono::nanoseconds>(Clock::now() - t0).count());
+}
+
+template <class P>
+std::int64_t withdrawal(const Account* a, const Tx& t) {
+  return P::kKind == ProfileKind::kSmallCoinPlus ? a[t.sender].gas_cost + t.amt : t.amt;
+}
+
+void atomic_min(std::atomic<std::size_t>& a, std::size_t v) {
+  std::size_t cur = a.load(std::memory_order_relaxed);
+  while (v < cur && !a.compare_exchange_weak(cur, v, std::memory_order_relaxed)) {
+  }
+}
+
+}  // namespace
+
+struct Engine::Impl {
+  Account* acc = nullptr;
+  std::size_t n_acc = 0;
+  // Per-block scratch, grown to the largest block seen.
+  std::vector<std::uint8_t> aborted, redo;
+  std::vector<std::uint32_t> parent, root_cpu, next, tail, roots;
+  std::vector<std::uint32_t> first;  ///< per account, UINT32_MAX between blocks
+  // GPU slots: each holds one block's DAG in flight.
+  std::vector<std::unique_ptr<GpuDag>> slots;
+  std::vector<std::uint64_t> slot_tag;  ///< the block (serial) each slot's last launch is for
+  std::uint64_t serial = 0;               ///< the block being executed
+  unsigned next_slot = 0;
+  bool gpu = false;
+  std::string gpu_note;
+  // Shared between team members within one block.
+  std::atomic<std::size_t> bad{kNone};
+  std::atomic<std::uint32_t> failures{0};
+  std::atomic<std::size_t> cursor{0};
+  std::atomic<std::uint32_t> rerun_aborted{0}, rerun_gas{0}, rerun{0};
+
+  /// The slot whose launch is for block `tag`, or -1.
+  int slot_for(std::uint64_t tag) const {
+    for (std::size_t k = 0; k < slots.size(); ++k)
+      if (slot_tag[k] == tag) return static_cast<int>(k);
+    return -1;
+  }
+
+  void grow(std::size_t n) {
+    if (aborted.size() >= n) return;
+    aborted.resize(n);
+    redo.resize(n);
+    parent.resize(n);
+    root_cpu.resize(n);
+    next.resize(n);
+    tail.resize(n);
+    roots.reserve(n);
+  }
+};
+
+Engine::Engine(const EngineConfig& config, Account* accounts, std::size_t n_accounts)
+    : impl_(std::make_unique<Impl>()), config_(config), team_(std::make_unique<Team>(config.threads)) {
+  set_accounts(accounts, n_accounts);
+}
+
+Engine::~Engine() = default;
+
+Status Engine::create(const EngineConfig& config, Account* accounts, std::size_t n_accounts,
+                      std::unique_ptr<Engine>* out) {
+  if (config.max_block == 0 || config.max_block > (std::size_t{1} << 20))
+    return Status::InvalidArgument("max_block must be between 1 and 2^20");
+  if (config.threads > 1024) return Status::InvalidArgument("threads must be at most 1024");
+  std::unique_ptr<Engine> e(new Engine(config, accounts, n_accounts));
+  Impl& im = *e->impl_;
+  const bool want_gpu = config.dag == DagDevice::kGpu || config.dag == DagDevice::kAuto;
+  if (want_gpu && config.mode != Mode::kSequential && config.mode != Mode::kSpeedex) {
+    Status s;
+    for (unsigned i = 0; i < kGpuSlots && s.ok(); ++i) {
+      std::unique_ptr<GpuDag> slot;
+      s = make_gpu_dag(std::min<std::size_t>(config.max_block, std::size_t{1} << 17), &slot);
+      if (s.ok()) im.slots.push_back(std::move(slot));
+    }
+    im.slot_tag.assign(im.slots.size(), 0);
+    if (!s.ok()) {
+      im.slots.clear();
+      if (config.dag == DagDevice::kGpu) return s;
+      im.gpu_note = s.message();
+    } else {
+      im.gpu = true;
+    }
+  }
+  *out = std::move(e);
+  return Status::Ok();
+}
+
+void Engine::set_accounts(Account* accounts, std::size_t n_accounts) {
+  impl_->acc = accounts;
+  impl_->n_acc = n_accounts;
+  impl_->first.resize(n_accounts, UINT32_MAX);
+}
+
+std::string Engine::dag_description() const {
+  if (impl_->gpu) return "gpu: " + gpu::device().name;
+  const char* cpu = config_.dag == DagDevice::kCpuPairs ? "cpu-pairs" : "cpu";
+  return impl_->gpu_note.empty() ? std::string(cpu) : std::string(cpu) + " (" + impl_->gpu_note + ")";
+}
+
+namespace {
+
+/// The first bad transaction in [b, e), or kNone.
+std::size_t first_bad(const Tx* txs, std::size_t b, std::size_t e, std::size_t n, const Account* acc, std::size_t n_acc) {
+  const std::int64_t cap = kMaxBalance - static_cast<std::int64_t>(n) * kMaxAmount;
+  for (std::size_t i = b; i < e; ++i) {
+    const Tx& t = txs[i];
+    if (t.sender >= n_acc || t.receiver >= n_acc || t.amt <= 0 || t.amt > kMaxAmount) return i;
+    if (acc[t.receiver].bal.load(std::memory_order_relaxed) > cap) return i;
+  }
+  return kNone;
+}
+
+Status bad_input(const Tx* txs, std::size_t i, std::size_t n, const Account* acc, std::size_t n_acc) {
+  const Tx& t = txs[i];
+  const std::string at = "transaction " + std::to_string(i) + ": ";
+  if (t.sender >= n_acc) return Status::InvalidArgument(at + "unknown sender account id " + std::to_string(t.sender));
+  if (t.receiver >= n_acc) return Status::InvalidArgument(at + "unknown receiver account id " + std::to_string(t.receiver));
+  if (t.amt <= 0) return Status::InvalidArgument(at + "amount " + std::to_string(t.amt) + " is not positive");
+  if (t.amt > kMaxAmount)
+    return Status::InvalidArgument(at + "amount " + std::to_string(t.amt) + " exceeds the limit of 2^40");
+  return Status::InvalidArgument(at + "overflow: the receiver holds " + std::to_string(acc[t.receiver].bal.load()) +
+                                 ", and a block of " + std::to_string(n) +
+                                 " transfers could take it past the balance limit of 2^62");
+}
+
+}  // namespace
+
+Status Engine::validate(std::span<const Tx> txs) {
+  if (txs.size() > config_.max_block)
+    return Status::InvalidArgument("block of " + std::to_string(txs.size()) + " transactions exceeds the limit of " +
+                                   std::to_string(config_.max_block));
+  const std::size_t i = first_bad(txs.data(), 0, txs.size(), txs.size(), impl_->acc, impl_->n_acc);
+  return i == kNone ? Status::Ok() : bad_input(txs.data(), i, txs.size(), impl_->acc, impl_->n_acc);
+}
+
+namespace {
+
+void gpu_failure(Engine::Impl& im, EngineTotals& totals, const Status& s) {
+  log(LogLevel::kWarn, "batch: the GPU conflict DAG failed (" + s.message() + "); the DAG is built on the CPU from now on");
+  im.gpu = false;
+  im.gpu_note = "gpu failed: " + s.message();
+  ++totals.gpu_failures;
+}
+
+/// Launches block `tag`'s DAG on the first idle slot, unless one already builds it or none is
+/// idle (the fast path never waits for the GPU to start a DAG it may not need).
+void launch_on_free_slot(Engine::Impl& im, const EngineConfig& cfg, const Tx* txs, std::size_t n, std::uint64_t tag,
+                         EngineTotals& totals) {
+  if (!im.gpu || im.slot_for(tag) >= 0 || n > im.slots[0]->capacity()) return;
+  for (unsigned k = 0; k < im.slots.size(); ++k) {
+    const unsigned s = (im.next_slot + k) % im.slots.size();
+    if (!im.slots[s]->idle()) continue;
+    Status st = im.slots[s]->launch(txs, n, cfg.dag_form, cfg.faults.dag);
+    if (!st.ok()) {
+      gpu_failure(im, totals, st);
+      return;
+    }
+    im.slot_tag[s] = tag;
+    im.next_slot = s + 1;
+    return;
+  }
+}
+
+/// Everything one block needs; the mode functions below run it.
+template <class P>
+struct BlockRun {
+  Engine::Impl& im;
+  Team& team;
+  const EngineConfig& cfg;
+  const Tx* txs;
+  std::size_t n;
+  Outcome* out;
+  BlockStats& st;
+  EngineTotals& totals;
+
+  Status bad_status() const { return bad_input(txs, im.bad.load(), n, im.acc, im.n_acc); }
+
+  /// Starts the DAG of block `tag` on a free GPU slot (none free, or no GPU: it is built when
+  /// needed). Nothing when it is in flight already.
+  void try_launch() { launch_on_free_slot(im, cfg, txs, n, im.serial, totals); }
+
+  void gpu_failed(const Status& s) { gpu_failure(im, totals, s); }
+
+  /// The block's root array: from the GPU slot (launching now if it was not), else the CPU.
+  const std::uint32_t* dag() {
+    const auto t0 = Clock::now();
+    st.used_dag = true;
+    const std::uint32_t* root = nullptr;
+    int slot = im.gpu ? im.slot_for(im.serial) : -1;
+    if (im.gpu && slot < 0 && n <= im.slots[0]->capacity()) {
+      // No slot was free at the start: take the next one (waiting for it) now.
+      const unsigned s = im.next_slot % im.slots.size();
+      Status s2 = im.slots[s]->launch(txs, n, cfg.dag_form, cfg.faults.dag);
+      if (s2.ok()) {
+        im.slot_tag[s] = im.serial;
+        im.next_slot = s + 1;
+        slot = static_cast<int>(s);
+      } else {
+        gpu_failed(s2);
+      }
+    }
+    if (im.gpu && slot >= 0) {
+      Status s = im.slots[slot]->wait(&root);
+      im.slot_tag[slot] = 0;
+      if (s.ok()) {
+        st.dag_on_gpu = true;
+      } else {
+        gpu_failed(s);
+        root = nullptr;
+      }
+    }
+    if (!root) {
+      if (cfg.dag == DagDevice::kCpuPairs)
+        build_dag_cpu_pairs(team, txs, n, im.parent.data(), im.root_cpu.data(), cfg.faults.dag);
+      else
+        build_dag_cpu_accounts(team, txs, n, im.first.data(), im.parent.data(), im.root_cpu.data(), cfg.faults.dag);
+      root = im.root_cpu.data();
+    }
+    st.dag_wait_ns += ns_since(t0);
+    return root;
+  }
+
+  /// Team-wide validation of the member's slice; true when the whole block is good (after a barrier).
+  bool validate_member(unsigned m) {
+    auto [b, e] = team.slice(n, m);
+    const std::size_t i = first_bad(txs, b, e, n, im.acc, im.n_acc);
+    if (i != kNone) atomic_min(im.bad, i);
+    team.barrier();
+    return im.bad.load(std::memory_order_relaxed) == kNone;
+  }
+
+  void reset_shared() {
+    im.bad.store(kNone, std::memory_order_relaxed);
+    im.failures.store(0, std::memory_order_relaxed);
+    im.cursor.store(0, std::memory_order_relaxed);
+    im.rerun_aborted.store(0, std::memory_order_relaxed);
+    im.rerun_gas.store(0, std::memory_order_relaxed);
+    im.rerun.store(0, std::memory_order_relaxed);
+  }
+
+  Status sequential() {
+    const std::size_t i = first_bad(txs, 0, n, n, im.acc, im.n_acc);
+    if (i != kNone) return bad_input(txs, i, n, im.acc, im.n_acc);
+    for (std::size_t k = 0; k < n; ++k) count(out[k] = P::run(im.acc, txs[k]));
+    return Status::Ok();
+  }
+
+  void count(Outcome o) {
+    st.aborted += o == Outcome::kAborted;
+    st.gas_only += o == Outcome::kGasOnly;
+  }
+
+  /// The fast path (Alg. 12); then the fallback when a Part I failed.
+  Status fast_path(bool eager_dag) {
+    if (eager_dag) try_launch();
+    reset_shared();
+    Account* acc = im.acc;
+    std::uint8_t* ab = im.aborted.data();
+    if (cfg.faults.no_barrier) {
+      // Planted bug: each transaction's Part II right after its own Part I, walked in reverse
+      // block order, so a later deposit can cover an earlier withdrawal.
+      const std::size_t i = first_bad(txs, 0, n, n, acc, im.n_acc);
+      if (i != kNone) return bad_input(txs, i, n, acc, im.n_acc);
+      std::uint32_t f = 0;
+      for (std::size_t k = n; k-- > 0;) {
+        const bool ok = P::part1(acc, txs[k]);
+        ab[k] = !ok;
+        f += !ok;
+        P::part2(acc, txs[k], !ok);
+        out[k] = ok ? Outcome::kCommitted : Outcome::kAborted;
+      }
+      im.failures.store(f);
+    } else {
+      team.run([&](unsigned m) {
+        if (!validate_member(m)) return;
+        auto [b, e] = team.slice(n, m);
+        std::uint32_t f = 0;
+        for (std::size_t k = b; k < e; ++k) {
+          const bool ok = P::part1(acc, txs[k]);
+          ab[k] = !ok;
+          f += !ok;
+        }
+        if (f) im.failures.fetch_add(f, std::memory_order_relaxed);
+        team.barrier();
+        for (std::size_t k = b; k < e; ++k) {
+          P::part2(acc, txs[k], ab[k]);
+          out[k] = ab[k] ? Outcome::kAborted : Outcome::kCommitted;
+        }
+      });
+      if (im.bad.load() != kNone) return bad_status();
+    }
+    st.part1_failures = im.failures.load();
+    if (st.part1_failures == 0) return Status::Ok();  // any DAG in flight is simply not waited for
+    fallback(dag());
+    return Status::Ok();
+  }
+
+  /// Alg. 14: each cluster holding a failed Part I is compensated in reverse block order and
+  /// re-run in block order, clusters in parallel.
+  void fallback(const std::uint32_t* root) {
+    Account* acc = im.acc;
+    const std::uint8_t* ab = im.aborted.data();
+    auto& roots = im.roots;
+    roots.clear();
+    if (cfg.faults.compensate_only_failed) {
+      // Planted bug: only the failed transactions are compensated and re-run.
+      for (std::size_t k = n; k-- > 0;)
+        if (ab[k]) P::compensate(acc, txs[k], true);
+      for (std::size_t k = 0; k < n; ++k)
+        if (ab[k]) {
+          out[k] = P::run(acc, txs[k]);
+          count(out[k]);
+          ++st.rerun_txs;
+        }
+      return;
+    }
+    cluster_lists(root, n, im.next.data(), im.tail.data());
+    std::uint8_t* redo = im.redo.data();
+    for (std::size_t k = 0; k < n; ++k) {
+      const std::uint32_t r = root[k];
+      if (ab[k] && r <= k && !redo[r]) {
+        redo[r] = 1;
+        roots.push_back(r);
+      }
+    }
+    std::sort(roots.begin(), roots.end());
+    team.run([&](unsigned) {
+      std::vector<std::uint32_t> members;
+      std::uint32_t aborted = 0, gas = 0, txs_run = 0;
+      for (;;) {
+        const std::size_t c = im.cursor.fetch_add(1, std::memory_order_relaxed);
+        if (c >= roots.size()) break;
+        members.clear();
+        for (std::uint32_t j = roots[c]; j != UINT32_MAX; j = im.next[j]) members.push_back(j);
+        for (std::size_t q = members.size(); q-- > 0;) P::compensate(acc, txs[members[q]], ab[members[q]]);
+        for (std::uint32_t j : members) {
+          const Outcome o = P::run(acc, txs[j]);
+          out[j] = o;
+          aborted += o == Outcome::kAborted;
+          gas += o == Outcome::kGasOnly;
+        }
+        txs_run += static_cast<std::uint32_t>(members.size());
+      }
+      im.rerun_aborted.fetch_add(aborted, std::memory_order_relaxed);
+      im.rerun_gas.fetch_add(gas, std::memory_order_relaxed);
+      im.rerun.fetch_add(txs_run, std::memory_order_relaxed);
+    });
+    for (std::uint32_t r : roots) redo[r] = 0;
+    st.rerun_txs = im.rerun.load();
+    st.clusters_rerun = static_cast<std::uint32_t>(roots.size());
+    st.aborted += im.rerun_aborted.load();
+    st.gas_only += im.rerun_gas.load();
+  }
+
+  /// Dag mode: the DAG first (already in flight on the GPU when `launched`), then every
+  /// cluster serially in block order, clusters in parallel, without a fast path.
+  Status dag_mode() {
+    try_launch();
+    reset_shared();
+    team.run([&](unsigned m) { validate_member(m); });
+    if (im.bad.load() != kNone) return bad_status();
+    const std::uint32_t* root = dag();
+    cluster_lists(root, n, im.next.data(), im.tail.data());
+    auto& roots = im.roots;
+    roots.clear();
+    for (std::size_t k = 0; k < n; ++k)
+      if (root[k] == k) roots.push_back(static_cast<std::uint32_t>(k));
+    Account* acc = im.acc;
+    team.run([&](unsigned) {
+      std::uint32_t aborted = 0, gas = 0;
+      for (;;) {
+        const std::size_t c = im.cursor.fetch_add(64, std::memory_order_relaxed);
+        if (c >= roots.size()) break;
+        const std::size_t e = std::min(roots.size(), c + 64);
+        for (std::size_t q = c; q < e; ++q)
+          for (std::uint32_t j = roots[q]; j != UINT32_MAX; j = im.next[j]) {
+            const Outcome o = P::run(acc, txs[j]);
+            out[j] = o;
+            aborted += o == Outcome::kAborted;
+            gas += o == Outcome::kGasOnly;
+          }
+      }
+      im.rerun_aborted.fetch_add(aborted, std::memory_order_relaxed);
+      im.rerun_gas.fetch_add(gas, std::memory_order_relaxed);
+    });
+    st.aborted = im.rerun_aborted.load();
+    st.gas_only = im.rerun_gas.load();
+    st.clusters_rerun = static_cast<std::uint32_t>(roots.size());
+    return Status::Ok();
+  }
+
+  /// SPEEDEX-style: reserve on the sender's semaphore, a barrier, then withdraw and deposit.
+  Status speedex() {
+    reset_shared();
+    Account* acc = im.acc;
+    team.run([&](unsigned m) {
+      if (!validate_member(m)) return;
+      auto [b, e] = team.slice(n, m);
+      std::uint32_t f = 0;
+      for (std::size_t k = b; k < e; ++k) {
+        const Tx& t = txs[k];
+        const std::int64_t w = withdrawal<P>(acc, t);
+        const std::int64_t before = acc[t.sender].reserved.fetch_add(w, std::memory_order_relaxed);
+        f += before + w > acc[t.sender].bal.load(std::memory_order_relaxed);
+      }
+      if (f) im.failures.fetch_add(f, std::memory_order_relaxed);
+      team.barrier();
+      const bool failed = im.failures.load(std::memory_order_relaxed) != 0;
+      if (!failed) {
+        for (std::size_t k = b; k < e; ++k) {
+          const Tx& t = txs[k];
+          acc[t.sender].bal.fetch_sub(withdrawal<P>(acc, t), std::memory_order_relaxed);
+          if constexpr (P::kKind == ProfileKind::kSmallCoinPlus) {
+            acc[t.sender].seq_num.fetch_add(1, std::memory_order_relaxed);
+            acc[t.sender].sent_events.fetch_add(1, std::memory_order_relaxed);
+            acc[t.receiver].rec_events.fetch_add(1, std::memory_order_relaxed);
+          }
+          acc[t.receiver].bal.fetch_add(t.amt, std::memory_order_relaxed);
+          out[k] = Outcome::kCommitted;
+        }
+      }
+      team.barrier();  // every reservation is read before any is cleared
+      for (std::size_t k = b; k < e; ++k) acc[txs[k].sender].reserved.store(0, std::memory_order_relaxed);
+    });
+    if (im.bad.load() != kNone) return bad_status();
+    st.part1_failures = im.failures.load();
+    if (st.part1_failures == 0) return Status::Ok();
+    // A reservation failed: SPEEDEX would reject the block; the baseline runs it serially.
+    st.rerun_txs = static_cast<std::uint32_t>(n);
+    for (std::size_t k = 0; k < n; ++k) count(out[k] = P::run(acc, txs[k]));
+    return Status::Ok();
+  }
+
+  Status go() {
+    switch (cfg.mode) {
+      case Mode::kSequential: return sequential();
+      case Mode::kOranguTan: return fast_path(true);
+      case Mode::kCommutative: return fast_path(false);
+      case Mode::kDag: return dag_mode();
+      case Mode::kSpeedex: return speedex();
+    }
+    return Status::Internal("unknown mode");
+  }
+};
+
+}  // namespace
+
+Status Engine::execute(ProfileKind profile, std::span<const Tx> txs, std::span<Outcome> out, BlockStats* stats) {
+  if (txs.size() > config_.max_block)
+    return Status::InvalidArgument("block of " + std::to_string(txs.size()) + " transactions exceeds the limit of " +
+                                   std::to_string(config_.max_block));
+  if (out.size() != txs.size()) return Status::InvalidArgument("outcome span size differs from the block's");
+  BlockStats local;
+  BlockStats& st = stats ? *stats : local;
+  st = BlockStats{};
+  st.txs = static_cast<std::uint32_t>(txs.size());
+  if (txs.empty()) return Status::Ok();
+  const auto t0 = Clock::now();
+  impl_->grow(txs.size());
+  ++impl_->serial;
+  Status s;
+  if (profile == ProfileKind::kSmallCoinPlus)
+    s = BlockRun<SmallCoinPlus>{*impl_, *team_, config_, txs.data(), txs.size(), out.data(), st, totals_}.go();
+  else
+    s = BlockRun<SmallCoin>{*impl_, *team_, config_, txs.data(), txs.size(), out.data(), st, totals_}.go();
+  // A DAG launched for this block and not needed is left to finish on its stream; its slot
+  // is idle again by the time it is chosen (or is waited for then).
+  for (auto& tag : impl_->slot_tag)
+    if (tag == impl_->serial) tag = 0;
+  if (!s.ok()) return s;
+  st.total_ns = ns_since(t0);
+  ++totals_.blocks;
+  totals_.txs += st.txs;
+  totals_.part1_failures += st.part1_failures;
+  totals_.rerun_txs += st.rerun_txs;
+  totals_.fallback_blocks += st.part1_failures > 0;
+  totals_.aborted += st.aborted;
+  totals_.gas_only += st.gas_only;
+  return Status::Ok();
+}
+
+Status Engine::run_blocks(ProfileKind profile, std::span<const BlockView> blocks, std::vector<BlockStats>* stats) {
+  if (stats) stats->clear();
+  for (std::size_t b = 0; b < blocks.size(); ++b) {
+    // Dag mode keeps the next block's DAG in flight on the GPU while this one executes.
+    if (config_.mode == Mode::kDag && impl_->gpu) {
+      launch_on_free_slot(*impl_, config_, blocks[b].txs.data(), blocks[b].txs.size(), impl_->serial + 1, totals_);
+      if (b + 1 < blocks.size())
+        launch_on_free_slot(*impl_, config_, blocks[b + 1].txs.data(), blocks[b + 1].txs.size(), impl_->serial + 2,
+                            totals_);
+    }
+    BlockStats st;
+    Status s = execute(profile, blocks[b].txs, blocks[b].out, &st);
+    if (!s.ok()) {
+      for (auto& tag : impl_->slot_tag) tag = 0;  // a DAG launched ahead belongs to no later block
+      return Status(s.code(), "block " + std::to_string(b) + ": " + s.message());
+    }
+    if (stats) stats->push_back(st);
+  }
+  return Status::Ok();
+}
+
+}  // namespace duet::batch::orangutan
