@@ -18,6 +18,8 @@
 
 namespace duet {
 
+class BatchSpace;  // duet/batch.hpp
+
 /// Which processor runs the Canonical Store.
 enum class DeviceChoice : std::uint8_t {
   kAuto = 0,  ///< the GPU when one is present and usable, otherwise the CPU twin
@@ -113,6 +115,9 @@ class Store {
   /// find(name, ...), typed: kNotFound when there is none; kInvalidArgument, naming both kinds,
   /// when the keyspace is of another kind.
   Status kv(std::string_view name, std::shared_ptr<KvSpace>* out);
+  /// create(name, KeyspaceKind::kBatch, ...) and find(name, ...), typed as for kv (duet/batch.hpp).
+  Status create_batch(std::string_view name, std::shared_ptr<BatchSpace>* out);
+  Status batch(std::string_view name, std::shared_ptr<BatchSpace>* out);
 
   /// Names of the keyspaces, in creation order.
   virtual std::vector<std::string> keyspaces() const = 0;

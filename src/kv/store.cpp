@@ -6,6 +6,7 @@
 #include <mutex>
 #include <unordered_map>
 
+#include "batch/batch_space.hpp"
 #include "duet/store.hpp"
 #include "gpu/device.hpp"
 #include "kv/kv_space.hpp"
@@ -203,7 +204,7 @@ class StoreImpl final : public Store {
     switch (kind) {
       case KeyspaceKind::kKv: return make_kv(name, out);
       case KeyspaceKind::kTxn: return Status::Unavailable("keyspace kind 'txn' is not available in this build");
-      case KeyspaceKind::kBatch: return Status::Unavailable("keyspace kind 'batch' is not available in this build");
+      case KeyspaceKind::kBatch: return batch::make_batch_keyspace(name, gpu_, out);
     }
     return Status::InvalidArgument("unknown keyspace kind");
   }
