@@ -184,7 +184,10 @@ Result Session<KT>::get(Arg key, std::uint64_t* value) {
       continue;
     }
     const bool planted = idx_->cfg_.planted_bug == PlantedBug::kNotFoundWithoutValidation;
-    if (planted) std::this_thread::yield();  // widens the window the planted bug needs
+    if (planted) {  // widens the window the planted bug needs
+      std::this_thread::yield();
+      for (int i = 0; i < 2000; ++i) detail::cpu_relax();
+    }
     const int s = probe(n, key);
     const std::uint64_t val = s >= 0 ? ld(n->slots.value(static_cast<unsigned>(s))) : 0;
     if (s < 0 && planted) return Result::kNotFound;  // planted: no re-validation

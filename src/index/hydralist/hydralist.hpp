@@ -126,16 +126,17 @@ struct Blob {
   static void free(void* b) { ::operator delete(b); }
 };
 
-/// Test hook: the next `n` allocations of data nodes and key blobs fail.
-inline std::atomic<int>& failing_allocations() {
-  static std::atomic<int> n{0};
+/// Test hook: counts allocations of data nodes and key copies down; the one that finds it at
+/// 0 fails (-1: off). Set it to 0 to fail the next allocation, 1 for the one after, ...
+inline std::atomic<int>& fail_allocation_in() {
+  static std::atomic<int> n{-1};
   return n;
 }
 inline bool allocation_should_fail() {
-  auto& f = failing_allocations();
+  auto& f = fail_allocation_in();
   int n = f.load(std::memory_order_relaxed);
-  while (n > 0)
-    if (f.compare_exchange_weak(n, n - 1)) return true;
+  while (n >= 0)
+    if (f.compare_exchange_weak(n, n - 1)) return n == 0;
   return false;
 }
 
