@@ -39,7 +39,8 @@ namespace duet::mvrlu {
 
 /// Where timestamps come from (docs/mvrlu.md, "Clock").
 enum class ClockMode : std::uint8_t {
-  kAuto,     ///< ORDO when the TSC is invariant and its measured boundary is sane, else kCounter
+  kAuto,     ///< ORDO on a machine of at least Config::ordo_min_cpus CPUs whose TSC is invariant
+             ///< and whose measured boundary is sane; else kCounter
   kOrdo,     ///< ORDO on the TSC (falls back to kCounter, logged, when the TSC is unusable)
   kCounter,  ///< one global atomic counter: exact, but every commit writes one shared line
 };
@@ -67,6 +68,15 @@ struct Config {
   std::size_t log_bytes = 512 * 1024;  ///< per-thread log; a multiple of 4 KiB, at least 16 KiB
   unsigned max_threads = 64;           ///< thread slots (each reserves one log in the range)
   ClockMode clock = ClockMode::kAuto;
+  /// ClockMode::kAuto takes ORDO only when the process may run on at least this many CPUs
+  /// (its affinity mask); below, the global counter, which has no commit wait. Measured: the
+  /// counter is faster at every mix up to 16 threads on a 16-core Xeon (docs/mvrlu.md,
+  /// "Clock"); ORDO's gains are on machines of hundreds of cores. 0: ORDO whenever usable.
+  unsigned ordo_min_cpus = 32;
+  /// Sections enter with a plain store and grace-period detection issues membarrier(2)
+  /// (docs/mvrlu.md, "Commit protocol and fences"); false, or a kernel without membarrier:
+  /// every section entry is a locked increment instead.
+  bool asymmetric_fences = true;
   /// ORDO boundary in TSC ticks; negative: measure at start-up (once per process, logged).
   std::int64_t ordo_boundary = -1;
   /// Test clock: when non-empty, timestamps come from a logical tick counter plus skew[slot]
@@ -167,15 +177,20 @@ struct alignas(kLine) CopyHdr {
 };
 static_assert(sizeof(CopyHdr) == kLine);
 
+/// Bytes of a master's header, and the largest alignment a master object may ask for. Half a
+/// cache line: masters are allocated line-aligned, so an object of up to 32 bytes shares its
+/// header's line, and deref() of a node touches one line, as the peers' nodes do.
+inline constexpr std::size_t kMasterHdrBytes = 32;
+
 /// A master object's header; the object's bytes follow.
-struct alignas(kLine) MasterHdr {
+struct alignas(kMasterHdrBytes) MasterHdr {
   std::atomic<CopyHdr*> p_copy;     ///< newest committed copy (version chain head)
   std::atomic<CopyHdr*> p_pending;  ///< the lock: the locker's uncommitted copy
   std::uint32_t size;
   std::uint32_t magic;
   void* data() { return this + 1; }
 };
-static_assert(sizeof(MasterHdr) == kLine);
+static_assert(sizeof(MasterHdr) == kMasterHdrBytes);
 
 struct ThreadRec;
 struct DomainImpl;
@@ -305,12 +320,13 @@ class Thread {
   }
 
   /// Allocates a master object constructed from `args` (T trivially copyable and trivially
-  /// destructible). Inside a section it is deallocated again if the section aborts. Outside a
+  /// destructible, aligned to at most 32 bytes). Inside a section it is deallocated again if the section aborts. Outside a
   /// section it is private until published by a section. InvalidArgument when T is larger
   /// than a quarter of a log; ResourceExhausted when memory runs out.
   template <class T, class... A>
   Status alloc(T** out, A&&... args) {
     static_assert(std::is_trivially_copyable_v<T> && std::is_trivially_destructible_v<T>);
+    static_assert(alignof(T) <= detail::kMasterHdrBytes, "MV-RLU objects may be aligned to at most 32 bytes");
     void* p = nullptr;
     Status s = alloc_raw(sizeof(T), &p);
     if (!s.ok()) return s;

@@ -45,6 +45,16 @@ class Clock {
     }
     return tsc_now();
   }
+  /// now() without the fence before it, for a caller that ordered its earlier accesses
+  /// otherwise (a locked read-modify-write just before, or the detector's membarrier).
+  std::uint64_t now_unfenced(unsigned slot) {
+    switch (kind_) {
+      case Kind::kCounter: return counter_.load(std::memory_order_seq_cst);
+      case Kind::kTest: return test_now(slot);
+      case Kind::kTsc: break;
+    }
+    return tsc_unfenced();
+  }
   std::uint64_t commit_ts(unsigned slot) {
     if (kind_ == Kind::kCounter) return counter_.fetch_add(1, std::memory_order_seq_cst) + 1;
     return now(slot) + boundary_;
@@ -60,6 +70,9 @@ class Clock {
 
  private:
   static std::uint64_t tsc_now();
+  /// rdtscp then lfence: the read waits for earlier instructions to execute (not for earlier
+  /// stores to drain) and later instructions wait for it.
+  static std::uint64_t tsc_unfenced();
   std::uint64_t test_now(unsigned slot) {
     const std::int64_t s = slot < skew_.size() ? skew_[slot] : 0;
     return static_cast<std::uint64_t>(static_cast<std::int64_t>(ticks_.fetch_add(1, std::memory_order_seq_cst)) + s);

@@ -53,6 +53,12 @@ struct alignas(kLine) ThreadRec {
   alignas(kLine) std::atomic<std::uint64_t> writebacks{0}, reclaimed{0}, master_freed{0}, takeovers{0};
 };
 
+/// Ends a section (or a guarded walk) on the owner's slot: only the owner writes its counter,
+/// so a release store does what an atomic increment would, without the locked instruction.
+inline void leave_section(ThreadRec& t) {
+  t.section_seq.store(t.section_seq.load(std::memory_order_relaxed) + 1, std::memory_order_release);
+}
+
 struct DomainImpl {
   Config cfg;
   Clock clock;
@@ -60,6 +66,12 @@ struct DomainImpl {
   char* range = nullptr;
   std::size_t range_bytes = 0;
   std::size_t log_bytes = 0;
+  /// Sections enter with a plain store, and grace-period detection pays for the fence with
+  /// membarrier(2) (heavy_fence). Off when the kernel refuses membarrier, and under
+  /// Config::rlu_sync, whose commits read the section counters on every commit.
+  bool asymmetric_fence = false;
+  std::uint64_t low_mark_bytes = 0;   ///< cfg.low_watermark of a log, in bytes
+  std::uint64_t high_mark_bytes = 0;  ///< cfg.high_watermark of a log, in bytes
   std::unique_ptr<ThreadRec[]> recs;
   unsigned nrecs = 0;
 
@@ -89,6 +101,11 @@ struct DomainImpl {
   ThreadRec& rec(unsigned i) { return recs[i]; }
   char* at(const ThreadRec& t, std::uint64_t off) const { return t.log + off % log_bytes; }
 
+  /// A full fence on every thread of the process that is running now (membarrier), or a
+  /// fence of the caller only when sections fence for themselves. Orders every section's
+  /// entry store before the caller's later loads, or that section's later instructions after
+  /// the caller's earlier ones.
+  void heavy_fence();
   void request();
   bool barrier_clear();
   /// Processes the current round for `t` unless done or busy elsewhere; false when busy.

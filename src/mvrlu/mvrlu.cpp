@@ -1,5 +1,9 @@
 // MV-RLU: sections, versions, the commit protocol and self-log garbage collection.
 // docs/mvrlu.md explains the protocol, the fences and the GC rule this file implements.
+#include <linux/membarrier.h>
+#include <sched.h>
+#include <sys/syscall.h>
+#include <unistd.h>
 #include <sys/mman.h>
 
 #include <algorithm>
@@ -30,6 +34,14 @@ Status conflict(const char* what) { return Status::Unavailable(std::string(kConf
 std::size_t round_line(std::size_t n) { return (n + kLine - 1) / kLine * kLine; }
 
 }  // namespace
+
+/// CPUs this process may run on (its affinity mask; the online count if that is unreadable).
+unsigned usable_cpus() {
+  cpu_set_t set;
+  CPU_ZERO(&set);
+  if (sched_getaffinity(0, sizeof(set), &set) == 0) return static_cast<unsigned>(CPU_COUNT(&set));
+  return std::max(1u, std::thread::hardware_concurrency());
+}
 
 bool is_log_full(const Status& s) {
   return s.code() == StatusCode::kResourceExhausted && s.message() == "mvrlu: log full";
@@ -62,6 +74,8 @@ Status Domain::create(const Config& cfg, std::unique_ptr<Domain>* out) {
   DomainImpl& m = *d->impl_;
   m.cfg = cfg;
   m.log_bytes = cfg.log_bytes;
+  m.low_mark_bytes = static_cast<std::uint64_t>(cfg.low_watermark * static_cast<double>(cfg.log_bytes));
+  m.high_mark_bytes = static_cast<std::uint64_t>(cfg.high_watermark * static_cast<double>(cfg.log_bytes));
   m.nrecs = cfg.max_threads;
   m.range_bytes = cfg.log_bytes * cfg.max_threads;
   void* p = mmap(nullptr, m.range_bytes, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE, -1, 0);
@@ -77,6 +91,11 @@ Status Domain::create(const Config& cfg, std::unique_ptr<Domain>* out) {
   } else if (cfg.clock == ClockMode::kCounter) {
     m.clock.init(Clock::Kind::kCounter, 0, {});
     m.mode = ClockMode::kCounter;
+  } else if (cfg.clock == ClockMode::kAuto && usable_cpus() < cfg.ordo_min_cpus) {
+    m.clock.init(Clock::Kind::kCounter, 0, {});
+    m.mode = ClockMode::kCounter;
+    log(LogLevel::kDebug, "mvrlu: clock counter (" + std::to_string(usable_cpus()) + " CPUs, ORDO from " +
+                              std::to_string(cfg.ordo_min_cpus) + ")");
   } else {
     const bool invariant = tsc_invariant() && !cfg.faults.tsc_unusable;
     std::uint64_t b = 0;
@@ -102,6 +121,10 @@ Status Domain::create(const Config& cfg, std::unique_ptr<Domain>* out) {
               "); the global counter takes over");
     }
   }
+  // Asymmetric fences (docs/mvrlu.md, "Commit protocol and fences"): registration once per
+  // process is cheap and idempotent; a kernel without membarrier keeps the symmetric fences.
+  m.asymmetric_fence = cfg.asymmetric_fences && !cfg.rlu_sync &&
+                       syscall(__NR_membarrier, MEMBARRIER_CMD_REGISTER_PRIVATE_EXPEDITED, 0, 0) == 0;
   if (cfg.gc == GcMode::kAuto) m.detector = std::thread([&m] { m.detector_main(); });
   *out = std::move(d);
   return Status::Ok();
@@ -203,6 +226,7 @@ Status Domain::drain() {
   // than its gp-ts, so on a logical test clock it may take more; the deadline bounds them.
   const auto deadline = Clk::now() + std::chrono::milliseconds(m.cfg.wait_limit_ms);
   for (;;) {
+    m.heavy_fence();
     for (unsigned i = 0; i < m.nrecs; ++i)
       if (m.recs[i].state.load(std::memory_order_acquire) == kRecActive &&
           (m.recs[i].section_seq.load(std::memory_order_acquire) & 1) != 0)
@@ -236,6 +260,11 @@ void Domain::destroy_quiescent(void* object) {
 // ---------------------------------------------------------------------------------------------
 // DomainImpl: grace periods and collection
 
+void DomainImpl::heavy_fence() {
+  if (asymmetric_fence && syscall(__NR_membarrier, MEMBARRIER_CMD_PRIVATE_EXPEDITED, 0, 0) == 0) return;
+  std::atomic_thread_fence(std::memory_order_seq_cst);
+}
+
 void DomainImpl::request() {
   if (cfg.gc != GcMode::kAuto) return;
   if (gc_request.load(std::memory_order_relaxed)) return;
@@ -265,6 +294,9 @@ void DomainImpl::gp_begin(std::uint64_t* g, std::vector<std::uint64_t>* snap) {
   // increment is not in the snapshot reads its local-ts after t: its local-ts >= t - B. The
   // same holds for a version-store snapshot that registers after the slots are read.
   const std::uint64_t t = clock.now(Clock::kDetectorSlot);
+  // Sections enter without a fence of their own (asymmetric_fence): after this, a section
+  // whose entry the loads below miss executes its clock read after t.
+  heavy_fence();
   snap->resize(nrecs);
   for (unsigned i = 0; i < nrecs; ++i) (*snap)[i] = recs[i].section_seq.load(std::memory_order_seq_cst);
   const std::uint64_t b = clock.boundary();
@@ -304,11 +336,14 @@ bool DomainImpl::try_process(ThreadRec& t, bool by_detector) {
     if (by_detector) t.takeovers.fetch_add(1, std::memory_order_relaxed);
   }
   t.gc_busy.store(0, std::memory_order_release);
+  // The next round may be waiting for this one (detector_main's wait). A wake-up lost to the
+  // race with the detector's check costs at most its wait of takeover_us.
+  if (!by_detector && gc_request.load(std::memory_order_acquire)) cv.notify_one();
   return true;
 }
 
 void DomainImpl::dealloc_master(ThreadRec& t, MasterHdr* m) {
-  const std::uint64_t bytes = kLine + m->size;
+  const std::uint64_t bytes = kMasterHdrBytes + m->size;
   m->magic = 0;
   ::operator delete(static_cast<void*>(m), std::align_val_t(kLine));
   t.master_freed.fetch_add(bytes, std::memory_order_relaxed);
@@ -438,7 +473,11 @@ void DomainImpl::detector_main() {
       std::unique_lock<std::mutex> lk(cv_mu);
       const auto wait = barrier_clear() ? std::chrono::microseconds(cfg.detector_period_us)
                                         : std::chrono::microseconds(std::min(cfg.takeover_us, cfg.detector_period_us));
-      cv.wait_for(lk, wait, [&] { return stop || gc_request.load(std::memory_order_acquire); });
+      // A request only wakes the detector once the previous round is processed everywhere:
+      // waking on the request alone would spin here until the owners come by. A lagging owner
+      // is helped after the shorter wait; an owner finishing a round with a request pending
+      // wakes it (try_process).
+      cv.wait_for(lk, wait, [&] { return stop || (gc_request.load(std::memory_order_acquire) && barrier_clear()); });
       if (stop) return;
     }
     help_lagging(!cfg.self_log_gc, announced);
@@ -532,7 +571,7 @@ void Thread::boundary() {
   if (d.cfg.self_log_gc && t.gc_done.load(std::memory_order_acquire) < d.round.load(std::memory_order_acquire))
     (void)d.try_process(t, false);
   const std::uint64_t used = t.tail.load(std::memory_order_relaxed) - t.head.load(std::memory_order_acquire);
-  if (d.cfg.capacity_trigger && static_cast<double>(used) >= d.cfg.low_watermark * static_cast<double>(d.log_bytes))
+  if (d.cfg.capacity_trigger && used >= d.low_mark_bytes)
     d.request();
   const std::uint64_t n = deref_copy_ + deref_master_;
   if (n >= d.cfg.deref_window) {
@@ -548,15 +587,15 @@ Status Thread::read_lock() {
   DomainImpl& d = *d_;
   ThreadRec& t = *rec_;
   boundary();
-  const double high = d.cfg.high_watermark * static_cast<double>(d.log_bytes);
+  const std::uint64_t high = d.high_mark_bytes;
   auto used = [&] { return t.tail.load(std::memory_order_relaxed) - t.head.load(std::memory_order_acquire); };
-  if (static_cast<double>(used()) > high) {
+  if (used() > high) {
     const auto deadline = Clk::now() + std::chrono::milliseconds(d.cfg.wait_limit_ms);
-    while (static_cast<double>(used()) > high) {
+    while (used() > high) {
       d.request();
       if (d.cfg.self_log_gc && t.gc_done.load(std::memory_order_acquire) < d.round.load(std::memory_order_acquire))
         (void)d.try_process(t, false);
-      if (static_cast<double>(used()) <= high) break;
+      if (used() <= high) break;
       if (Clk::now() > deadline) {
         log(LogLevel::kWarn, "mvrlu: thread " + std::to_string(slot_) +
                                  ": log above the high watermark and not collected within " +
@@ -566,9 +605,18 @@ Status Thread::read_lock() {
       std::this_thread::sleep_for(std::chrono::microseconds(50));
     }
   }
-  t.section_seq.fetch_add(1, std::memory_order_seq_cst);
+  // The entry must be visible to grace-period detection before the clock read and the
+  // section's loads. Asymmetric: a plain store, and the detector's membarrier orders it
+  // (gp_begin). Symmetric: the increment is a locked instruction, a full fence. Either way
+  // the clock read needs no fence of its own.
+  if (d.asymmetric_fence) {
+    t.section_seq.store(t.section_seq.load(std::memory_order_relaxed) + 1, std::memory_order_relaxed);
+    std::atomic_signal_fence(std::memory_order_seq_cst);
+  } else {
+    t.section_seq.fetch_add(1, std::memory_order_seq_cst);
+  }
   in_section_ = true;
-  local_ts_ = d.clock.now(slot_);  // fenced: after the counter increment
+  local_ts_ = d.clock.now_unfenced(slot_);
   ws_ = nullptr;
   section_tail_ = t.tail.load(std::memory_order_relaxed);
   max_head_ts_ = 0;
@@ -686,7 +734,7 @@ Status Thread::alloc_raw(std::size_t bytes, void** out) {
   if (bytes + kLine > d_->log_bytes / 4)
     return Status::InvalidArgument("mvrlu: object of " + std::to_string(bytes) + " bytes is over a quarter of a log (" +
                                    std::to_string(d_->log_bytes) + " bytes)");
-  void* p = ::operator new(kLine + bytes, std::align_val_t(kLine), std::nothrow);
+  void* p = ::operator new(kMasterHdrBytes + bytes, std::align_val_t(kLine), std::nothrow);
   if (p == nullptr) return Status::ResourceExhausted("mvrlu: out of memory");
   auto* m = new (p) MasterHdr{};
   m->p_copy.store(nullptr, std::memory_order_relaxed);
@@ -694,7 +742,7 @@ Status Thread::alloc_raw(std::size_t bytes, void** out) {
   m->size = static_cast<std::uint32_t>(bytes);
   m->magic = kMasterMagic;
   std::memset(m->data(), 0, bytes);
-  rec_->master_alloc.fetch_add(kLine + bytes, std::memory_order_relaxed);
+  rec_->master_alloc.fetch_add(kMasterHdrBytes + bytes, std::memory_order_relaxed);
   if (in_section_) allocs_.push_back(m);
   *out = m->data();
   return Status::Ok();
@@ -774,13 +822,16 @@ Status Thread::read_unlock() {
       return Status::Ok();
     }
   }
+  // A section that wrote checks the watermarks now (its log grew); a read-only one leaves
+  // them to the next read_lock, which checks them anyway.
+  const bool wrote = !copies_.empty();
   copies_.clear();
   allocs_.clear();
   ws_ = nullptr;
   commit_ts_override_ = 0;
   in_section_ = false;
-  t.section_seq.fetch_add(1, std::memory_order_release);
-  boundary();
+  leave_section(t);
+  if (wrote) boundary();
   return Status::Ok();
 }
 
@@ -850,7 +901,7 @@ void Thread::abort() {
   ws_ = nullptr;
   in_section_ = false;
   t.aborts.fetch_add(1, std::memory_order_relaxed);
-  t.section_seq.fetch_add(1, std::memory_order_release);
+  leave_section(t);
   boundary();
 }
 
@@ -934,7 +985,7 @@ Status Thread::read_at(const Record* const* recs, std::size_t n, std::uint64_t t
     void* p = master_of(recs[i]);
     std::memcpy(&out[i], version_at(p, ts), sizeof(Record));
   }
-  if (guard) rec_->section_seq.fetch_add(1, std::memory_order_release);
+  if (guard) leave_section(*rec_);
   return Status::Ok();
 }
 

@@ -274,6 +274,23 @@ TEST(MvrluApi, BadTscLetsTheCounterTakeOver) {
   if (e->clock_mode() == ClockMode::kOrdo) EXPECT_EQ(e->ordo_boundary(), 100u);
 }
 
+// kAuto takes the counter on a machine below ordo_min_cpus, and ORDO (where the TSC allows it)
+// from there up.
+TEST(MvrluApi, AutoClockTakesTheCounterOnSmallMachines) {
+  const unsigned cpus = std::max(1u, std::thread::hardware_concurrency());
+  Config c;
+  c.max_threads = 2;
+  c.ordo_boundary = 100;
+  c.ordo_min_cpus = 100000;  // more CPUs than any affinity mask holds
+  EXPECT_EQ(make_domain(c)->clock_mode(), ClockMode::kCounter);
+  c.ordo_min_cpus = 0;
+  auto d = make_domain(c);
+  Config o = c;
+  o.clock = ClockMode::kOrdo;
+  // kAuto at 0 chooses exactly what kOrdo gets on this machine.
+  EXPECT_EQ(d->clock_mode(), make_domain(o)->clock_mode()) << cpus << " CPUs";
+}
+
 // A section that never ends: the writer's log fills, collection cannot pass the open section,
 // and the writer gets ResourceExhausted after wait_limit_ms instead of hanging.
 TEST(MvrluApi, NeverEndingSectionBoundsWritersWaits) {
