@@ -170,19 +170,19 @@ CheckResult point_history(const Config& c, std::uint64_t keys, std::uint64_t ini
 }
 
 TEST(HydralistHistory, U64PointOperationsAreLinearizable) {
-  const CheckResult r = point_history<U64Keys>(test_config(), 300, 150, scaled(15000), 1);
+  const CheckResult r = point_history<U64Keys>(test_config(), 300, 150, scaled(40000), 1);
   EXPECT_TRUE(r.linearizable) << r.explanation.substr(0, 4000);
 }
 
 TEST(HydralistHistory, BytesPointOperationsAreLinearizable) {
-  const CheckResult r = point_history<BytesKeys>(test_config(), 300, 150, scaled(12000), 2);
+  const CheckResult r = point_history<BytesKeys>(test_config(), 300, 150, scaled(30000), 2);
   EXPECT_TRUE(r.linearizable) << r.explanation.substr(0, 4000);
 }
 
 TEST(HydralistHistory, SynchronousSearchLayerIsLinearizable) {
   Config c = test_config();
   c.async_search_layer = false;
-  const CheckResult r = point_history<U64Keys>(c, 300, 150, scaled(8000), 3);
+  const CheckResult r = point_history<U64Keys>(c, 300, 150, scaled(20000), 3);
   EXPECT_TRUE(r.linearizable) << r.explanation.substr(0, 4000);
 }
 
@@ -314,7 +314,7 @@ TEST(HydralistHistory, ScansGiveThePerKeyGuarantee) {
 
 TEST(HydralistHistory, PermanentKeysStayVisibleWhileNodesSplitAndMerge) {
   // The workload of the first negative control, without its bug.
-  const CheckResult r = point_history<U64Keys>(test_config(), 1200, 100, scaled(8000), 5, true);
+  const CheckResult r = point_history<U64Keys>(test_config(), 1200, 100, scaled(20000), 5, true);
   EXPECT_TRUE(r.linearizable) << r.explanation.substr(0, 4000);
 }
 

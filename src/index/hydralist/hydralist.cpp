@@ -462,7 +462,7 @@ Result Session<KT>::scan(Arg start, std::size_t count, Pairs* out, ScanPage* pag
   if (page) *page = {};
   if (!KT::valid(start, idx_->cfg_.max_key_bytes)) return Result::kTooLarge;
   if (count == 0) return Result::kOk;
-  return scan_impl(start, nullptr, count, out, page);
+  return scan_impl(start, nullptr, count, &emit_pair, out, page);
 }
 
 template <class KT>
@@ -472,11 +472,11 @@ Result Session<KT>::scan_range(Arg start, Arg end, std::size_t limit, Pairs* out
     return Result::kTooLarge;
   if (KT::less(end, start)) return Result::kOk;
   if (limit == 0) limit = idx_->cfg_.max_scan;
-  return scan_impl(start, &end, limit, out, page);
+  return scan_impl(start, &end, limit, &emit_pair, out, page);
 }
 
 template <class KT>
-Result Session<KT>::scan_impl(Arg start, const Arg* end, std::size_t limit, Pairs* out, ScanPage* page) {
+Result Session<KT>::scan_impl(Arg start, const Arg* end, std::size_t limit, EmitFn emit, void* ctx, ScanPage* page) {
   if (limit > idx_->cfg_.max_scan) limit = idx_->cfg_.max_scan;
   auto guard = part_->pin();
   retries_ = 0;
@@ -548,37 +548,36 @@ Result Session<KT>::scan_impl(Arg start, const Arg* end, std::size_t limit, Pair
       if (!torn)
         std::sort(buf.begin(), buf.begin() + cnt, [](const Ent& a, const Ent& b) { return KT::less(a.key, b.key); });
     }
-    // The pairs after the resume point, within the end, copied out before validation.
-    const std::size_t base = out->size();
+    // The pairs after the resume point, within the end: buf[lo, lo + take).
+    unsigned lo = 0, hi = 0;
+    std::size_t take = 0;
     bool limited = false;
     if (!torn) {
-      for (unsigned i = 0; i < cnt; ++i) {
-        const Arg k = buf[i].key;
-        if (inclusive ? KT::less(k, res) : !KT::less(res, k)) continue;
-        if (end && KT::less(*end, k)) break;
-        if (got + (out->size() - base) == limit) {
-          limited = true;
-          break;
-        }
-        out->emplace_back(KT::own(k), buf[i].value);
+      while (lo < cnt && (inclusive ? KT::less(buf[lo].key, res) : !KT::less(res, buf[lo].key))) ++lo;
+      hi = lo;
+      while (hi < cnt && !(end && KT::less(*end, buf[hi].key))) ++hi;
+      take = hi - lo;
+      if (take > limit - got) {
+        take = limit - got;
+        limited = true;
       }
     }
     std::atomic_thread_fence(std::memory_order_acquire);
     if (torn || n->version.load(std::memory_order_relaxed) != v) {
-      out->resize(base);
       wait_retry();
       continue;
     }
+    // Validated: emit (string keys stay readable while this thread is pinned).
+    for (std::size_t i = lo; i < lo + take; ++i) emit(ctx, buf[i].key, buf[i].value);
     // Cache the order for the next scan: under the write lock, with what was just validated.
     if (!cached && cnt > 1 && lock_at(n, v)) {
       for (unsigned i = 0; i < cnt; ++i) st(n->permuter[i], buf[i].slot);
       st(n->last_scan_version, v + 2);
       unlock(n);
     }
-    const std::size_t added = out->size() - base;
-    got += added;
-    if (added) {
-      resume = out->back().first;
+    got += take;
+    if (take) {
+      resume = KT::own(buf[lo + take - 1].key);
       inclusive = false;
     }
     if (limited || got == limit) {

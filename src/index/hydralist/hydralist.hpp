@@ -336,6 +336,18 @@ class Session {
   /// SCAN(start, end, limit): the pairs with start <= key <= end, at most `limit` (0 or over
   /// Config::max_scan: max_scan), same guarantee. start > end returns nothing.
   Result scan_range(Arg start, Arg end, std::size_t limit, Pairs* out, ScanPage* page = nullptr);
+  /// SCAN(start, count) without copies: calls f(key, value) for each pair, in order, with the
+  /// same guarantee as scan(); a string key's view is valid only during the call. f must not
+  /// call into the index. Returns what scan() would.
+  template <class F>
+  Result scan_view(Arg start, std::size_t count, F&& f, ScanPage* page = nullptr) {
+    if (page) *page = {};
+    if (!KT::valid(start, idx_->cfg_.max_key_bytes)) return Result::kTooLarge;
+    if (count == 0) return Result::kOk;
+    using Fn = std::remove_reference_t<F>;
+    return scan_impl(start, nullptr, count,
+                     [](void* c, Arg k, std::uint64_t v) { (*static_cast<Fn*>(c))(k, v); }, (void*)std::addressof(f), page);
+  }
 
  private:
   friend class Index<KT>;
@@ -350,7 +362,11 @@ class Session {
   bool lock_at(Node* n, std::uint64_t v);  // try once, only from version v
   void wait_retry();
   int probe(Node* n, Arg key) const;
-  Result scan_impl(Arg start, const Arg* end, std::size_t limit, Pairs* out, ScanPage* page);
+  using EmitFn = void (*)(void* ctx, Arg key, std::uint64_t value);
+  static void emit_pair(void* ctx, Arg key, std::uint64_t value) {
+    static_cast<Pairs*>(ctx)->emplace_back(KT::own(key), value);
+  }
+  Result scan_impl(Arg start, const Arg* end, std::size_t limit, EmitFn emit, void* ctx, ScanPage* page);
   /// Locks the node owning `key` (valid and unlocked by others), returns it.
   Node* lock_target(Arg key);
   /// Inserts at free slot under the lock; splits when full. Returns kNoMemory on failure.

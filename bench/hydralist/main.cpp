@@ -1,0 +1,561 @@
+// duet_bench_hydralist: Hydralist against ordered peers on identical pre-generated YCSB work
+// (thesis 002, chapter 4's evaluation; docs/hydralist.md).
+//
+// Work. Keys are generated once: integer keys are distinct random u64s; string keys are
+// synthetic "domain@user" e-mails (about 20 bytes on average, at most 32). Operation arrays are
+// generated once per workload and distribution (bench/kv's YCSB generators: uniform, scrambled
+// Zipfian 0.99, latest) and shared by every system, thread count and repetition; each thread
+// runs a contiguous slice. Per (system, threads, repetition): a fresh map is loaded with the
+// keys by all threads (the Load workload, timed), then C, B, A (per distribution), D (latest)
+// and E (per distribution; scan length uniform 1-100) run in that order on it (D and E insert
+// fresh keys, so they run last).
+//
+// Optional parts: --rss measures each system's peak resident memory after the load in a child
+// process of its own; --sweep runs B with string keys over several key-set sizes.
+//
+// usage: duet_bench_hydralist [--keys-int N] [--keys-str N] [--ops N] [--threads 1,2,4]
+//          [--reps R] [--key-types int,str] [--workloads load,a,b,c,d,e] [--dists uniform,zipf]
+//          [--systems hydralist,tbb,libcds,...] [--rss] [--sweep 100000,1000000] [--seed S]
+//          [--out PATH]
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <atomic>
+#include <barrier>
+#include <chrono>
+#include <cstdio>
+#include <cstdlib>
+#include <cstring>
+#include <fstream>
+#include <functional>
+#include <map>
+#include <sstream>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include "../common/json.hpp"
+#include "../common/results.hpp"
+#include "../kv/ycsb.hpp"
+#include "systems.hpp"
+
+using namespace duet::bench;
+using namespace duet::bench::hydralist;
+namespace ycsb = duet::bench::kv;
+
+namespace {
+
+struct Options {
+  std::uint64_t keys_int = 1'000'000, keys_str = 400'000, ops = 1'000'000, seed = 42;
+  std::vector<unsigned> threads{1, 2};
+  unsigned reps = 3;
+  std::vector<std::string> key_types{"int", "str"};
+  std::vector<std::string> workloads{"load", "a", "b", "c", "d", "e"};
+  std::vector<std::string> dists{"uniform", "zipf"};
+  std::vector<std::string> systems;  // empty: hydralist and every available peer
+  bool rss = false;
+  std::vector<std::uint64_t> sweep;
+  std::string out;
+};
+
+std::vector<std::string> split(const std::string& s) {
+  std::vector<std::string> out;
+  std::stringstream in(s);
+  std::string x;
+  while (std::getline(in, x, ','))
+    if (!x.empty()) out.push_back(x);
+  return out;
+}
+
+bool parse(int argc, char** argv, Options* o) {
+  for (int i = 1; i < argc; ++i) {
+    const std::string a = argv[i];
+    auto val = [&]() -> std::string {
+      if (i + 1 >= argc) {
+        std::fprintf(stderr, "%s needs a value\n", a.c_str());
+        std::exit(2);
+      }
+      return argv[++i];
+    };
+    auto num = [&](const std::string& s) -> std::uint64_t {
+      try {
+        return static_cast<std::uint64_t>(std::stod(s));
+      } catch (...) {
+        std::fprintf(stderr, "%s: not a number: %s\n", a.c_str(), s.c_str());
+        std::exit(2);
+      }
+    };
+    if (a == "--keys-int") o->keys_int = num(val());
+    else if (a == "--keys-str") o->keys_str = num(val());
+    else if (a == "--ops") o->ops = num(val());
+    else if (a == "--seed") o->seed = num(val());
+    else if (a == "--reps") o->reps = static_cast<unsigned>(num(val()));
+    else if (a == "--threads") {
+      o->threads.clear();
+      for (auto& t : split(val())) o->threads.push_back(static_cast<unsigned>(num(t)));
+    } else if (a == "--key-types") o->key_types = split(val());
+    else if (a == "--workloads") o->workloads = split(val());
+    else if (a == "--dists") o->dists = split(val());
+    else if (a == "--systems") o->systems = split(val());
+    else if (a == "--rss") o->rss = true;
+    else if (a == "--sweep") {
+      for (auto& t : split(val())) o->sweep.push_back(num(t));
+    } else if (a == "--out") o->out = val();
+    else {
+      std::fprintf(stderr, "unknown option %s (see the usage at the top of bench/hydralist/main.cpp)\n", a.c_str());
+      return false;
+    }
+  }
+  for (unsigned t : o->threads)
+    if (t == 0 || t > 1024) {
+      std::fprintf(stderr, "--threads: each count must be in [1, 1024]\n");
+      return false;
+    }
+  if (o->reps == 0 || o->ops == 0 || o->keys_int == 0 || o->keys_str == 0) {
+    std::fprintf(stderr, "--reps, --ops and the key counts must be positive\n");
+    return false;
+  }
+  return true;
+}
+
+/// SplitMix64's finalizer: a bijection of u64, so distinct inputs give distinct keys.
+std::uint64_t mix(std::uint64_t z) {
+  z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9ull;
+  z = (z ^ (z >> 27)) * 0x94d049bb133111ebull;
+  return z ^ (z >> 31);
+}
+
+IntKeys make_int_keys(std::uint64_t n, std::uint64_t seed) {
+  IntKeys k;
+  k.v.resize(n);
+  const std::uint64_t salt = mix(seed);
+  for (std::uint64_t i = 0; i < n; ++i) k.v[i] = mix(i + salt);
+  return k;
+}
+
+/// "domain@user": a popular-first domain, '@', a 7-character base-36 id (distinct per key)
+/// and 0-6 random letters. About 20 bytes on average, at most 30.
+StrKeys make_str_keys(std::uint64_t n, std::uint64_t seed) {
+  static const char* kDomains[] = {"gmail.com",  "yahoo.com",   "hotmail.com", "outlook.com", "aol.com",
+                                   "qq.com",     "mail.ru",     "icloud.com",  "gmx.de",      "web.de",
+                                   "live.com",   "yandex.ru",   "163.com",     "proton.me",   "comcast.net",
+                                   "orange.fr",  "libero.it",   "uni-bonn.de", "mit.edu",     "example.org"};
+  StrKeys k;
+  k.off.reserve(n + 1);
+  k.buf.reserve(n * 21);
+  ycsb::Rng rng(mix(seed + 7));
+  ycsb::ZipfianGenerator dz(20, 0.99);
+  for (std::uint64_t i = 0; i < n; ++i) {
+    k.off.push_back(k.buf.size());
+    k.buf += kDomains[dz.next(rng)];
+    k.buf += '@';
+    std::uint64_t id = mix(i ^ 0x5bd1e995ull) % 78364164096ull;  // 36^7
+    for (int d = 0; d < 7; ++d, id /= 36) k.buf += "0123456789abcdefghijklmnopqrstuvwxyz"[id % 36];
+    const unsigned extra = static_cast<unsigned>(rng.below(7));
+    for (unsigned e = 0; e < extra; ++e) k.buf += static_cast<char>('a' + rng.below(26));
+  }
+  k.off.push_back(k.buf.size());
+  // Distinctness: ids are distinct when the bijection's outputs differ modulo 36^7; check.
+  return k;
+}
+
+/// One generated workload: its operations and the key numbers it inserts.
+struct Work {
+  std::string workload, dist;
+  std::vector<std::uint64_t> ops;
+};
+
+/// Generates a workload over `loaded` existing keys, taking fresh keys from `*pool` onwards.
+Work make_work(const std::string& w, const std::string& dist, std::uint64_t loaded, std::uint64_t n,
+               std::uint64_t* pool, std::uint64_t seed) {
+  Work out{w, dist, {}};
+  out.ops.reserve(n);
+  ycsb::Rng rng(ycsb::derive_seed(seed, std::hash<std::string>{}(w + dist)));
+  const ycsb::Distribution d = w == "d" ? ycsb::Distribution::kLatest
+                               : dist == "zipf" ? ycsb::Distribution::kScrambled
+                                                : ycsb::Distribution::kUniform;
+  ycsb::KeyChooser chooser(d, loaded, 0.99, loaded);
+  if (d == ycsb::Distribution::kScrambled) chooser.use_trace(1 << 20);
+  const double read = w == "a" ? 0.5 : w == "b" ? 0.95 : w == "c" ? 1.0 : w == "d" ? 0.95 : 0.0;
+  const double insert = (w == "d" || w == "e") ? 0.05 : 0.0;
+  std::uint64_t inserted = loaded;  // latest: keys [0, inserted) exist (the pool follows the load)
+  for (std::uint64_t i = 0; i < n; ++i) {
+    const double u = rng.next_double();
+    if (u < insert) {
+      out.ops.push_back(encode_op(kInsert, (*pool)++));
+      ++inserted;
+      continue;
+    }
+    std::uint64_t k = chooser.next(rng, inserted);
+    if (w == "d") {
+      // latest ranks count back from the newest key: map onto the key numbers inserted so far
+      // (the load's, then this workload's pool, which starts right after them).
+      k = std::min(k, inserted - 1);
+    }
+    if (w == "e") {
+      out.ops.push_back(encode_op(kScan, k, 1 + static_cast<unsigned>(rng.below(100))));
+    } else {
+      out.ops.push_back(encode_op(u < insert + read ? kRead : kUpdate, k));
+    }
+  }
+  return out;
+}
+
+double now_s() {
+  return std::chrono::duration<double>(std::chrono::steady_clock::now().time_since_epoch()).count();
+}
+
+/// Runs phases on `threads` persistent threads, each with its own worker of `sys`.
+template <class Keys>
+class Pool {
+ public:
+  Pool(System<Keys>* sys, unsigned threads) : n_(threads), start_(threads + 1), end_(threads + 1) {
+    for (unsigned t = 0; t < n_; ++t)
+      ts_.emplace_back([this, sys, t] {
+        auto w = sys->attach();
+        for (;;) {
+          start_.arrive_and_wait();
+          if (stop_) break;
+          tallies_[t] = phase_(*w, t);
+          end_.arrive_and_wait();
+        }
+      });
+    tallies_.resize(n_);
+  }
+  ~Pool() {
+    stop_ = true;
+    start_.arrive_and_wait();
+    for (auto& t : ts_) t.join();
+  }
+  /// Runs f(worker, thread) on every thread; returns the seconds from start to the last finish.
+  double run(std::function<Tally(Worker<Keys>&, unsigned)> f, Tally* total) {
+    phase_ = std::move(f);
+    const double t0 = now_s();
+    start_.arrive_and_wait();
+    end_.arrive_and_wait();
+    const double t1 = now_s();
+    *total = {};
+    for (auto& x : tallies_) total->add(x);
+    return t1 - t0;
+  }
+
+ private:
+  unsigned n_;
+  std::barrier<> start_, end_;
+  std::vector<std::thread> ts_;
+  std::vector<Tally> tallies_;
+  std::function<Tally(Worker<Keys>&, unsigned)> phase_;
+  bool stop_ = false;
+};
+
+std::unique_ptr<System<IntKeys>> make_int(const std::string& name, unsigned threads) {
+  if (name == "tbb") return make_tbb_int();
+  if (name == "libcds") return make_libcds_int(threads);
+  return make_hydralist_int(name, threads);
+}
+std::unique_ptr<System<StrKeys>> make_str(const std::string& name, unsigned threads) {
+  if (name == "tbb") return make_tbb_str();
+  if (name == "libcds") return make_libcds_str(threads);
+  return make_hydralist_str(name, threads);
+}
+template <class Keys>
+std::unique_ptr<System<Keys>> make_sys(const std::string& name, unsigned threads) {
+  if constexpr (std::is_same_v<Keys, IntKeys>) return make_int(name, threads);
+  else return make_str(name, threads);
+}
+
+struct Record {
+  std::string key_type, workload, dist, system;
+  unsigned threads;
+  std::uint64_t keys, ops;
+  std::vector<double> mops;
+  std::uint64_t found = 0, wrong = 0, scanned = 0;
+  Json stats;
+  bool has_stats = false;
+};
+
+/// Loads and runs every workload for one (system, threads); appends a sample to each record.
+template <class Keys>
+void run_system(const Keys& keys, std::uint64_t loaded, const std::vector<Work>& works, bool do_load,
+                const std::string& key_type, const std::string& name, unsigned threads,
+                std::map<std::string, Record>* recs) {
+  auto sys = make_sys<Keys>(name, threads);
+  Pool<Keys> pool(sys.get(), threads);
+  auto rec = [&](const std::string& w, const std::string& d, std::uint64_t ops) -> Record& {
+    const std::string id = key_type + "|" + w + "|" + d + "|" + name + "|" + std::to_string(threads) + "|" +
+                           std::to_string(loaded);
+    Record& r = (*recs)[id];
+    if (r.system.empty()) r = Record{key_type, w, d, name, threads, loaded, ops, {}, 0, 0, 0, Json(), false};
+    return r;
+  };
+  Tally t;
+  const double secs = pool.run(
+      [&](Worker<Keys>& w, unsigned i) {
+        Tally x;
+        x.found = w.load(keys, loaded * i / threads, loaded * (i + 1) / threads);
+        x.ops = loaded * (i + 1) / threads - loaded * i / threads;
+        return x;
+      },
+      &t);
+  if (do_load) {
+    Record& r = rec("load", "-", loaded);
+    r.mops.push_back(static_cast<double>(loaded) / secs / 1e6);
+    r.found = t.found;
+  }
+  for (const Work& wk : works) {
+    const std::uint64_t n = wk.ops.size();
+    const double s = pool.run(
+        [&](Worker<Keys>& w, unsigned i) {
+          const std::uint64_t b = n * i / threads, e = n * (i + 1) / threads;
+          return w.run(keys, wk.ops.data() + b, e - b);
+        },
+        &t);
+    Record& r = rec(wk.workload, wk.dist, n);
+    r.mops.push_back(static_cast<double>(n) / s / 1e6);
+    r.found = t.found;
+    r.wrong += t.wrong;
+    r.scanned = t.scanned;
+  }
+  Record& last = rec(works.empty() ? "load" : works.back().workload, works.empty() ? "-" : works.back().dist, 0);
+  last.stats = sys->stats();
+  last.has_stats = true;
+}
+
+std::uint64_t status_kb(const char* field) {
+  std::ifstream f("/proc/self/status");
+  std::string line;
+  const std::size_t len = std::strlen(field);
+  while (std::getline(f, line))
+    if (line.compare(0, len, field) == 0) return std::strtoull(line.c_str() + len + 1, nullptr, 10);
+  return 0;
+}
+
+/// Peak resident memory a system adds by loading the keys: measured in a fresh process (this
+/// program with --rss-child), so memory freed by earlier runs cannot hide it. -1 on failure.
+std::int64_t rss_of(const std::string& kt, const std::string& name, std::uint64_t keys, unsigned threads,
+                    std::uint64_t seed) {
+  char exe[4096];
+  const ssize_t len = readlink("/proc/self/exe", exe, sizeof(exe) - 1);
+  if (len <= 0) return -1;
+  exe[len] = 0;
+  const std::string cmd = std::string(exe) + " --rss-child " + kt + " " + name + " " + std::to_string(keys) + " " +
+                          std::to_string(threads) + " " + std::to_string(seed);
+  FILE* p = popen(cmd.c_str(), "r");
+  if (!p) return -1;
+  long long kb = -1;
+  if (std::fscanf(p, "RSS %lld", &kb) != 1) kb = -1;
+  pclose(p);
+  return kb;
+}
+
+/// The child of rss_of: generates the keys, loads them into the system, prints
+/// "RSS <peak kB minus kB before the system existed>".
+template <class Keys>
+int rss_child(const Keys& keys, const std::string& name, std::uint64_t loaded, unsigned threads) {
+  const std::uint64_t base = status_kb("VmRSS:");
+  {
+    auto sys = make_sys<Keys>(name, threads);
+    Pool<Keys> pool(sys.get(), threads);
+    Tally t;
+    pool.run([&](Worker<Keys>& w, unsigned i) {
+      Tally x;
+      x.found = w.load(keys, loaded * i / threads, loaded * (i + 1) / threads);
+      return x;
+    }, &t);
+    std::printf("RSS %lld\n", static_cast<long long>(status_kb("VmHWM:")) - static_cast<long long>(base));
+    std::fflush(stdout);
+    std::_Exit(0);  // skip teardown: only the peak matters
+  }
+}
+
+}  // namespace
+
+std::vector<SystemInfo> duet::bench::hydralist::all_systems(bool) {
+  std::vector<SystemInfo> s;
+  s.push_back({"hydralist", true, "Hydralist (src/index/hydralist), default configuration"});
+#if DUET_BENCH_HAVE_TBB
+  s.push_back({"tbb", true, "oneTBB concurrent_map (concurrent skip list)"});
+#else
+  s.push_back({"tbb", false, "oneTBB not found at build time"});
+#endif
+#if DUET_BENCH_HAVE_LIBCDS
+  s.push_back({"libcds", true, "libcds SkipListMap, hazard pointers"});
+#else
+  s.push_back({"libcds", false, "libcds not found at build time"});
+#endif
+  return s;
+}
+
+#if !DUET_BENCH_HAVE_TBB
+std::unique_ptr<System<IntKeys>> duet::bench::hydralist::make_tbb_int() { return nullptr; }
+std::unique_ptr<System<StrKeys>> duet::bench::hydralist::make_tbb_str() { return nullptr; }
+#endif
+#if !DUET_BENCH_HAVE_LIBCDS
+std::unique_ptr<System<IntKeys>> duet::bench::hydralist::make_libcds_int(unsigned) { return nullptr; }
+std::unique_ptr<System<StrKeys>> duet::bench::hydralist::make_libcds_str(unsigned) { return nullptr; }
+#endif
+
+int main(int argc, char** argv) {
+  if (argc == 7 && std::string(argv[1]) == "--rss-child") {
+    const std::string kt = argv[2], name = argv[3];
+    const std::uint64_t n = std::strtoull(argv[4], nullptr, 10), seed = std::strtoull(argv[6], nullptr, 10);
+    const unsigned threads = static_cast<unsigned>(std::strtoul(argv[5], nullptr, 10));
+    if (kt == "int") return rss_child(make_int_keys(n, seed), name, n, threads);
+    return rss_child(make_str_keys(n, seed), name, n, threads);
+  }
+  Options o;
+  if (!parse(argc, argv, &o)) return 2;
+  const std::string date = utc_now();
+  std::vector<std::string> systems = o.systems;
+  if (systems.empty())
+    for (auto& s : all_systems(false))
+      if (s.available) systems.push_back(s.name);
+  for (auto& s : systems)
+    for (auto& info : all_systems(false))
+      if (info.name == s && !info.available) {
+        std::fprintf(stderr, "system %s unavailable: %s\n", s.c_str(), info.description.c_str());
+        return 2;
+      }
+  std::map<std::string, Record> recs;
+  Json rss = Json::array();
+  const unsigned max_threads = *std::max_element(o.threads.begin(), o.threads.end());
+
+  auto has = [](const std::vector<std::string>& v, const std::string& x) {
+    return std::find(v.begin(), v.end(), x) != v.end();
+  };
+  auto bench_type = [&](auto& keys, std::uint64_t loaded, const std::string& kt) {
+    // Work, identical for every system: C, B, A per distribution, then D, then E.
+    const double g0 = now_s();
+    std::vector<Work> works;
+    std::uint64_t pool = loaded;
+    for (const char* w : {"c", "b", "a"})
+      if (has(o.workloads, w))
+        for (auto& d : o.dists) works.push_back(make_work(w, d, loaded, o.ops, &pool, o.seed));
+    if (has(o.workloads, "d")) works.push_back(make_work("d", "latest", loaded, o.ops, &pool, o.seed));
+    if (has(o.workloads, "e"))
+      for (auto& d : o.dists) works.push_back(make_work("e", d, loaded, o.ops, &pool, o.seed));
+    if (pool > keys.size()) {
+      std::fprintf(stderr, "internal: key pool too small\n");
+      std::exit(1);
+    }
+    std::printf("# %s keys: %llu loaded, work generated in %.1f s\n", kt.c_str(), (unsigned long long)loaded,
+                now_s() - g0);
+    std::fflush(stdout);
+    for (unsigned rep = 0; rep < o.reps; ++rep)
+      for (unsigned th : o.threads)
+        for (auto& s : systems) {
+          const double t0 = now_s();
+          run_system(keys, loaded, works, has(o.workloads, "load"), kt, s, th, &recs);
+          std::printf("#   rep %u, %u threads, %s: %.1f s\n", rep, th, s.c_str(), now_s() - t0);
+          std::fflush(stdout);
+        }
+    if (o.rss)
+      for (auto& s : systems) {
+        const std::int64_t kb = rss_of(kt, s, loaded, max_threads, o.seed);
+        Json r = Json::object();
+        r.set("key_type", kt);
+        r.set("system", s);
+        r.set("keys", loaded);
+        r.set("peak_rss_added_bytes", kb < 0 ? Json() : Json(static_cast<std::uint64_t>(kb) * 1024));
+        r.set("bytes_per_key", kb < 0 ? Json() : Json(static_cast<double>(kb) * 1024 / static_cast<double>(loaded)));
+        rss.push(r);
+        std::printf("#   peak RSS %s %s: %.1f MiB (%.1f B/key)\n", kt.c_str(), s.c_str(), kb / 1024.0,
+                    kb * 1024.0 / static_cast<double>(loaded));
+      }
+  };
+
+  const std::uint64_t slack = o.ops / 5 + 1000;  // inserts of D and E (5% of each, three workloads)
+  if (has(o.key_types, "int")) {
+    IntKeys keys = make_int_keys(o.keys_int + slack, o.seed);
+    bench_type(keys, o.keys_int, "int");
+  }
+  if (has(o.key_types, "str") || !o.sweep.empty()) {
+    const std::uint64_t most = std::max<std::uint64_t>(
+        o.keys_str, o.sweep.empty() ? 0 : *std::max_element(o.sweep.begin(), o.sweep.end()));
+    StrKeys keys = make_str_keys(most + slack, o.seed);
+    if (has(o.key_types, "str")) bench_type(keys, o.keys_str, "str");
+    // Key-set sweep: B (Zipf) with string keys at the most threads.
+    for (std::uint64_t n : o.sweep) {
+      std::uint64_t pool = n;
+      std::vector<Work> works{make_work("b", "zipf", n, o.ops, &pool, o.seed)};
+      for (unsigned rep = 0; rep < o.reps; ++rep)
+        for (auto& s : systems) run_system(keys, n, works, false, "str-sweep", s, max_threads, &recs);
+    }
+  }
+
+  // ---- Table and result file ----
+  Json records = Json::array();
+  std::map<std::string, std::map<std::string, std::string>> table;  // row -> system -> cell
+  for (auto& [id, r] : recs) {
+    if (r.mops.empty()) continue;
+    const Summary s = summarize(r.mops);
+    Json j = Json::object();
+    j.set("key_type", r.key_type);
+    j.set("workload", r.workload);
+    j.set("distribution", r.dist);
+    j.set("system", r.system);
+    j.set("threads", r.threads);
+    j.set("keys", r.keys);
+    j.set("ops", r.ops);
+    j.set("mops_median", s.median);
+    j.set("mops_min", s.min);
+    j.set("mops_max", s.max);
+    j.set("samples", Json::array_of(r.mops));
+    j.set("found", r.found);
+    j.set("wrong", r.wrong);
+    j.set("scanned", r.scanned);
+    if (r.has_stats) j.set("stats", r.stats);
+    records.push(j);
+    char cell[64];
+    std::snprintf(cell, sizeof(cell), "%.2f [%.2f-%.2f]", s.median, s.min, s.max);
+    char row[160];
+    std::snprintf(row, sizeof(row), "%-9s %-4s %-7s %3u %10llu", r.key_type.c_str(), r.workload.c_str(),
+                  r.dist.c_str(), r.threads, (unsigned long long)r.keys);
+    table[row][r.system] = cell;
+    if (r.wrong) std::printf("!! %s %s: %llu wrong values\n", row, r.system.c_str(), (unsigned long long)r.wrong);
+  }
+  std::printf("\n%-9s %-4s %-7s %3s %10s", "keys", "wl", "dist", "thr", "loaded");
+  for (auto& s : systems) std::printf(" | %-22s", s.c_str());
+  std::printf("\n");
+  for (auto& [row, cells] : table) {
+    std::printf("%s", row.c_str());
+    for (auto& s : systems) std::printf(" | %-22s", cells.count(s) ? cells[s].c_str() : "-");
+    std::printf("\n");
+  }
+  std::printf("(Mops/s: median [min-max] over %u repetitions)\n", o.reps);
+
+  Json config = Json::object();
+  config.set("keys_int", o.keys_int);
+  config.set("keys_str", o.keys_str);
+  config.set("ops_per_workload", o.ops);
+  config.set("threads", Json::array_of(o.threads));
+  config.set("reps", o.reps);
+  config.set("key_types", Json::array_of(o.key_types));
+  config.set("workloads", Json::array_of(o.workloads));
+  config.set("distributions", Json::array_of(o.dists));
+  config.set("systems", Json::array_of(systems));
+  config.set("zipf_theta", 0.99);
+  config.set("scan_length", "uniform 1-100");
+  config.set("sweep", Json::array_of(o.sweep));
+  config.set("seed", o.seed);
+  config.set("order", "per (system, threads, rep): load, then C, B, A per distribution, D (latest), E per distribution");
+  config.set("string_keys", "synthetic domain@user e-mails, 20 B average, 30 B max");
+  config.set("command", [&] {
+    std::string c = "build/bench/duet_bench_hydralist";
+    for (int i = 1; i < argc; ++i) c += std::string(" ") + argv[i];
+    return c;
+  }());
+  Json doc = result_document("hydralist", "cpu", commit_id(DUET_SOURCE_DIR), date, config, records);
+  doc.set("peak_rss", rss);
+  const std::string path = o.out.empty() ? std::string(DUET_SOURCE_DIR) + "/bench/results/hydralist/hydralist-" +
+                                               utc_now(true) + ".json"
+                                         : o.out;
+  std::string err;
+  if (!write_result_file(path, doc, &err)) {
+    std::fprintf(stderr, "cannot write %s: %s\n", path.c_str(), err.c_str());
+    return 1;
+  }
+  std::printf("wrote %s\n", path.c_str());
+  return 0;
+}
