@@ -14,7 +14,7 @@
 // process of its own; --sweep runs B with string keys over several key-set sizes.
 //
 // usage: duet_bench_hydralist [--keys-int N] [--keys-str N] [--ops N] [--threads 1,2,4]
-//          [--reps R] [--key-types int,str] [--workloads load,a,b,c,d,e] [--dists uniform,zipf]
+//          [--ops-e N (default ops / 10)] [--reps R] [--key-types int,str] [--workloads load,a,b,c,d,e] [--dists uniform,zipf]
 //          [--systems hydralist,tbb,libcds,...] [--rss] [--sweep 100000,1000000] [--seed S]
 //          [--out PATH]
 #include <sys/wait.h>
@@ -47,7 +47,7 @@ namespace ycsb = duet::bench::kv;
 namespace {
 
 struct Options {
-  std::uint64_t keys_int = 1'000'000, keys_str = 400'000, ops = 1'000'000, seed = 42;
+  std::uint64_t keys_int = 1'000'000, keys_str = 400'000, ops = 1'000'000, ops_e = 0, seed = 42;
   std::vector<unsigned> threads{1, 2};
   unsigned reps = 3;
   std::vector<std::string> key_types{"int", "str"};
@@ -89,6 +89,7 @@ bool parse(int argc, char** argv, Options* o) {
     if (a == "--keys-int") o->keys_int = num(val());
     else if (a == "--keys-str") o->keys_str = num(val());
     else if (a == "--ops") o->ops = num(val());
+    else if (a == "--ops-e") o->ops_e = num(val());
     else if (a == "--seed") o->seed = num(val());
     else if (a == "--reps") o->reps = static_cast<unsigned>(num(val()));
     else if (a == "--threads") {
@@ -112,6 +113,7 @@ bool parse(int argc, char** argv, Options* o) {
       std::fprintf(stderr, "--threads: each count must be in [1, 1024]\n");
       return false;
     }
+  if (o->ops_e == 0) o->ops_e = std::max<std::uint64_t>(1, o->ops / 10);
   if (o->reps == 0 || o->ops == 0 || o->keys_int == 0 || o->keys_str == 0) {
     std::fprintf(stderr, "--reps, --ops and the key counts must be positive\n");
     return false;
@@ -434,7 +436,7 @@ int main(int argc, char** argv) {
         for (auto& d : o.dists) works.push_back(make_work(w, d, loaded, o.ops, &pool, o.seed));
     if (has(o.workloads, "d")) works.push_back(make_work("d", "latest", loaded, o.ops, &pool, o.seed));
     if (has(o.workloads, "e"))
-      for (auto& d : o.dists) works.push_back(make_work("e", d, loaded, o.ops, &pool, o.seed));
+      for (auto& d : o.dists) works.push_back(make_work("e", d, loaded, o.ops_e, &pool, o.seed));
     if (pool > keys.size()) {
       std::fprintf(stderr, "internal: key pool too small\n");
       std::exit(1);
@@ -498,10 +500,12 @@ int main(int argc, char** argv) {
     j.set("threads", r.threads);
     j.set("keys", r.keys);
     j.set("ops", r.ops);
-    j.set("mops_median", s.median);
-    j.set("mops_min", s.min);
-    j.set("mops_max", s.max);
-    j.set("samples", Json::array_of(r.mops));
+    j.set("ops_per_s_median", s.median * 1e6);
+    j.set("ops_per_s_min", s.min * 1e6);
+    j.set("ops_per_s_max", s.max * 1e6);
+    std::vector<double> samples;
+    for (double m : r.mops) samples.push_back(m * 1e6);
+    j.set("ops_per_s_samples", Json::array_of(samples));
     j.set("found", r.found);
     j.set("wrong", r.wrong);
     j.set("scanned", r.scanned);
@@ -529,6 +533,7 @@ int main(int argc, char** argv) {
   config.set("keys_int", o.keys_int);
   config.set("keys_str", o.keys_str);
   config.set("ops_per_workload", o.ops);
+  config.set("ops_per_workload_e", o.ops_e);
   config.set("threads", Json::array_of(o.threads));
   config.set("reps", o.reps);
   config.set("key_types", Json::array_of(o.key_types));
