@@ -97,7 +97,9 @@ void expect_identical_work(const char* workload, Distribution d, unsigned thread
   EXPECT_EQ(a.errors + b.errors + a.wrong_values + b.wrong_values, 0u);
   EXPECT_EQ(fast.sequences(), slow.sequences()) << workload << ": the two systems got different requests";
   EXPECT_EQ(fast.keys(), slow.keys());
-  if (threads == 1) EXPECT_EQ(a.gets_found, b.gets_found) << "the same reads of the same keys find the same keys";
+  if (threads == 1) {
+    EXPECT_EQ(a.gets_found, b.gets_found) << "the same reads of the same keys find the same keys";
+  }
   EXPECT_EQ(fast_state.next_insert.load(), slow_state.next_insert.load());
   EXPECT_EQ(fast_state.acked.load(), slow_state.acked.load());
 }
