@@ -9,6 +9,8 @@
 
 namespace duet::server {
 
+void register_batch_commands(CommandTable& t);  ///< commands/batch.cpp
+
 namespace {
 
 struct Registry {
@@ -24,6 +26,7 @@ const Registry& registry() {
     register_string_commands(t);
     register_generic_commands(t);
     register_server_commands(t);
+    register_batch_commands(t);
     Registry out;
     out.defs = std::move(t.defs());
     for (std::size_t i = 0; i < out.defs.size(); ++i) out.defs[i].id = static_cast<unsigned>(i);

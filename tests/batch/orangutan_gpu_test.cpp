@@ -107,7 +107,9 @@ void check_engine(Mode mode, ProfileKind p, double theta, std::size_t size, std:
   ASSERT_TRUE(s.ok()) << s.to_string();
   std::uint64_t on_gpu = 0;
   for (const auto& x : st) on_gpu += x.dag_on_gpu;
-  if (mode == Mode::kDag) EXPECT_EQ(on_gpu, blocks);
+  if (mode == Mode::kDag) {
+    EXPECT_EQ(on_gpu, blocks);
+  }
   for (std::size_t b = 0; b < blocks; ++b)
     for (std::size_t i = 0; i < size; ++i) {
       const test::RefTransfer t{txs[b][i].sender, txs[b][i].receiver, txs[b][i].amt};

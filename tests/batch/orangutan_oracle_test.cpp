@@ -135,7 +135,9 @@ TEST_P(Oracle, UniformAndZipfBothProfiles) {
       txs += blocks * 1000;
     }
   // Contended workloads must reach the fallback, or the test proves nothing about it.
-  if (GetParam().mode != Mode::kSequential && GetParam().mode != Mode::kDag) EXPECT_GT(failures, 0u);
+  if (GetParam().mode != Mode::kSequential && GetParam().mode != Mode::kDag) {
+    EXPECT_GT(failures, 0u);
+  }
   RecordProperty("transactions", static_cast<int>(txs));
 }
 

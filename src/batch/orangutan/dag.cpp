@@ -21,10 +21,18 @@ void build_dag_cpu_pairs(Team& team, const Tx* txs, std::size_t n, std::uint32_t
       for (std::size_t c0 = r0; c0 < n; c0 += kDagTile) {
         const std::size_t c1 = std::min(n, c0 + kDagTile);
         for (std::size_t i = r0; i < r1; ++i) {
+          // As the kernel: the first later transaction of the tile on each of i's accounts.
           const std::uint32_t si = txs[i].sender, ri = txs[i].receiver;
-          for (std::size_t j = std::max(c0, i + 1); j < c1; ++j) {
-            if (conflicts(si, ri, txs[j].sender, txs[j].receiver, faults.ignore_receiver))
+          bool need_s = true, need_r = !faults.ignore_receiver;
+          for (std::size_t j = std::max(c0, i + 1); j < c1 && (need_s || need_r); ++j) {
+            const std::uint32_t sj = txs[j].sender, rj = txs[j].receiver;
+            const bool hit_s = faults.ignore_receiver ? sj == si : (sj == si || rj == si);
+            const bool hit_r = sj == ri || rj == ri;
+            if ((need_s && hit_s) || (need_r && hit_r)) {
               uf_union(parent, static_cast<std::uint32_t>(i), static_cast<std::uint32_t>(j), faults.larger_root);
+              if (hit_s) need_s = false;
+              if (hit_r) need_r = false;
+            }
           }
         }
       }

@@ -7,7 +7,10 @@
 // Builders (all produce the same root array for the same block):
 //   - kGpu: tiled all-pairs kernels on the device (gpu_dag.hpp);
 //   - kCpuPairs: the GPU algorithm's CPU twin, the same tiled all-pairs check and union-find
-//     on the team's threads (O(n^2) comparisons);
+//     on the team's threads (O(n^2) comparisons). In each tile, a row is unioned with the first
+//     later transaction on each of its two accounts only: chaining each transaction to the next
+//     one on each account connects every conflicting pair, so the clusters are those of
+//     unioning all pairs, with far fewer contended CAS operations;
 //   - kCpuAccounts: a CPU builder that unions each transaction with the first transaction of
 //     each account it touches (O(n), through a per-account scratch array).
 #pragma once

@@ -3,6 +3,8 @@
 #include <algorithm>
 #include <atomic>
 #include <chrono>
+#include <mutex>
+#include <thread>
 
 #include "common/log.hpp"
 #include "gpu/device.hpp"
@@ -94,8 +96,17 @@ struct Engine::Impl {
   std::vector<std::uint64_t> slot_tag;  ///< the block (serial) each slot's last launch is for
   std::uint64_t serial = 0;               ///< the block being executed
   unsigned next_slot = 0;
-  bool gpu = false;
-  std::string gpu_note;
+  std::atomic<bool> gpu{false};
+  std::string gpu_note;                    ///< under gpu_m
+  std::atomic<std::uint64_t> gpu_failures{0};
+  std::mutex gpu_m;                        ///< slots, slot_tag, next_slot, gpu_note
+  // The launcher thread (orangutan mode with a GPU): stages and launches a block's DAG while
+  // the team runs the fast path, so the launch's cost is off the block's critical path.
+  std::thread launcher;
+  std::atomic<std::uint64_t> req{0}, done{0};  ///< serial requested / serial handled
+  const Tx* req_txs = nullptr;
+  std::size_t req_n = 0;
+  std::atomic<bool> stop{false};
   // Shared between team members within one block.
   std::atomic<std::size_t> bad{kNone};
   std::atomic<std::uint32_t> failures{0};
@@ -126,7 +137,20 @@ Engine::Engine(const EngineConfig& config, Account* accounts, std::size_t n_acco
   set_accounts(accounts, n_accounts);
 }
 
-Engine::~Engine() = default;
+Engine::~Engine() {
+  if (impl_->launcher.joinable()) {
+    impl_->stop.store(true);
+    impl_->req.fetch_add(1, std::memory_order_release);
+    impl_->req.notify_one();
+    impl_->launcher.join();
+  }
+}
+
+EngineTotals Engine::totals() const {
+  EngineTotals t = totals_;
+  t.gpu_failures = impl_->gpu_failures.load();
+  return t;
+}
 
 Status Engine::create(const EngineConfig& config, Account* accounts, std::size_t n_accounts,
                       std::unique_ptr<Engine>* out) {
@@ -150,6 +174,10 @@ Status Engine::create(const EngineConfig& config, Account* accounts, std::size_t
       im.gpu_note = s.message();
     } else {
       im.gpu = true;
+      if (config.mode == Mode::kOranguTan) {
+        Engine* self = e.get();
+        im.launcher = std::thread([self] { self->launcher_loop(); });
+      }
     }
   }
   *out = std::move(e);
@@ -164,6 +192,7 @@ void Engine::set_accounts(Account* accounts, std::size_t n_accounts) {
 
 std::string Engine::dag_description() const {
   if (impl_->gpu) return "gpu: " + gpu::device().name;
+  std::lock_guard<std::mutex> lk(impl_->gpu_m);
   const char* cpu = config_.dag == DagDevice::kCpuPairs ? "cpu-pairs" : "cpu";
   return impl_->gpu_note.empty() ? std::string(cpu) : std::string(cpu) + " (" + impl_->gpu_note + ")";
 }
@@ -206,15 +235,16 @@ Status Engine::validate(std::span<const Tx> txs) {
 
 namespace {
 
-void gpu_failure(Engine::Impl& im, EngineTotals& totals, const Status& s) {
+/// (gpu_m held.)
+void gpu_failure(Engine::Impl& im, EngineTotals&, const Status& s) {
   log(LogLevel::kWarn, "batch: the GPU conflict DAG failed (" + s.message() + "); the DAG is built on the CPU from now on");
   im.gpu = false;
   im.gpu_note = "gpu failed: " + s.message();
-  ++totals.gpu_failures;
+  im.gpu_failures.fetch_add(1);
 }
 
 /// Launches block `tag`'s DAG on the first idle slot, unless one already builds it or none is
-/// idle (the fast path never waits for the GPU to start a DAG it may not need).
+/// idle (the fast path never waits for the GPU to start a DAG it may not need). gpu_m held.
 void launch_on_free_slot(Engine::Impl& im, const EngineConfig& cfg, const Tx* txs, std::size_t n, std::uint64_t tag,
                          EngineTotals& totals) {
   if (!im.gpu || im.slot_for(tag) >= 0 || n > im.slots[0]->capacity()) return;
@@ -246,9 +276,30 @@ struct BlockRun {
 
   Status bad_status() const { return bad_input(txs, im.bad.load(), n, im.acc, im.n_acc); }
 
-  /// Starts the DAG of block `tag` on a free GPU slot (none free, or no GPU: it is built when
-  /// needed). Nothing when it is in flight already.
-  void try_launch() { launch_on_free_slot(im, cfg, txs, n, im.serial, totals); }
+  /// Starts this block's DAG on a free GPU slot (none free, or no GPU: it is built when
+  /// needed): through the launcher thread when there is one, else here.
+  void try_launch() {
+    if (!im.gpu) return;
+    if (im.launcher.joinable()) {
+      im.req_txs = txs;
+      im.req_n = n;
+      im.req.store(im.serial, std::memory_order_release);
+      im.req.notify_one();
+      return;
+    }
+    std::lock_guard<std::mutex> lk(im.gpu_m);
+    launch_on_free_slot(im, cfg, txs, n, im.serial, totals);
+  }
+
+  /// Waits until the launcher has handled this block's request (it reads the block).
+  void wait_launcher() {
+    if (!im.launcher.joinable() || im.req.load(std::memory_order_relaxed) != im.serial) return;
+    while (im.done.load(std::memory_order_acquire) < im.serial) {
+#if defined(__x86_64__)
+      __builtin_ia32_pause();
+#endif
+    }
+  }
 
   void gpu_failed(const Status& s) { gpu_failure(im, totals, s); }
 
@@ -257,6 +308,8 @@ struct BlockRun {
     const auto t0 = Clock::now();
     st.used_dag = true;
     const std::uint32_t* root = nullptr;
+    wait_launcher();
+    std::unique_lock<std::mutex> lk(im.gpu_m);
     int slot = im.gpu ? im.slot_for(im.serial) : -1;
     if (im.gpu && slot < 0 && n <= im.slots[0]->capacity()) {
       // No slot was free at the start: take the next one (waiting for it) now.
@@ -280,6 +333,7 @@ struct BlockRun {
         root = nullptr;
       }
     }
+    lk.unlock();
     if (!root) {
       if (cfg.dag == DagDevice::kCpuPairs)
         build_dag_cpu_pairs(team, txs, n, im.parent.data(), im.root_cpu.data(), cfg.faults.dag);
@@ -535,9 +589,19 @@ Status Engine::execute(ProfileKind profile, std::span<const Tx> txs, std::span<O
   else
     s = BlockRun<SmallCoin>{*impl_, *team_, config_, txs.data(), txs.size(), out.data(), st, totals_}.go();
   // A DAG launched for this block and not needed is left to finish on its stream; its slot
-  // is idle again by the time it is chosen (or is waited for then).
-  for (auto& tag : impl_->slot_tag)
-    if (tag == impl_->serial) tag = 0;
+  // is idle again by the time it is chosen (or is waited for then). The launcher must be done
+  // reading the block before the caller may change it.
+  if (impl_->launcher.joinable() && impl_->req.load(std::memory_order_relaxed) == impl_->serial)
+    while (impl_->done.load(std::memory_order_acquire) < impl_->serial) {
+#if defined(__x86_64__)
+      __builtin_ia32_pause();
+#endif
+    }
+  {
+    std::lock_guard<std::mutex> lk(impl_->gpu_m);
+    for (auto& tag : impl_->slot_tag)
+      if (tag == impl_->serial) tag = 0;
+  }
   if (!s.ok()) return s;
   st.total_ns = ns_since(t0);
   ++totals_.blocks;
@@ -555,6 +619,7 @@ Status Engine::run_blocks(ProfileKind profile, std::span<const BlockView> blocks
   for (std::size_t b = 0; b < blocks.size(); ++b) {
     // Dag mode keeps the next block's DAG in flight on the GPU while this one executes.
     if (config_.mode == Mode::kDag && impl_->gpu) {
+      std::lock_guard<std::mutex> lk(impl_->gpu_m);
       launch_on_free_slot(*impl_, config_, blocks[b].txs.data(), blocks[b].txs.size(), impl_->serial + 1, totals_);
       if (b + 1 < blocks.size())
         launch_on_free_slot(*impl_, config_, blocks[b + 1].txs.data(), blocks[b + 1].txs.size(), impl_->serial + 2,
@@ -563,12 +628,38 @@ Status Engine::run_blocks(ProfileKind profile, std::span<const BlockView> blocks
     BlockStats st;
     Status s = execute(profile, blocks[b].txs, blocks[b].out, &st);
     if (!s.ok()) {
+      std::lock_guard<std::mutex> lk(impl_->gpu_m);
       for (auto& tag : impl_->slot_tag) tag = 0;  // a DAG launched ahead belongs to no later block
       return Status(s.code(), "block " + std::to_string(b) + ": " + s.message());
     }
     if (stats) stats->push_back(st);
   }
   return Status::Ok();
+}
+
+void Engine::launcher_loop() {
+  Impl& im = *impl_;
+  std::uint64_t seen = 0;
+  for (;;) {
+    std::uint64_t r = im.req.load(std::memory_order_acquire);
+    for (unsigned i = 0; r == seen && i < (1u << 12); ++i) {
+#if defined(__x86_64__)
+      __builtin_ia32_pause();
+#endif
+      r = im.req.load(std::memory_order_acquire);
+    }
+    while (r == seen) {
+      im.req.wait(seen, std::memory_order_acquire);
+      r = im.req.load(std::memory_order_acquire);
+    }
+    if (im.stop.load()) return;
+    seen = r;
+    {
+      std::lock_guard<std::mutex> lk(im.gpu_m);
+      launch_on_free_slot(im, config_, im.req_txs, im.req_n, r, totals_);
+    }
+    im.done.store(r, std::memory_order_release);
+  }
 }
 
 }  // namespace duet::batch::orangutan

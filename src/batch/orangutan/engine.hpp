@@ -122,13 +122,14 @@ class Engine {
   const EngineConfig& config() const { return config_; }
   /// "gpu: NVIDIA H100 ..." / "cpu-accounts" / "cpu-accounts (gpu failed: ...)".
   std::string dag_description() const;
-  EngineTotals totals() const { return totals_; }
+  EngineTotals totals() const;
   Team& team() { return *team_; }
 
   struct Impl;  ///< internal (engine.cpp)
 
  private:
   Engine(const EngineConfig& config, Account* accounts, std::size_t n_accounts);
+  void launcher_loop();
   std::unique_ptr<Impl> impl_;
   EngineConfig config_;
   std::unique_ptr<Team> team_;

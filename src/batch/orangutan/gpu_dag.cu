@@ -21,35 +21,51 @@ __global__ void init_kernel(std::uint32_t* parent, std::uint32_t n) {
   if (i < n) parent[i] = i;
 }
 
-/// Kernel 1: thread i holds transaction i's access set in registers; the block walks the column
-/// tiles from its own first row onwards, each tile's access sets loaded into shared memory
-/// (the seed's line 8, fixed: shared[threadIdx] = txs[start + threadIdx]), and unions i with
-/// every later j in the tile that it conflicts with.
-__device__ __forceinline__ void check_rows(const uint2* sets, std::uint32_t n, std::uint32_t row, std::uint32_t first_col,
+/// Kernel 1's work on one tile pair: thread t holds row `row0 + t`'s access set in registers;
+/// the column tile's access sets are loaded into shared memory (the seed's line 8, fixed:
+/// shared[threadIdx] = txs[start + threadIdx]); the row is unioned with the first later
+/// transaction of the tile that touches its sender and the first that touches its receiver.
+/// (Unioning each transaction with the next one on each of its accounts connects every
+/// conflicting pair transitively, so the clusters equal those of unioning every pair, with at
+/// most two unions per row and tile instead of one per conflicting pair.)
+__device__ __forceinline__ void check_tile(const uint2* sets, std::uint32_t n, std::uint32_t row0, std::uint32_t col0,
                                            std::uint32_t* parent, uint2* tile, DagFaults f) {
-  const bool live = row < n;
-  const uint2 mine = live ? sets[row] : make_uint2(0, 0);
-  for (std::uint32_t start = first_col; start < n; start += blockDim.x) {
-    const std::uint32_t c = start + threadIdx.x;
-    if (c < n) tile[threadIdx.x] = sets[c];
-    __syncthreads();
-    const std::uint32_t width = min(blockDim.x, n - start);
-    if (live) {
-      for (std::uint32_t k = 0; k < width; ++k) {
-        const std::uint32_t j = start + k;
-        if (j <= row) continue;
-        const uint2 o = tile[k];
-        if (conflicts(mine.x, mine.y, o.x, o.y, f.ignore_receiver)) uf_union(parent, row, j, f.larger_root);
+  const std::uint32_t row = row0 + threadIdx.x;
+  const std::uint32_t c = col0 + threadIdx.x;
+  if (c < n) tile[threadIdx.x] = sets[c];
+  __syncthreads();
+  if (row < n) {
+    const uint2 mine = sets[row];
+    const std::uint32_t width = min(blockDim.x, n - col0);
+    bool need_s = true, need_r = !f.ignore_receiver;
+    const std::uint32_t k0 = col0 > row ? 0 : row - col0 + 1;  // only columns after the row
+    for (std::uint32_t k = k0; k < width && (need_s || need_r); ++k) {
+      const uint2 o = tile[k];
+      const bool hit_s = f.ignore_receiver ? o.x == mine.x : (o.x == mine.x || o.y == mine.x);
+      const bool hit_r = o.x == mine.y || o.y == mine.y;
+      if ((need_s && hit_s) || (need_r && hit_r)) {
+        uf_union(parent, row, col0 + k, f.larger_root);
+        if (hit_s) need_s = false;
+        if (hit_r) need_r = false;
       }
     }
-    __syncthreads();
   }
+  __syncthreads();
 }
 
-__global__ void conflict_kernel(const uint2* sets, std::uint32_t n, std::uint32_t* parent, DagFaults f) {
+/// Kernel 1: one block per tile pair (row tile <= column tile) of the upper triangle, so every
+/// block does the same work; blockIdx.x enumerates the pairs row by row.
+__global__ void conflict_kernel(const uint2* sets, std::uint32_t n, std::uint32_t tiles, std::uint32_t* parent,
+                                DagFaults f) {
   __shared__ uint2 tile[kThreads];
-  const std::uint32_t row0 = blockIdx.x * blockDim.x;
-  check_rows(sets, n, row0 + threadIdx.x, row0, parent, tile, f);
+  // Pair p -> (rt, ct): rows of the triangle hold tiles, tiles-1, ... pairs.
+  std::uint32_t p = blockIdx.x, rt = 0, len = tiles;
+  while (p >= len) {
+    p -= len;
+    ++rt;
+    --len;
+  }
+  check_tile(sets, n, rt * blockDim.x, (rt + p) * blockDim.x, parent, tile, f);
 }
 
 /// Kernel 2, roots form: root[i] = find(i).
@@ -68,15 +84,13 @@ __global__ void matrix_kernel(std::uint32_t* parent, std::uint32_t n, std::uint3
   atomicOr(d + std::size_t(r) * words + j / 32, 1u << (j % 32));
 }
 
-/// Small blocks: everything in one block of kThreads threads, each owning rows
-/// threadIdx, threadIdx + blockDim, ...
+/// Blocks of one tile: everything in one block (one launch).
 __global__ void fused_kernel(const uint2* sets, std::uint32_t n, std::uint32_t* parent, std::uint32_t* root,
                              DagFaults f) {
   __shared__ uint2 tile[kThreads];
   for (std::uint32_t i = threadIdx.x; i < n; i += blockDim.x) parent[i] = i;
   __syncthreads();
-  for (std::uint32_t row0 = 0; row0 < n; row0 += blockDim.x) check_rows(sets, n, row0 + threadIdx.x, row0, parent, tile, f);
-  __syncthreads();
+  check_tile(sets, n, 0, 0, parent, tile, f);
   for (std::uint32_t i = threadIdx.x; i < n; i += blockDim.x) root[i] = uf_find(parent, i);
 }
 
@@ -106,17 +120,17 @@ class GpuDagImpl final : public GpuDag {
     DUET_CUDA_TRY(cudaMalloc(&d_root_, cap * sizeof(std::uint32_t)));
     DUET_CUDA_TRY(cudaMallocHost(&h_sets_, cap * sizeof(uint2)));
     DUET_CUDA_TRY(cudaMallocHost(&h_root_, cap * sizeof(std::uint32_t)));
-    if (cap <= kMaxMatrixTxs) {
-      const std::size_t words = (cap + 31) / 32;
-      DUET_CUDA_TRY(cudaMalloc(&d_matrix_, cap * words * 4));
-      DUET_CUDA_TRY(cudaMallocHost(&h_matrix_, cap * words * 4));
+    {
+      const std::size_t m = std::min(cap, kMaxMatrixTxs), words = (m + 31) / 32;
+      DUET_CUDA_TRY(cudaMalloc(&d_matrix_, m * words * 4));
+      DUET_CUDA_TRY(cudaMallocHost(&h_matrix_, m * words * 4));
     }
     return Status::Ok();
   }
 
   Status launch(const Tx* txs, std::size_t n, DagForm form, DagFaults faults) override {
     if (n > cap_) return Status::InvalidArgument("block of " + std::to_string(n) + " transactions exceeds the GPU DAG slot's " + std::to_string(cap_));
-    if (form == DagForm::kMatrix && !d_matrix_) return Status::InvalidArgument("the matrix form needs blocks of at most " + std::to_string(kMaxMatrixTxs));
+    if (form == DagForm::kMatrix && n > kMaxMatrixTxs) return Status::InvalidArgument("the matrix form needs blocks of at most " + std::to_string(kMaxMatrixTxs));
     if (launched_) DUET_CUDA_TRY(cudaEventSynchronize(done_));  // the staging buffer is free again
     n_ = n;
     form_ = form;
@@ -130,7 +144,9 @@ class GpuDagImpl final : public GpuDag {
       fused_kernel<<<1, kThreads, 0, stream_>>>(static_cast<const uint2*>(d_sets_), un, d_parent_, d_root_, faults);
     } else {
       init_kernel<<<blocks, kThreads, 0, stream_>>>(d_parent_, un);
-      conflict_kernel<<<blocks, kThreads, 0, stream_>>>(static_cast<const uint2*>(d_sets_), un, d_parent_, faults);
+      const std::uint32_t tiles = blocks;
+      const std::uint32_t pairs = tiles * (tiles + 1) / 2;
+      conflict_kernel<<<pairs, kThreads, 0, stream_>>>(static_cast<const uint2*>(d_sets_), un, tiles, d_parent_, faults);
       if (form == DagForm::kRoots) {
         roots_kernel<<<blocks, kThreads, 0, stream_>>>(d_parent_, un, d_root_);
       } else {

@@ -1,8 +1,7 @@
 // The conflict DAG built on the GPU (Alg. 15): the access sets are copied to the device, kernel 1
-// runs the tiled all-pairs conflict check with the union-find in global memory, kernel 2 writes
-// each transaction's root, and the root array comes back in one copy. Blocks up to
-// kFusedMaxTxs run as one fused single-block kernel (one launch: init, check, roots, with
-// __syncthreads between); larger ones as three kernels over the whole grid.
+// runs the tiled all-pairs conflict check with the union-find in global memory (one thread block
+// per tile pair of the upper triangle), kernel 2 writes each transaction's root, and the root
+// array comes back in one copy. A block of one tile (kFusedMaxTxs) runs as one fused kernel.
 //
 // A GpuDag is one slot: one stream, device buffers and pinned host buffers; launch() returns at
 // once, wait() collects. Several slots keep several blocks in flight. Not thread-safe: one
@@ -22,7 +21,7 @@ namespace duet::batch::orangutan {
 /// upper-triangular bit matrix D (n <= kMaxMatrixTxs), converted to roots on the host.
 enum class DagForm : std::uint8_t { kRoots = 0, kMatrix = 1 };
 
-constexpr std::size_t kFusedMaxTxs = 2048;
+constexpr std::size_t kFusedMaxTxs = 256;  // one tile
 constexpr std::size_t kMaxMatrixTxs = 8192;
 
 class GpuDag {

@@ -35,6 +35,12 @@ void Team::wait_while_equal(const std::atomic<T>& a, T value) const {
     if (a.load(std::memory_order_acquire) != value) return;
     cpu_relax();
   }
+  // Then give the core away a few times (a preempted member may be waiting for it) before
+  // sleeping on the futex.
+  for (unsigned i = 0; i < 32; ++i) {
+    if (a.load(std::memory_order_acquire) != value) return;
+    std::this_thread::yield();
+  }
   while (a.load(std::memory_order_acquire) == value) a.wait(value, std::memory_order_acquire);
 }
 

@@ -2,8 +2,9 @@
 // OranguTAN's phases (Part I, barrier, Part II) need a barrier per block, so the team keeps
 // its threads and wakes them per block instead of handing ranges to a pool twice.
 //
-// Waiting spins briefly (longer when every member has a core) and then sleeps on the atomic
-// (futex), so an oversubscribed team (8 members on 2 cores) still makes progress.
+// Waiting spins briefly (longer when every member has a core), yields the core a few times, and
+// then sleeps on the atomic (futex), so an oversubscribed team (8 members on 2 cores) still
+// makes progress.
 #pragma once
 
 #include <atomic>
