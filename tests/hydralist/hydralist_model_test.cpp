@@ -231,6 +231,16 @@ void run_against_map(std::uint64_t range, int ops, std::uint64_t seed, const Con
         break;
       }
       case 6: {
+        if (rng() % 4 == 0) {
+          bool existed = false;
+          ASSERT_EQ(s->upsert(k, v, &out, &existed), Result::kOk);
+          ASSERT_EQ(existed, present);
+          if (present) {
+            ASSERT_EQ(out, it->second);
+          }
+          model[k] = v;
+          break;
+        }
         const Result r = s->get(k, &out);
         ASSERT_EQ(r, present ? Result::kOk : Result::kNotFound);
         if (present) {

@@ -352,6 +352,37 @@ Result Session<KT>::update(Arg key, std::uint64_t value, std::uint64_t* previous
 }
 
 template <class KT>
+Result Session<KT>::upsert(Arg key, std::uint64_t value, std::uint64_t* previous, bool* existed) {
+  if (!KT::valid(key, idx_->cfg_.max_key_bytes)) return Result::kTooLarge;
+  typename KT::Stored stored{};
+  if constexpr (KT::kBlobs) {
+    stored = detail::allocation_should_fail() ? nullptr : detail::Blob::make(key);
+    if (!stored) return Result::kNoMemory;
+  } else {
+    stored = key;
+  }
+  auto guard = part_->pin();
+  Node* n = lock_target(key);
+  const int s = probe(n, key);
+  if (s >= 0) {
+    auto& slot = n->slots.value(static_cast<unsigned>(s));
+    if (previous) *previous = ld(slot);
+    if (existed) *existed = true;
+    st(slot, value);
+    unlock(n);
+    if constexpr (KT::kBlobs) detail::Blob::free(const_cast<detail::Blob*>(stored));
+    return Result::kOk;
+  }
+  const Result r = insert_locked(n, key, stored, value);
+  if (r != Result::kOk) {
+    if constexpr (KT::kBlobs) detail::Blob::free(const_cast<detail::Blob*>(stored));
+    return r;
+  }
+  if (existed) *existed = false;
+  return Result::kOk;
+}
+
+template <class KT>
 void Session<KT>::after_remove(Node* n) {
   const unsigned cnt = static_cast<unsigned>(std::popcount(ld(n->bitmap)));
   // Merge with the right neighbour (n survives).

@@ -313,6 +313,9 @@ class Session {
   /// UPDATE: replaces the value of a present key in place (kOk, *previous = the old value when
   /// non-null), else kNotFound.
   Result update(Arg key, std::uint64_t value, std::uint64_t* previous = nullptr);
+  /// UPSERT: sets key -> value whether or not it was present; *existed says which and, when it
+  /// was, *previous holds the value it replaced (either pointer may be null). kOk.
+  Result upsert(Arg key, std::uint64_t value, std::uint64_t* previous = nullptr, bool* existed = nullptr);
   /// REMOVE: deletes the key (kOk, *previous = its value when non-null), or kNotFound.
   Result remove(Arg key, std::uint64_t* previous = nullptr);
   /// Atomically: when the key is present, *value = its value and *inserted = false; else
