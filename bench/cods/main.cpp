@@ -40,6 +40,7 @@ const char* kUsage = R"(usage: duet_bench_cods [options]
   --repeats N      runs per point; the table shows the median and range (default 3)
   --stream N       operations generated per CPU thread, replayed cyclically (default 2^18)
   --gpu-ops N      operations per GPU batch (default 4,000,000)
+  --gpu-shapes L   of list,hash,tree: the GPU (and gpu-cpu) shapes to run (default all)
   --seed N         workload seed (default 1)
   --quick          smoke sizes: ranges / 10, 0.02 s, 1 repeat, 2^14-op streams, 2^18 GPU ops
   --list           print the systems and exit
@@ -55,6 +56,7 @@ struct Options {
   unsigned repeats = 3;
   std::uint64_t stream = 1u << 18;
   std::uint64_t gpu_ops = 4000000;
+  std::vector<std::string> gpu_shapes{"list", "hash", "tree"};
   std::uint64_t seed = 1;
   bool quick = false, list = false;
   std::string out;
@@ -115,6 +117,10 @@ bool parse(int argc, char** argv, Options* o, bool* help, std::string* error) {
           if (!c || *c == 0 || *c > (std::uint64_t{1} << 31)) return fail("must be in [1, 2^31]");
           o->gpu_ops = *c;
           gpu_ops_set = true;
+        } else if (f == "--gpu-shapes") {
+          o->gpu_shapes = split_list(v);
+          for (auto& x : o->gpu_shapes)
+            if (x != "list" && x != "hash" && x != "tree") return fail("unknown shape " + x);
         } else if (f == "--seed") {
           auto c = parse_count(v);
           if (!c) return fail("bad seed");
@@ -475,6 +481,7 @@ int main_impl(int argc, char** argv) {
   config.set("repeats", o.repeats);
   config.set("stream_ops_per_thread", o.stream);
   config.set("gpu_batch_ops", o.gpu_ops);
+  config.set("gpu_shapes", Json::array_of(o.gpu_shapes));
   config.set("seed", o.seed);
   config.set("quick", o.quick);
   config.set("hardware_threads", std::thread::hardware_concurrency());
@@ -516,6 +523,7 @@ int main_impl(int argc, char** argv) {
   const bool want_gpu_cpu = std::find(o.figures.begin(), o.figures.end(), "gpu-cpu") != o.figures.end();
   if ((want_gpu && have_gpu) || want_gpu_cpu) {
     for (const GpuShape& sh : gpu_shapes(o)) {
+      if (std::find(o.gpu_shapes.begin(), o.gpu_shapes.end(), sh.structure) == o.gpu_shapes.end()) continue;
       const std::vector<std::uint64_t> pre = prefill_keys(sh.range, sh.keys, o.seed);
       for (double mix : o.mixes) {
         const std::vector<std::uint64_t> stream = make_streams(sh.range, mix, 1, o.gpu_ops, o.seed + 7)[0];

@@ -2,10 +2,14 @@
 // algorithms of hash_set.hpp and blink_tree.hpp run by cods::GpuTile<G>, one request per tile at
 // a time, with nodes from a pool in GPU memory. See gpu_batch.hpp for the contract.
 //
-// Pool: `fresh_next` hands out never-used nodes; `free_list` holds recycled ones (only popped
-// while batches run); nodes a batch discards or retires are appended to `retired`. When no batch
-// is in flight (the driver holds its mutex exclusively) `retired` is moved onto `free_list`, so a
-// retired node is reused only after every batch that could have read it has ended.
+// Pool: `fresh_next` hands out never-used nodes; `free_list` holds recycled ones, which batches
+// take from the top by a ticket (`free_taken`, one atomic add: free_list and free_count do not
+// change while batches run, so ticket t < free_count names entry free_count - 1 - t alone); nodes
+// a batch discards or retires are appended to `retired`. When no batch is in flight (the driver
+// holds its mutex exclusively) the untaken entries stay, `retired` is appended after them and
+// the ticket is reset, so a retired node is reused only after every batch that could have read
+// it has ended. (A compare-and-swap loop on the count, the first version, let one contended CAS
+// win per round: the benchmark measured GPU updates capped near 2.8 M/s by it.)
 #include <cuda_runtime.h>
 
 #include <algorithm>
@@ -32,8 +36,9 @@ constexpr std::uint64_t kNone = ~std::uint64_t(0);
 struct PoolState {
   std::uint64_t fresh_next;     ///< next never-used node (may run past capacity: clamp)
   std::uint64_t capacity;       ///< nodes in the pool
-  std::uint64_t free_count;     ///< recycled nodes left on free_list
+  std::uint64_t free_count;     ///< recycled nodes on free_list (constant while batches run)
   std::uint64_t retired_count;  ///< nodes discarded or retired since the last recycle
+  std::uint64_t free_taken;     ///< tickets drawn on free_list since the last recycle (may pass free_count)
 };
 
 /// The GPU environment of the algorithms (see cpu_env.hpp for the interface).
@@ -49,13 +54,10 @@ struct GpuEnv {
     static_assert(std::is_same_v<Node, PoolNode>, "one node type per pool");
     std::uint64_t idx = kNone;
     if (g.is_leader()) {
-      std::uint64_t c = atomic_load(&st->free_count, Order::relaxed);
-      while (c > 0) {
-        // free_list is not written while batches run, so a won count names a unique entry.
-        if (atomic_cas(&st->free_count, c, c - 1, Order::acq_rel)) {
-          idx = free_list[c - 1];
-          break;
-        }
+      const std::uint64_t c = st->free_count;  // constant while batches run
+      if (c > 0 && atomic_load(&st->free_taken, Order::relaxed) < c) {
+        const std::uint64_t t = atomic_add(&st->free_taken, 1, Order::relaxed);
+        if (t < c) idx = free_list[c - 1 - t];
       }
       if (idx == kNone) {
         const std::uint64_t f = atomic_add(&st->fresh_next, 1, Order::relaxed);
@@ -90,15 +92,17 @@ struct GpuEnv {
   __device__ bool stuck() const { return false; }
 };
 
-/// Moves the retired nodes onto the free list. One block; no batch may be running.
+/// Drops the taken top of the free list and appends the retired nodes. One block; no batch may
+/// be running.
 __global__ void recycle_kernel(std::uint64_t* free_list, const std::uint64_t* retired, PoolState* st) {
-  const std::uint64_t base = st->free_count;
+  const std::uint64_t base = st->free_count - std::min(st->free_taken, st->free_count);
   const std::uint64_t n = std::min(st->retired_count, st->capacity);
   for (std::uint64_t i = threadIdx.x; i < n; i += blockDim.x) free_list[base + i] = retired[i];
   __syncthreads();
   if (threadIdx.x == 0) {
     st->free_count = base + n;
     st->retired_count = 0;
+    st->free_taken = 0;
   }
 }
 
@@ -192,7 +196,7 @@ class GpuImpl final : public GpuStructure {
     DUET_CUDA_TRY(cudaMalloc(&env_.free_list, 8 * cap));
     DUET_CUDA_TRY(cudaMalloc(&env_.retired, 8 * cap));
     DUET_CUDA_TRY(cudaMalloc(&env_.st, sizeof(PoolState)));
-    const PoolState st{0, cap, 0, 0};
+    const PoolState st{0, cap, 0, 0, 0};
     DUET_CUDA_TRY(cudaMemcpy(env_.st, &st, sizeof(st), cudaMemcpyHostToDevice));
     const int grid = std::max(1, gpu::device().sm_count) * 4;
     if constexpr (kIsTree) {
