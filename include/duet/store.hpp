@@ -15,6 +15,7 @@
 #include "duet/keyspace.hpp"
 #include "duet/kv.hpp"
 #include "duet/status.hpp"
+#include "duet/txn.hpp"
 
 namespace duet {
 
@@ -118,6 +119,11 @@ class Store {
   /// create(name, KeyspaceKind::kBatch, ...) and find(name, ...), typed as for kv (duet/batch.hpp).
   Status create_batch(std::string_view name, std::shared_ptr<BatchSpace>* out);
   Status batch(std::string_view name, std::shared_ptr<BatchSpace>* out);
+
+  /// create(name, KeyspaceKind::kTxn, ...), typed (default TxnConfig; TxnSpace::open takes any).
+  Status create_txn(std::string_view name, std::shared_ptr<TxnSpace>* out);
+  /// find(name, ...), typed, as kv() is.
+  Status txn(std::string_view name, std::shared_ptr<TxnSpace>* out);
 
   /// Names of the keyspaces, in creation order.
   virtual std::vector<std::string> keyspaces() const = 0;

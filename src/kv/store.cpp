@@ -10,6 +10,7 @@
 #include "duet/store.hpp"
 #include "gpu/device.hpp"
 #include "kv/kv_space.hpp"
+#include "txn/factory.hpp"
 
 namespace duet {
 
@@ -203,7 +204,7 @@ class StoreImpl final : public Store {
   Status make_space(std::string_view name, KeyspaceKind kind, std::shared_ptr<Keyspace>* out) {
     switch (kind) {
       case KeyspaceKind::kKv: return make_kv(name, out);
-      case KeyspaceKind::kTxn: return Status::Unavailable("keyspace kind 'txn' is not available in this build");
+      case KeyspaceKind::kTxn: return txn::make_txn_space(name, config_, out);
       case KeyspaceKind::kBatch: return batch::make_batch_keyspace(name, gpu_, out);
     }
     return Status::InvalidArgument("unknown keyspace kind");

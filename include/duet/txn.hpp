@@ -1,0 +1,273 @@
+// The `txn` keyspace: SnapKV (dissertation chapter 3; docs/txn.md).
+//
+// Ordered byte-string keys (up to 64 KiB, compared bytewise, a shorter prefix first) mapped to
+// byte-string values (up to 512 MiB), read and written by snapshot-isolation transactions:
+//
+//   TxnSpace::begin  reads the global timestamp (the transaction's start);
+//   Txn::get/scan/snapshot  read the newest committed version <= start, overlaid by the
+//                           transaction's own buffered writes and deletes;
+//   Txn::put/del     buffer a write;
+//   Txn::commit      SnapKV's Algorithm 1: lock the write set in key order, validate first-
+//                    updater-wins under each lock, take the commit timestamp once all locks
+//                    are held, install the versions, unlock.
+//
+// Guarantees: snapshot isolation with real-time order. A transaction that begins after a
+// commit returned sees it; two transactions that write a common key never both commit (the
+// later commit aborts, naming the key); write skew is allowed. Read-only transactions never
+// abort on conflicts (they can only be aborted as "snapshot too old" when the configured
+// version budget or snapshot age is exceeded). Readers never block writers; a reader waits
+// only for a committer that already holds its commit timestamp and is installing.
+//
+// Thread safety: TxnSpace's members may be called from any number of threads. A Txn belongs to
+// one thread at a time (it may move between threads between calls).
+#pragma once
+
+#include <cstddef>
+#include <cstdint>
+#include <functional>
+#include <map>
+#include <memory>
+#include <optional>
+#include <span>
+#include <string>
+#include <string_view>
+#include <utility>
+#include <vector>
+
+#include "duet/keyspace.hpp"
+#include "duet/status.hpp"
+
+namespace duet {
+
+namespace txn {
+struct Core;
+}
+
+/// Size limits; both are checked on every call that takes a key or value.
+struct TxnLimits {
+  std::size_t max_key_bytes = 64 * 1024;            ///< 1 .. 64 KiB
+  std::size_t max_value_bytes = 512ull << 20;       ///< 0 .. 512 MiB
+};
+
+/// Fault injection for negative controls: each switch breaks one rule of the commit or read
+/// protocol so that a test can show its checker catches the violation. All off in normal use.
+struct TxnFaults {
+  bool skip_validation = false;      ///< commit never checks for a newer version (lost updates)
+  bool read_latest = false;          ///< reads return the newest version, ignoring the start
+  bool ts_before_locks = false;      ///< the commit timestamp is taken before the locks
+  bool install_after_unlock = false; ///< each key is unlocked before its version is installed
+  bool drop_version = false;         ///< the last key of each multi-key write set is not installed
+  /// Yields between the steps of a commit, widening the windows the faults above open.
+  unsigned step_yields = 0;
+  /// Test hook, called on the committing thread at each step of a commit: "locked" (a key
+  /// locked and validated), "ts" (the commit timestamp taken), "unlocked" (a key unlocked;
+  /// with install_after_unlock, before its version is installed), "installed" (a key's
+  /// version installed and the key unlocked). Lets a test interleave other transactions at an
+  /// exact point. Empty in normal use.
+  std::function<void(std::string_view step, std::string_view key)> hook;
+};
+
+/// A txn keyspace's settings; TxnSpace::open checks every field.
+struct TxnConfig {
+  TxnLimits limits;
+  /// Transactions open at once (each holds a slot while it runs); begin() beyond it gets
+  /// kResourceExhausted.
+  unsigned max_transactions = 4096;
+  /// Obsolete versions (not the newest of their key) that wake the collector.
+  std::uint64_t gc_watermark = 1u << 14;
+  /// Version budget: when obsolete versions stay above this after a collection, the oldest
+  /// transaction holding them is aborted ("snapshot too old"). 0: no budget.
+  std::uint64_t max_obsolete_versions = 0;
+  /// Snapshot age limit: a transaction older than this (milliseconds since begin) that holds
+  /// back collection is aborted ("snapshot too old") at the next collection. 0: no limit.
+  std::uint64_t max_snapshot_age_ms = 0;
+  /// Bytes of keys and values the keyspace may hold (every version counted); a commit that
+  /// would exceed it aborts with kResourceExhausted. 0: no bound.
+  std::uint64_t memory_budget_bytes = 0;
+  /// A collector thread runs collection when the watermark is reached (false: only collect()).
+  bool background_gc = true;
+  /// Threads reading one large SNAPSHOT range (0: one per hardware thread, at most 16).
+  unsigned snapshot_threads = 0;
+  /// Ranges of at least this many keys are read by several threads.
+  std::size_t parallel_range_keys = 1u << 16;
+  TxnFaults faults;
+};
+
+/// A key range with ZRANGEBYLEX-style bounds: each end is inclusive, exclusive or unbounded.
+struct TxnRange {
+  std::string start, end;
+  bool start_inclusive = true, end_inclusive = true;
+  bool start_unbounded = false, end_unbounded = false;
+  /// [start, end], both inclusive.
+  static TxnRange closed(std::string s, std::string e) { return TxnRange{std::move(s), std::move(e)}; }
+  /// Every key.
+  static TxnRange all() { return TxnRange{{}, {}, true, true, true, true}; }
+};
+
+/// One argument of SNAPSHOT: a point (one key) or a range with an optional limit.
+struct SnapshotArg {
+  bool is_range = false;
+  std::string key;     ///< a point's key
+  TxnRange range;      ///< a range's bounds
+  std::size_t limit = 0;  ///< a range's most pairs (0: no limit)
+  static SnapshotArg point(std::string k) { return SnapshotArg{false, std::move(k), {}, 0}; }
+  static SnapshotArg of(TxnRange r, std::size_t limit = 0) { return SnapshotArg{true, {}, std::move(r), limit}; }
+};
+
+/// SNAPSHOT's columnar result (Algorithm 2's keys, values and index). Slot i has key
+/// key_bytes[key_offsets[i] .. key_offsets[i+1]) and value value_bytes[value_offsets[i] ..
+/// value_offsets[i+1]); argument j filled slots arg_offsets[j] .. arg_offsets[j+1]. A point
+/// fills exactly one slot, with present[i] = 0 (and an empty value) when the key is absent;
+/// a range fills one slot per present key, in key order. A range cut by its limit has
+/// more[j] = 1 and resume[j] = the bound to continue from (exclusive of the last key).
+struct TxnSnapshot {
+  std::vector<char> key_bytes, value_bytes;
+  std::vector<std::uint64_t> key_offsets{0}, value_offsets{0}, arg_offsets{0};
+  std::vector<std::uint8_t> present;
+  std::vector<std::uint8_t> more;
+  std::vector<std::string> resume;
+  std::size_t size() const { return present.size(); }
+  std::string_view key(std::size_t i) const {
+    return {key_bytes.data() + key_offsets[i], static_cast<std::size_t>(key_offsets[i + 1] - key_offsets[i])};
+  }
+  std::string_view value(std::size_t i) const {
+    return {value_bytes.data() + value_offsets[i], static_cast<std::size_t>(value_offsets[i + 1] - value_offsets[i])};
+  }
+  void clear();
+
+  /// The fixed-width form, for keys of at most 8 bytes and values of one size: keys[i] is the
+  /// key's bytes big-endian, zero padded (so integer order is key order for keys of one
+  /// length), values hold size() * *value_width bytes. InvalidArgument when a key is longer or
+  /// the present values differ in size (an absent point's value is zero-filled).
+  Status to_fixed(std::vector<std::uint64_t>* keys, std::vector<char>* values, std::size_t* value_width) const;
+};
+
+/// SNAPSHOT packed into one buffer (pinned host memory when a GPU is present, so one copy
+/// reaches the device). Layout, every section 8-byte aligned, offsets in bytes from data():
+/// [n slots, m args] header (2 x u64), key_offsets (n+1 u64), value_offsets (n+1 u64),
+/// arg_offsets (m+1 u64), present (n bytes), key bytes, value bytes.
+class PackedSnapshot {
+ public:
+  PackedSnapshot() = default;
+  ~PackedSnapshot();
+  PackedSnapshot(const PackedSnapshot&) = delete;
+  PackedSnapshot& operator=(const PackedSnapshot&) = delete;
+  PackedSnapshot(PackedSnapshot&& o) noexcept;
+  PackedSnapshot& operator=(PackedSnapshot&& o) noexcept;
+  /// Packs `s` (kResourceExhausted when the buffer cannot be allocated).
+  static Status pack(const TxnSnapshot& s, PackedSnapshot* out);
+  const char* data() const { return data_; }
+  std::size_t bytes() const { return bytes_; }
+  std::uint64_t slots() const;
+  std::uint64_t args() const;
+  std::size_t key_offsets_at() const { return 16; }
+  std::size_t value_offsets_at() const { return key_offsets_at() + 8 * (slots() + 1); }
+  std::size_t arg_offsets_at() const { return value_offsets_at() + 8 * (slots() + 1); }
+  std::size_t present_at() const { return arg_offsets_at() + 8 * (args() + 1); }
+  std::size_t key_bytes_at() const { return (present_at() + slots() + 7) & ~std::size_t{7}; }
+  std::size_t value_bytes_at() const;
+  /// Whether the buffer is page-locked (a GPU was present).
+  bool pinned() const { return pinned_; }
+
+ private:
+  char* data_ = nullptr;
+  std::size_t bytes_ = 0;
+  bool pinned_ = false;
+};
+
+/// How a commit ended.
+enum class TxnOutcome : std::uint8_t {
+  kCommitted = 0,
+  kConflict,         ///< first updater wins: a version newer than the start exists (retry)
+  kSnapshotTooOld,   ///< aborted to bound memory (version budget or snapshot age)
+};
+const char* txn_outcome_name(TxnOutcome o);
+
+/// What commit() reports.
+struct CommitResult {
+  TxnOutcome outcome = TxnOutcome::kCommitted;
+  std::uint64_t commit_ts = 0;   ///< committed: the commit timestamp (start ts when read-only)
+  std::string conflict_key;      ///< kConflict: the key that had a newer version
+};
+
+/// One transaction. Default-constructed it is inactive; TxnSpace::begin starts it, commit or
+/// abort ends it, and begin may start it again (reusing its buffers). Destroying an active
+/// transaction aborts it. Every call on an inactive transaction is InvalidArgument
+/// ("transaction is not active") and changes nothing.
+class Txn {
+ public:
+  Txn() = default;
+  ~Txn();
+  Txn(const Txn&) = delete;
+  Txn& operator=(const Txn&) = delete;
+
+  bool active() const { return core_ != nullptr; }
+  std::uint64_t start_ts() const { return start_; }
+
+  /// The value of `key` at the start, overlaid by this transaction's writes. *found says
+  /// whether it exists (value empty when not). TooLarge for an oversized key; ResourceExhausted
+  /// "snapshot too old" when the transaction was aborted to bound memory (it is then inactive).
+  Status get(std::string_view key, std::string* value, bool* found);
+  /// Buffers key = value. TooLarge for an oversized key or value (nothing buffered).
+  Status put(std::string_view key, std::string_view value);
+  /// Buffers the deletion of key (deleting an absent key is allowed and writes a tombstone).
+  Status del(std::string_view key);
+  /// Appends to *out the present pairs in `range` in key order, at most `limit` (0: all).
+  /// When the limit cut the range, *more (may be null) is true and *resume (may be null) is
+  /// the key to continue from with an exclusive start. InvalidArgument for an inverted range.
+  Status scan(const TxnRange& range, std::size_t limit, std::vector<std::pair<std::string, std::string>>* out,
+              bool* more = nullptr, std::string* resume = nullptr);
+  /// SNAPSHOT(args) at the start into *out (cleared first): Algorithm 2, own writes merged in
+  /// key order. InvalidArgument for an inverted range or a bad key (nothing is returned).
+  Status snapshot(std::span<const SnapshotArg> args, TxnSnapshot* out);
+  /// Commits (Algorithm 1). Returns ok with r->outcome kCommitted, kConflict or
+  /// kSnapshotTooOld; the transaction is inactive afterwards in every case. A non-ok Status
+  /// (the transaction is then aborted) means memory ran out (kResourceExhausted) or misuse.
+  Status commit(CommitResult* r);
+  /// Drops the buffered writes and ends the transaction. No effect when inactive.
+  void abort();
+
+  /// Writes buffered so far (own-write overlay), in key order; nullopt marks a delete.
+  const std::map<std::string, std::optional<std::string>, std::less<>>& writes() const { return writes_; }
+
+ private:
+  friend class TxnSpaceImpl;
+  friend struct txn::Core;
+  Status enter();
+  void leave();
+  void end();
+  std::shared_ptr<txn::Core> core_;
+  unsigned slot_ = 0;
+  std::uint64_t start_ = 0;
+  std::map<std::string, std::optional<std::string>, std::less<>> writes_;
+};
+
+/// Counters, exact when quiescent.
+struct TxnStats {
+  std::uint64_t commits = 0, conflicts = 0, too_old = 0, read_only = 0;
+  std::uint64_t keys = 0;               ///< keys in the index (present or tombstoned)
+  std::uint64_t versions = 0;           ///< versions held, all keys
+  std::uint64_t obsolete_versions = 0;  ///< versions that are not the newest of their key
+  std::uint64_t collections = 0;        ///< collection passes run
+  std::uint64_t reclaimed = 0;          ///< versions freed by collection
+  std::uint64_t bytes = 0;              ///< key and value bytes held
+  std::uint64_t ts = 0;                 ///< the global timestamp
+};
+
+/// A txn keyspace. Create one through Store::create(name, KeyspaceKind::kTxn) (default
+/// settings) or TxnSpace::open (any settings, outside a Store).
+class TxnSpace : public Keyspace {
+ public:
+  /// Checks `config` (InvalidArgument naming the field) and creates an empty keyspace.
+  static Status open(std::string name, const TxnConfig& config, std::shared_ptr<TxnSpace>* out);
+
+  /// Starts *t (aborting it first if it is active): claims a slot and reads the global
+  /// timestamp. ResourceExhausted when max_transactions are open.
+  virtual Status begin(Txn* t) = 0;
+  /// Runs one collection pass now (also enforcing the version budget and snapshot age).
+  virtual void collect() = 0;
+  virtual TxnStats stats() const = 0;
+  virtual const TxnConfig& config() const = 0;
+};
+
+}  // namespace duet

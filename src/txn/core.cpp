@@ -1,0 +1,374 @@
+// SnapKV's index, slots, reads and collector (docs/txn.md, "Protocol" and "Versions").
+#include "txn/core.hpp"
+
+#include <immintrin.h>
+
+#include <algorithm>
+#include <chrono>
+#include <cstring>
+#include <new>
+
+namespace duet::txn {
+
+namespace {
+
+void cpu_relax(unsigned spins) {
+  if (spins < 64) _mm_pause();
+  else std::this_thread::yield();
+}
+
+std::uint64_t now_ns() {
+  return static_cast<std::uint64_t>(
+      std::chrono::duration_cast<std::chrono::nanoseconds>(std::chrono::steady_clock::now().time_since_epoch()).count());
+}
+
+constexpr std::size_t kLogChunk = 4096;
+
+}  // namespace
+
+Version* Version::make(std::string_view value, bool tombstone) {
+  void* p = ::operator new(sizeof(Version) + value.size(), std::nothrow);
+  if (p == nullptr) return nullptr;
+  auto* v = new (p) Version{0, {nullptr}, value.size(), tombstone};
+  if (!value.empty()) std::memcpy(v->data(), value.data(), value.size());
+  return v;
+}
+
+Entry* Entry::make(std::string_view key) {
+  void* p = ::operator new(sizeof(Entry) + key.size());
+  auto* e = new (p) Entry();
+  e->key_len = static_cast<std::uint32_t>(key.size());
+  if (!key.empty()) std::memcpy(reinterpret_cast<char*>(e + 1), key.data(), key.size());
+  return e;
+}
+
+void Entry::destroy(Entry* e) {
+  Version* v = e->head.load(std::memory_order_relaxed);
+  while (v != nullptr) {
+    Version* o = v->older.load(std::memory_order_relaxed);
+    Version::destroy(v);
+    v = o;
+  }
+  e->~Entry();
+  ::operator delete(e);
+}
+
+std::uint64_t prefix_of(std::string_view key) {
+  std::uint64_t p = 0;
+  const std::size_t n = std::min<std::size_t>(key.size(), 8);
+  for (std::size_t i = 0; i < n; ++i) p |= std::uint64_t(static_cast<unsigned char>(key[i])) << (56 - 8 * i);
+  return p;
+}
+
+// ---------------------------------------------------------------- Index
+
+/// A LIT session borrowed from the pool for the caller's scope: the thread's own stripe when
+/// free, else the next free one, else it waits for its own.
+class Index::SessionRef {
+ public:
+  explicit SessionRef(Index& ix) {
+    thread_local unsigned hint = static_cast<unsigned>(std::hash<std::thread::id>{}(std::this_thread::get_id()));
+    const std::size_t n = ix.pool_.size();
+    for (std::size_t i = 0; i < n; ++i) {
+      PoolSlot* p = ix.pool_[(hint + i) % n].get();
+      if (p->m.try_lock()) {
+        slot_ = p;
+        return;
+      }
+    }
+    slot_ = ix.pool_[hint % n].get();
+    slot_->m.lock();
+  }
+  ~SessionRef() { slot_->m.unlock(); }
+  lit::Session* operator->() { return slot_->s.get(); }
+
+ private:
+  PoolSlot* slot_;
+};
+
+Status Index::init() {
+  lit::Config c;
+  c.predicted_min = 0;
+  c.predicted_max = (std::uint64_t{1} << 63) - 1;  // ASCII keys; others go to the last bucket, which splits
+  c.buckets = 4096;
+  const unsigned hw = std::max(1u, std::thread::hardware_concurrency());
+  const std::size_t pool = std::min<std::size_t>(4 * hw, 256);
+  c.max_sessions = pool + 8;
+  Status s = lit::Map::create(c, &map_);
+  if (!s.ok()) return s;
+  for (std::size_t i = 0; i < pool; ++i) {
+    auto p = std::make_unique<PoolSlot>();
+    s = map_->open_session(&p->s);
+    if (!s.ok()) return s;
+    pool_.push_back(std::move(p));
+  }
+  return Status::Ok();
+}
+
+Index::~Index() {
+  const std::uint64_t n = n_entries_.load();
+  for (std::uint64_t i = 0; i < n; ++i) Entry::destroy(log_[i / kLogChunk][i % kLogChunk]);
+  for (Bucket* b : buckets_) delete b;
+  pool_.clear();  // sessions before the map
+  map_.reset();
+}
+
+Bucket* Index::bucket_of(std::uint64_t prefix) {
+  SessionRef s(*this);
+  std::uint64_t v = 0;
+  return s->get(prefix, &v) == lit::Result::kOk ? reinterpret_cast<Bucket*>(v) : nullptr;
+}
+
+Bucket* Index::bucket_or_insert(std::uint64_t prefix) {
+  if (Bucket* b = bucket_of(prefix)) return b;
+  auto* fresh = new Bucket();
+  SessionRef s(*this);
+  if (s->insert(prefix, reinterpret_cast<std::uint64_t>(fresh)) == lit::Result::kOk) {
+    std::lock_guard<std::mutex> lk(log_m_);
+    buckets_.push_back(fresh);
+    return fresh;
+  }
+  delete fresh;  // a racing insert won
+  std::uint64_t v = 0;
+  (void)s->get(prefix, &v);  // present: buckets are never removed
+  return reinterpret_cast<Bucket*>(v);
+}
+
+Entry* Index::find(std::string_view key) {
+  Bucket* b = bucket_of(prefix_of(key));
+  if (b == nullptr) return nullptr;
+  std::shared_lock<std::shared_mutex> lk(b->m);
+  auto it = b->keys.find(key);
+  return it == b->keys.end() ? nullptr : it->second;
+}
+
+Entry* Index::find_or_insert(std::string_view key, bool* created) {
+  *created = false;
+  Bucket* b = bucket_or_insert(prefix_of(key));
+  {
+    std::shared_lock<std::shared_mutex> lk(b->m);
+    auto it = b->keys.find(key);
+    if (it != b->keys.end()) return it->second;
+  }
+  std::unique_lock<std::shared_mutex> lk(b->m);
+  auto it = b->keys.find(key);
+  if (it != b->keys.end()) return it->second;
+  Entry* e = Entry::make(key);
+  b->keys.emplace(e->key(), e);
+  *created = true;
+  std::lock_guard<std::mutex> lg(log_m_);
+  const std::uint64_t n = n_entries_.load(std::memory_order_relaxed);
+  if (n % kLogChunk == 0) log_.push_back(std::make_unique<Entry*[]>(kLogChunk));
+  log_[n / kLogChunk][n % kLogChunk] = e;
+  n_entries_.store(n + 1, std::memory_order_release);
+  return e;
+}
+
+void Index::collect_range(const TxnRange& r, std::size_t max, std::vector<Entry*>* out, bool* truncated) {
+  *truncated = false;
+  const std::uint64_t lo = r.start_unbounded ? 0 : prefix_of(r.start);
+  const std::uint64_t hi = r.end_unbounded ? ~std::uint64_t{0} : prefix_of(r.end);
+  if (lo > hi) return;
+  const std::size_t base = out->size();
+  auto below_end = [&](std::string_view k) {
+    if (r.end_unbounded) return true;
+    const int c = k.compare(r.end);
+    return c < 0 || (c == 0 && r.end_inclusive);
+  };
+  std::vector<std::pair<std::uint64_t, std::uint64_t>> page;
+  std::uint64_t cur = lo;
+  SessionRef s(*this);
+  for (;;) {
+    page.clear();
+    lit::RangePage pg;
+    if (!s->range(cur, hi, &page, &pg, 256).ok()) return;  // bounds are in the universe: cannot fail
+    for (const auto& [prefix, ptr] : page) {
+      auto* b = reinterpret_cast<Bucket*>(ptr);
+      std::shared_lock<std::shared_mutex> lk(b->m);
+      auto it = b->keys.begin();
+      if (!r.start_unbounded)
+        it = r.start_inclusive ? b->keys.lower_bound(r.start) : b->keys.upper_bound(r.start);
+      for (; it != b->keys.end() && below_end(it->first); ++it) {
+        if (max != 0 && out->size() - base == max) {
+          *truncated = true;
+          return;
+        }
+        out->push_back(it->second);
+      }
+    }
+    if (!pg.more) return;
+    cur = pg.resume_key;
+  }
+}
+
+void Index::entries_from(std::uint64_t pos, std::size_t count, std::vector<Entry*>* out, std::uint64_t* next) {
+  std::lock_guard<std::mutex> lk(log_m_);
+  const std::uint64_t n = n_entries_.load(std::memory_order_relaxed);
+  std::uint64_t i = pos;
+  for (; i < n && i < pos + count; ++i) out->push_back(log_[i / kLogChunk][i % kLogChunk]);
+  *next = i >= n ? 0 : i;
+}
+
+// ---------------------------------------------------------------- Core
+
+Core::Core(const TxnConfig& c) : cfg(c), slots(new Slot[c.max_transactions]) {
+  if (cfg.background_gc) collector = std::thread([this] { run_collector(); });
+}
+
+Core::~Core() {
+  {
+    std::lock_guard<std::mutex> lk(wake_m);
+    stop = true;
+  }
+  wake.notify_all();
+  if (collector.joinable()) collector.join();
+}
+
+Status Core::claim(unsigned* slot, std::uint64_t* start) {
+  thread_local unsigned hint = 0;
+  const unsigned n = cfg.max_transactions;
+  for (unsigned i = 0; i < n; ++i) {
+    const unsigned k = (hint + i) % n;
+    Slot& s = slots[k];
+    std::uint64_t expect = kFreeSlot;
+    if (s.start.load(std::memory_order_relaxed) != kFreeSlot) continue;
+    // Announce a start no later than the one used, then read the one used: a collection
+    // that misses the announcement read the timestamp before this read (docs/txn.md).
+    const std::uint64_t g1 = gts.load(std::memory_order_seq_cst);
+    if (!s.start.compare_exchange_strong(expect, g1, std::memory_order_seq_cst)) continue;
+    s.state.store(0, std::memory_order_relaxed);
+    s.commit.store(0, std::memory_order_relaxed);
+    if (cfg.max_snapshot_age_ms) s.begin_ns = now_ns();
+    *start = gts.load(std::memory_order_seq_cst);
+    *slot = k;
+    hint = k;
+    return Status::Ok();
+  }
+  return Status::ResourceExhausted("too many open transactions (max_transactions = " +
+                                   std::to_string(cfg.max_transactions) + ")");
+}
+
+void Core::release(unsigned slot) {
+  Slot& s = slots[slot];
+  s.commit.store(0, std::memory_order_relaxed);
+  s.state.store(0, std::memory_order_relaxed);
+  s.start.store(kFreeSlot, std::memory_order_release);
+}
+
+Version* Core::read(Entry* e, std::uint64_t start) {
+  if (cfg.faults.read_latest) return e->head.load(std::memory_order_acquire);
+  // Wait out a committer holding e whose timestamp is <= start (or is being taken): it
+  // installs without waiting for anything, so the wait is short.
+  for (unsigned spins = 0;; ++spins) {
+    const std::uint64_t l = e->lock.load(std::memory_order_seq_cst);
+    if (l == 0) break;
+    const std::uint64_t w = slots[l - 1].commit.load(std::memory_order_seq_cst);
+    if (w == 0) break;                          // still locking: its timestamp will be > start
+    if (w != 1 && (w >> 1) > start) break;      // a later timestamp: invisible anyway
+    cpu_relax(spins);
+  }
+  Version* v = e->head.load(std::memory_order_acquire);
+  while (v != nullptr && v->ts > start) v = v->older.load(std::memory_order_acquire);
+  return v;
+}
+
+void Core::enqueue(Entry* e) {
+  if (e->queued.exchange(true, std::memory_order_acq_rel)) return;
+  std::lock_guard<std::mutex> lk(q_m);
+  queue.push_back(e);
+}
+
+void Core::request_gc() {
+  if (gc_requested.load(std::memory_order_relaxed) || gc_requested.exchange(true)) return;
+  std::lock_guard<std::mutex> lk(wake_m);
+  wake.notify_one();
+}
+
+std::uint64_t Core::oldest_start(bool exclude_doomed) {
+  std::uint64_t m = gts.load(std::memory_order_seq_cst);
+  for (unsigned i = 0; i < cfg.max_transactions; ++i) {
+    const std::uint64_t s = slots[i].start.load(std::memory_order_seq_cst);
+    if (s == kFreeSlot) continue;
+    if (exclude_doomed && slots[i].state.load(std::memory_order_seq_cst) == 2) continue;
+    m = std::min(m, s);
+  }
+  return m;
+}
+
+void Core::collect() {
+  std::lock_guard<std::mutex> gl(gc_m);
+  for (int pass = 0; pass < 4; ++pass) {
+    collections.fetch_add(1, std::memory_order_relaxed);
+    // Versions a transaction may read: for each key, the newest with ts <= min and the ones
+    // above it. Everything below that version is unreachable for every reader (a reader's
+    // start is >= min, so its walk stops at or above it), and is freed here.
+    const std::uint64_t min = oldest_start(true);
+    std::vector<Entry*> work;
+    {
+      std::lock_guard<std::mutex> lk(q_m);
+      work.swap(queue);
+    }
+    std::vector<Entry*> again;
+    for (Entry* e : work) {
+      e->queued.store(false, std::memory_order_release);
+      Version* head = e->head.load(std::memory_order_acquire);
+      Version* v = head;
+      while (v != nullptr && v->ts > min) v = v->older.load(std::memory_order_acquire);
+      if (v != nullptr) {
+        Version* t = v->older.exchange(nullptr, std::memory_order_acq_rel);
+        std::uint64_t n = 0, b = 0;
+        while (t != nullptr) {
+          Version* o = t->older.load(std::memory_order_relaxed);
+          b += t->bytes();
+          ++n;
+          Version::destroy(t);
+          t = o;
+        }
+        versions.fetch_sub(n, std::memory_order_relaxed);
+        obsolete.fetch_sub(n, std::memory_order_relaxed);
+        bytes.fetch_sub(b, std::memory_order_relaxed);
+        reclaimed.fetch_add(n, std::memory_order_relaxed);
+      }
+      if (v != head) again.push_back(e);  // versions above min remain: later
+    }
+    for (Entry* e : again) enqueue(e);
+    // Bound memory: doom the oldest transaction holding back collection when the budget or
+    // the age limit is exceeded, then collect again without it.
+    const bool over_budget = cfg.max_obsolete_versions && obsolete.load() > cfg.max_obsolete_versions;
+    const std::uint64_t now = cfg.max_snapshot_age_ms ? now_ns() : 0;
+    int victim = -1;
+    std::uint64_t oldest = kFreeSlot;
+    for (unsigned i = 0; i < cfg.max_transactions; ++i) {
+      const std::uint64_t s = slots[i].start.load(std::memory_order_seq_cst);
+      if (s == kFreeSlot || slots[i].state.load() == 2) continue;
+      const bool aged = cfg.max_snapshot_age_ms && now - slots[i].begin_ns > cfg.max_snapshot_age_ms * 1000000ull;
+      if ((over_budget || aged) && s < oldest && s < gts.load()) {
+        oldest = s;
+        victim = static_cast<int>(i);
+      }
+    }
+    if (victim < 0) return;
+    std::uint32_t idle = 0;
+    if (!slots[victim].state.compare_exchange_strong(idle, 2)) return;  // in a call: next time
+    if (slots[victim].start.load() != oldest) {
+      // The slot was released and claimed again meanwhile: undo (the new transaction is young).
+      slots[victim].state.store(0);
+      return;
+    }
+  }
+}
+
+void Core::run_collector() {
+  std::unique_lock<std::mutex> lk(wake_m);
+  const auto period = std::chrono::milliseconds(cfg.max_snapshot_age_ms ? std::max<std::uint64_t>(1, cfg.max_snapshot_age_ms / 4) : 100);
+  while (!stop) {
+    wake.wait_for(lk, period, [this] { return stop || gc_requested.load(); });
+    if (stop) break;
+    gc_requested.store(false);
+    lk.unlock();
+    if (obsolete.load() > 0) collect();
+    lk.lock();
+  }
+}
+
+}  // namespace duet::txn

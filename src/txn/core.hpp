@@ -1,0 +1,136 @@
+// SnapKV's internals: versions, entries, the ordered index, transaction slots, the timestamp
+// source and the collector (docs/txn.md has the protocol and its proofs).
+#pragma once
+
+#include <atomic>
+#include <condition_variable>
+#include <cstdint>
+#include <map>
+#include <memory>
+#include <mutex>
+#include <shared_mutex>
+#include <string>
+#include <string_view>
+#include <thread>
+#include <vector>
+
+#include "duet/txn.hpp"
+#include "index/lit/lit.hpp"
+
+namespace duet::txn {
+
+inline constexpr std::uint64_t kFreeSlot = ~std::uint64_t{0};
+inline constexpr std::size_t kLine = 64;
+
+/// One committed version of a key: immutable once published, except `older`, which the
+/// collector cuts. Value bytes follow the header.
+struct Version {
+  std::uint64_t ts;
+  std::atomic<Version*> older;
+  std::uint64_t len;
+  bool tombstone;
+  char* data() { return reinterpret_cast<char*>(this + 1); }
+  static Version* make(std::string_view value, bool tombstone);
+  static void destroy(Version* v) { ::operator delete(v); }
+  std::size_t bytes() const { return sizeof(Version) + len; }
+};
+
+/// A key's version list (newest first) and its commit lock. Entries are never freed while the
+/// keyspace lives, so a pointer found in the index stays valid.
+struct Entry {
+  std::atomic<Version*> head{nullptr};
+  /// 0: free; otherwise the locking transaction's slot + 1.
+  std::atomic<std::uint64_t> lock{0};
+  std::atomic<bool> queued{false};  ///< on the collector's queue
+  std::uint32_t key_len = 0;
+  std::string_view key() const { return {reinterpret_cast<const char*>(this + 1), key_len}; }
+  static Entry* make(std::string_view key);
+  static void destroy(Entry* e);
+};
+
+/// The keys whose first 8 bytes are one prefix (a collision run), in byte order.
+struct Bucket {
+  std::shared_mutex m;
+  std::map<std::string_view, Entry*> keys;
+};
+
+/// A transaction slot: the start it holds collection at, its liveness state and, while it
+/// commits, its commit word (0: not taking a timestamp; 1: taking one; ts << 1 once taken).
+struct alignas(kLine) Slot {
+  std::atomic<std::uint64_t> start{kFreeSlot};
+  std::atomic<std::uint32_t> state{0};  ///< 0 idle, 1 in a call, 2 doomed (snapshot too old)
+  std::atomic<std::uint64_t> commit{0};
+  std::uint64_t begin_ns = 0;
+};
+
+/// The 8-byte order-preserving prefix of a key: its first 8 bytes big-endian, zero padded.
+std::uint64_t prefix_of(std::string_view key);
+
+/// Ordered index: LIT from prefixes to buckets, with a pool of LIT sessions.
+class Index {
+ public:
+  Status init();
+  ~Index();
+  /// The entry of `key`, or null.
+  Entry* find(std::string_view key);
+  /// The entry of `key`, created (with no version) when missing.
+  Entry* find_or_insert(std::string_view key, bool* created);
+  /// Appends the entries with keys in `r` in key order, stopping after `max` (0: all);
+  /// *truncated says whether more entries exist in range after the last one appended.
+  void collect_range(const TxnRange& r, std::size_t max, std::vector<Entry*>* out, bool* truncated);
+  /// Entries in creation order (stable positions, for cursor iteration).
+  void entries_from(std::uint64_t pos, std::size_t count, std::vector<Entry*>* out, std::uint64_t* next);
+  std::uint64_t entry_count() const { return n_entries_.load(std::memory_order_relaxed); }
+
+ private:
+  struct alignas(kLine) PoolSlot {
+    std::mutex m;
+    std::unique_ptr<lit::Session> s;
+  };
+  class SessionRef;
+  Bucket* bucket_of(std::uint64_t prefix);
+  Bucket* bucket_or_insert(std::uint64_t prefix);
+
+  std::unique_ptr<lit::Map> map_;
+  std::vector<std::unique_ptr<PoolSlot>> pool_;
+  std::mutex log_m_;
+  std::vector<std::unique_ptr<Entry*[]>> log_;  ///< chunks of 4096 entries, creation order
+  std::atomic<std::uint64_t> n_entries_{0};
+  std::vector<Bucket*> buckets_;  ///< every bucket (under log_m_), freed at destruction
+};
+
+struct Core {
+  explicit Core(const TxnConfig& c);
+  ~Core();
+
+  TxnConfig cfg;
+  Index index;
+  std::atomic<std::uint64_t> gts{0};  ///< the timestamp source: one atomic counter
+  std::unique_ptr<Slot[]> slots;
+  std::atomic<std::uint64_t> present_keys{0};
+  std::atomic<std::uint64_t> versions{0}, obsolete{0}, bytes{0};
+  std::atomic<std::uint64_t> commits{0}, conflicts{0}, too_old{0}, read_only{0}, collections{0}, reclaimed{0};
+
+  // Collector.
+  std::mutex gc_m;  ///< one collection at a time
+  std::mutex q_m;
+  std::vector<Entry*> queue;
+  std::mutex wake_m;
+  std::condition_variable wake;
+  bool stop = false;
+  std::atomic<bool> gc_requested{false};
+  std::thread collector;
+
+  Status claim(unsigned* slot, std::uint64_t* start);
+  void release(unsigned slot);
+  /// The version of e a reader at `start` sees (null: absent), waiting out a committer that
+  /// holds a timestamp <= start and has not yet installed.
+  Version* read(Entry* e, std::uint64_t start);
+  void enqueue(Entry* e);
+  void request_gc();
+  void collect();
+  std::uint64_t oldest_start(bool exclude_doomed);
+  void run_collector();
+};
+
+}  // namespace duet::txn
