@@ -81,6 +81,7 @@ class Index::SessionRef {
   }
   ~SessionRef() { slot_->m.unlock(); }
   lit::Session* operator->() { return slot_->s.get(); }
+  lit::Session* points() { return slot_->ps.get(); }
 
  private:
   PoolSlot* slot_;
@@ -96,9 +97,13 @@ Status Index::init() {
   c.max_sessions = pool + 8;
   Status s = lit::Map::create(c, &map_);
   if (!s.ok()) return s;
+  s = lit::Map::create(c, &points_);  // hashes are uniform over the same 63-bit range
+  if (!s.ok()) return s;
   for (std::size_t i = 0; i < pool; ++i) {
     auto p = std::make_unique<PoolSlot>();
     s = map_->open_session(&p->s);
+    if (!s.ok()) return s;
+    s = points_->open_session(&p->ps);
     if (!s.ok()) return s;
     pool_.push_back(std::move(p));
   }
@@ -109,8 +114,9 @@ Index::~Index() {
   const std::uint64_t n = n_entries_.load();
   for (std::uint64_t i = 0; i < n; ++i) Entry::destroy(log_[i / kLogChunk][i % kLogChunk]);
   for (Bucket* b : buckets_) delete b;
-  pool_.clear();  // sessions before the map
+  pool_.clear();  // sessions before the maps
   map_.reset();
+  points_.reset();
 }
 
 Bucket* Index::bucket_of(std::uint64_t prefix) {
@@ -134,16 +140,39 @@ Bucket* Index::bucket_or_insert(std::uint64_t prefix) {
   return reinterpret_cast<Bucket*>(v);
 }
 
-Entry* Index::find(std::string_view key) {
-  Bucket* b = bucket_of(prefix_of(key));
-  if (b == nullptr) return nullptr;
-  std::shared_lock<std::shared_mutex> lk(b->m);
-  auto it = b->keys.find(key);
-  return it == b->keys.end() ? nullptr : it->second;
+namespace {
+
+/// 63 bits of a 64-bit FNV-1a hash, finalised with MurmurHash3's mixer.
+std::uint64_t point_hash(std::string_view key) {
+  std::uint64_t h = 0xcbf29ce484222325ull;
+  for (unsigned char c : key) h = (h ^ c) * 0x100000001b3ull;
+  h ^= h >> 33;
+  h *= 0xff51afd7ed558ccdull;
+  h ^= h >> 33;
+  h *= 0xc4ceb9fe1a85ec53ull;
+  h ^= h >> 33;
+  return h >> 1;
 }
+
+}  // namespace
+
+Entry* Index::find_hashed(std::string_view key, std::uint64_t h) {
+  std::uint64_t v = 0;
+  {
+    SessionRef s(*this);
+    if (s.points()->get(h, &v) != lit::Result::kOk) return nullptr;
+  }
+  for (auto* e = reinterpret_cast<Entry*>(v); e != nullptr; e = e->hash_next.load(std::memory_order_acquire))
+    if (e->key() == key) return e;
+  return nullptr;
+}
+
+Entry* Index::find(std::string_view key) { return find_hashed(key, point_hash(key)); }
 
 Entry* Index::find_or_insert(std::string_view key, bool* created) {
   *created = false;
+  const std::uint64_t h = point_hash(key);
+  if (Entry* e = find_hashed(key, h)) return e;
   Bucket* b = bucket_or_insert(prefix_of(key));
   {
     std::shared_lock<std::shared_mutex> lk(b->m);
@@ -156,6 +185,20 @@ Entry* Index::find_or_insert(std::string_view key, bool* created) {
   Entry* e = Entry::make(key);
   b->keys.emplace(e->key(), e);
   *created = true;
+  // Publish in the point index (still under the bucket's lock, so a key is published once).
+  {
+    SessionRef s(*this);
+    if (s.points()->insert(h, reinterpret_cast<std::uint64_t>(e)) != lit::Result::kOk) {
+      std::uint64_t v = 0;
+      (void)s.points()->get(h, &v);  // present: entries are never removed
+      auto* tail = reinterpret_cast<Entry*>(v);
+      for (;;) {
+        Entry* expect = nullptr;
+        if (tail->hash_next.compare_exchange_strong(expect, e, std::memory_order_acq_rel)) break;
+        tail = expect;
+      }
+    }
+  }
   std::lock_guard<std::mutex> lg(log_m_);
   const std::uint64_t n = n_entries_.load(std::memory_order_relaxed);
   if (n % kLogChunk == 0) log_.push_back(std::make_unique<Entry*[]>(kLogChunk));

@@ -42,6 +42,8 @@ struct Entry {
   /// 0: free; otherwise the locking transaction's slot + 1.
   std::atomic<std::uint64_t> lock{0};
   std::atomic<bool> queued{false};  ///< on the collector's queue
+  /// Next entry whose key hashes to the same point-index key (appended once, never removed).
+  std::atomic<Entry*> hash_next{nullptr};
   std::uint32_t key_len = 0;
   std::string_view key() const { return {reinterpret_cast<const char*>(this + 1), key_len}; }
   static Entry* make(std::string_view key);
@@ -66,7 +68,11 @@ struct alignas(kLine) Slot {
 /// The 8-byte order-preserving prefix of a key: its first 8 bytes big-endian, zero padded.
 std::uint64_t prefix_of(std::string_view key);
 
-/// Ordered index: LIT from prefixes to buckets, with a pool of LIT sessions.
+/// The index: an ordered LIT from 8-byte prefixes to buckets (collision runs in byte order)
+/// for ranges, and a point LIT from a 63-bit hash of the whole key to entries (chained on
+/// hash collisions) for point reads and writes, so that keys sharing long prefixes cost a point
+/// operation no lock and no string comparison beyond their own. A pool of LIT sessions serves
+/// both maps.
 class Index {
  public:
   Status init();
@@ -85,13 +91,17 @@ class Index {
  private:
   struct alignas(kLine) PoolSlot {
     std::mutex m;
-    std::unique_ptr<lit::Session> s;
+    std::unique_ptr<lit::Session> s;   ///< on the ordered map
+    std::unique_ptr<lit::Session> ps;  ///< on the point map
   };
   class SessionRef;
   Bucket* bucket_of(std::uint64_t prefix);
   Bucket* bucket_or_insert(std::uint64_t prefix);
 
+  Entry* find_hashed(std::string_view key, std::uint64_t h);
+
   std::unique_ptr<lit::Map> map_;
+  std::unique_ptr<lit::Map> points_;
   std::vector<std::unique_ptr<PoolSlot>> pool_;
   std::mutex log_m_;
   std::vector<std::unique_ptr<Entry*[]>> log_;  ///< chunks of 4096 entries, creation order
