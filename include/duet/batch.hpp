@@ -84,8 +84,11 @@ struct BatchStats {
 
 /// Settings of a `batch` keyspace.
 struct BatchConfig {
-  std::string mode = "orangutan";  ///< orangutan | commutative | dag | sequential | speedex
-  unsigned threads = 0;            ///< engine threads (0: one per hardware thread, at most 16)
+  /// orangutan | commutative | dag | sequential | speedex. Default commutative: the fast path
+  /// with the DAG built only when a Part I fails; on the H100 the eager GPU DAG of `orangutan`
+  /// cost more per 1000-transfer block than it saved (docs/batch.md, "Decisions").
+  std::string mode = "commutative";
+  unsigned threads = 0;  ///< engine threads (0: one per hardware thread less one, 1 to 15)
   std::string dag_device = "auto";  ///< auto | gpu | cpu | cpu-pairs
   std::size_t max_block = 1u << 17;       ///< larger blocks are refused
   std::size_t single_block_size = 1000;   ///< single transfers are gathered into blocks of this many ...

@@ -102,7 +102,10 @@ class BatchSpaceImpl final : public BatchSpace {
         return Status::Unavailable("dag_device gpu was requested but the store runs on the CPU");
       if (ec.dag == orangutan::DagDevice::kAuto) ec.dag = orangutan::DagDevice::kCpuAccounts;
     }
-    ec.threads = config_.threads ? config_.threads : std::min(16u, std::max(1u, std::thread::hardware_concurrency()));
+    // One core is left to the executor, the clients and the GPU runtime: a team that fills every
+    // core stalls whenever any member is preempted (measured: docs/batch.md).
+    const unsigned hw = std::max(1u, std::thread::hardware_concurrency());
+    ec.threads = config_.threads ? config_.threads : std::clamp(hw - 1, 1u, 15u);
     if (config_.max_block == 0 || config_.max_block > (1u << 20))
       return Status::InvalidArgument("max_block must be between 1 and 2^20");
     ec.max_block = config_.max_block;
