@@ -15,7 +15,7 @@
 //
 // usage: duet_bench_hydralist [--keys-int N] [--keys-str N] [--ops N] [--threads 1,2,4]
 //          [--ops-e N (default ops / 10)] [--reps R] [--key-types int,str] [--workloads load,a,b,c,d,e] [--dists uniform,zipf]
-//          [--systems hydralist,tbb,libcds,...] [--rss] [--sweep 100000,1000000] [--seed S]
+//          [--systems hydralist,tbb,libcds,lit,hl-sync,...] [--rss] [--sweep 100000,1000000] [--seed S]
 //          [--out PATH]
 #include <sys/wait.h>
 #include <unistd.h>
@@ -254,11 +254,13 @@ class Pool {
 std::unique_ptr<System<IntKeys>> make_int(const std::string& name, unsigned threads) {
   if (name == "tbb") return make_tbb_int();
   if (name == "libcds") return make_libcds_int(threads);
+  if (name == "lit") return make_lit_int(threads);
   return make_hydralist_int(name, threads);
 }
 std::unique_ptr<System<StrKeys>> make_str(const std::string& name, unsigned threads) {
   if (name == "tbb") return make_tbb_str();
   if (name == "libcds") return make_libcds_str(threads);
+  if (name == "lit") return nullptr;  // integer keys only
   return make_hydralist_str(name, threads);
 }
 template <class Keys>
@@ -283,6 +285,7 @@ void run_system(const Keys& keys, std::uint64_t loaded, const std::vector<Work>&
                 const std::string& key_type, const std::string& name, unsigned threads,
                 std::map<std::string, Record>* recs) {
   auto sys = make_sys<Keys>(name, threads);
+  if (!sys) return;  // the system does not take this key type
   Pool<Keys> pool(sys.get(), threads);
   auto rec = [&](const std::string& w, const std::string& d, std::uint64_t ops) -> Record& {
     const std::string id = key_type + "|" + w + "|" + d + "|" + name + "|" + std::to_string(threads) + "|" +
@@ -358,6 +361,10 @@ int rss_child(const Keys& keys, const std::string& name, std::uint64_t loaded, u
   const std::uint64_t base = status_kb("VmRSS:");
   {
     auto sys = make_sys<Keys>(name, threads);
+    if (!sys) {
+      std::printf("RSS -1\n");
+      std::_Exit(0);
+    }
     Pool<Keys> pool(sys.get(), threads);
     Tally t;
     pool.run([&](Worker<Keys>& w, unsigned i) {
@@ -376,6 +383,7 @@ int rss_child(const Keys& keys, const std::string& name, std::uint64_t loaded, u
 std::vector<SystemInfo> duet::bench::hydralist::all_systems(bool) {
   std::vector<SystemInfo> s;
   s.push_back({"hydralist", true, "Hydralist (src/index/hydralist), default configuration"});
+  s.push_back({"lit", true, "Duet's LIT CPU map (src/index/lit), integer keys only"});
 #if DUET_BENCH_HAVE_TBB
   s.push_back({"tbb", true, "oneTBB concurrent_map (concurrent skip list)"});
 #else
@@ -412,7 +420,7 @@ int main(int argc, char** argv) {
   std::vector<std::string> systems = o.systems;
   if (systems.empty())
     for (auto& s : all_systems(false))
-      if (s.available) systems.push_back(s.name);
+      if (s.available && s.name != "lit") systems.push_back(s.name);  // lit: only when named
   for (auto& s : systems)
     for (auto& info : all_systems(false))
       if (info.name == s && !info.available) {
@@ -455,6 +463,7 @@ int main(int argc, char** argv) {
     if (o.rss)
       for (auto& s : systems) {
         const std::int64_t kb = rss_of(kt, s, loaded, max_threads, o.seed);
+        if (kb < 0 && s == "lit") continue;
         Json r = Json::object();
         r.set("key_type", kt);
         r.set("system", s);

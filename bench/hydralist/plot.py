@@ -5,7 +5,7 @@ usage: bench/hydralist/plot.py RESULT.json... [--png DIR]
 
 Prints one Markdown table per file: a row per (keys, workload, distribution, threads), a column
 per system with the median Mops/s and [min-max] over repetitions, and the ratio of Hydralist to
-the best ordered peer (tbb, libcds). Then the peak-RSS table when the file has one. --png DIR
+the best ordered peer (tbb, libcds, lit). Then the peak-RSS table when the file has one. --png DIR
 writes one throughput-vs-threads plot per (keys, workload, distribution), if matplotlib is
 installed.
 """
@@ -13,7 +13,7 @@ import json
 import sys
 from collections import OrderedDict
 
-PEERS = ("tbb", "libcds")
+PEERS = ("tbb", "libcds", "lit")
 
 
 def table(doc):

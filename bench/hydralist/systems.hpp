@@ -129,5 +129,6 @@ std::unique_ptr<System<IntKeys>> make_tbb_int();
 std::unique_ptr<System<StrKeys>> make_tbb_str();
 std::unique_ptr<System<IntKeys>> make_libcds_int(unsigned threads);
 std::unique_ptr<System<StrKeys>> make_libcds_str(unsigned threads);
+std::unique_ptr<System<IntKeys>> make_lit_int(unsigned threads);
 
 }  // namespace duet::bench::hydralist
