@@ -18,7 +18,7 @@ namespace duet::kv {
 namespace {
 
 std::string probe_key(std::uint64_t i) {
-  char b[24];
+  char b[32];
   std::snprintf(b, sizeof b, "probe:%012llu", static_cast<unsigned long long>(i));
   return b;
 }
