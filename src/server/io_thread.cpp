@@ -340,7 +340,11 @@ void IoThread::on_request(Conn& conn, const CommandDef* def, Args args, std::uin
   };
   if (!def) {
     std::string msg = "ERR unknown command '" + std::string(args[0].substr(0, 128)) + "', with args beginning with: ";
-    for (std::size_t i = 1; i < args.size() && i < 8; ++i) msg += "'" + std::string(args[i].substr(0, 128)) + "' ";
+    for (std::size_t i = 1; i < args.size() && i < 8; ++i) {
+      msg += '\'';  // appended piece by piece: "'" + std::string(...) trips GCC 12's -Wrestrict
+      msg.append(args[i].substr(0, 128));
+      msg += "' ";
+    }
     return fail(msg);
   }
   rp->cmd = def;
