@@ -19,9 +19,10 @@ namespace duet::bench::cods {
 struct GpuPoint {
   std::string structure;  ///< "list", "hash" or "tree"
   unsigned k = 14;        ///< keys per node
-  unsigned group = 16;    ///< lanes per request
+  unsigned group = 16;    ///< lanes per request (1: one lane per request); mixed: per GET
   bool fully_atomic = true;
   std::uint64_t buckets = 1;  ///< hash only
+  bool mixed = false;         ///< mixed mode: GETs on tiles of `group` lanes, updates on one lane each
 };
 
 /// Seconds per repeat, and what the runs reported.

@@ -41,6 +41,7 @@ const char* kUsage = R"(usage: duet_bench_cods [options]
   --stream N       operations generated per CPU thread, replayed cyclically (default 2^18)
   --gpu-ops N      operations per GPU batch (default 4,000,000)
   --gpu-shapes L   of list,hash,tree: the GPU (and gpu-cpu) shapes to run (default all)
+  --gpu-filter L   run only the GPU systems whose names contain one of these (default all)
   --seed N         workload seed (default 1)
   --quick          smoke sizes: ranges / 10, 0.02 s, 1 repeat, 2^14-op streams, 2^18 GPU ops
   --list           print the systems and exit
@@ -57,6 +58,7 @@ struct Options {
   std::uint64_t stream = 1u << 18;
   std::uint64_t gpu_ops = 4000000;
   std::vector<std::string> gpu_shapes{"list", "hash", "tree"};
+  std::vector<std::string> gpu_filter;
   std::uint64_t seed = 1;
   bool quick = false, list = false;
   std::string out;
@@ -121,6 +123,8 @@ bool parse(int argc, char** argv, Options* o, bool* help, std::string* error) {
           o->gpu_shapes = split_list(v);
           for (auto& x : o->gpu_shapes)
             if (x != "list" && x != "hash" && x != "tree") return fail("unknown shape " + x);
+        } else if (f == "--gpu-filter") {
+          o->gpu_filter = split_list(v);
         } else if (f == "--seed") {
           auto c = parse_count(v);
           if (!c) return fail("bad seed");
@@ -393,18 +397,23 @@ std::vector<GpuShape> gpu_shapes(const Options& o) {
   // List: range 20,000, 10,000 keys; full warp, half warp (both regimes), and an 8-lane tile.
   v.push_back({"list", 20000 / div, 10000 / div, 1,
                {{"list", 30, 32, true, 1}, {"list", 30, 32, false, 1}, {"list", 14, 16, true, 1},
-                {"list", 14, 16, false, 1}, {"list", 6, 8, true, 1}},
+                {"list", 14, 16, false, 1}, {"list", 6, 8, true, 1}, {"list", 30, 32, true, 1, true}},
                ""});
   // Hash set: 10^6 keys (range 2 x 10^6), 30 keys per bucket (33,333 buckets) on full warps and
   // 14 per bucket (71,428) on half warps and 8-lane tiles; L-Slab on the same work.
   v.push_back({"hash", 2000000 / div, 1000000 / div, 0,
                {{"hash", 30, 32, true, 33333 / div}, {"hash", 30, 32, false, 33333 / div},
                 {"hash", 14, 16, true, 71428 / div}, {"hash", 14, 16, false, 71428 / div},
-                {"hash", 14, 8, true, 71428 / div}},
+                {"hash", 14, 8, true, 71428 / div},
+                // One lane per request, and mixed mode (GETs on tiles, updates on one lane).
+                {"hash", 30, 1, true, 33333 / div}, {"hash", 30, 32, true, 33333 / div, true},
+                {"hash", 14, 1, true, 71428 / div}, {"hash", 14, 16, true, 71428 / div, true},
+                {"hash", 14, 16, false, 71428 / div, true}},
                "lslab"});
   // B-link tree: 10^7 keys (range 2 x 10^7); the GPU LIT on the same work.
   v.push_back({"tree", 20000000 / div, 10000000 / div, 1,
-               {{"tree", 14, 16, true, 1}, {"tree", 14, 16, false, 1}, {"tree", 30, 32, true, 1}, {"tree", 6, 8, true, 1}},
+               {{"tree", 14, 16, true, 1}, {"tree", 14, 16, false, 1}, {"tree", 30, 32, true, 1}, {"tree", 6, 8, true, 1},
+                {"tree", 14, 1, true, 1}, {"tree", 14, 16, true, 1, true}},
                "lit"});
   return v;
 }
@@ -419,7 +428,7 @@ Json gpu_record(const std::string& system, const GpuShape& sh, double mix, const
   rec.set("k", p ? p->k : 0u);
   rec.set("group", p ? "gpu-tile-" + std::to_string(p->group) : std::string(""));
   rec.set("regime", p ? (p->fully_atomic ? "fully-atomic" : "elementwise") : "");
-  rec.set("mode", p ? "group" : "");
+  rec.set("mode", p ? (p->mixed ? "mixed" : p->group == 1 ? "single-lane" : "group") : "");
   rec.set("range", sh.range);
   rec.set("keys", sh.keys);
   rec.set("buckets", p ? p->buckets : sh.buckets);
@@ -529,11 +538,18 @@ int main_impl(int argc, char** argv) {
         const std::vector<std::uint64_t> stream = make_streams(sh.range, mix, 1, o.gpu_ops, o.seed + 7)[0];
         const std::string shape = sh.structure + " r=" + std::to_string(sh.range) + " n=" + std::to_string(sh.keys);
         if (want_gpu && have_gpu) {
+          auto wanted = [&](const std::string& sys) {
+            if (o.gpu_filter.empty()) return true;
+            for (const std::string& f : o.gpu_filter)
+              if (sys.find(f) != std::string::npos) return true;
+            return false;
+          };
           for (const GpuPoint& p : sh.points) {
+            const std::string sys = "cods-gpu-" + sh.structure + (p.fully_atomic ? "-fa-k" : "-ew-k") +
+                                    std::to_string(p.k) + (p.mixed ? "-mixed-g" : "-g") + std::to_string(p.group);
+            if (!wanted(sys)) continue;
             GpuTimes t;
             const Status s = gpu_run_cods(p, pre, stream, o.repeats, &t);
-            const std::string sys = "cods-gpu-" + sh.structure + (p.fully_atomic ? "-fa-k" : "-ew-k") +
-                                    std::to_string(p.k) + "-g" + std::to_string(p.group);
             Json rec = gpu_record(sys, sh, mix, t, stream.size(), pre.size(), &p, s.ok() ? "" : s.to_string());
             all_ok &= s.ok();
             std::vector<double> xs;
@@ -541,7 +557,7 @@ int main_impl(int argc, char** argv) {
             print_row("gpu", sys, shape, mix, 0, summarize(xs), s.ok() ? "" : "ERROR " + s.to_string());
             records.push(std::move(rec));
           }
-          if (!sh.peer.empty()) {
+          if (!sh.peer.empty() && wanted(sh.peer == "lslab" ? "lslab-gpu-w8" : "lit-gpu")) {
             GpuTimes t;
             const Status s = sh.peer == "lslab" ? gpu_run_lslab(sh.keys, pre, stream, o.repeats, &t)
                                                 : gpu_run_lit(sh.range, pre, stream, o.repeats, &t);

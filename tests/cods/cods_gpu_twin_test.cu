@@ -81,6 +81,7 @@ struct Shape {
   unsigned keys_per_node, group;
   Regime regime;
   std::uint64_t buckets, range;
+  GpuMode mode = GpuMode::kGroup;
 };
 void PrintTo(const Shape& s, std::ostream* os) { *os << s.name; }
 
@@ -92,6 +93,7 @@ GpuConfig config_of(const Shape& sh) {
   c.group = sh.group;
   c.regime = sh.regime;
   c.buckets = sh.buckets;
+  c.mode = sh.mode;
   c.pool_nodes = 1u << 18;
   return c;
 }
@@ -177,7 +179,16 @@ INSTANTIATE_TEST_SUITE_P(
                       Shape{"tree_k14_g16_full", GpuKind::kTree, 14, 16, F, 1, 20000},
                       Shape{"tree_k14_g8_elem", GpuKind::kTree, 14, 8, E, 1, 20000},
                       Shape{"tree_k6_g8_full", GpuKind::kTree, 6, 8, F, 1, 20000},
-                      Shape{"tree_k30_g32_elem", GpuKind::kTree, 30, 32, E, 1, 20000}),
+                      Shape{"tree_k30_g32_elem", GpuKind::kTree, 30, 32, E, 1, 20000},
+                      // The one-lane group (every request on one GPU thread) and mixed mode
+                      // (GETs on tiles, updates on single lanes).
+                      Shape{"list_k6_g1_elem", GpuKind::kList, 6, 1, E, 1, 300},
+                      Shape{"list_k14_g16_mixed_full", GpuKind::kList, 14, 16, F, 1, 600, GpuMode::kMixed},
+                      Shape{"hash_k14_g1_full", GpuKind::kHashSet, 14, 1, F, 97, 20000},
+                      Shape{"hash_k30_g32_mixed_elem", GpuKind::kHashSet, 30, 32, E, 31, 20000, GpuMode::kMixed},
+                      Shape{"hash_k14_g8_mixed_full", GpuKind::kHashSet, 14, 8, F, 97, 20000, GpuMode::kMixed},
+                      Shape{"tree_k14_g1_elem", GpuKind::kTree, 14, 1, E, 1, 20000},
+                      Shape{"tree_k14_g16_mixed_full", GpuKind::kTree, 14, 16, F, 1, 20000, GpuMode::kMixed}),
     [](const ::testing::TestParamInfo<Shape>& i) { return std::string(i.param.name); });
 
 // Contended batches: many requests on few keys in every batch, so tiles meet on locks, splits and
@@ -238,7 +249,11 @@ INSTANTIATE_TEST_SUITE_P(
                       Shape{"hash_k6_g8_elem", GpuKind::kHashSet, 6, 8, E, 4, 256},
                       Shape{"hash_k30_g32_full", GpuKind::kHashSet, 30, 32, F, 4, 256},
                       Shape{"tree_k6_g8_full", GpuKind::kTree, 6, 8, F, 1, 512},
-                      Shape{"tree_k14_g16_elem", GpuKind::kTree, 14, 16, E, 1, 512}),
+                      Shape{"tree_k14_g16_elem", GpuKind::kTree, 14, 16, E, 1, 512},
+                      Shape{"list_k6_g1_full", GpuKind::kList, 6, 1, F, 1, 64},
+                      Shape{"hash_k14_g16_mixed_elem", GpuKind::kHashSet, 14, 16, E, 4, 256, GpuMode::kMixed},
+                      Shape{"tree_k6_g1_full", GpuKind::kTree, 6, 1, F, 1, 512},
+                      Shape{"tree_k14_g16_mixed_elem", GpuKind::kTree, 14, 16, E, 1, 512, GpuMode::kMixed}),
     [](const ::testing::TestParamInfo<Shape>& i) { return std::string(i.param.name); });
 
 // A pool too small for a batch's inserts: execute() says ResourceExhausted, requests marked
@@ -293,6 +308,18 @@ TEST(CodsGpuDriver, BadInput) {
   c.pool_nodes = 0;
   EXPECT_EQ(make_gpu_structure(c, &out).code(), StatusCode::kInvalidArgument);
   c.pool_nodes = 1024;
+  c.group = 1;
+  c.mode = GpuMode::kMixed;  // mixed mode needs a tile for its GETs
+  s = make_gpu_structure(c, &out);
+  EXPECT_EQ(s.code(), StatusCode::kInvalidArgument);
+  EXPECT_NE(s.message().find("mixed"), std::string::npos) << s.message();
+  c.mode = static_cast<GpuMode>(7);
+  EXPECT_EQ(make_gpu_structure(c, &out).code(), StatusCode::kInvalidArgument);
+  c.keys_per_node = 8;  // one lane, but no node layout built for K = 8
+  c.mode = GpuMode::kGroup;
+  EXPECT_EQ(make_gpu_structure(c, &out).code(), StatusCode::kInvalidArgument);
+  c.keys_per_node = 14;
+  c.group = 16;
   if (!duet::gpu::device().present) {
     EXPECT_EQ(make_gpu_structure(c, &out).code(), StatusCode::kUnavailable);
     return;

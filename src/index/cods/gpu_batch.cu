@@ -49,9 +49,11 @@ struct GpuEnv {
   std::uint64_t* retired;
   PoolState* st;
 
+  // Node may be the pool's node type as another group sees it (a one-lane group's view of a
+  // tile's nodes in mixed mode): the layouts must be the same.
   template <class Node, class Group>
   __device__ Node* alloc(const Group& g) {
-    static_assert(std::is_same_v<Node, PoolNode>, "one node type per pool");
+    static_assert(sizeof(Node) == sizeof(PoolNode) && alignof(Node) == alignof(PoolNode), "one node layout per pool");
     std::uint64_t idx = kNone;
     if (g.is_leader()) {
       const std::uint64_t c = st->free_count;  // constant while batches run
@@ -66,7 +68,7 @@ struct GpuEnv {
     }
     idx = g.shfl(idx, 0);
     if (idx == kNone) return nullptr;
-    Node* n = nodes + idx;
+    Node* n = reinterpret_cast<Node*>(nodes + idx);
     // Zero the node (its lock and version words included); it is unreachable until published.
     auto* w = reinterpret_cast<std::uint64_t*>(n);
     for (std::size_t i = g.lane(); i < sizeof(Node) / 8; i += Group::kSize) w[i] = 0;
@@ -82,7 +84,7 @@ struct GpuEnv {
   __device__ void retire(const Group& g, Node* n) {
     if (g.is_leader()) {
       const std::uint64_t i = atomic_add(&st->retired_count, 1, Order::relaxed);
-      if (i < st->capacity) retired[i] = static_cast<std::uint64_t>(n - nodes);
+      if (i < st->capacity) retired[i] = static_cast<std::uint64_t>(reinterpret_cast<PoolNode*>(n) - nodes);
     }
     g.sync();
   }
@@ -137,6 +139,106 @@ __global__ void set_kernel(typename Set::View view, Env env, const Op* ops, cons
   }
 }
 
+/// The one-lane group: one request per GPU thread.
+template <class Set1, class Env>
+__global__ void set_lane_kernel(typename Set1::View view, Env env, const Op* ops, const std::uint64_t* keys,
+                                OpStatus* status, std::uint64_t* out, std::uint64_t n, std::uint64_t* retries) {
+  const CpuThread g{};
+  const std::uint64_t threads = std::uint64_t(gridDim.x) * blockDim.x;
+  for (std::uint64_t i = blockIdx.x * std::uint64_t(blockDim.x) + threadIdx.x; i < n; i += threads) {
+    const OpStatus s = Set1::execute(g, env, view, ops[i], keys[i]);
+    status[i] = s;
+    out[i] = 0;
+    if (s == OpStatus::kRetry) atomic_add(retries, 1, Order::relaxed);
+  }
+}
+
+/// Mixed mode: each lane of a tile takes a request; the tile runs the GETs among them one after
+/// another (one coalesced read per node), then every lane holding an update runs it alone. All
+/// lanes of a tile make the same number of rounds, so the tile's collectives stay converged.
+template <class Set, class Set1, unsigned G, class Env>
+__global__ void set_mixed_kernel(typename Set::View view, typename Set1::View view1, Env env, const Op* ops,
+                                 const std::uint64_t* keys, OpStatus* status, std::uint64_t* out, std::uint64_t n,
+                                 std::uint64_t* retries) {
+  const auto g = GpuTile<G>::of_this_block();
+  const std::uint64_t tiles = std::uint64_t(gridDim.x) * blockDim.x / G;
+  for (std::uint64_t base = (blockIdx.x * std::uint64_t(blockDim.x) + threadIdx.x) / G * G; base < n;
+       base += tiles * G) {
+    const std::uint64_t i = base + g.lane();
+    const bool have = i < n;
+    const Op op = have ? ops[i] : Op::kGet;
+    const std::uint64_t k = have ? keys[i] : 0;
+    std::uint32_t gets = g.ballot(have && op == Op::kGet);
+    while (gets != 0) {
+      const unsigned src = __ffs(gets) - 1;
+      gets &= gets - 1;
+      const OpStatus s = Set::execute(g, env, view, Op::kGet, g.shfl(k, src));
+      if (g.lane() == src) {
+        status[i] = s;
+        out[i] = 0;
+      }
+    }
+    if (have && op != Op::kGet) {
+      const OpStatus s = Set1::execute(CpuThread{}, env, view1, op, k);
+      status[i] = s;
+      out[i] = 0;
+      if (s == OpStatus::kRetry) atomic_add(retries, 1, Order::relaxed);
+    }
+    g.sync();
+  }
+}
+
+template <class Tree1, class Env>
+__global__ void tree_lane_kernel(TreeRoot* root, Env env, const Op* ops, const std::uint64_t* keys,
+                                 const std::uint64_t* values, OpStatus* status, std::uint64_t* out, std::uint64_t n,
+                                 std::uint64_t* retries) {
+  const CpuThread g{};
+  const std::uint64_t threads = std::uint64_t(gridDim.x) * blockDim.x;
+  for (std::uint64_t i = blockIdx.x * std::uint64_t(blockDim.x) + threadIdx.x; i < n; i += threads) {
+    const Op op = ops[i];
+    TreeResult r{OpStatus::kInvalid, 0};
+    if (op != Op::kInsert || values != nullptr)
+      r = Tree1::execute(g, env, root, op, keys[i], op == Op::kInsert ? values[i] : 0);
+    status[i] = r.status;
+    out[i] = r.status == OpStatus::kFound ? r.value : 0;
+    if (r.status == OpStatus::kRetry) atomic_add(retries, 1, Order::relaxed);
+  }
+}
+
+template <class Tree, class Tree1, unsigned G, class Env>
+__global__ void tree_mixed_kernel(TreeRoot* root, Env env, const Op* ops, const std::uint64_t* keys,
+                                  const std::uint64_t* values, OpStatus* status, std::uint64_t* out, std::uint64_t n,
+                                  std::uint64_t* retries) {
+  const auto g = GpuTile<G>::of_this_block();
+  const std::uint64_t tiles = std::uint64_t(gridDim.x) * blockDim.x / G;
+  for (std::uint64_t base = (blockIdx.x * std::uint64_t(blockDim.x) + threadIdx.x) / G * G; base < n;
+       base += tiles * G) {
+    const std::uint64_t i = base + g.lane();
+    const bool have = i < n;
+    const Op op = have ? ops[i] : Op::kGet;
+    const std::uint64_t k = have ? keys[i] : 0;
+    std::uint32_t gets = g.ballot(have && op == Op::kGet);
+    while (gets != 0) {
+      const unsigned src = __ffs(gets) - 1;
+      gets &= gets - 1;
+      const TreeResult r = Tree::execute(g, env, root, Op::kGet, g.shfl(k, src), 0);
+      if (g.lane() == src) {
+        status[i] = r.status;
+        out[i] = r.status == OpStatus::kFound ? r.value : 0;
+      }
+    }
+    if (have && op != Op::kGet) {
+      TreeResult r{OpStatus::kInvalid, 0};
+      if (op != Op::kInsert || values != nullptr)
+        r = Tree1::execute(CpuThread{}, env, root, op, k, op == Op::kInsert ? values[i] : 0);
+      status[i] = r.status;
+      out[i] = r.status == OpStatus::kFound ? r.value : 0;
+      if (r.status == OpStatus::kRetry) atomic_add(retries, 1, Order::relaxed);
+    }
+    g.sync();
+  }
+}
+
 template <class Tree, unsigned G, class Env>
 __global__ void tree_kernel(TreeRoot* root, Env env, const Op* ops, const std::uint64_t* keys,
                             const std::uint64_t* values, OpStatus* status, std::uint64_t* out, std::uint64_t n,
@@ -171,13 +273,21 @@ struct BatchStream {
   }
 };
 
+/// G is the tile whose node layout the pool holds; config.group 1 runs every request on one lane
+/// and kMixed runs updates on one lane (cods::CpuThread), both over the same nodes: the one-lane
+/// layout of K = 6, 14, 30 equals the tile's (K + 2 words fill a power of two).
 template <unsigned K, unsigned G, Regime R, bool kIsTree>
 class GpuImpl final : public GpuStructure {
   using Group = GpuTile<G>;
   using Set = HashSet<K, Group, R>;
   using Tree = BLinkTree<K, Group, R>;
+  using Set1 = HashSet<K, CpuThread, R>;
+  using Tree1 = BLinkTree<K, CpuThread, R>;
   using Node = std::conditional_t<kIsTree, typename Tree::Node, typename Set::Node>;
+  using Node1 = std::conditional_t<kIsTree, typename Tree1::Node, typename Set1::Node>;
   using Env = GpuEnv<Node>;
+  static_assert(sizeof(Node1) == sizeof(Node) && alignof(Node1) == alignof(Node),
+                "the one-lane group must see the tile's node layout");
 
  public:
   explicit GpuImpl(const GpuConfig& c) : config_(c) {}
@@ -284,12 +394,32 @@ class GpuImpl final : public GpuStructure {
       const unsigned grid =
           static_cast<unsigned>(std::min<std::uint64_t>(want, std::uint64_t(std::max(1, gpu::device().sm_count)) * 8));
       auto* c = static_cast<std::uint64_t*>(counter.p);
-      if constexpr (kIsTree)
-        tree_kernel<Tree, G, Env><<<grid, kBlockThreads, 0, stream.s>>>(root_, env_, d.ops, d.keys, d.values,
-                                                                         dr.status, dr.values, d.n, c);
-      else
-        set_kernel<Set, G, Env><<<grid, kBlockThreads, 0, stream.s>>>(view_, env_, d.ops, d.keys, dr.status,
-                                                                       dr.values, d.n, c);
+      const bool lane = config_.group == 1, mixed = config_.mode == GpuMode::kMixed;
+      // One lane per request: as many threads as requests (up to the same cap of blocks).
+      const unsigned lane_grid = static_cast<unsigned>(std::min<std::uint64_t>(
+          (d.n + kBlockThreads - 1) / kBlockThreads, std::uint64_t(std::max(1, gpu::device().sm_count)) * 8));
+      if constexpr (kIsTree) {
+        if (lane)
+          tree_lane_kernel<Tree1, Env><<<lane_grid, kBlockThreads, 0, stream.s>>>(root_, env_, d.ops, d.keys, d.values,
+                                                                                  dr.status, dr.values, d.n, c);
+        else if (mixed)
+          tree_mixed_kernel<Tree, Tree1, G, Env><<<lane_grid, kBlockThreads, 0, stream.s>>>(
+              root_, env_, d.ops, d.keys, d.values, dr.status, dr.values, d.n, c);
+        else
+          tree_kernel<Tree, G, Env><<<grid, kBlockThreads, 0, stream.s>>>(root_, env_, d.ops, d.keys, d.values,
+                                                                           dr.status, dr.values, d.n, c);
+      } else {
+        const typename Set1::View view1{reinterpret_cast<typename Set1::Node*>(view_.heads), view_.buckets};
+        if (lane)
+          set_lane_kernel<Set1, Env><<<lane_grid, kBlockThreads, 0, stream.s>>>(view1, env_, d.ops, d.keys, dr.status,
+                                                                                dr.values, d.n, c);
+        else if (mixed)
+          set_mixed_kernel<Set, Set1, G, Env><<<lane_grid, kBlockThreads, 0, stream.s>>>(
+              view_, view1, env_, d.ops, d.keys, dr.status, dr.values, d.n, c);
+        else
+          set_kernel<Set, G, Env><<<grid, kBlockThreads, 0, stream.s>>>(view_, env_, d.ops, d.keys, dr.status,
+                                                                         dr.values, d.n, c);
+      }
       DUET_CUDA_TRY(cudaGetLastError());
       DUET_CUDA_TRY(cudaMemcpyAsync(retries, c, 8, cudaMemcpyDeviceToHost, stream.s));
       DUET_CUDA_TRY(cudaStreamSynchronize(stream.s));
@@ -346,15 +476,20 @@ Status make_gpu_structure(const GpuConfig& c, std::unique_ptr<GpuStructure>* out
     return Status::InvalidArgument("bucket count " + std::to_string(c.buckets) + " is outside [1, 2^32]");
   if (c.pool_nodes == 0 || c.pool_nodes > (std::uint64_t(1) << 32))
     return Status::InvalidArgument("pool_nodes " + std::to_string(c.pool_nodes) + " is outside [1, 2^32]");
+  if (c.mode != GpuMode::kGroup && c.mode != GpuMode::kMixed) return Status::InvalidArgument("unknown mode");
   const unsigned k = c.keys_per_node, g = c.group;
-  const bool built = (k == 6 && g == 8) || (k == 14 && (g == 8 || g == 16)) || (k == 30 && g == 32);
+  const bool lane = g == 1 && (k == 6 || k == 14 || k == 30);
+  const bool built = (k == 6 && g == 8) || (k == 14 && (g == 8 || g == 16)) || (k == 30 && g == 32) || lane;
   if (!built)
     return Status::InvalidArgument("keys_per_node " + std::to_string(k) + " with group " + std::to_string(g) +
-                                   " is not built; supported: (6, 8), (14, 8), (14, 16), (30, 32)");
+                                   " is not built; supported: (6, 8), (14, 8), (14, 16), (30, 32), (6 | 14 | 30, 1)");
+  if (lane && c.mode == GpuMode::kMixed)
+    return Status::InvalidArgument("mixed mode runs GETs on tiles: group must be 8, 16 or 32, not 1");
   if (!gpu::device().present) return Status::Unavailable("no GPU: " + gpu::device().reason);
-  if (k == 6 && g == 8) return make_regime<6, 8>(c, out);
+  // A one-lane configuration uses the node layout of K's own tile (the same words).
+  if (k == 6 && (g == 8 || g == 1)) return make_regime<6, 8>(c, out);
   if (k == 14 && g == 8) return make_regime<14, 8>(c, out);
-  if (k == 14 && g == 16) return make_regime<14, 16>(c, out);
+  if (k == 14) return make_regime<14, 16>(c, out);
   return make_regime<30, 32>(c, out);
 }
 
