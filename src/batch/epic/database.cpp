@@ -1,0 +1,208 @@
+#include "batch/epic/database.hpp"
+
+#include <algorithm>
+
+namespace duet::batch::epic {
+
+void Batch::clear() { *this = Batch{}; }
+
+bool Batch::add(std::uint32_t p, const std::vector<Key>& reads, const std::vector<Key>& writes,
+                const std::vector<std::uint32_t>& a, std::uint64_t tg, std::uint32_t att) {
+  if (reads.size() + writes.size() > kMaxOps || writes.size() > kMaxWrites || proc.size() >= kMaxTxns) return false;
+  for (std::size_t i = 0; i < writes.size(); ++i)
+    for (std::size_t j = i + 1; j < writes.size(); ++j)
+      if (writes[i].table == writes[j].table && writes[i].key == writes[j].key) return false;
+  proc.push_back(p);
+  nreads.push_back(static_cast<std::uint16_t>(reads.size()));
+  keys.insert(keys.end(), reads.begin(), reads.end());
+  keys.insert(keys.end(), writes.begin(), writes.end());
+  op_begin.push_back(static_cast<std::uint32_t>(keys.size()));
+  args.insert(args.end(), a.begin(), a.end());
+  arg_begin.push_back(static_cast<std::uint32_t>(args.size()));
+  attempt.push_back(att);
+  tag.push_back(tg);
+  return true;
+}
+
+void Batch::add_from(const Batch& o, std::size_t t, std::uint32_t att) {
+  proc.push_back(o.proc[t]);
+  nreads.push_back(o.nreads[t]);
+  keys.insert(keys.end(), o.keys.begin() + o.op_begin[t], o.keys.begin() + o.op_begin[t + 1]);
+  op_begin.push_back(static_cast<std::uint32_t>(keys.size()));
+  args.insert(args.end(), o.args.begin() + o.arg_begin[t], o.args.begin() + o.arg_begin[t + 1]);
+  arg_begin.push_back(static_cast<std::uint32_t>(args.size()));
+  attempt.push_back(att);
+  tag.push_back(o.tag[t]);
+}
+
+void Scratch::reserve(std::uint32_t temps) {
+  if (word.size() < temps) {
+    word.resize(temps, 0);
+    data.resize(static_cast<std::size_t>(temps) * slot_words, 0);
+  }
+}
+
+Database::Database(std::vector<TableSpec> specs) {
+  std::uint64_t total = 0;
+  for (auto& s : specs) total += s.capacity;
+  if (total >= kCurr) {
+    error_ = "total table capacity exceeds 2^32 - 2 records";
+    return;
+  }
+  std::uint64_t base = 0;
+  for (auto& s : specs) {
+    if (s.record_words == 0) {
+      error_ = "table " + s.name + ": zero-sized record";
+      return;
+    }
+    TableStore t;
+    t.spec = s;
+    t.base = static_cast<std::uint32_t>(base);
+    base += s.capacity;
+    if (base >= kCurr) {
+      error_ = "total table capacity exceeds 2^32 - 2 records";
+      tables_.clear();
+      return;
+    }
+    t.slots.assign(s.capacity, 0);
+    t.data.assign(static_cast<std::size_t>(s.capacity) * 2 * s.record_words, 0);
+    t.deleted.assign(s.capacity, 0);
+    if (s.indexed) {
+      t.backlink.assign(s.capacity, 0);
+      for (std::uint32_t i = 0; i < s.capacity; ++i) t.free_ring.push_back(i);
+      t.index.reserve(s.capacity);
+    }
+    max_words_ = std::max(max_words_, s.record_words);
+    tables_.push_back(std::move(t));
+  }
+}
+
+bool Database::load(std::uint32_t table, std::uint64_t key, const std::uint32_t* d) {
+  if (table >= tables_.size()) return false;
+  TableStore& t = tables_[table];
+  std::uint32_t r;
+  if (t.spec.indexed) {
+    auto it = t.index.find(key);
+    if (it != t.index.end()) {
+      r = it->second;
+    } else {
+      if (t.free_ring.empty()) return false;
+      r = t.free_ring.front();
+      t.free_ring.pop_front();
+      t.index.emplace(key, r);
+      t.backlink[r] = key;
+    }
+  } else {
+    if (key >= t.spec.capacity) return false;
+    r = static_cast<std::uint32_t>(key);
+  }
+  const std::uint32_t w = t.spec.record_words;
+  std::copy(d, d + w, t.data.begin() + static_cast<std::size_t>(r) * 2 * w);
+  t.slots[r] = (1u << 1) | 1u;  // slot 0: eid 1, valid; slot 1: eid 0, invalid
+  return true;
+}
+
+std::string Database::check_keys(const Batch& b, std::size_t t) const {
+  for (std::uint32_t i = b.op_begin[t]; i < b.op_begin[t + 1]; ++i) {
+    const Key& k = b.keys[i];
+    if (k.table >= tables_.size()) return "unknown table " + std::to_string(k.table);
+    const TableStore& ts = tables_[k.table];
+    if (!ts.spec.indexed && k.key >= ts.spec.capacity)
+      return "key " + std::to_string(k.key) + " out of range for table " + ts.spec.name;
+  }
+  return "";
+}
+
+std::uint32_t Database::lookup(std::uint32_t table, std::uint64_t key) const {
+  const TableStore& t = tables_[table];
+  if (!t.spec.indexed) return key < t.spec.capacity ? static_cast<std::uint32_t>(key) : kInvalid;
+  auto it = t.index.find(key);
+  return it == t.index.end() ? kInvalid : it->second;
+}
+
+bool Database::index(const Batch& b, Indexed* out, std::string* err) {
+  const std::size_t n = b.size();
+  // Pass 1: count the distinct missing write keys per indexed table before changing anything.
+  std::vector<std::vector<std::uint64_t>> missing(tables_.size());
+  for (std::size_t t = 0; t < n; ++t)
+    for (std::uint32_t i = b.op_begin[t] + b.nreads[t]; i < b.op_begin[t + 1]; ++i) {
+      const Key& k = b.keys[i];
+      if (tables_[k.table].spec.indexed && !tables_[k.table].index.count(k.key)) missing[k.table].push_back(k.key);
+    }
+  for (std::size_t tb = 0; tb < tables_.size(); ++tb) {
+    auto& m = missing[tb];
+    // Uniquify in first-seen order, so ids are handed out deterministically.
+    std::vector<std::uint64_t> uniq;
+    std::unordered_map<std::uint64_t, char> seen;
+    seen.reserve(m.size());
+    for (auto k : m)
+      if (seen.emplace(k, 0).second) uniq.push_back(k);
+    m.swap(uniq);
+    if (m.size() > tables_[tb].free_ring.size()) {
+      if (err) *err = "table " + tables_[tb].spec.name + " is full";
+      return false;
+    }
+  }
+  for (std::size_t tb = 0; tb < tables_.size(); ++tb) {
+    TableStore& t = tables_[tb];
+    for (auto k : missing[tb]) {
+      const std::uint32_t r = t.free_ring.front();
+      t.free_ring.pop_front();
+      t.index.emplace(k, r);
+      t.backlink[r] = k;
+    }
+  }
+  const std::size_t ops = b.keys.size();
+  out->table.resize(ops);
+  out->rid.resize(ops);
+  out->global.resize(ops);
+  for (std::size_t i = 0; i < ops; ++i) {
+    const Key& k = b.keys[i];
+    const std::uint32_t r = lookup(k.table, k.key);
+    out->table[i] = static_cast<std::uint8_t>(k.table);
+    out->rid[i] = r;
+    out->global[i] = r == kInvalid ? kInvalid : tables_[k.table].base + r;
+  }
+  return true;
+}
+
+const std::uint32_t* Database::get(std::uint32_t table, std::uint64_t key) const {
+  if (table >= tables_.size()) return nullptr;
+  const std::uint32_t r = lookup(table, key);
+  if (r == kInvalid) return nullptr;
+  const TableStore& t = tables_[table];
+  const std::uint64_t both = t.slots[r];
+  // After an epoch, the newest slot is the one with the larger eid (both 0: never written).
+  const int s = (slot_word(both, 0) >> 1) >= (slot_word(both, 1) >> 1) ? 0 : 1;
+  const std::uint32_t w = slot_word(both, s);
+  if (!(w & 1u)) return nullptr;
+  return t.data.data() + (static_cast<std::size_t>(r) * 2 + s) * t.spec.record_words;
+}
+
+void Database::end_epoch() {
+  for (auto& t : tables_) {
+    if (!t.spec.indexed) continue;  // executors set the bit on indexed tables only
+    for (std::uint32_t r = 0; r < t.spec.capacity; ++r) {
+      if (!t.deleted[r]) continue;
+      t.deleted[r] = 0;
+      t.index.erase(t.backlink[r]);
+      t.free_ring.push_back(r);
+    }
+  }
+  ++eid_;
+}
+
+void Database::end_epoch_with(const std::vector<std::vector<std::uint32_t>>& freed) {
+  for (std::size_t tb = 0; tb < tables_.size() && tb < freed.size(); ++tb) {
+    TableStore& t = tables_[tb];
+    for (auto r : freed[tb]) {
+      t.deleted[r] = 0;
+      if (!t.spec.indexed) continue;
+      t.index.erase(t.backlink[r]);
+      t.free_ring.push_back(r);
+    }
+  }
+  ++eid_;
+}
+
+}  // namespace duet::batch::epic

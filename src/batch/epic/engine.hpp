@@ -1,0 +1,159 @@
+// Epic's epoch loop on the host: index, plan (CPU twin, or the GPU planner for Epic-CPU), execute
+// on CPU threads, free deleted records. Reruns (txns whose declared keys were wrong) run first in
+// the next epoch, before the new txns, in their old relative order.
+#pragma once
+
+#include <chrono>
+#include <functional>
+#include <string>
+
+#include "batch/epic/exec_cpu.hpp"
+
+namespace duet::batch::epic {
+
+/// Wall time of one epoch's phases, in milliseconds.
+struct EpochStats {
+  std::size_t txns = 0;
+  std::uint32_t temp_count = 0;
+  double index_ms = 0, plan_ms = 0, exec_ms = 0, gc_ms = 0, total_ms = 0;
+};
+
+/// What an epoch returns: per executed txn (pending reruns first) its tag, outcome and outputs.
+struct EpochOutput {
+  std::vector<std::uint64_t> tag;
+  std::vector<std::uint32_t> attempt;
+  Results results;
+  EpochStats stats;
+};
+
+/// A planner: fills the plan for a batch and its global ids; false and *err on failure.
+using Planner = std::function<bool(const Batch&, const std::vector<std::uint32_t>&, Plan*, std::string*)>;
+
+inline double ms_since(std::chrono::steady_clock::time_point t0) {
+  return std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0).count();
+}
+
+/// Builds the host EpochView over a database, a batch, its index and plan.
+inline EpochView make_view(Database& db, std::vector<TableView>& tv, const Batch& b, const Indexed& ix,
+                           const Plan& p, Scratch& s, Results& r, const Faults& f) {
+  tv.resize(db.num_tables());
+  for (std::size_t i = 0; i < tv.size(); ++i) {
+    TableStore& t = db.table(static_cast<std::uint32_t>(i));
+    tv[i] = TableView{t.slots.data(), t.data.data(), t.deleted.data(), t.spec.record_words, t.spec.indexed ? 1u : 0u};
+  }
+  s.slot_words = db.max_words();
+  s.reserve(p.temp_count);
+  EpochView v;
+  v.tables = tv.data();
+  v.proc = b.proc.data();
+  v.op_begin = b.op_begin.data();
+  v.nreads = b.nreads.data();
+  v.arg_begin = b.arg_begin.data();
+  v.args = b.args.data();
+  v.attempt = b.attempt.data();
+  v.op_table = ix.table.data();
+  v.rid = ix.rid.data();
+  v.loc = p.loc.data();
+  v.copy = p.copy.data();
+  v.scratch_word = s.word.data();
+  v.scratch_data = s.data.data();
+  v.slot_words = s.slot_words;
+  v.eid = db.eid();
+  v.n = static_cast<std::uint32_t>(b.size());
+  r.resize(b.size());
+  v.outcome = r.outcome.data();
+  v.out = r.out.data();
+  v.skip_abort_fill = f.skip_abort_fill;
+  v.eid_before_data = f.eid_before_data;
+  return v;
+}
+
+/// The host engine for procedure set `Procs`, executing on CPU threads.
+template <class Procs>
+class Engine {
+ public:
+  /// `threads` CPU threads execute; `planner` plans (default: the CPU twin).
+  Engine(std::vector<TableSpec> tables, int threads, Planner planner = {})
+      : db_(std::move(tables)), threads_(threads), planner_(std::move(planner)) {}
+
+  Database& db() { return db_; }
+  Faults& faults() { return faults_; }
+  /// A wait longer than this fails the epoch with "stuck wait" (0: wait forever). After a stuck
+  /// epoch the tables hold partial writes: the database must be reloaded.
+  void set_watchdog_ms(std::uint64_t ms) { watchdog_ns_ = ms * 1000000ull; }
+  std::size_t pending_reruns() const { return reruns_.size(); }
+
+  /// "" if every txn of `b` names known tables, in-range direct keys and a known procedure.
+  std::string check(const Batch& b) const {
+    for (std::size_t t = 0; t < b.size(); ++t) {
+      if (!Procs::known(b.proc[t])) return "txn " + std::to_string(t) + ": unknown procedure " + std::to_string(b.proc[t]);
+      std::string e = db_.check_keys(b, t);
+      if (!e.empty()) return "txn " + std::to_string(t) + ": " + e;
+    }
+    return "";
+  }
+
+  /// Runs one epoch: pending reruns, then `b`. On bad input or a failure nothing is applied and
+  /// *err says why.
+  bool run_epoch(const Batch& b, EpochOutput* out, std::string* err) {
+    const auto t0 = std::chrono::steady_clock::now();
+    if (std::string e = check(b); !e.empty()) return *err = e, false;
+    if (db_.eid() >= kMaxEid) return *err = "epoch ids exhausted", false;
+    Batch all;
+    const Batch* run = &b;
+    if (reruns_.size()) {
+      all = reruns_;
+      for (std::size_t t = 0; t < b.size(); ++t) all.add_from(b, t, b.attempt[t]);
+      run = &all;
+    }
+    if (run->size() > kMaxTxns) return *err = "epoch larger than 2^20 txns", false;
+    auto t1 = std::chrono::steady_clock::now();
+    Indexed ix;
+    if (!db_.index(*run, &ix, err)) return false;
+    out->stats.index_ms = ms_since(t1);
+    t1 = std::chrono::steady_clock::now();
+    Plan plan;
+    if (planner_) {
+      if (!planner_(*run, ix.global, &plan, err)) return false;
+    } else {
+      plan_cpu(*run, ix.global, &plan, faults_);
+    }
+    out->stats.plan_ms = ms_since(t1);
+    t1 = std::chrono::steady_clock::now();
+    EpochView v = make_view(db_, tv_, *run, ix, plan, scratch_, out->results, faults_);
+    std::uint32_t stuck = 0;
+    v.watchdog_ns = watchdog_ns_;
+    v.stuck = &stuck;
+    execute_cpu<Procs>(v, threads_);
+    if (stuck) {
+      *err = "stuck wait: txn " + std::to_string(stuck - 1) + " waited past the watchdog (a planning bug)";
+      return false;
+    }
+    out->stats.exec_ms = ms_since(t1);
+    t1 = std::chrono::steady_clock::now();
+    db_.end_epoch();
+    out->stats.gc_ms = ms_since(t1);
+    out->tag = run->tag;
+    out->attempt = run->attempt;
+    Batch next;
+    for (std::size_t t = 0; t < run->size(); ++t)
+      if (out->results.outcome[t] == kRerun) next.add_from(*run, t, run->attempt[t] + 1);
+    reruns_ = std::move(next);
+    out->stats.txns = run->size();
+    out->stats.temp_count = plan.temp_count;
+    out->stats.total_ms = ms_since(t0);
+    return true;
+  }
+
+ private:
+  Database db_;
+  int threads_;
+  Planner planner_;
+  Faults faults_;
+  std::uint64_t watchdog_ns_ = 10000000000ull;
+  Scratch scratch_;
+  std::vector<TableView> tv_;
+  Batch reruns_;
+};
+
+}  // namespace duet::batch::epic

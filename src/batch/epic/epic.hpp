@@ -1,0 +1,167 @@
+// Epic: deterministic multi-version epochs (Qian & Goel, OSDI '24), the engine core.
+//
+// An epoch is a list of transactions in serial order. Each names a stored procedure, its read keys,
+// its write keys and its arguments. Planning (Alg. 2-4) turns the declared keys into one exact
+// storage location per operation, so execution never searches versions:
+//   indexing    keys -> record ids, insert-first (missing write keys get ids from a FIFO free ring)
+//   planning    ops packed in 64 bits, stable-sorted by record, exclusive segmented prefix and
+//               postfix write counts, op classes, an exclusive global scan over temp writes
+//   execution   reads spin only on their one version's eid; writes store data, then the eid
+//   end         records whose last version this epoch is invalid are freed (deleted-bit scan)
+// Planning has a CPU twin (plan_cpu) and a GPU version (gpu.hpp); their plans are equal bit for bit.
+//
+// Decisions (docs/epic.md):
+//   op word      bits 63-32 global record id, 31-12 txn index (2^20 txns per epoch),
+//                bit 11 write flag, 10-0 op index within the txn (2^11 ops per txn)
+//   slot word    (eid << 1) | valid, 32 bits; a record's two slot words share one 64-bit word that
+//                is read with one load. eid is 31 bits; bulk load writes slot 0 with eid 1, epochs
+//                start at 2, so no tie is possible after load.
+//   locations    kPrev, kCurr or a scratchpad index; every write also gets a copy-from location
+//                (the previous version), used when the procedure leaves the slot unwritten (abort).
+#pragma once
+
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include "cods/hd.hpp"
+
+namespace duet::batch::epic {
+
+inline constexpr std::uint32_t kPrev = 0xFFFFFFFFu;     ///< read the version as of the epoch's start
+inline constexpr std::uint32_t kCurr = 0xFFFFFFFEu;     ///< the record's epoch-final version
+inline constexpr std::uint32_t kInvalid = 0xFFFFFFFFu;  ///< record id of a key that is not present
+inline constexpr std::uint32_t kMaxTxns = 1u << 20;     ///< txns per epoch (20 bits in the op word)
+inline constexpr std::uint32_t kMaxOps = 1u << 11;      ///< ops per txn (11 bits in the op word)
+inline constexpr std::uint32_t kMaxWrites = 64;         ///< writes per txn (one 64-bit fill mask)
+inline constexpr std::uint32_t kMaxOut = 4;             ///< output words per txn
+inline constexpr std::uint32_t kMaxEid = 0x7FFFFFFFu;   ///< 31-bit epoch ids
+
+/// Packs one operation (Alg. 2, step 1). `global` is the record's global id (table base + id).
+DUET_HD inline std::uint64_t pack_op(std::uint32_t global, std::uint32_t txn, bool write, std::uint32_t idx) {
+  return (static_cast<std::uint64_t>(global) << 32) | (static_cast<std::uint64_t>(txn) << 12) |
+         (static_cast<std::uint64_t>(write) << 11) | idx;
+}
+DUET_HD inline std::uint32_t op_record(std::uint64_t op) { return static_cast<std::uint32_t>(op >> 32); }
+DUET_HD inline std::uint32_t op_txn(std::uint64_t op) { return static_cast<std::uint32_t>(op >> 12) & 0xFFFFFu; }
+DUET_HD inline bool op_is_write(std::uint64_t op) { return (op >> 11) & 1u; }
+DUET_HD inline std::uint32_t op_index(std::uint64_t op) { return static_cast<std::uint32_t>(op) & 0x7FFu; }
+
+/// Op classes (Alg. 3).
+enum OpType : std::uint8_t { kPrevRead = 0, kCurrRead = 1, kTempRead = 2, kCurrWrite = 3, kTempWrite = 4 };
+
+/// Alg. 3: the class of an op from its exclusive write counts before and after it in its record.
+DUET_HD inline OpType classify(bool write, std::uint32_t writes_before, std::uint32_t writes_after) {
+  if (write) return writes_after == 0 ? kCurrWrite : kTempWrite;
+  if (writes_before == 0) return kPrevRead;
+  return writes_after == 0 ? kCurrRead : kTempRead;
+}
+
+/// Alg. 4: the op's location, and for a write the location of the version before it (copy-from).
+DUET_HD inline std::uint32_t location(OpType t, std::uint32_t tw_before) {
+  switch (t) {
+    case kPrevRead: return kPrev;
+    case kCurrRead:
+    case kCurrWrite: return kCurr;
+    case kTempWrite: return tw_before;
+    default: return tw_before - 1;  // kTempRead: the nearest preceding temp write of this record
+  }
+}
+DUET_HD inline std::uint32_t copy_location(bool write, std::uint32_t writes_before, std::uint32_t tw_before) {
+  if (!write) return kPrev;
+  return writes_before == 0 ? kPrev : tw_before - 1;
+}
+
+/// Alg. 1: which of a record's two slots is prev and which is curr in epoch `eid`, from the
+/// 64-bit word holding both slot words (slot 0 in the low half). Returns the curr slot (0 or 1).
+DUET_HD inline int curr_slot(std::uint64_t both, std::uint32_t eid) {
+  const std::uint32_t e0 = static_cast<std::uint32_t>(both) >> 1;
+  const std::uint32_t e1 = static_cast<std::uint32_t>(both >> 32) >> 1;
+  if (e0 == eid) return 0;
+  if (e1 == eid) return 1;
+  return e0 > e1 ? 1 : 0;
+}
+DUET_HD inline std::uint32_t slot_word(std::uint64_t both, int slot) {
+  return static_cast<std::uint32_t>(slot ? both >> 32 : both);
+}
+DUET_HD inline std::uint64_t with_slot_word(std::uint64_t both, int slot, std::uint32_t w) {
+  return slot ? ((both & 0xFFFFFFFFull) | (static_cast<std::uint64_t>(w) << 32))
+              : ((both & ~0xFFFFFFFFull) | w);
+}
+
+/// Outcome of one transaction.
+enum Outcome : std::uint32_t {
+  kCommitted = 0,
+  kAborted = 1,       ///< the procedure aborted before its first write; its slots hold copies
+  kRerun = 2,         ///< aborted because its declared keys were wrong; runs again next epoch
+  kIllegal = 3,       ///< a procedure broke the rules (abort or read after a write, bad index)
+  kUnknownProc = 4,   ///< no procedure with that id
+};
+
+/// One table: fixed-size records of `record_words` 32-bit words, ids 0..capacity-1. A direct
+/// table's keys are its record ids (no index; bulk-loaded); an indexed table maps 64-bit keys to
+/// ids through a hash index with a FIFO free ring and back-links, and frees deleted records.
+struct TableSpec {
+  std::string name;
+  std::uint32_t record_words = 1;
+  std::uint32_t capacity = 0;
+  bool indexed = false;
+};
+
+/// A key as a procedure declares it.
+struct Key {
+  std::uint32_t table = 0;
+  std::uint64_t key = 0;
+};
+
+/// The transactions of one epoch, in serial order, flattened. Reads come before writes in each
+/// txn's key list. Build with add().
+struct Batch {
+  std::vector<std::uint32_t> proc;
+  std::vector<std::uint32_t> op_begin{0};   ///< txn t's keys are [op_begin[t], op_begin[t+1])
+  std::vector<std::uint16_t> nreads;
+  std::vector<Key> keys;
+  std::vector<std::uint32_t> arg_begin{0};
+  std::vector<std::uint32_t> args;
+  std::vector<std::uint32_t> attempt;       ///< 0 on first submission, +1 per rerun
+  std::vector<std::uint64_t> tag;           ///< the submitter's id for the txn (results keep it)
+
+  std::size_t size() const { return proc.size(); }
+  void clear();
+  /// Appends one txn; returns false (nothing added) when it exceeds kMaxOps or kMaxWrites, or
+  /// declares the same write key twice.
+  bool add(std::uint32_t p, const std::vector<Key>& reads, const std::vector<Key>& writes,
+           const std::vector<std::uint32_t>& a, std::uint64_t tg = 0, std::uint32_t att = 0);
+  /// Appends txn t of `other`.
+  void add_from(const Batch& other, std::size_t t, std::uint32_t att);
+};
+
+/// The indexed form of a batch: per op its table and record id (kInvalid for a missing read key)
+/// and its global id (table base + id; kInvalid stays kInvalid), which planning sorts by.
+struct Indexed {
+  std::vector<std::uint8_t> table;
+  std::vector<std::uint32_t> rid;
+  std::vector<std::uint32_t> global;
+};
+
+/// A plan: per op its location and (writes) copy-from location, and the scratchpad size.
+struct Plan {
+  std::vector<std::uint32_t> loc;
+  std::vector<std::uint32_t> copy;
+  std::uint32_t temp_count = 0;
+  bool operator==(const Plan& o) const { return loc == o.loc && copy == o.copy && temp_count == o.temp_count; }
+};
+
+/// Planted bugs for the negative controls (every field false in production).
+struct Faults {
+  bool inclusive_scan = false;      ///< writes_before counted inclusively
+  bool write_before_read = false;   ///< a txn's writes submitted before its reads
+  bool skip_abort_fill = false;     ///< aborted txns leave their slots unfilled
+  bool eid_before_data = false;     ///< writers publish the eid, then store the data
+};
+
+/// Alg. 2-4 on the CPU: the plan for `n` txns whose ops are `global` (op_begin/nreads from the
+/// batch). Deterministic; the GPU planner's output equals it.
+void plan_cpu(const Batch& b, const std::vector<std::uint32_t>& global, Plan* out, const Faults& f = {});
+
+}  // namespace duet::batch::epic

@@ -1,0 +1,246 @@
+// Epic's execution on CPU threads (Alg. 5 and Alg. 1): the procedure context and the executor.
+//
+// Procedures are types with `template <class Ctx> DUET_HD static void run(Ctx& c)`, collected in
+// a procedure set: `template <class Ctx> DUET_HD static bool dispatch(std::uint32_t proc, Ctx& c)`
+// (false: unknown id). The same procedure source runs here and on the GPU (gpu_exec.cuh). A
+// procedure reads, decides (it may abort), then writes; a read after its first write, or an abort
+// after it, makes the txn kIllegal. Every declared write the procedure leaves unwritten (all of
+// them when it aborts) is filled with a copy of the record's previous version, so no reader waits
+// forever and the state equals serial execution in which the txn did not write.
+#pragma once
+
+#include <atomic>
+#include <chrono>
+#include <thread>
+#include <vector>
+
+#if defined(__x86_64__)
+#include <immintrin.h>
+#endif
+
+#include "batch/epic/database.hpp"
+
+namespace duet::batch::epic {
+
+/// One table as execution sees it (host or device pointers).
+struct TableView {
+  std::uint64_t* slots = nullptr;
+  std::uint32_t* data = nullptr;
+  std::uint8_t* deleted = nullptr;
+  std::uint32_t words = 0;
+  std::uint32_t indexed = 0;
+};
+
+/// Everything one epoch's execution reads and writes, as raw pointers (host or device).
+struct EpochView {
+  const TableView* tables = nullptr;
+  const std::uint32_t* proc = nullptr;
+  const std::uint32_t* op_begin = nullptr;
+  const std::uint16_t* nreads = nullptr;
+  const std::uint32_t* arg_begin = nullptr;
+  const std::uint32_t* args = nullptr;
+  const std::uint32_t* attempt = nullptr;
+  const std::uint8_t* op_table = nullptr;
+  const std::uint32_t* rid = nullptr;
+  const std::uint32_t* loc = nullptr;
+  const std::uint32_t* copy = nullptr;
+  std::uint32_t* scratch_word = nullptr;
+  std::uint32_t* scratch_data = nullptr;
+  std::uint32_t slot_words = 0;
+  std::uint32_t eid = 0;
+  std::uint32_t n = 0;
+  std::uint32_t* outcome = nullptr;
+  std::uint32_t* out = nullptr;
+  std::uint32_t skip_abort_fill = 0;  ///< negative control
+  std::uint32_t eid_before_data = 0;  ///< negative control
+  /// Watchdog: a wait longer than this (ns; 0: none) stores the waiting txn + 1 in *stuck and
+  /// gives up; every later wait gives up at once. The epoch then fails (a planning bug).
+  std::uint64_t watchdog_ns = 0;
+  std::uint32_t* stuck = nullptr;
+};
+
+inline void cpu_relax(unsigned& spins) {
+#if defined(__x86_64__)
+  _mm_pause();
+#endif
+  if (++spins % 256 == 0) std::this_thread::yield();
+}
+
+/// One step of a wait: relaxes, and returns false once the watchdog fired (for this or any txn).
+inline bool wait_step(const EpochView& v, std::uint32_t t, unsigned& spins,
+                      std::chrono::steady_clock::time_point& start) {
+  cpu_relax(spins);
+  if (!v.stuck) return true;
+  std::atomic_ref<std::uint32_t> st(*v.stuck);
+  if (st.load(std::memory_order_relaxed)) return false;
+  if (spins % 1024 != 0 || !v.watchdog_ns) return true;
+  const auto now = std::chrono::steady_clock::now();
+  if (spins == 1024) start = now;
+  if (static_cast<std::uint64_t>(std::chrono::duration_cast<std::chrono::nanoseconds>(now - start).count()) < v.watchdog_ns)
+    return true;
+  std::uint32_t zero = 0;
+  st.compare_exchange_strong(zero, t + 1);
+  return false;
+}
+
+/// The CPU procedure context of txn `t`.
+class CpuCtx {
+ public:
+  CpuCtx(const EpochView& v, std::uint32_t t)
+      : v_(v), t_(t), ob_(v.op_begin[t]), nr_(v.nreads[t]), nw_(v.op_begin[t + 1] - v.op_begin[t] - v.nreads[t]),
+        ab_(v.arg_begin[t]), na_(v.arg_begin[t + 1] - v.arg_begin[t]) {}
+
+  std::uint32_t nreads() const { return nr_; }
+  std::uint32_t nwrites() const { return nw_; }
+  std::uint32_t nargs() const { return na_; }
+  std::uint32_t arg(std::uint32_t i) const { return i < na_ ? v_.args[ab_ + i] : 0; }
+  std::uint32_t attempt() const { return v_.attempt[t_]; }
+  std::uint32_t read_words(std::uint32_t i) const { return i < nr_ ? v_.tables[v_.op_table[ob_ + i]].words : 0; }
+  std::uint32_t write_words(std::uint32_t i) const { return i < nw_ ? v_.tables[v_.op_table[ob_ + nr_ + i]].words : 0; }
+
+  /// Read i's record (record_words words), or nullptr if absent.
+  const std::uint32_t* read(std::uint32_t i) {
+    if (i >= nr_ || wrote_) return illegal(), nullptr;
+    const std::uint32_t op = ob_ + i;
+    if (v_.rid[op] == kInvalid) return nullptr;
+    bool valid;
+    const std::uint32_t* d = resolve(op, v_.loc[op], &valid);
+    return valid ? d : nullptr;
+  }
+  /// Write i: word w of the new record is f(w). Sets valid (an insert or an update).
+  template <class F>
+  void write(std::uint32_t i, F f) {
+    if (!writable(i)) return;
+    put(i, 1, f);
+  }
+  void write_copy(std::uint32_t i, const std::uint32_t* src) {
+    write(i, [src](std::uint32_t w) { return src[w]; });
+  }
+  /// Write i deletes the record (clears valid).
+  void remove(std::uint32_t i) {
+    if (!writable(i)) return;
+    put(i, 0, [](std::uint32_t) { return 0u; });
+  }
+  void abort(std::uint32_t reason) { stop(kAborted, reason); }
+  /// Aborts because the declared keys were wrong: the txn runs again next epoch.
+  void rerun() { stop(kRerun, 0); }
+  void out(std::uint32_t k, std::uint32_t val) {
+    if (k < kMaxOut) v_.out[static_cast<std::size_t>(t_) * kMaxOut + k] = val;
+  }
+  bool stopped() const { return aborted_; }
+
+  /// After the procedure: fills every unwritten slot from its copy-from location.
+  void finish() {
+    if (!v_.skip_abort_fill || !aborted_)
+      for (std::uint32_t i = 0; i < nw_; ++i) {
+        if (filled_ >> i & 1u) continue;
+        const std::uint32_t op = ob_ + nr_ + i;
+        bool valid;
+        const std::uint32_t* src = resolve(op, v_.copy[op], &valid);
+        put(i, valid ? 1u : 0u, [src](std::uint32_t w) { return src[w]; });
+      }
+    v_.outcome[t_] = outcome_;
+  }
+  void set_outcome(std::uint32_t o) { outcome_ = o; aborted_ = true; }
+
+ private:
+  void illegal() { outcome_ = kIllegal; }
+  bool writable(std::uint32_t i) {
+    if (aborted_ || i >= nw_ || (filled_ >> i & 1u)) return illegal(), false;
+    wrote_ = true;
+    return true;
+  }
+  void stop(std::uint32_t o, std::uint32_t reason) {
+    if (wrote_) return illegal();
+    if (aborted_) return;
+    aborted_ = true;
+    outcome_ = o;
+    out(0, reason);
+  }
+  // The version at `loc` of op's record; waits for it unless loc is kPrev.
+  const std::uint32_t* resolve(std::uint32_t op, std::uint32_t loc, bool* valid) {
+    const TableView& tb = v_.tables[v_.op_table[op]];
+    const std::uint32_t r = v_.rid[op];
+    unsigned spins = 0;
+    std::chrono::steady_clock::time_point start;
+    if (loc != kPrev && loc != kCurr) {
+      std::atomic_ref<std::uint32_t> w(v_.scratch_word[loc]);
+      std::uint32_t x;
+      while (((x = w.load(std::memory_order_acquire)) >> 1) != v_.eid)
+        if (!wait_step(v_, t_, spins, start)) break;
+      *valid = x & 1u;
+      return v_.scratch_data + static_cast<std::size_t>(loc) * v_.slot_words;
+    }
+    std::atomic_ref<std::uint64_t> sw(tb.slots[r]);
+    std::uint64_t both = sw.load(std::memory_order_acquire);
+    const int cs = curr_slot(both, v_.eid);
+    const int s = loc == kPrev ? 1 - cs : cs;
+    if (loc == kCurr)
+      while ((slot_word(both, s) >> 1) != v_.eid) {
+        if (!wait_step(v_, t_, spins, start)) break;
+        both = sw.load(std::memory_order_acquire);
+      }
+    *valid = slot_word(both, s) & 1u;
+    return tb.data + (static_cast<std::size_t>(r) * 2 + s) * tb.words;
+  }
+  template <class F>
+  void put(std::uint32_t i, std::uint32_t valid, F f) {
+    const std::uint32_t op = ob_ + nr_ + i;
+    const TableView& tb = v_.tables[v_.op_table[op]];
+    const std::uint32_t r = v_.rid[op], loc = v_.loc[op], word = (v_.eid << 1) | valid;
+    filled_ |= 1ull << i;
+    if (loc == kCurr) {
+      std::atomic_ref<std::uint64_t> sw(tb.slots[r]);
+      const std::uint64_t both = sw.load(std::memory_order_relaxed);
+      const int cs = curr_slot(both, v_.eid);
+      std::uint32_t* dst = tb.data + (static_cast<std::size_t>(r) * 2 + cs) * tb.words;
+      if (tb.indexed) tb.deleted[r] = valid ? 0 : 1;
+      if (v_.eid_before_data) sw.store(with_slot_word(both, cs, word), std::memory_order_release);
+      if (valid)
+        for (std::uint32_t w = 0; w < tb.words; ++w) dst[w] = f(w);
+      if (!v_.eid_before_data) sw.store(with_slot_word(both, cs, word), std::memory_order_release);
+      return;
+    }
+    std::uint32_t* dst = v_.scratch_data + static_cast<std::size_t>(loc) * v_.slot_words;
+    std::atomic_ref<std::uint32_t> sw(v_.scratch_word[loc]);
+    if (v_.eid_before_data) sw.store(word, std::memory_order_release);
+    if (valid)
+      for (std::uint32_t w = 0; w < tb.words; ++w) dst[w] = f(w);
+    if (!v_.eid_before_data) sw.store(word, std::memory_order_release);
+  }
+
+  const EpochView& v_;
+  std::uint32_t t_, ob_, nr_, nw_, ab_, na_;
+  std::uint64_t filled_ = 0;
+  bool wrote_ = false, aborted_ = false;
+  std::uint32_t outcome_ = kCommitted;
+};
+
+/// Runs one txn on the calling thread.
+template <class Procs>
+void run_txn_cpu(const EpochView& v, std::uint32_t t) {
+  CpuCtx c(v, t);
+  if (!Procs::dispatch(v.proc[t], c)) c.set_outcome(kUnknownProc);
+  c.finish();
+}
+
+/// Runs the epoch on `threads` CPU threads. Txns are handed out in serial order from one counter,
+/// so every wait points at a txn some thread already holds: progress is guaranteed.
+template <class Procs>
+void execute_cpu(const EpochView& v, int threads) {
+  std::atomic<std::uint32_t> next{0};
+  auto work = [&] {
+    for (;;) {
+      const std::uint32_t t = next.fetch_add(1, std::memory_order_relaxed);
+      if (t >= v.n) return;
+      run_txn_cpu<Procs>(v, t);
+    }
+  };
+  if (threads <= 1 || v.n < 2) return work();
+  std::vector<std::thread> pool;
+  for (int i = 1; i < threads; ++i) pool.emplace_back(work);
+  work();
+  for (auto& th : pool) th.join();
+}
+
+}  // namespace duet::batch::epic

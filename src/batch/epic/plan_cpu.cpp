@@ -1,0 +1,73 @@
+// Alg. 2-4 on the CPU: the twin of the GPU planner (gpu.cu), step for step.
+#include <array>
+
+#include "batch/epic/epic.hpp"
+
+namespace duet::batch::epic {
+
+namespace {
+
+// Stable LSD radix sort on the record bits (63-32) only: ops were submitted in txn order with a
+// txn's reads before its writes, and stability keeps that order inside each record.
+void sort_by_record(std::vector<std::uint64_t>& ops) {
+  std::vector<std::uint64_t> tmp(ops.size());
+  for (int shift = 32; shift < 64; shift += 8) {
+    std::array<std::size_t, 257> count{};
+    for (auto op : ops) ++count[((op >> shift) & 0xFF) + 1];
+    if (count[1] == ops.size() || ops.empty()) continue;  // every op has the same digit
+    for (int d = 0; d < 256; ++d) count[d + 1] += count[d];
+    for (auto op : ops) tmp[count[(op >> shift) & 0xFF]++] = op;
+    ops.swap(tmp);
+  }
+}
+
+}  // namespace
+
+void plan_cpu(const Batch& b, const std::vector<std::uint32_t>& global, Plan* out, const Faults& f) {
+  const std::size_t n = b.size();
+  const std::size_t m = b.keys.size();
+  // Step 1: submit ops in txn order, reads before writes.
+  std::vector<std::uint64_t> ops;
+  ops.reserve(m);
+  for (std::size_t t = 0; t < n; ++t) {
+    const std::uint32_t beg = b.op_begin[t], cnt = b.op_begin[t + 1] - beg, nr = b.nreads[t];
+    if (f.write_before_read) {
+      for (std::uint32_t i = nr; i < cnt; ++i) ops.push_back(pack_op(global[beg + i], t, true, i));
+      for (std::uint32_t i = 0; i < nr; ++i) ops.push_back(pack_op(global[beg + i], t, false, i));
+    } else {
+      for (std::uint32_t i = 0; i < cnt; ++i) ops.push_back(pack_op(global[beg + i], t, i >= nr, i));
+    }
+  }
+  // Step 2: stable sort by record.
+  sort_by_record(ops);
+  // Steps 3-4: exclusive segmented prefix and postfix write counts.
+  std::vector<std::uint32_t> wb(m), wa(m);
+  for (std::size_t i = 0; i < m; ++i) {
+    const bool seg_start = i == 0 || op_record(ops[i]) != op_record(ops[i - 1]);
+    wb[i] = seg_start ? 0 : wb[i - 1] + op_is_write(ops[i - 1]);
+  }
+  for (std::size_t k = m; k-- > 0;) {
+    const bool seg_end = k + 1 == m || op_record(ops[k]) != op_record(ops[k + 1]);
+    wa[k] = seg_end ? 0 : wa[k + 1] + op_is_write(ops[k + 1]);
+  }
+  if (f.inclusive_scan)
+    for (std::size_t i = 0; i < m; ++i) {
+      wb[i] += op_is_write(ops[i]);
+      wa[i] += op_is_write(ops[i]);
+    }
+  // Steps 5-8: classes, the global exclusive temp-write scan, locations, scatter.
+  out->loc.assign(m, kPrev);
+  out->copy.assign(m, kPrev);
+  std::uint32_t tw = 0;
+  for (std::size_t i = 0; i < m; ++i) {
+    const bool w = op_is_write(ops[i]);
+    const OpType ty = classify(w, wb[i], wa[i]);
+    const std::size_t dst = b.op_begin[op_txn(ops[i])] + op_index(ops[i]);
+    out->loc[dst] = location(ty, tw);
+    out->copy[dst] = copy_location(w, wb[i], tw);
+    tw += ty == kTempWrite;
+  }
+  out->temp_count = tw;
+}
+
+}  // namespace duet::batch::epic

@@ -1,0 +1,82 @@
+// The serial-equivalence checker for Epic: replays each epoch serially (serial.hpp: no indexing,
+// planning or executor code) in the engine's order, reruns included, and compares every record
+// (present or not, and its words), the index's bookkeeping, and every txn's tag, attempt, outcome
+// and outputs.
+#pragma once
+
+#include <cstdlib>
+#include <string>
+#include <vector>
+
+#include "batch/epic/engine.hpp"
+#include "batch/epic/serial.hpp"
+
+namespace duet::batch::epic::test {
+
+/// DUET_TEST_SCALE (default 1) scales iteration counts down in sanitizer runs.
+inline double test_scale() {
+  const char* s = std::getenv("DUET_TEST_SCALE");
+  return s ? std::atof(s) : 1.0;
+}
+
+/// First difference between the engine's tables and the serial store, or "".
+inline std::string compare_state(const Database& db, const SerialStore& s) {
+  for (std::uint32_t t = 0; t < db.num_tables(); ++t) {
+    const TableStore& ts = db.table(t);
+    const std::uint32_t w = ts.spec.record_words;
+    std::size_t present = 0;
+    std::string diff;
+    auto check = [&](std::uint64_t k, const std::uint32_t* want) {
+      ++present;
+      if (!diff.empty()) return;
+      const std::uint32_t* got = db.get(t, k);
+      if (!got) {
+        diff = "table " + ts.spec.name + " key " + std::to_string(k) + ": missing";
+        return;
+      }
+      for (std::uint32_t i = 0; i < w; ++i)
+        if (got[i] != want[i]) {
+          diff = "table " + ts.spec.name + " key " + std::to_string(k) + " word " + std::to_string(i) + ": " +
+                 std::to_string(got[i]) + " != " + std::to_string(want[i]);
+          return;
+        }
+    };
+    s.for_each(t, check);
+    if (!diff.empty()) return diff;
+    if (ts.spec.indexed) {
+      if (ts.index.size() != present)
+        return "table " + ts.spec.name + ": index holds " + std::to_string(ts.index.size()) + " keys, serial " +
+               std::to_string(present);
+      if (ts.index.size() + ts.free_ring.size() != ts.spec.capacity) return "table " + ts.spec.name + ": ids leaked";
+    } else {
+      std::size_t valid = 0;
+      for (std::uint64_t k = 0; k < ts.spec.capacity; ++k) valid += db.get(t, k) != nullptr;
+      if (valid != present) return "table " + ts.spec.name + ": extra present records";
+    }
+  }
+  return "";
+}
+
+/// Replays one engine epoch serially. `pending` holds the serial side's reruns (updated).
+/// Returns the first difference in outcomes or outputs, or "".
+template <class Procs>
+std::string replay_epoch(SerialStore& s, Batch& pending, const Batch& submitted, const EpochOutput& out) {
+  Batch run = pending;
+  for (std::size_t t = 0; t < submitted.size(); ++t) run.add_from(submitted, t, submitted.attempt[t]);
+  std::vector<std::uint32_t> outcome, outv;
+  run_serial<Procs>(s, run, &outcome, &outv);
+  if (run.size() != out.tag.size()) return "epoch ran " + std::to_string(out.tag.size()) + " txns, serial " + std::to_string(run.size());
+  Batch next;
+  for (std::size_t t = 0; t < run.size(); ++t) {
+    if (run.tag[t] != out.tag[t] || run.attempt[t] != out.attempt[t]) return "txn " + std::to_string(t) + ": order differs";
+    if (outcome[t] != out.results.outcome[t])
+      return "txn " + std::to_string(t) + ": outcome " + std::to_string(out.results.outcome[t]) + " != " + std::to_string(outcome[t]);
+    for (std::uint32_t k = 0; k < kMaxOut; ++k)
+      if (outv[t * kMaxOut + k] != out.results.out[t * kMaxOut + k]) return "txn " + std::to_string(t) + ": output differs";
+    if (outcome[t] == kRerun) next.add_from(run, t, run.attempt[t] + 1);
+  }
+  pending = std::move(next);
+  return "";
+}
+
+}  // namespace duet::batch::epic::test

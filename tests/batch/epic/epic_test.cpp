@@ -1,0 +1,309 @@
+// Epic on the CPU: the digest's 8-txn planning example, Alg. 1 cases, the serial-equivalence
+// checker over many random contended epochs (inserts, deletes with id reuse, injected aborts,
+// reruns, rule breaking) and YCSB, negative controls the checker must catch, and bad input.
+#include <gtest/gtest.h>
+
+#include <random>
+
+#include "batch/epic/engine.hpp"
+#include "batch/epic/serial.hpp"
+#include "batch/epic/workloads.hpp"
+#include "batch/epic/checker.hpp"
+
+namespace duet::batch::epic {
+namespace {
+
+using test::compare_state;
+using test::replay_epoch;
+using test::test_scale;
+
+// ------------------------------------------------------------------ planning units
+TEST(EpicPlan, DigestEightTxnExample) {
+  // Record X (id 0) gets two temp writes and a curr write first; then record R (id 1) sees
+  // T1:R T2:W T3:R T4:W T5:R T6:R T7:W T8:R.
+  Batch b;
+  for (int i = 0; i < 3; ++i) ASSERT_TRUE(b.add(0, {}, {{0, 0}}, {}));
+  const char* ops = "RWRWRRWR";
+  for (int i = 0; i < 8; ++i) {
+    if (ops[i] == 'R') {
+      ASSERT_TRUE(b.add(0, {{0, 1}}, {}, {}));
+    } else {
+      ASSERT_TRUE(b.add(0, {}, {{0, 1}}, {}));
+    }
+  }
+  std::vector<std::uint32_t> global(b.keys.size());
+  for (std::size_t i = 0; i < global.size(); ++i) global[i] = static_cast<std::uint32_t>(b.keys[i].key);
+  Plan p;
+  plan_cpu(b, global, &p);
+  EXPECT_EQ(p.loc[0], 0u);
+  EXPECT_EQ(p.loc[1], 1u);
+  EXPECT_EQ(p.loc[2], kCurr);
+  const std::vector<std::uint32_t> want = {kPrev, 2, 2, 3, 3, 3, kCurr, kCurr};
+  for (int i = 0; i < 8; ++i) EXPECT_EQ(p.loc[3 + i], want[i]) << "T" << i + 1;
+  EXPECT_EQ(p.temp_count, 4u);
+  // Copy-from locations: T2 copies PREV, T4 copies T2's slot, T7 copies T4's slot.
+  EXPECT_EQ(p.copy[4], kPrev);
+  EXPECT_EQ(p.copy[6], 2u);
+  EXPECT_EQ(p.copy[9], 3u);
+}
+
+TEST(EpicPlan, ReadModifyWriteReadsThePreviousVersion) {
+  Batch b;
+  ASSERT_TRUE(b.add(0, {{0, 5}}, {{0, 5}}, {}));
+  ASSERT_TRUE(b.add(0, {{0, 5}}, {{0, 5}}, {}));
+  std::vector<std::uint32_t> global = {5, 5, 5, 5};
+  Plan p;
+  plan_cpu(b, global, &p);
+  EXPECT_EQ(p.loc, (std::vector<std::uint32_t>{kPrev, 0, 0, kCurr}));
+  EXPECT_EQ(p.copy[1], kPrev);
+  EXPECT_EQ(p.copy[3], 0u);
+}
+
+TEST(EpicPlan, OpPacking) {
+  const std::uint64_t op = pack_op(0xABCDEF01u, 0xFFFFFu, true, 0x7FFu);
+  EXPECT_EQ(op_record(op), 0xABCDEF01u);
+  EXPECT_EQ(op_txn(op), 0xFFFFFu);
+  EXPECT_TRUE(op_is_write(op));
+  EXPECT_EQ(op_index(op), 0x7FFu);
+}
+
+TEST(EpicExec, AlgorithmOneCases) {
+  auto both = [](std::uint32_t e0, std::uint32_t e1) {
+    return (static_cast<std::uint64_t>(e1 << 1) << 32) | (e0 << 1);
+  };
+  EXPECT_EQ(curr_slot(both(5, 3), 5), 0);  // slot 0 written this epoch
+  EXPECT_EQ(curr_slot(both(3, 5), 5), 1);
+  EXPECT_EQ(curr_slot(both(4, 3), 5), 1);  // slot 0 newer: it is prev
+  EXPECT_EQ(curr_slot(both(3, 4), 5), 0);
+  EXPECT_EQ(curr_slot(both(1, 0), 2), 1);  // after bulk load
+  EXPECT_EQ(curr_slot(both(0, 0), 2), 0);  // never written: both invalid
+  EXPECT_EQ(slot_word(with_slot_word(both(1, 2), 1, 77), 1), 77u);
+  EXPECT_EQ(slot_word(with_slot_word(both(1, 2), 1, 77), 0), 2u);
+}
+
+// ------------------------------------------------------------------ the random Mix workload
+std::vector<TableSpec> mix_tables() {
+  return {{"small", 1, 64, false}, {"wide", 4, 200, false}, {"indexed", 3, 400, true}};
+}
+
+struct MixGen {
+  std::mt19937_64 rng;
+  explicit MixGen(std::uint64_t seed) : rng(seed) {}
+  std::uint64_t key(std::uint32_t table, bool hot) {
+    const std::uint64_t range = table == 0 ? 64 : table == 1 ? 200 : 300;
+    return hot ? rng() % 4 : rng() % range;
+  }
+  void txn(Batch* b, std::uint64_t tag) {
+    std::vector<Key> reads, writes;
+    const bool hot = rng() % 3 == 0;
+    const int nr = static_cast<int>(rng() % 7), nw = static_cast<int>(rng() % 6);
+    for (int i = 0; i < nr; ++i) {
+      const auto t = static_cast<std::uint32_t>(rng() % 3);
+      reads.push_back({t, key(t, hot)});
+    }
+    for (int i = 0; i < nw; ++i) {
+      const auto t = static_cast<std::uint32_t>(rng() % 3);
+      Key k{t, key(t, hot)};
+      bool dup = false;
+      for (auto& w : writes) dup |= w.table == k.table && w.key == k.key;
+      if (!dup) writes.push_back(k);
+    }
+    const std::uint32_t r = static_cast<std::uint32_t>(rng() % 100);
+    const std::uint32_t proc = r < 70 ? MixProcs::kRmw : r < 85 ? MixProcs::kDelete : MixProcs::kPartial;
+    const std::uint32_t a = static_cast<std::uint32_t>(rng() % 100);
+    const std::uint32_t mode = a < 10 ? 1 : a < 15 ? 2 : a < 17 ? 3 : 0;
+    ASSERT_TRUE(b->add(proc, reads, writes, {static_cast<std::uint32_t>(rng()), mode}, tag));
+  }
+};
+
+void load_mix(Database& db, SerialStore& s) {
+  for (std::uint32_t t = 0; t < 3; ++t) {
+    const std::uint32_t w = db.table(t).spec.record_words;
+    const std::uint64_t n = t == 2 ? 300 : db.table(t).spec.capacity;
+    for (std::uint64_t k = 0; k < n; k += t == 2 ? 2 : 1) {
+      std::vector<std::uint32_t> d(w);
+      for (std::uint32_t i = 0; i < w; ++i) d[i] = static_cast<std::uint32_t>(k * 100 + i + t);
+      ASSERT_TRUE(db.load(t, k, d.data()));
+      s.put(t, k, d.data());
+    }
+  }
+}
+
+// Runs `epochs` random epochs of 1..max_size txns through an engine and the checker. Returns the
+// first difference, or "".
+std::string run_mix(std::uint64_t seed, int epochs, int max_size, int threads, const Faults& f, std::size_t* txns = nullptr) {
+  Engine<MixProcs> e(mix_tables(), threads);
+  e.faults() = f;
+  // A planted bug can leave a reader waiting on a version nobody writes; on one thread any wait
+  // that outlives a short watchdog is such a wait.
+  if (threads == 1) e.set_watchdog_ms(50);
+  SerialStore s(mix_tables());
+  load_mix(e.db(), s);
+  MixGen g(seed);
+  Batch pending;
+  std::uint64_t tag = 0;
+  for (int ep = 0; ep < epochs; ++ep) {
+    Batch b;
+    const int n = 1 + static_cast<int>(g.rng() % max_size);
+    for (int i = 0; i < n; ++i) g.txn(&b, tag++);
+    EpochOutput out;
+    std::string err;
+    if (!e.run_epoch(b, &out, &err)) return "run_epoch: " + err;
+    if (txns) *txns += out.tag.size();
+    std::string d = replay_epoch<MixProcs>(s, pending, b, out);
+    if (d.empty()) d = compare_state(e.db(), s);
+    if (!d.empty()) return "epoch " + std::to_string(ep) + ": " + d;
+  }
+  return "";
+}
+
+TEST(EpicOracle, RandomContendedEpochsEqualSerial) {
+  std::size_t txns = 0;
+  const int epochs = std::max(4, static_cast<int>(60 * test_scale()));
+  for (std::uint64_t seed : {1, 2, 3})
+    for (int threads : {1, 4}) {
+      const std::string d = run_mix(seed, epochs, 2000, threads, {}, &txns);
+      ASSERT_EQ(d, "") << "seed " << seed << " threads " << threads;
+    }
+  RecordProperty("txns", std::to_string(txns));
+  if (test_scale() >= 1) {
+    EXPECT_GE(txns, 100000u);
+  }
+}
+
+TEST(EpicOracle, TinyEpochs) {
+  for (int threads : {1, 3}) ASSERT_EQ(run_mix(9, std::max(10, static_cast<int>(300 * test_scale())), 3, threads, {}), "");
+}
+
+// ------------------------------------------------------------------ negative controls
+TEST(EpicOracle, InclusiveScanIsCaught) {
+  Faults f;
+  f.inclusive_scan = true;
+  EXPECT_NE(run_mix(4, 5, 500, 1, f), "");
+}
+TEST(EpicOracle, WriteSortedBeforeItsReadIsCaught) {
+  Faults f;
+  f.write_before_read = true;
+  EXPECT_NE(run_mix(5, 5, 500, 1, f), "");
+}
+TEST(EpicOracle, UnfilledAbortSlotsAreCaught) {
+  Faults f;
+  f.skip_abort_fill = true;
+  EXPECT_NE(run_mix(6, 5, 500, 1, f), "");
+}
+
+TEST(EpicOracle, CheckerCatchesACorruptRecordAndOutcome) {
+  Engine<MixProcs> e(mix_tables(), 2);
+  SerialStore s(mix_tables());
+  load_mix(e.db(), s);
+  MixGen g(8);
+  Batch b;
+  for (int i = 0; i < 200; ++i) g.txn(&b, i);
+  EpochOutput out;
+  std::string err;
+  ASSERT_TRUE(e.run_epoch(b, &out, &err)) << err;
+  EpochOutput tampered = out;
+  tampered.results.out[5 * kMaxOut + 1] ^= 1;
+  SerialStore s2 = s;
+  Batch pending, pending2;
+  EXPECT_NE(replay_epoch<MixProcs>(s2, pending2, b, tampered), "");
+  ASSERT_EQ(replay_epoch<MixProcs>(s, pending, b, out), "");
+  ASSERT_EQ(compare_state(e.db(), s), "");
+  TableStore& t = e.db().table(1);
+  for (auto& w : t.data) w ^= 0x10;  // every version of every record
+  EXPECT_NE(compare_state(e.db(), s), "");
+}
+
+// ------------------------------------------------------------------ YCSB
+std::string run_ycsb(char w, double theta, bool split, int epochs, int size, int threads) {
+  YcsbConfig c = YcsbConfig::workload(w, theta, split);
+  c.records = 2000;
+  c.seed = 11;
+  const std::vector<TableSpec> specs{ycsb_table(c)};
+  Engine<YcsbProcs> e(specs, threads);
+  SerialStore s(specs);
+  const std::uint32_t words = specs[0].record_words;
+  std::vector<std::uint32_t> d(words);
+  for (std::uint64_t k = 0; k < specs[0].capacity; ++k) {
+    for (std::uint32_t i = 0; i < words; ++i) d[i] = ycsb_initial(k, i);
+    e.db().load(0, k, d.data());
+    s.put(0, k, d.data());
+  }
+  YcsbGenerator g(c);
+  Batch pending;
+  for (int ep = 0; ep < epochs; ++ep) {
+    Batch b;
+    g.generate(size, &b, ep * size);
+    EpochOutput out;
+    std::string err;
+    if (!e.run_epoch(b, &out, &err)) return err;
+    std::string diff = replay_epoch<YcsbProcs>(s, pending, b, out);
+    if (diff.empty()) diff = compare_state(e.db(), s);
+    if (!diff.empty()) return "epoch " + std::to_string(ep) + ": " + diff;
+  }
+  return "";
+}
+
+TEST(EpicOracle, YcsbEqualsSerial) {
+  const int epochs = std::max(1, static_cast<int>(3 * test_scale()));
+  for (char w : {'A', 'B', 'C', 'F'})
+    for (double theta : {0.0, 0.99})
+      for (bool split : {false, true})
+        ASSERT_EQ(run_ycsb(w, theta, split, epochs, 1000, 3), "") << w << " " << theta << " " << split;
+}
+
+// ------------------------------------------------------------------ bad input
+TEST(EpicInput, BadInputIsRejectedAndNothingApplied) {
+  Engine<MixProcs> e(mix_tables(), 2);
+  SerialStore s(mix_tables());
+  load_mix(e.db(), s);
+  std::string err;
+  EpochOutput out;
+  Batch unknown_proc;
+  ASSERT_TRUE(unknown_proc.add(99, {}, {{0, 1}}, {}));
+  EXPECT_FALSE(e.run_epoch(unknown_proc, &out, &err));
+  EXPECT_NE(err.find("unknown procedure"), std::string::npos);
+  Batch unknown_table;
+  ASSERT_TRUE(unknown_table.add(0, {}, {{9, 1}}, {}));
+  EXPECT_FALSE(e.run_epoch(unknown_table, &out, &err));
+  EXPECT_NE(err.find("unknown table"), std::string::npos);
+  Batch out_of_range;
+  ASSERT_TRUE(out_of_range.add(0, {{0, 64}}, {}, {}));
+  EXPECT_FALSE(e.run_epoch(out_of_range, &out, &err));
+  EXPECT_NE(err.find("out of range"), std::string::npos);
+  Batch b;
+  EXPECT_FALSE(b.add(0, {}, {{0, 1}, {0, 1}}, {}));  // a write declared twice
+  EXPECT_FALSE(b.add(0, std::vector<Key>(kMaxOps + 1), {}, {}));
+  EXPECT_FALSE(b.add(0, {}, std::vector<Key>(kMaxWrites + 1), {}));
+  EXPECT_EQ(b.size(), 0u);
+  // An indexed table with too few free ids: nothing inserted.
+  Batch full;
+  std::vector<Key> ws;
+  for (std::uint64_t k = 1000; k < 1060; ++k) ws.push_back({2, k});
+  for (int i = 0; i < 5; ++i) {
+    std::vector<Key> w10(ws.begin() + i * 12, ws.begin() + i * 12 + 12);
+    for (auto& k : w10) k.key += 100000;
+    ASSERT_TRUE(full.add(0, {}, w10, {}));
+  }
+  for (std::uint64_t i = 0; i < 250; ++i) ASSERT_TRUE(full.add(0, {}, {{2, 5000 + i}}, {}));
+  const std::size_t before = e.db().table(2).index.size();
+  EXPECT_FALSE(e.run_epoch(full, &out, &err));
+  EXPECT_NE(err.find("full"), std::string::npos);
+  EXPECT_EQ(e.db().table(2).index.size(), before);
+  EXPECT_EQ(compare_state(e.db(), s), "");
+  // Illegal procedures: a write, then an abort.
+  Batch ill;
+  ASSERT_TRUE(ill.add(MixProcs::kRmw, {}, {{0, 3}}, {1, 3}));
+  ASSERT_TRUE(e.run_epoch(ill, &out, &err)) << err;
+  EXPECT_EQ(out.results.outcome[0], static_cast<std::uint32_t>(kIllegal));
+}
+
+TEST(EpicInput, DatabaseRejectsBadTables) {
+  Database zero({{"z", 0, 10, false}});
+  EXPECT_NE(zero.error(), "");
+  Database huge({{"a", 1, 0xF0000000u, false}, {"b", 1, 0x20000000u, false}});
+  EXPECT_NE(huge.error(), "");
+}
+
+}  // namespace
+}  // namespace duet::batch::epic
