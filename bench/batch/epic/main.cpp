@@ -1,0 +1,221 @@
+// duet_bench_epic: Epic on YCSB A/B/C/F (plain and field-split, Zipf θ), against the serial executor
+// on identical pre-generated epochs. Systems: serial (one thread, single-version tables),
+// epic-twin (CPU planning twin + CPU threads: the CI path), epic-cpu (GPU planning, plans copied to
+// the host, CPU threads: Epic-CPU) and epic-gpu (GPU planning and execution). Per epoch it times
+// indexing, transfers, planning, execution and GC; throughput is reported two ways:
+//   formula_ops_per_s  txns / (index + transfers + planning + execution), the artifact's formula
+//   wall_ops_per_s     txns / the epoch's whole wall time (adds GC and host bookkeeping)
+// as the median over epochs 2..N with min and max. JSON goes to bench/results/epic/.
+#include <algorithm>
+#include <chrono>
+#include <cstdio>
+#include <iostream>
+#include <memory>
+#include <string>
+#include <thread>
+
+#include "batch/epic/engine.hpp"
+#include "batch/epic/gpu.hpp"
+#include "batch/epic/serial.hpp"
+#include "batch/epic/workloads.hpp"
+#include "common/parse.hpp"
+#include "common/results.hpp"
+
+using namespace duet::batch::epic;
+namespace b = duet::bench;
+
+namespace {
+
+struct Config {
+  std::uint64_t records = 1000000;
+  std::size_t epoch = 100000;
+  int epochs = 6;
+  int threads = static_cast<int>(std::max(1u, std::thread::hardware_concurrency()));
+  std::vector<std::string> workloads{"A", "B", "C", "F"};
+  std::vector<double> thetas{0.0, 0.99};
+  std::vector<int> splits{0, 1};
+  std::vector<std::string> systems{"serial", "epic-twin", "epic-cpu", "epic-gpu"};
+  std::string out;
+};
+
+struct Sample {
+  std::vector<double> formula, wall;
+  std::vector<double> index, transfer, plan, exec, gc;
+};
+
+void load(Database& db, SerialStore* s, const TableSpec& spec) {
+  std::vector<std::uint32_t> d(spec.record_words);
+  for (std::uint64_t k = 0; k < spec.capacity; ++k) {
+    for (std::uint32_t i = 0; i < d.size(); ++i) d[i] = ycsb_initial(k, i);
+    if (s) s->put(0, k, d.data());
+    else db.load(0, k, d.data());
+  }
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  Config c;
+  bool help = false, quick = false;
+  std::string error;
+  auto list = [](const std::string& v) { return b::split_list(v); };
+  const bool ok = b::scan_flags(argc, argv, &help, &quick, &error, [&](const std::string& f, const std::string& v) {
+    if (f == "--records") c.records = b::parse_count(v).value_or(0);
+    else if (f == "--epoch") c.epoch = b::parse_count(v).value_or(0);
+    else if (f == "--epochs") c.epochs = static_cast<int>(b::parse_count(v).value_or(0));
+    else if (f == "--threads") c.threads = static_cast<int>(b::parse_count(v).value_or(0));
+    else if (f == "--workloads") c.workloads = list(v);
+    else if (f == "--thetas") {
+      c.thetas.clear();
+      for (auto& x : list(v)) c.thetas.push_back(b::parse_double(x).value_or(-1));
+    } else if (f == "--split") {
+      c.splits.clear();
+      for (auto& x : list(v)) c.splits.push_back(x == "1");
+    } else if (f == "--systems") c.systems = list(v);
+    else if (f == "--out") c.out = v;
+    else return error = "unknown flag " + f, false;
+    return true;
+  });
+  if (!ok || help) {
+    std::cerr << (ok ? "" : error + "\n")
+              << "usage: duet_bench_epic [--quick] [--records N] [--epoch N] [--epochs N] [--threads N]\n"
+                 "  [--workloads A,B,C,F] [--thetas 0,0.99] [--split 0,1] [--systems serial,epic-twin,epic-cpu,epic-gpu]\n"
+                 "  [--out FILE]\n";
+    return ok ? 0 : 2;
+  }
+  if (quick) c.records = 100000, c.epoch = 10000, c.epochs = 4;
+  if (c.records == 0 || c.epoch == 0 || c.epochs < 2 || c.threads < 1) {
+    std::cerr << "bad configuration: records, epoch, threads >= 1 and epochs >= 2\n";
+    return 2;
+  }
+  std::string why;
+  const bool gpu = gpu_available(&why);
+  std::shared_ptr<GpuRunner> runner;
+  if (gpu) runner.reset(make_gpu_runner(ProcSet::kYcsb, &why).release());
+  const std::string date = b::utc_now(), device = gpu_name();
+  b::Json records = b::Json::array();
+  std::printf("%-4s %-5s %-5s %-10s %14s %14s %9s %9s %9s %9s\n", "wl", "theta", "split", "system", "formula op/s",
+              "wall op/s", "index ms", "xfer ms", "plan ms", "exec ms");
+  for (int split : c.splits) {
+    YcsbConfig base = YcsbConfig::workload('A', 0, split);
+    base.records = c.records;
+    const TableSpec spec = ycsb_table(base);
+    // One set of tables per system for this layout; workloads run on them one after another.
+    std::unique_ptr<Database> twin_db, cpu_db, gpu_db;
+    std::unique_ptr<SerialStore> serial;
+    auto has = [&](const char* s) { return std::find(c.systems.begin(), c.systems.end(), s) != c.systems.end(); };
+    std::unique_ptr<Engine<YcsbProcs>> twin, epic_cpu;
+    if (has("serial")) {
+      serial = std::make_unique<SerialStore>(std::vector<TableSpec>{spec});
+      Database dummy({});
+      load(dummy, serial.get(), spec);
+    }
+    if (has("epic-twin")) {
+      twin = std::make_unique<Engine<YcsbProcs>>(std::vector<TableSpec>{spec}, c.threads);
+      load(twin->db(), nullptr, spec);
+    }
+    if (has("epic-cpu") && runner) {
+      epic_cpu = std::make_unique<Engine<YcsbProcs>>(std::vector<TableSpec>{spec}, c.threads, gpu_planner(runner));
+      load(epic_cpu->db(), nullptr, spec);
+    }
+    if (has("epic-gpu") && runner) {
+      gpu_db = std::make_unique<Database>(std::vector<TableSpec>{spec});
+      load(*gpu_db, nullptr, spec);
+      if (!runner->upload(*gpu_db, &error)) {
+        std::cerr << "upload: " << error << "\n";
+        return 1;
+      }
+    }
+    for (const auto& wl : c.workloads)
+      for (double theta : c.thetas) {
+        YcsbConfig y = YcsbConfig::workload(wl.empty() ? 'A' : wl[0], theta, split);
+        y.records = c.records;
+        y.seed = 42;
+        YcsbGenerator gen(y);
+        std::vector<Batch> epochs(c.epochs);
+        for (int e = 0; e < c.epochs; ++e) gen.generate(c.epoch, &epochs[e], e * c.epoch);
+        auto report = [&](const std::string& system, const Sample& s) {
+          std::vector<double> f(s.formula.begin() + 1, s.formula.end()), w(s.wall.begin() + 1, s.wall.end());
+          auto med = [](std::vector<double> xs) { return b::summarize(std::vector<double>(xs.begin() + 1, xs.end())).median; };
+          std::printf("%-4s %-5.2f %-5d %-10s %14.0f %14.0f %9.2f %9.2f %9.2f %9.2f\n", wl.c_str(), theta, split,
+                      system.c_str(), b::summarize(f).median, b::summarize(w).median, med(s.index), med(s.transfer),
+                      med(s.plan), med(s.exec));
+          std::fflush(stdout);
+          b::Json r = b::Json::object();
+          r.set("name", "ycsb-" + wl).set("system", system).set("workload", "ycsb-" + wl).set("op", "txn");
+          r.set("theta", theta).set("split", split == 1).set("epoch_txns", static_cast<std::uint64_t>(c.epoch));
+          const b::Summary fs = b::summarize(f), ws = b::summarize(w);
+          r.set("formula_ops_per_s", fs.median).set("formula_ops_per_s_min", fs.min).set("formula_ops_per_s_max", fs.max);
+          r.set("wall_ops_per_s", ws.median).set("wall_ops_per_s_min", ws.min).set("wall_ops_per_s_max", ws.max);
+          r.set("index_ms_median", med(s.index)).set("transfer_ms_median", med(s.transfer));
+          r.set("plan_ms_median", med(s.plan)).set("exec_ms_median", med(s.exec)).set("gc_ms_median", med(s.gc));
+          records.push(r);
+        };
+        if (serial) {
+          Sample s;
+          std::vector<std::uint32_t> outcome, out;
+          for (auto& e : epochs) {
+            const auto t0 = std::chrono::steady_clock::now();
+            run_serial<YcsbProcs>(*serial, e, &outcome, &out);
+            const double ms = ms_since(t0);
+            s.formula.push_back(e.size() / ms * 1e3);
+            s.wall.push_back(e.size() / ms * 1e3);
+            s.index.push_back(0), s.transfer.push_back(0), s.plan.push_back(0), s.exec.push_back(ms), s.gc.push_back(0);
+          }
+          report("serial", s);
+        }
+        for (auto* eng : {twin.get(), epic_cpu.get()}) {
+          if (!eng) continue;
+          Sample s;
+          for (auto& e : epochs) {
+            EpochOutput out;
+            if (!eng->run_epoch(e, &out, &error)) {
+              std::cerr << "epoch: " << error << "\n";
+              return 1;
+            }
+            const EpochStats& st = out.stats;
+            // Epic-CPU's plan time includes its H2D and D2H copies (GpuRunner::plan).
+            s.formula.push_back(st.txns / (st.index_ms + st.plan_ms + st.exec_ms) * 1e3);
+            s.wall.push_back(st.txns / st.total_ms * 1e3);
+            s.index.push_back(st.index_ms), s.transfer.push_back(0), s.plan.push_back(st.plan_ms);
+            s.exec.push_back(st.exec_ms), s.gc.push_back(st.gc_ms);
+          }
+          report(eng == twin.get() ? "epic-twin" : "epic-cpu", s);
+        }
+        if (gpu_db) {
+          Sample s;
+          for (auto& e : epochs) {
+            EpochOutput out;
+            GpuTimes gt;
+            const auto t0 = std::chrono::steady_clock::now();
+            if (!runner->run_epoch(*gpu_db, e, &out, &error, &gt)) {
+              std::cerr << "gpu epoch: " << error << "\n";
+              return 1;
+            }
+            const double wall = ms_since(t0);
+            const EpochStats& st = out.stats;
+            s.formula.push_back(st.txns / (st.index_ms + gt.h2d_ms + gt.plan_ms + gt.exec_ms + gt.d2h_ms) * 1e3);
+            s.wall.push_back(st.txns / wall * 1e3);
+            s.index.push_back(st.index_ms), s.transfer.push_back(gt.h2d_ms + gt.d2h_ms), s.plan.push_back(gt.plan_ms);
+            s.exec.push_back(gt.exec_ms), s.gc.push_back(gt.gc_ms);
+          }
+          report("epic-gpu", s);
+        }
+      }
+  }
+  b::Json config = b::Json::object();
+  config.set("records", c.records).set("epoch_txns", static_cast<std::uint64_t>(c.epoch)).set("epochs", c.epochs);
+  config.set("threads", c.threads).set("ops_per_txn", 10).set("record_bytes", 1000).set("field_bytes", 100);
+  config.set("median_over", "epochs 2..N").set("gpu", gpu ? device : "none: " + why);
+  config.set("command", "bench/batch/epic: duet_bench_epic" + std::string(quick ? " --quick" : ""));
+  const b::Json doc = b::result_document("epic-ycsb", device, b::commit_id(DUET_SOURCE_DIR), date, config, records);
+  const std::string path = c.out.empty() ? std::string(DUET_SOURCE_DIR) + "/bench/results/epic/epic-ycsb-" +
+                                               (gpu ? "gpu" : "cpu") + "-" + b::utc_now(true) + ".json"
+                                         : c.out;
+  if (!b::write_result_file(path, doc, &error)) {
+    std::cerr << error << "\n";
+    return 1;
+  }
+  std::printf("wrote %s\n", path.c_str());
+  return 0;
+}

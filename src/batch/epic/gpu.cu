@@ -1,0 +1,513 @@
+// Epic on the GPU (gpu.hpp): planning with CUB and Thrust, warp-per-txn execution, the deleted-bit
+// scan. The planner mirrors plan_cpu step for step, so their plans are equal bit for bit.
+#include <cuda_runtime.h>
+
+#include <algorithm>
+#include <chrono>
+#include <cub/device/device_radix_sort.cuh>
+#include <thrust/device_ptr.h>
+#include <thrust/execution_policy.h>
+#include <thrust/iterator/reverse_iterator.h>
+#include <thrust/iterator/transform_iterator.h>
+#include <thrust/scan.h>
+
+#include "batch/epic/gpu.hpp"
+#include "batch/epic/workloads.hpp"
+
+namespace duet::batch::epic {
+
+namespace {
+
+#define EPIC_CUDA(call)                                                           \
+  do {                                                                            \
+    cudaError_t e_ = (call);                                                      \
+    if (e_ != cudaSuccess) {                                                      \
+      if (err) *err = std::string(#call) + ": " + cudaGetErrorString(e_);         \
+      return false;                                                               \
+    }                                                                             \
+  } while (0)
+
+// A grow-only device buffer.
+template <class T>
+struct DevBuf {
+  T* p = nullptr;
+  std::size_t cap = 0;
+  ~DevBuf() { if (p) cudaFree(p); }
+  bool reserve(std::size_t n, std::string* err) {
+    if (n <= cap) return true;
+    if (p) cudaFree(p);
+    p = nullptr;
+    cap = 0;
+    const std::size_t want = std::max<std::size_t>(n, 1);
+    EPIC_CUDA(cudaMalloc(&p, want * sizeof(T)));
+    cap = want;
+    return true;
+  }
+  bool put(const T* src, std::size_t n, std::string* err, cudaStream_t s = 0) {
+    if (!reserve(n, err)) return false;
+    if (n) EPIC_CUDA(cudaMemcpyAsync(p, src, n * sizeof(T), cudaMemcpyHostToDevice, s));
+    return true;
+  }
+  bool get(T* dst, std::size_t n, std::string* err, cudaStream_t s = 0) const {
+    if (n) EPIC_CUDA(cudaMemcpyAsync(dst, p, n * sizeof(T), cudaMemcpyDeviceToHost, s));
+    return true;
+  }
+};
+
+struct RecordOf {
+  __host__ __device__ std::uint32_t operator()(std::uint64_t op) const { return op_record(op); }
+};
+struct WriteOf {
+  __host__ __device__ std::uint32_t operator()(std::uint64_t op) const { return op_is_write(op) ? 1u : 0u; }
+};
+
+__global__ void pack_kernel(const std::uint32_t* global, const std::uint32_t* op_begin, const std::uint16_t* nreads,
+                            std::uint32_t n, std::uint64_t* ops) {
+  const std::uint32_t t = blockIdx.x * blockDim.x + threadIdx.x;
+  if (t >= n) return;
+  const std::uint32_t b = op_begin[t], e = op_begin[t + 1], nr = nreads[t];
+  for (std::uint32_t i = 0; i < e - b; ++i) ops[b + i] = pack_op(global[b + i], t, i >= nr, i);
+}
+
+__global__ void classify_kernel(const std::uint64_t* ops, const std::uint32_t* wb, const std::uint32_t* wa,
+                                std::size_t m, std::uint8_t* type, std::uint32_t* is_temp) {
+  const std::size_t i = blockIdx.x * static_cast<std::size_t>(blockDim.x) + threadIdx.x;
+  if (i >= m) return;
+  const OpType t = classify(op_is_write(ops[i]), wb[i], wa[i]);
+  type[i] = t;
+  is_temp[i] = t == kTempWrite;
+}
+
+__global__ void scatter_kernel(const std::uint64_t* ops, const std::uint32_t* wb, const std::uint8_t* type,
+                               const std::uint32_t* tw, const std::uint32_t* op_begin, std::size_t m,
+                               std::uint32_t* loc, std::uint32_t* copy) {
+  const std::size_t i = blockIdx.x * static_cast<std::size_t>(blockDim.x) + threadIdx.x;
+  if (i >= m) return;
+  const std::uint64_t op = ops[i];
+  const std::size_t dst = op_begin[op_txn(op)] + op_index(op);
+  loc[dst] = location(static_cast<OpType>(type[i]), tw[i]);
+  copy[dst] = copy_location(op_is_write(op), wb[i], tw[i]);
+}
+
+// ---------------------------------------------------------------- execution
+__device__ inline std::uint64_t vload64(const std::uint64_t* p) { return *reinterpret_cast<const volatile std::uint64_t*>(p); }
+__device__ inline std::uint32_t vload32(const std::uint32_t* p) { return *reinterpret_cast<const volatile std::uint32_t*>(p); }
+
+/// The warp's procedure context: every lane runs the procedure with the same values; lane 0
+/// resolves versions and spins, lanes copy record words strided by 32.
+class GpuCtx {
+ public:
+  __device__ GpuCtx(const EpochView& v, std::uint32_t t, std::uint32_t lane, std::uint64_t watchdog)
+      : v_(v), t_(t), lane_(lane), ob_(v.op_begin[t]), nr_(v.nreads[t]), nw_(v.op_begin[t + 1] - v.op_begin[t] - v.nreads[t]),
+        ab_(v.arg_begin[t]), na_(v.arg_begin[t + 1] - v.arg_begin[t]), watchdog_(watchdog) {}
+  __device__ std::uint32_t nreads() const { return nr_; }
+  __device__ std::uint32_t nwrites() const { return nw_; }
+  __device__ std::uint32_t nargs() const { return na_; }
+  __device__ std::uint32_t arg(std::uint32_t i) const { return i < na_ ? v_.args[ab_ + i] : 0; }
+  __device__ std::uint32_t attempt() const { return v_.attempt[t_]; }
+  __device__ std::uint32_t read_words(std::uint32_t i) const { return i < nr_ ? v_.tables[v_.op_table[ob_ + i]].words : 0; }
+  __device__ std::uint32_t write_words(std::uint32_t i) const {
+    return i < nw_ ? v_.tables[v_.op_table[ob_ + nr_ + i]].words : 0;
+  }
+  __device__ const std::uint32_t* read(std::uint32_t i) {
+    if (i >= nr_ || wrote_) return illegal(), nullptr;
+    const std::uint32_t op = ob_ + i;
+    if (v_.rid[op] == kInvalid) return nullptr;
+    bool valid;
+    const std::uint32_t* d = resolve(op, v_.loc[op], &valid);
+    return valid ? d : nullptr;
+  }
+  template <class F>
+  __device__ void write(std::uint32_t i, F f) {
+    if (!writable(i)) return;
+    put(i, 1, f);
+  }
+  __device__ void write_copy(std::uint32_t i, const std::uint32_t* src) {
+    write(i, [src](std::uint32_t w) { return src[w]; });
+  }
+  __device__ void remove(std::uint32_t i) {
+    if (!writable(i)) return;
+    put(i, 0, [](std::uint32_t) { return 0u; });
+  }
+  __device__ void abort(std::uint32_t reason) { stop(kAborted, reason); }
+  __device__ void rerun() { stop(kRerun, 0); }
+  __device__ void out(std::uint32_t k, std::uint32_t val) {
+    if (k < kMaxOut && lane_ == 0) v_.out[static_cast<std::size_t>(t_) * kMaxOut + k] = val;
+  }
+  __device__ bool stopped() const { return aborted_; }
+  __device__ void set_outcome(std::uint32_t o) { outcome_ = o; aborted_ = true; }
+  __device__ void finish() {
+    if (!v_.skip_abort_fill || !aborted_)
+      for (std::uint32_t i = 0; i < nw_; ++i) {
+        if (filled_ >> i & 1u) continue;
+        const std::uint32_t op = ob_ + nr_ + i;
+        bool valid;
+        const std::uint32_t* src = resolve(op, v_.copy[op], &valid);
+        put(i, valid ? 1u : 0u, [src](std::uint32_t w) { return src[w]; });
+      }
+    if (lane_ == 0) v_.outcome[t_] = outcome_;
+  }
+
+ private:
+  __device__ void illegal() { outcome_ = kIllegal; }
+  __device__ bool writable(std::uint32_t i) {
+    if (aborted_ || i >= nw_ || (filled_ >> i & 1u)) return illegal(), false;
+    wrote_ = true;
+    return true;
+  }
+  __device__ void stop(std::uint32_t o, std::uint32_t reason) {
+    if (wrote_) return illegal();
+    if (aborted_) return;
+    aborted_ = true;
+    outcome_ = o;
+    out(0, reason);
+  }
+  // Lane 0 spins; false once the watchdog fired.
+  __device__ bool wait_step(long long start) {
+    if (!v_.stuck) return true;
+    if (vload32(v_.stuck)) return false;
+    if (watchdog_ && static_cast<std::uint64_t>(clock64() - start) > watchdog_) {
+      atomicCAS(v_.stuck, 0u, t_ + 1);
+      return false;
+    }
+    return true;
+  }
+  __device__ const std::uint32_t* resolve(std::uint32_t op, std::uint32_t loc, bool* valid) {
+    unsigned long long ptr = 0;
+    std::uint32_t ok = 0;
+    if (lane_ == 0) {
+      const TableView& tb = v_.tables[v_.op_table[op]];
+      const std::uint32_t r = v_.rid[op];
+      const long long start = clock64();
+      if (loc != kPrev && loc != kCurr) {
+        std::uint32_t x;
+        while (((x = vload32(v_.scratch_word + loc)) >> 1) != v_.eid)
+          if (!wait_step(start)) break;
+        __threadfence();
+        ok = x & 1u;
+        ptr = reinterpret_cast<unsigned long long>(v_.scratch_data + static_cast<std::size_t>(loc) * v_.slot_words);
+      } else {
+        std::uint64_t both = vload64(tb.slots + r);
+        const int cs = curr_slot(both, v_.eid);
+        const int s = loc == kPrev ? 1 - cs : cs;
+        if (loc == kCurr)
+          while ((slot_word(both, s) >> 1) != v_.eid) {
+            if (!wait_step(start)) break;
+            both = vload64(tb.slots + r);
+          }
+        __threadfence();
+        ok = slot_word(both, s) & 1u;
+        ptr = reinterpret_cast<unsigned long long>(tb.data + (static_cast<std::size_t>(r) * 2 + s) * tb.words);
+      }
+    }
+    ptr = __shfl_sync(0xFFFFFFFFu, ptr, 0);
+    ok = __shfl_sync(0xFFFFFFFFu, ok, 0);
+    *valid = ok;
+    return reinterpret_cast<const std::uint32_t*>(ptr);
+  }
+  template <class F>
+  __device__ void put(std::uint32_t i, std::uint32_t valid, F f) {
+    const std::uint32_t op = ob_ + nr_ + i;
+    const TableView& tb = v_.tables[v_.op_table[op]];
+    const std::uint32_t r = v_.rid[op], loc = v_.loc[op], word = (v_.eid << 1) | valid;
+    filled_ |= 1ull << i;
+    std::uint32_t* dst;
+    std::uint64_t both = 0;
+    int cs = 0;
+    if (loc == kCurr) {
+      both = vload64(tb.slots + r);  // only this txn changes this word during the epoch
+      cs = curr_slot(both, v_.eid);
+      dst = tb.data + (static_cast<std::size_t>(r) * 2 + cs) * tb.words;
+    } else {
+      dst = v_.scratch_data + static_cast<std::size_t>(loc) * v_.slot_words;
+    }
+    if (valid)
+      for (std::uint32_t w = lane_; w < tb.words; w += 32) dst[w] = f(w);
+    __threadfence();
+    __syncwarp();
+    if (lane_ == 0) {
+      if (loc == kCurr) {
+        if (tb.indexed) tb.deleted[r] = valid ? 0 : 1;
+        __threadfence();
+        atomicExch(reinterpret_cast<unsigned long long*>(tb.slots + r),
+                   static_cast<unsigned long long>(with_slot_word(both, cs, word)));
+      } else {
+        atomicExch(v_.scratch_word + loc, word);
+      }
+    }
+    __syncwarp();
+  }
+
+  const EpochView& v_;
+  std::uint32_t t_, lane_, ob_, nr_, nw_, ab_, na_;
+  std::uint64_t watchdog_;
+  std::uint64_t filled_ = 0;
+  bool wrote_ = false, aborted_ = false;
+  std::uint32_t outcome_ = kCommitted;
+};
+
+template <class Procs>
+__global__ void exec_kernel(EpochView v, std::uint32_t* next, std::uint32_t block_index_order, std::uint64_t watchdog) {
+  __shared__ std::uint32_t base;
+  const std::uint32_t wpb = blockDim.x / 32, warp = threadIdx.x / 32, lane = threadIdx.x % 32;
+  // Txns reach warps in serial order: a block grabs its range when it starts (never blockIdx).
+  if (threadIdx.x == 0) base = block_index_order ? blockIdx.x * wpb : atomicAdd(next, wpb);
+  __syncthreads();
+  const std::uint32_t t = base + warp;
+  if (t >= v.n) return;
+  GpuCtx c(v, t, lane, watchdog);
+  if (!Procs::dispatch(v.proc[t], c)) c.set_outcome(kUnknownProc);
+  c.finish();
+}
+
+__global__ void gc_kernel(std::uint8_t* deleted, std::uint32_t cap, std::uint32_t* list, std::uint32_t* count) {
+  const std::uint32_t r = blockIdx.x * blockDim.x + threadIdx.x;
+  if (r >= cap || !deleted[r]) return;
+  deleted[r] = 0;
+  list[atomicAdd(count, 1u)] = r;
+}
+
+inline unsigned blocks_for(std::size_t n, unsigned b) { return static_cast<unsigned>((n + b - 1) / b); }
+
+template <class Procs>
+class Runner final : public GpuRunner {
+ public:
+  ~Runner() override {
+    for (auto& t : tables_) {
+      if (t.slots) cudaFree(t.slots);
+      if (t.data) cudaFree(t.data);
+      if (t.deleted) cudaFree(t.deleted);
+    }
+  }
+
+  bool plan(const Batch& b, const std::vector<std::uint32_t>& global, Plan* out, std::string* err,
+            GpuTimes* times) override {
+    const auto t0 = std::chrono::steady_clock::now();
+    if (!put_plan_inputs(b, global, err)) return false;
+    EPIC_CUDA(cudaDeviceSynchronize());
+    const auto t1 = std::chrono::steady_clock::now();
+    if (!plan_device(b.size(), b.keys.size(), err)) return false;
+    EPIC_CUDA(cudaDeviceSynchronize());
+    const auto t2 = std::chrono::steady_clock::now();
+    const std::size_t m = b.keys.size();
+    out->loc.resize(m);
+    out->copy.resize(m);
+    out->temp_count = temp_count_;
+    if (!loc_.get(out->loc.data(), m, err) || !copy_.get(out->copy.data(), m, err)) return false;
+    EPIC_CUDA(cudaDeviceSynchronize());
+    if (times) {
+      times->h2d_ms = std::chrono::duration<double, std::milli>(t1 - t0).count();
+      times->plan_ms = std::chrono::duration<double, std::milli>(t2 - t1).count();
+      times->d2h_ms = ms_since(t2);
+    }
+    return true;
+  }
+
+  bool upload(const Database& db, std::string* err) override {
+    tables_.resize(db.num_tables());
+    for (std::size_t i = 0; i < tables_.size(); ++i) {
+      const TableStore& t = db.table(static_cast<std::uint32_t>(i));
+      TableView& d = tables_[i];
+      if (!d.slots) {
+        EPIC_CUDA(cudaMalloc(&d.slots, std::max<std::size_t>(1, t.slots.size()) * 8));
+        EPIC_CUDA(cudaMalloc(&d.data, std::max<std::size_t>(1, t.data.size()) * 4));
+        EPIC_CUDA(cudaMalloc(&d.deleted, std::max<std::size_t>(1, t.deleted.size())));
+      }
+      d.words = t.spec.record_words;
+      d.indexed = t.spec.indexed;
+      EPIC_CUDA(cudaMemcpy(d.slots, t.slots.data(), t.slots.size() * 8, cudaMemcpyHostToDevice));
+      EPIC_CUDA(cudaMemcpy(d.data, t.data.data(), t.data.size() * 4, cudaMemcpyHostToDevice));
+      EPIC_CUDA(cudaMemcpy(d.deleted, t.deleted.data(), t.deleted.size(), cudaMemcpyHostToDevice));
+    }
+    if (!dtables_.put(tables_.data(), tables_.size(), err)) return false;
+    slot_words_ = db.max_words();
+    EPIC_CUDA(cudaDeviceSynchronize());
+    return true;
+  }
+
+  bool download(Database& db, std::string* err) override {
+    for (std::size_t i = 0; i < tables_.size(); ++i) {
+      TableStore& t = db.table(static_cast<std::uint32_t>(i));
+      EPIC_CUDA(cudaMemcpy(t.slots.data(), tables_[i].slots, t.slots.size() * 8, cudaMemcpyDeviceToHost));
+      EPIC_CUDA(cudaMemcpy(t.data.data(), tables_[i].data, t.data.size() * 4, cudaMemcpyDeviceToHost));
+    }
+    return true;
+  }
+
+  bool run_epoch(Database& db, const Batch& b, EpochOutput* out, std::string* err, GpuTimes* times, int wpb,
+                 bool block_index_order) override {
+    const auto t0 = std::chrono::steady_clock::now();
+    if (tables_.empty()) return *err = "tables not uploaded", false;
+    const std::size_t n = b.size(), m = b.keys.size();
+    Indexed ix;
+    if (!db.index(b, &ix, err)) return false;
+    out->stats.index_ms = ms_since(t0);
+    auto t1 = std::chrono::steady_clock::now();
+    if (!put_plan_inputs(b, ix.global, err)) return false;
+    if (!proc_.put(b.proc.data(), n, err) || !arg_begin_.put(b.arg_begin.data(), n + 1, err) ||
+        !args_.put(b.args.data(), b.args.size(), err) || !attempt_.put(b.attempt.data(), n, err) ||
+        !op_table_.put(ix.table.data(), m, err) || !rid_.put(ix.rid.data(), m, err))
+      return false;
+    EPIC_CUDA(cudaDeviceSynchronize());
+    const double h2d = ms_since(t1);
+    t1 = std::chrono::steady_clock::now();
+    if (!plan_device(n, m, err)) return false;
+    EPIC_CUDA(cudaDeviceSynchronize());
+    const double plan = ms_since(t1);
+    t1 = std::chrono::steady_clock::now();
+    if (!scratch_word_.reserve(temp_count_, err) ||
+        !scratch_data_.reserve(static_cast<std::size_t>(temp_count_) * slot_words_, err) ||
+        !outcome_.reserve(n, err) || !outv_.reserve(n * kMaxOut, err) || !ctl_.reserve(2, err))
+      return false;
+    EPIC_CUDA(cudaMemset(outv_.p, 0, std::max<std::size_t>(1, n * kMaxOut) * 4));
+    EPIC_CUDA(cudaMemset(ctl_.p, 0, 8));
+    EpochView v;
+    v.tables = dtables_.p;
+    v.proc = proc_.p;
+    v.op_begin = op_begin_.p;
+    v.nreads = nreads_.p;
+    v.arg_begin = arg_begin_.p;
+    v.args = args_.p;
+    v.attempt = attempt_.p;
+    v.op_table = op_table_.p;
+    v.rid = rid_.p;
+    v.loc = loc_.p;
+    v.copy = copy_.p;
+    v.scratch_word = scratch_word_.p;
+    v.scratch_data = scratch_data_.p;
+    v.slot_words = slot_words_;
+    v.eid = db.eid();
+    v.n = static_cast<std::uint32_t>(n);
+    v.outcome = outcome_.p;
+    v.out = outv_.p;
+    v.stuck = ctl_.p + 1;
+    if (n) {
+      const unsigned threads = 32u * static_cast<unsigned>(wpb);
+      exec_kernel<Procs><<<blocks_for(n, wpb), threads>>>(v, ctl_.p, block_index_order ? 1u : 0u,
+                                                          watchdog_cycles_);
+      EPIC_CUDA(cudaGetLastError());
+    }
+    EPIC_CUDA(cudaDeviceSynchronize());
+    const double exec = ms_since(t1);
+    std::uint32_t stuck = 0;
+    EPIC_CUDA(cudaMemcpy(&stuck, ctl_.p + 1, 4, cudaMemcpyDeviceToHost));
+    if (stuck) return *err = "stuck wait: txn " + std::to_string(stuck - 1) + " waited past the watchdog", false;
+    t1 = std::chrono::steady_clock::now();
+    out->results.resize(n);
+    if (!outcome_.get(out->results.outcome.data(), n, err) || !outv_.get(out->results.out.data(), n * kMaxOut, err))
+      return false;
+    EPIC_CUDA(cudaDeviceSynchronize());
+    const double d2h = ms_since(t1);
+    t1 = std::chrono::steady_clock::now();
+    std::vector<std::vector<std::uint32_t>> freed(tables_.size());
+    for (std::size_t i = 0; i < tables_.size(); ++i) {
+      if (!tables_[i].indexed) continue;
+      const std::uint32_t cap = db.table(static_cast<std::uint32_t>(i)).spec.capacity;
+      if (!gc_list_.reserve(cap, err)) return false;
+      EPIC_CUDA(cudaMemset(ctl_.p, 0, 4));
+      gc_kernel<<<blocks_for(cap, 256), 256>>>(tables_[i].deleted, cap, gc_list_.p, ctl_.p);
+      std::uint32_t cnt = 0;
+      EPIC_CUDA(cudaMemcpy(&cnt, ctl_.p, 4, cudaMemcpyDeviceToHost));
+      freed[i].resize(cnt);
+      if (!gc_list_.get(freed[i].data(), cnt, err)) return false;
+      EPIC_CUDA(cudaDeviceSynchronize());
+      std::sort(freed[i].begin(), freed[i].end());  // the CPU twin frees in id order
+    }
+    db.end_epoch_with(freed);
+    const double gc = ms_since(t1);
+    out->tag = b.tag;
+    out->attempt = b.attempt;
+    out->stats.txns = n;
+    out->stats.temp_count = temp_count_;
+    out->stats.plan_ms = plan;
+    out->stats.exec_ms = exec;
+    out->stats.gc_ms = gc;
+    out->stats.total_ms = ms_since(t0);
+    if (times) *times = GpuTimes{h2d, plan, d2h, exec, gc};
+    return true;
+  }
+
+  std::uint64_t watchdog_cycles_ = 0;
+
+ private:
+  bool put_plan_inputs(const Batch& b, const std::vector<std::uint32_t>& global, std::string* err) {
+    return global_.put(global.data(), global.size(), err) && op_begin_.put(b.op_begin.data(), b.size() + 1, err) &&
+           nreads_.put(b.nreads.data(), b.size(), err);
+  }
+  // Alg. 2-4 over the uploaded inputs; leaves loc_/copy_ on the device and temp_count_ set.
+  bool plan_device(std::size_t n, std::size_t m, std::string* err) {
+    temp_count_ = 0;
+    if (!loc_.reserve(m, err) || !copy_.reserve(m, err)) return false;
+    if (m == 0) return true;
+    if (!ops_.reserve(m, err) || !sorted_.reserve(m, err) || !wb_.reserve(m, err) || !wa_.reserve(m, err) ||
+        !type_.reserve(m, err) || !is_temp_.reserve(m, err) || !tw_.reserve(m, err))
+      return false;
+    pack_kernel<<<blocks_for(n, 256), 256>>>(global_.p, op_begin_.p, nreads_.p, static_cast<std::uint32_t>(n), ops_.p);
+    EPIC_CUDA(cudaGetLastError());
+    std::size_t bytes = 0;
+    EPIC_CUDA(cub::DeviceRadixSort::SortKeys(nullptr, bytes, ops_.p, sorted_.p, static_cast<int>(m), 32, 64));
+    if (!cub_tmp_.reserve(bytes, err)) return false;
+    EPIC_CUDA(cub::DeviceRadixSort::SortKeys(cub_tmp_.p, bytes, ops_.p, sorted_.p, static_cast<int>(m), 32, 64));
+    auto rec = thrust::make_transform_iterator(sorted_.p, RecordOf{});
+    auto wr = thrust::make_transform_iterator(sorted_.p, WriteOf{});
+    thrust::exclusive_scan_by_key(thrust::device, rec, rec + m, wr, wb_.p);
+    auto rrec = thrust::make_reverse_iterator(rec + m);
+    auto rwr = thrust::make_reverse_iterator(wr + m);
+    thrust::exclusive_scan_by_key(thrust::device, rrec, rrec + m, rwr, thrust::make_reverse_iterator(wa_.p + m));
+    classify_kernel<<<blocks_for(m, 256), 256>>>(sorted_.p, wb_.p, wa_.p, m, type_.p, is_temp_.p);
+    EPIC_CUDA(cudaGetLastError());
+    thrust::exclusive_scan(thrust::device, is_temp_.p, is_temp_.p + m, tw_.p);
+    scatter_kernel<<<blocks_for(m, 256), 256>>>(sorted_.p, wb_.p, type_.p, tw_.p, op_begin_.p, m, loc_.p, copy_.p);
+    EPIC_CUDA(cudaGetLastError());
+    std::uint32_t last_tw = 0, last_temp = 0;
+    EPIC_CUDA(cudaMemcpy(&last_tw, tw_.p + m - 1, 4, cudaMemcpyDeviceToHost));
+    EPIC_CUDA(cudaMemcpy(&last_temp, is_temp_.p + m - 1, 4, cudaMemcpyDeviceToHost));
+    temp_count_ = last_tw + last_temp;
+    return true;
+  }
+
+  std::vector<TableView> tables_;
+  DevBuf<TableView> dtables_;
+  std::uint32_t slot_words_ = 0, temp_count_ = 0;
+  DevBuf<std::uint32_t> global_, op_begin_, proc_, arg_begin_, args_, attempt_, rid_, loc_, copy_;
+  DevBuf<std::uint16_t> nreads_;
+  DevBuf<std::uint8_t> op_table_, type_, cub_tmp_;
+  DevBuf<std::uint64_t> ops_, sorted_;
+  DevBuf<std::uint32_t> wb_, wa_, is_temp_, tw_, scratch_word_, scratch_data_, outcome_, outv_, ctl_, gc_list_;
+};
+
+}  // namespace
+
+bool gpu_available(std::string* why) {
+  int count = 0;
+  const cudaError_t e = cudaGetDeviceCount(&count);
+  if (e != cudaSuccess || count == 0) {
+    if (why) *why = e != cudaSuccess ? cudaGetErrorString(e) : "no CUDA device";
+    return false;
+  }
+  return true;
+}
+
+std::string gpu_name() {
+  if (!gpu_available(nullptr)) return "cpu";
+  cudaDeviceProp p{};
+  if (cudaGetDeviceProperties(&p, 0) != cudaSuccess) return "unknown";
+  return p.name;
+}
+
+std::unique_ptr<GpuRunner> make_gpu_runner(ProcSet set, std::string* err) {
+  if (!gpu_available(err)) return nullptr;
+  std::unique_ptr<GpuRunner> r;
+  if (set == ProcSet::kMix) {
+    auto x = std::make_unique<Runner<MixProcs>>();
+    x->watchdog_cycles_ = 20000000000ull;  // about 10 s
+    r = std::move(x);
+  } else {
+    auto x = std::make_unique<Runner<YcsbProcs>>();
+    x->watchdog_cycles_ = 20000000000ull;
+    r = std::move(x);
+  }
+  return r;
+}
+
+}  // namespace duet::batch::epic
