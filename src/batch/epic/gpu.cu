@@ -162,9 +162,11 @@ class GpuCtx {
     outcome_ = o;
     out(0, reason);
   }
-  // Lane 0 spins; false once the watchdog fired.
-  __device__ bool wait_step(long long start) {
-    if (!v_.stuck) return true;
+  // Lane 0 spins with a growing sleep (spinning warps would otherwise take issue slots and memory
+  // bandwidth from the warps they wait on); false once the watchdog fired.
+  __device__ bool wait_step(long long start, unsigned& spins) {
+    __nanosleep(spins < 8 ? 32u << spins : 4096u);
+    if (!v_.stuck || ++spins % 16 != 0) return true;
     if (vload32(v_.stuck)) return false;
     if (watchdog_ && static_cast<std::uint64_t>(clock64() - start) > watchdog_) {
       atomicCAS(v_.stuck, 0u, t_ + 1);
@@ -179,10 +181,11 @@ class GpuCtx {
       const TableView& tb = v_.tables[v_.op_table[op]];
       const std::uint32_t r = v_.rid[op];
       const long long start = clock64();
+      unsigned spins = 0;
       if (loc != kPrev && loc != kCurr) {
         std::uint32_t x;
         while (((x = vload32(v_.scratch_word + loc)) >> 1) != v_.eid)
-          if (!wait_step(start)) break;
+          if (!wait_step(start, spins)) break;
         __threadfence();
         ok = x & 1u;
         ptr = reinterpret_cast<unsigned long long>(v_.scratch_data + static_cast<std::size_t>(loc) * v_.slot_words);
@@ -192,7 +195,7 @@ class GpuCtx {
         const int s = loc == kPrev ? 1 - cs : cs;
         if (loc == kCurr)
           while ((slot_word(both, s) >> 1) != v_.eid) {
-            if (!wait_step(start)) break;
+            if (!wait_step(start, spins)) break;
             both = vload64(tb.slots + r);
           }
         __threadfence();
@@ -308,7 +311,8 @@ class Runner final : public GpuRunner {
     for (std::size_t i = 0; i < tables_.size(); ++i) {
       const TableStore& t = db.table(static_cast<std::uint32_t>(i));
       TableView& d = tables_[i];
-      if (!d.slots) {
+      if (d.slots) cudaFree(d.slots), cudaFree(d.data), cudaFree(d.deleted);
+      {
         EPIC_CUDA(cudaMalloc(&d.slots, std::max<std::size_t>(1, t.slots.size()) * 8));
         EPIC_CUDA(cudaMalloc(&d.data, std::max<std::size_t>(1, t.data.size()) * 4));
         EPIC_CUDA(cudaMalloc(&d.deleted, std::max<std::size_t>(1, t.deleted.size())));
