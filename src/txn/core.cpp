@@ -92,6 +92,9 @@ Status Index::init() {
   c.predicted_min = 0;
   c.predicted_max = (std::uint64_t{1} << 63) - 1;  // ASCII keys; others go to the last bucket, which splits
   c.buckets = 4096;
+  // The load-factor resize is off: with keys clustered in a corner of the 63-bit range (small
+  // big-endian ids) it did not finish; splits (the seed's depth rule) keep buckets short.
+  c.resize_load = 0;
   const unsigned hw = std::max(1u, std::thread::hardware_concurrency());
   const std::size_t pool = std::min<std::size_t>(4 * hw, 256);
   c.max_sessions = pool + 8;
