@@ -474,7 +474,7 @@ TEST(HydralistModel, LaggingSearchLayerStaysCorrect) {
     ASSERT_EQ(got, v);
   }
   EXPECT_EQ(idx->replica_anchors(0).size(), indexed);  // nothing applied while paused
-  EXPECT_GT(idx->stats().nodes, indexed + 100);
+  EXPECT_FALSE(idx->check().ok());  // the replicas lag the list
   idx->pause_combiner(false);
   idx->sync();
   std::uint64_t keys = 0;
