@@ -9,6 +9,7 @@
 
 #include <atomic>
 #include <cstdint>
+#include <thread>
 
 #include "cods/hd.hpp"
 
@@ -112,8 +113,14 @@ DUET_HD DUET_INLINE void fence(Order o = Order::seq_cst) {
 DUET_HD DUET_INLINE void spin_pause() {
 #if DUET_DEVICE_PASS
   __nanosleep(32);
-#elif defined(__x86_64__)
+#else
+#if defined(__x86_64__)
   __builtin_ia32_pause();
+#endif
+  // Every 64th pause of a thread gives its core away: on a machine with more runnable threads
+  // than cores, a spinner would otherwise burn the time slice the lock holder needs.
+  thread_local unsigned pauses = 0;
+  if ((++pauses & 63) == 0) std::this_thread::yield();
 #endif
 }
 
