@@ -359,7 +359,13 @@ class Runner final : public GpuRunner {
     EPIC_CUDA(cudaDeviceSynchronize());
     const double plan = ms_since(t1);
     t1 = std::chrono::steady_clock::now();
-    if (!scratch_word_.reserve(temp_count_, err) ||
+    // A grown scratchpad is zeroed: fresh device memory may hold any word, and a stale word that
+    // equals this epoch's (eid << 1 | valid) would let a temp read skip its wait. Zero words carry
+    // eid 0, older than every epoch.
+    const std::size_t scratch_cap = scratch_word_.cap;
+    if (!scratch_word_.reserve(temp_count_, err)) return false;
+    if (scratch_word_.cap != scratch_cap) EPIC_CUDA(cudaMemset(scratch_word_.p, 0, scratch_word_.cap * 4));
+    if (
         !scratch_data_.reserve(static_cast<std::size_t>(temp_count_) * slot_words_, err) ||
         !outcome_.reserve(n, err) || !outv_.reserve(n * kMaxOut, err) || !ctl_.reserve(2, err))
       return false;
