@@ -3,6 +3,7 @@
 // compare Epic against. It shares no code with indexing, planning or the executors.
 #pragma once
 
+#include <algorithm>
 #include <cstdint>
 #include <string>
 #include <unordered_map>
@@ -78,6 +79,11 @@ class SerialCtx {
         outcome_(outcome), outv_(out) {
     *outcome_ = kCommitted;
     for (std::uint32_t k = 0; k < kMaxOut; ++k) outv_[k] = 0;
+    std::size_t words = 0;
+    for (std::uint32_t i = 0; i < nr_; ++i) words += read_words(i);
+    static thread_local std::vector<std::uint32_t> arena;
+    if (arena.size() < words) arena.resize(words);
+    arena_ = arena.data();
   }
   std::uint32_t nreads() const { return nr_; }
   std::uint32_t nwrites() const { return nw_; }
@@ -91,7 +97,14 @@ class SerialCtx {
   const std::uint32_t* read(std::uint32_t i) {
     if (i >= nr_ || wrote_) return illegal(), nullptr;
     const Key& k = b_.keys[ob_ + i];
-    return s_.get(k.table, k.key);
+    const std::uint32_t* r = s_.get(k.table, k.key);
+    if (!r) return nullptr;
+    // A copy, as Epic's reads see the version before this txn's writes even if the procedure
+    // dereferences the pointer after writing the same record.
+    std::uint32_t* dst = arena_;
+    for (std::uint32_t j = 0; j < i; ++j) dst += read_words(j);
+    std::copy(r, r + read_words(i), dst);
+    return dst;
   }
   template <class F>
   void write(std::uint32_t i, F f) {
@@ -141,6 +154,7 @@ class SerialCtx {
   std::uint64_t filled_ = 0;
   bool wrote_ = false, aborted_ = false;
   std::vector<std::uint32_t> buf_;
+  std::uint32_t* arena_ = nullptr;
 };
 
 /// Runs `b` serially on `s`; outcome and out (kMaxOut words per txn) are resized and filled.

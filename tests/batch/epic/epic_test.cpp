@@ -7,6 +7,7 @@
 
 #include "batch/epic/engine.hpp"
 #include "batch/epic/serial.hpp"
+#include "batch/epic/tpcc.hpp"
 #include "batch/epic/workloads.hpp"
 #include "batch/epic/checker.hpp"
 
@@ -250,6 +251,46 @@ TEST(EpicOracle, YcsbEqualsSerial) {
     for (double theta : {0.0, 0.99})
       for (bool split : {false, true})
         ASSERT_EQ(run_ycsb(w, theta, split, epochs, 1000, 3), "") << w << " " << theta << " " << split;
+}
+
+// ------------------------------------------------------------------ TPC-C NP
+std::string run_np(std::uint32_t warehouses, int epochs, int max_size, int threads) {
+  const auto specs = tpcc_tables(warehouses, 40000, 40000);
+  Engine<TpccProcs> e(specs, threads);
+  SerialStore s(specs);
+  tpcc_load(warehouses, [&](std::uint32_t t, std::uint64_t k, const std::uint32_t* d) {
+    e.db().load(t, k, d);
+    s.put(t, k, d);
+  });
+  TpccGenerator g(warehouses, 77 + warehouses);
+  std::mt19937_64 rng(5);
+  Batch pending;
+  std::uint64_t tag = 0;
+  std::size_t aborted = 0;
+  for (int ep = 0; ep < epochs; ++ep) {
+    Batch b;
+    const std::size_t n = 1 + rng() % max_size;
+    g.generate(n, &b, tag);
+    tag += n;
+    EpochOutput out;
+    std::string err;
+    if (!e.run_epoch(b, &out, &err)) return err;
+    for (auto o : out.results.outcome) {
+      if (o == kRerun || o == kIllegal) return "unexpected outcome " + std::to_string(o);
+      aborted += o == kAborted;
+    }
+    std::string d = replay_epoch<TpccProcs>(s, pending, b, out);
+    if (d.empty() && (ep % 5 == 4 || ep + 1 == epochs)) d = compare_state(e.db(), s);
+    if (!d.empty()) return "epoch " + std::to_string(ep) + ": " + d;
+  }
+  if (aborted == 0 && tag > 2000) return "no NewOrder rolled back";
+  return "";
+}
+
+TEST(EpicOracle, TpccNpEqualsSerial) {
+  const int epochs = std::max(2, static_cast<int>(20 * test_scale()));
+  ASSERT_EQ(run_np(1, epochs, 2000, 4), "");
+  ASSERT_EQ(run_np(4, epochs, 2000, 3), "");
 }
 
 // ------------------------------------------------------------------ bad input
