@@ -17,6 +17,7 @@
 #pragma once
 
 #include <cstdint>
+#include <type_traits>
 
 #include "cods/atomic.hpp"
 #include "cods/group.hpp"
@@ -99,6 +100,19 @@ DUET_UNROLL
   DUET_HD DUET_INLINE void set(const Group& g, CObject<N>& far) const {
 DUET_UNROLL
     for (unsigned j = 0; j < kPerLane; ++j) atomic_store(&far.elem[index(g, j)], e[j], Order::relaxed);
+  }
+  /// As set(), calling mid() (tests: a writer stalled mid-set) after the elements below N / 2
+  /// are written and before the others.
+  template <class Mid>
+  DUET_HD DUET_INLINE void set(const Group& g, CObject<N>& far, Mid&& mid) const {
+    for (unsigned j = 0; j < kPerLane; ++j)
+      if (index(g, j) < N / 2) atomic_store(&far.elem[index(g, j)], e[j], Order::relaxed);
+    fence(Order::release);
+    g.sync();
+    mid();
+    g.sync();
+    for (unsigned j = 0; j < kPerLane; ++j)
+      if (index(g, j) >= N / 2) atomic_store(&far.elem[index(g, j)], e[j], Order::relaxed);
   }
   /// Fills every element with v (near memory only).
   DUET_HD DUET_INLINE void fill(std::uint64_t v) {
@@ -202,9 +216,16 @@ DUET_HD DUET_INLINE void atomic_get(const Group& g, const AtomicCObject<N>& far,
   }
 }
 
+/// No hook: atomic_set's default.
+struct NoStall {
+  DUET_HD DUET_INLINE void operator()() const {}
+};
+
 /// Fully atomic set: writes `frag` into `far` as one step that readers see whole or not at all.
-template <unsigned N, class Group>
-DUET_HD DUET_INLINE void atomic_set(const Group& g, AtomicCObject<N>& far, const Fragment<N, Group>& frag) {
+/// mid (tests only) is called halfway through the element stores, with the version odd.
+template <unsigned N, class Group, class Mid = NoStall>
+DUET_HD DUET_INLINE void atomic_set(const Group& g, AtomicCObject<N>& far, const Fragment<N, Group>& frag,
+                                    Mid&& mid = Mid{}) {
   std::uint64_t v = 0;
   if (g.is_leader()) {
     for (;;) {
@@ -215,7 +236,8 @@ DUET_HD DUET_INLINE void atomic_set(const Group& g, AtomicCObject<N>& far, const
   }
   g.sync();
   fence(Order::seq_cst);  // every lane: the odd version is ordered before its element stores
-  frag.set(g, far.data);
+  if constexpr (std::is_same_v<std::decay_t<Mid>, NoStall>) frag.set(g, far.data);
+  else frag.set(g, far.data, mid);
   fence(Order::release);
   g.sync();
   if (g.is_leader()) atomic_store(&far.version, v + 2, Order::release);

@@ -169,12 +169,12 @@ template <unsigned K, Regime R>
 void list_history_passes(std::uint64_t range, int rounds) {
   Hooks hooks;
   hooks.yield_after_search = true;
-  // Rounds after the second stop once 8 s have passed: on a loaded machine every yield can cost
+  // Rounds after the second stop once 4 s have passed: on a loaded machine every yield can cost
   // a scheduler slice (a run was measured at 10 s per round instead of 1), and later rounds only
   // add coverage, so the suite's time stays bounded without changing what a round checks.
   const auto start = std::chrono::steady_clock::now();
   for (int round = 0; round < rounds; ++round) {
-    if (round >= 2 && std::chrono::steady_clock::now() - start > std::chrono::seconds(8)) break;
+    if (round >= 2 && std::chrono::steady_clock::now() - start > std::chrono::seconds(4)) break;
     CpuLazyList<K, R> list;
     const auto t0 = std::chrono::steady_clock::now();
     const History h = set_history(list, hooks, scaled(5000), range, round + 1);
