@@ -343,7 +343,7 @@ inline Result check(const std::vector<TxnRec>& h, const std::map<std::uint64_t, 
     const char l = labels[j];
     path += std::string(" -") + (l == kWW ? "ww" : l == kWR ? "wr" : l == kRW ? "rw" : "rt") + "-> ";
   }
-  path += "T" + std::to_string(h[ids[nodes[0] / 2]].id);
+  path += nodes[0] / 2 < n ? "T" + std::to_string(h[ids[nodes[0] / 2]].id) : std::string("ev");
   std::string anomaly = rt ? "real-time" : rw ? "G-single" : wr ? "G1c" : "G0";
   return fail(anomaly, "cycle without adjacent anti-dependencies: " + path);
 }
