@@ -17,6 +17,7 @@
 #include "batch/epic/engine.hpp"
 #include "batch/epic/gpu.hpp"
 #include "batch/epic/serial.hpp"
+#include "batch/epic/tpcc.hpp"
 #include "batch/epic/workloads.hpp"
 #include "common/parse.hpp"
 #include "common/results.hpp"
@@ -36,6 +37,7 @@ struct Config {
   std::vector<int> splits{0, 1};
   std::vector<std::string> systems{"serial", "epic-twin", "epic-cpu", "epic-gpu"};
   std::string out;
+  std::uint32_t np = 0;  ///< > 0: TPC-C NP with this many warehouses instead of YCSB
 };
 
 struct Sample {
@@ -73,6 +75,7 @@ int main(int argc, char** argv) {
       for (auto& x : list(v)) c.splits.push_back(x == "1");
     } else if (f == "--systems") c.systems = list(v);
     else if (f == "--out") c.out = v;
+    else if (f == "--np") c.np = static_cast<std::uint32_t>(b::parse_count(v).value_or(0));
     else return error = "unknown flag " + f, false;
     return true;
   });
@@ -80,7 +83,7 @@ int main(int argc, char** argv) {
     std::cerr << (ok ? "" : error + "\n")
               << "usage: duet_bench_epic [--quick] [--records N] [--epoch N] [--epochs N] [--threads N]\n"
                  "  [--workloads A,B,C,F] [--thetas 0,0.99] [--split 0,1] [--systems serial,epic-twin,epic-cpu,epic-gpu]\n"
-                 "  [--out FILE]\n";
+                 "  [--out FILE] [--np WAREHOUSES: TPC-C NP, serial and epic-twin]\n";
     return ok ? 0 : 2;
   }
   if (quick) c.records = 100000, c.epoch = 10000, c.epochs = 4;
@@ -96,6 +99,56 @@ int main(int argc, char** argv) {
   b::Json records = b::Json::array();
   std::printf("%-4s %-5s %-5s %-10s %14s %14s %9s %9s %9s %9s\n", "wl", "theta", "split", "system", "formula op/s",
               "wall op/s", "index ms", "xfer ms", "plan ms", "exec ms");
+  if (c.np) {
+    const std::uint32_t orders = static_cast<std::uint32_t>(c.epoch * c.epochs / 2 + 1000);
+    const auto specs = tpcc_tables(c.np, orders, orders);
+    SerialStore serial(specs);
+    Engine<TpccProcs> twin(specs, c.threads);
+    tpcc_load(c.np, [&](std::uint32_t t, std::uint64_t k, const std::uint32_t* d) {
+      serial.put(t, k, d);
+      twin.db().load(t, k, d);
+    });
+    TpccGenerator gen(c.np, 42);
+    std::vector<Batch> epochs(c.epochs);
+    for (int e = 0; e < c.epochs; ++e) gen.generate(c.epoch, &epochs[e], e * c.epoch);
+    Sample ss, ts;
+    std::vector<std::uint32_t> outcome, out;
+    for (auto& e : epochs) {
+      const auto t0 = std::chrono::steady_clock::now();
+      run_serial<TpccProcs>(serial, e, &outcome, &out);
+      const double ms = ms_since(t0);
+      ss.formula.push_back(e.size() / ms * 1e3), ss.wall.push_back(e.size() / ms * 1e3);
+      EpochOutput eo;
+      if (!twin.run_epoch(e, &eo, &error)) {
+        std::cerr << "epoch: " << error << "\n";
+        return 1;
+      }
+      const EpochStats& st = eo.stats;
+      ts.formula.push_back(st.txns / (st.index_ms + st.plan_ms + st.exec_ms) * 1e3);
+      ts.wall.push_back(st.txns / st.total_ms * 1e3);
+      ts.index.push_back(st.index_ms), ts.plan.push_back(st.plan_ms), ts.exec.push_back(st.exec_ms);
+    }
+    for (auto* p : {&ss, &ts}) {
+      std::vector<double> f(p->formula.begin() + 1, p->formula.end()), w(p->wall.begin() + 1, p->wall.end());
+      const b::Summary fs = b::summarize(f), ws = b::summarize(w);
+      const std::string system = p == &ss ? "serial" : "epic-twin";
+      std::printf("np   w%-4u %-10s %14.0f %14.0f (formula range %.0f-%.0f)\n", c.np, system.c_str(), fs.median,
+                  ws.median, fs.min, fs.max);
+      b::Json r = b::Json::object();
+      r.set("name", "tpcc-np").set("system", system).set("workload", "tpcc-np").set("op", "txn");
+      r.set("warehouses", c.np).set("epoch_txns", static_cast<std::uint64_t>(c.epoch));
+      r.set("formula_ops_per_s", fs.median).set("formula_ops_per_s_min", fs.min).set("formula_ops_per_s_max", fs.max);
+      r.set("wall_ops_per_s", ws.median).set("wall_ops_per_s_min", ws.min).set("wall_ops_per_s_max", ws.max);
+      if (p == &ts) {
+        auto med = [](const std::vector<double>& xs) { return b::summarize(std::vector<double>(xs.begin() + 1, xs.end())).median; };
+        r.set("index_ms_median", med(ts.index)).set("plan_ms_median", med(ts.plan)).set("exec_ms_median", med(ts.exec));
+        std::printf("     epic-twin phases (ms, median): index %.2f plan %.2f exec %.2f\n", med(ts.index), med(ts.plan),
+                    med(ts.exec));
+      }
+      records.push(r);
+    }
+    c.splits.clear();
+  }
   for (int split : c.splits) {
     YcsbConfig base = YcsbConfig::workload('A', 0, split);
     base.records = c.records;
@@ -206,10 +259,10 @@ int main(int argc, char** argv) {
   b::Json config = b::Json::object();
   config.set("records", c.records).set("epoch_txns", static_cast<std::uint64_t>(c.epoch)).set("epochs", c.epochs);
   config.set("threads", c.threads).set("ops_per_txn", 10).set("record_bytes", 1000).set("field_bytes", 100);
-  config.set("median_over", "epochs 2..N").set("gpu", gpu ? device : "none: " + why);
+  config.set("np_warehouses", c.np).set("median_over", "epochs 2..N").set("gpu", gpu ? device : "none: " + why);
   config.set("command", "bench/batch/epic: duet_bench_epic" + std::string(quick ? " --quick" : ""));
-  const b::Json doc = b::result_document("epic-ycsb", device, b::commit_id(DUET_SOURCE_DIR), date, config, records);
-  const std::string path = c.out.empty() ? std::string(DUET_SOURCE_DIR) + "/bench/results/epic/epic-ycsb-" +
+  const b::Json doc = b::result_document(c.np ? "epic-np" : "epic-ycsb", device, b::commit_id(DUET_SOURCE_DIR), date, config, records);
+  const std::string path = c.out.empty() ? std::string(DUET_SOURCE_DIR) + "/bench/results/epic/epic-" + (c.np ? "np-" : "ycsb-") +
                                                (gpu ? "gpu" : "cpu") + "-" + b::utc_now(true) + ".json"
                                          : c.out;
   if (!b::write_result_file(path, doc, &error)) {
