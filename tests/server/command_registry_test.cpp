@@ -91,7 +91,14 @@ TEST(CommandRegistry, CommandCountEqualsTheRegistrySize) {
 }
 
 TEST(CommandRegistry, AKindACommandDoesNotRunOnGetsAnErrorNamingTheKind) {
-  for (const auto& c : all_commands()) EXPECT_EQ(kind_error(c, 0, KeyspaceKind::kKv), "") << c.name << " on kv";
+  for (const auto& c : all_commands()) {
+    for (KeyspaceKind kind : {KeyspaceKind::kKv, KeyspaceKind::kTxn, KeyspaceKind::kBatch}) {
+      const bool runs = (c.kinds & kind_bit(kind)) != 0;
+      EXPECT_EQ(kind_error(c, 0, kind).empty(), runs) << c.name << " on " << keyspace_kind_name(kind);
+    }
+  }
+  EXPECT_EQ(kind_error(*find_command("get"), 0, KeyspaceKind::kKv), "");
+  EXPECT_NE(kind_error(*find_command("get"), 0, KeyspaceKind::kBatch), "");
   CommandDef other = *find_command("get");
   other.kinds = 0;  // a command of some other kind's family
   EXPECT_EQ(kind_error(other, 3, KeyspaceKind::kKv),

@@ -487,7 +487,11 @@ TEST(ServerArgs, DatabaseKindsGiveEachDatabaseItsKind) {
   EXPECT_EQ(c.database_kind(3), duet::KeyspaceKind::kKv);
   EXPECT_EQ(c.database_kinds, "kv,3=kv");
   ServerConfig bad;
-  Status s = parse_args(&bad, {"--database-kinds", "txn"});
+  ServerConfig mixed;
+  ASSERT_TRUE(parse_args(&mixed, {"--database-kinds", "kv,2=txn,3=batch"}).ok());
+  EXPECT_EQ(mixed.database_kind(2), duet::KeyspaceKind::kTxn);
+  EXPECT_EQ(mixed.database_kind(3), duet::KeyspaceKind::kBatch);
+  Status s = parse_args(&bad, {"--database-kinds", "nosuchkind"});
   EXPECT_EQ(s.code(), StatusCode::kInvalidArgument);
   EXPECT_TRUE(contains(s.message(), "database-kinds")) << s.message();
   EXPECT_TRUE(contains(s.message(), "kv")) << "names the known kinds: " << s.message();
