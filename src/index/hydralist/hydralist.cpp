@@ -383,6 +383,26 @@ Result Session<KT>::upsert(Arg key, std::uint64_t value, std::uint64_t* previous
 }
 
 template <class KT>
+void Session<KT>::absorb(Node* left, Node* right) {
+  std::uint64_t bm = ld(left->bitmap);
+  for (std::uint64_t m = ld(right->bitmap); m; m &= m - 1) {
+    const unsigned from = static_cast<unsigned>(std::countr_zero(m));
+    const unsigned to = static_cast<unsigned>(std::countr_zero(~bm));
+    left->slots.set_key(to, right->slots.raw_key(from));
+    st(left->slots.value(to), ld(right->slots.value(from)));
+    st(left->fps[to], ld(right->fps[from]));
+    bm |= std::uint64_t{1} << to;
+  }
+  store_bitmap(left->bitmap, bm);
+  Node* s = right->next.load(std::memory_order_relaxed);
+  left->next.store(s, std::memory_order_release);
+  if (s) s->prev.store(left, std::memory_order_release);
+  right->deleted.store(true, std::memory_order_relaxed);
+  ++stat_merges_;
+  log(right, false);
+}
+
+template <class KT>
 void Session<KT>::after_remove(Node* n) {
   const unsigned cnt = static_cast<unsigned>(std::popcount(ld(n->bitmap)));
   // Merge with the right neighbour (n survives).
@@ -390,22 +410,7 @@ void Session<KT>::after_remove(Node* n) {
   if (r && cnt + std::popcount(load_bitmap(r->bitmap)) < detail::kMergeBelow && lock(r)) {
     const std::uint64_t rbm = ld(r->bitmap);
     if (cnt + std::popcount(rbm) < detail::kMergeBelow) {
-      std::uint64_t bm = ld(n->bitmap);
-      for (std::uint64_t m = rbm; m; m &= m - 1) {
-        const unsigned from = static_cast<unsigned>(std::countr_zero(m));
-        const unsigned to = static_cast<unsigned>(std::countr_zero(~bm));
-        n->slots.set_key(to, r->slots.raw_key(from));
-        st(n->slots.value(to), ld(r->slots.value(from)));
-        st(n->fps[to], ld(r->fps[from]));
-        bm |= std::uint64_t{1} << to;
-      }
-      store_bitmap(n->bitmap, bm);
-      Node* s = r->next.load(std::memory_order_relaxed);
-      n->next.store(s, std::memory_order_release);
-      if (s) s->prev.store(n, std::memory_order_release);
-      r->deleted.store(true, std::memory_order_relaxed);
-      ++stat_merges_;
-      log(r, false);
+      absorb(n, r);
       unlock(r);
       unlock(n);
       return;
@@ -419,22 +424,7 @@ void Session<KT>::after_remove(Node* n) {
       const std::uint64_t lbm = ld(l->bitmap);
       if (!l->deleted.load(std::memory_order_relaxed) && l->next.load(std::memory_order_relaxed) == n &&
           cnt + std::popcount(lbm) < detail::kMergeBelow) {
-        std::uint64_t bm = lbm;
-        for (std::uint64_t m = ld(n->bitmap); m; m &= m - 1) {
-          const unsigned from = static_cast<unsigned>(std::countr_zero(m));
-          const unsigned to = static_cast<unsigned>(std::countr_zero(~bm));
-          l->slots.set_key(to, n->slots.raw_key(from));
-          st(l->slots.value(to), ld(n->slots.value(from)));
-          st(l->fps[to], ld(n->fps[from]));
-          bm |= std::uint64_t{1} << to;
-        }
-        store_bitmap(l->bitmap, bm);
-        Node* s = n->next.load(std::memory_order_relaxed);
-        l->next.store(s, std::memory_order_release);
-        if (s) s->prev.store(l, std::memory_order_release);
-        n->deleted.store(true, std::memory_order_relaxed);
-        ++stat_merges_;
-        log(n, false);
+        absorb(l, n);
         unlock(n);
         unlock(l);
         return;

@@ -377,6 +377,9 @@ class Session {
   void unlock(Node* n) { n->version.fetch_add(1, std::memory_order_release); }
   void unlock_unchanged(Node* n) { n->version.fetch_sub(1, std::memory_order_release); }
   void after_remove(Node* n);  // merges under n's lock when it may
+  /// Moves right's entries into left (its right neighbour), unlinks right, marks it deleted and
+  /// logs its removal. Both locked by the caller, who unlocks them; the two fit in one node.
+  void absorb(Node* left, Node* right);
   void log(Node* n, bool insert);
   unsigned replica();
 
