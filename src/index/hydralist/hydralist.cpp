@@ -313,12 +313,7 @@ template <class KT>
 Result Session<KT>::insert(Arg key, std::uint64_t value, std::uint64_t* existing) {
   if (!KT::valid(key, idx_->cfg_.max_key_bytes)) return Result::kTooLarge;
   typename KT::Stored stored{};
-  if constexpr (KT::kBlobs) {
-    stored = detail::allocation_should_fail() ? nullptr : detail::Blob::make(key);
-    if (!stored) return Result::kNoMemory;
-  } else {
-    stored = key;
-  }
+  if (!make_stored(key, &stored)) return Result::kNoMemory;
   auto guard = part_->pin();
   Node* n = lock_target(key);
   const int s = probe(n, key);
@@ -355,12 +350,7 @@ template <class KT>
 Result Session<KT>::upsert(Arg key, std::uint64_t value, std::uint64_t* previous, bool* existed) {
   if (!KT::valid(key, idx_->cfg_.max_key_bytes)) return Result::kTooLarge;
   typename KT::Stored stored{};
-  if constexpr (KT::kBlobs) {
-    stored = detail::allocation_should_fail() ? nullptr : detail::Blob::make(key);
-    if (!stored) return Result::kNoMemory;
-  } else {
-    stored = key;
-  }
+  if (!make_stored(key, &stored)) return Result::kNoMemory;
   auto guard = part_->pin();
   Node* n = lock_target(key);
   const int s = probe(n, key);

@@ -376,6 +376,17 @@ class Session {
   Result insert_locked(Node* n, Arg key, typename KT::Stored stored, std::uint64_t value);
   void unlock(Node* n) { n->version.fetch_add(1, std::memory_order_release); }
   void unlock_unchanged(Node* n) { n->version.fetch_sub(1, std::memory_order_release); }
+  /// The key as a node stores it: the integer itself, or a new blob holding the bytes (false
+  /// when that allocation fails; the caller frees the blob if the key is not stored).
+  static bool make_stored(Arg key, typename KT::Stored* out) {
+    if constexpr (KT::kBlobs) {
+      *out = detail::allocation_should_fail() ? nullptr : detail::Blob::make(key);
+      return *out != nullptr;
+    } else {
+      *out = key;
+      return true;
+    }
+  }
   void after_remove(Node* n);  // merges under n's lock when it may
   /// Moves right's entries into left (its right neighbour), unlinks right, marks it deleted and
   /// logs its removal. Both locked by the caller, who unlocks them; the two fit in one node.
@@ -488,12 +499,7 @@ template <class F>
 Result Session<KT>::get_or_insert(Arg key, F&& make, std::uint64_t* value, bool* inserted) {
   if (!KT::valid(key, idx_->cfg_.max_key_bytes)) return Result::kTooLarge;
   typename KT::Stored stored{};
-  if constexpr (KT::kBlobs) {
-    stored = detail::allocation_should_fail() ? nullptr : detail::Blob::make(key);
-    if (!stored) return Result::kNoMemory;
-  } else {
-    stored = key;
-  }
+  if (!make_stored(key, &stored)) return Result::kNoMemory;
   auto guard = part_->pin();
   Node* n = lock_target(key);
   const int s = probe(n, key);
