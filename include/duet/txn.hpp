@@ -220,6 +220,13 @@ class Txn {
   /// SNAPSHOT(args) at the start into *out (cleared first): Algorithm 2, own writes merged in
   /// key order. InvalidArgument for an inverted range or a bad key (nothing is returned).
   Status snapshot(std::span<const SnapshotArg> args, TxnSnapshot* out);
+  /// Makes commit also validate `key` without writing it: commit aborts with kConflict naming
+  /// the key when it has a version newer than `since` (a timestamp from TxnSpace::now(), or
+  /// an earlier start: Redis's WATCH). The key is locked with the write set, in key order, and
+  /// unlocked after the commit timestamp is taken. Watching a key twice keeps the smaller
+  /// bound; a key also written is validated against min(since, start). TooLarge for an
+  /// oversized key.
+  Status watch(std::string_view key, std::uint64_t since);
   /// Commits (Algorithm 1). Returns ok with r->outcome kCommitted, kConflict or
   /// kSnapshotTooOld; the transaction is inactive afterwards in every case. A non-ok Status
   /// (the transaction is then aborted) means memory ran out (kResourceExhausted) or misuse.
@@ -240,6 +247,7 @@ class Txn {
   unsigned slot_ = 0;
   std::uint64_t start_ = 0;
   std::map<std::string, std::optional<std::string>, std::less<>> writes_;
+  std::map<std::string, std::uint64_t, std::less<>> watches_;  ///< key -> validation bound
 };
 
 /// Counters, exact when quiescent.
@@ -264,6 +272,9 @@ class TxnSpace : public Keyspace {
   /// Starts *t (aborting it first if it is active): claims a slot and reads the global
   /// timestamp. ResourceExhausted when max_transactions are open.
   virtual Status begin(Txn* t) = 0;
+  /// The global timestamp now: every commit that has returned has a timestamp <= it. A bound
+  /// for Txn::watch. O(1), no lock.
+  virtual std::uint64_t now() const = 0;
   /// Runs one collection pass now (also enforcing the version budget and snapshot age).
   virtual void collect() = 0;
   virtual TxnStats stats() const = 0;

@@ -83,6 +83,7 @@ void Txn::end() {
   core_->release(slot_);
   core_.reset();
   writes_.clear();
+  watches_.clear();
 }
 
 void Txn::abort() {
@@ -120,6 +121,16 @@ Status Txn::put(std::string_view key, std::string_view value) {
   auto it = writes_.find(key);
   if (it == writes_.end()) writes_.emplace(std::string(key), std::string(value));
   else it->second = std::string(value);
+  return Status::Ok();
+}
+
+Status Txn::watch(std::string_view key, std::uint64_t since) {
+  if (!core_) return inactive();
+  Status s = check_key(core_->cfg.limits, key);
+  if (!s.ok()) return s;
+  auto it = watches_.find(key);
+  if (it == watches_.end()) watches_.emplace(std::string(key), since);
+  else it->second = std::min(it->second, since);
   return Status::Ok();
 }
 
@@ -437,7 +448,7 @@ Status Txn::commit(CommitResult* r) {
     return Status::Ok();
   }
   Core& c = *core_;
-  if (writes_.empty()) {
+  if (writes_.empty() && watches_.empty()) {
     c.read_only.fetch_add(1, std::memory_order_relaxed);
     r->commit_ts = start_;
     leave();
@@ -446,9 +457,21 @@ Status Txn::commit(CommitResult* r) {
   }
   const TxnFaults& f = c.cfg.faults;
   // New versions are made before any lock is taken, so the locks are held only to validate,
-  // take the timestamp and install.
-  thread_local std::vector<std::pair<Entry*, Version*>> ws;
+  // take the timestamp and install. `ws` is the commit's key set in key order: written keys
+  // (with their new version) and watched ones (version null), each with the bound its newest
+  // version must not pass.
+  struct Item {
+    std::string_view key;
+    Entry* e;
+    Version* v;
+    std::uint64_t bound;
+  };
+  thread_local std::vector<Item> ws;
   ws.clear();
+  auto destroy_versions = [&] {
+    for (auto& it : ws)
+      if (it.v != nullptr) Version::destroy(it.v);
+  };
   std::uint64_t need = 0;
   for (const auto& [k, v] : writes_) need += sizeof(Version) + (v ? v->size() : 0);
   if (c.cfg.memory_budget_bytes && c.bytes.load(std::memory_order_relaxed) + need > c.cfg.memory_budget_bytes) {
@@ -456,15 +479,28 @@ Status Txn::commit(CommitResult* r) {
     end();
     return Status::ResourceExhausted("txn keyspace memory budget exhausted; the transaction was aborted");
   }
-  for (const auto& [k, v] : writes_) {
-    Version* ver = Version::make(v ? std::string_view(*v) : std::string_view(), !v.has_value());
-    if (ver == nullptr) {
-      for (auto& p : ws) Version::destroy(p.second);
-      leave();
-      end();
-      return Status::ResourceExhausted("out of memory for a version; the transaction was aborted");
+  {
+    auto w = writes_.begin();
+    auto a = watches_.begin();
+    while (w != writes_.end() || a != watches_.end()) {
+      const bool take_w = a == watches_.end() || (w != writes_.end() && w->first <= a->first);
+      const bool take_a = w == writes_.end() || (a != watches_.end() && a->first <= w->first);
+      Item it{take_w ? std::string_view(w->first) : std::string_view(a->first), nullptr, nullptr, start_};
+      if (take_a) it.bound = std::min(it.bound, a->second);
+      if (take_w) {
+        const auto& v = w->second;
+        it.v = Version::make(v ? std::string_view(*v) : std::string_view(), !v.has_value());
+        if (it.v == nullptr) {
+          destroy_versions();
+          leave();
+          end();
+          return Status::ResourceExhausted("out of memory for a version; the transaction was aborted");
+        }
+      }
+      ws.push_back(it);
+      if (take_w) ++w;
+      if (take_a) ++a;
     }
-    ws.emplace_back(nullptr, ver);
   }
   txn::Slot& me = c.slots[slot_];
   const std::uint64_t lock_word = slot_ + 1;
@@ -474,15 +510,17 @@ Status Txn::commit(CommitResult* r) {
     t = c.gts.fetch_add(1, std::memory_order_seq_cst) + 1;
     me.commit.store(t << 1, std::memory_order_seq_cst);
   };
-  if (f.ts_before_locks) {
+  // A commit that only watches takes no timestamp: holding every lock at once is its moment.
+  const bool writes = !writes_.empty();
+  if (f.ts_before_locks && writes) {
     take_ts();
     if (f.hook) f.hook("ts", {});
   }
-  std::size_t i = 0;
-  for (const auto& [k, v] : writes_) {
+  for (std::size_t i = 0; i < ws.size(); ++i) {
+    Item& it = ws[i];
     bool created = false;
-    Entry* e = c.index.find_or_insert(k, &created);
-    if (created) c.bytes.fetch_add(sizeof(Entry) + k.size(), std::memory_order_relaxed);
+    Entry* e = c.index.find_or_insert(it.key, &created);
+    if (created) c.bytes.fetch_add(sizeof(Entry) + it.key.size(), std::memory_order_relaxed);
     for (unsigned spins = 0;; ++spins) {
       std::uint64_t expect = 0;
       if (e->lock.load(std::memory_order_relaxed) == 0 &&
@@ -491,23 +529,30 @@ Status Txn::commit(CommitResult* r) {
       if (spins < 64) _mm_pause();
       else std::this_thread::yield();
     }
-    ws[i].first = e;
+    it.e = e;
     Version* h = e->head.load(std::memory_order_acquire);
-    if (!f.skip_validation && h != nullptr && h->ts > start_) {
+    if (!f.skip_validation && h != nullptr && h->ts > it.bound) {
       // First updater wins: abort, naming the key.
-      for (std::size_t j = 0; j <= i; ++j) ws[j].first->lock.store(0, std::memory_order_seq_cst);
-      for (auto& p : ws) Version::destroy(p.second);
+      for (std::size_t j = 0; j <= i; ++j) ws[j].e->lock.store(0, std::memory_order_seq_cst);
+      destroy_versions();
       me.commit.store(0, std::memory_order_relaxed);
       c.conflicts.fetch_add(1, std::memory_order_relaxed);
       r->outcome = TxnOutcome::kConflict;
-      r->conflict_key = k;
+      r->conflict_key = std::string(it.key);
       leave();
       end();
       return Status::Ok();
     }
-    ++i;
     yield_n(f.step_yields);
-    if (f.hook) f.hook("locked", k);
+    if (f.hook) f.hook("locked", it.key);
+  }
+  if (!writes) {
+    for (auto& it : ws) it.e->lock.store(0, std::memory_order_seq_cst);
+    c.read_only.fetch_add(1, std::memory_order_relaxed);
+    r->commit_ts = start_;
+    leave();
+    end();
+    return Status::Ok();
   }
   if (!f.ts_before_locks) {
     take_ts();
@@ -516,12 +561,21 @@ Status Txn::commit(CommitResult* r) {
   }
   std::int64_t present_delta = 0;
   std::uint64_t added = 0, obsoleted = 0, bytes = 0;
+  // The last written key, for the drop_version fault.
+  std::size_t last_write = 0, n_writes = 0;
+  for (std::size_t j = 0; j < ws.size(); ++j)
+    if (ws[j].v != nullptr) last_write = j, ++n_writes;
   for (std::size_t j = 0; j < ws.size(); ++j) {
-    auto [e, v] = ws[j];
+    Entry* e = ws[j].e;
+    Version* v = ws[j].v;
+    if (v == nullptr) {  // watched only: validated, nothing to install
+      e->lock.store(0, std::memory_order_seq_cst);
+      continue;
+    }
     Version* old = e->head.load(std::memory_order_relaxed);
     v->ts = t;
     v->older.store(old, std::memory_order_relaxed);
-    if (f.drop_version && ws.size() > 1 && j + 1 == ws.size()) {
+    if (f.drop_version && n_writes > 1 && j == last_write) {
       Version::destroy(v);
       e->lock.store(0, std::memory_order_seq_cst);
       continue;
@@ -599,6 +653,8 @@ class TxnSpaceImpl final : public TxnSpace {
   }
 
   void collect() override { core_->collect(); }
+
+  std::uint64_t now() const override { return core_->gts.load(std::memory_order_seq_cst); }
 
   TxnStats stats() const override {
     TxnStats s;

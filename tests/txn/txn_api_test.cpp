@@ -103,6 +103,54 @@ TEST(TxnApi, ReadOnlyTransactionsNeverAbort) {
   EXPECT_EQ(r.outcome, TxnOutcome::kCommitted);
 }
 
+TEST(TxnApi, WatchedKeysAreValidatedWithoutBeingWritten) {
+  auto s = open_space();
+  put_commit(*s, "w", "0");
+  put_commit(*s, "x", "0");
+  // A write to a watched key after `since` aborts the watcher, even one that writes nothing.
+  const std::uint64_t since = s->now();
+  put_commit(*s, "w", "1");
+  for (bool writes : {false, true}) {
+    Txn t;
+    ASSERT_TRUE(s->begin(&t).ok());
+    ASSERT_TRUE(t.watch("w", since).ok());
+    if (writes) {
+      ASSERT_TRUE(t.put("a", "v").ok());
+    }
+    CommitResult r;
+    ASSERT_TRUE(t.commit(&r).ok());
+    EXPECT_EQ(r.outcome, TxnOutcome::kConflict) << "writes=" << writes;
+    EXPECT_EQ(r.conflict_key, "w");
+  }
+  EXPECT_EQ(read1(*s, "a"), std::nullopt) << "the aborted watcher installed nothing";
+  // Unchanged watched keys (also absent ones) commit, and are not written.
+  const std::uint64_t later = s->now();
+  put_commit(*s, "x", "2");
+  Txn t;
+  ASSERT_TRUE(s->begin(&t).ok());
+  ASSERT_TRUE(t.watch("w", later).ok());
+  ASSERT_TRUE(t.watch("absent", later).ok());
+  ASSERT_TRUE(t.put("a", "v").ok());
+  CommitResult r;
+  ASSERT_TRUE(t.commit(&r).ok());
+  EXPECT_EQ(r.outcome, TxnOutcome::kCommitted);
+  EXPECT_EQ(read1(*s, "a"), "v");
+  EXPECT_EQ(read1(*s, "w"), "1");
+  EXPECT_EQ(read1(*s, "absent"), std::nullopt);
+  // Watching twice keeps the earlier bound; watching a written key validates against it.
+  Txn u;
+  ASSERT_TRUE(s->begin(&u).ok());
+  ASSERT_TRUE(u.watch("x", since).ok());
+  ASSERT_TRUE(u.watch("x", s->now()).ok());
+  ASSERT_TRUE(u.put("x", "3").ok());
+  ASSERT_TRUE(u.commit(&r).ok());
+  EXPECT_EQ(r.outcome, TxnOutcome::kConflict);
+  EXPECT_EQ(r.conflict_key, "x");
+  EXPECT_EQ(read1(*s, "x"), "2");
+  Txn idle;
+  EXPECT_EQ(idle.watch("x", 0).code(), StatusCode::kInvalidArgument) << "an inactive transaction";
+}
+
 TEST(TxnApi, DeletesAndRecreation) {
   auto s = open_space();
   put_commit(*s, "a", "1");
