@@ -164,7 +164,9 @@ Status Engine::create(const EngineConfig& config, Account* accounts, std::size_t
     Status s;
     for (unsigned i = 0; i < kGpuSlots && s.ok(); ++i) {
       std::unique_ptr<GpuDag> slot;
-      s = make_gpu_dag(std::min<std::size_t>(config.max_block, std::size_t{1} << 17), &slot);
+      const std::size_t cap = std::min<std::size_t>(config.max_block, std::size_t{1} << 17);
+      s = config.gpu_dag_factory ? config.gpu_dag_factory(cap, &slot) : make_gpu_dag(cap, &slot);
+      if (s.ok() && !slot) s = Status::Internal("the GPU DAG factory returned no slot");
       if (s.ok()) im.slots.push_back(std::move(slot));
     }
     im.slot_tag.assign(im.slots.size(), 0);
@@ -191,7 +193,7 @@ void Engine::set_accounts(Account* accounts, std::size_t n_accounts) {
 }
 
 std::string Engine::dag_description() const {
-  if (impl_->gpu) return "gpu: " + gpu::device().name;
+  if (impl_->gpu) return config_.gpu_dag_factory ? std::string("gpu: injected slots") : "gpu: " + gpu::device().name;
   std::lock_guard<std::mutex> lk(impl_->gpu_m);
   const char* cpu = config_.dag == DagDevice::kCpuPairs ? "cpu-pairs" : "cpu";
   return impl_->gpu_note.empty() ? std::string(cpu) : std::string(cpu) + " (" + impl_->gpu_note + ")";
@@ -234,6 +236,21 @@ Status Engine::validate(std::span<const Tx> txs) {
 }
 
 namespace {
+
+/// A root array from the GPU is used only when it is well formed: every root is at or before
+/// its transaction and is its own root. O(n), on the host. (A well-formed but wrong array cannot
+/// be told from a right one without building the DAG again; a failed kernel, copy or lost device
+/// is reported by the runtime instead.)
+Status check_roots(const std::uint32_t* root, std::size_t n) {
+  if (!root) return Status::Internal("the GPU DAG returned no root array");
+  for (std::size_t i = 0; i < n; ++i) {
+    const std::uint32_t r = root[i];
+    if (r > i || root[r] != r)
+      return Status::Internal("the GPU DAG returned a malformed root array (transaction " + std::to_string(i) +
+                              ", root " + std::to_string(r) + ")");
+  }
+  return Status::Ok();
+}
 
 /// (gpu_m held.)
 void gpu_failure(Engine::Impl& im, EngineTotals&, const Status& s) {
@@ -326,6 +343,7 @@ struct BlockRun {
     if (im.gpu && slot >= 0) {
       Status s = im.slots[slot]->wait(&root);
       im.slot_tag[slot] = 0;
+      if (s.ok()) s = check_roots(root, n);
       if (s.ok()) {
         st.dag_on_gpu = true;
       } else {

@@ -25,6 +25,7 @@
 
 #include <cstddef>
 #include <cstdint>
+#include <functional>
 #include <memory>
 #include <span>
 #include <string>
@@ -60,6 +61,9 @@ struct EngineFaults {
 constexpr std::int64_t kMaxAmount = std::int64_t{1} << 40;   ///< largest transfer amount, and gas
 constexpr std::int64_t kMaxBalance = std::int64_t{1} << 62;  ///< largest balance an account may reach
 
+/// Makes one GPU DAG slot for blocks of up to max_txs transactions (make_gpu_dag's contract).
+using GpuDagFactory = std::function<Status(std::size_t max_txs, std::unique_ptr<GpuDag>* out)>;
+
 struct EngineConfig {
   Mode mode = Mode::kOranguTan;
   unsigned threads = 0;  ///< team size (0: one per hardware thread)
@@ -67,6 +71,10 @@ struct EngineConfig {
   DagForm dag_form = DagForm::kRoots;
   std::size_t max_block = std::size_t{1} << 20;  ///< larger blocks are refused
   EngineFaults faults;
+  /// Fault-injection hook: makes the GPU slots in place of make_gpu_dag (empty: the real GPU).
+  /// The tests hand in slots that fail to launch, fail to wait, lose the device or return a
+  /// malformed root array, and check that every block still commits with the serial result.
+  GpuDagFactory gpu_dag_factory;
 };
 
 /// What happened to one block.
