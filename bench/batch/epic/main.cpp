@@ -38,6 +38,7 @@ struct Config {
   std::vector<std::string> systems{"serial", "epic-twin", "epic-cpu", "epic-gpu"};
   std::string out;
   std::uint32_t np = 0;  ///< > 0: TPC-C NP with this many warehouses instead of YCSB
+  unsigned backoff_ns = 4096;  ///< the GPU executor's longest sleep between polls
 };
 
 struct Sample {
@@ -75,6 +76,7 @@ int main(int argc, char** argv) {
       for (auto& x : list(v)) c.splits.push_back(x == "1");
     } else if (f == "--systems") c.systems = list(v);
     else if (f == "--out") c.out = v;
+    else if (f == "--gpu-backoff") c.backoff_ns = static_cast<unsigned>(b::parse_count(v).value_or(0));
     else if (f == "--np") c.np = static_cast<std::uint32_t>(b::parse_count(v).value_or(0));
     else return error = "unknown flag " + f, false;
     return true;
@@ -83,7 +85,7 @@ int main(int argc, char** argv) {
     std::cerr << (ok ? "" : error + "\n")
               << "usage: duet_bench_epic [--quick] [--records N] [--epoch N] [--epochs N] [--threads N]\n"
                  "  [--workloads A,B,C,F] [--thetas 0,0.99] [--split 0,1] [--systems serial,epic-twin,epic-cpu,epic-gpu]\n"
-                 "  [--out FILE] [--np WAREHOUSES: TPC-C NP, serial and epic-twin]\n";
+                 "  [--out FILE] [--np WAREHOUSES: TPC-C NP instead of YCSB] [--gpu-backoff NS (4096)]\n";
     return ok ? 0 : 2;
   }
   if (quick) c.records = 100000, c.epoch = 10000, c.epochs = 4;
@@ -95,57 +97,114 @@ int main(int argc, char** argv) {
   const bool gpu = gpu_available(&why);
   std::shared_ptr<GpuRunner> runner;
   if (gpu) runner.reset(make_gpu_runner(ProcSet::kYcsb, &why).release());
+  if (runner) runner->set_max_backoff_ns(c.backoff_ns);
   const std::string date = b::utc_now(), device = gpu_name();
   b::Json records = b::Json::array();
   std::printf("%-4s %-5s %-5s %-10s %14s %14s %9s %9s %9s %9s\n", "wl", "theta", "split", "system", "formula op/s",
               "wall op/s", "index ms", "xfer ms", "plan ms", "exec ms");
+  auto has = [&](const char* s) { return std::find(c.systems.begin(), c.systems.end(), s) != c.systems.end(); };
   if (c.np) {
+    // TPC-C NP: every system gets its own tables, loaded alike, and runs the same epochs.
     const std::uint32_t orders = static_cast<std::uint32_t>(c.epoch * c.epochs / 2 + 1000);
     const auto specs = tpcc_tables(c.np, orders, orders);
-    SerialStore serial(specs);
-    Engine<TpccProcs> twin(specs, c.threads);
+    std::shared_ptr<GpuRunner> np_runner;
+    if (gpu && (has("epic-cpu") || has("epic-gpu"))) {
+      np_runner.reset(make_gpu_runner(ProcSet::kTpcc, &why).release());
+      if (!np_runner) {
+        std::cerr << "gpu runner: " << why << "\n";
+        return 1;
+      }
+      np_runner->set_max_backoff_ns(c.backoff_ns);
+    }
+    std::unique_ptr<SerialStore> serial;
+    std::unique_ptr<Engine<TpccProcs>> twin, epic_cpu;
+    std::unique_ptr<Database> gpu_db;
+    if (has("serial")) serial = std::make_unique<SerialStore>(specs);
+    if (has("epic-twin")) twin = std::make_unique<Engine<TpccProcs>>(specs, c.threads);
+    if (np_runner && has("epic-cpu")) epic_cpu = std::make_unique<Engine<TpccProcs>>(specs, c.threads, gpu_planner(np_runner));
+    if (np_runner && has("epic-gpu")) gpu_db = std::make_unique<Database>(specs);
     tpcc_load(c.np, [&](std::uint32_t t, std::uint64_t k, const std::uint32_t* d) {
-      serial.put(t, k, d);
-      twin.db().load(t, k, d);
+      if (serial) serial->put(t, k, d);
+      if (twin) twin->db().load(t, k, d);
+      if (epic_cpu) epic_cpu->db().load(t, k, d);
+      if (gpu_db) gpu_db->load(t, k, d);
     });
+    if (gpu_db && !np_runner->upload(*gpu_db, &error)) {
+      std::cerr << "upload: " << error << "\n";
+      return 1;
+    }
     TpccGenerator gen(c.np, 42);
     std::vector<Batch> epochs(c.epochs);
     for (int e = 0; e < c.epochs; ++e) gen.generate(c.epoch, &epochs[e], e * c.epoch);
-    Sample ss, ts;
-    std::vector<std::uint32_t> outcome, out;
-    for (auto& e : epochs) {
-      const auto t0 = std::chrono::steady_clock::now();
-      run_serial<TpccProcs>(serial, e, &outcome, &out);
-      const double ms = ms_since(t0);
-      ss.formula.push_back(e.size() / ms * 1e3), ss.wall.push_back(e.size() / ms * 1e3);
-      EpochOutput eo;
-      if (!twin.run_epoch(e, &eo, &error)) {
-        std::cerr << "epoch: " << error << "\n";
-        return 1;
-      }
-      const EpochStats& st = eo.stats;
-      ts.formula.push_back(st.txns / (st.index_ms + st.plan_ms + st.exec_ms) * 1e3);
-      ts.wall.push_back(st.txns / st.total_ms * 1e3);
-      ts.index.push_back(st.index_ms), ts.plan.push_back(st.plan_ms), ts.exec.push_back(st.exec_ms);
-    }
-    for (auto* p : {&ss, &ts}) {
-      std::vector<double> f(p->formula.begin() + 1, p->formula.end()), w(p->wall.begin() + 1, p->wall.end());
+    auto report = [&](const std::string& system, const Sample& p) {
+      std::vector<double> f(p.formula.begin() + 1, p.formula.end()), w(p.wall.begin() + 1, p.wall.end());
+      auto med = [](const std::vector<double>& xs) {
+        return xs.size() < 2 ? 0.0 : b::summarize(std::vector<double>(xs.begin() + 1, xs.end())).median;
+      };
       const b::Summary fs = b::summarize(f), ws = b::summarize(w);
-      const std::string system = p == &ss ? "serial" : "epic-twin";
-      std::printf("np   w%-4u %-10s %14.0f %14.0f (formula range %.0f-%.0f)\n", c.np, system.c_str(), fs.median,
-                  ws.median, fs.min, fs.max);
+      std::printf("np   w%-4u %-5s %-10s %14.0f %14.0f %9.2f %9.2f %9.2f %9.2f  formula range %.0f-%.0f\n", c.np, "",
+                  system.c_str(), fs.median, ws.median, med(p.index), med(p.transfer), med(p.plan), med(p.exec), fs.min,
+                  fs.max);
+      std::fflush(stdout);
       b::Json r = b::Json::object();
       r.set("name", "tpcc-np").set("system", system).set("workload", "tpcc-np").set("op", "txn");
       r.set("warehouses", c.np).set("epoch_txns", static_cast<std::uint64_t>(c.epoch));
       r.set("formula_ops_per_s", fs.median).set("formula_ops_per_s_min", fs.min).set("formula_ops_per_s_max", fs.max);
       r.set("wall_ops_per_s", ws.median).set("wall_ops_per_s_min", ws.min).set("wall_ops_per_s_max", ws.max);
-      if (p == &ts) {
-        auto med = [](const std::vector<double>& xs) { return b::summarize(std::vector<double>(xs.begin() + 1, xs.end())).median; };
-        r.set("index_ms_median", med(ts.index)).set("plan_ms_median", med(ts.plan)).set("exec_ms_median", med(ts.exec));
-        std::printf("     epic-twin phases (ms, median): index %.2f plan %.2f exec %.2f\n", med(ts.index), med(ts.plan),
-                    med(ts.exec));
-      }
+      r.set("index_ms_median", med(p.index)).set("transfer_ms_median", med(p.transfer));
+      r.set("plan_ms_median", med(p.plan)).set("exec_ms_median", med(p.exec)).set("gc_ms_median", med(p.gc));
+      if (system == "epic-gpu") r.set("max_backoff_ns", c.backoff_ns);
       records.push(r);
+    };
+    if (serial) {
+      Sample s;
+      std::vector<std::uint32_t> outcome, out;
+      for (auto& e : epochs) {
+        const auto t0 = std::chrono::steady_clock::now();
+        run_serial<TpccProcs>(*serial, e, &outcome, &out);
+        const double ms = ms_since(t0);
+        s.formula.push_back(e.size() / ms * 1e3), s.wall.push_back(e.size() / ms * 1e3);
+        s.index.push_back(0), s.transfer.push_back(0), s.plan.push_back(0), s.exec.push_back(ms), s.gc.push_back(0);
+      }
+      report("serial", s);
+    }
+    for (auto* eng : {twin.get(), epic_cpu.get()}) {
+      if (!eng) continue;
+      Sample s;
+      for (auto& e : epochs) {
+        EpochOutput eo;
+        if (!eng->run_epoch(e, &eo, &error)) {
+          std::cerr << "epoch: " << error << "\n";
+          return 1;
+        }
+        const EpochStats& st = eo.stats;
+        s.formula.push_back(st.txns / (st.index_ms + st.plan_ms + st.exec_ms) * 1e3);
+        s.wall.push_back(st.txns / st.total_ms * 1e3);
+        s.index.push_back(st.index_ms), s.transfer.push_back(0), s.plan.push_back(st.plan_ms);
+        s.exec.push_back(st.exec_ms), s.gc.push_back(st.gc_ms);
+      }
+      report(eng == twin.get() ? "epic-twin" : "epic-cpu", s);
+    }
+    if (gpu_db) {
+      // Reruns (a mispredicted order id) are not resubmitted here; reconnaissance over one
+      // generator predicts every id, so none occur.
+      Sample s;
+      for (auto& e : epochs) {
+        EpochOutput eo;
+        GpuTimes gt;
+        const auto t0 = std::chrono::steady_clock::now();
+        if (!np_runner->run_epoch(*gpu_db, e, &eo, &error, &gt)) {
+          std::cerr << "gpu epoch: " << error << "\n";
+          return 1;
+        }
+        const double wall = ms_since(t0);
+        const EpochStats& st = eo.stats;
+        s.formula.push_back(st.txns / (st.index_ms + gt.h2d_ms + gt.plan_ms + gt.exec_ms + gt.d2h_ms) * 1e3);
+        s.wall.push_back(st.txns / wall * 1e3);
+        s.index.push_back(st.index_ms), s.transfer.push_back(gt.h2d_ms + gt.d2h_ms), s.plan.push_back(gt.plan_ms);
+        s.exec.push_back(gt.exec_ms), s.gc.push_back(gt.gc_ms);
+      }
+      report("epic-gpu", s);
     }
     c.splits.clear();
   }
@@ -156,7 +215,6 @@ int main(int argc, char** argv) {
     // One set of tables per system for this layout; workloads run on them one after another.
     std::unique_ptr<Database> twin_db, cpu_db, gpu_db;
     std::unique_ptr<SerialStore> serial;
-    auto has = [&](const char* s) { return std::find(c.systems.begin(), c.systems.end(), s) != c.systems.end(); };
     std::unique_ptr<Engine<YcsbProcs>> twin, epic_cpu;
     if (has("serial")) {
       serial = std::make_unique<SerialStore>(std::vector<TableSpec>{spec});
@@ -202,6 +260,7 @@ int main(int argc, char** argv) {
           r.set("wall_ops_per_s", ws.median).set("wall_ops_per_s_min", ws.min).set("wall_ops_per_s_max", ws.max);
           r.set("index_ms_median", med(s.index)).set("transfer_ms_median", med(s.transfer));
           r.set("plan_ms_median", med(s.plan)).set("exec_ms_median", med(s.exec)).set("gc_ms_median", med(s.gc));
+          if (system == "epic-gpu") r.set("max_backoff_ns", c.backoff_ns);
           records.push(r);
         };
         if (serial) {
@@ -259,7 +318,7 @@ int main(int argc, char** argv) {
   b::Json config = b::Json::object();
   config.set("records", c.records).set("epoch_txns", static_cast<std::uint64_t>(c.epoch)).set("epochs", c.epochs);
   config.set("threads", c.threads).set("ops_per_txn", 10).set("record_bytes", 1000).set("field_bytes", 100);
-  config.set("np_warehouses", c.np).set("median_over", "epochs 2..N").set("gpu", gpu ? device : "none: " + why);
+  config.set("np_warehouses", c.np).set("gpu_max_backoff_ns", c.backoff_ns).set("median_over", "epochs 2..N").set("gpu", gpu ? device : "none: " + why);
   config.set("command", "bench/batch/epic: duet_bench_epic" + std::string(quick ? " --quick" : ""));
   const b::Json doc = b::result_document(c.np ? "epic-np" : "epic-ycsb", device, b::commit_id(DUET_SOURCE_DIR), date, config, records);
   const std::string path = c.out.empty() ? std::string(DUET_SOURCE_DIR) + "/bench/results/epic/epic-" + (c.np ? "np-" : "ycsb-") +

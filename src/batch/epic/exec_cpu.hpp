@@ -57,6 +57,7 @@ struct EpochView {
   /// gives up; every later wait gives up at once. The epoch then fails (a planning bug).
   std::uint64_t watchdog_ns = 0;
   std::uint32_t* stuck = nullptr;
+  std::uint32_t max_backoff_ns = 4096;  ///< GPU only: the longest sleep between two polls
 };
 
 inline void cpu_relax(unsigned& spins) {

@@ -12,6 +12,7 @@
 #include <thrust/scan.h>
 
 #include "batch/epic/gpu.hpp"
+#include "batch/epic/tpcc.hpp"
 #include "batch/epic/workloads.hpp"
 
 namespace duet::batch::epic {
@@ -165,7 +166,8 @@ class GpuCtx {
   // Lane 0 spins with a growing sleep (spinning warps would otherwise take issue slots and memory
   // bandwidth from the warps they wait on); false once the watchdog fired.
   __device__ bool wait_step(long long start, unsigned& spins) {
-    __nanosleep(spins < 8 ? 32u << spins : 4096u);
+    const unsigned ns = spins < 8 ? 32u << spins : 4096u;
+    __nanosleep(ns < v_.max_backoff_ns ? ns : v_.max_backoff_ns);
     if (!v_.stuck || ++spins % 16 != 0) return true;
     if (vload32(v_.stuck)) return false;
     if (watchdog_ && static_cast<std::uint64_t>(clock64() - start) > watchdog_) {
@@ -391,6 +393,7 @@ class Runner final : public GpuRunner {
     v.outcome = outcome_.p;
     v.out = outv_.p;
     v.stuck = ctl_.p + 1;
+    v.max_backoff_ns = max_backoff_ns_;
     if (n) {
       const unsigned threads = 32u * static_cast<unsigned>(wpb);
       exec_kernel<Procs><<<blocks_for(n, wpb), threads>>>(v, ctl_.p, block_index_order ? 1u : 0u,
@@ -437,9 +440,12 @@ class Runner final : public GpuRunner {
     return true;
   }
 
+  void set_max_backoff_ns(unsigned ns) override { max_backoff_ns_ = ns; }
+
   std::uint64_t watchdog_cycles_ = 0;
 
  private:
+  unsigned max_backoff_ns_ = 4096;
   bool put_plan_inputs(const Batch& b, const std::vector<std::uint32_t>& global, std::string* err) {
     return global_.put(global.data(), global.size(), err) && op_begin_.put(b.op_begin.data(), b.size() + 1, err) &&
            nreads_.put(b.nreads.data(), b.size(), err);
@@ -507,17 +513,13 @@ std::string gpu_name() {
 
 std::unique_ptr<GpuRunner> make_gpu_runner(ProcSet set, std::string* err) {
   if (!gpu_available(err)) return nullptr;
-  std::unique_ptr<GpuRunner> r;
-  if (set == ProcSet::kMix) {
-    auto x = std::make_unique<Runner<MixProcs>>();
+  auto make = [](auto x) -> std::unique_ptr<GpuRunner> {
     x->watchdog_cycles_ = 20000000000ull;  // about 10 s
-    r = std::move(x);
-  } else {
-    auto x = std::make_unique<Runner<YcsbProcs>>();
-    x->watchdog_cycles_ = 20000000000ull;
-    r = std::move(x);
-  }
-  return r;
+    return x;
+  };
+  if (set == ProcSet::kMix) return make(std::make_unique<Runner<MixProcs>>());
+  if (set == ProcSet::kTpcc) return make(std::make_unique<Runner<TpccProcs>>());
+  return make(std::make_unique<Runner<YcsbProcs>>());
 }
 
 }  // namespace duet::batch::epic

@@ -13,7 +13,7 @@
 namespace duet::batch::epic {
 
 /// Which procedure set the device executor runs (device code is compiled per set).
-enum class ProcSet { kMix, kYcsb };
+enum class ProcSet { kMix, kYcsb, kTpcc };
 
 /// GPU phase times of one epoch, in milliseconds (CUDA events / host clock).
 struct GpuTimes {
@@ -37,6 +37,9 @@ class GpuRunner {
   /// deleted-bit scan on the device, ids freed on the host. Reruns are reported, not kept.
   virtual bool run_epoch(Database& db, const Batch& b, EpochOutput* out, std::string* err, GpuTimes* times = nullptr,
                          int warps_per_block = 4, bool block_index_order = false) = 0;
+  /// The longest sleep (ns) between two polls of a waiting lane (default 4096). Shorter sleeps
+  /// pass versions along contended chains sooner and cost more polling traffic.
+  virtual void set_max_backoff_ns(unsigned ns) = 0;
 };
 
 /// True when a CUDA device is usable; otherwise *why says why.

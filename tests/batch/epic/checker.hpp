@@ -72,7 +72,10 @@ std::string replay_epoch(SerialStore& s, Batch& pending, const Batch& submitted,
     if (outcome[t] != out.results.outcome[t])
       return "txn " + std::to_string(t) + ": outcome " + std::to_string(out.results.outcome[t]) + " != " + std::to_string(outcome[t]);
     for (std::uint32_t k = 0; k < kMaxOut; ++k)
-      if (outv[t * kMaxOut + k] != out.results.out[t * kMaxOut + k]) return "txn " + std::to_string(t) + ": output differs";
+      if (outv[t * kMaxOut + k] != out.results.out[t * kMaxOut + k])
+        return "txn " + std::to_string(t) + " (proc " + std::to_string(run.proc[t]) + ", outcome " +
+               std::to_string(outcome[t]) + "): output " + std::to_string(k) + " is " +
+               std::to_string(out.results.out[t * kMaxOut + k]) + ", serial " + std::to_string(outv[t * kMaxOut + k]);
     if (outcome[t] == kRerun) next.add_from(run, t, run.attempt[t] + 1);
   }
   pending = std::move(next);

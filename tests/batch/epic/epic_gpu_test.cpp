@@ -1,7 +1,8 @@
 // Epic on the GPU: the device plan equals the CPU twin's bit for bit (random contended Mix epochs
 // of 1 to 10^5 txns, YCSB A/B/C/F at 100K, plain and split), GPU execution and Epic-CPU (GPU plan,
-// CPU threads) against the serial checker, and a planted plan difference the equality check
-// sees. Without a GPU every test reports itself skipped.
+// CPU threads) against the serial checker (Mix, YCSB A/B/C/F and TPC-C NP at 100K-txn epochs),
+// and a planted plan difference the equality check sees. Without a GPU every test reports itself
+// skipped.
 #include <gtest/gtest.h>
 
 #include <memory>
@@ -9,6 +10,7 @@
 
 #include "batch/epic/checker.hpp"
 #include "batch/epic/gpu.hpp"
+#include "batch/epic/tpcc.hpp"
 #include "batch/epic/workloads.hpp"
 
 namespace duet::batch::epic {
@@ -193,6 +195,45 @@ TEST(EpicGpuExec, YcsbAt100KEqualsSerial) {
         ASSERT_TRUE(g->download(db, &err)) << err;
         ASSERT_EQ(compare_state(db, s), "") << w << " " << theta << " " << split;
       }
+}
+
+// TPC-C NP at 1 and 4 warehouses, 100K-txn epochs, on the GPU and on Epic-CPU (GPU plan, CPU
+// threads).
+TEST(EpicGpuExec, TpccNpAt100KEqualsSerial) {
+  REQUIRE_GPU();
+  std::string err;
+  std::shared_ptr<GpuRunner> g(make_gpu_runner(ProcSet::kTpcc, &err).release());
+  ASSERT_TRUE(g) << err;
+  for (std::uint32_t w : {1u, 4u}) {
+    const auto specs = tpcc_tables(w, 120000, 120000);
+    Database db(specs);
+    Engine<TpccProcs> cpu(specs, 8, gpu_planner(g));
+    SerialStore s(specs);
+    tpcc_load(w, [&](std::uint32_t t, std::uint64_t k, const std::uint32_t* d) {
+      db.load(t, k, d);
+      cpu.db().load(t, k, d);
+      s.put(t, k, d);
+    });
+    SerialStore s2 = s;
+    ASSERT_TRUE(g->upload(db, &err)) << err;
+    TpccGenerator gen(w, 91 + w);
+    Batch pending, pending2;
+    for (int ep = 0; ep < 2; ++ep) {
+      Batch b;
+      gen.generate(100000, &b, ep * 100000);
+      EpochOutput out, out2;
+      ASSERT_TRUE(g->run_epoch(db, b, &out, &err)) << err;
+      ASSERT_EQ(replay_epoch<TpccProcs>(s, pending, b, out), "") << "w " << w << " epoch " << ep;
+      ASSERT_TRUE(cpu.run_epoch(b, &out2, &err)) << err;
+      ASSERT_EQ(replay_epoch<TpccProcs>(s2, pending2, b, out2), "") << "epic-cpu w " << w << " epoch " << ep;
+      std::size_t committed = 0;
+      for (auto o : out.results.outcome) committed += o == kCommitted;
+      EXPECT_GT(committed, b.size() * 9 / 10);
+    }
+    ASSERT_TRUE(g->download(db, &err)) << err;
+    ASSERT_EQ(compare_state(db, s), "") << "w " << w;
+    ASSERT_EQ(compare_state(cpu.db(), s2), "") << "epic-cpu w " << w;
+  }
 }
 
 }  // namespace
