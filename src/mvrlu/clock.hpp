@@ -86,3 +86,25 @@ class Clock {
 };
 
 }  // namespace duet::mvrlu::detail
+
+namespace duet::mvrlu {
+
+/// MV-RLU's clock, exported for other components that order events across threads (Hydralist's
+/// search-layer logs). Its guarantees are detail::Clock's: commit_ts() then wait_past() gives a
+/// stamp that every clock passes before the call returns; gc_ts() is a time every clock passed.
+using GlobalClock = detail::Clock;
+
+/// Initializes `clock` as ORDO on an invariant TSC (boundary measured once per process) or, when
+/// the TSC is not invariant or `force_counter` is set, as the global counter. Returns whether
+/// ORDO was chosen.
+inline bool init_global_clock(GlobalClock* clock, bool force_counter) {
+  if (!force_counter && detail::tsc_invariant()) {
+    std::string why;
+    clock->init(GlobalClock::Kind::kTsc, detail::measure_ordo_boundary(&why), {});
+    return true;
+  }
+  clock->init(GlobalClock::Kind::kCounter, 0, {});
+  return false;
+}
+
+}  // namespace duet::mvrlu

@@ -28,6 +28,15 @@ double scale() {
 }
 int scaled(int n) { return std::max(200, static_cast<int>(n * scale())); }
 
+/// prefix followed by n in decimal. Appending to a named string, rather than
+/// `"prefix" + std::to_string(n)`, avoids GCC 12's false -Wrestrict in operator+(const char*,
+/// std::string&&) (GCC bug 105329).
+std::string numbered(const char* prefix, int n) {
+  std::string s(prefix);
+  s += std::to_string(n);
+  return s;
+}
+
 Config test_config() {
   Config c;
   c.combiner_period = std::chrono::microseconds(100);
@@ -364,7 +373,7 @@ TEST(HydralistModel, BadInput) {
   EXPECT_EQ(a->get(big, &v), Result::kTooLarge);
   EXPECT_EQ(a->remove(big), Result::kTooLarge);
   EXPECT_EQ(a->update(big, 1), Result::kTooLarge);
-  for (int k = 0; k < 30; ++k) ASSERT_EQ(a->insert("k" + std::to_string(100 + k), k), Result::kOk);
+  for (int k = 0; k < 30; ++k) ASSERT_EQ(a->insert(numbered("k", 100 + k), k), Result::kOk);
   BytesSession::Pairs out;
   EXPECT_EQ(a->scan("k", 0, &out), Result::kOk);
   EXPECT_TRUE(out.empty());
@@ -414,7 +423,7 @@ TEST(HydralistModel, AllocationFailureLeavesTheIndexUnchanged) {
   ASSERT_TRUE(BytesIndex::create(test_config(), &idx).ok());
   std::unique_ptr<BytesSession> s;
   ASSERT_TRUE(idx->attach(&s).ok());
-  for (int k = 0; k < 64; ++k) ASSERT_EQ(s->insert("k" + std::to_string(1000 + k), k), Result::kOk);
+  for (int k = 0; k < 64; ++k) ASSERT_EQ(s->insert(numbered("k", 1000 + k), k), Result::kOk);
   // 0: the key's copy; 1: the split's node; 2: the new node's anchor copy.
   for (int which = 0; which < 3; ++which) {
     fail_in.store(which);

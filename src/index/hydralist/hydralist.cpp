@@ -635,12 +635,7 @@ template <class KT>
 Status Index<KT>::start() {
   simd_ = cfg_.simd >= 0 ? static_cast<SimdLevel>(cfg_.simd) : best_simd();
   match_ = match_fn(simd_);
-  if (!cfg_.counter_clock && mvrlu::detail::tsc_invariant()) {
-    std::string why;
-    clock_.init(mvrlu::detail::Clock::Kind::kTsc, mvrlu::detail::measure_ordo_boundary(&why), {});
-  } else {
-    clock_.init(mvrlu::detail::Clock::Kind::kCounter, 0, {});
-  }
+  mvrlu::init_global_clock(&clock_, cfg_.counter_clock);
   head_ = detail::alloc_node<KT>();
   if (!head_) return Status::ResourceExhausted("hydralist: out of memory");
   head_->is_head = true;
@@ -783,7 +778,7 @@ void Index<KT>::combine_round(bool flush_all) {
   // Entries stamped before W are all in the logs already: each was appended under node locks
   // before its timestamp could be passed by the clock reading below (docs/hydralist.md).
   const std::uint64_t w = flush_all ? std::numeric_limits<std::uint64_t>::max()
-                                    : clock_.gc_ts(mvrlu::detail::Clock::kDetectorSlot);
+                                    : clock_.gc_ts(mvrlu::GlobalClock::kDetectorSlot);
   for (unsigned i = 0; i < cfg_.max_sessions; ++i) {
     auto& l = logs_[i];
     std::lock_guard<std::mutex> g(l.m);

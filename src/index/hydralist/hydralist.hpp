@@ -455,7 +455,7 @@ class Index {
   Config cfg_;
   SimdLevel simd_;
   MatchFn match_;
-  mvrlu::detail::Clock clock_;
+  mvrlu::GlobalClock clock_;
   mem::EpochManager epoch_;
   Node* head_ = nullptr;
   std::vector<std::unique_ptr<detail::Replica<KT>>> replicas_;
