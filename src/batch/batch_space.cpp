@@ -341,6 +341,10 @@ class BatchSpaceImpl final : public BatchSpace {
     stats_.aborted += st.aborted;
     stats_.gas_only += st.gas_only;
     stats_.resolve_us_total += resolve_us;
+    if (const std::uint64_t g = engine_->totals().gpu_failures; g != stats_.gpu_failures) {
+      stats_.gpu_failures = g;  // the DAG moved to the CPU: say so in the description
+      engine_desc_ = engine_desc_.substr(0, engine_desc_.find(", dag ")) + ", dag " + engine_->dag_description();
+    }
     latencies_.push_back(lat);
     if (latencies_.size() > 1024) latencies_.pop_front();
     return r;

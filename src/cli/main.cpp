@@ -1,7 +1,8 @@
 // `duet`: the command-line entry point. `duet demo` (the default) opens a Store with one `kv`
 // keyspace on the best available processor, runs a few batches of PUT, GET and DELETE and
 // prints what each did and where it ran; `duet info` prints what the build and the machine
-// offer; `duet bench kv` runs the key-value benchmark (builds with benchmarks only).
+// offer; `duet bench kv` runs the key-value benchmark and `duet bench transfer` the batch
+// keyspace's transfer blocks (builds with benchmarks only).
 #include <chrono>
 #include <cstdio>
 #include <cstdlib>
@@ -16,6 +17,9 @@
 #if DUET_HAVE_BENCH_KV
 #include "bench/kv/kv_bench.hpp"
 #endif
+#if DUET_HAVE_BENCH_TRANSFER
+#include "bench/batch/transfer_bench.hpp"
+#endif
 
 namespace {
 
@@ -24,13 +28,14 @@ using duet::KvRequest;
 int usage(FILE* f) {
   std::fprintf(f,
                "usage: duet [demo [--device auto|cpu|gpu] [--keys N]] | server [settings] | info [--measure-devices] |\n"
-               "       bench kv [options] | help\n"
+               "       bench kv|transfer [options] | help\n"
                "  server    serve the Redis protocol (RESP2/RESP3) on 127.0.0.1:6379 (duet server --help)\n"
                "  demo      open a store with a kv keyspace, run PUT/GET/DELETE batches, print what\n"
                "            happened (default)\n"
                "  info      print the build's and the machine's capabilities; --measure-devices: also\n"
                "            run the same probe workload on the GPU and the CPU store and say which is faster\n"
-               "  bench kv  YCSB workloads and KVCG's experiments (duet bench kv --help)\n");
+               "  bench kv  YCSB workloads and KVCG's experiments (duet bench kv --help)\n"
+               "  bench transfer  OranguTAN's transfer blocks in every batch mode (docs/batch.md)\n");
   return f == stderr ? 2 : 0;
 }
 
@@ -175,8 +180,16 @@ int main(int argc, char** argv) {
   if (cmd == "info") return info(argc, argv);
   if (cmd == "server") return duet::server::run_server(argc - 2, argv + 2);
   if (cmd == "bench") {
+    if (argc >= 3 && std::string(argv[2]) == "transfer") {
+#if DUET_HAVE_BENCH_TRANSFER
+      return duet::bench::run_transfer_bench(argc - 2, argv + 2);
+#else
+      std::fprintf(stderr, "duet bench: this build has no benchmarks (configure with -DDUET_BENCH=ON)\n");
+      return 2;
+#endif
+    }
     if (argc < 3 || std::string(argv[2]) != "kv") {
-      std::fprintf(stderr, "duet bench: the benchmark to run is `kv` (duet bench kv --help)\n");
+      std::fprintf(stderr, "duet bench: the benchmark to run is `kv` or `transfer` (duet bench kv --help)\n");
       return usage(stderr);
     }
 #if DUET_HAVE_BENCH_KV

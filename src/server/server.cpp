@@ -165,6 +165,7 @@ ServerStats Server::stats() {
     if (!sp) continue;
     const std::uint64_t keys = sp->size();
     s.engine.databases.push_back({d, sp->kind(), keys});
+    if (sp->kind() == KeyspaceKind::kBatch) s.engine.databases.back().batch = static_cast<BatchSpace&>(*sp).stats();
     s.engine.keys += keys;
     if (sp->kind() != KeyspaceKind::kKv) continue;
     const KvStats st = static_cast<KvSpace&>(*sp).stats();

@@ -6,6 +6,7 @@
 #include <string>
 #include <vector>
 
+#include "duet/batch.hpp"
 #include "duet/store.hpp"
 
 namespace duet::server {
@@ -15,6 +16,7 @@ struct DatabaseStats {
   unsigned db = 0;
   KeyspaceKind kind = KeyspaceKind::kKv;
   std::uint64_t keys = 0;
+  BatchStats batch;  ///< a `batch` database's statistics (other kinds: empty)
 };
 
 /// The engine's counters summed over the open databases.

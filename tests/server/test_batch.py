@@ -80,6 +80,19 @@ def test_blocks_equal_serial_replay(bsrv):
     st = c.call("BATCH.STATS")
     assert int(st[b"blocks"]) == 30
     assert 0 <= float(st[b"abort_rate"]) <= 1
+    assert int(st[b"gpu_failures"]) == 0
+    # INFO duet: one line per open batch database, with the same figures.
+    info = c.call("INFO", "duet")
+    info = info.decode() if isinstance(info, bytes) else str(info)
+    lines = dict(l.split(":", 1) for l in info.splitlines() if ":" in l)
+    fields = dict(kv.split("=") for kv in lines["batch_db1"].split(","))
+    assert int(fields["blocks"]) == 30 and int(fields["transfers"]) == int(st[b"transfers"])
+    for k in ("abort_rate", "fast_path_failure_rate", "fallback_share", "rerun_share"):
+        assert 0 <= float(fields[k]) <= 1, k
+    assert float(fields["latency_p50_us"]) > 0 and float(fields["latency_p99_us"]) >= float(fields["latency_p50_us"])
+    assert int(fields["gpu_failures"]) == 0
+    assert "threads" in lines["batch_db1_engine"]
+    assert "batch_db0" not in lines  # database 0 is kv
 
 
 def test_bad_input_names_the_transaction_and_changes_nothing(bsrv):

@@ -5,6 +5,7 @@
 //   BATCH.BALANCE account                                       -> integer
 //   BATCH.ACCOUNT account                                       -> map (RESP3) / flat array (RESP2)
 //   BATCH.STATS                                                 -> map: abort rate, fallback share, latency
+// INFO duet adds a line per open batch database (append_batch_info).
 // Accounts are unsigned 64-bit integers; outcomes are "committed", "gas-only" and "aborted".
 // These handlers wait for their block on the client's thread (a block takes microseconds to
 // milliseconds; BATCH.TRANSFER waits up to the single-transfer window as well).
@@ -16,6 +17,7 @@
 #include "server/command.hpp"
 #include "server/connection.hpp"
 #include "server/server.hpp"
+#include "server/stats.hpp"
 
 namespace duet::server {
 
@@ -137,12 +139,10 @@ void account(CommandContext& ctx) {
   ctx.out.integer(a.gas_cost);
 }
 
-void stats(CommandContext& ctx) {
-  auto s = space_of(ctx);
-  if (!s) return;
-  const BatchStats b = s->stats();
+/// The figures BATCH.STATS and INFO report, as (name, value) rows; the engine's description first.
+std::vector<std::pair<const char*, std::string>> stat_rows(const BatchStats& b) {
   const double txs = b.transfers ? double(b.transfers) : 1.0;
-  const std::pair<const char*, std::string> rows[] = {
+  return {
       {"engine", b.engine},
       {"blocks", std::to_string(b.blocks)},
       {"transfers", std::to_string(b.transfers)},
@@ -154,8 +154,15 @@ void stats(CommandContext& ctx) {
       {"latency_p50_us", std::to_string(b.latency_p50_us)},
       {"latency_p99_us", std::to_string(b.latency_p99_us)},
       {"resolve_us_per_block", std::to_string(b.blocks ? b.resolve_us_total / b.blocks : 0.0)},
+      {"gpu_failures", std::to_string(b.gpu_failures)},
   };
-  ctx.out.map(std::size(rows));
+}
+
+void stats(CommandContext& ctx) {
+  auto s = space_of(ctx);
+  if (!s) return;
+  const auto rows = stat_rows(s->stats());
+  ctx.out.map(rows.size());
   for (const auto& [k, v] : rows) {
     ctx.out.bulk(k);
     ctx.out.bulk(v);
@@ -163,6 +170,21 @@ void stats(CommandContext& ctx) {
 }
 
 }  // namespace
+
+/// INFO duet: per open `batch` database N, the line `batch_dbN:blocks=...,abort_rate=...,...`
+/// (Redis's keyspace-line style: the BATCH.STATS figures but the engine) and
+/// `batch_dbN_engine:<description>`.
+void append_batch_info(const ServerStats& s, std::string* out) {
+  for (const auto& d : s.engine.databases) {
+    if (d.kind != KeyspaceKind::kBatch) continue;
+    const std::string db = "batch_db" + std::to_string(d.db);
+    const auto rows = stat_rows(d.batch);
+    std::string line;
+    for (std::size_t i = 1; i < rows.size(); ++i) line += (i > 1 ? "," : "") + std::string(rows[i].first) + "=" + rows[i].second;
+    *out += db + ":" + line + "\r\n";
+    *out += db + "_engine:" + rows[0].second + "\r\n";
+  }
+}
 
 void register_batch_commands(CommandTable& t) {
   const ArgDoc acct{"account", "integer", nullptr, false, false};

@@ -18,6 +18,9 @@
 
 namespace duet::server {
 
+/// INFO duet's line per `batch` database (commands/batch.cpp).
+void append_batch_info(const ServerStats& s, std::string* out);
+
 namespace {
 
 const char* const kGroup = "server";
@@ -120,6 +123,7 @@ std::string render_info(const ServerStats& s, const std::vector<std::string>& se
     line("store_batches", std::to_string(kv.batches));
     line("avg_store_batch_size", store_avg);
     line("store_busy_seconds", busy);
+    append_batch_info(s, &o);
   }
   return o;
 }
