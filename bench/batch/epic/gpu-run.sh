@@ -6,6 +6,7 @@
 #   3. TPC-C NP at 1 and 64 warehouses: serial, epic-cpu, epic-gpu
 #   4. epic-gpu again with a 256 ns polling backoff cap on the contended cases (same epochs)
 # epic-twin (the CPU planning twin, the CI path) is left out here to keep the run short.
+# STEPS (default "tests ycsb np backoff") picks steps.
 set -uo pipefail
 P=${PACK:-gpu-pack-epic}
 OUT=${OUT:-/tmp/epic-out}
@@ -16,17 +17,21 @@ L="$OUT/bench.log"
 { nvidia-smi --query-gpu=name,memory.total,clocks.max.sm --format=csv; nproc; } > "$L" 2>&1
 cat "$L"
 SECONDS=0
-timeout 120 "$P/duet_epic_gpu_tests" > "$OUT/epic_gpu_tests.log" 2>&1; echo "gpu tests rc=$? (${SECONDS}s)" | tee -a "$L"
-grep -E '^\[ *(OK|FAILED|SKIPPED|PASSED) ' "$OUT/epic_gpu_tests.log"; grep -B2 -A6 Failure "$OUT/epic_gpu_tests.log" | head -40
+STEPS=${STEPS:-tests ycsb np backoff}
+step() { [[ " $STEPS " == *" $1 "* ]]; }
+if step tests; then
+  timeout 120 "$P/duet_epic_gpu_tests" > "$OUT/epic_gpu_tests.log" 2>&1; echo "gpu tests rc=$? (${SECONDS}s)" | tee -a "$L"
+  grep -E '^\[ *(OK|FAILED|SKIPPED|PASSED) ' "$OUT/epic_gpu_tests.log"; grep -B2 -A6 Failure "$OUT/epic_gpu_tests.log" | head -40
+fi
 B="$P/duet_bench_epic --epoch 100000 --epochs 6 --threads 16"
 run() {  # name, timeout, args...
   local name=$1 t=$2; shift 2
   echo "== $name: duet_bench_epic --epoch 100000 --epochs 6 --threads 16 $*" >> "$L"
   timeout "$t" $B "$@" --out "$OUT/$name.json" >> "$L" 2>&1; echo "$name rc=$? (${SECONDS}s)" | tee -a "$L"
 }
-run epic-ycsb-h100 170 --records 1000000 --systems serial,epic-cpu,epic-gpu
-run epic-np-w1-h100 60 --np 1 --systems serial,epic-cpu,epic-gpu
-run epic-np-w64-h100 80 --np 64 --systems serial,epic-cpu,epic-gpu
-run epic-ycsb-backoff256-h100 60 --records 1000000 --systems epic-gpu --workloads A,F --thetas 0.99 --gpu-backoff 256
-run epic-np-backoff256-h100 40 --np 1 --systems epic-gpu --gpu-backoff 256
+step ycsb && run epic-ycsb-h100 260 --records 1000000 --systems serial,epic-cpu,epic-gpu
+step np && run epic-np-w1-h100 60 --np 1 --systems serial,epic-cpu,epic-gpu
+step np && run epic-np-w64-h100 80 --np 64 --systems serial,epic-cpu,epic-gpu
+step backoff && run epic-ycsb-backoff256-h100 60 --records 1000000 --systems epic-gpu --workloads A,F --thetas 0.99 --gpu-backoff 256
+step backoff && run epic-np-backoff256-h100 40 --np 1 --systems epic-gpu --gpu-backoff 256
 cat "$L"

@@ -361,12 +361,15 @@ class Runner final : public GpuRunner {
     EPIC_CUDA(cudaDeviceSynchronize());
     const double plan = ms_since(t1);
     t1 = std::chrono::steady_clock::now();
-    // A grown scratchpad is zeroed: fresh device memory may hold any word, and a stale word that
-    // equals this epoch's (eid << 1 | valid) would let a temp read skip its wait. Zero words carry
-    // eid 0, older than every epoch.
+    // A scratch word equal to this epoch's (eid << 1 | valid) before its writer ran would let a
+    // temp read skip its wait. So the scratchpad is zeroed (eid 0, older than every epoch) when it
+    // grows (fresh device memory may hold any word) and when the epoch id does not exceed the last
+    // one this runner ran (another database uploaded to the same runner starts again at eid 2).
     const std::size_t scratch_cap = scratch_word_.cap;
     if (!scratch_word_.reserve(temp_count_, err)) return false;
-    if (scratch_word_.cap != scratch_cap) EPIC_CUDA(cudaMemset(scratch_word_.p, 0, scratch_word_.cap * 4));
+    if (scratch_word_.cap != scratch_cap || db.eid() <= last_eid_)
+      EPIC_CUDA(cudaMemset(scratch_word_.p, 0, scratch_word_.cap * 4));
+    last_eid_ = db.eid();
     if (
         !scratch_data_.reserve(static_cast<std::size_t>(temp_count_) * slot_words_, err) ||
         !outcome_.reserve(n, err) || !outv_.reserve(n * kMaxOut, err) || !ctl_.reserve(2, err))
@@ -446,6 +449,7 @@ class Runner final : public GpuRunner {
 
  private:
   unsigned max_backoff_ns_ = 4096;
+  std::uint32_t last_eid_ = 0;  ///< the eid of the last epoch run (scratch words older than it are stale)
   bool put_plan_inputs(const Batch& b, const std::vector<std::uint32_t>& global, std::string* err) {
     return global_.put(global.data(), global.size(), err) && op_begin_.put(b.op_begin.data(), b.size() + 1, err) &&
            nreads_.put(b.nreads.data(), b.size(), err);
