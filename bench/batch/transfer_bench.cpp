@@ -10,7 +10,11 @@
 //       [--gas G] [--threads T] [--blocks N] [--large-blocks N] [--sizes 1000,10000,100000]
 //       [--thetas 0,0.4,...] [--profiles smallcoin,smallcoin+] [--modes m1,m2,...] [--reps R]
 //       [--out FILE]
-// Modes: orangutan, commutative, dag-gpu, dag-cpu, dag-cpu-pairs, sequential, speedex.
+// Modes: orangutan, commutative, dag-gpu, dag-cpu, dag-cpu-pairs, sequential, speedex; and for A/B
+// runs commutative-vbarrier and sequential-vexact, which validate as the earlier engine did
+// (reading every receiver's balance, and in parallel modes a barrier after it),
+// commutative-central (the team's central-counter synchronisation) and commutative-v0 (both:
+// the engine before these two changes).
 #include <algorithm>
 #include <chrono>
 #include <cstdio>
@@ -44,7 +48,9 @@ struct Options {
   std::vector<std::size_t> sizes = {1000, 10000, 100000};
   std::vector<double> thetas = {0, 0.3, 0.4, 0.5, 0.6, 0.8, 0.9, 0.99};
   std::vector<std::string> profiles = {"smallcoin", "smallcoin+"};
-  std::vector<std::string> modes = {"orangutan", "commutative", "dag-gpu", "dag-cpu", "dag-cpu-pairs", "sequential", "speedex"};
+  std::vector<std::string> modes = {"orangutan",  "commutative", "commutative-vbarrier", "commutative-central",
+                                    "commutative-v0", "dag-gpu", "dag-cpu", "dag-cpu-pairs", "sequential",
+                                    "sequential-vexact", "speedex"};
   int reps = 3;
   std::vector<unsigned> thread_sweep = {4, 8, 12, 15, 16};  ///< orangutan and commutative, uniform, 1000
   std::string out;
@@ -70,7 +76,9 @@ bool parse(int argc, char** argv, Options* o) {
           "    [--gas G] [--threads T] [--blocks N] [--large-blocks N] [--sizes 1000,10000,100000]\n"
           "    [--thetas 0,0.4,...] [--profiles smallcoin,smallcoin+] [--modes m1,m2,...] [--reps R]\n"
           "    [--thread-sweep 4,8,...] [--out FILE]\n"
-          "modes: orangutan, commutative, dag-gpu, dag-cpu, dag-cpu-pairs, sequential, speedex\n"
+          "modes: orangutan, commutative, dag-gpu, dag-cpu, dag-cpu-pairs, sequential, speedex,\n"
+          "    commutative-vbarrier, sequential-vexact (validation as in the earlier engine),\n"
+          "    commutative-central (central-counter team sync), commutative-v0 (both, the earlier engine)\n"
           "defaults: 1M accounts, balance 100, amounts 1-20, gas 1, 16 threads, 100 blocks per size\n");
       std::exit(0);
     } else if (a == "--quick") {
@@ -119,11 +127,17 @@ struct ModeSpec {
   std::string name;
   Mode mode;
   DagDevice dag;
+  bool quick_validation = true;
+  TeamSync sync = TeamSync::kAuto;
 };
 
 bool mode_spec(const std::string& n, ModeSpec* m) {
   if (n == "orangutan") *m = {n, Mode::kOranguTan, DagDevice::kAuto};
   else if (n == "commutative") *m = {n, Mode::kCommutative, DagDevice::kCpuAccounts};
+  else if (n == "commutative-vbarrier") *m = {n, Mode::kCommutative, DagDevice::kCpuAccounts, false};
+  else if (n == "commutative-central") *m = {n, Mode::kCommutative, DagDevice::kCpuAccounts, true, TeamSync::kCentral};
+  else if (n == "commutative-v0") *m = {n, Mode::kCommutative, DagDevice::kCpuAccounts, false, TeamSync::kCentral};
+  else if (n == "sequential-vexact") *m = {n, Mode::kSequential, DagDevice::kCpuAccounts, false};
   else if (n == "dag-gpu") *m = {n, Mode::kDag, DagDevice::kGpu};
   else if (n == "dag-cpu") *m = {n, Mode::kDag, DagDevice::kCpuAccounts};
   else if (n == "dag-cpu-pairs") *m = {n, Mode::kDag, DagDevice::kCpuPairs};
@@ -258,7 +272,7 @@ int duet::bench::run_transfer_bench(int argc, char** argv) {
     std::vector<BlockView> views;
     for (std::size_t b = 0; b < o.blocks; ++b) views.push_back({blocks[b], outs[b]});
     std::printf("\nthreads (smallcoin, uniform, 1000-transfer blocks): Mtx/s median (range), p50 block us\n");
-    for (const char* mname : {"orangutan", "commutative"})
+    for (const char* mname : {"orangutan", "commutative", "commutative-v0"})
       for (unsigned t : o.thread_sweep) {
         ModeSpec ms;
         mode_spec(mname, &ms);
@@ -266,11 +280,14 @@ int duet::bench::run_transfer_bench(int argc, char** argv) {
         ec.mode = ms.mode;
         ec.threads = t;
         ec.dag = ms.dag;
+        ec.quick_validation = ms.quick_validation;
+        ec.team_sync = ms.sync;
         std::unique_ptr<Engine> engine;
         if (!Engine::create(ec, acc.data(), acc.size(), &engine).ok()) continue;
         std::vector<double> mtx, p50;
         for (int r = 0; r < std::max(3, o.reps); ++r) {
           reset(acc, o);
+          engine->accounts_changed();
           std::vector<BlockStats> st;
           const auto t0 = Clock::now();
           if (!engine->run_blocks(ProfileKind::kSmallCoin, views, &st).ok()) return 1;
@@ -320,6 +337,8 @@ int duet::bench::run_transfer_bench(int argc, char** argv) {
           ec.mode = ms.mode;
           ec.threads = ms.mode == Mode::kSequential ? 1 : o.threads;
           ec.dag = ms.dag;
+          ec.quick_validation = ms.quick_validation;
+          ec.team_sync = ms.sync;
           std::unique_ptr<Engine> engine;
           Status s = Engine::create(ec, acc.data(), acc.size(), &engine);
           if (!s.ok()) {
@@ -331,6 +350,7 @@ int duet::bench::run_transfer_bench(int argc, char** argv) {
           bool agrees = true;
           for (int r = 0; r < o.reps; ++r) {
             reset(acc, o);
+            engine->accounts_changed();
             std::vector<BlockStats> st;
             const auto t0 = Clock::now();
             s = engine->run_blocks(profile, views, &st);

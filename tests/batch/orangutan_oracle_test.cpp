@@ -303,6 +303,7 @@ TEST(BadInput, EachIsRefusedNamingTheTransactionAndChangesNothing) {
     // Overflow: a receiver near the balance limit.
     b.acc[60].bal = kMaxBalance - 10;
     b.ref[60].bal = kMaxBalance - 10;
+    b.engine->accounts_changed();
     bad = good;
     bad[9].receiver = 60;
     expect_refused(bad, "transaction 9: overflow");

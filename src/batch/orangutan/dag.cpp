@@ -12,7 +12,7 @@ void build_dag_cpu_pairs(Team& team, const Tx* txs, std::size_t n, std::uint32_t
   team.run([&](unsigned m) {
     auto [b, e] = team.slice(n, m);
     for (std::size_t i = b; i < e; ++i) parent[i] = static_cast<std::uint32_t>(i);
-    team.barrier();
+    team.barrier(m);
     // Rows dealt round-robin in tiles (row i checks the n-i-1 columns after it, so dealing
     // evens the work); within a row, columns in tiles of kDagTile as the kernel walks them.
     const std::size_t row_tiles = (n + kDagTile - 1) / kDagTile;
@@ -37,7 +37,7 @@ void build_dag_cpu_pairs(Team& team, const Tx* txs, std::size_t n, std::uint32_t
         }
       }
     }
-    team.barrier();
+    team.barrier(m);
     for (std::size_t i = b; i < e; ++i) root[i] = uf_find(parent, static_cast<std::uint32_t>(i));
   });
 }
@@ -56,7 +56,7 @@ void build_dag_cpu_accounts(Team& team, const Tx* txs, std::size_t n, std::uint3
       atomic_min(first + txs[i].sender, static_cast<std::uint32_t>(i));
       if (!faults.ignore_receiver) atomic_min(first + txs[i].receiver, static_cast<std::uint32_t>(i));
     }
-    team.barrier();
+    team.barrier(m);
     for (std::size_t i = b; i < e; ++i) {
       const auto x = static_cast<std::uint32_t>(i);
       const std::uint32_t fs = __atomic_load_n(first + txs[i].sender, __ATOMIC_RELAXED);
@@ -66,7 +66,7 @@ void build_dag_cpu_accounts(Team& team, const Tx* txs, std::size_t n, std::uint3
         if (fr != x) uf_union(parent, x, fr, faults.larger_root);
       }
     }
-    team.barrier();
+    team.barrier(m);
     for (std::size_t i = b; i < e; ++i) {
       root[i] = uf_find(parent, static_cast<std::uint32_t>(i));
       __atomic_store_n(first + txs[i].sender, UINT32_MAX, __ATOMIC_RELAXED);

@@ -87,6 +87,12 @@ void atomic_min(std::atomic<std::size_t>& a, std::size_t v) {
 struct Engine::Impl {
   Account* acc = nullptr;
   std::size_t n_acc = 0;
+  // An upper bound on the sum of the positive balances, over accounts[0, summed). Transfers
+  // never raise the sum (SmallCoin keeps it, SmallCoin+ burns gas), so it bounds every balance
+  // before every block; while it is at most the overflow limit, no deposit can overflow and
+  // validation reads no balance (quick validation, below).
+  std::int64_t supply = 0;
+  std::size_t summed = 0;
   // Per-block scratch, grown to the largest block seen.
   std::vector<std::uint8_t> aborted, redo;
   std::vector<std::uint32_t> parent, root_cpu, next, tail, roots;
@@ -133,7 +139,7 @@ struct Engine::Impl {
 };
 
 Engine::Engine(const EngineConfig& config, Account* accounts, std::size_t n_accounts)
-    : impl_(std::make_unique<Impl>()), config_(config), team_(std::make_unique<Team>(config.threads)) {
+    : impl_(std::make_unique<Impl>()), config_(config), team_(std::make_unique<Team>(config.threads, config.team_sync)) {
   set_accounts(accounts, n_accounts);
 }
 
@@ -187,9 +193,24 @@ Status Engine::create(const EngineConfig& config, Account* accounts, std::size_t
 }
 
 void Engine::set_accounts(Account* accounts, std::size_t n_accounts) {
-  impl_->acc = accounts;
-  impl_->n_acc = n_accounts;
-  impl_->first.resize(n_accounts, UINT32_MAX);
+  Impl& im = *impl_;
+  if (accounts != im.acc || n_accounts < im.summed) {
+    im.supply = 0;
+    im.summed = 0;
+  }
+  im.acc = accounts;
+  im.n_acc = n_accounts;
+  im.first.resize(n_accounts, UINT32_MAX);
+  for (; im.summed < n_accounts; ++im.summed) {
+    const std::int64_t b = std::max<std::int64_t>(0, accounts[im.summed].bal.load(std::memory_order_relaxed));
+    im.supply = b > kMaxBalance || im.supply > kMaxBalance - b ? kMaxBalance + 1 : im.supply + b;  // saturates
+  }
+}
+
+void Engine::accounts_changed() {
+  impl_->summed = 0;
+  impl_->supply = 0;
+  set_accounts(impl_->acc, impl_->n_acc);
 }
 
 std::string Engine::dag_description() const {
@@ -201,13 +222,18 @@ std::string Engine::dag_description() const {
 
 namespace {
 
-/// The first bad transaction in [b, e), or kNone.
-std::size_t first_bad(const Tx* txs, std::size_t b, std::size_t e, std::size_t n, const Account* acc, std::size_t n_acc) {
-  const std::int64_t cap = kMaxBalance - static_cast<std::int64_t>(n) * kMaxAmount;
+/// The largest balance a receiver may hold before a block of n transfers.
+std::int64_t overflow_cap(std::size_t n) { return kMaxBalance - static_cast<std::int64_t>(n) * kMaxAmount; }
+
+/// The first bad transaction in [b, e), or kNone. Without check_balances only ids and amounts
+/// are checked (the caller knows that no receiver can be over the cap).
+std::size_t first_bad(const Tx* txs, std::size_t b, std::size_t e, std::size_t n, const Account* acc, std::size_t n_acc,
+                      bool check_balances = true) {
+  const std::int64_t cap = overflow_cap(n);
   for (std::size_t i = b; i < e; ++i) {
     const Tx& t = txs[i];
     if (t.sender >= n_acc || t.receiver >= n_acc || t.amt <= 0 || t.amt > kMaxAmount) return i;
-    if (acc[t.receiver].bal.load(std::memory_order_relaxed) > cap) return i;
+    if (check_balances && acc[t.receiver].bal.load(std::memory_order_relaxed) > cap) return i;
   }
   return kNone;
 }
@@ -231,7 +257,8 @@ Status Engine::validate(std::span<const Tx> txs) {
   if (txs.size() > config_.max_block)
     return Status::InvalidArgument("block of " + std::to_string(txs.size()) + " transactions exceeds the limit of " +
                                    std::to_string(config_.max_block));
-  const std::size_t i = first_bad(txs.data(), 0, txs.size(), txs.size(), impl_->acc, impl_->n_acc);
+  const bool balances = impl_->supply > overflow_cap(txs.size());
+  const std::size_t i = first_bad(txs.data(), 0, txs.size(), txs.size(), impl_->acc, impl_->n_acc, balances);
   return i == kNone ? Status::Ok() : bad_input(txs.data(), i, txs.size(), impl_->acc, impl_->n_acc);
 }
 
@@ -292,6 +319,11 @@ struct BlockRun {
   EngineTotals& totals;
 
   Status bad_status() const { return bad_input(txs, im.bad.load(), n, im.acc, im.n_acc); }
+
+  /// Quick validation: the supply bound shows that no receiver can be over the overflow cap,
+  /// so only ids and amounts need checking, and no balance is read. The outcome is the exact
+  /// check's.
+  bool quick() const { return cfg.quick_validation && im.supply <= overflow_cap(n); }
 
   /// Starts this block's DAG on a free GPU slot (none free, or no GPU: it is built when
   /// needed): through the launcher thread when there is one, else here.
@@ -368,7 +400,7 @@ struct BlockRun {
     auto [b, e] = team.slice(n, m);
     const std::size_t i = first_bad(txs, b, e, n, im.acc, im.n_acc);
     if (i != kNone) atomic_min(im.bad, i);
-    team.barrier();
+    team.barrier(m);
     return im.bad.load(std::memory_order_relaxed) == kNone;
   }
 
@@ -382,7 +414,7 @@ struct BlockRun {
   }
 
   Status sequential() {
-    const std::size_t i = first_bad(txs, 0, n, n, im.acc, im.n_acc);
+    const std::size_t i = first_bad(txs, 0, n, n, im.acc, im.n_acc, !quick());
     if (i != kNone) return bad_input(txs, i, n, im.acc, im.n_acc);
     for (std::size_t k = 0; k < n; ++k) count(out[k] = P::run(im.acc, txs[k]));
     return Status::Ok();
@@ -414,17 +446,37 @@ struct BlockRun {
       }
       im.failures.store(f);
     } else {
+      // With quick validation each member checks its own slice and runs its Part Is unless the
+      // slice is bad; after the barrier every member sees whether any slice was bad and, if one
+      // was, undoes its own Part Is. That saves the validation barrier. Otherwise the exact
+      // validation reads the receivers' balances and a barrier follows it.
+      const bool fused = quick();
       team.run([&](unsigned m) {
-        if (!validate_member(m)) return;
         auto [b, e] = team.slice(n, m);
-        std::uint32_t f = 0;
-        for (std::size_t k = b; k < e; ++k) {
-          const bool ok = P::part1(acc, txs[k]);
-          ab[k] = !ok;
-          f += !ok;
+        bool applied = true;
+        if (fused) {
+          const std::size_t i = first_bad(txs, b, e, n, acc, im.n_acc, false);
+          if (i != kNone) {
+            atomic_min(im.bad, i);
+            applied = false;
+          }
+        } else if (!validate_member(m)) {
+          return;
         }
+        std::uint32_t f = 0;
+        if (applied)
+          for (std::size_t k = b; k < e; ++k) {
+            const bool ok = P::part1(acc, txs[k]);
+            ab[k] = !ok;
+            f += !ok;
+          }
         if (f) im.failures.fetch_add(f, std::memory_order_relaxed);
-        team.barrier();
+        team.barrier(m);
+        if (im.bad.load(std::memory_order_relaxed) != kNone) {  // fused validation found bad input
+          if (applied)
+            for (std::size_t k = b; k < e; ++k) P::compensate(acc, txs[k], true);
+          return;
+        }
         for (std::size_t k = b; k < e; ++k) {
           P::part2(acc, txs[k], ab[k]);
           out[k] = ab[k] ? Outcome::kAborted : Outcome::kCommitted;
@@ -500,8 +552,13 @@ struct BlockRun {
   Status dag_mode() {
     try_launch();
     reset_shared();
-    team.run([&](unsigned m) { validate_member(m); });
-    if (im.bad.load() != kNone) return bad_status();
+    if (quick()) {
+      const std::size_t i = first_bad(txs, 0, n, n, im.acc, im.n_acc, false);
+      if (i != kNone) return bad_input(txs, i, n, im.acc, im.n_acc);
+    } else {
+      team.run([&](unsigned m) { validate_member(m); });
+      if (im.bad.load() != kNone) return bad_status();
+    }
     const std::uint32_t* root = dag();
     cluster_lists(root, n, im.next.data(), im.tail.data());
     auto& roots = im.roots;
@@ -536,19 +593,29 @@ struct BlockRun {
   Status speedex() {
     reset_shared();
     Account* acc = im.acc;
+    const bool fused = quick();  // as in fast_path(): no validation barrier
     team.run([&](unsigned m) {
-      if (!validate_member(m)) return;
       auto [b, e] = team.slice(n, m);
+      bool mine = true;
+      if (fused) {
+        const std::size_t i = first_bad(txs, b, e, n, acc, im.n_acc, false);
+        if (i != kNone) {
+          atomic_min(im.bad, i);
+          mine = false;
+        }
+      } else if (!validate_member(m)) {
+        return;
+      }
       std::uint32_t f = 0;
-      for (std::size_t k = b; k < e; ++k) {
+      for (std::size_t k = b; k < e && mine; ++k) {
         const Tx& t = txs[k];
         const std::int64_t w = withdrawal<P>(acc, t);
         const std::int64_t before = acc[t.sender].reserved.fetch_add(w, std::memory_order_relaxed);
         f += before + w > acc[t.sender].bal.load(std::memory_order_relaxed);
       }
       if (f) im.failures.fetch_add(f, std::memory_order_relaxed);
-      team.barrier();
-      const bool failed = im.failures.load(std::memory_order_relaxed) != 0;
+      team.barrier(m);
+      const bool failed = im.failures.load(std::memory_order_relaxed) != 0 || im.bad.load(std::memory_order_relaxed) != kNone;
       if (!failed) {
         for (std::size_t k = b; k < e; ++k) {
           const Tx& t = txs[k];
@@ -562,8 +629,8 @@ struct BlockRun {
           out[k] = Outcome::kCommitted;
         }
       }
-      team.barrier();  // every reservation is read before any is cleared
-      for (std::size_t k = b; k < e; ++k) acc[txs[k].sender].reserved.store(0, std::memory_order_relaxed);
+      team.barrier(m);  // every reservation is read before any is cleared
+      for (std::size_t k = b; k < e && mine; ++k) acc[txs[k].sender].reserved.store(0, std::memory_order_relaxed);
     });
     if (im.bad.load() != kNone) return bad_status();
     st.part1_failures = im.failures.load();

@@ -70,6 +70,11 @@ struct EngineConfig {
   DagDevice dag = DagDevice::kAuto;
   DagForm dag_form = DagForm::kRoots;
   std::size_t max_block = std::size_t{1} << 20;  ///< larger blocks are refused
+  /// Validation without reading balances, and without its barrier, whenever the bound on the
+  /// total balance allows (the same outcome). false: always the exact check with its barrier
+  /// (the earlier engine, kept for A/B benchmarks).
+  bool quick_validation = true;
+  TeamSync team_sync = TeamSync::kAuto;  ///< how the team synchronises (team.hpp)
   EngineFaults faults;
   /// Fault-injection hook: makes the GPU slots in place of make_gpu_dag (empty: the real GPU).
   /// The tests hand in slots that fail to launch, fail to wait, lose the device or return a
@@ -125,7 +130,12 @@ class Engine {
   Status validate(std::span<const Tx> txs);
 
   /// Grows the account table view (after the owner appended accounts; no block in flight).
+  /// The new accounts' balances join the engine's bound on the total balance, which lets
+  /// validation skip reading receivers' balances while no deposit can overflow.
   void set_accounts(Account* accounts, std::size_t n_accounts);
+  /// Call after changing balances other than through blocks (tests, benchmark resets; no block
+  /// in flight): recomputes the bound on the total balance. O(accounts).
+  void accounts_changed();
 
   const EngineConfig& config() const { return config_; }
   /// "gpu: NVIDIA H100 ..." / "cpu-accounts" / "cpu-accounts (gpu failed: ...)".
