@@ -30,7 +30,9 @@ enum CommandFlag : std::uint32_t {
   kWrite = 1u << 1,      ///< may change data
   kAdmin = 1u << 2,      ///< changes or reveals server settings
   kBarrier = 1u << 3,    ///< waits until the client's earlier commands have replied
-  kKeyless = 1u << 4,    ///< runs at once on the client's thread (no key to route by)
+  /// Runs at once on the client's thread (no key to route by). Key positions, when such a
+  /// command has them (WATCH), are reported by COMMAND INFO only.
+  kKeyless = 1u << 4,
   kOverwrite = 1u << 5,  ///< may overwrite a key without reading it first (KeyCommand::blind says when)
   kMultiKey = 1u << 6,   ///< takes several keys (one reply part per key)
   // Reported to clients only (Redis's COMMAND INFO flags).
@@ -44,12 +46,16 @@ enum CommandFlag : std::uint32_t {
   /// A container of subcommands (CONFIG, CLIENT): as in Redis, its flags belong to the
   /// subcommands, so COMMAND INFO reports none for it.
   kContainer = 1u << 15,
+  kSkipSlowlog = 1u << 16,
 };
 
 /// Keyspace kinds as a bit set (bit = 1 << KeyspaceKind).
 using KindSet = std::uint32_t;
 constexpr KindSet kind_bit(KeyspaceKind k) { return KindSet{1} << static_cast<unsigned>(k); }
 constexpr KindSet kAnyKind = ~KindSet{0};
+/// The kinds whose databases map keys to string values and run the string and generic key
+/// commands: kv, and txn (where each command is a transaction: commands/txn.cpp).
+constexpr KindSet kStringKinds = kind_bit(KeyspaceKind::kKv) | kind_bit(KeyspaceKind::kTxn);
 
 /// One argument as COMMAND DOCS describes it.
 struct ArgDoc {
@@ -139,7 +145,8 @@ struct CommandDef {
   unsigned id = 0;               ///< position in the registry (set when registered)
 
   bool has(std::uint32_t f) const { return (flags & f) != 0; }
-  bool is_key_command() const { return first_key > 0; }
+  /// Whether dispatch routes it by its keys (KeyCommand); a kKeyless command never is.
+  bool is_key_command() const { return first_key > 0 && !has(kKeyless); }
 };
 
 /// The registry under construction; each family adds its commands.
@@ -157,6 +164,11 @@ void register_string_commands(CommandTable& t);      ///< commands/strings.cpp
 void register_generic_commands(CommandTable& t);     ///< commands/generic.cpp: keys and databases
 void register_connection_commands(CommandTable& t);  ///< commands/connection.cpp
 void register_server_commands(CommandTable& t);      ///< commands/server_admin.cpp
+
+/// Runs key command `def` (ctx.args) on a txn database: inside the connection's open
+/// transaction (TXN BEGIN), or as its own transaction, retried on write conflicts. The same
+/// per-key semantics as on kv databases (the family's KeyCommand::apply). commands/txn.cpp.
+void run_txn_key_command(CommandContext& ctx, const CommandDef& def);
 
 /// Every command, in registration order (built once, on first use; thread-safe).
 const std::vector<CommandDef>& all_commands();

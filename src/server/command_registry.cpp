@@ -10,6 +10,7 @@
 namespace duet::server {
 
 void register_batch_commands(CommandTable& t);  ///< commands/batch.cpp
+void register_txn_commands(CommandTable& t);    ///< commands/txn.cpp
 
 namespace {
 
@@ -27,6 +28,7 @@ const Registry& registry() {
     register_generic_commands(t);
     register_server_commands(t);
     register_batch_commands(t);
+    register_txn_commands(t);
     Registry out;
     out.defs = std::move(t.defs());
     for (std::size_t i = 0; i < out.defs.size(); ++i) out.defs[i].id = static_cast<unsigned>(i);
@@ -43,7 +45,8 @@ struct ReportedFlag {
 };
 constexpr ReportedFlag kReported[] = {
     {kWrite, "write"},   {kReadOnly, "readonly"}, {kDenyOom, "denyoom"},     {kAdmin, "admin"},
-    {kNoScript, "noscript"}, {kLoading, "loading"}, {kStale, "stale"},       {kFast, "fast"},
+    {kNoScript, "noscript"}, {kLoading, "loading"}, {kStale, "stale"},       {kSkipSlowlog, "skip_slowlog"},
+    {kFast, "fast"},
     {kNoAuth, "no_auth"}, {kAllowBusy, "allow_busy"},
 };
 
@@ -83,7 +86,6 @@ std::string check_registry(const std::vector<CommandDef>& defs) {
     if (!d.summary || !d.since || !d.group || !d.complexity) bad(d, "documentation missing");
     const bool keyed = d.is_key_command();
     if (keyed) {
-      if (d.has(kKeyless)) bad(d, "has key positions and the keyless flag");
       if (!d.key.apply) bad(d, "key command without KeyCommand::apply");
       if (d.local) bad(d, "key command with a keyless handler");
       if (d.step < 1) bad(d, "key command with step < 1");
@@ -97,6 +99,7 @@ std::string check_registry(const std::vector<CommandDef>& defs) {
       if (!d.local) bad(d, "keyless command without a handler");
       if (d.key.apply) bad(d, "keyless command with a key handler");
       if (d.has(kOverwrite) || d.has(kMultiKey)) bad(d, "keyless command with key flags");
+      if (d.first_key > 0 && d.step < 1) bad(d, "reported key positions with step < 1");
     }
   }
   return problems;

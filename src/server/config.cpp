@@ -18,7 +18,7 @@ ServerConfig::ServerConfig(const ServerConfig& o)
       metrics_bind(o.metrics_bind), log_level(o.log_level), gpu_sync(o.gpu_sync), store(o.store), maxclients(o.maxclients.load()),
       proto_max_bulk_len(o.proto_max_bulk_len.load()), client_query_buffer_limit(o.client_query_buffer_limit.load()),
       max_multibulk_len(o.max_multibulk_len.load()), max_batch(o.max_batch.load()),
-      max_batches_in_flight(o.max_batches_in_flight.load()) {}
+      max_batches_in_flight(o.max_batches_in_flight.load()), txn_idle_timeout_ms(o.txn_idle_timeout_ms.load()) {}
 
 KeyspaceKind ServerConfig::database_kind(unsigned db) const {
   for (const auto& [d, k] : kind_overrides)
@@ -212,6 +212,17 @@ const std::vector<Setting>& settings() {
                  [](ServerConfig* c, std::string_view v) { return set_uint("databases", v, &c->databases, 1, 1024); }});
     t.push_back({"database-kinds", false, [](const ServerConfig& c) { return c.database_kinds; },
                  [](ServerConfig* c, std::string_view v) { return set_database_kinds(c, v); }});
+    // `db-kind INDEX KIND` (redis.conf style, one line per database): adds INDEX=KIND to
+    // database-kinds. CONFIG GET db-kind answers database-kinds' value.
+    t.push_back({"db-kind", false, [](const ServerConfig& c) { return c.database_kinds; },
+                 [](ServerConfig* c, std::string_view v) {
+                   const std::size_t sp = v.find(' ');
+                   if (sp == std::string_view::npos)
+                     return Status::InvalidArgument("db-kind: expected 'INDEX KIND' (e.g. 'db-kind 2 txn'), got '" +
+                                                    std::string(v) + "'");
+                   return set_database_kinds(c, c->database_kinds + "," + std::string(v.substr(0, sp)) + "=" +
+                                                    std::string(v.substr(sp + 1)));
+                 }});
     t.push_back({"metrics-port", false, [](const ServerConfig& c) { return std::to_string(c.metrics_port); },
                  [](ServerConfig* c, std::string_view v) {
                    return set_uint("metrics-port", v, &c->metrics_port, 0, 65535);
@@ -315,6 +326,11 @@ const std::vector<Setting>& settings() {
                  [](ServerConfig* c, std::string_view v) {
                    return set_atomic("max-batches-in-flight", v, &c->max_batches_in_flight, 1, 256);
                  }});
+    t.push_back({"txn-idle-timeout", true,
+                 [](const ServerConfig& c) { return std::to_string(c.txn_idle_timeout_ms.load()); },
+                 [](ServerConfig* c, std::string_view v) {
+                   return set_atomic("txn-idle-timeout", v, &c->txn_idle_timeout_ms, 0, 7ull * 24 * 3600 * 1000);
+                 }});
     // Fixed answers clients and tools ask about (redis-benchmark reads these two).
     fixed("save", [](const ServerConfig&) { return std::string(); });
     fixed("appendonly", [](const ServerConfig&) { return std::string("no"); });
@@ -414,6 +430,8 @@ const char* server_usage() {
          "  --device auto|cpu|gpu       where the Canonical Store runs (auto)\n"
          "  --databases N               SELECT range (16)\n"
          "  --database-kinds SPEC       keyspace kind per database: KIND[,INDEX=KIND...] (kv)\n"
+         "  --db-kind 'INDEX KIND'      one database's kind (adds to --database-kinds)\n"
+         "  --txn-idle-timeout MS       abort an interactive transaction idle this long (60000; 0: never)\n"
          "  --maxmemory BYTES           memory budget for keys and values (0: half of RAM)\n"
          "  --maxclients N              connections at once (10000)\n"
          "  --proto-max-bulk-len BYTES  largest argument (512mb)\n"

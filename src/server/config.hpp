@@ -43,6 +43,9 @@ struct ServerConfig {
   /// goes on serving its sockets; at the bound it waits for its oldest. 1: one at a time. The
   /// threads apply at most 512 / threads (the engine's epoch participants are finite).
   std::atomic<std::uint64_t> max_batches_in_flight{8};
+  /// An interactive transaction (TXN BEGIN) idle this long is aborted (milliseconds; 0: never).
+  /// It holds back version collection while open, so the default is a minute.
+  std::atomic<std::uint64_t> txn_idle_timeout_ms{60000};
 
   ServerConfig() = default;
   ServerConfig(const ServerConfig& o);

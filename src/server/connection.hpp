@@ -45,6 +45,17 @@ struct ClientInfo {
 class SessionExtension {
  public:
   virtual ~SessionExtension() = default;
+  /// Sees each request before dispatch runs it; returns true when it took the request and
+  /// wrote its reply through ctx (MULTI queues it and answers +QUEUED). `def` is null for an
+  /// unknown command; `error` is dispatch's verdict on the request (unknown command, wrong
+  /// arity, a kind the database lacks), empty when it is good. Runs on the connection's thread.
+  virtual bool intercept(CommandContext& ctx, const CommandDef* def, std::string_view error) {
+    (void)ctx, (void)def, (void)error;
+    return false;
+  }
+  /// Called about ten times a second on the connection's thread with the steady-clock time (ns):
+  /// drops state idle past its family's limit (an interactive transaction's idle timeout).
+  virtual void expire(Server& srv, std::uint64_t now_ns) { (void)srv, (void)now_ns; }
 };
 
 /// What a client's commands see and change: its database, its protocol, its identity, and a

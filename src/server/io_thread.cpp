@@ -210,6 +210,7 @@ void IoThread::loop() {
     }
     dirty_.clear();
     if (!lingering_.empty()) expire_lingering();
+    expire_sessions();
     for (Conn* c : to_free_) {
       conns_.erase(c);
       delete c;
@@ -338,23 +339,39 @@ void IoThread::on_request(Conn& conn, const CommandDef* def, Args args, std::uin
     rp->error = true;
     rp->done.store(true, std::memory_order_release);
   };
+  std::string error;
+  const KeyspaceKind kind = srv_->database_kind(c->session.db);
   if (!def) {
-    std::string msg = "ERR unknown command '" + std::string(args[0].substr(0, 128)) + "', with args beginning with: ";
+    error = "ERR unknown command '" + std::string(args[0].substr(0, 128)) + "', with args beginning with: ";
     for (std::size_t i = 1; i < args.size() && i < 8; ++i) {
-      msg += '\'';  // appended piece by piece: "'" + std::string(...) trips GCC 12's -Wrestrict
-      msg.append(args[i].substr(0, 128));
-      msg += "' ";
+      error += '\'';  // appended piece by piece: "'" + std::string(...) trips GCC 12's -Wrestrict
+      error.append(args[i].substr(0, 128));
+      error += "' ";
     }
-    return fail(msg);
+  } else {
+    rp->cmd = def;
+    c->session.info->last_cmd.store(def->name, std::memory_order_relaxed);
+    if (!arity_ok(*def, args.size()))
+      error = "ERR wrong number of arguments for '" + std::string(def->name) + "' command";
+    else if (!(def->kinds & kind_bit(kind)))
+      error = kind_error(*def, c->session.db, kind);
   }
-  rp->cmd = def;
-  c->session.info->last_cmd.store(def->name, std::memory_order_relaxed);
-  if (!arity_ok(*def, args.size()))
-    return fail("ERR wrong number of arguments for '" + std::string(def->name) + "' command");
-  if (const KeyspaceKind kind = srv_->database_kind(c->session.db); !(def->kinds & kind_bit(kind)))
-    return fail(kind_error(*def, c->session.db, kind));
-  if (def->is_key_command()) dispatch_keys(c, rp, *def, args);
-  else run_local(c, rp, *def, args);
+  // A family's connection state may take the request first (MULTI queues it).
+  if (c->session.extension) {
+    ReplyWriter w(&rp->bytes, c->session.proto);
+    CommandContext ctx{*srv_, c->session, args, w, *rp};
+    if (c->session.extension->intercept(ctx, def, error)) {
+      rp->done.store(true, std::memory_order_release);
+      return;
+    }
+  }
+  if (!error.empty()) return fail(error);
+  if (def->is_key_command()) {
+    if (kind == KeyspaceKind::kTxn) return run_local(c, rp, *def, args, run_txn_key_command);
+    dispatch_keys(c, rp, *def, args);
+  } else {
+    run_local(c, rp, *def, args, nullptr);
+  }
 }
 
 void IoThread::route(KeyOp* op) {
@@ -541,9 +558,18 @@ void IoThread::expire_lingering() {
   lingering_.resize(keep);
 }
 
+void IoThread::expire_sessions() {
+  const std::uint64_t now = now_ns();
+  if (now < next_expire_ns_) return;
+  next_expire_ns_ = now + 100'000'000;
+  for (Conn* c : conns_)
+    if (!c->dead() && c->session.extension) c->session.extension->expire(*srv_, now);
+}
+
 void IoThread::close_conn(Conn* c) {
   if (c->dead()) return;
   c->phase = ConnPhase::kClosed;
+  c->session.extension.reset();  // a disconnect aborts the connection's open transaction
   ::epoll_ctl(epfd_, EPOLL_CTL_DEL, c->fd, nullptr);
   ::close(c->fd);
   srv_->remove_client(c->session.info);
@@ -556,10 +582,12 @@ void IoThread::maybe_free(Conn* c) {
   to_free_.push_back(c);  // deleted at the end of the loop pass: c may still be in a list
 }
 
-void IoThread::run_local(Conn* c, PendingReply* r, const CommandDef& def, Args args) {
+void IoThread::run_local(Conn* c, PendingReply* r, const CommandDef& def, Args args,
+                         void (*key_handler)(CommandContext&, const CommandDef&)) {
   ReplyWriter w(&r->bytes, c->session.proto);
   CommandContext ctx{*srv_, c->session, args, w, *r};
-  def.local(ctx);
+  if (key_handler) key_handler(ctx, def);
+  else def.local(ctx);
   if (c->session.close_requested && c->phase == ConnPhase::kOpen) c->phase = ConnPhase::kClosing;
   r->done.store(true, std::memory_order_release);
 }

@@ -62,7 +62,12 @@ class IoThread final : public RequestSink, private KeyOpSink {
   /// is when its input was taken (the start of its latency).
   void on_request(Conn& c, const CommandDef* def, Args args, std::uint64_t arrival_ns) override;
   void dispatch_keys(Conn* c, PendingReply* r, const CommandDef& def, Args args);
-  void run_local(Conn* c, PendingReply* r, const CommandDef& def, Args args);
+  /// Runs a command on this thread: def.local, or key_handler(ctx, def) when given (a key
+  /// command on a txn database).
+  void run_local(Conn* c, PendingReply* r, const CommandDef& def, Args args,
+                 void (*key_handler)(CommandContext&, const CommandDef&));
+  /// Lets each connection's session extension drop idle state (about ten times a second).
+  void expire_sessions();
   void route(KeyOp* op);
   /// A SET without options or a part of an MSET: writes a value that depends on nothing read,
   /// and answers OK whatever was there.
@@ -112,6 +117,7 @@ class IoThread final : public RequestSink, private KeyOpSink {
   std::uint64_t batch_done_ns_ = 0;  ///< when the batch being completed completed
   std::vector<Conn*> dirty_, to_free_;
   std::vector<Conn*> lingering_;  ///< connections in a lingering close, checked each loop pass
+  std::uint64_t next_expire_ns_ = 0;  ///< when expire_sessions next looks
   std::vector<KeyOp*> op_pool_;
   ReplyPool reply_pool_;
   std::unordered_set<Conn*> conns_;

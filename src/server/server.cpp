@@ -166,6 +166,7 @@ ServerStats Server::stats() {
     const std::uint64_t keys = sp->size();
     s.engine.databases.push_back({d, sp->kind(), keys});
     if (sp->kind() == KeyspaceKind::kBatch) s.engine.databases.back().batch = static_cast<BatchSpace&>(*sp).stats();
+    if (sp->kind() == KeyspaceKind::kTxn) s.engine.databases.back().txn = static_cast<TxnSpace&>(*sp).stats();
     s.engine.keys += keys;
     if (sp->kind() != KeyspaceKind::kKv) continue;
     const KvStats st = static_cast<KvSpace&>(*sp).stats();

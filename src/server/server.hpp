@@ -58,6 +58,10 @@ class Server {
   /// Database db's keyspace, opened on first use; null when it cannot be opened (logged) or db
   /// is out of range. The handle stays valid after a FLUSHDB (which swaps in a new keyspace).
   std::shared_ptr<Keyspace> keyspace(unsigned db);
+  /// The key and value size limits (max-key-bytes, max-value-bytes); fixed at startup.
+  const KvLimits& limits() const { return cfg_.store.limits; }
+  /// txn-idle-timeout in milliseconds (0: none); live.
+  std::uint64_t txn_idle_timeout_ms() const { return cfg_.txn_idle_timeout_ms.load(std::memory_order_relaxed); }
   /// As keyspace(), for a `kv` database; null for another kind.
   std::shared_ptr<KvSpace> kv_space(unsigned db);
   /// Empties database db: later commands see a new, empty keyspace; the old one is freed when

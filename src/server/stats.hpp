@@ -8,6 +8,7 @@
 
 #include "duet/batch.hpp"
 #include "duet/store.hpp"
+#include "duet/txn.hpp"
 
 namespace duet::server {
 
@@ -17,6 +18,7 @@ struct DatabaseStats {
   KeyspaceKind kind = KeyspaceKind::kKv;
   std::uint64_t keys = 0;
   BatchStats batch;  ///< a `batch` database's statistics (other kinds: empty)
+  TxnStats txn;      ///< a `txn` database's statistics (other kinds: empty)
 };
 
 /// The engine's counters summed over the open databases.

@@ -1,3 +1,5 @@
+#include <algorithm>
+
 #include "txn/factory.hpp"
 
 namespace duet {
@@ -27,6 +29,9 @@ namespace txn {
 Status make_txn_space(std::string_view name, const StoreConfig& config, std::shared_ptr<Keyspace>* out) {
   TxnConfig c;
   c.memory_budget_bytes = config.memory_budget_bytes;
+  // The store's limits bound the kind's own (64 KiB keys, 512 MiB values) from below only.
+  c.limits.max_key_bytes = std::min(c.limits.max_key_bytes, config.limits.max_key_bytes);
+  c.limits.max_value_bytes = std::min(c.limits.max_value_bytes, config.limits.max_value_bytes);
   std::shared_ptr<TxnSpace> t;
   Status s = TxnSpace::open(std::string(name), c, &t);
   if (!s.ok()) return s;

@@ -501,3 +501,19 @@ TEST(ServerArgs, DatabaseKindsGiveEachDatabaseItsKind) {
   for (const char* v : {"", "kv,", "x=kv", "kv,kv", "2000=kv"})
     EXPECT_EQ(parse_args(&bad, {"--database-kinds", v}).code(), StatusCode::kInvalidArgument) << "'" << v << "'";
 }
+
+TEST(ServerArgs, DbKindLinesAddToDatabaseKinds) {
+  ServerConfig c;
+  ASSERT_TRUE(apply_setting(&c, "db-kind", "2 txn", false).ok());
+  ASSERT_TRUE(apply_setting(&c, "db-kind", "3 batch", false).ok());
+  EXPECT_EQ(c.database_kind(2), duet::KeyspaceKind::kTxn);
+  EXPECT_EQ(c.database_kind(3), duet::KeyspaceKind::kBatch);
+  EXPECT_EQ(c.database_kind(0), duet::KeyspaceKind::kKv);
+  for (const char* v : {"2", "2 nosuchkind", "x txn", "2000 txn"})
+    EXPECT_EQ(apply_setting(&c, "db-kind", v, false).code(), StatusCode::kInvalidArgument) << "'" << v << "'";
+  EXPECT_EQ(c.database_kind(2), duet::KeyspaceKind::kTxn) << "a bad line changes nothing";
+  EXPECT_EQ(apply_setting(&c, "db-kind", "4 txn", true).code(), StatusCode::kInvalidArgument) << "not live";
+  EXPECT_EQ(c.txn_idle_timeout_ms.load(), 60000u);
+  ASSERT_TRUE(apply_setting(&c, "txn-idle-timeout", "250", true).ok()) << "live";
+  EXPECT_EQ(c.txn_idle_timeout_ms.load(), 250u);
+}

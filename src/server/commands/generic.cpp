@@ -18,7 +18,6 @@ namespace {
 
 const char* const kGroup = "generic";
 const char* const kServerGroup = "server";
-constexpr KindSet kKv = kind_bit(KeyspaceKind::kKv);
 constexpr ArgDoc kKeysDoc{"key", "key", nullptr, false, true};
 
 // ---- DEL key [key ...] ----
@@ -114,15 +113,15 @@ void scan(CommandContext& ctx) {
 
 void register_generic_commands(CommandTable& t) {
   t.add({.name = "del", .arity = -2, .flags = kWrite | kOverwrite | kMultiKey, .first_key = 1, .last_key = -1,
-         .step = 1, .kinds = kKv, .group = kGroup, .summary = "Deletes one or more keys.", .since = "1.0.0",
+         .step = 1, .kinds = kStringKinds, .group = kGroup, .summary = "Deletes one or more keys.", .since = "1.0.0",
          .complexity = "O(N)", .args = {kKeysDoc},
          .key = {.apply = apply_del, .blind = always, .blind_reply = del_blind_reply, .multi = MultiReply::kSum}});
   t.add({.name = "exists", .arity = -2, .flags = kReadOnly | kFast | kMultiKey, .first_key = 1, .last_key = -1,
-         .step = 1, .kinds = kKv, .group = kGroup, .summary = "Determines whether one or more keys exist.",
+         .step = 1, .kinds = kStringKinds, .group = kGroup, .summary = "Determines whether one or more keys exist.",
          .since = "1.0.0", .complexity = "O(N)", .args = {kKeysDoc},
          .key = {.apply = apply_exists, .multi = MultiReply::kSum}});
   t.add({.name = "type", .arity = 2, .flags = kReadOnly | kFast, .first_key = 1, .last_key = 1, .step = 1,
-         .kinds = kKv, .group = kGroup, .summary = "Determines the type of value stored at a key.", .since = "1.0.0",
+         .kinds = kStringKinds, .group = kGroup, .summary = "Determines the type of value stored at a key.", .since = "1.0.0",
          .complexity = "O(1)", .args = {{"key", "key", nullptr, false, false}}, .key = {.apply = apply_type}});
   t.add({.name = "dbsize", .arity = 1, .flags = kReadOnly | kFast | kKeyless | kBarrier, .first_key = 0,
          .last_key = 0, .step = 0, .kinds = kAnyKind, .group = kServerGroup,

@@ -20,6 +20,8 @@ namespace duet::server {
 
 /// INFO duet's line per `batch` database (commands/batch.cpp).
 void append_batch_info(const ServerStats& s, std::string* out);
+/// INFO duet's line per `txn` database (commands/txn.cpp).
+void append_txn_info(const ServerStats& s, std::string* out);
 
 namespace {
 
@@ -88,7 +90,10 @@ std::string render_info(const ServerStats& s, const std::vector<std::string>& se
   if (want("keyspace")) {
     section("Keyspace");
     for (const auto& d : s.engine.databases)
-      if (d.keys) line("db" + std::to_string(d.db), "keys=" + std::to_string(d.keys) + ",expires=0,avg_ttl=0");
+      if (d.keys)  // Redis's fields, and the kind of a database that is not kv
+        line("db" + std::to_string(d.db), "keys=" + std::to_string(d.keys) + ",expires=0,avg_ttl=0" +
+                                              (d.kind == KeyspaceKind::kKv ? std::string()
+                                                                           : std::string(",kind=") + keyspace_kind_name(d.kind)));
   }
   if (want("duet")) {
     section("Duet");
@@ -124,6 +129,7 @@ std::string render_info(const ServerStats& s, const std::vector<std::string>& se
     line("avg_store_batch_size", store_avg);
     line("store_busy_seconds", busy);
     append_batch_info(s, &o);
+    append_txn_info(s, &o);
   }
   return o;
 }

@@ -16,7 +16,6 @@ namespace {
 constexpr ArgDoc kKeyDoc{"key", "key", nullptr, false, false};
 constexpr ArgDoc kValueDoc{"value", "string", nullptr, false, false};
 const char* const kGroup = "string";
-constexpr KindSet kKv = kind_bit(KeyspaceKind::kKv);
 
 // ---- GET, MGET ----
 bool apply_get(KeyState& k, const KeyOp& op, std::string* r, const KeyEnv&) {
@@ -156,10 +155,10 @@ bool apply_strlen(KeyState& k, const KeyOp&, std::string* r, const KeyEnv&) {
 
 void register_string_commands(CommandTable& t) {
   t.add({.name = "get", .arity = 2, .flags = kReadOnly | kFast, .first_key = 1, .last_key = 1, .step = 1,
-         .kinds = kKv, .group = kGroup, .summary = "Returns the string value of a key.", .since = "1.0.0",
+         .kinds = kStringKinds, .group = kGroup, .summary = "Returns the string value of a key.", .since = "1.0.0",
          .complexity = "O(1)", .args = {kKeyDoc}, .key = {.apply = apply_get}});
   t.add({.name = "set", .arity = -3, .flags = kWrite | kDenyOom | kOverwrite, .first_key = 1, .last_key = 1,
-         .step = 1, .kinds = kKv, .group = kGroup,
+         .step = 1, .kinds = kStringKinds, .group = kGroup,
          .summary = "Sets the string value of a key; NX/XX make it conditional, GET returns the old value.",
          .since = "1.0.0", .complexity = "O(1)",
          .args = {kKeyDoc, kValueDoc, {"nx", "pure-token", "NX", true, false}, {"xx", "pure-token", "XX", true, false},
@@ -167,45 +166,45 @@ void register_string_commands(CommandTable& t) {
          .key = {.parse = parse_set, .apply = apply_set, .blind = set_is_blind, .needs_previous = set_needs_previous,
                  .blind_reply = set_blind_reply}});
   t.add({.name = "setnx", .arity = 3, .flags = kWrite | kDenyOom | kFast, .first_key = 1, .last_key = 1,
-         .step = 1, .kinds = kKv, .group = kGroup, .summary = "Sets the string value of a key only when the key doesn't exist.",
+         .step = 1, .kinds = kStringKinds, .group = kGroup, .summary = "Sets the string value of a key only when the key doesn't exist.",
          .since = "1.0.0", .complexity = "O(1)", .args = {kKeyDoc, kValueDoc},
          .key = {.parse = parse_value, .apply = apply_setnx}});
   t.add({.name = "getset", .arity = 3, .flags = kWrite | kDenyOom | kFast | kOverwrite, .first_key = 1,
-         .last_key = 1, .step = 1, .kinds = kKv, .group = kGroup,
+         .last_key = 1, .step = 1, .kinds = kStringKinds, .group = kGroup,
          .summary = "Returns the previous string value of a key after setting it to a new value.", .since = "1.0.0",
          .complexity = "O(1)", .args = {kKeyDoc, kValueDoc},
          .key = {.parse = parse_value, .apply = apply_getset, .blind = always, .needs_previous = always,
                  .blind_reply = getset_blind_reply}});
   t.add({.name = "mget", .arity = -2, .flags = kReadOnly | kFast | kMultiKey, .first_key = 1, .last_key = -1,
-         .step = 1, .kinds = kKv, .group = kGroup, .summary = "Atomically (per key) returns the values of keys.",
+         .step = 1, .kinds = kStringKinds, .group = kGroup, .summary = "Atomically (per key) returns the values of keys.",
          .since = "1.0.0", .complexity = "O(N)", .args = {{"key", "key", nullptr, false, true}},
          .key = {.apply = apply_get, .multi = MultiReply::kArray, .multi_always = true}});
   t.add({.name = "mset", .arity = -3, .flags = kWrite | kDenyOom | kOverwrite | kMultiKey, .first_key = 1,
-         .last_key = -1, .step = 2, .kinds = kKv, .group = kGroup,
+         .last_key = -1, .step = 2, .kinds = kStringKinds, .group = kGroup,
          .summary = "Sets the string values of one or more keys.", .since = "1.0.1", .complexity = "O(N)",
          .args = {{"key", "key", nullptr, false, true}, {"value", "string", nullptr, false, true}},
          .key = {.parse = parse_mset, .apply = apply_mset, .blind = always, .blind_reply = ok_blind_reply,
                  .multi = MultiReply::kAllOk}});
   t.add({.name = "incr", .arity = 2, .flags = kWrite | kDenyOom | kFast, .first_key = 1, .last_key = 1, .step = 1,
-         .kinds = kKv, .group = kGroup, .summary = "Increments the integer value of a key by one.", .since = "1.0.0",
+         .kinds = kStringKinds, .group = kGroup, .summary = "Increments the integer value of a key by one.", .since = "1.0.0",
          .complexity = "O(1)", .args = {kKeyDoc}, .key = {.parse = parse_incr, .apply = apply_incr}});
   t.add({.name = "decr", .arity = 2, .flags = kWrite | kDenyOom | kFast, .first_key = 1, .last_key = 1, .step = 1,
-         .kinds = kKv, .group = kGroup, .summary = "Decrements the integer value of a key by one.", .since = "1.0.0",
+         .kinds = kStringKinds, .group = kGroup, .summary = "Decrements the integer value of a key by one.", .since = "1.0.0",
          .complexity = "O(1)", .args = {kKeyDoc}, .key = {.parse = parse_decr, .apply = apply_incr}});
   t.add({.name = "incrby", .arity = 3, .flags = kWrite | kDenyOom | kFast, .first_key = 1, .last_key = 1,
-         .step = 1, .kinds = kKv, .group = kGroup, .summary = "Increments the integer value of a key by a number.",
+         .step = 1, .kinds = kStringKinds, .group = kGroup, .summary = "Increments the integer value of a key by a number.",
          .since = "1.0.0", .complexity = "O(1)", .args = {kKeyDoc, {"increment", "integer", nullptr, false, false}},
          .key = {.parse = parse_incrby, .apply = apply_incr}});
   t.add({.name = "decrby", .arity = 3, .flags = kWrite | kDenyOom | kFast, .first_key = 1, .last_key = 1,
-         .step = 1, .kinds = kKv, .group = kGroup, .summary = "Decrements the integer value of a key by a number.",
+         .step = 1, .kinds = kStringKinds, .group = kGroup, .summary = "Decrements the integer value of a key by a number.",
          .since = "1.0.0", .complexity = "O(1)", .args = {kKeyDoc, {"decrement", "integer", nullptr, false, false}},
          .key = {.parse = parse_decrby, .apply = apply_incr}});
   t.add({.name = "append", .arity = 3, .flags = kWrite | kDenyOom | kFast, .first_key = 1, .last_key = 1,
-         .step = 1, .kinds = kKv, .group = kGroup,
+         .step = 1, .kinds = kStringKinds, .group = kGroup,
          .summary = "Appends a string to the value of a key; creates the key if needed.", .since = "2.0.0",
          .complexity = "O(1)", .args = {kKeyDoc, kValueDoc}, .key = {.parse = parse_value, .apply = apply_append}});
   t.add({.name = "strlen", .arity = 2, .flags = kReadOnly | kFast, .first_key = 1, .last_key = 1, .step = 1,
-         .kinds = kKv, .group = kGroup, .summary = "Returns the length of a string value.", .since = "2.2.0",
+         .kinds = kStringKinds, .group = kGroup, .summary = "Returns the length of a string value.", .since = "2.2.0",
          .complexity = "O(1)", .args = {kKeyDoc}, .key = {.apply = apply_strlen}});
 }
 
