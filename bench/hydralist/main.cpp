@@ -5,28 +5,50 @@
 // synthetic "domain@user" e-mails (about 20 bytes on average, at most 32). Operation arrays are
 // generated once per workload and distribution (bench/kv's YCSB generators: uniform, scrambled
 // Zipfian 0.99, latest) and shared by every system, thread count and repetition; each thread
-// runs a contiguous slice. Per (system, threads, repetition): a fresh map is loaded with the
-// keys by all threads (the Load workload, timed), then C, B, A (per distribution), D (latest)
-// and E (per distribution; scan length uniform 1-100) run in that order on it (D and E insert
-// fresh keys, so they run last).
+// runs a contiguous slice.
 //
-// Optional parts: --rss measures each system's peak resident memory after the load in a child
-// process of its own; --sweep runs B with string keys over several key-set sizes.
+// Two schedules:
+//  * default: per (repetition, threads, system) a fresh map is loaded with the keys by all
+//    threads (the Load workload, timed), then C, B, A (per distribution), D (latest) and E (per
+//    distribution; scan length uniform 1-100) run in that order on it (D and E insert fresh
+//    keys, so they run last);
+//  * --load-once (for key sets too large to load many times): per system one map, loaded once
+//    by the most threads (Load: one sample), then per repetition and per thread count (in the
+//    order given) C, B, A, D, E on that map. --ops is the operation count at the most threads;
+//    t threads run the first ops * t / most of each array, so that every point takes about the
+//    same time. D and E get fresh arrays per (repetition, threads), each inserting keys not
+//    inserted before and drawing its reads from every key inserted so far.
+// Unordered systems (libcuckoo) skip E.
+//
+// --fork runs each system's share of a schedule in a child process (forked after the work is
+// generated, so the work stays identical and is not generated again): the child's peak
+// resident memory added by the load is recorded per system (Fig. 4.17, each system in its own
+// process) and its map is never torn down (the child exits), which saves minutes at 10^8 keys.
+// --child-timeout S kills a child still running after S seconds; the result file lists it
+// under "timed_out" and holds none of its records.
+//
+// Optional parts: --rss (without --fork) measures each system's peak resident memory after the
+// load in a child process of its own; --sweep runs B with string keys over several key-set sizes.
 //
 // usage: duet_bench_hydralist [--keys-int N] [--keys-str N] [--ops N] [--threads 1,2,4]
-//          [--ops-e N (default ops / 10)] [--reps R] [--key-types int,str] [--workloads load,a,b,c,d,e] [--dists uniform,zipf]
-//          [--systems hydralist,tbb,libcds,lit,hl-sync,...] [--rss] [--sweep 100000,1000000] [--seed S]
-//          [--out PATH]
+//          [--ops-e N (default ops / 10)] [--reps R] [--key-types int,str] [--workloads load,a,b,c,d,e]
+//          [--dists uniform,zipf] [--systems hydralist,tbb,libcds,libcuckoo,lit,hl-sync,...]
+//          [--load-once] [--fork [--child-timeout S]] [--rss] [--sweep 100000,1000000] [--seed S] [--out PATH]
+#include <poll.h>
+#include <signal.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
 #include <algorithm>
+#include <cerrno>
 #include <atomic>
 #include <barrier>
 #include <chrono>
+#include <cmath>
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
+#include <deque>
 #include <fstream>
 #include <functional>
 #include <map>
@@ -54,7 +76,8 @@ struct Options {
   std::vector<std::string> workloads{"load", "a", "b", "c", "d", "e"};
   std::vector<std::string> dists{"uniform", "zipf"};
   std::vector<std::string> systems;  // empty: hydralist and every available peer
-  bool rss = false;
+  bool rss = false, load_once = false, fork_systems = false;
+  double child_timeout = 0;  // --fork: seconds a child may run (0: no limit)
   std::vector<std::uint64_t> sweep;
   std::string out;
 };
@@ -100,6 +123,9 @@ bool parse(int argc, char** argv, Options* o) {
     else if (a == "--dists") o->dists = split(val());
     else if (a == "--systems") o->systems = split(val());
     else if (a == "--rss") o->rss = true;
+    else if (a == "--load-once") o->load_once = true;
+    else if (a == "--fork") o->fork_systems = true;
+    else if (a == "--child-timeout") o->child_timeout = std::stod(val());
     else if (a == "--sweep") {
       for (auto& t : split(val())) o->sweep.push_back(num(t));
     } else if (a == "--out") o->out = val();
@@ -169,11 +195,12 @@ struct Work {
 };
 
 /// Generates a workload over `loaded` existing keys, taking fresh keys from `*pool` onwards.
+/// `stream` > 0 draws another random stream (the per-(repetition, threads) arrays of --load-once).
 Work make_work(const std::string& w, const std::string& dist, std::uint64_t loaded, std::uint64_t n,
-               std::uint64_t* pool, std::uint64_t seed) {
+               std::uint64_t* pool, std::uint64_t seed, std::uint64_t stream = 0) {
   Work out{w, dist, {}};
   out.ops.reserve(n);
-  ycsb::Rng rng(ycsb::derive_seed(seed, std::hash<std::string>{}(w + dist)));
+  ycsb::Rng rng(ycsb::derive_seed(seed, std::hash<std::string>{}(w + dist) + stream * 0x9e3779b97f4a7c15ull));
   const ycsb::Distribution d = w == "d" ? ycsb::Distribution::kLatest
                                : dist == "zipf" ? ycsb::Distribution::kScrambled
                                                 : ycsb::Distribution::kUniform;
@@ -253,12 +280,14 @@ class Pool {
 
 std::unique_ptr<System<IntKeys>> make_int(const std::string& name, unsigned threads) {
   if (name == "tbb") return make_tbb_int();
+  if (name == "libcuckoo") return make_libcuckoo_int();
   if (name == "libcds") return make_libcds_int(threads);
   if (name == "lit") return make_lit_int(threads);
   return make_hydralist_int(name, threads);
 }
 std::unique_ptr<System<StrKeys>> make_str(const std::string& name, unsigned threads) {
   if (name == "tbb") return make_tbb_str();
+  if (name == "libcuckoo") return make_libcuckoo_str();
   if (name == "libcds") return make_libcds_str(threads);
   if (name == "lit") return nullptr;  // integer keys only
   return make_hydralist_str(name, threads);
@@ -279,52 +308,270 @@ struct Record {
   bool has_stats = false;
 };
 
-/// Loads and runs every workload for one (system, threads); appends a sample to each record.
+/// One timed phase: the first `n` operations of `*work`, on the first `threads` threads of the
+/// pool (the others sit it out).
+struct Phase {
+  const Work* work;
+  unsigned threads;
+  std::uint64_t n;
+};
+
+std::uint64_t status_kb(const char* field);
+
+/// Whether `name` is an ordered map (libcuckoo is not: it runs no scans).
+bool is_ordered(const std::string& name) { return name != "libcuckoo"; }
+
+/// Reads a flat JSON object of numbers, strings, booleans and nulls (what System::stats()
+/// writes) back into a Json; anything else yields null.
+Json parse_flat_object(const std::string& text) {
+  Json out = Json::object();
+  std::size_t i = 0;
+  auto ws = [&] {
+    while (i < text.size() && std::isspace(static_cast<unsigned char>(text[i]))) ++i;
+  };
+  auto str = [&](std::string* v) {
+    if (i >= text.size() || text[i] != '"') return false;
+    for (++i; i < text.size() && text[i] != '"'; ++i) {
+      if (text[i] == '\\' && i + 1 < text.size()) ++i;
+      v->push_back(text[i]);
+    }
+    return i++ < text.size();
+  };
+  ws();
+  if (i >= text.size() || text[i++] != '{') return Json();
+  for (;;) {
+    ws();
+    if (i < text.size() && text[i] == '}') return out;
+    std::string key;
+    if (!str(&key)) return Json();
+    ws();
+    if (i >= text.size() || text[i++] != ':') return Json();
+    ws();
+    if (i < text.size() && text[i] == '"') {
+      std::string v;
+      if (!str(&v)) return Json();
+      out.set(key, v);
+    } else {
+      const std::size_t b = i;
+      while (i < text.size() && text[i] != ',' && text[i] != '}' && !std::isspace(static_cast<unsigned char>(text[i]))) ++i;
+      const std::string tok = text.substr(b, i - b);
+      if (tok == "true" || tok == "false") out.set(key, tok == "true");
+      else if (tok == "null") out.set(key, Json());
+      else if (!tok.empty() && tok.find_first_not_of("0123456789") == std::string::npos)
+        out.set(key, static_cast<std::uint64_t>(std::strtoull(tok.c_str(), nullptr, 10)));
+      else if (!tok.empty() && tok.find_first_not_of("-0123456789") == std::string::npos)
+        out.set(key, static_cast<std::int64_t>(std::strtoll(tok.c_str(), nullptr, 10)));
+      else out.set(key, std::strtod(tok.c_str(), nullptr));
+    }
+    ws();
+    if (i < text.size() && text[i] == ',') {
+      ++i;
+      continue;
+    }
+    if (i < text.size() && text[i] == '}') return out;
+    return Json();
+  }
+}
+
+/// One sample of record `id` as a line for the parent of a forked run: "R", the id, the
+/// record's fields, the phase's found/wrong/scanned tallies and the sample (Mops/s).
+std::string record_line(const std::string& id, const Record& r, const Tally& t, double mops) {
+  char num[64];
+  std::snprintf(num, sizeof(num), "%.17g", mops);
+  return "R\t" + id + "\t" + r.key_type + "\t" + r.workload + "\t" + r.dist + "\t" + r.system + "\t" +
+         std::to_string(r.threads) + "\t" + std::to_string(r.keys) + "\t" + std::to_string(r.ops) + "\t" +
+         std::to_string(t.found) + "\t" + std::to_string(t.wrong) + "\t" + std::to_string(t.scanned) + "\t" + num +
+         "\n";
+}
+
+/// Merges a forked run's lines into recs ("R": one sample; "S": a record's stats, a flat JSON
+/// object; "M": the peak resident memory added by the load, kB); returns the "M" value (-1
+/// when missing). A truncated last line (a killed child) is ignored.
+std::int64_t merge_lines(const std::string& text, std::map<std::string, Record>* recs) {
+  std::int64_t kb = -1;
+  std::stringstream in(text);
+  std::string line;
+  while (std::getline(in, line)) {
+    if (in.eof()) break;  // no newline: cut off
+    std::vector<std::string> f;
+    std::size_t b = 0;
+    for (std::size_t e; (e = line.find('\t', b)) != std::string::npos; b = e + 1) f.push_back(line.substr(b, e - b));
+    f.push_back(line.substr(b));
+    if (f[0] == "M" && f.size() == 2) kb = std::strtoll(f[1].c_str(), nullptr, 10);
+    if (f[0] == "S" && f.size() == 3) {
+      Record& r = (*recs)[f[1]];
+      r.stats = parse_flat_object(f[2]);
+      r.has_stats = true;
+    }
+    if (f[0] != "R" || f.size() != 13) continue;
+    Record& r = (*recs)[f[1]];
+    if (r.system.empty()) {
+      r.key_type = f[2], r.workload = f[3], r.dist = f[4], r.system = f[5];
+      r.threads = static_cast<unsigned>(std::strtoul(f[6].c_str(), nullptr, 10));
+      r.keys = std::strtoull(f[7].c_str(), nullptr, 10);
+      r.ops = std::strtoull(f[8].c_str(), nullptr, 10);
+    }
+    r.found = std::strtoull(f[9].c_str(), nullptr, 10);
+    r.wrong += std::strtoull(f[10].c_str(), nullptr, 10);
+    r.scanned = std::strtoull(f[11].c_str(), nullptr, 10);
+    r.mops.push_back(std::strtod(f[12].c_str(), nullptr));
+  }
+  return kb;
+}
+
+/// Creates system `name` sized for `pool_threads` threads, loads key numbers [0, loaded) on all
+/// of them (recorded as Load when do_load), then runs the phases in order on the same map,
+/// appending one sample per phase to its record (key type, workload, distribution, system,
+/// threads, keys loaded). Scan workloads are skipped for unordered systems. With `stream` (a
+/// forked run) it also writes, as they happen, the peak resident memory added from just before
+/// the system existed to the end of the load, each sample and the stats, as merge_lines reads
+/// them, so that a child killed later still leaves what it measured.
 template <class Keys>
-void run_system(const Keys& keys, std::uint64_t loaded, const std::vector<Work>& works, bool do_load,
-                const std::string& key_type, const std::string& name, unsigned threads,
-                std::map<std::string, Record>* recs) {
-  auto sys = make_sys<Keys>(name, threads);
+void run_system(const Keys& keys, std::uint64_t loaded, const std::vector<Phase>& phases, bool do_load,
+                unsigned pool_threads, const std::string& key_type, const std::string& name,
+                std::map<std::string, Record>* recs, std::FILE* stream = nullptr) {
+  const std::uint64_t base_kb = stream ? status_kb("VmRSS:") : 0;
+  auto sys = make_sys<Keys>(name, pool_threads);
   if (!sys) return;  // the system does not take this key type
-  Pool<Keys> pool(sys.get(), threads);
-  auto rec = [&](const std::string& w, const std::string& d, std::uint64_t ops) -> Record& {
+  const bool ordered = is_ordered(name);
+  auto pool = std::make_unique<Pool<Keys>>(sys.get(), pool_threads);
+  std::string last_id;
+  auto add = [&](const std::string& w, const std::string& d, unsigned threads, std::uint64_t ops, const Tally& t,
+                 double mops) {
     const std::string id = key_type + "|" + w + "|" + d + "|" + name + "|" + std::to_string(threads) + "|" +
                            std::to_string(loaded);
     Record& r = (*recs)[id];
     if (r.system.empty()) r = Record{key_type, w, d, name, threads, loaded, ops, {}, 0, 0, 0, Json(), false};
-    return r;
-  };
-  Tally t;
-  const double secs = pool.run(
-      [&](Worker<Keys>& w, unsigned i) {
-        Tally x;
-        x.found = w.load(keys, loaded * i / threads, loaded * (i + 1) / threads);
-        x.ops = loaded * (i + 1) / threads - loaded * i / threads;
-        return x;
-      },
-      &t);
-  if (do_load) {
-    Record& r = rec("load", "-", loaded);
-    r.mops.push_back(static_cast<double>(loaded) / secs / 1e6);
-    r.found = t.found;
-  }
-  for (const Work& wk : works) {
-    const std::uint64_t n = wk.ops.size();
-    const double s = pool.run(
-        [&](Worker<Keys>& w, unsigned i) {
-          const std::uint64_t b = n * i / threads, e = n * (i + 1) / threads;
-          return w.run(keys, wk.ops.data() + b, e - b);
-        },
-        &t);
-    Record& r = rec(wk.workload, wk.dist, n);
-    r.mops.push_back(static_cast<double>(n) / s / 1e6);
+    r.mops.push_back(mops);
     r.found = t.found;
     r.wrong += t.wrong;
     r.scanned = t.scanned;
+    last_id = id;
+    if (stream) {
+      std::fputs(record_line(id, r, t, mops).c_str(), stream);
+      std::fflush(stream);
+    }
+  };
+  Tally t;
+  const unsigned lt = pool_threads;
+  const double secs = pool->run(
+      [&](Worker<Keys>& w, unsigned i) {
+        Tally x;
+        x.found = w.load(keys, loaded * i / lt, loaded * (i + 1) / lt);
+        x.ops = loaded * (i + 1) / lt - loaded * i / lt;
+        return x;
+      },
+      &t);
+  if (stream) {
+    const std::int64_t kb = static_cast<std::int64_t>(status_kb("VmHWM:")) - static_cast<std::int64_t>(base_kb);
+    std::fprintf(stream, "M\t%lld\n", static_cast<long long>(kb));
+    std::fflush(stream);
+    std::printf("#     %s %s: loaded %llu keys in %.1f s\n", key_type.c_str(), name.c_str(),
+                (unsigned long long)loaded, secs);
+    std::fflush(stdout);
   }
-  Record& last = rec(works.empty() ? "load" : works.back().workload, works.empty() ? "-" : works.back().dist, 0);
-  last.stats = sys->stats();
-  last.has_stats = true;
+  if (do_load) add("load", "-", lt, loaded, t, static_cast<double>(loaded) / secs / 1e6);
+  for (const Phase& ph : phases) {
+    const Work& wk = *ph.work;
+    if (!ordered && wk.workload == "e") continue;
+    const std::uint64_t n = std::min<std::uint64_t>(ph.n, wk.ops.size());
+    const unsigned th = ph.threads;
+    const double s = pool->run(
+        [&](Worker<Keys>& w, unsigned i) {
+          if (i >= th) return Tally{};
+          const std::uint64_t b = n * i / th, e = n * (i + 1) / th;
+          return w.run(keys, wk.ops.data() + b, e - b);
+        },
+        &t);
+    add(wk.workload, wk.dist, th, n, t, static_cast<double>(n) / s / 1e6);
+  }
+  pool.reset();  // sessions detach first: Hydralist folds their counters into stats() then
+  if (last_id.empty()) return;
+  Record& lr = (*recs)[last_id];
+  lr.stats = sys->stats();
+  lr.has_stats = true;
+  if (stream) {
+    std::fprintf(stream, "S\t%s\t%s\n", last_id.c_str(), lr.stats.dump_string(0).c_str());
+    std::fflush(stream);
+  }
+}
+
+// ---- --fork: a system's share of the schedule in a child process ----
+
+/// run_system in a forked child (the caller must have no other threads running). Returns the
+/// child's peak resident memory added by the load (kB; -1 when it never finished the load).
+/// A child that fails or runs past timeout_s is said on stderr (*timed_out tells the latter);
+/// the samples it reported before are kept.
+template <class Keys>
+std::int64_t run_system_forked(const Keys& keys, std::uint64_t loaded, const std::vector<Phase>& phases, bool do_load,
+                               unsigned pool_threads, const std::string& key_type, const std::string& name,
+                               double timeout_s, std::map<std::string, Record>* recs, bool* timed_out) {
+  *timed_out = false;
+  int fd[2];
+  if (pipe(fd) != 0) {
+    std::perror("pipe");
+    return -1;
+  }
+  std::fflush(stdout);
+  std::fflush(stderr);
+  const pid_t pid = fork();
+  if (pid < 0) {
+    std::perror("fork");
+    close(fd[0]);
+    close(fd[1]);
+    return -1;
+  }
+  if (pid == 0) {
+    close(fd[0]);
+    int rc = 0;
+    std::FILE* out = fdopen(fd[1], "w");
+    try {
+      std::map<std::string, Record> mine;
+      run_system(keys, loaded, phases, do_load, pool_threads, key_type, name, &mine, out);
+    } catch (const std::exception& e) {
+      std::fprintf(stderr, "%s (%s keys): %s\n", name.c_str(), key_type.c_str(), e.what());
+      rc = 1;
+    }
+    if (!out || std::fclose(out) != 0) rc = 1;
+    std::fflush(stdout);
+    std::fflush(stderr);
+    std::_Exit(rc);  // no teardown: the map dies with the process
+  }
+  close(fd[1]);
+  std::string text;
+  char buf[65536];
+  double deadline = timeout_s > 0 ? now_s() + timeout_s : 0;
+  for (;;) {
+    if (deadline > 0) {
+      const double left = deadline - now_s();
+      pollfd p{fd[0], POLLIN, 0};
+      const int ready = left > 0 ? poll(&p, 1, static_cast<int>(std::ceil(left * 1000))) : 0;
+      if (ready < 0 && errno == EINTR) continue;
+      if (ready == 0) {  // over its time: its records are dropped
+        kill(pid, SIGKILL);
+        *timed_out = true;
+        std::fprintf(stderr, "!! %s (%s keys): over --child-timeout %.0f s, killed\n", name.c_str(), key_type.c_str(),
+                     timeout_s);
+        deadline = 0;  // then read what it wrote before, up to the end the kill makes
+        continue;
+      }
+    }
+    const ssize_t r = read(fd[0], buf, sizeof(buf));
+    if (r < 0 && errno == EINTR) continue;
+    if (r <= 0) break;
+    text.append(buf, static_cast<std::size_t>(r));
+  }
+  close(fd[0]);
+  int status = 0;
+  while (waitpid(pid, &status, 0) < 0 && errno == EINTR) {
+  }
+  const std::int64_t kb = merge_lines(text, recs);  // what it measured, even if it failed later
+  if (*timed_out) return kb;
+  if (!WIFEXITED(status) || WEXITSTATUS(status) != 0) {
+    std::fprintf(stderr, "!! %s (%s keys): child failed (%s %d)\n", name.c_str(), key_type.c_str(),
+                 WIFEXITED(status) ? "exit" : "signal", WIFEXITED(status) ? WEXITSTATUS(status) : WTERMSIG(status));
+  }
+  return kb;
 }
 
 std::uint64_t status_kb(const char* field) {
@@ -394,12 +641,21 @@ std::vector<SystemInfo> duet::bench::hydralist::all_systems(bool) {
 #else
   s.push_back({"libcds", false, "libcds not found at build time"});
 #endif
+#if DUET_BENCH_HAVE_LIBCUCKOO
+  s.push_back({"libcuckoo", true, "libcuckoo cuckoohash_map (unordered: A-D only, not a target peer)", false});
+#else
+  s.push_back({"libcuckoo", false, "libcuckoo not found at build time", false});
+#endif
   return s;
 }
 
 #if !DUET_BENCH_HAVE_TBB
 std::unique_ptr<System<IntKeys>> duet::bench::hydralist::make_tbb_int() { return nullptr; }
 std::unique_ptr<System<StrKeys>> duet::bench::hydralist::make_tbb_str() { return nullptr; }
+#endif
+#if !DUET_BENCH_HAVE_LIBCUCKOO
+std::unique_ptr<System<IntKeys>> duet::bench::hydralist::make_libcuckoo_int() { return nullptr; }
+std::unique_ptr<System<StrKeys>> duet::bench::hydralist::make_libcuckoo_str() { return nullptr; }
 #endif
 #if !DUET_BENCH_HAVE_LIBCDS
 std::unique_ptr<System<IntKeys>> duet::bench::hydralist::make_libcds_int(unsigned) { return nullptr; }
@@ -434,33 +690,110 @@ int main(int argc, char** argv) {
   auto has = [](const std::vector<std::string>& v, const std::string& x) {
     return std::find(v.begin(), v.end(), x) != v.end();
   };
-  auto bench_type = [&](auto& keys, std::uint64_t loaded, const std::string& kt) {
-    // Work, identical for every system: C, B, A per distribution, then D, then E.
-    const double g0 = now_s();
-    std::vector<Work> works;
+  // Work, identical for every system: C, B, A per distribution, then D, then E per distribution.
+  struct Plan {
+    std::deque<Work> works;                       // stable addresses for the phases
+    std::vector<std::vector<Phase>> per_threads;  // default schedule: the phases at o.threads[i]
+    std::vector<Phase> once;                      // --load-once: the whole schedule
+    std::uint64_t pool_end = 0;                   // key numbers [0, pool_end) are used
+  };
+  auto scaled_ops = [&](std::uint64_t n, unsigned th) {
+    return std::max<std::uint64_t>(1, n * th / max_threads);
+  };
+  auto make_plan = [&](std::uint64_t loaded) {
+    Plan p;
     std::uint64_t pool = loaded;
+    std::vector<const Work*> base;
     for (const char* w : {"c", "b", "a"})
       if (has(o.workloads, w))
-        for (auto& d : o.dists) works.push_back(make_work(w, d, loaded, o.ops, &pool, o.seed));
-    if (has(o.workloads, "d")) works.push_back(make_work("d", "latest", loaded, o.ops, &pool, o.seed));
-    if (has(o.workloads, "e"))
-      for (auto& d : o.dists) works.push_back(make_work("e", d, loaded, o.ops_e, &pool, o.seed));
-    if (pool > keys.size()) {
-      std::fprintf(stderr, "internal: key pool too small\n");
-      std::exit(1);
-    }
-    std::printf("# %s keys: %llu loaded, work generated in %.1f s\n", kt.c_str(), (unsigned long long)loaded,
-                now_s() - g0);
-    std::fflush(stdout);
-    for (unsigned rep = 0; rep < o.reps; ++rep)
-      for (unsigned th : o.threads)
-        for (auto& s : systems) {
-          const double t0 = now_s();
-          run_system(keys, loaded, works, has(o.workloads, "load"), kt, s, th, &recs);
-          std::printf("#   rep %u, %u threads, %s: %.1f s\n", rep, th, s.c_str(), now_s() - t0);
-          std::fflush(stdout);
+        for (auto& d : o.dists) {
+          p.works.push_back(make_work(w, d, loaded, o.ops, &pool, o.seed));
+          base.push_back(&p.works.back());
         }
-    if (o.rss)
+    if (!o.load_once) {
+      if (has(o.workloads, "d")) {
+        p.works.push_back(make_work("d", "latest", loaded, o.ops, &pool, o.seed));
+        base.push_back(&p.works.back());
+      }
+      if (has(o.workloads, "e"))
+        for (auto& d : o.dists) {
+          p.works.push_back(make_work("e", d, loaded, o.ops_e, &pool, o.seed));
+          base.push_back(&p.works.back());
+        }
+      for (unsigned th : o.threads) {
+        std::vector<Phase> ph;
+        for (const Work* w : base) ph.push_back({w, th, w->ops.size()});
+        p.per_threads.push_back(std::move(ph));
+      }
+    } else {
+      std::uint64_t stream = 0;
+      for (unsigned rep = 0; rep < o.reps; ++rep)
+        for (unsigned th : o.threads) {
+          for (const Work* w : base) p.once.push_back({w, th, scaled_ops(o.ops, th)});
+          // D and E insert: fresh arrays over every key inserted so far, inserting new ones.
+          if (has(o.workloads, "d")) {
+            p.works.push_back(make_work("d", "latest", pool, scaled_ops(o.ops, th), &pool, o.seed, ++stream));
+            p.once.push_back({&p.works.back(), th, p.works.back().ops.size()});
+          }
+          if (has(o.workloads, "e"))
+            for (auto& d : o.dists) {
+              p.works.push_back(make_work("e", d, pool, scaled_ops(o.ops_e, th), &pool, o.seed, ++stream));
+              p.once.push_back({&p.works.back(), th, p.works.back().ops.size()});
+            }
+        }
+    }
+    p.pool_end = pool;
+    return p;
+  };
+
+  std::map<std::string, bool> rss_done;
+  Json timeouts = Json::array();  // --child-timeout: the runs killed (their records are absent)  // --fork: one peak-RSS record per (key type, system)
+  auto run_one = [&](const auto& keys, std::uint64_t loaded, const std::vector<Phase>& phases, bool do_load,
+                     unsigned pool_threads, const std::string& kt, const std::string& s) {
+    if (!o.fork_systems) {
+      run_system(keys, loaded, phases, do_load, pool_threads, kt, s, &recs);
+      return;
+    }
+    bool timed_out = false;
+    const std::int64_t kb =
+        run_system_forked(keys, loaded, phases, do_load, pool_threads, kt, s, o.child_timeout, &recs, &timed_out);
+    if (timed_out) timeouts.push(kt + " " + s + " (" + std::to_string(pool_threads) + " threads)");
+    if (kb < 0 || rss_done[kt + "|" + s]) return;
+    rss_done[kt + "|" + s] = true;
+    Json r = Json::object();
+    r.set("key_type", kt);
+    r.set("system", s);
+    r.set("keys", loaded);
+    r.set("load_threads", pool_threads);
+    r.set("method", "forked benchmark process: VmHWM after the load minus VmRSS before the system existed");
+    r.set("peak_rss_added_bytes", static_cast<std::uint64_t>(kb) * 1024);
+    r.set("bytes_per_key", static_cast<double>(kb) * 1024 / static_cast<double>(loaded));
+    rss.push(r);
+    std::printf("#   peak RSS %s %s: %.1f MiB (%.1f B/key)\n", kt.c_str(), s.c_str(), kb / 1024.0,
+                kb * 1024.0 / static_cast<double>(loaded));
+  };
+
+  auto bench_type = [&](auto& keys, std::uint64_t loaded, const Plan& plan, const std::string& kt) {
+    const bool do_load = has(o.workloads, "load");
+    if (o.load_once) {
+      for (auto& s : systems) {
+        const double t0 = now_s();
+        run_one(keys, loaded, plan.once, do_load, max_threads, kt, s);
+        std::printf("#   %s: loaded once by %u threads, then %u repetitions over %zu thread counts: %.1f s\n",
+                    s.c_str(), max_threads, o.reps, o.threads.size(), now_s() - t0);
+        std::fflush(stdout);
+      }
+    } else {
+      for (unsigned rep = 0; rep < o.reps; ++rep)
+        for (std::size_t i = 0; i < o.threads.size(); ++i)
+          for (auto& s : systems) {
+            const double t0 = now_s();
+            run_one(keys, loaded, plan.per_threads[i], do_load, o.threads[i], kt, s);
+            std::printf("#   rep %u, %u threads, %s: %.1f s\n", rep, o.threads[i], s.c_str(), now_s() - t0);
+            std::fflush(stdout);
+          }
+    }
+    if (o.rss && !o.fork_systems)
       for (auto& s : systems) {
         const std::int64_t kb = rss_of(kt, s, loaded, max_threads, o.seed);
         if (kb < 0 && s == "lit") continue;
@@ -468,6 +801,8 @@ int main(int argc, char** argv) {
         r.set("key_type", kt);
         r.set("system", s);
         r.set("keys", loaded);
+        r.set("load_threads", max_threads);
+        r.set("method", "own process: VmHWM after the load minus VmRSS before the system existed");
         r.set("peak_rss_added_bytes", kb < 0 ? Json() : Json(static_cast<std::uint64_t>(kb) * 1024));
         r.set("bytes_per_key", kb < 0 ? Json() : Json(static_cast<double>(kb) * 1024 / static_cast<double>(loaded)));
         rss.push(r);
@@ -476,22 +811,32 @@ int main(int argc, char** argv) {
       }
   };
 
-  const std::uint64_t slack = o.ops / 5 + 1000;  // inserts of D and E (5% of each, three workloads)
   if (has(o.key_types, "int")) {
-    IntKeys keys = make_int_keys(o.keys_int + slack, o.seed);
-    bench_type(keys, o.keys_int, "int");
+    const double g0 = now_s();
+    const Plan plan = make_plan(o.keys_int);
+    const IntKeys keys = make_int_keys(plan.pool_end, o.seed);
+    std::printf("# int keys: %llu loaded, %llu generated, work generated in %.1f s\n", (unsigned long long)o.keys_int,
+                (unsigned long long)plan.pool_end, now_s() - g0);
+    std::fflush(stdout);
+    bench_type(keys, o.keys_int, plan, "int");
   }
   if (has(o.key_types, "str") || !o.sweep.empty()) {
+    const double g0 = now_s();
+    const Plan plan = has(o.key_types, "str") ? make_plan(o.keys_str) : Plan{};
     const std::uint64_t most = std::max<std::uint64_t>(
-        o.keys_str, o.sweep.empty() ? 0 : *std::max_element(o.sweep.begin(), o.sweep.end()));
-    StrKeys keys = make_str_keys(most + slack, o.seed);
-    if (has(o.key_types, "str")) bench_type(keys, o.keys_str, "str");
+        plan.pool_end, o.sweep.empty() ? 0 : *std::max_element(o.sweep.begin(), o.sweep.end()));
+    const StrKeys keys = make_str_keys(most, o.seed);
+    std::printf("# str keys: %llu loaded, %llu generated, work generated in %.1f s\n", (unsigned long long)o.keys_str,
+                (unsigned long long)most, now_s() - g0);
+    std::fflush(stdout);
+    if (has(o.key_types, "str")) bench_type(keys, o.keys_str, plan, "str");
     // Key-set sweep: B (Zipf) with string keys at the most threads.
     for (std::uint64_t n : o.sweep) {
       std::uint64_t pool = n;
-      std::vector<Work> works{make_work("b", "zipf", n, o.ops, &pool, o.seed)};
+      const Work work = make_work("b", "zipf", n, o.ops, &pool, o.seed);
+      const std::vector<Phase> phases{{&work, max_threads, work.ops.size()}};
       for (unsigned rep = 0; rep < o.reps; ++rep)
-        for (auto& s : systems) run_system(keys, n, works, false, "str-sweep", s, max_threads, &recs);
+        for (auto& s : systems) run_one(keys, n, phases, false, max_threads, "str-sweep", s);
     }
   }
 
@@ -553,7 +898,15 @@ int main(int argc, char** argv) {
   config.set("scan_length", "uniform 1-100");
   config.set("sweep", Json::array_of(o.sweep));
   config.set("seed", o.seed);
-  config.set("order", "per (system, threads, rep): load, then C, B, A per distribution, D (latest), E per distribution");
+  config.set("load_once", o.load_once);
+  config.set("fork", o.fork_systems);
+  config.set("child_timeout_s", o.child_timeout);
+  config.set("order", o.load_once ? "per system: one load by the most threads; then per repetition, per thread count: "
+                                    "C, B, A per distribution, D (latest), E per distribution, on that map; t threads "
+                                    "run ops * t / most threads operations (E: ops_e * t / most); D and E arrays "
+                                    "fresh per (repetition, threads)"
+                                  : "per (rep, threads, system): load, then C, B, A per distribution, D (latest), E "
+                                    "per distribution");
   config.set("string_keys", "synthetic domain@user e-mails, 20 B average, 30 B max");
   config.set("command", [&] {
     std::string c = "build/bench/duet_bench_hydralist";
@@ -562,6 +915,7 @@ int main(int argc, char** argv) {
   }());
   Json doc = result_document("hydralist", "cpu", commit_id(DUET_SOURCE_DIR), date, config, records);
   doc.set("peak_rss", rss);
+  doc.set("timed_out", timeouts);
   const std::string path = o.out.empty() ? std::string(DUET_SOURCE_DIR) + "/bench/results/hydralist/hydralist-" +
                                                utc_now(true) + ".json"
                                          : o.out;

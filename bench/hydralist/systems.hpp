@@ -1,6 +1,7 @@
 // The ordered maps duet_bench_hydralist compares, behind one interface per key type: Hydralist
 // (and its factor-analysis variants) and the peers (oneTBB's concurrent_map, libcds's
-// SkipListMap), each peer compiled in only when its library was found.
+// SkipListMap, LIT's CPU map; libcuckoo's hash map for A-D, unordered), each peer compiled in
+// only when its library was found.
 //
 // Work is pre-generated once (keys and operation arrays) and shared by every system, thread
 // count and repetition. An operation is one 64-bit word: kind (2 bits), scan length (8 bits)
@@ -117,6 +118,7 @@ struct SystemInfo {
   std::string name;
   bool available;
   std::string description;
+  bool ordered = true;  ///< false: a hash map (no SCAN; scan workloads are skipped for it)
 };
 
 /// Every system for a key type ("int" or "str"), available or not, in run order.
@@ -130,5 +132,7 @@ std::unique_ptr<System<StrKeys>> make_tbb_str();
 std::unique_ptr<System<IntKeys>> make_libcds_int(unsigned threads);
 std::unique_ptr<System<StrKeys>> make_libcds_str(unsigned threads);
 std::unique_ptr<System<IntKeys>> make_lit_int(unsigned threads);
+std::unique_ptr<System<IntKeys>> make_libcuckoo_int();
+std::unique_ptr<System<StrKeys>> make_libcuckoo_str();
 
 }  // namespace duet::bench::hydralist
