@@ -5,21 +5,26 @@ usage: bench/hydralist/plot.py RESULT.json... [--png DIR]
 
 Prints one Markdown table per file: a row per (keys, workload, distribution, threads), a column
 per system with the median Mops/s and [min-max] over repetitions, and the ratio of Hydralist to
-the best ordered peer (tbb, libcds, lit). Then the peak-RSS table when the file has one. --png DIR
-writes one throughput-vs-threads plot per (keys, workload, distribution), if matplotlib is
-installed.
+the best ordered peer (tbb, libcds, lit; libcuckoo is a hash map, shown but never counted).
+A cell over fewer samples than the run's repetitions says so ("n=1": the one load of
+--load-once, or a run cut by --child-timeout). Then the peak-RSS table and the runs that timed
+out, when the file has them. --png DIR writes one throughput-vs-threads plot per (keys,
+workload, distribution), if matplotlib is installed.
 """
 import json
 import sys
 from collections import OrderedDict
 
 PEERS = ("tbb", "libcds", "lit")
+ORDER = ("hydralist", "tbb", "libcds", "lit", "libcuckoo")
 
 
 def table(doc):
     recs = doc["records"]
     systems = [s for s in doc["config"].get("systems", []) if any(r["system"] == s for r in recs)]
     systems += [s for s in OrderedDict((r["system"], 1) for r in recs) if s not in systems]
+    systems.sort(key=lambda s: ORDER.index(s) if s in ORDER else len(ORDER))
+    reps = doc["config"].get("reps", 0)
     rows = OrderedDict()
     for r in sorted(recs, key=lambda r: (r["key_type"], r["workload"], r["distribution"], r["threads"], r["keys"])):
         rows.setdefault((r["key_type"], r["workload"], r["distribution"], r["threads"], r["keys"]), {})[r["system"]] = r
@@ -30,8 +35,13 @@ def table(doc):
         out = []
         for s in systems:
             r = cells.get(s)
-            out.append("-" if r is None else "%.2f [%.2f-%.2f]" % (
-                r["ops_per_s_median"] / 1e6, r["ops_per_s_min"] / 1e6, r["ops_per_s_max"] / 1e6))
+            if r is None:
+                out.append("-")
+                continue
+            n_s = len(r.get("ops_per_s_samples", []))
+            out.append("%.2f [%.2f-%.2f]%s" % (
+                r["ops_per_s_median"] / 1e6, r["ops_per_s_min"] / 1e6, r["ops_per_s_max"] / 1e6,
+                " n=%d" % n_s if n_s and n_s != reps else ""))
         best = max([cells[p]["ops_per_s_median"] for p in PEERS if p in cells] or [0])
         ratio = "%.2fx" % (cells["hydralist"]["ops_per_s_median"] / best) if best and "hydralist" in cells else "-"
         print("| %s | %s | %s | %d | %d | %s | %s |" % (kt, wl, dist, th, n, " | ".join(out), ratio))
@@ -44,6 +54,9 @@ def table(doc):
                 continue
             print("| %s | %s | %d | %.1f | %.1f |" % (r["key_type"], r["system"], r["keys"],
                                                    r["peak_rss_added_bytes"] / 2**20, r["bytes_per_key"]))
+    if doc.get("timed_out"):
+        print()
+        print("Timed out (killed at --child-timeout; samples before kept): " + ", ".join(doc["timed_out"]))
 
 
 def plots(doc, outdir):
