@@ -17,7 +17,7 @@
 #include "batch/epic/engine.hpp"
 #include "batch/epic/gpu.hpp"
 #include "batch/epic/serial.hpp"
-#include "batch/epic/tpcc.hpp"
+#include "batch/epic/tpcc_gen.hpp"
 #include "batch/epic/workloads.hpp"
 #include "common/parse.hpp"
 #include "common/results.hpp"
@@ -37,7 +37,8 @@ struct Config {
   std::vector<int> splits{0, 1};
   std::vector<std::string> systems{"serial", "epic-twin", "epic-cpu", "epic-gpu"};
   std::string out;
-  std::uint32_t np = 0;  ///< > 0: TPC-C NP with this many warehouses instead of YCSB
+  std::uint32_t np = 0;  ///< > 0: TPC-C with this many warehouses instead of YCSB
+  bool full = false;     ///< TPC-C's full mix instead of NP
   unsigned backoff_ns = 4096;  ///< the GPU executor's longest sleep between polls
 };
 
@@ -77,7 +78,10 @@ int main(int argc, char** argv) {
     } else if (f == "--systems") c.systems = list(v);
     else if (f == "--out") c.out = v;
     else if (f == "--gpu-backoff") c.backoff_ns = static_cast<unsigned>(b::parse_count(v).value_or(0));
-    else if (f == "--np") c.np = static_cast<std::uint32_t>(b::parse_count(v).value_or(0));
+    else if (f == "--mix") {
+      if (v != "np" && v != "full") return error = "--mix takes np or full", false;
+      c.full = v == "full";
+    } else if (f == "--np") c.np = static_cast<std::uint32_t>(b::parse_count(v).value_or(0));
     else return error = "unknown flag " + f, false;
     return true;
   });
@@ -85,7 +89,7 @@ int main(int argc, char** argv) {
     std::cerr << (ok ? "" : error + "\n")
               << "usage: duet_bench_epic [--quick] [--records N] [--epoch N] [--epochs N] [--threads N]\n"
                  "  [--workloads A,B,C,F] [--thetas 0,0.99] [--split 0,1] [--systems serial,epic-twin,epic-cpu,epic-gpu]\n"
-                 "  [--out FILE] [--np WAREHOUSES: TPC-C NP instead of YCSB] [--gpu-backoff NS (4096)]\n";
+                 "  [--out FILE] [--np WAREHOUSES: TPC-C instead of YCSB] [--mix np|full] [--gpu-backoff NS (4096)]\n";
     return ok ? 0 : 2;
   }
   if (quick) c.records = 100000, c.epoch = 10000, c.epochs = 4;
@@ -133,21 +137,26 @@ int main(int argc, char** argv) {
       std::cerr << "upload: " << error << "\n";
       return 1;
     }
-    TpccGenerator gen(c.np, 42);
+    TpccGenerator gen(c.np, 42, c.full ? TpccMix::kFull : TpccMix::kNp);
+    if (!gen.error().empty()) {
+      std::cerr << gen.error() << "\n";
+      return 1;
+    }
     std::vector<Batch> epochs(c.epochs);
     for (int e = 0; e < c.epochs; ++e) gen.generate(c.epoch, &epochs[e], e * c.epoch);
+    const std::string wl = c.full ? "tpcc-full" : "tpcc-np";
     auto report = [&](const std::string& system, const Sample& p) {
       std::vector<double> f(p.formula.begin() + 1, p.formula.end()), w(p.wall.begin() + 1, p.wall.end());
       auto med = [](const std::vector<double>& xs) {
         return xs.size() < 2 ? 0.0 : b::summarize(std::vector<double>(xs.begin() + 1, xs.end())).median;
       };
       const b::Summary fs = b::summarize(f), ws = b::summarize(w);
-      std::printf("np   w%-4u %-5s %-10s %14.0f %14.0f %9.2f %9.2f %9.2f %9.2f  formula range %.0f-%.0f\n", c.np, "",
+      std::printf("%-4s w%-4u %-5s %-10s %14.0f %14.0f %9.2f %9.2f %9.2f %9.2f  formula range %.0f-%.0f\n", c.full ? "full" : "np", c.np, "",
                   system.c_str(), fs.median, ws.median, med(p.index), med(p.transfer), med(p.plan), med(p.exec), fs.min,
                   fs.max);
       std::fflush(stdout);
       b::Json r = b::Json::object();
-      r.set("name", "tpcc-np").set("system", system).set("workload", "tpcc-np").set("op", "txn");
+      r.set("name", wl).set("system", system).set("workload", wl).set("op", "txn");
       r.set("warehouses", c.np).set("epoch_txns", static_cast<std::uint64_t>(c.epoch));
       r.set("formula_ops_per_s", fs.median).set("formula_ops_per_s_min", fs.min).set("formula_ops_per_s_max", fs.max);
       r.set("wall_ops_per_s", ws.median).set("wall_ops_per_s_min", ws.min).set("wall_ops_per_s_max", ws.max);
@@ -318,9 +327,9 @@ int main(int argc, char** argv) {
   b::Json config = b::Json::object();
   config.set("records", c.records).set("epoch_txns", static_cast<std::uint64_t>(c.epoch)).set("epochs", c.epochs);
   config.set("threads", c.threads).set("ops_per_txn", 10).set("record_bytes", 1000).set("field_bytes", 100);
-  config.set("np_warehouses", c.np).set("gpu_max_backoff_ns", c.backoff_ns).set("median_over", "epochs 2..N").set("gpu", gpu ? device : "none: " + why);
+  config.set("np_warehouses", c.np).set("tpcc_mix", c.full ? "full" : "np").set("gpu_max_backoff_ns", c.backoff_ns).set("median_over", "epochs 2..N").set("gpu", gpu ? device : "none: " + why);
   config.set("command", "bench/batch/epic: duet_bench_epic" + std::string(quick ? " --quick" : ""));
-  const b::Json doc = b::result_document(c.np ? "epic-np" : "epic-ycsb", device, b::commit_id(DUET_SOURCE_DIR), date, config, records);
+  const b::Json doc = b::result_document(c.np ? (c.full ? "epic-tpcc" : "epic-np") : "epic-ycsb", device, b::commit_id(DUET_SOURCE_DIR), date, config, records);
   const std::string path = c.out.empty() ? std::string(DUET_SOURCE_DIR) + "/bench/results/epic/epic-" + (c.np ? "np-" : "ycsb-") +
                                                (gpu ? "gpu" : "cpu") + "-" + b::utc_now(true) + ".json"
                                          : c.out;

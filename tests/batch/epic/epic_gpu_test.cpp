@@ -10,7 +10,7 @@
 
 #include "batch/epic/checker.hpp"
 #include "batch/epic/gpu.hpp"
-#include "batch/epic/tpcc.hpp"
+#include "batch/epic/tpcc_gen.hpp"
 #include "batch/epic/workloads.hpp"
 
 namespace duet::batch::epic {
@@ -199,14 +199,16 @@ TEST(EpicGpuExec, YcsbAt100KEqualsSerial) {
       }
 }
 
-// TPC-C NP at 1 and 4 warehouses, 100K-txn epochs, on the GPU and on Epic-CPU (GPU plan, CPU
-// threads).
-TEST(EpicGpuExec, TpccNpAt100KEqualsSerial) {
+// TPC-C (NP and the full mix) at 1 and 4 warehouses, 100K-txn epochs, on the GPU and on Epic-CPU
+// (GPU plan, CPU threads).
+TEST(EpicGpuExec, TpccAt100KEqualsSerial) {
   REQUIRE_GPU();
   std::string err;
   std::shared_ptr<GpuRunner> g(make_gpu_runner(ProcSet::kTpcc, &err).release());
   ASSERT_TRUE(g) << err;
+  for (TpccMix mix : {TpccMix::kNp, TpccMix::kFull})
   for (std::uint32_t w : {1u, 4u}) {
+    SCOPED_TRACE(mix == TpccMix::kFull ? "full mix" : "NP");
     const auto specs = tpcc_tables(w, 120000, 120000);
     Database db(specs);
     Engine<TpccProcs> cpu(specs, 8, gpu_planner(g));
@@ -218,7 +220,8 @@ TEST(EpicGpuExec, TpccNpAt100KEqualsSerial) {
     });
     SerialStore s2 = s;
     ASSERT_TRUE(g->upload(db, &err)) << err;
-    TpccGenerator gen(w, 91 + w);
+    TpccGenerator gen(w, 91 + w, mix);
+    ASSERT_EQ(gen.error(), "");
     Batch pending, pending2;
     for (int ep = 0; ep < 2; ++ep) {
       Batch b;

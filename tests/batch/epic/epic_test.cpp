@@ -7,7 +7,7 @@
 
 #include "batch/epic/engine.hpp"
 #include "batch/epic/serial.hpp"
-#include "batch/epic/tpcc.hpp"
+#include "batch/epic/tpcc_gen.hpp"
 #include "batch/epic/workloads.hpp"
 #include "batch/epic/checker.hpp"
 
@@ -253,8 +253,11 @@ TEST(EpicOracle, YcsbEqualsSerial) {
         ASSERT_EQ(run_ycsb(w, theta, split, epochs, 1000, 3), "") << w << " " << theta << " " << split;
 }
 
-// ------------------------------------------------------------------ TPC-C NP
-std::string run_np(std::uint32_t warehouses, int epochs, int max_size, int threads) {
+// ------------------------------------------------------------------ TPC-C
+// NP and the full mix against the checker. Reconnaissance must predict every data-dependent key
+// (no txn reruns); every procedure commits at least once; NewOrders roll back; deliveries free
+// new-order ids, which later orders reuse.
+std::string run_tpcc(std::uint32_t warehouses, TpccMix mix, int epochs, int max_size, int threads) {
   const auto specs = tpcc_tables(warehouses, 40000, 40000);
   Engine<TpccProcs> e(specs, threads);
   SerialStore s(specs);
@@ -262,35 +265,52 @@ std::string run_np(std::uint32_t warehouses, int epochs, int max_size, int threa
     e.db().load(t, k, d);
     s.put(t, k, d);
   });
-  TpccGenerator g(warehouses, 77 + warehouses);
+  TpccGenerator g(warehouses, 77 + warehouses, mix);
+  if (!g.error().empty()) return g.error();
   std::mt19937_64 rng(5);
   Batch pending;
   std::uint64_t tag = 0;
-  std::size_t aborted = 0;
+  std::size_t aborted = 0, delivered = 0, low_stock = 0;
+  std::vector<std::size_t> committed(5);
   for (int ep = 0; ep < epochs; ++ep) {
     Batch b;
     const std::size_t n = 1 + rng() % max_size;
     g.generate(n, &b, tag);
+    if (b.size() != n) return "generated " + std::to_string(b.size()) + " txns, asked " + std::to_string(n);
     tag += n;
     EpochOutput out;
     std::string err;
     if (!e.run_epoch(b, &out, &err)) return err;
-    for (auto o : out.results.outcome) {
-      if (o == kRerun || o == kIllegal) return "unexpected outcome " + std::to_string(o);
+    for (std::size_t t = 0; t < b.size(); ++t) {
+      const std::uint32_t o = out.results.outcome[t];
+      if (o == kRerun || o == kIllegal) return "txn " + std::to_string(t) + " (proc " + std::to_string(b.proc[t]) + "): outcome " + std::to_string(o);
       aborted += o == kAborted;
+      if (o == kCommitted) ++committed[b.proc[t]];
+      if (o == kCommitted && b.proc[t] == TpccProcs::kDeliveryProc) delivered += out.results.out[t * kMaxOut + 1] != 0;
+      if (o == kCommitted && b.proc[t] == TpccProcs::kStockLevelProc) low_stock += out.results.out[t * kMaxOut + 1];
     }
     std::string d = replay_epoch<TpccProcs>(s, pending, b, out);
     if (d.empty() && (ep % 5 == 4 || ep + 1 == epochs)) d = compare_state(e.db(), s);
     if (!d.empty()) return "epoch " + std::to_string(ep) + ": " + d;
   }
   if (aborted == 0 && tag > 2000) return "no NewOrder rolled back";
+  const std::size_t procs = mix == TpccMix::kFull ? 5 : 2;
+  for (std::size_t p = 0; p < procs && tag > 2000; ++p)
+    if (committed[p] == 0) return "procedure " + std::to_string(p) + " never committed";
+  if (mix == TpccMix::kFull && tag > 2000 && (delivered == 0 || low_stock == 0)) return "nothing delivered or no low stock";
   return "";
 }
 
 TEST(EpicOracle, TpccNpEqualsSerial) {
   const int epochs = std::max(2, static_cast<int>(20 * test_scale()));
-  ASSERT_EQ(run_np(1, epochs, 2000, 4), "");
-  ASSERT_EQ(run_np(4, epochs, 2000, 3), "");
+  ASSERT_EQ(run_tpcc(1, TpccMix::kNp, epochs, 2000, 4), "");
+  ASSERT_EQ(run_tpcc(4, TpccMix::kNp, epochs, 2000, 3), "");
+}
+
+TEST(EpicOracle, TpccFullMixEqualsSerial) {
+  const int epochs = std::max(2, static_cast<int>(20 * test_scale()));
+  ASSERT_EQ(run_tpcc(1, TpccMix::kFull, epochs, 2000, 4), "");
+  ASSERT_EQ(run_tpcc(4, TpccMix::kFull, epochs, 2000, 3), "");
 }
 
 // ------------------------------------------------------------------ bad input
