@@ -314,3 +314,31 @@ TEST(BadInput, EachIsRefusedNamingTheTransactionAndChangesNothing) {
 
 }  // namespace
 }  // namespace duet::batch::orangutan
+
+namespace duet::batch::orangutan {
+namespace {
+
+/// A one-member team (the keyspace's team on a 2-core machine) and two members, small tables,
+/// profiles alternating between blocks, blocks of many sizes with self-transfers.
+TEST(OracleSmallTeams, OneAndTwoMembersEveryMode) {
+  for (unsigned threads : {1u, 2u})
+    for (Mode m : {Mode::kOranguTan, Mode::kCommutative, Mode::kDag, Mode::kSpeedex})
+      for (ProfileKind p : {ProfileKind::kSmallCoin, ProfileKind::kSmallCoinPlus}) {
+        Bench b(config(m, DagDevice::kCpuAccounts, threads), p, 64, 20, 1, 5);
+        std::mt19937_64 rng(threads * 10 + static_cast<unsigned>(m));
+        for (int k = 0; k < 40; ++k) {
+          b.profile = (k + static_cast<int>(p)) % 3 == 0 ? ProfileKind::kSmallCoin : ProfileKind::kSmallCoinPlus;
+          std::vector<Tx> block(1 + rng() % 300);
+          for (auto& t : block) {
+            t.sender = static_cast<std::uint32_t>(rng() % 64);
+            t.receiver = static_cast<std::uint32_t>(rng() % 64);
+            t.amt = 1 + static_cast<std::int64_t>(rng() % 9);
+          }
+          ASSERT_EQ(b.run(block), "") << threads << " threads, " << mode_name(m) << " " << profile_name(b.profile)
+                                      << " block " << k;
+        }
+      }
+}
+
+}  // namespace
+}  // namespace duet::batch::orangutan
