@@ -486,13 +486,19 @@ void run_system(const Keys& keys, std::uint64_t loaded, const std::vector<Phase>
     add(wk.workload, wk.dist, th, n, t, static_cast<double>(n) / s / 1e6);
   }
   pool.reset();  // sessions detach first: Hydralist folds their counters into stats() then
-  if (last_id.empty()) return;
+  if (last_id.empty()) {
+    if (stream) (void)sys.release();  // see below
+    return;
+  }
   Record& lr = (*recs)[last_id];
   lr.stats = sys->stats();
   lr.has_stats = true;
   if (stream) {
     std::fprintf(stream, "S\t%s\t%s\n", last_id.c_str(), lr.stats.dump_string(0).c_str());
     std::fflush(stream);
+    // A forked child exits right after: leave the map to the process exit (freeing 10^8 nodes
+    // one by one takes tens of seconds and would count against --child-timeout).
+    (void)sys.release();
   }
 }
 
