@@ -326,7 +326,8 @@ TEST(OracleSmallTeams, OneAndTwoMembersEveryMode) {
       for (ProfileKind p : {ProfileKind::kSmallCoin, ProfileKind::kSmallCoinPlus}) {
         Bench b(config(m, DagDevice::kCpuAccounts, threads), p, 64, 20, 1, 5);
         std::mt19937_64 rng(threads * 10 + static_cast<unsigned>(m));
-        for (int k = 0; k < 40; ++k) {
+        const int blocks = std::max(4, static_cast<int>(40 * scale()));
+        for (int k = 0; k < blocks; ++k) {
           b.profile = (k + static_cast<int>(p)) % 3 == 0 ? ProfileKind::kSmallCoin : ProfileKind::kSmallCoinPlus;
           std::vector<Tx> block(1 + rng() % 300);
           for (auto& t : block) {
