@@ -131,24 +131,26 @@ bool Database::index(const Batch& b, Indexed* out, std::string* err) {
     }
   for (std::size_t tb = 0; tb < tables_.size(); ++tb) {
     auto& m = missing[tb];
-    // Uniquify in first-seen order, so ids are handed out deterministically.
+    if (m.size() <= tables_[tb].free_ring.size()) continue;  // fits even counting repeats
+    // Count each key once (a key two txns insert takes one id) before calling the table full.
     std::vector<std::uint64_t> uniq;
     std::unordered_map<std::uint64_t, char> seen;
     seen.reserve(m.size());
     for (auto k : m)
       if (seen.emplace(k, 0).second) uniq.push_back(k);
-    m.swap(uniq);
-    if (m.size() > tables_[tb].free_ring.size()) {
+    if (uniq.size() > tables_[tb].free_ring.size()) {
       if (err) *err = "table " + tables_[tb].spec.name + " is full";
       return false;
     }
   }
+  // Ids in first-seen order, so they are handed out deterministically; a repeat finds its key
+  // already inserted.
   for (std::size_t tb = 0; tb < tables_.size(); ++tb) {
     TableStore& t = tables_[tb];
     for (auto k : missing[tb]) {
+      if (!t.index.emplace(k, t.free_ring.front()).second) continue;
       const std::uint32_t r = t.free_ring.front();
       t.free_ring.pop_front();
-      t.index.emplace(k, r);
       t.backlink[r] = k;
     }
   }

@@ -1,5 +1,5 @@
 // Alg. 2-4 on the CPU: the twin of the GPU planner (gpu.cu), step for step.
-#include <array>
+#include <vector>
 
 #include "batch/epic/epic.hpp"
 
@@ -8,15 +8,30 @@ namespace duet::batch::epic {
 namespace {
 
 // Stable LSD radix sort on the record bits (63-32) only: ops were submitted in txn order with a
-// txn's reads before its writes, and stability keeps that order inside each record.
+// txn's reads before its writes, and stability keeps that order inside each record. Three 11-bit
+// digits; one pass counts all three, and a digit every op shares is skipped.
 void sort_by_record(std::vector<std::uint64_t>& ops) {
-  std::vector<std::uint64_t> tmp(ops.size());
-  for (int shift = 32; shift < 64; shift += 8) {
-    std::array<std::size_t, 257> count{};
-    for (auto op : ops) ++count[((op >> shift) & 0xFF) + 1];
-    if (count[1] == ops.size() || ops.empty()) continue;  // every op has the same digit
-    for (int d = 0; d < 256; ++d) count[d + 1] += count[d];
-    for (auto op : ops) tmp[count[(op >> shift) & 0xFF]++] = op;
+  constexpr int kBits = 11, kDigits = 3;
+  constexpr std::uint32_t kBuckets = 1u << kBits, kMask = kBuckets - 1;
+  const std::size_t m = ops.size();
+  if (m < 2) return;
+  std::vector<std::size_t> count(static_cast<std::size_t>(kDigits) * kBuckets, 0);
+  for (auto op : ops) {
+    const std::uint32_t rec = op_record(op);
+    for (int d = 0; d < kDigits; ++d) ++count[d * kBuckets + ((rec >> (d * kBits)) & kMask)];
+  }
+  std::vector<std::uint64_t> tmp(m);
+  for (int d = 0; d < kDigits; ++d) {
+    std::size_t* c = count.data() + static_cast<std::size_t>(d) * kBuckets;
+    const int shift = 32 + d * kBits;
+    if (c[(ops[0] >> shift) & kMask] == m) continue;  // every op has the same digit
+    std::size_t sum = 0;
+    for (std::uint32_t k = 0; k < kBuckets; ++k) {
+      const std::size_t x = c[k];
+      c[k] = sum;
+      sum += x;
+    }
+    for (auto op : ops) tmp[c[(op >> shift) & kMask]++] = op;
     ops.swap(tmp);
   }
 }

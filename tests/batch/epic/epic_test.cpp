@@ -313,6 +313,46 @@ TEST(EpicOracle, TpccFullMixEqualsSerial) {
   ASSERT_EQ(run_tpcc(4, TpccMix::kFull, epochs, 2000, 3), "");
 }
 
+// Negative control for reconnaissance: a wrong prediction (an OrderStatus's line count, a
+// Delivery's customer, a StockLevel's next order id) makes that txn rerun, on the engine and in
+// the serial replay alike, and changes nothing else.
+TEST(EpicOracle, TpccWrongPredictionsRerun) {
+  const auto specs = tpcc_tables(1, 20000, 20000);
+  Engine<TpccProcs> e(specs, 2);
+  SerialStore s(specs);
+  tpcc_load(1, [&](std::uint32_t t, std::uint64_t k, const std::uint32_t* d) {
+    e.db().load(t, k, d);
+    s.put(t, k, d);
+  });
+  TpccGenerator g(1, 5, TpccMix::kFull);
+  ASSERT_EQ(g.error(), "");
+  Batch pending;
+  std::string err;
+  for (int ep = 0; ep < 3; ++ep) {
+    Batch b;
+    g.generate(3000, &b, ep * 3000);
+    std::vector<std::size_t> planted;
+    if (ep == 2)
+      for (std::size_t t = 0; t < b.size(); ++t) {
+        const std::uint32_t p = b.proc[t], a = b.arg_begin[t];
+        if (p == TpccProcs::kOrderStatusProc && b.args[a + 1] == 1) b.args[a + 2] += 1, planted.push_back(t);
+        if (p == TpccProcs::kDeliveryProc && b.nreads[t] > 0) b.args[a] += 1, planted.push_back(t);
+        if (p == TpccProcs::kStockLevelProc) b.args[a + 1] += 1, planted.push_back(t);
+      }
+    EpochOutput out;
+    ASSERT_TRUE(e.run_epoch(b, &out, &err)) << err;
+    ASSERT_EQ(replay_epoch<TpccProcs>(s, pending, b, out), "");
+    std::size_t reruns = 0;
+    for (auto o : out.results.outcome) reruns += o == kRerun;
+    ASSERT_EQ(reruns, planted.size());
+    for (auto t : planted) EXPECT_EQ(out.results.outcome[t], kRerun) << "txn " << t << " proc " << b.proc[t];
+    if (ep == 2) {
+      EXPECT_GE(planted.size(), 30u);
+    }
+  }
+  ASSERT_EQ(compare_state(e.db(), s), "");
+}
+
 // ------------------------------------------------------------------ bad input
 TEST(EpicInput, BadInputIsRejectedAndNothingApplied) {
   Engine<MixProcs> e(mix_tables(), 2);
