@@ -2,7 +2,7 @@
 // (thesis 002, chapter 4's evaluation; docs/hydralist.md).
 //
 // Work. Keys are generated once: integer keys are distinct random u64s; string keys are
-// synthetic "domain@user" e-mails (about 20 bytes on average, at most 32). Operation arrays are
+// synthetic "domain@user" e-mails (about 20 bytes on average, at most 25). Operation arrays are
 // generated once per workload and distribution (bench/kv's YCSB generators: uniform, scrambled
 // Zipfian 0.99, latest) and shared by every system, thread count and repetition; each thread
 // runs a contiguous slice.
@@ -140,6 +140,10 @@ bool parse(int argc, char** argv, Options* o) {
       return false;
     }
   if (o->ops_e == 0) o->ops_e = std::max<std::uint64_t>(1, o->ops / 10);
+  if (o->keys_str > 70'000'000'000ull) {
+    std::fprintf(stderr, "--keys-str: at most 7e10 (distinct 7-character ids)\n");
+    return false;
+  }
   if (o->reps == 0 || o->ops == 0 || o->keys_int == 0 || o->keys_str == 0) {
     std::fprintf(stderr, "--reps, --ops and the key counts must be positive\n");
     return false;
@@ -162,8 +166,9 @@ IntKeys make_int_keys(std::uint64_t n, std::uint64_t seed) {
   return k;
 }
 
-/// "domain@user": a popular-first domain, '@', a 7-character base-36 id (distinct per key)
-/// and 0-6 random letters. About 20 bytes on average, at most 30.
+/// "domain@user": a popular-first domain, '@', a 7-character base-36 id (distinct per key,
+/// scattered) and 0-6 random letters. About 20 bytes on average, at most 25. Distinct for
+/// n <= 36^7.
 StrKeys make_str_keys(std::uint64_t n, std::uint64_t seed) {
   static const char* kDomains[] = {"gmail.com",  "yahoo.com",   "hotmail.com", "outlook.com", "aol.com",
                                    "qq.com",     "mail.ru",     "icloud.com",  "gmx.de",      "web.de",
@@ -178,13 +183,16 @@ StrKeys make_str_keys(std::uint64_t n, std::uint64_t seed) {
     k.off.push_back(k.buf.size());
     k.buf += kDomains[dz.next(rng)];
     k.buf += '@';
-    std::uint64_t id = mix(i ^ 0x5bd1e995ull) % 78364164096ull;  // 36^7
+    // i -> (i * M + C) mod 36^7 with M coprime to 36^7 is a bijection of [0, 36^7): distinct
+    // ids, hence distinct keys, for up to 36^7 keys (checked by the option parser).
+    constexpr std::uint64_t kIds = 78364164096ull;  // 36^7
+    std::uint64_t id = static_cast<std::uint64_t>(
+        (static_cast<unsigned __int128>(i) * 34996493597ull + 0x5bd1e995ull) % kIds);
     for (int d = 0; d < 7; ++d, id /= 36) k.buf += "0123456789abcdefghijklmnopqrstuvwxyz"[id % 36];
     const unsigned extra = static_cast<unsigned>(rng.below(7));
     for (unsigned e = 0; e < extra; ++e) k.buf += static_cast<char>('a' + rng.below(26));
   }
   k.off.push_back(k.buf.size());
-  // Distinctness: ids are distinct when the bijection's outputs differ modulo 36^7; check.
   return k;
 }
 
@@ -913,7 +921,7 @@ int main(int argc, char** argv) {
                                     "fresh per (repetition, threads)"
                                   : "per (rep, threads, system): load, then C, B, A per distribution, D (latest), E "
                                     "per distribution");
-  config.set("string_keys", "synthetic domain@user e-mails, 20 B average, 30 B max");
+  config.set("string_keys", "synthetic domain@user e-mails, distinct, 20 B average, 25 B max");
   config.set("command", [&] {
     std::string c = "build/bench/duet_bench_hydralist";
     for (int i = 1; i < argc; ++i) c += std::string(" ") + argv[i];
