@@ -92,15 +92,19 @@ Status Index::init() {
   c.predicted_min = 0;
   c.predicted_max = (std::uint64_t{1} << 63) - 1;  // ASCII keys; others go to the last bucket, which splits
   c.buckets = 4096;
-  // The load-factor resize is off: with keys clustered in a corner of the 63-bit range (small
-  // big-endian ids) it did not finish; splits (the seed's depth rule) keep buckets short.
+  // The ordered map grows by splits only (the seed's depth rule): with keys appended in
+  // ascending order (ids), the load-factor resize spans the keys seen so far and every later
+  // key lands past its last bucket, which then splits and walks far more than splits alone.
   c.resize_load = 0;
   const unsigned hw = std::max(1u, std::thread::hardware_concurrency());
   const std::size_t pool = std::min<std::size_t>(4 * hw, 256);
   c.max_sessions = pool + 8;
   Status s = lit::Map::create(c, &map_);
   if (!s.ok()) return s;
-  s = lit::Map::create(c, &points_);  // hashes are uniform over the same 63-bit range
+  // The point map's hashes are uniform over the same 63-bit range: the load-factor resize
+  // keeps point lookups at one level with a few entries per bucket as the keyspace grows.
+  c.resize_load = 4;
+  s = lit::Map::create(c, &points_);
   if (!s.ok()) return s;
   for (std::size_t i = 0; i < pool; ++i) {
     auto p = std::make_unique<PoolSlot>();

@@ -206,6 +206,38 @@ TEST(Lit, SplitsAndResizesHappenAndKeepOrder) {
   EXPECT_EQ(all, reference_range(ref, 0, ~std::uint64_t{0}));
 }
 
+// Load-factor resizes over wide buckets: with the 63-bit prediction and uniform keys (hashes)
+// each root bucket spans about 2^63 / n keys, and finding a bucket's least key by stepping
+// from an estimate took up to a bucket's width of steps (a resize never ended). Its least key
+// is now computed exactly; every resize must finish and every key stay findable.
+TEST(Lit, ResizesOverWideBucketsFinish) {
+  Config c;
+  c.predicted_min = 0;
+  c.predicted_max = (std::uint64_t{1} << 63) - 1;
+  c.buckets = 4096;
+  c.resize_load = 4;
+  Fixture f(c);
+  std::mt19937_64 rng(9);
+  std::vector<std::uint64_t> keys;
+  const int n = 60000;
+  for (int i = 0; i < n; ++i) {
+    const std::uint64_t k = rng() >> 1;
+    if (f.s->insert(k, k ^ 1) == Result::kOk) keys.push_back(k);
+  }
+  const Stats st = f.map->stats();
+  EXPECT_GT(st.resizes, 0u);
+  EXPECT_GT(st.root_buckets, 4096u);
+  for (std::uint64_t k : keys) {
+    std::uint64_t v = 0;
+    ASSERT_EQ(f.s->get(k, &v), Result::kOk) << k;
+    ASSERT_EQ(v, k ^ 1);
+  }
+  std::uint64_t entries = 0;
+  Status s = f.map->check(&entries);
+  ASSERT_TRUE(s.ok()) << s.message();
+  EXPECT_EQ(entries, keys.size());
+}
+
 TEST(Lit, ManualSplitAndResize) {
   Config c;
   c.buckets = 4;

@@ -147,15 +147,17 @@ struct Level {
     const std::uint64_t i = mul == 0 ? d : static_cast<std::uint64_t>((static_cast<u128>(d) * mul) >> 64);
     return i < n ? i : n - 1;
   }
-  /// The least key of bucket i (0 for bucket 0).
+  /// The least key of bucket i (0 for bucket 0), in O(1): index(x) >= i exactly when
+  /// (x - a) * mul >= i * 2^64, so the least such x - a is ceil(i * 2^64 / mul). (Stepping
+  /// from the estimate a + i w / n instead can take up to a bucket's width of steps, since
+  /// the rounded-up mul moves bucket edges down: with wide buckets a resize never ended.)
   std::uint64_t min_key(std::uint64_t i) const {
     if (i == 0) return 0;
-    const u128 est = static_cast<u128>(a) + static_cast<u128>(i) * w / n;
-    std::uint64_t x = est > std::numeric_limits<std::uint64_t>::max() ? std::numeric_limits<std::uint64_t>::max()
-                                                                        : static_cast<std::uint64_t>(est);
-    while (x > 0 && index(x - 1) >= i) --x;
-    while (index(x) < i && x < std::numeric_limits<std::uint64_t>::max()) ++x;
-    return x;
+    constexpr std::uint64_t kMax = std::numeric_limits<std::uint64_t>::max();
+    if (mul == 0) return static_cast<u128>(a) + i > kMax ? kMax : a + i;  // identity: n == w
+    const u128 d = ((static_cast<u128>(i) << 64) + mul - 1) / mul;
+    const u128 x = static_cast<u128>(a) + d;
+    return x > kMax ? kMax : static_cast<std::uint64_t>(x);
   }
 };
 
@@ -476,9 +478,13 @@ struct Ctx {
     auto sub = make_level(a, w, n, L->depth + 1);
     set_slot(sub->slots[0], reinterpret_cast<std::uint64_t>(ll));
     ll->refs++;
+    // Each sub-bucket's marker is searched for from the previous one (keys increase), so a
+    // split walks its bucket once rather than once per sub-bucket.
+    Node* from = ll;
     for (std::uint64_t j = 1; j < sub->n; ++j) {
       const std::uint64_t k = std::max(sub->min_key(j), lo);
-      Node* mk = insert_or_get_marker(ll, k);
+      Node* mk = insert_or_get_marker(from, k);
+      from = mk;
       mk->refs++;
       set_slot(sub->slots[j], reinterpret_cast<std::uint64_t>(mk));
       pin.step();
@@ -515,9 +521,16 @@ struct Ctx {
     auto L = make_level(lo, w, std::clamp<std::uint64_t>(n, 1, m->cfg.max_buckets), 1);
     set_slot(L->slots[0], reinterpret_cast<std::uint64_t>(m->head));
     m->head->refs++;
+    // A new bucket's marker is searched for from the old index's marker for its key or from
+    // the previous new marker, whichever is nearer: with the old index coarse where the keys
+    // cluster, starting from its marker alone would walk the same long run once per bucket.
+    Node* prev_mk = m->head;
     for (std::uint64_t j = 1; j < L->n; ++j) {
       const std::uint64_t k = L->min_key(j);
-      Node* mk = insert_or_get_marker(lookup(k).marker, k);
+      Node* from = lookup(k).marker;
+      if (from->key < prev_mk->key) from = prev_mk;
+      Node* mk = insert_or_get_marker(from, k);
+      prev_mk = mk;
       mk->refs++;
       set_slot(L->slots[j], reinterpret_cast<std::uint64_t>(mk));
       pin.step();
