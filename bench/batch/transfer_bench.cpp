@@ -14,7 +14,8 @@
 // runs commutative-vbarrier and sequential-vexact, which validate as the earlier engine did
 // (reading every receiver's balance, and in parallel modes a barrier after it),
 // commutative-central (the team's central-counter synchronisation) and commutative-v0 (both:
-// the engine before these two changes).
+// the engine before these two changes); commutative-adaptive runs each block on the team or
+// serially, whichever measured cheaper lately (the keyspace's policy).
 #include <algorithm>
 #include <chrono>
 #include <cstdio>
@@ -78,7 +79,8 @@ bool parse(int argc, char** argv, Options* o) {
           "    [--thread-sweep 4,8,...] [--out FILE]\n"
           "modes: orangutan, commutative, dag-gpu, dag-cpu, dag-cpu-pairs, sequential, speedex,\n"
           "    commutative-vbarrier, sequential-vexact (validation as in the earlier engine),\n"
-          "    commutative-central (central-counter team sync), commutative-v0 (both, the earlier engine)\n"
+          "    commutative-central (central-counter team sync), commutative-v0 (both, the earlier engine),\n"
+          "    commutative-adaptive (team or serial per block, as the keyspace runs)\n"
           "defaults: 1M accounts, balance 100, amounts 1-20, gas 1, 16 threads, 100 blocks per size\n");
       std::exit(0);
     } else if (a == "--quick") {
@@ -129,6 +131,7 @@ struct ModeSpec {
   DagDevice dag;
   bool quick_validation = true;
   TeamSync sync = TeamSync::kAuto;
+  bool adaptive = false;
 };
 
 bool mode_spec(const std::string& n, ModeSpec* m) {
@@ -137,6 +140,8 @@ bool mode_spec(const std::string& n, ModeSpec* m) {
   else if (n == "commutative-vbarrier") *m = {n, Mode::kCommutative, DagDevice::kCpuAccounts, false};
   else if (n == "commutative-central") *m = {n, Mode::kCommutative, DagDevice::kCpuAccounts, true, TeamSync::kCentral};
   else if (n == "commutative-v0") *m = {n, Mode::kCommutative, DagDevice::kCpuAccounts, false, TeamSync::kCentral};
+  else if (n == "commutative-adaptive")
+    *m = {n, Mode::kCommutative, DagDevice::kCpuAccounts, true, TeamSync::kAuto, true};
   else if (n == "sequential-vexact") *m = {n, Mode::kSequential, DagDevice::kCpuAccounts, false};
   else if (n == "dag-gpu") *m = {n, Mode::kDag, DagDevice::kGpu};
   else if (n == "dag-cpu") *m = {n, Mode::kDag, DagDevice::kCpuAccounts};
@@ -272,7 +277,7 @@ int duet::bench::run_transfer_bench(int argc, char** argv) {
     std::vector<BlockView> views;
     for (std::size_t b = 0; b < o.blocks; ++b) views.push_back({blocks[b], outs[b]});
     std::printf("\nthreads (smallcoin, uniform, 1000-transfer blocks): Mtx/s median (range), p50 block us\n");
-    for (const char* mname : {"orangutan", "commutative", "commutative-v0"})
+    for (const char* mname : {"orangutan", "commutative", "commutative-v0", "commutative-adaptive"})
       for (unsigned t : o.thread_sweep) {
         ModeSpec ms;
         mode_spec(mname, &ms);
@@ -282,6 +287,7 @@ int duet::bench::run_transfer_bench(int argc, char** argv) {
         ec.dag = ms.dag;
         ec.quick_validation = ms.quick_validation;
         ec.team_sync = ms.sync;
+        ec.adaptive = ms.adaptive;
         std::unique_ptr<Engine> engine;
         if (!Engine::create(ec, acc.data(), acc.size(), &engine).ok()) continue;
         std::vector<double> mtx, p50;
@@ -339,6 +345,7 @@ int duet::bench::run_transfer_bench(int argc, char** argv) {
           ec.dag = ms.dag;
           ec.quick_validation = ms.quick_validation;
           ec.team_sync = ms.sync;
+          ec.adaptive = ms.adaptive;
           std::unique_ptr<Engine> engine;
           Status s = Engine::create(ec, acc.data(), acc.size(), &engine);
           if (!s.ok()) {

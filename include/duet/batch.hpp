@@ -78,6 +78,7 @@ struct BatchStats {
   std::uint64_t fallback_blocks = 0;     ///< blocks that needed the fallback
   std::uint64_t aborted = 0, gas_only = 0;
   std::uint64_t gpu_failures = 0;  ///< GPU DAG failures (each moved the DAG to the CPU; no block was lost)
+  std::uint64_t serial_blocks = 0;  ///< blocks run serially on one thread (cheaper than the team lately)
   double resolve_us_total = 0;  ///< key resolution time, summed over blocks
   double latency_p50_us = 0, latency_p99_us = 0;  ///< over the last 1024 blocks (queue to commit)
   std::string engine;  ///< e.g. "orangutan, 8 threads, dag gpu: NVIDIA H100 ..."

@@ -106,6 +106,9 @@ class BatchSpaceImpl final : public BatchSpace {
     // core stalls whenever any member is preempted (measured: docs/batch.md).
     const unsigned hw = std::max(1u, std::thread::hardware_concurrency());
     ec.threads = config_.threads ? config_.threads : std::clamp(hw - 1, 1u, 15u);
+    // Each block on the team or serially, whichever measured cheaper lately: a team whose
+    // members are descheduled (a shared machine, a VM) stalls for milliseconds per barrier.
+    ec.adaptive = true;
     if (config_.max_block == 0 || config_.max_block > (1u << 20))
       return Status::InvalidArgument("max_block must be between 1 and 2^20");
     ec.max_block = config_.max_block;
@@ -340,6 +343,7 @@ class BatchSpaceImpl final : public BatchSpace {
     stats_.fallback_blocks += st.part1_failures > 0;
     stats_.aborted += st.aborted;
     stats_.gas_only += st.gas_only;
+    stats_.serial_blocks += st.serial;
     stats_.resolve_us_total += resolve_us;
     if (const std::uint64_t g = engine_->totals().gpu_failures; g != stats_.gpu_failures) {
       stats_.gpu_failures = g;  // the DAG moved to the CPU: say so in the description

@@ -90,10 +90,12 @@ EngineConfig config(Mode m, DagDevice d = DagDevice::kCpuAccounts, unsigned thre
 struct Case {
   Mode mode;
   DagDevice dag;
+  bool adaptive = false;
 };
 
 std::string case_name(const testing::TestParamInfo<Case>& info) {
-  std::string s = std::string(mode_name(info.param.mode)) + "_" + dag_device_name(info.param.dag);
+  std::string s = std::string(mode_name(info.param.mode)) + "_" + dag_device_name(info.param.dag) +
+                  (info.param.adaptive ? "_adaptive" : "");
   std::replace(s.begin(), s.end(), '-', '_');
   return s;
 }
@@ -103,7 +105,9 @@ class Oracle : public testing::TestWithParam<Case> {};
 /// Runs `blocks` blocks of `size` over one table; fails on the first difference.
 std::uint64_t check_workload(const Case& c, ProfileKind p, double theta, std::size_t size, std::size_t blocks,
                              bool self, std::uint64_t seed) {
-  Bench b(config(c.mode, c.dag), p, 10000, 100, 1, seed);
+  EngineConfig ec = config(c.mode, c.dag);
+  ec.adaptive = c.adaptive;
+  Bench b(ec, p, 10000, 100, 1, seed);
   WorkloadConfig w;
   w.accounts = 10000;
   w.theta = theta;
@@ -158,7 +162,9 @@ TEST_P(Oracle, Table41Example) {
   std::vector<Account> acc(6);
   for (int i : {A, D, X}) acc[i].bal = 10;
   std::unique_ptr<Engine> e;
-  ASSERT_TRUE(Engine::create(config(GetParam().mode, GetParam().dag), acc.data(), acc.size(), &e).ok());
+  EngineConfig ec = config(GetParam().mode, GetParam().dag);
+  ec.adaptive = GetParam().adaptive;
+  ASSERT_TRUE(Engine::create(ec, acc.data(), acc.size(), &e).ok());
   const std::vector<Tx> block = {{A, B, 5}, {X, Y, 2}, {A, B, 5}, {C, D, 5}, {D, C, 5}};
   std::vector<Outcome> out(block.size());
   BlockStats st;
@@ -177,7 +183,9 @@ TEST_P(Oracle, Table41Example) {
 /// Sender = receiver everywhere, with balances that cannot cover the amounts.
 TEST_P(Oracle, SelfTransfers) {
   for (ProfileKind p : {ProfileKind::kSmallCoin, ProfileKind::kSmallCoinPlus}) {
-    Bench b(config(GetParam().mode, GetParam().dag), p, 50, 10, 2);
+    EngineConfig ec = config(GetParam().mode, GetParam().dag);
+    ec.adaptive = GetParam().adaptive;
+    Bench b(ec, p, 50, 10, 2);
     std::mt19937_64 rng(3);
     for (int k = 0; k < 20; ++k) {
       std::vector<Tx> block(200);
@@ -194,6 +202,7 @@ INSTANTIATE_TEST_SUITE_P(Modes, Oracle,
                          testing::Values(Case{Mode::kOranguTan, DagDevice::kCpuAccounts},
                                          Case{Mode::kOranguTan, DagDevice::kCpuPairs},
                                          Case{Mode::kCommutative, DagDevice::kCpuAccounts},
+                                         Case{Mode::kCommutative, DagDevice::kCpuAccounts, true},
                                          Case{Mode::kDag, DagDevice::kCpuAccounts},
                                          Case{Mode::kDag, DagDevice::kCpuPairs},
                                          Case{Mode::kSequential, DagDevice::kCpuAccounts},

@@ -6,6 +6,7 @@
 #include <mutex>
 #include <thread>
 
+#include "batch/orangutan/path_chooser.hpp"
 #include "common/log.hpp"
 #include "gpu/device.hpp"
 
@@ -118,6 +119,7 @@ struct Engine::Impl {
   std::atomic<std::uint32_t> failures{0};
   std::atomic<std::size_t> cursor{0};
   std::atomic<std::uint32_t> rerun_aborted{0}, rerun_gas{0}, rerun{0};
+  PathChooser chooser;  ///< EngineConfig::adaptive
 
   /// The slot whose launch is for block `tag`, or -1.
   int slot_for(std::uint64_t tag) const {
@@ -317,6 +319,7 @@ struct BlockRun {
   Outcome* out;
   BlockStats& st;
   EngineTotals& totals;
+  bool serial = false;  ///< run this block serially on the caller (adaptive)
 
   Status bad_status() const { return bad_input(txs, im.bad.load(), n, im.acc, im.n_acc); }
 
@@ -642,6 +645,7 @@ struct BlockRun {
   }
 
   Status go() {
+    if (serial) return sequential();
     switch (cfg.mode) {
       case Mode::kSequential: return sequential();
       case Mode::kOranguTan: return fast_path(true);
@@ -668,11 +672,15 @@ Status Engine::execute(ProfileKind profile, std::span<const Tx> txs, std::span<O
   const auto t0 = Clock::now();
   impl_->grow(txs.size());
   ++impl_->serial;
+  const bool adaptive = config_.adaptive && team_->size() > 1 &&
+                        (config_.mode == Mode::kCommutative || config_.mode == Mode::kOranguTan) &&
+                        !config_.faults.no_barrier && !config_.faults.compensate_only_failed;
+  st.serial = adaptive && impl_->chooser.serial(txs.size());
   Status s;
   if (profile == ProfileKind::kSmallCoinPlus)
-    s = BlockRun<SmallCoinPlus>{*impl_, *team_, config_, txs.data(), txs.size(), out.data(), st, totals_}.go();
+    s = BlockRun<SmallCoinPlus>{*impl_, *team_, config_, txs.data(), txs.size(), out.data(), st, totals_, st.serial}.go();
   else
-    s = BlockRun<SmallCoin>{*impl_, *team_, config_, txs.data(), txs.size(), out.data(), st, totals_}.go();
+    s = BlockRun<SmallCoin>{*impl_, *team_, config_, txs.data(), txs.size(), out.data(), st, totals_, st.serial}.go();
   // A DAG launched for this block and not needed is left to finish on its stream; its slot
   // is idle again by the time it is chosen (or is waited for then). The launcher must be done
   // reading the block before the caller may change it.
@@ -689,6 +697,8 @@ Status Engine::execute(ProfileKind profile, std::span<const Tx> txs, std::span<O
   }
   if (!s.ok()) return s;
   st.total_ns = ns_since(t0);
+  if (adaptive) impl_->chooser.record(st.serial, txs.size(), st.total_ns);
+  totals_.serial_blocks += st.serial;
   ++totals_.blocks;
   totals_.txs += st.txs;
   totals_.part1_failures += st.part1_failures;

@@ -75,6 +75,10 @@ struct EngineConfig {
   /// (the earlier engine, kept for A/B benchmarks).
   bool quick_validation = true;
   TeamSync team_sync = TeamSync::kAuto;  ///< how the team synchronises (team.hpp)
+  /// orangutan and commutative: run each block either on the team (the fast path) or serially
+  /// on the caller, whichever measured cheaper lately (path_chooser.hpp). Both give the serial
+  /// result. Off in the benchmark's named modes; on in the keyspace.
+  bool adaptive = false;
   EngineFaults faults;
   /// Fault-injection hook: makes the GPU slots in place of make_gpu_dag (empty: the real GPU).
   /// The tests hand in slots that fail to launch, fail to wait, lose the device or return a
@@ -91,6 +95,7 @@ struct BlockStats {
   std::uint32_t aborted = 0;   ///< final outcome kAborted
   std::uint32_t gas_only = 0;  ///< final outcome kGasOnly
   bool used_dag = false;       ///< the block waited for (or built) its DAG
+  bool serial = false;         ///< run serially on the caller (EngineConfig::adaptive)
   bool dag_on_gpu = false;
   std::uint64_t dag_wait_ns = 0;  ///< time spent waiting for / building the DAG
   std::uint64_t total_ns = 0;
@@ -99,7 +104,7 @@ struct BlockStats {
 /// Running totals over an engine's blocks (for INFO).
 struct EngineTotals {
   std::uint64_t blocks = 0, txs = 0, part1_failures = 0, rerun_txs = 0, fallback_blocks = 0, aborted = 0,
-                gas_only = 0, gpu_failures = 0;
+                gas_only = 0, gpu_failures = 0, serial_blocks = 0;
 };
 
 /// One block of resolved transfers for run_blocks().

@@ -155,6 +155,7 @@ std::vector<std::pair<const char*, std::string>> stat_rows(const BatchStats& b) 
       {"latency_p99_us", std::to_string(b.latency_p99_us)},
       {"resolve_us_per_block", std::to_string(b.blocks ? b.resolve_us_total / b.blocks : 0.0)},
       {"gpu_failures", std::to_string(b.gpu_failures)},
+      {"serial_share", std::to_string(b.blocks ? double(b.serial_blocks) / b.blocks : 0.0)},
   };
 }
 
