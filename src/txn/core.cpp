@@ -8,6 +8,8 @@
 #include <cstring>
 #include <new>
 
+#include "sched/thread_pool.hpp"
+
 namespace duet::txn {
 
 namespace {
@@ -137,6 +139,12 @@ Bucket* Index::bucket_or_insert(std::uint64_t prefix) {
   auto* fresh = new Bucket();
   SessionRef s(*this);
   if (s->insert(prefix, reinterpret_cast<std::uint64_t>(fresh)) == lit::Result::kOk) {
+    for (std::uint64_t m = min_prefix_.load(std::memory_order_relaxed);
+         prefix < m && !min_prefix_.compare_exchange_weak(m, prefix, std::memory_order_relaxed);) {
+    }
+    for (std::uint64_t m = max_prefix_.load(std::memory_order_relaxed);
+         prefix > m && !max_prefix_.compare_exchange_weak(m, prefix, std::memory_order_relaxed);) {
+    }
     std::lock_guard<std::mutex> lk(log_m_);
     buckets_.push_back(fresh);
     return fresh;
@@ -191,6 +199,7 @@ Entry* Index::find_or_insert(std::string_view key, bool* created) {
   if (it != b->keys.end()) return it->second;
   Entry* e = Entry::make(key);
   b->keys.emplace(e->key(), e);
+  b->only.store(b->keys.size() == 1 ? e : nullptr, std::memory_order_release);
   *created = true;
   // Publish in the point index (still under the bucket's lock, so a key is published once).
   {
@@ -215,9 +224,39 @@ Entry* Index::find_or_insert(std::string_view key, bool* created) {
 }
 
 void Index::collect_range(const TxnRange& r, std::size_t max, std::vector<Entry*>* out, bool* truncated) {
+  collect_between(r, r.start_unbounded ? 0 : prefix_of(r.start), r.end_unbounded ? ~std::uint64_t{0} : prefix_of(r.end),
+                  max, out, truncated);
+}
+
+void Index::collect_range_parallel(const TxnRange& r, sched::ThreadPool* pool, std::vector<Entry*>* out) {
+  std::uint64_t lo = r.start_unbounded ? 0 : prefix_of(r.start);
+  std::uint64_t hi = r.end_unbounded ? ~std::uint64_t{0} : prefix_of(r.end);
+  lo = std::max(lo, min_prefix_.load(std::memory_order_relaxed));
+  hi = std::min(hi, max_prefix_.load(std::memory_order_relaxed));
+  if (lo > hi) return;
+  using u128 = unsigned __int128;
+  const std::size_t parts = std::size_t{pool->threads()} * 8;
+  const u128 w = static_cast<u128>(hi) - lo + 1;
+  bool truncated = false;
+  if (pool->threads() < 2 || w < parts) return collect_between(r, lo, hi, 0, out, &truncated);
+  std::vector<std::vector<Entry*>> pieces(parts);
+  pool->parallel_for(parts, 1, [&](std::size_t b, std::size_t e, unsigned) {
+    for (std::size_t i = b; i < e; ++i) {
+      const auto plo = static_cast<std::uint64_t>(lo + w * i / parts);
+      const auto phi = static_cast<std::uint64_t>(lo + w * (i + 1) / parts - 1);
+      bool t = false;
+      collect_between(r, plo, phi, 0, &pieces[i], &t);
+    }
+  });
+  std::size_t total = out->size();
+  for (const auto& p : pieces) total += p.size();
+  out->reserve(total);
+  for (const auto& p : pieces) out->insert(out->end(), p.begin(), p.end());
+}
+
+void Index::collect_between(const TxnRange& r, std::uint64_t lo, std::uint64_t hi, std::size_t max,
+                            std::vector<Entry*>* out, bool* truncated) {
   *truncated = false;
-  const std::uint64_t lo = r.start_unbounded ? 0 : prefix_of(r.start);
-  const std::uint64_t hi = r.end_unbounded ? ~std::uint64_t{0} : prefix_of(r.end);
   if (lo > hi) return;
   const std::size_t base = out->size();
   auto below_end = [&](std::string_view k) {
@@ -232,8 +271,26 @@ void Index::collect_range(const TxnRange& r, std::size_t max, std::vector<Entry*
     page.clear();
     lit::RangePage pg;
     if (!s->range(cur, hi, &page, &pg, 256).ok()) return;  // bounds are in the universe: cannot fail
-    for (const auto& [prefix, ptr] : page) {
-      auto* b = reinterpret_cast<Bucket*>(ptr);
+    for (const auto& [prefix, ptr] : page) __builtin_prefetch(reinterpret_cast<Bucket*>(ptr));
+    for (std::size_t i = 0; i < page.size(); ++i) {
+      auto* b = reinterpret_cast<Bucket*>(page[i].second);
+      if (i + 8 < page.size()) {  // the single entry of a bucket further on
+        auto* ahead = reinterpret_cast<Bucket*>(page[i + 8].second);
+        if (Entry* e = ahead->only.load(std::memory_order_relaxed)) __builtin_prefetch(e);
+      }
+      if (Entry* e = b->only.load(std::memory_order_acquire)) {
+        const std::string_view k = e->key();
+        const bool after_start = r.start_unbounded ||
+                                 (r.start_inclusive ? k.compare(r.start) >= 0 : k.compare(r.start) > 0);
+        if (!after_start) continue;
+        if (!below_end(k)) return;
+        if (max != 0 && out->size() - base == max) {
+          *truncated = true;
+          return;
+        }
+        out->push_back(e);
+        continue;
+      }
       std::shared_lock<std::shared_mutex> lk(b->m);
       auto it = b->keys.begin();
       if (!r.start_unbounded)

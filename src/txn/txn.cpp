@@ -257,6 +257,9 @@ sched::ThreadPool* snapshot_pool(const TxnConfig& cfg) {
   return sp.pool.get();
 }
 
+/// Entries of a SNAPSHOT range walked by one thread before the rest is walked in pieces.
+constexpr std::size_t kSerialRangeKeys = 4096;
+
 /// A range with no own writes in it, read by several threads: versions found in slices, then
 /// the bytes copied at offsets from a prefix sum.
 void parallel_range(Core& c, std::uint64_t start, const std::vector<Entry*>& ents, TxnSnapshot* o) {
@@ -264,7 +267,12 @@ void parallel_range(Core& c, std::uint64_t start, const std::vector<Entry*>& ent
   const std::size_t n = ents.size();
   std::vector<Version*> vs(n);
   pool->parallel_for(n, 4096, [&](std::size_t b, std::size_t e, unsigned) {
+    // Two stages of prefetch keep several entries and their newest versions in flight: the
+    // read of one pair is two dependent cache misses (entry, then version).
+    constexpr std::size_t kEntryAhead = 16, kVersionAhead = 8;
     for (std::size_t i = b; i < e; ++i) {
+      if (i + kEntryAhead < e) __builtin_prefetch(ents[i + kEntryAhead]);
+      if (i + kVersionAhead < e) __builtin_prefetch(ents[i + kVersionAhead]->head.load(std::memory_order_relaxed));
       Version* v = c.read(ents[i], start);
       vs[i] = (v != nullptr && !v->tombstone) ? v : nullptr;
     }
@@ -328,9 +336,17 @@ Status Txn::snapshot(std::span<const SnapshotArg> args, TxnSnapshot* out) {
       const bool own = w != writes_.end() && in_range(a.range, w->first);
       bool done = false;
       if (a.limit == 0 && !own) {
+        // The first entries serially; a range that goes on is walked in pieces at once.
         std::vector<Entry*> ents;
         bool truncated = false;
-        c.index.collect_range(a.range, 0, &ents, &truncated);
+        c.index.collect_range(a.range, kSerialRangeKeys, &ents, &truncated);
+        if (truncated) {
+          TxnRange rest = a.range;
+          rest.start.assign(ents.back()->key());
+          rest.start_inclusive = false;
+          rest.start_unbounded = false;
+          c.index.collect_range_parallel(rest, snapshot_pool(c.cfg), &ents);
+        }
         if (ents.size() >= c.cfg.parallel_range_keys) {
           parallel_range(c, start_, ents, out);
           done = true;

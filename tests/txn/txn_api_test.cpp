@@ -308,6 +308,51 @@ TEST(TxnApi, LargeRangeSnapshotSplitsAcrossThreads) {
   }
 }
 
+// Ranges past the serial first part are walked in pieces by prefix at once: with keys of
+// one bucket each and keys sharing 8-byte prefixes (buckets of several keys), with bounds that
+// cut into such a bucket, exclusive, inclusive and unbounded, the result is the reference's.
+TEST(TxnApi, LongRangesWalkedInPiecesMatchTheReference) {
+  TxnConfig c;
+  c.snapshot_threads = 4;
+  auto s = open_space(c);
+  std::map<std::string, std::string> ref;
+  std::mt19937_64 rng(3);
+  Txn w;
+  ASSERT_TRUE(s->begin(&w).ok());
+  for (int i = 0; i < 12000; ++i) {
+    char k[32];
+    if (i % 3 == 0) std::snprintf(k, sizeof k, "k%05d", i);  // its own bucket
+    else std::snprintf(k, sizeof k, "shared%02d/%05d", static_cast<int>(rng() % 40), i);  // runs of a prefix
+    ref[k] = std::to_string(i);
+    ASSERT_TRUE(w.put(k, ref[k]).ok());
+  }
+  CommitResult r;
+  ASSERT_TRUE(w.commit(&r).ok());
+  Txn t;
+  ASSERT_TRUE(s->begin(&t).ok());
+  auto check = [&](const TxnRange& range) {
+    TxnSnapshot snap;
+    std::vector<SnapshotArg> args = {SnapshotArg::of(range)};
+    ASSERT_TRUE(t.snapshot(args, &snap).ok());
+    std::vector<std::pair<std::string, std::string>> want;
+    for (const auto& [k, v] : ref) {
+      const bool after = range.start_unbounded || (range.start_inclusive ? k >= range.start : k > range.start);
+      const bool before = range.end_unbounded || (range.end_inclusive ? k <= range.end : k < range.end);
+      if (after && before) want.emplace_back(k, v);
+    }
+    ASSERT_EQ(snap.size(), want.size()) << range.start << " .. " << range.end;
+    for (std::size_t i = 0; i < want.size(); ++i) {
+      ASSERT_EQ(snap.key(i), want[i].first);
+      ASSERT_EQ(snap.value(i), want[i].second);
+    }
+  };
+  check(TxnRange::all());
+  check(TxnRange{"k", "shared20/", false, false});
+  check(TxnRange{"shared03/00500", "shared31", true, true});
+  check(TxnRange{"shared05/", "", true, true, false, true});
+  check(TxnRange{"", "shared10/09999", true, false, true, false});
+}
+
 TEST(TxnApi, BadInput) {
   TxnConfig c;
   c.limits.max_key_bytes = 16;
