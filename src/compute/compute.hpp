@@ -301,6 +301,11 @@ class Engine {
   Status load_model(const Mlp& m, ModelId* id);
   const Mlp* model(ModelId id) const;
 
+  /// Measures the GPU's limits for the benchmark: pinned host-to-device copy and device-to-device
+  /// copy (bytes read plus written), best of a few 256 MiB copies, in bytes per second.
+  /// Unavailable without a GPU.
+  Status gpu_bandwidth(double* h2d_bytes_per_s, double* d2d_bytes_per_s);
+
   /// Streams created so far (at most max_streams) and how many are leased now.
   unsigned streams_created() const;
   unsigned streams_leased() const;

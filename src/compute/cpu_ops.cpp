@@ -252,25 +252,31 @@ void aggregate(const Cpu& c, std::size_t rows, const Selection* sel, std::span<c
       }
     }
   });
-  // Phase 3: every group, ordered by its key (signed, column by column).
+  // Phase 3: every group, ordered by its key (signed, column by column); the first key's order
+  // value rides beside the reference so most comparisons touch contiguous memory.
   struct Ref {
+    std::uint64_t k0;
     std::uint32_t part, g;
   };
   std::vector<Ref> all;
   for (unsigned p = 0; p < P; ++p)
-    for (std::uint32_t g = 0; g < merged[p].groups(); ++g) all.push_back({p, g});
+    for (std::uint32_t g = 0; g < merged[p].groups(); ++g)
+      all.push_back({nk ? order_i64(merged[p].keys[std::size_t{g} * nk], false) : 0, p, g});
   std::sort(all.begin(), all.end(), [&](const Ref& x, const Ref& y) {
+    if (x.k0 != y.k0) return x.k0 < y.k0;
     const std::int64_t* a = merged[x.part].keys.data() + std::size_t{x.g} * nk;
     const std::int64_t* b = merged[y.part].keys.data() + std::size_t{y.g} * nk;
     return std::lexicographical_compare(a, a + nk, b, b + nk);
   });
   out->keys.assign(nk, std::vector<std::int64_t>(all.size()));
   out->vals.assign(na, std::vector<std::int64_t>(all.size()));
-  for (std::size_t i = 0; i < all.size(); ++i) {
-    const AggTable& m = merged[all[i].part];
-    for (unsigned j = 0; j < nk; ++j) out->keys[j][i] = m.keys[std::size_t{all[i].g} * nk + j];
-    for (unsigned j = 0; j < na; ++j) out->vals[j][i] = m.vals[std::size_t{all[i].g} * na + j];
-  }
+  par(c, all.size(), c.grain, [&](std::size_t b, std::size_t e, unsigned) {
+    for (std::size_t i = b; i < e; ++i) {
+      const AggTable& m = merged[all[i].part];
+      for (unsigned j = 0; j < nk; ++j) out->keys[j][i] = m.keys[std::size_t{all[i].g} * nk + j];
+      for (unsigned j = 0; j < na; ++j) out->vals[j][i] = m.vals[std::size_t{all[i].g} * na + j];
+    }
+  });
 }
 
 void hash_join(const Cpu& c, const Column& l, const Column& r, JoinPairs* out) {
@@ -433,19 +439,25 @@ void sort(const Cpu& c, std::size_t rows, std::span<const BoundSortKey> keys, st
       }
     }
   });
-  // A total order: the keys, then the row number.
-  auto less = [&](std::uint32_t a, std::uint32_t b) {
-    for (const auto& t : tk)
-      if (t[a] != t[b]) return t[a] < t[b];
-    return a < b;
+  // A total order: the keys, then the row number. Items carry the first key beside the row, so
+  // the common single-key sort compares contiguous memory only.
+  struct Item {
+    std::uint64_t k;
+    std::uint32_t r;
+  };
+  auto less = [&](const Item& a, const Item& b) {
+    if (a.k != b.k) return a.k < b.k;
+    for (std::size_t j = 1; j < tk.size(); ++j)
+      if (tk[j][a.r] != tk[j][b.r]) return tk[j][a.r] < tk[j][b.r];
+    return a.r < b.r;
   };
   const std::size_t want = limit == 0 ? rows : std::min(limit, rows);
   const unsigned W = pieces(c);
-  std::vector<Selection> runs(W);
+  std::vector<std::vector<Item>> runs(W);
   par(c, rows, c.grain, [&](std::size_t b, std::size_t e, unsigned w) {
-    Selection& s = runs[w];
+    std::vector<Item>& s = runs[w];
     s.resize(e - b);
-    std::iota(s.begin(), s.end(), static_cast<std::uint32_t>(b));
+    for (std::size_t i = b; i < e; ++i) s[i - b] = Item{tk[0][i], static_cast<std::uint32_t>(i)};
     if (want < s.size()) {
       std::partial_sort(s.begin(), s.begin() + static_cast<std::ptrdiff_t>(want), s.end(), less);
       s.resize(want);
@@ -453,19 +465,19 @@ void sort(const Cpu& c, std::size_t rows, std::span<const BoundSortKey> keys, st
       std::sort(s.begin(), s.end(), less);
     }
   });
-  runs.erase(std::remove_if(runs.begin(), runs.end(), [](const Selection& s) { return s.empty(); }), runs.end());
+  runs.erase(std::remove_if(runs.begin(), runs.end(), [](const std::vector<Item>& s) { return s.empty(); }), runs.end());
   // Pairwise merges, in parallel within a round, until one run is left.
   while (runs.size() > 1) {
-    std::vector<Selection> next((runs.size() + 1) / 2);
+    std::vector<std::vector<Item>> next((runs.size() + 1) / 2);
     par(c, next.size(), 0, [&](std::size_t b, std::size_t e, unsigned) {
       for (std::size_t i = b; i < e; ++i) {
         if (2 * i + 1 >= runs.size()) {
           next[i] = std::move(runs[2 * i]);
           continue;
         }
-        const Selection& x = runs[2 * i];
-        const Selection& y = runs[2 * i + 1];
-        Selection& m = next[i];
+        const std::vector<Item>& x = runs[2 * i];
+        const std::vector<Item>& y = runs[2 * i + 1];
+        std::vector<Item>& m = next[i];
         m.resize(std::min(x.size() + y.size(), want));
         std::size_t a = 0, bb = 0;
         for (std::size_t k = 0; k < m.size(); ++k) {
@@ -475,7 +487,13 @@ void sort(const Cpu& c, std::size_t rows, std::span<const BoundSortKey> keys, st
     });
     runs = std::move(next);
   }
-  if (runs.empty()) out->clear(); else *out = std::move(runs[0]);
+  out->resize(runs.empty() ? 0 : runs[0].size());
+  if (!runs.empty()) {
+    const std::vector<Item>& r = runs[0];
+    par(c, r.size(), c.grain, [&](std::size_t b, std::size_t e, unsigned) {
+      for (std::size_t i = b; i < e; ++i) (*out)[i] = r[i].r;
+    });
+  }
 }
 
 Status infer(const Mlp& m, std::span<const float> x, std::size_t rows, std::vector<float>* y) {

@@ -148,6 +148,12 @@ const Mlp* Engine::model(ModelId id) const {
   return id < impl_->models.size() ? &impl_->models[id] : nullptr;
 }
 
+Status Engine::gpu_bandwidth(double* h2d, double* d2d) {
+  if (!h2d || !d2d) return Status::InvalidArgument("compute: null output");
+  if (!impl_->gpu) return Status::Unavailable("compute: no GPU: " + impl_->gpu_reason);
+  return detail::gpu::bandwidth(h2d, d2d);
+}
+
 unsigned Engine::streams_created() const {
   std::lock_guard<std::mutex> lk(impl_->m);
   return static_cast<unsigned>(impl_->all.size());

@@ -20,6 +20,7 @@ Status lane_create(Context::Lane**) { return none(); }
 void lane_destroy(Context::Lane* l) { delete l; }
 Status model_upload(const Mlp&, void**) { return none(); }
 void model_free(void*) {}
+Status bandwidth(double*, double*) { return none(); }
 Status filter(Context::Lane*, std::size_t, std::span<const BoundPred>, Selection*) { return none(); }
 Status gather(Context::Lane*, const Column&, const Selection&, Column*) { return none(); }
 Status derive(Context::Lane*, Expr::Op, const Column&, const Column*, std::int64_t, Column*) { return none(); }

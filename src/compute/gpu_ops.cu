@@ -438,6 +438,49 @@ void model_free(void* handle) {
   delete dm;
 }
 
+Status bandwidth(double* h2d, double* d2d) {
+  const std::size_t bytes = 256u << 20;
+  void* host = ::duet::gpu::alloc_host(bytes);
+  if (!host) return Status::ResourceExhausted("compute: bandwidth: pinned buffer refused");
+  std::memset(host, 1, bytes);
+  char *a = nullptr, *b = nullptr;
+  cudaEvent_t e0 = nullptr, e1 = nullptr;
+  auto finish = [&](Status s) {
+    cudaFree(a);
+    cudaFree(b);
+    if (e0) cudaEventDestroy(e0);
+    if (e1) cudaEventDestroy(e1);
+    ::duet::gpu::free_host(host);
+    return s;
+  };
+  auto run = [&]() -> Status {
+    DUET_CUDA_TRY(cudaMalloc(&a, bytes));
+    DUET_CUDA_TRY(cudaMalloc(&b, bytes));
+    DUET_CUDA_TRY(cudaEventCreate(&e0));
+    DUET_CUDA_TRY(cudaEventCreate(&e1));
+    float best_h = 1e30f, best_d = 1e30f;
+    for (int i = 0; i < 5; ++i) {
+      float ms = 0;
+      DUET_CUDA_TRY(cudaEventRecord(e0));
+      DUET_CUDA_TRY(cudaMemcpy(a, host, bytes, cudaMemcpyHostToDevice));
+      DUET_CUDA_TRY(cudaEventRecord(e1));
+      DUET_CUDA_TRY(cudaEventSynchronize(e1));
+      DUET_CUDA_TRY(cudaEventElapsedTime(&ms, e0, e1));
+      best_h = std::min(best_h, ms);
+      DUET_CUDA_TRY(cudaEventRecord(e0));
+      DUET_CUDA_TRY(cudaMemcpy(b, a, bytes, cudaMemcpyDeviceToDevice));
+      DUET_CUDA_TRY(cudaEventRecord(e1));
+      DUET_CUDA_TRY(cudaEventSynchronize(e1));
+      DUET_CUDA_TRY(cudaEventElapsedTime(&ms, e0, e1));
+      best_d = std::min(best_d, ms);
+    }
+    *h2d = bytes / (best_h / 1e3);
+    *d2d = 2.0 * bytes / (best_d / 1e3);
+    return Status::Ok();
+  };
+  return finish(run());
+}
+
 Status filter(Lane* l, std::size_t rows, std::span<const BoundPred> preds, Selection* out) {
   DUET_TRY(too_many(rows));
   std::size_t widest = 8, bounds = 0;

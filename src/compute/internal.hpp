@@ -71,6 +71,7 @@ void lane_destroy(Context::Lane* l);
 /// Uploads a checked model's weights; *handle is freed by model_free.
 Status model_upload(const Mlp& m, void** handle);
 void model_free(void* handle);
+Status bandwidth(double* h2d, double* d2d);
 
 Status filter(Context::Lane* l, std::size_t rows, std::span<const BoundPred> preds, Selection* out);
 Status gather(Context::Lane* l, const Column& in, const Selection& sel, Column* out);
