@@ -16,5 +16,7 @@ for b in "${bins[@]}"; do
   ldd "$b" | awk '/=> \// {print $3}' | grep -vE '/(libc|libm|libpthread|libdl|librt|ld-linux|libgcc_s|libstdc\+\+)[.-]|libcublas' || true
 done | sort -u | while read -r lib; do cp -L "$lib" gpu-pack-compute/; done
 strip --strip-debug gpu-pack-compute/* 2>/dev/null || true
+# OpenBLAS alone is 36 MB: it travels xz-compressed (gpu-run.sh unpacks it).
+xz -T2 -6 gpu-pack-compute/libopenblas.so.0
 git rev-parse HEAD > gpu-pack-compute/COMMIT
 du -sh gpu-pack-compute

@@ -4,7 +4,15 @@
 # Logs and the result JSON go to $OUT. ROWS, REPS override the benchmark's sizes.
 set -uo pipefail
 P=gpu-pack-compute
-export LD_LIBRARY_PATH=$P:/usr/local/cuda/lib64:/usr/local/cuda/targets/x86_64-linux/lib:${LD_LIBRARY_PATH:-}
+# OpenBLAS travels compressed; cuBLAS is the machine's own (the toolkit's, else PyTorch's wheel).
+L=/tmp/compute-libs
+mkdir -p $L
+cp $P/*.so* $L/ 2>/dev/null
+for f in $P/*.xz; do [ -e "$f" ] && xz -dc "$f" > $L/$(basename "$f" .xz); done
+CUBLAS=$(ls /usr/local/cuda/lib64/libcublas.so.13 /usr/local/cuda/targets/x86_64-linux/lib/libcublas.so.13 2>/dev/null | head -1)
+[ -n "$CUBLAS" ] || CUBLAS=$(find / -name libcublas.so.13 -not -path '/proc/*' 2>/dev/null | head -1)
+echo "cublas: $CUBLAS"
+export LD_LIBRARY_PATH=$L:$(dirname "${CUBLAS:-/usr/local/cuda/lib64/x}"):${LD_LIBRARY_PATH:-}
 export DUET_COMMIT=$(cat $P/COMMIT)
 OUT=${OUT:-gpu-out}
 mkdir -p "$OUT"
