@@ -1,6 +1,7 @@
 #include "batch/epic/database.hpp"
 
 #include <algorithm>
+#include <thread>
 
 namespace duet::batch::epic {
 
@@ -120,7 +121,7 @@ std::uint32_t Database::lookup(std::uint32_t table, std::uint64_t key) const {
   return it == t.index.end() ? kInvalid : it->second;
 }
 
-bool Database::index(const Batch& b, Indexed* out, std::string* err) {
+bool Database::index(const Batch& b, Indexed* out, std::string* err, int threads) {
   const std::size_t n = b.size();
   // Pass 1: count the distinct missing write keys per indexed table before changing anything.
   std::vector<std::vector<std::uint64_t>> missing(tables_.size());
@@ -158,13 +159,21 @@ bool Database::index(const Batch& b, Indexed* out, std::string* err) {
   out->table.resize(ops);
   out->rid.resize(ops);
   out->global.resize(ops);
-  for (std::size_t i = 0; i < ops; ++i) {
-    const Key& k = b.keys[i];
-    const std::uint32_t r = lookup(k.table, k.key);
-    out->table[i] = static_cast<std::uint8_t>(k.table);
-    out->rid[i] = r;
-    out->global[i] = r == kInvalid ? kInvalid : tables_[k.table].base + r;
-  }
+  // Lookups only read the index, so `threads` threads share them in contiguous ranges.
+  auto look = [&](std::size_t lo, std::size_t hi) {
+    for (std::size_t i = lo; i < hi; ++i) {
+      const Key& k = b.keys[i];
+      const std::uint32_t r = lookup(k.table, k.key);
+      out->table[i] = static_cast<std::uint8_t>(k.table);
+      out->rid[i] = r;
+      out->global[i] = r == kInvalid ? kInvalid : tables_[k.table].base + r;
+    }
+  };
+  const std::size_t parts = threads > 1 && ops >= 65536 ? static_cast<std::size_t>(threads) : 1;
+  std::vector<std::thread> pool;
+  for (std::size_t p = 1; p < parts; ++p) pool.emplace_back(look, ops * p / parts, ops * (p + 1) / parts);
+  look(0, ops / parts);
+  for (auto& th : pool) th.join();
   return true;
 }
 

@@ -70,8 +70,9 @@ class Database {
 
   /// Insert-first indexing: missing write keys of indexed tables get ids from the free ring (in
   /// op order, so deterministically), then every key is looked up; a missing read key gets
-  /// kInvalid. Returns false (nothing inserted) when an indexed table runs out of ids.
-  bool index(const Batch& b, Indexed* out, std::string* err);
+  /// kInvalid. Returns false (nothing inserted) when an indexed table runs out of ids. The
+  /// lookups run on `threads` threads (inserts on the calling one); the result does not depend on it.
+  bool index(const Batch& b, Indexed* out, std::string* err, int threads = 1);
 
   /// The committed value of a key after the last finished epoch, or nullptr if absent.
   const std::uint32_t* get(std::uint32_t table, std::uint64_t key) const;

@@ -108,11 +108,11 @@ class Engine {
     }
     if (run->size() > kMaxTxns) return *err = "epoch larger than 2^20 txns", false;
     auto t1 = std::chrono::steady_clock::now();
-    Indexed ix;
-    if (!db_.index(*run, &ix, err)) return false;
+    Indexed& ix = ix_;  // reused: fresh vectors each epoch would page-fault their memory in again
+    if (!db_.index(*run, &ix, err, threads_)) return false;
     out->stats.index_ms = ms_since(t1);
     t1 = std::chrono::steady_clock::now();
-    Plan plan;
+    Plan& plan = plan_;
     if (planner_) {
       if (!planner_(*run, ix.global, &plan, err)) return false;
     } else {
@@ -154,6 +154,8 @@ class Engine {
   Scratch scratch_;
   std::vector<TableView> tv_;
   Batch reruns_;
+  Indexed ix_;
+  Plan plan_;
 };
 
 }  // namespace duet::batch::epic

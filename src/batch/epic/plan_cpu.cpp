@@ -20,7 +20,8 @@ void sort_by_record(std::vector<std::uint64_t>& ops) {
     const std::uint32_t rec = op_record(op);
     for (int d = 0; d < kDigits; ++d) ++count[d * kBuckets + ((rec >> (d * kBits)) & kMask)];
   }
-  std::vector<std::uint64_t> tmp(m);
+  thread_local std::vector<std::uint64_t> tmp;  // reused across epochs
+  tmp.resize(m);
   for (int d = 0; d < kDigits; ++d) {
     std::size_t* c = count.data() + static_cast<std::size_t>(d) * kBuckets;
     const int shift = 32 + d * kBits;
@@ -42,7 +43,11 @@ void plan_cpu(const Batch& b, const std::vector<std::uint32_t>& global, Plan* ou
   const std::size_t n = b.size();
   const std::size_t m = b.keys.size();
   // Step 1: submit ops in txn order, reads before writes.
-  std::vector<std::uint64_t> ops;
+  // Work buffers are reused across calls on this thread: fresh ones each epoch would fault
+  // their pages in again.
+  thread_local std::vector<std::uint64_t> ops;
+  thread_local std::vector<std::uint32_t> wb, wa;
+  ops.clear();
   ops.reserve(m);
   for (std::size_t t = 0; t < n; ++t) {
     const std::uint32_t beg = b.op_begin[t], cnt = b.op_begin[t + 1] - beg, nr = b.nreads[t];
@@ -56,7 +61,8 @@ void plan_cpu(const Batch& b, const std::vector<std::uint32_t>& global, Plan* ou
   // Step 2: stable sort by record.
   sort_by_record(ops);
   // Steps 3-4: exclusive segmented prefix and postfix write counts.
-  std::vector<std::uint32_t> wb(m), wa(m);
+  wb.resize(m);
+  wa.resize(m);
   for (std::size_t i = 0; i < m; ++i) {
     const bool seg_start = i == 0 || op_record(ops[i]) != op_record(ops[i - 1]);
     wb[i] = seg_start ? 0 : wb[i - 1] + op_is_write(ops[i - 1]);
