@@ -164,7 +164,7 @@ ServerStats Server::stats() {
     }
     if (!sp) continue;
     const std::uint64_t keys = sp->size();
-    s.engine.databases.push_back({d, sp->kind(), keys});
+    s.engine.databases.push_back({d, sp->kind(), keys, {}, {}});
     if (sp->kind() == KeyspaceKind::kBatch) s.engine.databases.back().batch = static_cast<BatchSpace&>(*sp).stats();
     if (sp->kind() == KeyspaceKind::kTxn) s.engine.databases.back().txn = static_cast<TxnSpace&>(*sp).stats();
     s.engine.keys += keys;
