@@ -26,6 +26,16 @@ std::uint64_t now_ns() {
 
 constexpr std::size_t kLogChunk = 4096;
 
+/// A small number per thread, 0, 1, 2, ... in the order threads first ask: the starting point
+/// of each thread's probe for a session stripe and a transaction slot, so that threads start
+/// apart. (A hash of std::thread::id does not: it is the thread's stack address, aligned
+/// alike for every thread, so all threads started at one stripe and fought over it.)
+unsigned thread_ordinal() {
+  static std::atomic<unsigned> next{0};
+  thread_local const unsigned mine = next.fetch_add(1, std::memory_order_relaxed);
+  return mine;
+}
+
 }  // namespace
 
 Version* Version::make(std::string_view value, bool tombstone) {
@@ -69,7 +79,7 @@ std::uint64_t prefix_of(std::string_view key) {
 class Index::SessionRef {
  public:
   explicit SessionRef(Index& ix) {
-    thread_local unsigned hint = static_cast<unsigned>(std::hash<std::thread::id>{}(std::this_thread::get_id()));
+    const unsigned hint = thread_ordinal();
     const std::size_t n = ix.pool_.size();
     for (std::size_t i = 0; i < n; ++i) {
       PoolSlot* p = ix.pool_[(hint + i) % n].get();
@@ -332,7 +342,8 @@ Core::~Core() {
 }
 
 Status Core::claim(unsigned* slot, std::uint64_t* start) {
-  thread_local unsigned hint = 0;
+  // Each thread starts at its own slot (and keeps the slot it last had).
+  thread_local unsigned hint = thread_ordinal();
   const unsigned n = cfg.max_transactions;
   for (unsigned i = 0; i < n; ++i) {
     const unsigned k = (hint + i) % n;
@@ -431,7 +442,7 @@ void Core::collect() {
           Version::destroy(t);
           t = o;
         }
-        versions.fetch_sub(n, std::memory_order_relaxed);
+        versions.add(-static_cast<std::int64_t>(n));
         obsolete.fetch_sub(n, std::memory_order_relaxed);
         bytes.fetch_sub(b, std::memory_order_relaxed);
         reclaimed.fetch_add(n, std::memory_order_relaxed);

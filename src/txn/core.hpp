@@ -15,6 +15,7 @@
 #include <vector>
 
 #include "duet/txn.hpp"
+#include "mem/striped_counter.hpp"
 #include "index/lit/lit.hpp"
 
 namespace duet::sched {
@@ -137,9 +138,12 @@ struct Core {
   Index index;
   std::atomic<std::uint64_t> gts{0};  ///< the timestamp source: one atomic counter
   std::unique_ptr<Slot[]> slots;
-  std::atomic<std::uint64_t> present_keys{0};
-  std::atomic<std::uint64_t> versions{0}, obsolete{0}, bytes{0};
-  std::atomic<std::uint64_t> commits{0}, conflicts{0}, too_old{0}, read_only{0}, collections{0}, reclaimed{0};
+  // Counters. Those every commit adds to are striped by thread (a shared line would be written
+  // by every committer); `obsolete` and `bytes` are read on the commit path (collection
+  // watermark, memory budget), so they stay single atomics, written once per commit.
+  mem::StripedCounter present_keys, versions, commits, conflicts, read_only;
+  std::atomic<std::uint64_t> obsolete{0}, bytes{0};
+  std::atomic<std::uint64_t> too_old{0}, collections{0}, reclaimed{0};
 
   // Collector.
   std::mutex gc_m;  ///< one collection at a time

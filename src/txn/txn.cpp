@@ -465,7 +465,7 @@ Status Txn::commit(CommitResult* r) {
   }
   Core& c = *core_;
   if (writes_.empty() && watches_.empty()) {
-    c.read_only.fetch_add(1, std::memory_order_relaxed);
+    c.read_only.add(1);
     r->commit_ts = start_;
     leave();
     end();
@@ -521,6 +521,7 @@ Status Txn::commit(CommitResult* r) {
   txn::Slot& me = c.slots[slot_];
   const std::uint64_t lock_word = slot_ + 1;
   std::uint64_t t = 0;
+  std::uint64_t created_bytes = 0;  // entries this commit created (counted once, at its end)
   auto take_ts = [&] {
     me.commit.store(1, std::memory_order_seq_cst);
     t = c.gts.fetch_add(1, std::memory_order_seq_cst) + 1;
@@ -536,7 +537,7 @@ Status Txn::commit(CommitResult* r) {
     Item& it = ws[i];
     bool created = false;
     Entry* e = c.index.find_or_insert(it.key, &created);
-    if (created) c.bytes.fetch_add(sizeof(Entry) + it.key.size(), std::memory_order_relaxed);
+    if (created) created_bytes += sizeof(Entry) + it.key.size();
     for (unsigned spins = 0;; ++spins) {
       std::uint64_t expect = 0;
       if (e->lock.load(std::memory_order_relaxed) == 0 &&
@@ -552,7 +553,8 @@ Status Txn::commit(CommitResult* r) {
       for (std::size_t j = 0; j <= i; ++j) ws[j].e->lock.store(0, std::memory_order_seq_cst);
       destroy_versions();
       me.commit.store(0, std::memory_order_relaxed);
-      c.conflicts.fetch_add(1, std::memory_order_relaxed);
+      if (created_bytes) c.bytes.fetch_add(created_bytes, std::memory_order_relaxed);  // entries stay
+      c.conflicts.add(1);
       r->outcome = TxnOutcome::kConflict;
       r->conflict_key = std::string(it.key);
       leave();
@@ -564,7 +566,8 @@ Status Txn::commit(CommitResult* r) {
   }
   if (!writes) {
     for (auto& it : ws) it.e->lock.store(0, std::memory_order_seq_cst);
-    c.read_only.fetch_add(1, std::memory_order_relaxed);
+    if (created_bytes) c.bytes.fetch_add(created_bytes, std::memory_order_relaxed);
+    c.read_only.add(1);
     r->commit_ts = start_;
     leave();
     end();
@@ -615,11 +618,12 @@ Status Txn::commit(CommitResult* r) {
     }
   }
   me.commit.store(0, std::memory_order_relaxed);
-  c.versions.fetch_add(added, std::memory_order_relaxed);
-  c.bytes.fetch_add(bytes, std::memory_order_relaxed);
-  c.present_keys.fetch_add(static_cast<std::uint64_t>(present_delta), std::memory_order_relaxed);
-  const std::uint64_t obs = c.obsolete.fetch_add(obsoleted, std::memory_order_relaxed) + obsoleted;
-  c.commits.fetch_add(1, std::memory_order_relaxed);
+  c.versions.add(static_cast<std::int64_t>(added));
+  c.bytes.fetch_add(bytes + created_bytes, std::memory_order_relaxed);
+  if (present_delta != 0) c.present_keys.add(present_delta);
+  const std::uint64_t obs =
+      obsoleted ? c.obsolete.fetch_add(obsoleted, std::memory_order_relaxed) + obsoleted : 0;
+  c.commits.add(1);
   r->commit_ts = t;
   leave();
   end();
@@ -634,7 +638,7 @@ class TxnSpaceImpl final : public TxnSpace {
   TxnSpaceImpl(std::string name, std::shared_ptr<Core> core) : name_(std::move(name)), core_(std::move(core)) {}
   KeyspaceKind kind() const override { return KeyspaceKind::kTxn; }
   const std::string& name() const override { return name_; }
-  std::uint64_t size() const override { return core_->present_keys.load(std::memory_order_relaxed); }
+  std::uint64_t size() const override { return static_cast<std::uint64_t>(core_->present_keys.sum()); }
 
   Status scan(std::uint64_t cursor, std::size_t count, std::vector<std::string>* keys, std::uint64_t* next) override {
     // Entries never move in the creation log, so a position is a stable cursor; each key's
@@ -675,12 +679,12 @@ class TxnSpaceImpl final : public TxnSpace {
   TxnStats stats() const override {
     TxnStats s;
     Core& c = *core_;
-    s.commits = c.commits.load();
-    s.conflicts = c.conflicts.load();
+    s.commits = static_cast<std::uint64_t>(c.commits.sum());
+    s.conflicts = static_cast<std::uint64_t>(c.conflicts.sum());
     s.too_old = c.too_old.load();
-    s.read_only = c.read_only.load();
+    s.read_only = static_cast<std::uint64_t>(c.read_only.sum());
     s.keys = c.index.entry_count();
-    s.versions = c.versions.load();
+    s.versions = static_cast<std::uint64_t>(c.versions.sum());
     s.obsolete_versions = c.obsolete.load();
     s.collections = c.collections.load();
     s.reclaimed = c.reclaimed.load();
