@@ -116,7 +116,7 @@ class Engine {
     if (planner_) {
       if (!planner_(*run, ix.global, &plan, err)) return false;
     } else {
-      plan_cpu(*run, ix.global, &plan, faults_);
+      plan_cpu(*run, ix.global, &plan, faults_, threads_);
     }
     out->stats.plan_ms = ms_since(t1);
     t1 = std::chrono::steady_clock::now();

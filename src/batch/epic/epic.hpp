@@ -161,7 +161,9 @@ struct Faults {
 };
 
 /// Alg. 2-4 on the CPU: the plan for `n` txns whose ops are `global` (op_begin/nreads from the
-/// batch). Deterministic; the GPU planner's output equals it.
-void plan_cpu(const Batch& b, const std::vector<std::uint32_t>& global, Plan* out, const Faults& f = {});
+/// batch). Deterministic; the GPU planner's output equals it. Batches of 65536 ops or more plan on
+/// `threads` threads, with the same result.
+void plan_cpu(const Batch& b, const std::vector<std::uint32_t>& global, Plan* out, const Faults& f = {},
+              int threads = 1);
 
 }  // namespace duet::batch::epic

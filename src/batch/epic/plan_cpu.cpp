@@ -1,4 +1,5 @@
 // Alg. 2-4 on the CPU: the twin of the GPU planner (gpu.cu), step for step.
+#include <thread>
 #include <vector>
 
 #include "batch/epic/epic.hpp"
@@ -37,9 +38,106 @@ void sort_by_record(std::vector<std::uint64_t>& ops) {
   }
 }
 
+// Runs f(part) for part 0..parts-1, parts-1 of them on new threads.
+template <class F>
+void on_threads(std::size_t parts, F f) {
+  std::vector<std::thread> pool;
+  for (std::size_t p = 1; p < parts; ++p) pool.emplace_back(f, p);
+  f(0);
+  for (auto& th : pool) th.join();
+}
+
+// The same plan on `parts` threads: packing by txn ranges; per digit, each thread counts and
+// then scatters its contiguous range (threads' ranges in order, so the sort stays stable); the
+// segmented counts, classes and the temp-write scan per range, each range starting from the
+// counts across its edges and the temp writes of the ranges before it. Equal to the sequential
+// plan bit for bit (tests: EpicPlan.ParallelEqualsSequential).
+void plan_parallel(const Batch& b, const std::vector<std::uint32_t>& global, Plan* out, std::size_t parts) {
+  constexpr int kBits = 11, kDigits = 3;
+  constexpr std::uint32_t kBuckets = 1u << kBits, kMask = kBuckets - 1;
+  const std::size_t n = b.size(), m = b.keys.size();
+  // The calling thread's reused buffers, named through references: inside the workers' lambdas
+  // a thread_local name would mean the worker's own (empty) instance.
+  thread_local std::vector<std::uint64_t> tl_ops, tl_tmp;
+  thread_local std::vector<std::uint32_t> tl_wb, tl_wa;
+  std::vector<std::uint64_t>& ops = tl_ops;
+  std::vector<std::uint64_t>& tmp = tl_tmp;
+  std::vector<std::uint32_t>& wb = tl_wb;
+  std::vector<std::uint32_t>& wa = tl_wa;
+  ops.resize(m);
+  tmp.resize(m);
+  wb.resize(m);
+  wa.resize(m);
+  auto lo = [&](std::size_t p, std::size_t total) { return total * p / parts; };
+  on_threads(parts, [&](std::size_t p) {
+    for (std::size_t t = lo(p, n); t < lo(p + 1, n); ++t) {
+      const std::uint32_t beg = b.op_begin[t], cnt = b.op_begin[t + 1] - beg, nr = b.nreads[t];
+      for (std::uint32_t i = 0; i < cnt; ++i) ops[beg + i] = pack_op(global[beg + i], static_cast<std::uint32_t>(t), i >= nr, i);
+    }
+  });
+  std::vector<std::size_t> count(parts * kBuckets);
+  for (int d = 0; d < kDigits; ++d) {
+    const int shift = 32 + d * kBits;
+    std::fill(count.begin(), count.end(), 0);
+    on_threads(parts, [&](std::size_t p) {
+      std::size_t* c = count.data() + p * kBuckets;
+      for (std::size_t i = lo(p, m); i < lo(p + 1, m); ++i) ++c[(ops[i] >> shift) & kMask];
+    });
+    std::size_t first = 0;
+    for (std::size_t p = 0; p < parts; ++p) first += count[p * kBuckets + ((ops[0] >> shift) & kMask)];
+    if (first == m) continue;  // every op has the same digit
+    std::size_t sum = 0;
+    for (std::uint32_t k = 0; k < kBuckets; ++k)
+      for (std::size_t p = 0; p < parts; ++p) {
+        const std::size_t x = count[p * kBuckets + k];
+        count[p * kBuckets + k] = sum;
+        sum += x;
+      }
+    on_threads(parts, [&](std::size_t p) {
+      std::size_t* c = count.data() + p * kBuckets;
+      for (std::size_t i = lo(p, m); i < lo(p + 1, m); ++i) tmp[c[(ops[i] >> shift) & kMask]++] = ops[i];
+    });
+    ops.swap(tmp);
+  }
+  std::vector<std::uint32_t> temps(parts + 1, 0);
+  on_threads(parts, [&](std::size_t p) {
+    const std::size_t a = lo(p, m), e = lo(p + 1, m);
+    if (a == e) return;
+    // Writes of this range's first record before the range, and of its last record after it.
+    std::uint32_t before = 0, after = 0;
+    for (std::size_t i = a; i-- > 0 && op_record(ops[i]) == op_record(ops[a]);) before += op_is_write(ops[i]);
+    for (std::size_t i = e; i < m && op_record(ops[i]) == op_record(ops[e - 1]); ++i) after += op_is_write(ops[i]);
+    for (std::size_t i = a; i < e; ++i)
+      wb[i] = i == a ? before : op_record(ops[i]) != op_record(ops[i - 1]) ? 0 : wb[i - 1] + op_is_write(ops[i - 1]);
+    for (std::size_t k = e; k-- > a;)
+      wa[k] = k + 1 == e ? after : op_record(ops[k]) != op_record(ops[k + 1]) ? 0 : wa[k + 1] + op_is_write(ops[k + 1]);
+    std::uint32_t tw = 0;
+    for (std::size_t i = a; i < e; ++i) tw += classify(op_is_write(ops[i]), wb[i], wa[i]) == kTempWrite;
+    temps[p + 1] = tw;
+  });
+  for (std::size_t p = 0; p < parts; ++p) temps[p + 1] += temps[p];
+  out->loc.resize(m);
+  out->copy.resize(m);
+  on_threads(parts, [&](std::size_t p) {
+    std::uint32_t tw = temps[p];
+    for (std::size_t i = lo(p, m); i < lo(p + 1, m); ++i) {
+      const bool w = op_is_write(ops[i]);
+      const OpType ty = classify(w, wb[i], wa[i]);
+      const std::size_t dst = b.op_begin[op_txn(ops[i])] + op_index(ops[i]);
+      out->loc[dst] = location(ty, tw);
+      out->copy[dst] = copy_location(w, wb[i], tw);
+      tw += ty == kTempWrite;
+    }
+  });
+  out->temp_count = temps[parts];
+}
+
 }  // namespace
 
-void plan_cpu(const Batch& b, const std::vector<std::uint32_t>& global, Plan* out, const Faults& f) {
+void plan_cpu(const Batch& b, const std::vector<std::uint32_t>& global, Plan* out, const Faults& f, int threads) {
+  // Large batches without planted faults plan on `threads` threads.
+  if (threads > 1 && b.keys.size() >= 65536 && !f.inclusive_scan && !f.write_before_read)
+    return plan_parallel(b, global, out, static_cast<std::size_t>(threads));
   const std::size_t n = b.size();
   const std::size_t m = b.keys.size();
   // Step 1: submit ops in txn order, reads before writes.

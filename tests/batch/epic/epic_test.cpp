@@ -117,6 +117,40 @@ struct MixGen {
   }
 };
 
+// The multi-threaded CPU plan equals the sequential one bit for bit: contended Mix batches (hot
+// records span the threads' ranges; some reads name missing keys, whose record bits are all
+// ones) and a YCSB batch over 10^6 records.
+TEST(EpicPlan, ParallelEqualsSequential) {
+  MixGen g(41);
+  for (std::size_t n : {14000, 30000}) {
+    Batch b;
+    for (std::size_t t = 0; t < n; ++t) g.txn(&b, t);
+    std::vector<std::uint32_t> gl(b.keys.size());
+    for (std::size_t i = 0; i < gl.size(); ++i)
+      gl[i] = i % 97 == 0 ? kInvalid : b.keys[i].table * 1000 + static_cast<std::uint32_t>(b.keys[i].key);
+    for (std::size_t t = 0; t < n; ++t)  // missing keys only for reads
+      for (std::uint32_t i = b.op_begin[t] + b.nreads[t]; i < b.op_begin[t + 1]; ++i)
+        if (gl[i] == kInvalid) gl[i] = b.keys[i].table * 1000 + static_cast<std::uint32_t>(b.keys[i].key);
+    ASSERT_GE(b.keys.size(), 65536u) << "the batch must take the parallel path";
+    Plan seq, par;
+    plan_cpu(b, gl, &seq);
+    for (int threads : {2, 3, 4}) {
+      plan_cpu(b, gl, &par, {}, threads);
+      ASSERT_TRUE(par == seq) << "n " << n << " threads " << threads;
+    }
+  }
+  YcsbConfig c = YcsbConfig::workload('F', 0.99, false);
+  YcsbGenerator yg(c);
+  Batch b;
+  yg.generate(20000, &b);
+  std::vector<std::uint32_t> gl(b.keys.size());
+  for (std::size_t i = 0; i < gl.size(); ++i) gl[i] = static_cast<std::uint32_t>(b.keys[i].key);
+  Plan seq, par;
+  plan_cpu(b, gl, &seq);
+  plan_cpu(b, gl, &par, {}, 2);
+  ASSERT_TRUE(par == seq);
+}
+
 void load_mix(Database& db, SerialStore& s) {
   for (std::uint32_t t = 0; t < 3; ++t) {
     const std::uint32_t w = db.table(t).spec.record_words;
