@@ -119,7 +119,7 @@ struct MixGen {
 
 // The multi-threaded CPU plan equals the sequential one bit for bit: contended Mix batches (hot
 // records span the threads' ranges; some reads name missing keys, whose record bits are all
-// ones) and a YCSB batch over 10^6 records.
+// ones) and a YCSB batch over 10^6 records. Multi-threaded index lookups give the same ids.
 TEST(EpicPlan, ParallelEqualsSequential) {
   MixGen g(41);
   for (std::size_t n : {14000, 30000}) {
@@ -138,6 +138,13 @@ TEST(EpicPlan, ParallelEqualsSequential) {
       plan_cpu(b, gl, &par, {}, threads);
       ASSERT_TRUE(par == seq) << "n " << n << " threads " << threads;
     }
+    // Indexing with its lookups on 3 threads gives the same ids.
+    Database one(mix_tables()), three(mix_tables());
+    Indexed x1, x3;
+    std::string err;
+    ASSERT_TRUE(one.index(b, &x1, &err, 1)) << err;
+    ASSERT_TRUE(three.index(b, &x3, &err, 3)) << err;
+    ASSERT_TRUE(x1.rid == x3.rid && x1.global == x3.global && x1.table == x3.table);
   }
   YcsbConfig c = YcsbConfig::workload('F', 0.99, false);
   YcsbGenerator yg(c);
