@@ -5,8 +5,10 @@
 #   2. YCSB A/B/C/F (theta 0 and 0.99, plain and split): serial, epic-cpu, epic-gpu
 #   3. TPC-C NP at 1 and 64 warehouses: serial, epic-cpu, epic-gpu
 #   4. epic-gpu again with a 256 ns polling backoff cap on the contended cases (same epochs)
+#   5. (step "full") TPC-C's full mix at 1 and 64 warehouses: serial, epic-cpu, epic-gpu
+#   6. (step "sweep") the latency sweep: epoch sizes 500-200K on NP (w 1, 64) and YCSB-F (θ 0, 0.99)
 # epic-twin (the CPU planning twin, the CI path) is left out here to keep the run short.
-# STEPS (default "tests ycsb np backoff") picks steps.
+# STEPS (default "tests ycsb np backoff"; also "full" and "sweep") picks steps.
 set -uo pipefail
 P=${PACK:-gpu-pack-epic}
 OUT=${OUT:-/tmp/epic-out}
@@ -34,4 +36,10 @@ step np && run epic-np-w1-h100 60 --np 1 --systems serial,epic-cpu,epic-gpu
 step np && run epic-np-w64-h100 80 --np 64 --systems serial,epic-cpu,epic-gpu
 step backoff && run epic-ycsb-backoff256-h100 60 --records 1000000 --systems epic-gpu --workloads A,F --thetas 0.99 --gpu-backoff 256
 step backoff && run epic-np-backoff256-h100 40 --np 1 --systems epic-gpu --gpu-backoff 256
+step full && run epic-full-w1-h100 90 --np 1 --mix full --systems serial,epic-cpu,epic-gpu
+step full && run epic-full-w64-h100 90 --np 64 --mix full --systems serial,epic-cpu,epic-gpu
+SW="--epoch-sizes 500,2000,10000,50000,100000,200000 --systems epic-cpu,epic-gpu"
+step sweep && run epic-sweep-np-h100 240 --np 1 $SW
+step sweep && run epic-sweep-np64-h100 240 --np 64 $SW
+step sweep && run epic-sweep-ycsbf-h100 240 --records 1000000 --workloads F --split 0 $SW
 cat "$L"

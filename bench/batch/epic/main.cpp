@@ -39,6 +39,7 @@ struct Config {
   std::string out;
   std::uint32_t np = 0;  ///< > 0: TPC-C with this many warehouses instead of YCSB
   bool full = false;     ///< TPC-C's full mix instead of NP
+  std::vector<std::size_t> sizes;  ///< --epoch-sizes: one pass per epoch size
   unsigned backoff_ns = 4096;  ///< the GPU executor's longest sleep between polls
 };
 
@@ -66,7 +67,9 @@ int main(int argc, char** argv) {
   const bool ok = b::scan_flags(argc, argv, &help, &quick, &error, [&](const std::string& f, const std::string& v) {
     if (f == "--records") c.records = b::parse_count(v).value_or(0);
     else if (f == "--epoch") c.epoch = b::parse_count(v).value_or(0);
-    else if (f == "--epochs") c.epochs = static_cast<int>(b::parse_count(v).value_or(0));
+    else if (f == "--epoch-sizes") {
+      for (auto& x : list(v)) c.sizes.push_back(b::parse_count(x).value_or(0));
+    } else if (f == "--epochs") c.epochs = static_cast<int>(b::parse_count(v).value_or(0));
     else if (f == "--threads") c.threads = static_cast<int>(b::parse_count(v).value_or(0));
     else if (f == "--workloads") c.workloads = list(v);
     else if (f == "--thetas") {
@@ -87,14 +90,15 @@ int main(int argc, char** argv) {
   });
   if (!ok || help) {
     std::cerr << (ok ? "" : error + "\n")
-              << "usage: duet_bench_epic [--quick] [--records N] [--epoch N] [--epochs N] [--threads N]\n"
+              << "usage: duet_bench_epic [--quick] [--records N] [--epoch N] [--epoch-sizes N,N..] [--epochs N] [--threads N]\n"
                  "  [--workloads A,B,C,F] [--thetas 0,0.99] [--split 0,1] [--systems serial,epic-twin,epic-cpu,epic-gpu]\n"
                  "  [--out FILE] [--np WAREHOUSES: TPC-C instead of YCSB] [--mix np|full] [--gpu-backoff NS (4096)]\n";
     return ok ? 0 : 2;
   }
   if (quick) c.records = 100000, c.epoch = 10000, c.epochs = 4;
-  if (c.records == 0 || c.epoch == 0 || c.epochs < 2 || c.threads < 1) {
-    std::cerr << "bad configuration: records, epoch, threads >= 1 and epochs >= 2\n";
+  const bool bad_size = std::any_of(c.sizes.begin(), c.sizes.end(), [](std::size_t x) { return x == 0 || x > kMaxTxns; });
+  if (c.records == 0 || c.epoch == 0 || c.epoch > kMaxTxns || bad_size || c.epochs < 2 || c.threads < 1) {
+    std::cerr << "bad configuration: records, epoch sizes (at most 2^20), threads >= 1 and epochs >= 2\n";
     return 2;
   }
   std::string why;
@@ -106,226 +110,237 @@ int main(int argc, char** argv) {
   b::Json records = b::Json::array();
   std::printf("%-4s %-5s %-5s %-10s %14s %14s %9s %9s %9s %9s\n", "wl", "theta", "split", "system", "formula op/s",
               "wall op/s", "index ms", "xfer ms", "plan ms", "exec ms");
-  auto has = [&](const char* s) { return std::find(c.systems.begin(), c.systems.end(), s) != c.systems.end(); };
-  if (c.np) {
-    // TPC-C NP: every system gets its own tables, loaded alike, and runs the same epochs.
-    const std::uint32_t orders = static_cast<std::uint32_t>(c.epoch * c.epochs / 2 + 1000);
-    const auto specs = tpcc_tables(c.np, orders, orders);
-    std::shared_ptr<GpuRunner> np_runner;
-    if (gpu && (has("epic-cpu") || has("epic-gpu"))) {
-      np_runner.reset(make_gpu_runner(ProcSet::kTpcc, &why).release());
-      if (!np_runner) {
-        std::cerr << "gpu runner: " << why << "\n";
-        return 1;
-      }
-      np_runner->set_max_backoff_ns(c.backoff_ns);
-    }
-    std::unique_ptr<SerialStore> serial;
-    std::unique_ptr<Engine<TpccProcs>> twin, epic_cpu;
-    std::unique_ptr<Database> gpu_db;
-    if (has("serial")) serial = std::make_unique<SerialStore>(specs);
-    if (has("epic-twin")) twin = std::make_unique<Engine<TpccProcs>>(specs, c.threads);
-    if (np_runner && has("epic-cpu")) epic_cpu = std::make_unique<Engine<TpccProcs>>(specs, c.threads, gpu_planner(np_runner));
-    if (np_runner && has("epic-gpu")) gpu_db = std::make_unique<Database>(specs);
-    tpcc_load(c.np, [&](std::uint32_t t, std::uint64_t k, const std::uint32_t* d) {
-      if (serial) serial->put(t, k, d);
-      if (twin) twin->db().load(t, k, d);
-      if (epic_cpu) epic_cpu->db().load(t, k, d);
-      if (gpu_db) gpu_db->load(t, k, d);
-    });
-    if (gpu_db && !np_runner->upload(*gpu_db, &error)) {
-      std::cerr << "upload: " << error << "\n";
-      return 1;
-    }
-    TpccGenerator gen(c.np, 42, c.full ? TpccMix::kFull : TpccMix::kNp);
-    if (!gen.error().empty()) {
-      std::cerr << gen.error() << "\n";
-      return 1;
-    }
-    std::vector<Batch> epochs(c.epochs);
-    for (int e = 0; e < c.epochs; ++e) gen.generate(c.epoch, &epochs[e], e * c.epoch);
-    const std::string wl = c.full ? "tpcc-full" : "tpcc-np";
-    auto report = [&](const std::string& system, const Sample& p) {
-      std::vector<double> f(p.formula.begin() + 1, p.formula.end()), w(p.wall.begin() + 1, p.wall.end());
-      auto med = [](const std::vector<double>& xs) {
-        return xs.size() < 2 ? 0.0 : b::summarize(std::vector<double>(xs.begin() + 1, xs.end())).median;
-      };
-      const b::Summary fs = b::summarize(f), ws = b::summarize(w);
-      std::printf("%-4s w%-4u %-5s %-10s %14.0f %14.0f %9.2f %9.2f %9.2f %9.2f  formula range %.0f-%.0f\n", c.full ? "full" : "np", c.np, "",
-                  system.c_str(), fs.median, ws.median, med(p.index), med(p.transfer), med(p.plan), med(p.exec), fs.min,
-                  fs.max);
-      std::fflush(stdout);
-      b::Json r = b::Json::object();
-      r.set("name", wl).set("system", system).set("workload", wl).set("op", "txn");
-      r.set("warehouses", c.np).set("epoch_txns", static_cast<std::uint64_t>(c.epoch));
-      r.set("formula_ops_per_s", fs.median).set("formula_ops_per_s_min", fs.min).set("formula_ops_per_s_max", fs.max);
-      r.set("wall_ops_per_s", ws.median).set("wall_ops_per_s_min", ws.min).set("wall_ops_per_s_max", ws.max);
-      r.set("index_ms_median", med(p.index)).set("transfer_ms_median", med(p.transfer));
-      r.set("plan_ms_median", med(p.plan)).set("exec_ms_median", med(p.exec)).set("gc_ms_median", med(p.gc));
-      if (system == "epic-gpu") r.set("max_backoff_ns", c.backoff_ns);
-      records.push(r);
-    };
-    if (serial) {
-      Sample s;
-      std::vector<std::uint32_t> outcome, out;
-      for (auto& e : epochs) {
-        const auto t0 = std::chrono::steady_clock::now();
-        run_serial<TpccProcs>(*serial, e, &outcome, &out);
-        const double ms = ms_since(t0);
-        s.formula.push_back(e.size() / ms * 1e3), s.wall.push_back(e.size() / ms * 1e3);
-        s.index.push_back(0), s.transfer.push_back(0), s.plan.push_back(0), s.exec.push_back(ms), s.gc.push_back(0);
-      }
-      report("serial", s);
-    }
-    for (auto* eng : {twin.get(), epic_cpu.get()}) {
-      if (!eng) continue;
-      Sample s;
-      for (auto& e : epochs) {
-        EpochOutput eo;
-        if (!eng->run_epoch(e, &eo, &error)) {
-          std::cerr << "epoch: " << error << "\n";
+  // One pass per epoch size (--epoch-sizes: the latency sweep), on epochs generated for it.
+  const Config base = c;
+  const std::vector<std::size_t> sizes = base.sizes.empty() ? std::vector<std::size_t>{base.epoch} : base.sizes;
+  for (const std::size_t size : sizes) {
+    Config c = base;
+    c.epoch = size;
+    auto has = [&](const char* s) { return std::find(c.systems.begin(), c.systems.end(), s) != c.systems.end(); };
+    if (c.np) {
+      // TPC-C NP: every system gets its own tables, loaded alike, and runs the same epochs.
+      const std::uint32_t orders = static_cast<std::uint32_t>(c.epoch * c.epochs / 2 + 1000);
+      const auto specs = tpcc_tables(c.np, orders, orders);
+      std::shared_ptr<GpuRunner> np_runner;
+      if (gpu && (has("epic-cpu") || has("epic-gpu"))) {
+        np_runner.reset(make_gpu_runner(ProcSet::kTpcc, &why).release());
+        if (!np_runner) {
+          std::cerr << "gpu runner: " << why << "\n";
           return 1;
         }
-        const EpochStats& st = eo.stats;
-        s.formula.push_back(st.txns / (st.index_ms + st.plan_ms + st.exec_ms) * 1e3);
-        s.wall.push_back(st.txns / st.total_ms * 1e3);
-        s.index.push_back(st.index_ms), s.transfer.push_back(0), s.plan.push_back(st.plan_ms);
-        s.exec.push_back(st.exec_ms), s.gc.push_back(st.gc_ms);
+        np_runner->set_max_backoff_ns(c.backoff_ns);
       }
-      report(eng == twin.get() ? "epic-twin" : "epic-cpu", s);
-    }
-    if (gpu_db) {
-      // Reruns (a mispredicted order id) are not resubmitted here; reconnaissance over one
-      // generator predicts every id, so none occur.
-      Sample s;
-      for (auto& e : epochs) {
-        EpochOutput eo;
-        GpuTimes gt;
-        const auto t0 = std::chrono::steady_clock::now();
-        if (!np_runner->run_epoch(*gpu_db, e, &eo, &error, &gt)) {
-          std::cerr << "gpu epoch: " << error << "\n";
-          return 1;
-        }
-        const double wall = ms_since(t0);
-        const EpochStats& st = eo.stats;
-        s.formula.push_back(st.txns / (st.index_ms + gt.h2d_ms + gt.plan_ms + gt.exec_ms + gt.d2h_ms) * 1e3);
-        s.wall.push_back(st.txns / wall * 1e3);
-        s.index.push_back(st.index_ms), s.transfer.push_back(gt.h2d_ms + gt.d2h_ms), s.plan.push_back(gt.plan_ms);
-        s.exec.push_back(gt.exec_ms), s.gc.push_back(gt.gc_ms);
-      }
-      report("epic-gpu", s);
-    }
-    c.splits.clear();
-  }
-  for (int split : c.splits) {
-    YcsbConfig base = YcsbConfig::workload('A', 0, split);
-    base.records = c.records;
-    const TableSpec spec = ycsb_table(base);
-    // One set of tables per system for this layout; workloads run on them one after another.
-    std::unique_ptr<Database> twin_db, cpu_db, gpu_db;
-    std::unique_ptr<SerialStore> serial;
-    std::unique_ptr<Engine<YcsbProcs>> twin, epic_cpu;
-    if (has("serial")) {
-      serial = std::make_unique<SerialStore>(std::vector<TableSpec>{spec});
-      Database dummy({});
-      load(dummy, serial.get(), spec);
-    }
-    if (has("epic-twin")) {
-      twin = std::make_unique<Engine<YcsbProcs>>(std::vector<TableSpec>{spec}, c.threads);
-      load(twin->db(), nullptr, spec);
-    }
-    if (has("epic-cpu") && runner) {
-      epic_cpu = std::make_unique<Engine<YcsbProcs>>(std::vector<TableSpec>{spec}, c.threads, gpu_planner(runner));
-      load(epic_cpu->db(), nullptr, spec);
-    }
-    if (has("epic-gpu") && runner) {
-      gpu_db = std::make_unique<Database>(std::vector<TableSpec>{spec});
-      load(*gpu_db, nullptr, spec);
-      if (!runner->upload(*gpu_db, &error)) {
+      std::unique_ptr<SerialStore> serial;
+      std::unique_ptr<Engine<TpccProcs>> twin, epic_cpu;
+      std::unique_ptr<Database> gpu_db;
+      if (has("serial")) serial = std::make_unique<SerialStore>(specs);
+      if (has("epic-twin")) twin = std::make_unique<Engine<TpccProcs>>(specs, c.threads);
+      if (np_runner && has("epic-cpu")) epic_cpu = std::make_unique<Engine<TpccProcs>>(specs, c.threads, gpu_planner(np_runner));
+      if (np_runner && has("epic-gpu")) gpu_db = std::make_unique<Database>(specs);
+      tpcc_load(c.np, [&](std::uint32_t t, std::uint64_t k, const std::uint32_t* d) {
+        if (serial) serial->put(t, k, d);
+        if (twin) twin->db().load(t, k, d);
+        if (epic_cpu) epic_cpu->db().load(t, k, d);
+        if (gpu_db) gpu_db->load(t, k, d);
+      });
+      if (gpu_db && !np_runner->upload(*gpu_db, &error)) {
         std::cerr << "upload: " << error << "\n";
         return 1;
       }
-    }
-    for (const auto& wl : c.workloads)
-      for (double theta : c.thetas) {
-        YcsbConfig y = YcsbConfig::workload(wl.empty() ? 'A' : wl[0], theta, split);
-        y.records = c.records;
-        y.seed = 42;
-        YcsbGenerator gen(y);
-        std::vector<Batch> epochs(c.epochs);
-        for (int e = 0; e < c.epochs; ++e) gen.generate(c.epoch, &epochs[e], e * c.epoch);
-        auto report = [&](const std::string& system, const Sample& s) {
-          std::vector<double> f(s.formula.begin() + 1, s.formula.end()), w(s.wall.begin() + 1, s.wall.end());
-          auto med = [](std::vector<double> xs) { return b::summarize(std::vector<double>(xs.begin() + 1, xs.end())).median; };
-          std::printf("%-4s %-5.2f %-5d %-10s %14.0f %14.0f %9.2f %9.2f %9.2f %9.2f\n", wl.c_str(), theta, split,
-                      system.c_str(), b::summarize(f).median, b::summarize(w).median, med(s.index), med(s.transfer),
-                      med(s.plan), med(s.exec));
-          std::fflush(stdout);
-          b::Json r = b::Json::object();
-          r.set("name", "ycsb-" + wl).set("system", system).set("workload", "ycsb-" + wl).set("op", "txn");
-          r.set("theta", theta).set("split", split == 1).set("epoch_txns", static_cast<std::uint64_t>(c.epoch));
-          const b::Summary fs = b::summarize(f), ws = b::summarize(w);
-          r.set("formula_ops_per_s", fs.median).set("formula_ops_per_s_min", fs.min).set("formula_ops_per_s_max", fs.max);
-          r.set("wall_ops_per_s", ws.median).set("wall_ops_per_s_min", ws.min).set("wall_ops_per_s_max", ws.max);
-          r.set("index_ms_median", med(s.index)).set("transfer_ms_median", med(s.transfer));
-          r.set("plan_ms_median", med(s.plan)).set("exec_ms_median", med(s.exec)).set("gc_ms_median", med(s.gc));
-          if (system == "epic-gpu") r.set("max_backoff_ns", c.backoff_ns);
-          records.push(r);
+      TpccGenerator gen(c.np, 42, c.full ? TpccMix::kFull : TpccMix::kNp);
+      if (!gen.error().empty()) {
+        std::cerr << gen.error() << "\n";
+        return 1;
+      }
+      std::vector<Batch> epochs(c.epochs);
+      for (int e = 0; e < c.epochs; ++e) gen.generate(c.epoch, &epochs[e], e * c.epoch);
+      const std::string wl = c.full ? "tpcc-full" : "tpcc-np";
+      auto report = [&](const std::string& system, const Sample& p) {
+        std::vector<double> f(p.formula.begin() + 1, p.formula.end()), w(p.wall.begin() + 1, p.wall.end());
+        auto med = [](const std::vector<double>& xs) {
+          return xs.size() < 2 ? 0.0 : b::summarize(std::vector<double>(xs.begin() + 1, xs.end())).median;
         };
-        if (serial) {
-          Sample s;
-          std::vector<std::uint32_t> outcome, out;
-          for (auto& e : epochs) {
-            const auto t0 = std::chrono::steady_clock::now();
-            run_serial<YcsbProcs>(*serial, e, &outcome, &out);
-            const double ms = ms_since(t0);
-            s.formula.push_back(e.size() / ms * 1e3);
-            s.wall.push_back(e.size() / ms * 1e3);
-            s.index.push_back(0), s.transfer.push_back(0), s.plan.push_back(0), s.exec.push_back(ms), s.gc.push_back(0);
-          }
-          report("serial", s);
+        const b::Summary fs = b::summarize(f), ws = b::summarize(w);
+        std::printf("%-4s w%-4u %-5s %-10s %14.0f %14.0f %9.2f %9.2f %9.2f %9.2f  formula range %.0f-%.0f\n", c.full ? "full" : "np", c.np, "",
+                    system.c_str(), fs.median, ws.median, med(p.index), med(p.transfer), med(p.plan), med(p.exec), fs.min,
+                    fs.max);
+        std::fflush(stdout);
+        b::Json r = b::Json::object();
+        r.set("name", wl).set("system", system).set("workload", wl).set("op", "txn");
+        r.set("warehouses", c.np).set("epoch_txns", static_cast<std::uint64_t>(c.epoch));
+        r.set("formula_ops_per_s", fs.median).set("formula_ops_per_s_min", fs.min).set("formula_ops_per_s_max", fs.max);
+        r.set("wall_ops_per_s", ws.median).set("wall_ops_per_s_min", ws.min).set("wall_ops_per_s_max", ws.max);
+        r.set("epoch_wall_ms_median", ws.median > 0 ? c.epoch / ws.median * 1e3 : 0.0);
+        r.set("index_ms_median", med(p.index)).set("transfer_ms_median", med(p.transfer));
+        r.set("plan_ms_median", med(p.plan)).set("exec_ms_median", med(p.exec)).set("gc_ms_median", med(p.gc));
+        if (system == "epic-gpu") r.set("max_backoff_ns", c.backoff_ns);
+        records.push(r);
+      };
+      if (serial) {
+        Sample s;
+        std::vector<std::uint32_t> outcome, out;
+        for (auto& e : epochs) {
+          const auto t0 = std::chrono::steady_clock::now();
+          run_serial<TpccProcs>(*serial, e, &outcome, &out);
+          const double ms = ms_since(t0);
+          s.formula.push_back(e.size() / ms * 1e3), s.wall.push_back(e.size() / ms * 1e3);
+          s.index.push_back(0), s.transfer.push_back(0), s.plan.push_back(0), s.exec.push_back(ms), s.gc.push_back(0);
         }
-        for (auto* eng : {twin.get(), epic_cpu.get()}) {
-          if (!eng) continue;
-          Sample s;
-          for (auto& e : epochs) {
-            EpochOutput out;
-            if (!eng->run_epoch(e, &out, &error)) {
-              std::cerr << "epoch: " << error << "\n";
-              return 1;
-            }
-            const EpochStats& st = out.stats;
-            // Epic-CPU's plan time includes its H2D and D2H copies (GpuRunner::plan).
-            s.formula.push_back(st.txns / (st.index_ms + st.plan_ms + st.exec_ms) * 1e3);
-            s.wall.push_back(st.txns / st.total_ms * 1e3);
-            s.index.push_back(st.index_ms), s.transfer.push_back(0), s.plan.push_back(st.plan_ms);
-            s.exec.push_back(st.exec_ms), s.gc.push_back(st.gc_ms);
+        report("serial", s);
+      }
+      for (auto* eng : {twin.get(), epic_cpu.get()}) {
+        if (!eng) continue;
+        Sample s;
+        for (auto& e : epochs) {
+          EpochOutput eo;
+          if (!eng->run_epoch(e, &eo, &error)) {
+            std::cerr << "epoch: " << error << "\n";
+            return 1;
           }
-          report(eng == twin.get() ? "epic-twin" : "epic-cpu", s);
+          const EpochStats& st = eo.stats;
+          s.formula.push_back(st.txns / (st.index_ms + st.plan_ms + st.exec_ms) * 1e3);
+          s.wall.push_back(st.txns / st.total_ms * 1e3);
+          s.index.push_back(st.index_ms), s.transfer.push_back(0), s.plan.push_back(st.plan_ms);
+          s.exec.push_back(st.exec_ms), s.gc.push_back(st.gc_ms);
         }
-        if (gpu_db) {
-          Sample s;
-          for (auto& e : epochs) {
-            EpochOutput out;
-            GpuTimes gt;
-            const auto t0 = std::chrono::steady_clock::now();
-            if (!runner->run_epoch(*gpu_db, e, &out, &error, &gt)) {
-              std::cerr << "gpu epoch: " << error << "\n";
-              return 1;
-            }
-            const double wall = ms_since(t0);
-            const EpochStats& st = out.stats;
-            s.formula.push_back(st.txns / (st.index_ms + gt.h2d_ms + gt.plan_ms + gt.exec_ms + gt.d2h_ms) * 1e3);
-            s.wall.push_back(st.txns / wall * 1e3);
-            s.index.push_back(st.index_ms), s.transfer.push_back(gt.h2d_ms + gt.d2h_ms), s.plan.push_back(gt.plan_ms);
-            s.exec.push_back(gt.exec_ms), s.gc.push_back(gt.gc_ms);
+        report(eng == twin.get() ? "epic-twin" : "epic-cpu", s);
+      }
+      if (gpu_db) {
+        // Reruns (a mispredicted order id) are not resubmitted here; reconnaissance over one
+        // generator predicts every id, so none occur.
+        Sample s;
+        for (auto& e : epochs) {
+          EpochOutput eo;
+          GpuTimes gt;
+          const auto t0 = std::chrono::steady_clock::now();
+          if (!np_runner->run_epoch(*gpu_db, e, &eo, &error, &gt)) {
+            std::cerr << "gpu epoch: " << error << "\n";
+            return 1;
           }
-          report("epic-gpu", s);
+          const double wall = ms_since(t0);
+          const EpochStats& st = eo.stats;
+          s.formula.push_back(st.txns / (st.index_ms + gt.h2d_ms + gt.plan_ms + gt.exec_ms + gt.d2h_ms) * 1e3);
+          s.wall.push_back(st.txns / wall * 1e3);
+          s.index.push_back(st.index_ms), s.transfer.push_back(gt.h2d_ms + gt.d2h_ms), s.plan.push_back(gt.plan_ms);
+          s.exec.push_back(gt.exec_ms), s.gc.push_back(gt.gc_ms);
+        }
+        report("epic-gpu", s);
+      }
+      c.splits.clear();
+    }
+    for (int split : c.splits) {
+      YcsbConfig base = YcsbConfig::workload('A', 0, split);
+      base.records = c.records;
+      const TableSpec spec = ycsb_table(base);
+      // One set of tables per system for this layout; workloads run on them one after another.
+      std::unique_ptr<Database> twin_db, cpu_db, gpu_db;
+      std::unique_ptr<SerialStore> serial;
+      std::unique_ptr<Engine<YcsbProcs>> twin, epic_cpu;
+      if (has("serial")) {
+        serial = std::make_unique<SerialStore>(std::vector<TableSpec>{spec});
+        Database dummy({});
+        load(dummy, serial.get(), spec);
+      }
+      if (has("epic-twin")) {
+        twin = std::make_unique<Engine<YcsbProcs>>(std::vector<TableSpec>{spec}, c.threads);
+        load(twin->db(), nullptr, spec);
+      }
+      if (has("epic-cpu") && runner) {
+        epic_cpu = std::make_unique<Engine<YcsbProcs>>(std::vector<TableSpec>{spec}, c.threads, gpu_planner(runner));
+        load(epic_cpu->db(), nullptr, spec);
+      }
+      if (has("epic-gpu") && runner) {
+        gpu_db = std::make_unique<Database>(std::vector<TableSpec>{spec});
+        load(*gpu_db, nullptr, spec);
+        if (!runner->upload(*gpu_db, &error)) {
+          std::cerr << "upload: " << error << "\n";
+          return 1;
         }
       }
+      for (const auto& wl : c.workloads)
+        for (double theta : c.thetas) {
+          YcsbConfig y = YcsbConfig::workload(wl.empty() ? 'A' : wl[0], theta, split);
+          y.records = c.records;
+          y.seed = 42;
+          YcsbGenerator gen(y);
+          std::vector<Batch> epochs(c.epochs);
+          for (int e = 0; e < c.epochs; ++e) gen.generate(c.epoch, &epochs[e], e * c.epoch);
+          auto report = [&](const std::string& system, const Sample& s) {
+            std::vector<double> f(s.formula.begin() + 1, s.formula.end()), w(s.wall.begin() + 1, s.wall.end());
+            auto med = [](std::vector<double> xs) { return b::summarize(std::vector<double>(xs.begin() + 1, xs.end())).median; };
+            std::printf("%-4s %-5.2f %-5d %-10s %14.0f %14.0f %9.2f %9.2f %9.2f %9.2f\n", wl.c_str(), theta, split,
+                        system.c_str(), b::summarize(f).median, b::summarize(w).median, med(s.index), med(s.transfer),
+                        med(s.plan), med(s.exec));
+            std::fflush(stdout);
+            b::Json r = b::Json::object();
+            r.set("name", "ycsb-" + wl).set("system", system).set("workload", "ycsb-" + wl).set("op", "txn");
+            r.set("theta", theta).set("split", split == 1).set("epoch_txns", static_cast<std::uint64_t>(c.epoch));
+            const b::Summary fs = b::summarize(f), ws = b::summarize(w);
+            r.set("formula_ops_per_s", fs.median).set("formula_ops_per_s_min", fs.min).set("formula_ops_per_s_max", fs.max);
+            r.set("wall_ops_per_s", ws.median).set("wall_ops_per_s_min", ws.min).set("wall_ops_per_s_max", ws.max);
+            r.set("epoch_wall_ms_median", ws.median > 0 ? c.epoch / ws.median * 1e3 : 0.0);
+            r.set("index_ms_median", med(s.index)).set("transfer_ms_median", med(s.transfer));
+            r.set("plan_ms_median", med(s.plan)).set("exec_ms_median", med(s.exec)).set("gc_ms_median", med(s.gc));
+            if (system == "epic-gpu") r.set("max_backoff_ns", c.backoff_ns);
+            records.push(r);
+          };
+          if (serial) {
+            Sample s;
+            std::vector<std::uint32_t> outcome, out;
+            for (auto& e : epochs) {
+              const auto t0 = std::chrono::steady_clock::now();
+              run_serial<YcsbProcs>(*serial, e, &outcome, &out);
+              const double ms = ms_since(t0);
+              s.formula.push_back(e.size() / ms * 1e3);
+              s.wall.push_back(e.size() / ms * 1e3);
+              s.index.push_back(0), s.transfer.push_back(0), s.plan.push_back(0), s.exec.push_back(ms), s.gc.push_back(0);
+            }
+            report("serial", s);
+          }
+          for (auto* eng : {twin.get(), epic_cpu.get()}) {
+            if (!eng) continue;
+            Sample s;
+            for (auto& e : epochs) {
+              EpochOutput out;
+              if (!eng->run_epoch(e, &out, &error)) {
+                std::cerr << "epoch: " << error << "\n";
+                return 1;
+              }
+              const EpochStats& st = out.stats;
+              // Epic-CPU's plan time includes its H2D and D2H copies (GpuRunner::plan).
+              s.formula.push_back(st.txns / (st.index_ms + st.plan_ms + st.exec_ms) * 1e3);
+              s.wall.push_back(st.txns / st.total_ms * 1e3);
+              s.index.push_back(st.index_ms), s.transfer.push_back(0), s.plan.push_back(st.plan_ms);
+              s.exec.push_back(st.exec_ms), s.gc.push_back(st.gc_ms);
+            }
+            report(eng == twin.get() ? "epic-twin" : "epic-cpu", s);
+          }
+          if (gpu_db) {
+            Sample s;
+            for (auto& e : epochs) {
+              EpochOutput out;
+              GpuTimes gt;
+              const auto t0 = std::chrono::steady_clock::now();
+              if (!runner->run_epoch(*gpu_db, e, &out, &error, &gt)) {
+                std::cerr << "gpu epoch: " << error << "\n";
+                return 1;
+              }
+              const double wall = ms_since(t0);
+              const EpochStats& st = out.stats;
+              s.formula.push_back(st.txns / (st.index_ms + gt.h2d_ms + gt.plan_ms + gt.exec_ms + gt.d2h_ms) * 1e3);
+              s.wall.push_back(st.txns / wall * 1e3);
+              s.index.push_back(st.index_ms), s.transfer.push_back(gt.h2d_ms + gt.d2h_ms), s.plan.push_back(gt.plan_ms);
+              s.exec.push_back(gt.exec_ms), s.gc.push_back(gt.gc_ms);
+            }
+            report("epic-gpu", s);
+          }
+        }
+    }
   }
   b::Json config = b::Json::object();
-  config.set("records", c.records).set("epoch_txns", static_cast<std::uint64_t>(c.epoch)).set("epochs", c.epochs);
+  b::Json size_list = b::Json::array();
+  for (auto x : sizes) size_list.push(static_cast<std::uint64_t>(x));
+  config.set("records", c.records).set("epoch_txns", static_cast<std::uint64_t>(c.epoch)).set("epoch_sizes", size_list).set("epochs", c.epochs);
   config.set("threads", c.threads).set("ops_per_txn", 10).set("record_bytes", 1000).set("field_bytes", 100);
   config.set("np_warehouses", c.np).set("tpcc_mix", c.full ? "full" : "np").set("gpu_max_backoff_ns", c.backoff_ns).set("median_over", "epochs 2..N").set("gpu", gpu ? device : "none: " + why);
   config.set("command", "bench/batch/epic: duet_bench_epic" + std::string(quick ? " --quick" : ""));
