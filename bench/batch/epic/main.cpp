@@ -40,6 +40,7 @@ struct Config {
   std::uint32_t np = 0;  ///< > 0: TPC-C with this many warehouses instead of YCSB
   bool full = false;     ///< TPC-C's full mix instead of NP
   std::vector<std::size_t> sizes;  ///< --epoch-sizes: one pass per epoch size
+  std::vector<double> abort_rates{0.0};  ///< --abort-rates: YCSB's injected abort shares
   unsigned backoff_ns = 4096;  ///< the GPU executor's longest sleep between polls
 };
 
@@ -67,7 +68,10 @@ int main(int argc, char** argv) {
   const bool ok = b::scan_flags(argc, argv, &help, &quick, &error, [&](const std::string& f, const std::string& v) {
     if (f == "--records") c.records = b::parse_count(v).value_or(0);
     else if (f == "--epoch") c.epoch = b::parse_count(v).value_or(0);
-    else if (f == "--epoch-sizes") {
+    else if (f == "--abort-rates") {
+      c.abort_rates.clear();
+      for (auto& x : list(v)) c.abort_rates.push_back(b::parse_double(x).value_or(-1));
+    } else if (f == "--epoch-sizes") {
       for (auto& x : list(v)) c.sizes.push_back(b::parse_count(x).value_or(0));
     } else if (f == "--epochs") c.epochs = static_cast<int>(b::parse_count(v).value_or(0));
     else if (f == "--threads") c.threads = static_cast<int>(b::parse_count(v).value_or(0));
@@ -91,14 +95,15 @@ int main(int argc, char** argv) {
   if (!ok || help) {
     std::cerr << (ok ? "" : error + "\n")
               << "usage: duet_bench_epic [--quick] [--records N] [--epoch N] [--epoch-sizes N,N..] [--epochs N] [--threads N]\n"
-                 "  [--workloads A,B,C,F] [--thetas 0,0.99] [--split 0,1] [--systems serial,epic-twin,epic-cpu,epic-gpu]\n"
+                 "  [--workloads A,B,C,F,U (U: ten read-updates)] [--abort-rates 0,0.25] [--thetas 0,0.99] [--split 0,1] [--systems serial,epic-twin,epic-cpu,epic-gpu]\n"
                  "  [--out FILE] [--np WAREHOUSES: TPC-C instead of YCSB] [--mix np|full] [--gpu-backoff NS (4096)]\n";
     return ok ? 0 : 2;
   }
   if (quick) c.records = 100000, c.epoch = 10000, c.epochs = 4;
-  const bool bad_size = std::any_of(c.sizes.begin(), c.sizes.end(), [](std::size_t x) { return x == 0 || x > kMaxTxns; });
+  const bool bad_size = std::any_of(c.sizes.begin(), c.sizes.end(), [](std::size_t x) { return x == 0 || x > kMaxTxns; }) ||
+                        std::any_of(c.abort_rates.begin(), c.abort_rates.end(), [](double x) { return x < 0 || x > 1; });
   if (c.records == 0 || c.epoch == 0 || c.epoch > kMaxTxns || bad_size || c.epochs < 2 || c.threads < 1) {
-    std::cerr << "bad configuration: records, epoch sizes (at most 2^20), threads >= 1 and epochs >= 2\n";
+    std::cerr << "bad configuration: records, epoch sizes (at most 2^20), threads >= 1, epochs >= 2, abort rates in [0, 1]\n";
     return 2;
   }
   std::string why;
@@ -258,23 +263,27 @@ int main(int argc, char** argv) {
         }
       }
       for (const auto& wl : c.workloads)
-        for (double theta : c.thetas) {
+        for (double theta : c.thetas)
+        for (double abort_rate : c.abort_rates) {
           YcsbConfig y = YcsbConfig::workload(wl.empty() ? 'A' : wl[0], theta, split);
           y.records = c.records;
           y.seed = 42;
+          y.abort_rate = abort_rate;
           YcsbGenerator gen(y);
           std::vector<Batch> epochs(c.epochs);
           for (int e = 0; e < c.epochs; ++e) gen.generate(c.epoch, &epochs[e], e * c.epoch);
           auto report = [&](const std::string& system, const Sample& s) {
             std::vector<double> f(s.formula.begin() + 1, s.formula.end()), w(s.wall.begin() + 1, s.wall.end());
             auto med = [](std::vector<double> xs) { return b::summarize(std::vector<double>(xs.begin() + 1, xs.end())).median; };
-            std::printf("%-4s %-5.2f %-5d %-10s %14.0f %14.0f %9.2f %9.2f %9.2f %9.2f\n", wl.c_str(), theta, split,
+            std::printf("%-4s %-5.2f %-5d %-10s %14.0f %14.0f %9.2f %9.2f %9.2f %9.2f%s\n", wl.c_str(), theta, split,
                         system.c_str(), b::summarize(f).median, b::summarize(w).median, med(s.index), med(s.transfer),
-                        med(s.plan), med(s.exec));
+                        med(s.plan), med(s.exec),
+                        abort_rate > 0 ? ("  aborts " + std::to_string(static_cast<int>(abort_rate * 100)) + "%").c_str() : "");
             std::fflush(stdout);
             b::Json r = b::Json::object();
             r.set("name", "ycsb-" + wl).set("system", system).set("workload", "ycsb-" + wl).set("op", "txn");
             r.set("theta", theta).set("split", split == 1).set("epoch_txns", static_cast<std::uint64_t>(c.epoch));
+            r.set("abort_rate", abort_rate);
             const b::Summary fs = b::summarize(f), ws = b::summarize(w);
             r.set("formula_ops_per_s", fs.median).set("formula_ops_per_s_min", fs.min).set("formula_ops_per_s_max", fs.max);
             r.set("wall_ops_per_s", ws.median).set("wall_ops_per_s_min", ws.min).set("wall_ops_per_s_max", ws.max);

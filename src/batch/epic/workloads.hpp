@@ -67,7 +67,8 @@ struct MixProcs {
 /// One procedure. Args per write j (4 words at 4j): source read index (or 0xFFFFFFFF: none),
 /// first word and word count of the updated field, new value. The new record is the source read
 /// with the field replaced (plain copy-update), or just the field (split items). Output 0: the
-/// checksum of every read record.
+/// checksum of every read record. An optional last arg (at 4 * writes) of 1 aborts the txn after
+/// its reads (the injected aborts of the abort benchmark).
 struct YcsbProcs {
   static bool known(std::uint32_t p) { return p == 0; }
   template <class Ctx>
@@ -82,6 +83,7 @@ struct YcsbProcs {
       sum += r[0] + r[c.read_words(i) - 1];
     }
     c.out(0, sum);
+    if (c.arg(4 * c.nwrites()) == 1) return (c.abort(7), true);
     for (std::uint32_t j = 0; j < c.nwrites(); ++j) {
       const std::uint32_t si = c.arg(4 * j), fb = c.arg(4 * j + 1), fn = c.arg(4 * j + 2), val = c.arg(4 * j + 3);
       const std::uint32_t* s = si < 16 ? src[si] : nullptr;
@@ -131,6 +133,7 @@ struct YcsbConfig {
   std::uint32_t ops = 10;
   double read = 0.5, rmw = 0.0;    // A: 0.5/0; B: 0.95/0; C: 1/0; F: 0.5/0.5 (rmw of the rest)
   double theta = 0.0;
+  double abort_rate = 0.0;         // share of txns that abort after their reads (injected)
   bool split = false;
   std::uint64_t seed = 1;
   static YcsbConfig workload(char w, double theta, bool split);
@@ -144,6 +147,7 @@ inline YcsbConfig YcsbConfig::workload(char w, double theta, bool split) {
   if (w == 'B') c.read = 0.95;
   if (w == 'C') c.read = 1.0;
   if (w == 'F') c.read = 0.5, c.rmw = 1.0;
+  if (w == 'U') c.read = 0.0, c.rmw = 1.0;  // the abort benchmark: every op a read-update
   return c;
 }
 
@@ -206,6 +210,7 @@ class YcsbGenerator {
           }
         }
       }
+      if (c_.abort_rate > 0) args.push_back(u(rng) < c_.abort_rate ? 1u : 0u);
       b->add(0, reads, writes, args, first_tag + t);
     }
   }
