@@ -7,8 +7,9 @@
 #   4. epic-gpu again with a 256 ns polling backoff cap on the contended cases (same epochs)
 #   5. (step "full") TPC-C's full mix at 1 and 64 warehouses: serial, epic-cpu, epic-gpu
 #   6. (step "sweep") the latency sweep: epoch sizes 500-200K on NP (w 1, 64) and YCSB-F (θ 0, 0.99)
+#   7. (step "aborts") ten read-updates per txn, θ 0.8, injected aborts 0-50%: serial, epic-cpu, epic-gpu
 # epic-twin (the CPU planning twin, the CI path) is left out here to keep the run short.
-# STEPS (default "tests ycsb np backoff"; also "full" and "sweep") picks steps.
+# STEPS (default "tests ycsb np backoff"; also "full", "sweep" and "aborts") picks steps.
 set -uo pipefail
 P=${PACK:-gpu-pack-epic}
 OUT=${OUT:-/tmp/epic-out}
@@ -42,4 +43,6 @@ SW="--epoch-sizes 500,2000,10000,50000,100000,200000 --systems epic-cpu,epic-gpu
 step sweep && run epic-sweep-np-h100 240 --np 1 $SW
 step sweep && run epic-sweep-np64-h100 240 --np 64 $SW
 step sweep && run epic-sweep-ycsbf-h100 240 --records 1000000 --workloads F --split 0 $SW
+step aborts && run epic-aborts-h100 240 --records 1000000 --workloads U --thetas 0.8 --split 0 \
+  --abort-rates 0,0.1,0.25,0.5 --systems serial,epic-cpu,epic-gpu
 cat "$L"
