@@ -8,6 +8,8 @@
 //   snapshot   SNAPSHOT of one range of all keys, of 1000 ranges, of all keys as points,
 //              while writer threads commit (duet; RocksDB iterates or multi-gets a snapshot)
 //   commit     disjoint writers (one own key per txn) at 1..T threads, and the ts source alone
+//   longreader writers' commit rate alone, then beside one transaction that stays open for
+//              --reader-seconds (10) reading now and then: what a long reader costs writers
 #include <algorithm>
 #include <atomic>
 #include <chrono>
@@ -230,6 +232,7 @@ struct Options {
   std::string out = "bench/results/txn";
   bool quick = false;
   std::uint64_t seed = 42;
+  double reader_seconds = 10;
 };
 
 std::string key_of(std::uint64_t id, unsigned bytes) {
@@ -622,6 +625,88 @@ void commit_exp(const Options& o, Report& rep) {
   }
 }
 
+/// Writers (the largest thread count less one, at least one) commit 4-key transactions on
+/// uniform keys for D seconds alone, then D seconds while one transaction stays open, reading a
+/// random key every millisecond (so collection cannot free what it could see). Reports both
+/// rates per set and the reader's cost, 1 - beside / alone.
+void longreader_exp(const Options& o, Report& rep) {
+  const std::string value(100, 'v');
+  const unsigned writers = std::max(1u, *std::max_element(o.threads.begin(), o.threads.end()) - 1);
+  const double d = o.quick ? 0.2 : o.reader_seconds;
+  for (auto& name : o.systems) {
+    auto s = make_system(name);
+    if (!s) continue;
+    load(*s, o.keys, 8, value);
+    std::vector<Measure> alone, beside;
+    for (unsigned set = 0; set < o.sets; ++set) {
+      for (bool with_reader : {false, true}) {
+        std::atomic<bool> stop{false};
+        std::atomic<std::uint64_t> commits{0}, aborts{0};
+        std::vector<std::thread> ws;
+        std::thread reader;
+        if (with_reader)
+          reader = std::thread([&] {
+            auto c = s->client();
+            std::mt19937_64 rng(o.seed + 7 + set);
+            std::string v;
+            c->begin();
+            while (!stop.load()) {
+              (void)c->get(key_of(rng() % o.keys, 8), &v);
+              std::this_thread::sleep_for(std::chrono::milliseconds(1));
+            }
+            c->abort();
+          });
+        const auto t0 = Clock::now();
+        for (unsigned w = 0; w < writers; ++w)
+          ws.emplace_back([&, w] {
+            auto c = s->client();
+            std::mt19937_64 rng(o.seed + 1000 * set + w);
+            std::uint64_t mine = 0, lost = 0;
+            while (!stop.load(std::memory_order_relaxed)) {
+              c->begin();
+              bool ok = true;
+              for (int j = 0; j < 4 && ok; ++j) ok = c->put(key_of(rng() % o.keys, 8), value);
+              if (ok && c->commit()) ++mine;
+              else {
+                if (ok) ++lost;
+                else c->abort(), ++lost;
+              }
+            }
+            commits += mine;
+            aborts += lost;
+          });
+        std::this_thread::sleep_for(std::chrono::duration<double>(d));
+        stop = true;
+        for (auto& w : ws) w.join();
+        Measure m;
+        m.seconds = std::chrono::duration<double>(Clock::now() - t0).count();
+        if (reader.joinable()) reader.join();
+        m.committed = commits.load();
+        m.aborts = aborts.load();
+        (with_reader ? beside : alone).push_back(m);
+      }
+    }
+    const double a = summarize([&] {
+      std::vector<double> v;
+      for (auto& m : alone) v.push_back(m.committed / m.seconds);
+      return v;
+    }()).median;
+    const double b = summarize([&] {
+      std::vector<double> v;
+      for (auto& m : beside) v.push_back(m.committed / m.seconds);
+      return v;
+    }()).median;
+    Json extra = Json::object();
+    extra.set("reader_seconds", d).set("writer_threads", writers);
+    rep.row("longreader", "writers alone, 4-key txns, keys=" + std::to_string(o.keys), s->name(), writers, alone, extra);
+    extra.set("cost_to_writers", a > 0 ? 1 - b / a : 0.0);
+    rep.row("longreader", "writers beside one open reader, keys=" + std::to_string(o.keys), s->name(), writers, beside,
+            extra);
+    std::printf("longreader %s: a %.1f s reader costs %u writers %.1f%% of their commits\n", s->name().c_str(), d, writers,
+                a > 0 ? 100 * (1 - b / a) : 0.0);
+  }
+}
+
 }  // namespace
 
 int main(int argc, char** argv) {
@@ -650,6 +735,10 @@ int main(int argc, char** argv) {
       o.sets = static_cast<unsigned>(*x);
     } else if (f == "--experiments") {
       o.experiments = split_list(v);
+    } else if (f == "--reader-seconds") {
+      char* end = nullptr;
+      o.reader_seconds = std::strtod(v.c_str(), &end);
+      if (end == v.c_str() || *end != '\0' || !(o.reader_seconds > 0)) return err = "bad --reader-seconds", false;
     } else if (f == "--systems") {
       o.systems = split_list(v);
     } else if (f == "--out") {
@@ -663,7 +752,7 @@ int main(int argc, char** argv) {
     if (!ok) std::fprintf(stderr, "duet_bench_txn: %s\n", err.c_str());
     std::printf(
         "duet_bench_txn [--quick] [--keys N] [--threads 1,2,..] [--txns N per thread per set] [--sets N]\n"
-        "               [--experiments ycsbt,smallbank,snapshot,commit]\n"
+        "               [--experiments ycsbt,smallbank,snapshot,commit,longreader] [--reader-seconds S]\n"
         "               [--systems duet,rocksdb-pessimistic,rocksdb-optimistic] [--out DIR]\n");
     return ok ? 0 : 2;
   }
@@ -681,7 +770,7 @@ int main(int argc, char** argv) {
   config.set("txns_per_thread_per_set", static_cast<unsigned long long>(o.txns)).set("sets", o.sets);
   config.set("experiments", Json::array_of(o.experiments)).set("systems", Json::array_of(o.systems));
   config.set("quick", o.quick).set("seed", static_cast<unsigned long long>(o.seed));
-  config.set("value_bytes", 100);
+  config.set("value_bytes", 100).set("reader_seconds", o.reader_seconds);
   config.set("rocksdb", "7.8 (Debian librocksdb-dev), memtable only (8 GiB write buffer, no flush, no compaction), "
                         "WAL off (disableWAL), set_snapshot=true; pessimistic: lock_timeout 10 ms, deadlock detection");
   config.set("retries", "a transaction that aborts is retried until it commits; latency covers its retries");
@@ -693,6 +782,7 @@ int main(int argc, char** argv) {
     else if (e == "smallbank") smallbank(o, rep);
     else if (e == "snapshot") snapshot_exp(o, rep);
     else if (e == "commit") commit_exp(o, rep);
+    else if (e == "longreader") longreader_exp(o, rep);
     else std::fprintf(stderr, "unknown experiment %s (skipped)\n", e.c_str());
   }
   const Json doc = result_document("txn", "cpu", commit_id(DUET_SOURCE_DIR), date, config, rep.records);
