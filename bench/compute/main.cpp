@@ -323,12 +323,14 @@ int main(int argc, char** argv) {
   for (const std::string& sys : systems) {
     const Device d = sys == "gpu" ? Device::kGpu : Device::kCpu;
     if (d == Device::kGpu && !gpu) continue;
-    for (const char* mode : {"per_caller", "batcher"}) {
+    for (const char* mode : {"per_caller", "batcher_1", "batcher_2"}) {
       std::vector<double> rates, p50s, p99s;
       std::uint64_t launches = 0;
       for (unsigned rep = 0; rep < o.reps; ++rep) {
         std::unique_ptr<Batcher> b;
-        must(Batcher::make(engine, olda_id, d, 1 << 16, &b), "batcher");
+        // batcher_1: one launch in flight; batcher_2: two (each on its own stream).
+        must(Batcher::make(engine, olda_id, d, 1 << 16, &b, mode[0] == 'b' ? static_cast<unsigned>(mode[8] - '0') : 1),
+             "batcher");
         std::vector<std::vector<double>> lat(o.callers);
         std::atomic<unsigned> ready{0};
         std::atomic<bool> go{false};

@@ -373,14 +373,16 @@ class Context {
 };
 
 /// Merges concurrent callers' inference on one model into one launch: a caller queues its rows;
-/// when no launch is running it leads, taking every queued request (up to max_rows) into one
-/// matrix, runs it on its own context and hands each caller its rows; callers that arrive
+/// while fewer than `inflight` launches run, a waiting caller leads one, taking every queued
+/// request (in arrival order, up to max_rows rows, at least one request) into one matrix, runs it
+/// on its launch slot's own context (stream) and hands each caller its rows; callers that arrive
 /// meanwhile form the next launch. Nothing waits on a timer. Thread-safe.
 class Batcher {
  public:
-  /// Batches for `model` on `device` (kAuto: the engine's). max_rows >= 1.
+  /// Batches for `model` on `device` (kAuto: the engine's). max_rows >= 1; inflight 1..64
+  /// launches at once (each holds a context, so a stream on the GPU).
   static Status make(std::shared_ptr<Engine> engine, ModelId model, Device device, std::size_t max_rows,
-                     std::unique_ptr<Batcher>* out);
+                     std::unique_ptr<Batcher>* out, unsigned inflight = 2);
   ~Batcher();
   /// Same contract as Context::infer.
   Status infer(std::span<const float> x, std::size_t rows, std::vector<float>* y);

@@ -37,7 +37,7 @@ struct Engine::Impl {
   std::mutex m;
   std::condition_variable freed;
   std::vector<Context::Lane*> all, idle;
-  unsigned leased = 0;
+  unsigned leased = 0, creating = 0;
   // Loaded models and their device copies.
   mutable std::mutex models_m;
   std::deque<Mlp> models;  // deque: addresses stay put as models are added
@@ -54,12 +54,19 @@ struct Engine::Impl {
         ++leased;
         return Status::Ok();
       }
-      if (all.size() < config.max_streams) {
+      if (all.size() + creating < config.max_streams) {
+        // The slot is claimed before the lock is dropped, so concurrent leases never create
+        // more than max_streams lanes.
+        ++creating;
         lk.unlock();
         Context::Lane* l = nullptr;
         Status s = detail::gpu::lane_create(&l);
-        if (!s.ok()) return s;
         lk.lock();
+        --creating;
+        if (!s.ok()) {
+          freed.notify_one();  // a waiter may create one in its place
+          return s;
+        }
         all.push_back(l);
         ++leased;
         *out = l;
@@ -454,7 +461,13 @@ struct Batcher::State {
   ModelId model = 0;
   std::uint32_t in = 0, out = 0;
   std::size_t max_rows = 1;
-  std::unique_ptr<Context> ctx;  // used by the leader only
+  // One slot per launch that may be in flight: its context (stream) and merged matrices.
+  struct Slot {
+    std::unique_ptr<Context> ctx;
+    std::vector<float> xin, yout;
+  };
+  std::vector<std::unique_ptr<Slot>> slots;
+  std::vector<Slot*> idle;
   struct Request {
     std::span<const float> x;
     std::size_t rows = 0;
@@ -465,22 +478,26 @@ struct Batcher::State {
   std::mutex m;
   std::condition_variable cv;
   std::deque<Request*> queue;
-  bool leading = false;
   std::uint64_t launches = 0, requests = 0;
-  std::vector<float> xin, yout;  // the leader's merged matrices
   std::function<void(std::size_t)> hook;
 };
 
 Status Batcher::make(std::shared_ptr<Engine> engine, ModelId model, Device device, std::size_t max_rows,
-                     std::unique_ptr<Batcher>* out) {
+                     std::unique_ptr<Batcher>* out, unsigned inflight) {
   if (!engine || !out) return Status::InvalidArgument("compute: batcher: null engine or output");
   if (max_rows == 0) return Status::InvalidArgument("compute: batcher: max_rows must be at least 1");
+  if (inflight == 0 || inflight > 64) return Status::InvalidArgument("compute: batcher: inflight must be 1..64");
   const Mlp* m = engine->model(model);
   if (!m) return Status::InvalidArgument("compute: batcher: unknown model " + std::to_string(model));
   std::unique_ptr<Batcher> b(new Batcher());
   b->s_ = std::make_unique<State>();
-  Status s = engine->context(device, &b->s_->ctx);
-  if (!s.ok()) return s;
+  for (unsigned i = 0; i < inflight; ++i) {
+    auto slot = std::make_unique<State::Slot>();
+    Status s = engine->context(device, &slot->ctx);
+    if (!s.ok()) return s;
+    b->s_->idle.push_back(slot.get());
+    b->s_->slots.push_back(std::move(slot));
+  }
   b->s_->engine = std::move(engine);
   b->s_->model = model;
   b->s_->in = m->inputs();
@@ -519,12 +536,14 @@ Status Batcher::infer(std::span<const float> x, std::size_t rows, std::vector<fl
   std::unique_lock<std::mutex> lk(st.m);
   st.queue.push_back(&req);
   while (!req.done) {
-    if (st.leading) {
+    if (st.idle.empty() || st.queue.empty()) {
       st.cv.wait(lk);
       continue;
     }
-    // Lead one launch: the queued requests in arrival order, up to max_rows (at least one).
-    st.leading = true;
+    // Lead one launch on a free slot: the queued requests in arrival order, up to max_rows (at
+    // least one; this caller's own request may be among them or in a later launch).
+    State::Slot* slot = st.idle.back();
+    st.idle.pop_back();
     std::vector<State::Request*> batch;
     std::size_t total = 0;
     while (!st.queue.empty() && (batch.empty() || total + st.queue.front()->rows <= st.max_rows)) {
@@ -536,19 +555,19 @@ Status Batcher::infer(std::span<const float> x, std::size_t rows, std::vector<fl
     if (st.hook) st.hook(batch.size());
     Status s;
     if (batch.size() == 1) {
-      s = st.ctx->infer(st.model, batch[0]->x, batch[0]->rows, batch[0]->y);
+      s = slot->ctx->infer(st.model, batch[0]->x, batch[0]->rows, batch[0]->y);
     } else {
-      st.xin.resize(total * st.in);
+      slot->xin.resize(total * st.in);
       std::size_t at = 0;
       for (State::Request* r : batch) {
-        if (!r->x.empty()) std::memcpy(st.xin.data() + at * st.in, r->x.data(), r->x.size() * sizeof(float));
+        if (!r->x.empty()) std::memcpy(slot->xin.data() + at * st.in, r->x.data(), r->x.size() * sizeof(float));
         at += r->rows;
       }
-      s = st.ctx->infer(st.model, st.xin, total, &st.yout);
+      s = slot->ctx->infer(st.model, slot->xin, total, &slot->yout);
       at = 0;
       for (State::Request* r : batch) {
-        if (s.ok()) r->y->assign(st.yout.begin() + static_cast<std::ptrdiff_t>(at * st.out),
-                                 st.yout.begin() + static_cast<std::ptrdiff_t>((at + r->rows) * st.out));
+        if (s.ok()) r->y->assign(slot->yout.begin() + static_cast<std::ptrdiff_t>(at * st.out),
+                                 slot->yout.begin() + static_cast<std::ptrdiff_t>((at + r->rows) * st.out));
         at += r->rows;
       }
     }
@@ -559,7 +578,7 @@ Status Batcher::infer(std::span<const float> x, std::size_t rows, std::vector<fl
     }
     ++st.launches;
     st.requests += batch.size();
-    st.leading = false;
+    st.idle.push_back(slot);
     st.cv.notify_all();
   }
   return req.status;

@@ -31,6 +31,8 @@ struct Context::Lane {
   cudaStream_t stream = nullptr;
   cublasHandle_t blas = nullptr;
   ::duet::gpu::DeviceBuffer<char> arena[3];  // 0: inputs and tables, 1: data-sized outputs, 2: sorting
+  char* staging = nullptr;                    // page-locked host buffer for inference's copies
+  std::size_t staging_bytes = 0;
 };
 
 }  // namespace duet::compute
@@ -398,6 +400,7 @@ Status lane_create(Lane** out) {
 
 void lane_destroy(Lane* l) {
   if (!l) return;
+  ::duet::gpu::free_host(l->staging);
   if (l->blas) cublasDestroy(l->blas);
   if (l->stream) cudaStreamDestroy(l->stream);
   delete l;
@@ -796,7 +799,19 @@ Status infer(Lane* l, const Mlp& m, void* handle, std::span<const float> x, std:
   plan.add(&a, rows * widest);
   plan.add(&b, rows * widest);
   DUET_TRY(plan.commit(l, 0));
-  DUET_TRY(h2d(l, a, x.data(), x.size() * sizeof(float)));
+  // Inputs and outputs pass through the lane's page-locked buffer: copies from pageable memory
+  // are staged by the driver synchronously, which dominates a small launch.
+  const std::size_t xb = x.size() * sizeof(float), yb = rows * m.outputs() * sizeof(float);
+  if (std::max(xb, yb) > l->staging_bytes) {
+    ::duet::gpu::free_host(l->staging);
+    l->staging_bytes = 0;
+    const std::size_t want = std::max<std::size_t>(std::max(xb, yb), 1 << 16);
+    l->staging = static_cast<char*>(::duet::gpu::alloc_host(want));
+    if (!l->staging) return Status::ResourceExhausted("compute: infer: page-locked staging buffer refused");
+    l->staging_bytes = want;
+  }
+  std::memcpy(l->staging, x.data(), xb);
+  DUET_TRY(h2d(l, a, l->staging, xb));
   const float one = 1.0f, zero = 0.0f;
   for (std::size_t i = 0; i < m.layers.size(); ++i) {
     const Dense& d = m.layers[i];
@@ -808,9 +823,11 @@ Status infer(Lane* l, const Mlp& m, void* handle, std::span<const float> x, std:
     k_bias_act<<<blocks(rows * d.out), kThreads, 0, l->stream>>>(b, dm->b[i], rows, d.out, d.act);
     std::swap(a, b);
   }
+  DUET_TRY(d2h(l, l->staging, a, yb));
+  DUET_TRY(sync(l));
   y->resize(rows * m.outputs());
-  DUET_TRY(d2h(l, y->data(), a, y->size() * sizeof(float)));
-  return sync(l);
+  std::memcpy(y->data(), l->staging, yb);
+  return Status::Ok();
 }
 
 }  // namespace duet::compute::detail::gpu

@@ -77,11 +77,11 @@ TEST_F(ComputeBatcher, ConcurrentCallersGetTheirOwnRows) {
   EXPECT_GE(b->launches(), 1u);
 }
 
-// The first launch's leader holds in its hook until three more callers have queued; they must
-// then go out together in the second launch, each with its own rows.
+// One launch in flight: the first launch's leader holds in its hook until three more callers
+// have queued; they must then go out together in the second launch, each with its own rows.
 TEST_F(ComputeBatcher, CallersQueuedDuringALaunchShareTheNext) {
   std::unique_ptr<Batcher> b;
-  ASSERT_TRUE(Batcher::make(engine_, id_, Device::kAuto, 1024, &b).ok());
+  ASSERT_TRUE(Batcher::make(engine_, id_, Device::kAuto, 1024, &b, 1).ok());
   std::mutex m;
   std::condition_variable cv;
   bool first = true;
@@ -126,7 +126,7 @@ TEST_F(ComputeBatcher, CallersQueuedDuringALaunchShareTheNext) {
 // The same schedule with max_rows 1: no two callers may share a launch, so four launches of one.
 TEST_F(ComputeBatcher, MaxRowsBoundsALaunch) {
   std::unique_ptr<Batcher> b;
-  ASSERT_TRUE(Batcher::make(engine_, id_, Device::kAuto, 1, &b).ok());
+  ASSERT_TRUE(Batcher::make(engine_, id_, Device::kAuto, 1, &b, 1).ok());
   std::mutex m;
   std::vector<std::size_t> sizes;
   Batcher* raw = b.get();
@@ -155,6 +155,7 @@ TEST_F(ComputeBatcher, BadInput) {
   EXPECT_EQ(Batcher::make(engine_, 99, Device::kAuto, 8, &b).code(), StatusCode::kInvalidArgument);
   EXPECT_EQ(Batcher::make(engine_, id_, Device::kAuto, 0, &b).code(), StatusCode::kInvalidArgument);
   EXPECT_EQ(Batcher::make(nullptr, id_, Device::kAuto, 8, &b).code(), StatusCode::kInvalidArgument);
+  EXPECT_EQ(Batcher::make(engine_, id_, Device::kAuto, 8, &b, 0).code(), StatusCode::kInvalidArgument);
   ASSERT_TRUE(Batcher::make(engine_, id_, Device::kCpu, 8, &b).ok());
   std::vector<float> y, x(4);
   EXPECT_EQ(b->infer(x, 1, &y).code(), StatusCode::kInvalidArgument);
