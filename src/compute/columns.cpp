@@ -12,8 +12,14 @@
 namespace duet::compute {
 
 namespace {
-// Arrays at least this large come from gpu::alloc_host (page-locked when a GPU is present).
+// Arrays asked for page-locked and at least this large come from one process-wide pool of
+// page-locked buffers (when a GPU is present): page-locking is slow, so buffers are kept and
+// reused by power-of-two size class.
 constexpr std::size_t kPinnedFrom = 1 << 20;
+gpu::PinnedPool& pinned_pool() {
+  static gpu::PinnedPool* pool = new gpu::PinnedPool();  // never destroyed: columns may outlive main
+  return *pool;
+}
 }  // namespace
 
 const char* type_name(Type t) {
@@ -42,20 +48,20 @@ HostArray& HostArray::operator=(HostArray&& o) noexcept {
 }
 void HostArray::release() {
   if (!p_) return;
-  if (pinned_) gpu::free_host(p_); else std::free(p_);
+  if (pinned_) pinned_pool().release(p_); else std::free(p_);
   p_ = nullptr;
   cap_ = bytes_ = 0;
   pinned_ = false;
 }
-Status HostArray::resize(std::size_t bytes) {
-  if (bytes <= cap_) {
+Status HostArray::resize(std::size_t bytes, bool pinned) {
+  pinned = pinned && bytes >= kPinnedFrom && gpu::device().present;
+  if (bytes <= cap_ && pinned == pinned_) {
     bytes_ = bytes;
     return Status::Ok();
   }
   release();
   const std::size_t want = (bytes + 63) / 64 * 64;
-  const bool pinned = want >= kPinnedFrom;
-  char* p = static_cast<char*>(pinned ? gpu::alloc_host(want) : std::aligned_alloc(64, want));
+  char* p = static_cast<char*>(pinned ? pinned_pool().acquire(want) : std::aligned_alloc(64, want));
   if (!p) return Status::ResourceExhausted("compute: host allocation of " + std::to_string(want) + " bytes refused");
   p_ = p;
   cap_ = want;
@@ -76,9 +82,9 @@ static std::uint32_t width_of(Type t, std::uint32_t w) {
 
 Column::Column(Type type, std::uint32_t width) : type_(type), width_(width_of(type, width)) {}
 
-Status Column::resize(std::size_t rows) {
+Status Column::resize(std::size_t rows, bool pinned) {
   if (width_ == 0) return Status::InvalidArgument("compute: a bytes column needs a width");
-  Status s = buf_.resize(rows * width_);
+  Status s = buf_.resize(rows * width_, pinned);
   if (!s.ok()) return s;
   rows_ = rows;
   return Status::Ok();
@@ -123,25 +129,25 @@ static void must(Status s) {
 }
 Column Column::of_int64(const std::vector<std::int64_t>& v, Type t) {
   Column c(is_integer(t) ? t : Type::kInt64);
-  must(c.resize(v.size()));
+  must(c.resize(v.size(), true));
   if (!v.empty()) std::memcpy(c.data(), v.data(), v.size() * 8);
   return c;
 }
 Column Column::of_float64(const std::vector<double>& v) {
   Column c(Type::kFloat64);
-  must(c.resize(v.size()));
+  must(c.resize(v.size(), true));
   if (!v.empty()) std::memcpy(c.data(), v.data(), v.size() * 8);
   return c;
 }
 Column Column::of_float32(const std::vector<float>& v) {
   Column c(Type::kFloat32);
-  must(c.resize(v.size()));
+  must(c.resize(v.size(), true));
   if (!v.empty()) std::memcpy(c.data(), v.data(), v.size() * 4);
   return c;
 }
 Column Column::of_bytes(const std::vector<std::string>& v, std::uint32_t width) {
   Column c(Type::kBytes, width == 0 ? 1 : width);
-  must(c.resize(v.size()));
+  must(c.resize(v.size(), true));
   if (!v.empty()) std::memset(c.data(), 0, v.size() * c.width());
   for (std::size_t i = 0; i < v.size(); ++i)
     std::memcpy(c.data() + i * c.width(), v[i].data(), std::min<std::size_t>(v[i].size(), c.width()));
@@ -287,7 +293,7 @@ Status RowCodec::decode(const Slots& s, Table* out, bool with_key) const {
   const std::size_t n = rows.size();
   if (with_key) {
     Column k(Type::kInt64);
-    Status st = k.resize(n);
+    Status st = k.resize(n, true);
     if (!st.ok()) return st;
     std::int64_t* kp = k.i64().data();
     for (std::size_t r = 0; r < n; ++r) {
@@ -303,7 +309,7 @@ Status RowCodec::decode(const Slots& s, Table* out, bool with_key) const {
   }
   for (std::size_t f = 0; f < fields_.size(); ++f) {
     Column c(fields_[f].type, fields_[f].width);
-    Status st = c.resize(n);
+    Status st = c.resize(n, true);
     if (!st.ok()) return st;
     const std::size_t w = c.width(), off = offsets_[f];
     char* dst = c.data();

@@ -46,8 +46,10 @@ const char* type_name(Type t);
 /// True for the types held as int64 (kInt64, kMoney).
 inline bool is_integer(Type t) { return t == Type::kInt64 || t == Type::kMoney; }
 
-/// Host memory for a column: 64-byte aligned, page-locked when a GPU is present and the array is
-/// large (so one asynchronous copy moves it). Move-only; contents uninitialised after resize.
+/// Host memory for a column: 64-byte aligned; when asked for page-locked memory, a GPU is present
+/// and the array is 1 MiB or more, a buffer from a process-wide pool of page-locked buffers (so
+/// one asynchronous copy moves it; the pool keeps buffers for reuse). Move-only; contents
+/// uninitialised after resize.
 class HostArray {
  public:
   HostArray() = default;
@@ -57,7 +59,7 @@ class HostArray {
   HostArray(const HostArray&) = delete;
   HostArray& operator=(const HostArray&) = delete;
   /// Makes room for `bytes` (keeping nothing). ResourceExhausted when memory is refused.
-  Status resize(std::size_t bytes);
+  Status resize(std::size_t bytes, bool pinned = false);
   char* data() { return p_; }
   const char* data() const { return p_; }
   std::size_t bytes() const { return bytes_; }
@@ -79,8 +81,10 @@ class Column {
   Type type() const { return type_; }
   std::uint32_t width() const { return width_; }
   std::size_t rows() const { return rows_; }
-  /// Sets the row count (contents uninitialised). ResourceExhausted when memory is refused.
-  Status resize(std::size_t rows);
+  /// Sets the row count (contents uninitialised). `pinned`: page-locked memory for a large column
+  /// that will cross to the GPU (decoded SNAPSHOTs and the of_* helpers ask for it; operator
+  /// outputs do not). ResourceExhausted when memory is refused.
+  Status resize(std::size_t rows, bool pinned = false);
   char* data() { return buf_.data(); }
   const char* data() const { return buf_.data(); }
   /// Typed views; the type must match (int64 for kInt64/kMoney, float, double); an empty span
