@@ -325,6 +325,7 @@ class Engine {
 };
 
 /// One transaction's compute. Not thread-safe (a transaction belongs to one thread at a time).
+/// Its engine must outlive it (a Batcher keeps its engine alive itself).
 /// On the GPU it leases one stream (with its scratch memory) at its first operator and keeps
 /// it until destroyed. Every operator validates its arguments first (InvalidArgument naming the
 /// column or value, nothing computed), then runs as one block; a failed GPU call returns

@@ -245,6 +245,43 @@ TEST_F(ComputeMisc, MlpMatchesReferenceWithinTolerance) {
   for (std::size_t i = 0; i < 4; ++i) EXPECT_NEAR(y[i], ref[i], 1e-5);
 }
 
+// Negative controls: planted faults of the kinds a broken operator would make (a tie out of
+// row order, one wrong aggregate value, a join pair out of order, a lost row) are each caught by
+// the comparisons the suites use.
+TEST_F(ComputeMisc, ComparisonsCatchPlantedFaults) {
+  Table t = gen_table(Shape::kDuplicates, 500, 4);
+  const SortKey k{"k1", false};
+  Selection s;
+  ASSERT_TRUE(ctx_->sort(t, std::span<const SortKey>(&k, 1), 0, &s).ok());
+  ASSERT_EQ(s, ref_sort(t, {k}, 0));
+  std::swap(s[0], s[1]);  // both rows hold the least key: only the tie order differs
+  EXPECT_NE(s, ref_sort(t, {k}, 0));
+  const std::vector<Agg> aggs{{Agg::kSum, "price", "s"}};
+  const std::vector<std::string> keys{"k1"};
+  Table a, b;
+  ASSERT_TRUE(ctx_->aggregate(t, nullptr, keys, aggs, &a).ok());
+  ASSERT_TRUE(ctx_->aggregate(t, nullptr, keys, aggs, &b).ok());
+  ASSERT_TRUE(tables_equal(a, b));
+  b.column(1).i64()[2] += 1;
+  EXPECT_FALSE(tables_equal(a, b));
+  JoinPairs j;
+  Table small = gen_table(Shape::kDuplicates, 20, 5);
+  ASSERT_TRUE(ctx_->hash_join(t, "k1", small, "k1", &j).ok());
+  JoinPairs ref = ref_join(*t.get("k1"), *small.get("k1"));
+  ASSERT_EQ(j.right, ref.right);
+  ASSERT_GE(j.size(), 2u);
+  std::swap(j.right[0], j.right[1]);
+  EXPECT_NE(j.right, ref.right);
+  Selection f;
+  Predicate p;
+  p.column = "qty";
+  p.cmp = Cmp::kGt;
+  p.i = 10;
+  ASSERT_TRUE(ctx_->filter(t, std::span<const Predicate>(&p, 1), &f).ok());
+  f.pop_back();
+  EXPECT_NE(f, ref_filter(t, {p}));
+}
+
 TEST_F(ComputeMisc, BadInputIsRefusedAndChangesNothing) {
   Table t = gen_table(Shape::kUniform, 100, 1);
   Selection sel{1, 2, 3};
