@@ -452,77 +452,104 @@ void sort(const Cpu& c, std::size_t rows, std::span<const BoundSortKey> keys, st
     return a.r < b.r;
   };
   const std::size_t want = limit == 0 ? rows : std::min(limit, rows);
+  // Runs live in one buffer and merge into a second, swapping each round (no allocation per
+  // round): run r occupies [at, at + span) and holds its first len items.
+  struct Run {
+    std::size_t at, span, len;
+  };
+  std::vector<Item> buf(rows), alt(rows);
   const unsigned W = pieces(c);
-  std::vector<std::vector<Item>> runs(W);
+  std::vector<Run> runs(W, Run{0, 0, 0});
   par(c, rows, c.grain, [&](std::size_t b, std::size_t e, unsigned w) {
-    std::vector<Item>& s = runs[w];
-    s.resize(e - b);
-    for (std::size_t i = b; i < e; ++i) s[i - b] = Item{tk[0][i], static_cast<std::uint32_t>(i)};
-    if (want < s.size()) {
-      std::partial_sort(s.begin(), s.begin() + static_cast<std::ptrdiff_t>(want), s.end(), less);
-      s.resize(want);
+    for (std::size_t i = b; i < e; ++i) buf[i] = Item{tk[0][i], static_cast<std::uint32_t>(i)};
+    const auto first = buf.begin() + static_cast<std::ptrdiff_t>(b), last = buf.begin() + static_cast<std::ptrdiff_t>(e);
+    std::size_t len = e - b;
+    if (want < len) {
+      std::partial_sort(first, first + static_cast<std::ptrdiff_t>(want), last, less);
+      len = want;
     } else {
-      std::sort(s.begin(), s.end(), less);
+      std::sort(first, last, less);
     }
+    runs[w] = Run{b, e - b, len};
   });
-  runs.erase(std::remove_if(runs.begin(), runs.end(), [](const std::vector<Item>& s) { return s.empty(); }), runs.end());
+  runs.erase(std::remove_if(runs.begin(), runs.end(), [](const Run& r) { return r.span == 0; }), runs.end());
   // Pairwise merges, in parallel within a round, until one run is left.
   while (runs.size() > 1) {
-    std::vector<std::vector<Item>> next((runs.size() + 1) / 2);
+    std::vector<Run> next((runs.size() + 1) / 2);
     par(c, next.size(), 0, [&](std::size_t b, std::size_t e, unsigned) {
       for (std::size_t i = b; i < e; ++i) {
+        const Run& x = runs[2 * i];
         if (2 * i + 1 >= runs.size()) {
-          next[i] = std::move(runs[2 * i]);
+          std::copy(buf.begin() + static_cast<std::ptrdiff_t>(x.at), buf.begin() + static_cast<std::ptrdiff_t>(x.at + x.len),
+                    alt.begin() + static_cast<std::ptrdiff_t>(x.at));
+          next[i] = x;
           continue;
         }
-        const std::vector<Item>& x = runs[2 * i];
-        const std::vector<Item>& y = runs[2 * i + 1];
-        std::vector<Item>& m = next[i];
-        m.resize(std::min(x.size() + y.size(), want));
+        const Run& y = runs[2 * i + 1];
+        const std::size_t len = std::min(x.len + y.len, want);
+        const Item* xs = buf.data() + x.at;
+        const Item* ys = buf.data() + y.at;
+        Item* m = alt.data() + x.at;
         std::size_t a = 0, bb = 0;
-        for (std::size_t k = 0; k < m.size(); ++k) {
-          if (bb >= y.size() || (a < x.size() && less(x[a], y[bb]))) m[k] = x[a++]; else m[k] = y[bb++];
+        for (std::size_t k = 0; k < len; ++k) {
+          if (bb >= y.len || (a < x.len && less(xs[a], ys[bb]))) m[k] = xs[a++]; else m[k] = ys[bb++];
         }
+        next[i] = Run{x.at, x.span + y.span, len};
       }
     });
     runs = std::move(next);
+    buf.swap(alt);
   }
-  out->resize(runs.empty() ? 0 : runs[0].size());
-  if (!runs.empty()) {
-    const std::vector<Item>& r = runs[0];
-    par(c, r.size(), c.grain, [&](std::size_t b, std::size_t e, unsigned) {
+  const std::size_t n = runs.empty() ? 0 : runs[0].len;
+  out->resize(n);
+  if (n) {
+    const Item* r = buf.data() + runs[0].at;
+    par(c, n, c.grain, [&](std::size_t b, std::size_t e, unsigned) {
       for (std::size_t i = b; i < e; ++i) (*out)[i] = r[i].r;
     });
   }
 }
 
-Status infer(const Mlp& m, std::span<const float> x, std::size_t rows, std::vector<float>* y) {
+Status infer(const Cpu& c, const Mlp& m, std::span<const float> x, std::size_t rows, std::vector<float>* y) {
   std::vector<float> a(x.begin(), x.end()), b;
   for (const Dense& d : m.layers) {
     b.resize(rows * d.out);
-    if (rows > 0) {
+    // OpenBLAS for products it blocks well; thin (in < 64) or small ones (one transaction's
+    // rows) as plain loops split over the workers, which skip OpenBLAS's thread start-up.
+    // (Without OpenBLAS every product takes the plain loops.)
+#if DUET_COMPUTE_OPENBLAS
+    const bool plain = d.in < 64 || rows * d.in * d.out < (1u << 18);
+#else
+    const bool plain = true;
+#endif
+    if (plain) {
+      par(c, rows, std::max<std::size_t>(1, (1u << 16) / (std::size_t{d.in} * d.out + 1)), [&](std::size_t lo, std::size_t hi, unsigned) {
+        for (std::size_t i = lo; i < hi; ++i) {
+          const float* xr = a.data() + i * d.in;
+          for (std::uint32_t j = 0; j < d.out; ++j) {
+            const float* wr = d.w.data() + std::size_t{j} * d.in;
+            float acc = 0.0f;
+            for (std::uint32_t k = 0; k < d.in; ++k) acc += xr[k] * wr[k];
+            b[i * d.out + j] = acc;
+          }
+        }
+      });
+    } else {
 #if DUET_COMPUTE_OPENBLAS
       cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasTrans, static_cast<int>(rows), static_cast<int>(d.out),
                   static_cast<int>(d.in), 1.0f, a.data(), static_cast<int>(d.in), d.w.data(), static_cast<int>(d.in),
                   0.0f, b.data(), static_cast<int>(d.out));
-#else
-      for (std::size_t i = 0; i < rows; ++i)
-        for (std::uint32_t j = 0; j < d.out; ++j) {
-          float acc = 0.0f;
-          const float* xr = a.data() + i * d.in;
-          const float* wr = d.w.data() + std::size_t{j} * d.in;
-          for (std::uint32_t k = 0; k < d.in; ++k) acc += xr[k] * wr[k];
-          b[i * d.out + j] = acc;
-        }
 #endif
     }
-    for (std::size_t i = 0; i < rows; ++i) {
-      float* row = b.data() + i * d.out;
-      for (std::uint32_t j = 0; j < d.out; ++j) {
-        const float v = row[j] + d.b[j];
-        row[j] = d.act == Dense::kRelu ? (v > 0.0f ? v : 0.0f) : d.act == Dense::kSigmoid ? 1.0f / (1.0f + std::exp(-v)) : v;
+    par(c, rows, c.grain, [&](std::size_t lo, std::size_t hi, unsigned) {
+      for (std::size_t i = lo; i < hi; ++i) {
+        float* row = b.data() + i * d.out;
+        for (std::uint32_t j = 0; j < d.out; ++j) {
+          const float v = row[j] + d.b[j];
+          row[j] = d.act == Dense::kRelu ? (v > 0.0f ? v : 0.0f) : d.act == Dense::kSigmoid ? 1.0f / (1.0f + std::exp(-v)) : v;
+        }
       }
-    }
+    });
     a.swap(b);
   }
   *y = std::move(a);

@@ -443,7 +443,7 @@ Status Context::infer(ModelId model, std::span<const float> x, std::size_t rows,
   if (x.size() != rows * m->inputs())
     return Status::InvalidArgument("compute: infer: " + std::to_string(x.size()) + " inputs for " + std::to_string(rows) +
                                    " rows of " + std::to_string(m->inputs()));
-  if (device_ == Device::kCpu || rows == 0) return detail::cpu::infer(*m, x, rows, y);
+  if (device_ == Device::kCpu || rows == 0) return detail::cpu::infer(engine_->impl()->cpu(), *m, x, rows, y);
   Status s = lane();
   if (!s.ok()) return s;
   void* h = nullptr;

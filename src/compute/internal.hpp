@@ -59,7 +59,7 @@ void hash_join(const Cpu& c, const Column& l, const Column& r, JoinPairs* out);
 bool sorted(const Cpu& c, const Column& k);
 void index_join(const Cpu& c, const Column& l, const Column& r, JoinPairs* out);
 void sort(const Cpu& c, std::size_t rows, std::span<const BoundSortKey> keys, std::size_t limit, Selection* out);
-Status infer(const Mlp& m, std::span<const float> x, std::size_t rows, std::vector<float>* y);
+Status infer(const Cpu& c, const Mlp& m, std::span<const float> x, std::size_t rows, std::vector<float>* y);
 }  // namespace cpu
 
 // ----- GPU backend (gpu_ops.cu; gpu_none.cpp answers Unavailable)
