@@ -8,6 +8,8 @@
 #include <cstring>
 #include <new>
 
+#include <libcuckoo/cuckoohash_map.hh>
+
 #include "sched/thread_pool.hpp"
 
 namespace duet::txn {
@@ -93,7 +95,6 @@ class Index::SessionRef {
   }
   ~SessionRef() { slot_->m.unlock(); }
   lit::Session* operator->() { return slot_->s.get(); }
-  lit::Session* points() { return slot_->ps.get(); }
 
  private:
   PoolSlot* slot_;
@@ -113,19 +114,13 @@ Status Index::init() {
   c.max_sessions = pool + 8;
   Status s = lit::Map::create(c, &map_);
   if (!s.ok()) return s;
-  // The point map's hashes are uniform over the same 63-bit range: the load-factor resize
-  // keeps point lookups at one level with a few entries per bucket as the keyspace grows.
-  c.resize_load = 4;
-  s = lit::Map::create(c, &points_);
-  if (!s.ok()) return s;
   for (std::size_t i = 0; i < pool; ++i) {
     auto p = std::make_unique<PoolSlot>();
     s = map_->open_session(&p->s);
     if (!s.ok()) return s;
-    s = points_->open_session(&p->ps);
-    if (!s.ok()) return s;
     pool_.push_back(std::move(p));
   }
+  points_ = std::make_unique<PointMap>();
   return Status::Ok();
 }
 
@@ -133,7 +128,7 @@ Index::~Index() {
   const std::uint64_t n = n_entries_.load();
   for (std::uint64_t i = 0; i < n; ++i) Entry::destroy(log_[i / kLogChunk][i % kLogChunk]);
   for (Bucket* b : buckets_) delete b;
-  pool_.clear();  // sessions before the maps
+  pool_.clear();  // sessions before the map
   map_.reset();
   points_.reset();
 }
@@ -181,13 +176,19 @@ std::uint64_t point_hash(std::string_view key) {
 
 }  // namespace
 
+/// The point map: key hash -> the first entry of its hash chain. The hashes are already mixed,
+/// so the table takes them as they are.
+struct Index::PointMap {
+  struct AsIs {
+    std::size_t operator()(std::uint64_t h) const { return h; }
+  };
+  libcuckoo::cuckoohash_map<std::uint64_t, Entry*, AsIs> map{1u << 16};
+};
+
 Entry* Index::find_hashed(std::string_view key, std::uint64_t h) {
-  std::uint64_t v = 0;
-  {
-    SessionRef s(*this);
-    if (s.points()->get(h, &v) != lit::Result::kOk) return nullptr;
-  }
-  for (auto* e = reinterpret_cast<Entry*>(v); e != nullptr; e = e->hash_next.load(std::memory_order_acquire))
+  Entry* first = nullptr;
+  if (!points_->map.find(h, first)) return nullptr;
+  for (Entry* e = first; e != nullptr; e = e->hash_next.load(std::memory_order_acquire))
     if (e->key() == key) return e;
   return nullptr;
 }
@@ -212,17 +213,13 @@ Entry* Index::find_or_insert(std::string_view key, bool* created) {
   b->only.store(b->keys.size() == 1 ? e : nullptr, std::memory_order_release);
   *created = true;
   // Publish in the point index (still under the bucket's lock, so a key is published once).
-  {
-    SessionRef s(*this);
-    if (s.points()->insert(h, reinterpret_cast<std::uint64_t>(e)) != lit::Result::kOk) {
-      std::uint64_t v = 0;
-      (void)s.points()->get(h, &v);  // present: entries are never removed
-      auto* tail = reinterpret_cast<Entry*>(v);
-      for (;;) {
-        Entry* expect = nullptr;
-        if (tail->hash_next.compare_exchange_strong(expect, e, std::memory_order_acq_rel)) break;
-        tail = expect;
-      }
+  if (!points_->map.insert(h, e)) {  // another key with this hash: append e to its chain
+    Entry* tail = nullptr;
+    (void)points_->map.find(h, tail);  // present: entries are never removed
+    for (;;) {
+      Entry* expect = nullptr;
+      if (tail->hash_next.compare_exchange_strong(expect, e, std::memory_order_acq_rel)) break;
+      tail = expect;
     }
   }
   std::lock_guard<std::mutex> lg(log_m_);

@@ -80,10 +80,12 @@ struct alignas(kLine) Slot {
 std::uint64_t prefix_of(std::string_view key);
 
 /// The index: an ordered LIT from 8-byte prefixes to buckets (collision runs in byte order)
-/// for ranges, and a point LIT from a 63-bit hash of the whole key to entries (chained on
-/// hash collisions) for point reads and writes, so that keys sharing long prefixes cost a point
-/// operation no lock and no string comparison beyond their own. A pool of LIT sessions serves
-/// both maps.
+/// for ranges, and a point map from a 63-bit hash of the whole key to entries (chained on hash
+/// collisions) for point reads and writes, so that keys sharing long prefixes cost a point
+/// operation no string comparison beyond their own. The point map is a cuckoo hash table
+/// (Debian's libcuckoo): it needs no order, and a lookup is one or two buckets, where a LIT
+/// lookup walks its bucket's list at two dependent cache misses a node. A pool of LIT
+/// sessions serves the ordered map.
 class Index {
  public:
   Status init();
@@ -107,9 +109,9 @@ class Index {
  private:
   struct alignas(kLine) PoolSlot {
     std::mutex m;
-    std::unique_ptr<lit::Session> s;   ///< on the ordered map
-    std::unique_ptr<lit::Session> ps;  ///< on the point map
+    std::unique_ptr<lit::Session> s;  ///< on the ordered map
   };
+  struct PointMap;
   class SessionRef;
   /// collect_range over the prefixes [plo, phi] only (r's key bounds still apply).
   void collect_between(const TxnRange& r, std::uint64_t plo, std::uint64_t phi, std::size_t max,
@@ -120,7 +122,7 @@ class Index {
   Entry* find_hashed(std::string_view key, std::uint64_t h);
 
   std::unique_ptr<lit::Map> map_;
-  std::unique_ptr<lit::Map> points_;
+  std::unique_ptr<PointMap> points_;
   std::vector<std::unique_ptr<PoolSlot>> pool_;
   std::mutex log_m_;
   std::vector<std::unique_ptr<Entry*[]>> log_;  ///< chunks of 4096 entries, creation order
