@@ -9,6 +9,7 @@
 #include <cmath>
 #include <cstring>
 #include <limits>
+#include <memory>
 #include <numeric>
 
 #include "compute/internal.hpp"
@@ -421,12 +422,15 @@ void index_join(const Cpu& c, const Column& l, const Column& r, JoinPairs* out) 
 
 void sort(const Cpu& c, std::size_t rows, std::span<const BoundSortKey> keys, std::size_t limit, Selection* out) {
   // Order-preserving unsigned keys, one array per sort key (the GPU sorts the same arrays).
-  std::vector<std::vector<std::uint64_t>> tk(keys.size(), std::vector<std::uint64_t>(rows));
+  // Arrays left uninitialised (not zero-filled on this thread): the workers' first writes place
+  // and fill them in parallel.
+  std::vector<std::unique_ptr<std::uint64_t[]>> tk(keys.size());
+  for (auto& t : tk) t.reset(new std::uint64_t[rows]);
   par(c, rows, c.grain, [&](std::size_t b, std::size_t e, unsigned) {
     for (std::size_t j = 0; j < keys.size(); ++j) {
       const Column& col = *keys[j].col;
       const bool d = keys[j].desc;
-      std::uint64_t* t = tk[j].data();
+      std::uint64_t* t = tk[j].get();
       switch (col.type()) {
         case Type::kFloat64:
           for (std::size_t i = b; i < e; ++i) t[i] = order_f64(col.f64()[i], d);
@@ -457,15 +461,18 @@ void sort(const Cpu& c, std::size_t rows, std::span<const BoundSortKey> keys, st
   struct Run {
     std::size_t at, span, len;
   };
-  std::vector<Item> buf(rows), alt(rows);
+  std::unique_ptr<Item[]> buf_mem(new Item[rows]), alt_mem(new Item[rows]);
+  Item* buf = buf_mem.get();
+  Item* alt = alt_mem.get();
   const unsigned W = pieces(c);
   std::vector<Run> runs(W, Run{0, 0, 0});
   par(c, rows, c.grain, [&](std::size_t b, std::size_t e, unsigned w) {
     for (std::size_t i = b; i < e; ++i) buf[i] = Item{tk[0][i], static_cast<std::uint32_t>(i)};
-    const auto first = buf.begin() + static_cast<std::ptrdiff_t>(b), last = buf.begin() + static_cast<std::ptrdiff_t>(e);
+    Item* first = buf + b;
+    Item* last = buf + e;
     std::size_t len = e - b;
     if (want < len) {
-      std::partial_sort(first, first + static_cast<std::ptrdiff_t>(want), last, less);
+      std::partial_sort(first, first + want, last, less);
       len = want;
     } else {
       std::sort(first, last, less);
@@ -480,16 +487,15 @@ void sort(const Cpu& c, std::size_t rows, std::span<const BoundSortKey> keys, st
       for (std::size_t i = b; i < e; ++i) {
         const Run& x = runs[2 * i];
         if (2 * i + 1 >= runs.size()) {
-          std::copy(buf.begin() + static_cast<std::ptrdiff_t>(x.at), buf.begin() + static_cast<std::ptrdiff_t>(x.at + x.len),
-                    alt.begin() + static_cast<std::ptrdiff_t>(x.at));
+          std::copy(buf + x.at, buf + x.at + x.len, alt + x.at);
           next[i] = x;
           continue;
         }
         const Run& y = runs[2 * i + 1];
         const std::size_t len = std::min(x.len + y.len, want);
-        const Item* xs = buf.data() + x.at;
-        const Item* ys = buf.data() + y.at;
-        Item* m = alt.data() + x.at;
+        const Item* xs = buf + x.at;
+        const Item* ys = buf + y.at;
+        Item* m = alt + x.at;
         std::size_t a = 0, bb = 0;
         for (std::size_t k = 0; k < len; ++k) {
           if (bb >= y.len || (a < x.len && less(xs[a], ys[bb]))) m[k] = xs[a++]; else m[k] = ys[bb++];
@@ -498,12 +504,12 @@ void sort(const Cpu& c, std::size_t rows, std::span<const BoundSortKey> keys, st
       }
     });
     runs = std::move(next);
-    buf.swap(alt);
+    std::swap(buf, alt);
   }
   const std::size_t n = runs.empty() ? 0 : runs[0].len;
   out->resize(n);
   if (n) {
-    const Item* r = buf.data() + runs[0].at;
+    const Item* r = buf + runs[0].at;
     par(c, n, c.grain, [&](std::size_t b, std::size_t e, unsigned) {
       for (std::size_t i = b; i < e; ++i) (*out)[i] = r[i].r;
     });
