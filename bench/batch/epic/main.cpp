@@ -58,6 +58,66 @@ void load(Database& db, SerialStore* s, const TableSpec& spec) {
   }
 }
 
+/// Runs `epochs` on each system present (serial execution, the CPU engines, the GPU runner
+/// over gpu_db) and hands each system's samples to report(name, sample). False (after printing
+/// the error) when an epoch fails.
+template <class Procs, class Report>
+bool measure_systems(const std::vector<Batch>& epochs, SerialStore* serial, Engine<Procs>* twin,
+                     Engine<Procs>* epic_cpu, Database* gpu_db, GpuRunner* runner, Report&& report,
+                     std::string* error) {
+  if (serial) {
+    Sample s;
+    std::vector<std::uint32_t> outcome, out;
+    for (auto& e : epochs) {
+      const auto t0 = std::chrono::steady_clock::now();
+      run_serial<Procs>(*serial, e, &outcome, &out);
+      const double ms = ms_since(t0);
+      s.formula.push_back(e.size() / ms * 1e3);
+      s.wall.push_back(e.size() / ms * 1e3);
+      s.index.push_back(0), s.transfer.push_back(0), s.plan.push_back(0), s.exec.push_back(ms), s.gc.push_back(0);
+    }
+    report("serial", s);
+  }
+  for (auto* eng : {twin, epic_cpu}) {
+    if (!eng) continue;
+    Sample s;
+    for (auto& e : epochs) {
+      EpochOutput out;
+      if (!eng->run_epoch(e, &out, error)) {
+        std::cerr << "epoch: " << *error << "\n";
+        return false;
+      }
+      const EpochStats& st = out.stats;
+      // Epic-CPU's plan time includes its H2D and D2H copies (GpuRunner::plan).
+      s.formula.push_back(st.txns / (st.index_ms + st.plan_ms + st.exec_ms) * 1e3);
+      s.wall.push_back(st.txns / st.total_ms * 1e3);
+      s.index.push_back(st.index_ms), s.transfer.push_back(0), s.plan.push_back(st.plan_ms);
+      s.exec.push_back(st.exec_ms), s.gc.push_back(st.gc_ms);
+    }
+    report(eng == twin ? "epic-twin" : "epic-cpu", s);
+  }
+  if (gpu_db) {
+    Sample s;
+    for (auto& e : epochs) {
+      EpochOutput out;
+      GpuTimes gt;
+      const auto t0 = std::chrono::steady_clock::now();
+      if (!runner->run_epoch(*gpu_db, e, &out, error, &gt)) {
+        std::cerr << "gpu epoch: " << *error << "\n";
+        return false;
+      }
+      const double wall = ms_since(t0);
+      const EpochStats& st = out.stats;
+      s.formula.push_back(st.txns / (st.index_ms + gt.h2d_ms + gt.plan_ms + gt.exec_ms + gt.d2h_ms) * 1e3);
+      s.wall.push_back(st.txns / wall * 1e3);
+      s.index.push_back(st.index_ms), s.transfer.push_back(gt.h2d_ms + gt.d2h_ms), s.plan.push_back(gt.plan_ms);
+      s.exec.push_back(gt.exec_ms), s.gc.push_back(gt.gc_ms);
+    }
+    report("epic-gpu", s);
+  }
+  return true;
+}
+
 }  // namespace
 
 int main(int argc, char** argv) {
@@ -181,56 +241,11 @@ int main(int argc, char** argv) {
         if (system == "epic-gpu") r.set("max_backoff_ns", c.backoff_ns);
         records.push(r);
       };
-      if (serial) {
-        Sample s;
-        std::vector<std::uint32_t> outcome, out;
-        for (auto& e : epochs) {
-          const auto t0 = std::chrono::steady_clock::now();
-          run_serial<TpccProcs>(*serial, e, &outcome, &out);
-          const double ms = ms_since(t0);
-          s.formula.push_back(e.size() / ms * 1e3), s.wall.push_back(e.size() / ms * 1e3);
-          s.index.push_back(0), s.transfer.push_back(0), s.plan.push_back(0), s.exec.push_back(ms), s.gc.push_back(0);
-        }
-        report("serial", s);
-      }
-      for (auto* eng : {twin.get(), epic_cpu.get()}) {
-        if (!eng) continue;
-        Sample s;
-        for (auto& e : epochs) {
-          EpochOutput eo;
-          if (!eng->run_epoch(e, &eo, &error)) {
-            std::cerr << "epoch: " << error << "\n";
-            return 1;
-          }
-          const EpochStats& st = eo.stats;
-          s.formula.push_back(st.txns / (st.index_ms + st.plan_ms + st.exec_ms) * 1e3);
-          s.wall.push_back(st.txns / st.total_ms * 1e3);
-          s.index.push_back(st.index_ms), s.transfer.push_back(0), s.plan.push_back(st.plan_ms);
-          s.exec.push_back(st.exec_ms), s.gc.push_back(st.gc_ms);
-        }
-        report(eng == twin.get() ? "epic-twin" : "epic-cpu", s);
-      }
-      if (gpu_db) {
-        // Reruns (a mispredicted order id) are not resubmitted here; reconnaissance over one
-        // generator predicts every id, so none occur.
-        Sample s;
-        for (auto& e : epochs) {
-          EpochOutput eo;
-          GpuTimes gt;
-          const auto t0 = std::chrono::steady_clock::now();
-          if (!np_runner->run_epoch(*gpu_db, e, &eo, &error, &gt)) {
-            std::cerr << "gpu epoch: " << error << "\n";
-            return 1;
-          }
-          const double wall = ms_since(t0);
-          const EpochStats& st = eo.stats;
-          s.formula.push_back(st.txns / (st.index_ms + gt.h2d_ms + gt.plan_ms + gt.exec_ms + gt.d2h_ms) * 1e3);
-          s.wall.push_back(st.txns / wall * 1e3);
-          s.index.push_back(st.index_ms), s.transfer.push_back(gt.h2d_ms + gt.d2h_ms), s.plan.push_back(gt.plan_ms);
-          s.exec.push_back(gt.exec_ms), s.gc.push_back(gt.gc_ms);
-        }
-        report("epic-gpu", s);
-      }
+      // Reruns (a mispredicted order id) are not resubmitted here; reconnaissance over one
+      // generator predicts every id, so none occur.
+      if (!measure_systems<TpccProcs>(epochs, serial.get(), twin.get(), epic_cpu.get(), gpu_db.get(), np_runner.get(),
+                                      report, &error))
+        return 1;
       c.splits.clear();
     }
     for (int split : c.splits) {
@@ -293,56 +308,9 @@ int main(int argc, char** argv) {
             if (system == "epic-gpu") r.set("max_backoff_ns", c.backoff_ns);
             records.push(r);
           };
-          if (serial) {
-            Sample s;
-            std::vector<std::uint32_t> outcome, out;
-            for (auto& e : epochs) {
-              const auto t0 = std::chrono::steady_clock::now();
-              run_serial<YcsbProcs>(*serial, e, &outcome, &out);
-              const double ms = ms_since(t0);
-              s.formula.push_back(e.size() / ms * 1e3);
-              s.wall.push_back(e.size() / ms * 1e3);
-              s.index.push_back(0), s.transfer.push_back(0), s.plan.push_back(0), s.exec.push_back(ms), s.gc.push_back(0);
-            }
-            report("serial", s);
-          }
-          for (auto* eng : {twin.get(), epic_cpu.get()}) {
-            if (!eng) continue;
-            Sample s;
-            for (auto& e : epochs) {
-              EpochOutput out;
-              if (!eng->run_epoch(e, &out, &error)) {
-                std::cerr << "epoch: " << error << "\n";
-                return 1;
-              }
-              const EpochStats& st = out.stats;
-              // Epic-CPU's plan time includes its H2D and D2H copies (GpuRunner::plan).
-              s.formula.push_back(st.txns / (st.index_ms + st.plan_ms + st.exec_ms) * 1e3);
-              s.wall.push_back(st.txns / st.total_ms * 1e3);
-              s.index.push_back(st.index_ms), s.transfer.push_back(0), s.plan.push_back(st.plan_ms);
-              s.exec.push_back(st.exec_ms), s.gc.push_back(st.gc_ms);
-            }
-            report(eng == twin.get() ? "epic-twin" : "epic-cpu", s);
-          }
-          if (gpu_db) {
-            Sample s;
-            for (auto& e : epochs) {
-              EpochOutput out;
-              GpuTimes gt;
-              const auto t0 = std::chrono::steady_clock::now();
-              if (!runner->run_epoch(*gpu_db, e, &out, &error, &gt)) {
-                std::cerr << "gpu epoch: " << error << "\n";
-                return 1;
-              }
-              const double wall = ms_since(t0);
-              const EpochStats& st = out.stats;
-              s.formula.push_back(st.txns / (st.index_ms + gt.h2d_ms + gt.plan_ms + gt.exec_ms + gt.d2h_ms) * 1e3);
-              s.wall.push_back(st.txns / wall * 1e3);
-              s.index.push_back(st.index_ms), s.transfer.push_back(gt.h2d_ms + gt.d2h_ms), s.plan.push_back(gt.plan_ms);
-              s.exec.push_back(gt.exec_ms), s.gc.push_back(gt.gc_ms);
-            }
-            report("epic-gpu", s);
-          }
+          if (!measure_systems<YcsbProcs>(epochs, serial.get(), twin.get(), epic_cpu.get(), gpu_db.get(), runner.get(),
+                                          report, &error))
+            return 1;
         }
     }
   }
