@@ -8,8 +8,6 @@
 #include <cstring>
 #include <new>
 
-#include <libcuckoo/cuckoohash_map.hh>
-
 #include "sched/thread_pool.hpp"
 
 namespace duet::txn {
@@ -176,19 +174,90 @@ std::uint64_t point_hash(std::string_view key) {
 
 }  // namespace
 
-/// The point map: key hash -> the first entry of its hash chain. The hashes are already mixed,
-/// so the table takes them as they are.
+/// The point map: key hash -> the first entry of its hash chain. Insert-only open addressing
+/// (linear probing) whose reads take no lock: a slot's key is claimed by CAS and its entry
+/// published by a release store, so a reader sees either an empty or claimed-but-unpublished
+/// slot (the key is absent to it: the entry's first version is committed only after
+/// publication) or the entry. Inserts hold `resize` shared; growth holds it exclusive, copies
+/// every slot into a table twice the size and publishes it. Old tables stay allocated until the
+/// index is destroyed (a reader may still be probing one), at most as much again as the
+/// current table.
 struct Index::PointMap {
-  struct AsIs {
-    std::size_t operator()(std::uint64_t h) const { return h; }
+  struct Slot {
+    std::atomic<std::uint64_t> key{0};  ///< hash + 1; 0: empty
+    std::atomic<Entry*> entry{nullptr};
   };
-  libcuckoo::cuckoohash_map<std::uint64_t, Entry*, AsIs> map{1u << 16};
+  struct Table {
+    std::uint64_t mask;
+    std::unique_ptr<Slot[]> slots;
+    explicit Table(std::uint64_t cap) : mask(cap - 1), slots(new Slot[cap]) {}
+  };
+  std::atomic<Table*> cur{nullptr};
+  std::vector<std::unique_ptr<Table>> tables;  ///< every table made (under resize)
+  std::shared_mutex resize;
+  std::atomic<std::uint64_t> used{0};
+
+  PointMap() {
+    tables.push_back(std::make_unique<Table>(std::uint64_t{1} << 12));
+    cur.store(tables.back().get(), std::memory_order_release);
+  }
+
+  Entry* find(std::uint64_t h) const {
+    const Table* t = cur.load(std::memory_order_acquire);
+    for (std::uint64_t i = h & t->mask;; i = (i + 1) & t->mask) {
+      const std::uint64_t k = t->slots[i].key.load(std::memory_order_acquire);
+      if (k == 0) return nullptr;
+      if (k == h + 1) return t->slots[i].entry.load(std::memory_order_acquire);
+    }
+  }
+
+  /// Publishes e under h; false when h already has an entry (*first is set to it).
+  bool insert(std::uint64_t h, Entry* e, Entry** first) {
+    for (;;) {
+      {
+        std::shared_lock<std::shared_mutex> lk(resize);
+        Table* t = cur.load(std::memory_order_acquire);
+        if ((used.load(std::memory_order_relaxed) + 1) * 2 <= t->mask + 1) {
+          for (std::uint64_t i = h & t->mask;; i = (i + 1) & t->mask) {
+            std::uint64_t k = t->slots[i].key.load(std::memory_order_acquire);
+            if (k == 0 && t->slots[i].key.compare_exchange_strong(k, h + 1, std::memory_order_acq_rel)) {
+              t->slots[i].entry.store(e, std::memory_order_release);
+              used.fetch_add(1, std::memory_order_relaxed);
+              return true;
+            }
+            if (k == h + 1) {  // another key with this hash: wait for its entry's publication
+              Entry* f;
+              while ((f = t->slots[i].entry.load(std::memory_order_acquire)) == nullptr) _mm_pause();
+              *first = f;
+              return false;
+            }
+          }
+        }
+      }
+      grow();
+    }
+  }
+
+  void grow() {
+    std::unique_lock<std::shared_mutex> lk(resize);
+    Table* t = cur.load(std::memory_order_relaxed);
+    if ((used.load(std::memory_order_relaxed) + 1) * 2 <= t->mask + 1) return;  // another thread grew it
+    auto n = std::make_unique<Table>((t->mask + 1) * 2);
+    for (std::uint64_t i = 0; i <= t->mask; ++i) {
+      const std::uint64_t k = t->slots[i].key.load(std::memory_order_relaxed);
+      if (k == 0) continue;
+      std::uint64_t j = (k - 1) & n->mask;
+      while (n->slots[j].key.load(std::memory_order_relaxed) != 0) j = (j + 1) & n->mask;
+      n->slots[j].key.store(k, std::memory_order_relaxed);
+      n->slots[j].entry.store(t->slots[i].entry.load(std::memory_order_relaxed), std::memory_order_relaxed);
+    }
+    cur.store(n.get(), std::memory_order_release);
+    tables.push_back(std::move(n));
+  }
 };
 
 Entry* Index::find_hashed(std::string_view key, std::uint64_t h) {
-  Entry* first = nullptr;
-  if (!points_->map.find(h, first)) return nullptr;
-  for (Entry* e = first; e != nullptr; e = e->hash_next.load(std::memory_order_acquire))
+  for (Entry* e = points_->find(h); e != nullptr; e = e->hash_next.load(std::memory_order_acquire))
     if (e->key() == key) return e;
   return nullptr;
 }
@@ -213,9 +282,7 @@ Entry* Index::find_or_insert(std::string_view key, bool* created) {
   b->only.store(b->keys.size() == 1 ? e : nullptr, std::memory_order_release);
   *created = true;
   // Publish in the point index (still under the bucket's lock, so a key is published once).
-  if (!points_->map.insert(h, e)) {  // another key with this hash: append e to its chain
-    Entry* tail = nullptr;
-    (void)points_->map.find(h, tail);  // present: entries are never removed
+  if (Entry* tail = nullptr; !points_->insert(h, e, &tail)) {  // another key with this hash: chain e
     for (;;) {
       Entry* expect = nullptr;
       if (tail->hash_next.compare_exchange_strong(expect, e, std::memory_order_acq_rel)) break;

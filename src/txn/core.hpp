@@ -82,10 +82,11 @@ std::uint64_t prefix_of(std::string_view key);
 /// The index: an ordered LIT from 8-byte prefixes to buckets (collision runs in byte order)
 /// for ranges, and a point map from a 63-bit hash of the whole key to entries (chained on hash
 /// collisions) for point reads and writes, so that keys sharing long prefixes cost a point
-/// operation no string comparison beyond their own. The point map is a cuckoo hash table
-/// (Debian's libcuckoo): it needs no order, and a lookup is one or two buckets, where a LIT
-/// lookup walks its bucket's list at two dependent cache misses a node. A pool of LIT
-/// sessions serves the ordered map.
+/// operation no string comparison beyond their own. The point map is an insert-only hash
+/// table whose reads take no lock (PointMap in core.cpp): it needs no order, and a lookup is a
+/// short probe, where a LIT lookup walks its bucket's list at two dependent cache misses a
+/// node and a locking hash table writes two lock lines per read. A pool of LIT sessions serves
+/// the ordered map.
 class Index {
  public:
   Status init();

@@ -4,6 +4,8 @@
 #include <gtest/gtest.h>
 
 #include <algorithm>
+#include <atomic>
+#include <cstdlib>
 #include <cstring>
 #include <map>
 #include <optional>
@@ -351,6 +353,53 @@ TEST(TxnApi, LongRangesWalkedInPiecesMatchTheReference) {
   check(TxnRange{"shared03/00500", "shared31", true, true});
   check(TxnRange{"shared05/", "", true, true, false, true});
   check(TxnRange{"", "shared10/09999", true, false, true, false});
+}
+
+// The point map grows (a new table, twice the size) while writers add keys and readers look
+// them up without locks: every key whose commit returned is found by every later transaction,
+// on the writer's thread and on the others, across the growths.
+TEST(TxnApi, PointMapGrowsWhileReadersRun) {
+  auto s = open_space();
+  const char* scale_env = std::getenv("DUET_TEST_SCALE");
+  const double scale = scale_env ? std::atof(scale_env) : 1.0;
+  const int per = std::max(500, static_cast<int>(20000 * scale));
+  constexpr int kWriters = 3;
+  std::atomic<int> done[kWriters];
+  for (auto& d : done) d.store(0);
+  std::atomic<bool> stop{false}, bad{false};
+  auto key = [](int w, int i) { return "w" + std::to_string(w) + "/" + std::to_string(i); };
+  std::vector<std::thread> ts;
+  for (int w = 0; w < kWriters; ++w)
+    ts.emplace_back([&, w] {
+      for (int i = 0; i < per && !bad; ++i) {
+        Txn t;
+        CommitResult r;
+        if (!s->begin(&t).ok() || !t.put(key(w, i), "v").ok() || !t.commit(&r).ok() ||
+            r.outcome != TxnOutcome::kCommitted) {
+          bad = true;
+          return;
+        }
+        done[w].store(i + 1, std::memory_order_release);
+        if (read1(*s, key(w, i)) != "v") bad = true;
+      }
+    });
+  for (int rd = 0; rd < 2; ++rd)
+    ts.emplace_back([&, rd] {
+      std::mt19937_64 rng(rd);
+      while (!stop && !bad) {
+        const int w = static_cast<int>(rng() % kWriters);
+        const int n = done[w].load(std::memory_order_acquire);
+        if (n == 0) continue;
+        if (read1(*s, key(w, static_cast<int>(rng() % n))) != "v") bad = true;
+      }
+    });
+  for (int w = 0; w < kWriters; ++w) ts[w].join();
+  stop = true;
+  for (std::size_t i = kWriters; i < ts.size(); ++i) ts[i].join();
+  ASSERT_FALSE(bad) << "a committed key was not found";
+  EXPECT_EQ(s->size(), static_cast<std::uint64_t>(kWriters * per));
+  for (int w = 0; w < kWriters; ++w)
+    for (int i = 0; i < per; i += 97) ASSERT_EQ(read1(*s, key(w, i)), "v") << key(w, i);
 }
 
 TEST(TxnApi, BadInput) {
