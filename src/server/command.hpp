@@ -188,6 +188,12 @@ std::vector<const char*> reported_flags(const CommandDef& c);
 void write_command_info(ReplyWriter& w, const CommandDef& c);
 /// Writes COMMAND DOCS's value for c (a map: summary, since, group, complexity, arguments).
 void write_command_docs(ReplyWriter& w, const CommandDef& c);
+/// The index of c's last key argument in a request of argc words (COMMAND INFO's last_key; a
+/// negative one counts from the end).
+std::size_t last_key_index(const CommandDef& c, std::size_t argc);
+/// The error text (without the leading '-') for the first key argument of `args`, at c's key
+/// positions, that is longer than max_key bytes; empty when none is.
+std::string oversized_key_error(const CommandDef& c, Args args, std::size_t max_key);
 /// The error reply for a command on a database whose kind does not run it, or empty when it
 /// does. E.g. "ERR 'get' is not supported by database 3, whose keyspace kind is 'txn'".
 std::string kind_error(const CommandDef& c, unsigned db, KeyspaceKind kind);

@@ -113,6 +113,20 @@ std::vector<const char*> reported_flags(const CommandDef& c) {
   return out;
 }
 
+std::size_t last_key_index(const CommandDef& c, std::size_t argc) {
+  return c.last_key < 0 ? argc - static_cast<std::size_t>(-c.last_key) : static_cast<std::size_t>(c.last_key);
+}
+
+std::string oversized_key_error(const CommandDef& c, Args args, std::size_t max_key) {
+  if (c.first_key <= 0) return {};
+  const std::size_t last = last_key_index(c, args.size()), step = static_cast<std::size_t>(c.step);
+  for (std::size_t i = static_cast<std::size_t>(c.first_key); i <= last && i < args.size(); i += step)
+    if (args[i].size() > max_key)
+      return "ERR key of " + std::to_string(args[i].size()) + " bytes is over max-key-bytes (" +
+             std::to_string(max_key) + ")";
+  return {};
+}
+
 std::string kind_error(const CommandDef& c, unsigned db, KeyspaceKind kind) {
   if (c.kinds & kind_bit(kind)) return {};
   return "ERR '" + std::string(c.name) + "' is not supported by database " + std::to_string(db) +

@@ -435,18 +435,12 @@ void IoThread::dispatch_keys(Conn* c, PendingReply* r, const CommandDef& def, Ar
     r->error = true;
     r->done.store(true, std::memory_order_release);
   };
-  // Key positions, as COMMAND INFO reports them (a negative last counts from the end).
+  // Key positions, as COMMAND INFO reports them.
   const std::size_t first = static_cast<std::size_t>(def.first_key);
-  const std::size_t last = def.last_key < 0 ? args.size() - static_cast<std::size_t>(-def.last_key)
-                                            : static_cast<std::size_t>(def.last_key);
+  const std::size_t last = last_key_index(def, args.size());
   const std::size_t step = static_cast<std::size_t>(def.step);
-  const std::size_t max_key = srv_->cfg_.store.limits.max_key_bytes;
-  for (std::size_t i = first; i <= last && i < args.size(); i += step) {
-    if (args[i].size() > max_key) {
-      return fail("ERR key of " + std::to_string(args[i].size()) + " bytes is over max-key-bytes (" +
-                  std::to_string(max_key) + ")");
-    }
-  }
+  if (std::string e = oversized_key_error(def, args, srv_->cfg_.store.limits.max_key_bytes); !e.empty())
+    return fail(e);
   // The first key's op doubles as the prototype the command's parse fills.
   KeyOp* op = new_op();
   if (def.key.parse) {

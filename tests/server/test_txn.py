@@ -185,6 +185,8 @@ def test_bad_input_leaves_data_intact(tsrv):
     r.set("k", "v")
     with pytest.raises(redis.ResponseError, match="max-key-bytes"):
         r.set("x" * 2000, "v")
+    with pytest.raises(redis.ResponseError, match="max-key-bytes"):
+        r.execute_command("WATCH", "k", "x" * 2000)
     with pytest.raises(redis.ResponseError):
         r.set("k", "v" * 70000)
     assert r.get("k") == "v"

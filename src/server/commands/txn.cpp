@@ -111,15 +111,12 @@ enum class Ran {
 Ran run_key_command(Txn& t, const CommandDef& def, Args args, int proto, std::size_t max_key,
                     std::size_t max_value, std::string* reply) {
   const std::size_t first = static_cast<std::size_t>(def.first_key);
-  const std::size_t last = def.last_key < 0 ? args.size() - static_cast<std::size_t>(-def.last_key)
-                                            : static_cast<std::size_t>(def.last_key);
+  const std::size_t last = last_key_index(def, args.size());
   const std::size_t step = static_cast<std::size_t>(def.step);
-  for (std::size_t i = first; i <= last && i < args.size(); i += step)
-    if (args[i].size() > max_key) {
-      *reply += "-ERR key of " + std::to_string(args[i].size()) + " bytes is over max-key-bytes (" +
-                std::to_string(max_key) + ")\r\n";
-      return Ran::kRefused;
-    }
+  if (std::string e = oversized_key_error(def, args, max_key); !e.empty()) {
+    *reply += '-' + e + "\r\n";
+    return Ran::kRefused;
+  }
   KeyOp proto_op;
   if (def.key.parse) {
     const std::string e = def.key.parse(args, &proto_op);
@@ -491,11 +488,8 @@ void watch(CommandContext& ctx) {
   auto space = space_of(ctx);
   if (!space) return;
   const std::uint64_t now = space->now();
-  for (std::size_t i = 1; i < ctx.args.size(); ++i) {
-    if (ctx.args[i].size() > max_key_of(ctx))
-      return ctx.error("ERR key of " + std::to_string(ctx.args[i].size()) + " bytes is over max-key-bytes (" +
-                       std::to_string(max_key_of(ctx)) + ")");
-  }
+  if (std::string e = oversized_key_error(*find_command("watch"), ctx.args, max_key_of(ctx)); !e.empty())
+    return ctx.error(e);
   for (std::size_t i = 1; i < ctx.args.size(); ++i) ts.watched.emplace(std::string(ctx.args[i]), now);  // keeps an earlier WATCH
   ts.watch_db = ctx.session.db;
   ctx.out.simple("OK");
