@@ -28,7 +28,8 @@
 // under "timed_out" and holds none of its records.
 //
 // Optional parts: --rss (without --fork) measures each system's peak resident memory after the
-// load in a child process of its own; --sweep runs B with string keys over several key-set sizes.
+// load in a child process of its own; --sweep runs B with string keys over several key-set sizes
+// (with --load-once: one load per size and system, the repetitions on that map).
 //
 // usage: duet_bench_hydralist [--keys-int N] [--keys-str N] [--ops N] [--threads 1,2,4]
 //          [--ops-e N (default ops / 10)] [--reps R] [--key-types int,str] [--workloads load,a,b,c,d,e]
@@ -849,8 +850,13 @@ int main(int argc, char** argv) {
       std::uint64_t pool = n;
       const Work work = make_work("b", "zipf", n, o.ops, &pool, o.seed);
       const std::vector<Phase> phases{{&work, max_threads, work.ops.size()}};
-      for (unsigned rep = 0; rep < o.reps; ++rep)
-        for (auto& s : systems) run_one(keys, n, phases, false, max_threads, "str-sweep", s);
+      if (o.load_once) {  // one load per (size, system), then the repetitions on that map
+        const std::vector<Phase> reps(o.reps, phases.front());
+        for (auto& s : systems) run_one(keys, n, reps, false, max_threads, "str-sweep", s);
+      } else {
+        for (unsigned rep = 0; rep < o.reps; ++rep)
+          for (auto& s : systems) run_one(keys, n, phases, false, max_threads, "str-sweep", s);
+      }
     }
   }
 

@@ -6,6 +6,16 @@
 //   hl-avx2       AVX2 fingerprint matching
 //   hl-nobackoff  no randomized backoff
 //   hl-2rep       two search-layer replicas forced (one NUMA node: threads alternate)
+//   hl-sorted     sorted slots with binary search (no fingerprints), otherwise the default
+// Cumulative steps of the factor analysis (thesis Fig. 4.15, which starts from ART; Duet has no
+// concurrent ART, so its first step is the data layer with sorted slots), each adding one
+// switch to the one before:
+//   f1-sorted     sorted slots, synchronous search layer, one replica, no backoff
+//   f2-fp         + unsorted fingerprinted slots, scalar matching
+//   f3-simd       + SIMD matching (the best the CPU has: AVX-512BW, else AVX2)
+//   f4-async      + asynchronous search layer (combiner and updater)
+//   f5-2rep       + two search-layer replicas (forced: these machines have one NUMA node)
+//   f6-backoff    + backoff (= the default with two replicas)
 #include <stdexcept>
 
 #include "index/hydralist/hydralist.hpp"
@@ -23,6 +33,17 @@ hl::Config config_for(const std::string& variant, unsigned threads) {
   else if (variant == "hl-avx2") c.simd = 1;
   else if (variant == "hl-nobackoff") c.backoff = false;
   else if (variant == "hl-2rep") c.replicas = 2;
+  else if (variant == "hl-sorted") c.sorted_slots = true;
+  else if (variant.size() > 3 && variant[0] == 'f' && variant[2] == '-' && variant[1] >= '1' && variant[1] <= '6') {
+    const int step = variant[1] - '0';
+    static const char* const names[] = {"f1-sorted", "f2-fp", "f3-simd", "f4-async", "f5-2rep", "f6-backoff"};
+    if (variant != names[step - 1]) throw std::invalid_argument("unknown hydralist variant " + variant);
+    c.sorted_slots = step < 2;
+    c.simd = step < 3 ? 0 : -1;
+    c.async_search_layer = step >= 4;
+    c.replicas = step >= 5 ? 2 : 1;
+    c.backoff = step >= 6;
+  }
   else if (variant != "hydralist") throw std::invalid_argument("unknown hydralist variant " + variant);
   return c;
 }

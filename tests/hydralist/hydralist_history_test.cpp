@@ -201,9 +201,10 @@ TEST(HydralistHistory, SynchronousSearchLayerIsLinearizable) {
 
 /// Keys are numbers 0..keys-1 (u64 keys: the number itself, so the range checker's order is
 /// the index's). Writer w owns the keys with number % writers == w; the other threads scan.
-RangeCheckResult scan_history(std::uint64_t keys, int ops, std::uint64_t seed, std::uint64_t* scans_out) {
+RangeCheckResult scan_history(std::uint64_t keys, int ops, std::uint64_t seed, std::uint64_t* scans_out,
+                              const Config& c = test_config()) {
   std::unique_ptr<U64Index> idx;
-  EXPECT_TRUE(U64Index::create(test_config(), &idx).ok());
+  EXPECT_TRUE(U64Index::create(c, &idx).ok());
   RangeCheckOptions opts;
   {
     std::unique_ptr<U64Session> s;
@@ -320,6 +321,28 @@ TEST(HydralistHistory, ScansGiveThePerKeyGuarantee) {
   EXPECT_TRUE(r.ok) << r.explanation.substr(0, 4000);
   EXPECT_GT(scans, 100u);
   EXPECT_GT(r.key_observations, 10000u);
+}
+
+// Sorted slots (the factor analysis's first step): inserts and removes shift slots that
+// optimistic readers binary-search, and scans read them in place.
+Config sorted_config() {
+  Config c = test_config();
+  c.sorted_slots = true;
+  return c;
+}
+
+TEST(HydralistHistory, SortedSlotsPointOperationsAreLinearizable) {
+  const CheckResult r = point_history<BytesKeys>(sorted_config(), 300, 150, scaled(15000), 21);
+  EXPECT_TRUE(r.linearizable) << r.explanation.substr(0, 4000);
+  const CheckResult u = point_history<U64Keys>(sorted_config(), 300, 150, scaled(15000), 22);
+  EXPECT_TRUE(u.linearizable) << u.explanation.substr(0, 4000);
+}
+
+TEST(HydralistHistory, SortedSlotsScansGiveThePerKeyGuarantee) {
+  std::uint64_t scans = 0;
+  const RangeCheckResult r = scan_history(600, scaled(6000), 23, &scans, sorted_config());
+  EXPECT_TRUE(r.ok) << r.explanation.substr(0, 4000);
+  EXPECT_GT(scans, 50u);
 }
 
 TEST(HydralistHistory, PermanentKeysStayVisibleWhileNodesSplitAndMerge) {

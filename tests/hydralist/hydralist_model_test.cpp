@@ -531,6 +531,16 @@ TEST(HydralistModel, SynchronousSearchLayer) {
   run_against_map<BytesKeys>(3000, scaled(20000), 12, c, true);
 }
 
+TEST(HydralistModel, SortedSlots) {
+  // The factor analysis's first step: sorted slots, binary search, no fingerprints.
+  Config c = test_config();
+  c.sorted_slots = true;
+  run_against_map<U64Keys>(4000, scaled(30000), 14, c, true);
+  run_against_map<BytesKeys>(4000, scaled(20000), 15, c, true);
+  run_against_map<U64Keys>(300, scaled(20000), 16, c);
+  run_against_map<BytesKeys>(300, scaled(20000), 17, c);
+}
+
 TEST(HydralistModel, CounterClockAndNoBackoff) {
   Config c = test_config();
   c.counter_clock = true;

@@ -25,6 +25,8 @@ const char* result_name(Result r) {
 namespace {
 inline std::uint64_t load_bitmap(const std::uint64_t& b) { return __atomic_load_n(&b, __ATOMIC_ACQUIRE); }
 inline void store_bitmap(std::uint64_t& b, std::uint64_t v) { __atomic_store_n(&b, v, __ATOMIC_RELEASE); }
+/// The bitmap of a sorted node holding c keys (its first c slots).
+inline std::uint64_t prefix_mask(unsigned c) { return c >= 64 ? ~std::uint64_t{0} : (std::uint64_t{1} << c) - 1; }
 }  // namespace
 
 // ======================================================================================
@@ -120,7 +122,41 @@ bool Session<KT>::lock_at(Node* n, std::uint64_t v) {
 }
 
 template <class KT>
+int Session<KT>::sorted_position(Node* n, Arg key, bool* found) const {
+  *found = false;
+  const unsigned cnt = static_cast<unsigned>(std::popcount(load_bitmap(n->bitmap)));
+  auto key_at = [&](unsigned i, Arg* out) {
+    if constexpr (KT::kBlobs) {
+      const detail::Blob* b = n->slots.raw_key(i);
+      if (!b) return false;  // torn: the caller's version check fails
+      *out = b->view();
+    } else {
+      *out = n->slots.raw_key(i);
+    }
+    return true;
+  };
+  unsigned lo = 0, hi = cnt;
+  Arg k{};
+  while (lo < hi) {
+    const unsigned mid = (lo + hi) / 2;
+    if (!key_at(mid, &k)) return -1;
+    if (KT::less(k, key)) lo = mid + 1;
+    else hi = mid;
+  }
+  if (lo < cnt) {
+    if (!key_at(lo, &k)) return -1;
+    *found = !KT::less(key, k);
+  }
+  return static_cast<int>(lo);
+}
+
+template <class KT>
 int Session<KT>::probe(Node* n, Arg key) const {
+  if (idx_->cfg_.sorted_slots) {
+    bool found = false;
+    const int p = sorted_position(n, key, &found);
+    return found ? p : -1;
+  }
   std::uint64_t m = idx_->match_(n->fps, KT::fp(key)) & load_bitmap(n->bitmap);
   while (m) {
     const unsigned i = static_cast<unsigned>(std::countr_zero(m));
@@ -228,7 +264,91 @@ void Session<KT>::log(Node* n, bool insert) {
 }
 
 template <class KT>
+void Session<KT>::erase_slot(Node* n, unsigned i) {
+  const std::uint64_t bm = ld(n->bitmap);
+  if (!idx_->cfg_.sorted_slots) {
+    store_bitmap(n->bitmap, bm & ~(std::uint64_t{1} << i));
+    return;
+  }
+  const unsigned cnt = static_cast<unsigned>(std::popcount(bm));
+  for (unsigned j = i; j + 1 < cnt; ++j) {
+    n->slots.set_key(j, n->slots.raw_key(j + 1));
+    st(n->slots.value(j), ld(n->slots.value(j + 1)));
+  }
+  // A string slot beyond the count holds no pointer, so every pointer a reader finds in a
+  // slot was live when it was there (the removed key's copy is retired after this).
+  if constexpr (KT::kBlobs) n->slots.set_key(cnt - 1, nullptr);
+  store_bitmap(n->bitmap, prefix_mask(cnt - 1));
+}
+
+template <class KT>
+Result Session<KT>::insert_sorted_locked(Node* n, Arg key, typename KT::Stored stored, std::uint64_t value) {
+  bool found = false;
+  const unsigned pos = static_cast<unsigned>(sorted_position(n, key, &found));  // locked: never torn
+  const unsigned cnt = static_cast<unsigned>(std::popcount(ld(n->bitmap)));
+  if (cnt < detail::kSlots) {
+    for (unsigned j = cnt; j > pos; --j) {
+      n->slots.set_key(j, n->slots.raw_key(j - 1));
+      st(n->slots.value(j), ld(n->slots.value(j - 1)));
+    }
+    n->slots.set_key(pos, stored);
+    st(n->slots.value(pos), value);
+    store_bitmap(n->bitmap, prefix_mask(cnt + 1));
+    unlock(n);
+    return Result::kOk;
+  }
+  // Split: the 65 keys in order; the median (the 33rd) anchors a new node with the upper 33.
+  Node* nn = detail::alloc_node<KT>();
+  if (!nn) {
+    unlock_unchanged(n);
+    return Result::kNoMemory;
+  }
+  struct E {
+    typename KT::Stored stored;
+    std::uint64_t value;
+  };
+  std::array<E, detail::kSlots + 1> es;
+  for (unsigned i = 0, j = 0; j <= detail::kSlots; ++j)
+    es[j] = j == pos ? E{stored, value} : E{n->slots.raw_key(i), ld(n->slots.value(i++))};
+  Arg median{};
+  if constexpr (KT::kBlobs) {
+    median = es[32].stored->view();
+    nn->anchor = detail::allocation_should_fail() ? nullptr : detail::Blob::make(median);
+    if (!nn->anchor) {
+      detail::free_node<KT>(nn);
+      unlock_unchanged(n);
+      return Result::kNoMemory;
+    }
+  } else {
+    median = es[32].stored;
+    nn->anchor = median;
+  }
+  for (unsigned t = 0; t <= 32; ++t) {
+    nn->slots.set_key(t, es[32 + t].stored);
+    st(nn->slots.value(t), es[32 + t].value);
+  }
+  nn->bitmap = prefix_mask(33);
+  Node* y = n->next.load(std::memory_order_relaxed);
+  nn->prev.store(n, std::memory_order_relaxed);
+  nn->next.store(y, std::memory_order_relaxed);
+  n->next.store(nn, std::memory_order_release);
+  if (y) y->prev.store(nn, std::memory_order_release);
+  for (unsigned t = 0; t < 32; ++t) {
+    n->slots.set_key(t, es[t].stored);
+    st(n->slots.value(t), es[t].value);
+  }
+  if constexpr (KT::kBlobs)
+    for (unsigned t = 32; t < detail::kSlots; ++t) n->slots.set_key(t, nullptr);
+  store_bitmap(n->bitmap, prefix_mask(32));
+  ++stat_splits_;
+  log(nn, true);
+  unlock(n);
+  return Result::kOk;
+}
+
+template <class KT>
 Result Session<KT>::insert_locked(Node* n, Arg key, typename KT::Stored stored, std::uint64_t value) {
+  if (idx_->cfg_.sorted_slots) return insert_sorted_locked(n, key, stored, value);
   const std::uint64_t bm = ld(n->bitmap);
   const std::uint8_t fp = KT::fp(key);
   if (bm != ~std::uint64_t{0}) {
@@ -438,7 +558,7 @@ Result Session<KT>::remove(Arg key, std::uint64_t* previous) {
   const unsigned i = static_cast<unsigned>(s);
   if (previous) *previous = ld(n->slots.value(i));
   const auto old = n->slots.raw_key(i);
-  store_bitmap(n->bitmap, ld(n->bitmap) & ~(std::uint64_t{1} << i));
+  erase_slot(n, i);
   after_remove(n);
   if constexpr (KT::kBlobs) part_->retire(const_cast<detail::Blob*>(old), &detail::Blob::free);
   (void)old;
@@ -461,7 +581,7 @@ Result Session<KT>::remove_if(Arg key, std::uint64_t expected) {
     return Result::kMismatch;
   }
   const auto old = n->slots.raw_key(i);
-  store_bitmap(n->bitmap, ld(n->bitmap) & ~(std::uint64_t{1} << i));
+  erase_slot(n, i);
   after_remove(n);
   if constexpr (KT::kBlobs) part_->retire(const_cast<detail::Blob*>(old), &detail::Blob::free);
   (void)old;
@@ -525,11 +645,12 @@ Result Session<KT>::scan_impl(Arg start, const Arg* end, std::size_t limit, Emit
     // version, else sorted here.
     const std::uint64_t bm = load_bitmap(n->bitmap);
     const unsigned cnt = static_cast<unsigned>(std::popcount(bm));
-    const bool cached = ld(n->last_scan_version) == v;
+    const bool sorted = idx_->cfg_.sorted_slots;  // slots [0, cnt) already in key order
+    const bool cached = sorted || ld(n->last_scan_version) == v;
     bool torn = false;
     if (cached) {
       for (unsigned i = 0; i < cnt; ++i) {
-        const std::uint8_t s = ld(n->permuter[i]) & 63;
+        const std::uint8_t s = sorted ? static_cast<std::uint8_t>(i) : ld(n->permuter[i]) & 63;
         if constexpr (KT::kBlobs) {
           const detail::Blob* b = n->slots.raw_key(s);
           if (!b) {
@@ -869,7 +990,7 @@ Stats Index<KT>::stats() const {
   s.backoffs = c_backoffs_.load();
   s.walk_steps = c_walk_.load();
   s.replicas = replicas();
-  s.simd = simd_name(simd_);
+  s.simd = cfg_.sorted_slots ? "none (sorted slots)" : simd_name(simd_);
   return s;
 }
 
@@ -894,6 +1015,14 @@ Status Index<KT>::check(std::uint64_t* keys) const {
       return Status::Internal("hydralist check: anchors not increasing");
     if (n != head_) anchors.emplace_back(std::string(typename KT::ArtKey(KT::anchor_arg(n->anchor)).view()), n);
     Node* nx = n->next.load();
+    if (cfg_.sorted_slots) {
+      const unsigned cnt = static_cast<unsigned>(std::popcount(n->bitmap));
+      if (n->bitmap != prefix_mask(cnt))
+        return Status::Internal("hydralist check: a sorted node's slots are not a prefix");
+      for (unsigned i = 1; i < cnt; ++i)
+        if (!KT::less(n->slots.key(i - 1), n->slots.key(i)))
+          return Status::Internal("hydralist check: a sorted node's keys are out of order");
+    }
     for (std::uint64_t m = n->bitmap; m; m &= m - 1) {
       const Arg k = n->slots.key(static_cast<unsigned>(std::countr_zero(m)));
       if (!n->anchor_le(k) || (nx && nx->anchor_le(k)))

@@ -74,6 +74,11 @@ struct Config {
   unsigned backoff_after = 4;                  ///< retries of one operation before it backs off
   unsigned backoff_max_log2 = 12;              ///< the longest wait: 2^this pause instructions
   int simd = -1;                               ///< fingerprint matcher: -1 best, else a SimdLevel
+  /// Factor analysis (thesis Fig. 4.15, its first step): slots kept sorted by key in a node's
+  /// first popcount(bitmap) positions, probed by binary search, no fingerprints; inserts and
+  /// removes shift the slots under the lock, scans read them in place. Off: unsorted
+  /// fingerprinted slots (the design).
+  bool sorted_slots = false;
   bool counter_clock = false;                  ///< timestamps from a counter instead of ORDO's TSC
   bool pin_updaters = true;                    ///< pin each updater to its NUMA node (several nodes)
   PlantedBug planted_bug = PlantedBug::kNone;  ///< tests only
@@ -365,6 +370,14 @@ class Session {
   bool lock_at(Node* n, std::uint64_t v);  // try once, only from version v
   void wait_retry();
   int probe(Node* n, Arg key) const;
+  /// sorted_slots: the first position in [0, count) whose key is >= key, or -1 when a torn
+  /// read (a null string key) shows a concurrent change; *found says whether it equals key.
+  int sorted_position(Node* n, Arg key, bool* found) const;
+  /// Removes slot i of n (locked): clears its bit, or (sorted_slots) shifts the slots above it
+  /// down and clears the last one.
+  void erase_slot(Node* n, unsigned i);
+  /// sorted_slots: insert_locked's path.
+  Result insert_sorted_locked(Node* n, Arg key, typename KT::Stored stored, std::uint64_t value);
   using EmitFn = void (*)(void* ctx, Arg key, std::uint64_t value);
   static void emit_pair(void* ctx, Arg key, std::uint64_t value) {
     static_cast<Pairs*>(ctx)->emplace_back(KT::own(key), value);
