@@ -36,7 +36,7 @@ capped() {  # name, cap in seconds, command...
   echo "== $name (cap ${cap} s, at ${SECONDS} s)"
   "$@" --child-timeout "$cap" 2>&1 | grep -v '^$'
 }
-HEAD=(--keys-int 1e8 --keys-str 2e7 --ops "$OPS" --threads 16 --reps 3 --load-once --fork)
+HEAD=(--keys-int "${KEYS_INT:-1e8}" --keys-str "${KEYS_STR:-2e7}" --ops "$OPS" --threads 16 --reps 3 --load-once --fork)
 head16() { capped "$1 $2" "$3" "$B" "${HEAD[@]}" --key-types "$1" --systems "$2" --out "$W/$1-$2.json"; }
 {
   head16 str hydralist 20
@@ -47,7 +47,7 @@ head16() { capped "$1 $2" "$3" "$B" "${HEAD[@]}" --key-types "$1" --systems "$2"
   head16 int tbb 75
   capped "factor" 10 "$B" --key-types str --keys-str "$FACTOR_KEYS" --ops "$OPS" --threads 16 --reps 3 \
     --dists zipf --systems f1-sorted,f2-fp,f3-simd,f4-async,f5-2rep,f6-backoff,hydralist --fork --out "$OUT/factor.json"
-  capped "sweep" 20 "$B" --key-types none --sweep 1e5,1e6,1e7 --ops "$SWEEP_OPS" --threads 16 --reps 3 \
+  capped "sweep" 20 "$B" --key-types none --sweep "${SWEEP:-1e5,1e6,1e7}" --ops "$SWEEP_OPS" --threads 16 --reps 3 \
     --systems hydralist,tbb,libcds --load-once --fork --out "$OUT/sweep.json"
   head16 int libcuckoo 20
   head16 int libcds 90
