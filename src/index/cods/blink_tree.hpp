@@ -33,6 +33,12 @@
 //
 // Costs: a GET reads one node per level plus one per right move; an INSERT into a non-full
 // leaf reads those, locks the leaf and writes it once.
+//
+// Remote memory (remote_env.hpp): node and root words go through to_node/to_word and every
+// access names the environment, which counts its round trips: a validated read is two reads
+// (the node with its version word, then the version again: a node is always above 64 B), a
+// read under the lock one, a write of both c-objects one (they are contiguous), a lock attempt
+// one CAS and a release one write. Local environments compile these to the plain accesses.
 #pragma once
 
 #include <cstdint>
@@ -94,7 +100,11 @@ struct BLinkTree {
   using KFrag = Fragment<Shape::kWords, Group>;
   using VFrag = Fragment<Shape::kValueWords, Group>;
 
-  DUET_HD static DUET_INLINE Node* ptr(std::uint64_t w) { return reinterpret_cast<Node*>(w); }
+  /// Host-side decoding of a stored word for the quiescent helpers: drops the bits above 48
+  /// (a remote word's memory node id). Algorithm code decodes through the environment.
+  DUET_HD static DUET_INLINE Node* ptr(std::uint64_t w) {
+    return reinterpret_cast<Node*>(w & ((std::uint64_t(1) << 48) - 1));
+  }
   DUET_HD static DUET_INLINE std::uint64_t word(const Node* n) { return reinterpret_cast<std::uint64_t>(n); }
 
   /// A node's decoded meta word, the same on every lane.
@@ -140,6 +150,7 @@ struct BLinkTree {
       if (leader_load(g, ver, Order::relaxed) == v1) break;
     }
     env.node_read();
+    remote_read(env, 2);  // the node with its version, then the version again
   }
   /// Read of a node whose lock the group holds (no writer can interfere).
   template <class Env>
@@ -147,11 +158,18 @@ struct BLinkTree {
     fk.get(g, n->key_data());
     fv.get(g, n->values);
     env.node_read();
+    remote_read(env);
   }
   /// Writes both c-objects of a locked or unpublished node.
   DUET_HD static DUET_INLINE void write(const Group& g, Node* n, const KFrag& fk, const VFrag& fv) {
     fk.set(g, n->key_data());
     fv.set(g, n->values);
+  }
+  /// The same, counted as one write by a remote environment.
+  template <class Env>
+  DUET_HD static DUET_INLINE void write(const Group& g, Env& env, Node* n, const KFrag& fk, const VFrag& fv) {
+    write(g, n, fk, fv);
+    remote_write(env);
   }
 
   /// Lock-free descent to the node of `level` whose range holds k (level 0: the leaf).
@@ -166,17 +184,17 @@ struct BLinkTree {
   template <class Env>
   DUET_HD static DUET_INLINE Node* descend(const Group& g, Env& env, TreeRoot* root, std::uint64_t k, unsigned level,
                                            KFrag& fk, VFrag& fv, Meta& m) {
-    Node* n = ptr(leader_load(g, &root->node, Order::acquire));
+    Node* n = load_root(g, env, root);
     for (;;) {
       read(g, env, n, fk, fv);
       m = meta_of(g, fk);
       if (beyond(m, k)) {
-        n = ptr(m.right);
+        n = to_node<Node>(env, m.right);
         continue;
       }
       if (m.level <= level) return n;
       const int idx = popcount(fk.ballot(g, [k](std::uint64_t x, unsigned) { return x <= k; }) & m.keys) - 1;
-      n = ptr(fv.broadcast(g, static_cast<unsigned>(idx < 0 ? 0 : idx)));
+      n = to_node<Node>(env, fv.broadcast(g, static_cast<unsigned>(idx < 0 ? 0 : idx)));
     }
   }
 
@@ -206,7 +224,7 @@ struct BLinkTree {
       const int slot = fk.find(g, k, m.keys);
       if (slot >= 0) {
         const std::uint64_t old = fv.broadcast(g, static_cast<unsigned>(slot));
-        unlock(g, n->version());
+        unlock(g, env, n->version());
         if (spare) env.discard(g, spare);
         return {OpStatus::kFound, old};
       }
@@ -216,14 +234,14 @@ struct BLinkTree {
         insert_at(g, fk, count, pos, k);
         insert_at(g, fv, count, pos, v);
         put(g, fk, Shape::kMeta, pack_meta(count + 1, 0, m.infinite));
-        write(g, n, fk, fv);
-        unlock(g, n->version());
+        write(g, env, n, fk, fv);
+        unlock(g, env, n->version());
         if (spare) env.discard(g, spare);
         return {OpStatus::kNotFound, 0};
       }
       if (!spare) {
         // Allocate outside the lock, then start again (the leaf may have changed meanwhile).
-        unlock(g, n->version());
+        unlock(g, env, n->version());
         spare = env.template alloc<Node>(g);
         if (!spare) return {OpStatus::kRetry, 0};
         continue;
@@ -243,7 +261,7 @@ struct BLinkTree {
     const Meta m = lock_covering(g, env, n, k, fk, fv);
     const int slot = fk.find(g, k, m.keys);
     if (slot < 0) {
-      unlock(g, n->version());
+      unlock(g, env, n->version());
       return {OpStatus::kNotFound, 0};
     }
     const std::uint64_t old = fv.broadcast(g, static_cast<unsigned>(slot));
@@ -251,8 +269,8 @@ struct BLinkTree {
     remove_at(g, fk, count, static_cast<unsigned>(slot));
     remove_at(g, fv, count, static_cast<unsigned>(slot));
     put(g, fk, Shape::kMeta, pack_meta(count - 1, 0, m.infinite));
-    write(g, n, fk, fv);
-    unlock(g, n->version());
+    write(g, env, n, fk, fv);
+    unlock(g, env, n->version());
     return {OpStatus::kFound, old};
   }
 
@@ -315,6 +333,12 @@ struct BLinkTree {
   }
 
  private:
+  /// The root node (one read of the root word over remote memory).
+  template <class Env>
+  DUET_HD static DUET_INLINE Node* load_root(const Group& g, Env& env, TreeRoot* root) {
+    remote_read(env);
+    return to_node<Node>(env, leader_load(g, &root->node, Order::acquire));
+  }
   DUET_HD static DUET_INLINE std::uint64_t pack_meta(unsigned count, unsigned level, bool infinite) {
     return prefix_mask(count) | (std::uint64_t(level) << Shape::kLevelShift) | (infinite ? Shape::kInfinite : 0);
   }
@@ -327,20 +351,21 @@ struct BLinkTree {
   template <class Env>
   DUET_HD static Meta lock_covering(const Group& g, Env& env, Node*& n, std::uint64_t k, KFrag& fk, VFrag& fv) {
     for (;;) {
-      lock(g, n->version());
+      lock(g, env, n->version());
       read_locked(g, env, n, fk, fv);
       const Meta m = meta_of(g, fk);
       if (!beyond(m, k) || env.planted(Bug::kNoMoveRight)) return m;
-      unlock(g, n->version());
-      n = ptr(m.right);
+      unlock(g, env, n->version());
+      n = to_node<Node>(env, m.right);
     }
   }
 
   /// Splits the locked, full node n (fresh copy fk/fv, meta m, `count` entries) while adding
   /// (k, v) at pos; the upper half goes to `fresh`. Leaves n locked with its new content written
   /// and returns the separator (the upper half's first key).
-  DUET_HD static std::uint64_t split(const Group& g, Node* n, KFrag& fk, VFrag& fv, const Meta& m, unsigned count,
-                                     unsigned pos, std::uint64_t k, std::uint64_t v, Node* fresh) {
+  template <class Env>
+  DUET_HD static std::uint64_t split(const Group& g, Env& env, Node* n, KFrag& fk, VFrag& fv, const Meta& m,
+                                     unsigned count, unsigned pos, std::uint64_t k, std::uint64_t v, Node* fresh) {
     insert_at(g, fk, count, pos, k);  // may shift a key over the meta slot: meta is rewritten below
     insert_at(g, fv, count, pos, v);
     const unsigned total = count + 1, h = (total + 1) / 2;
@@ -350,13 +375,13 @@ struct BLinkTree {
     put(g, uk, Shape::kMeta, pack_meta(total - h, m.level, m.infinite));
     put(g, uk, Shape::kHigh, m.high);
     put(g, uk, Shape::kRight, m.right);
-    write(g, fresh, uk, uv);
+    write(g, env, fresh, uk, uv);
     fence(Order::release);  // the new node's content before the link that publishes it
     g.sync();
     put(g, fk, Shape::kMeta, pack_meta(h, m.level, false));
     put(g, fk, Shape::kHigh, sep);
-    put(g, fk, Shape::kRight, word(fresh));
-    write(g, n, fk, fv);
+    put(g, fk, Shape::kRight, to_word(env, fresh));
+    write(g, env, n, fk, fv);
     return sep;
   }
 
@@ -365,7 +390,7 @@ struct BLinkTree {
   template <class Env>
   DUET_HD static bool grow_root(const Group& g, Env& env, TreeRoot* root, Node* n, unsigned level,
                                 std::uint64_t sep, Node* right) {
-    if (leader_load(g, &root->node, Order::acquire) != word(n)) return false;
+    if (load_root(g, env, root) != n) return false;
     Node* top = env.template alloc<Node>(g);
     if (!top) return true;  // no node: the old root keeps its right link (still correct)
     KFrag fk;
@@ -375,11 +400,12 @@ struct BLinkTree {
     put(g, fk, 0, 0);  // separator_0: the old root is the leftmost node, whose low is 0
     put(g, fk, 1, sep);
     put(g, fk, Shape::kMeta, pack_meta(2, level + 1, true));
-    put(g, fv, 0, word(n));
-    put(g, fv, 1, word(right));
-    write(g, top, fk, fv);
+    put(g, fv, 0, to_word(env, n));
+    put(g, fv, 1, to_word(env, right));
+    write(g, env, top, fk, fv);
     // Only the holder of the root's lock changes the root word, so a store is enough.
-    leader_store(g, &root->node, word(top), Order::release);
+    leader_store(g, &root->node, to_word(env, top), Order::release);
+    remote_write(env);
     return true;
   }
 
@@ -388,15 +414,15 @@ struct BLinkTree {
   DUET_HD static void split_and_propagate(const Group& g, Env& env, TreeRoot* root, Node* n, KFrag& fk, VFrag& fv,
                                           const Meta& m, unsigned count, unsigned pos, std::uint64_t k,
                                           std::uint64_t v, Node* fresh) {
-    std::uint64_t sep = split(g, n, fk, fv, m, count, pos, k, v, fresh);
+    std::uint64_t sep = split(g, env, n, fk, fv, m, count, pos, k, v, fresh);
     bool done = grow_root(g, env, root, n, 0, sep, fresh);
-    unlock(g, n->version());
+    unlock(g, env, n->version());
     Node* child = fresh;
     for (unsigned level = 1; !done; ++level) {
       // The parent level may not exist yet: the root's splitter is installing it.
       Node* top = nullptr;
       for (int wait = 0; wait < (1 << 14); ++wait) {
-        top = ptr(leader_load(g, &root->node, Order::acquire));
+        top = load_root(g, env, root);
         KFrag tk;
         VFrag tv;
         read(g, env, top, tk, tv);
@@ -412,25 +438,25 @@ struct BLinkTree {
       const unsigned pc = static_cast<unsigned>(popcount(pm.keys));
       const unsigned ppos = static_cast<unsigned>(popcount(less(g, pk, sep, pm.keys)));
       if (pk.find(g, sep, pm.keys) >= 0) {  // already there (cannot happen: separators are unique)
-        unlock(g, p->version());
+        unlock(g, env, p->version());
         return;
       }
       if (pc < Shape::kInnerCap) {
         insert_at(g, pk, pc, ppos, sep);
-        insert_at(g, pv, pc, ppos, word(child));
+        insert_at(g, pv, pc, ppos, to_word(env, child));
         put(g, pk, Shape::kMeta, pack_meta(pc + 1, level, pm.infinite));
-        write(g, p, pk, pv);
-        unlock(g, p->version());
+        write(g, env, p, pk, pv);
+        unlock(g, env, p->version());
         return;
       }
       Node* more = env.template alloc<Node>(g);
       if (!more) {
-        unlock(g, p->version());
+        unlock(g, env, p->version());
         return;  // skipped, as above
       }
-      sep = split(g, p, pk, pv, pm, pc, ppos, sep, word(child), more);
+      sep = split(g, env, p, pk, pv, pm, pc, ppos, sep, to_word(env, child), more);
       done = grow_root(g, env, root, p, level, sep, more);
-      unlock(g, p->version());
+      unlock(g, env, p->version());
       child = more;
     }
   }

@@ -8,6 +8,7 @@
 #pragma once
 
 #include <cstdint>
+#include <type_traits>
 
 #include "cods/cods.hpp"
 
@@ -92,6 +93,55 @@ DUET_HD DUET_INLINE std::uint64_t bucket_of(std::uint64_t k, std::uint64_t n) {
 /// The low bit of a next pointer: the node holding it was removed or replaced (DELETED).
 inline constexpr std::uint64_t kMarked = 1;
 
+// ---- Remote memory (docs/cods.md, "Remote memory"). An environment whose type declares
+// `static constexpr bool kRemote = true` (remote_env.hpp) keeps its nodes in far memory that is
+// reached by one-sided reads, writes and CASes: the structures then translate every node word
+// through it (node ids in stolen pointer bits) and tell it of each round trip they make. For
+// every other environment (CpuEnv, the GPU batch driver's) these helpers compile to the plain
+// pointer casts and to nothing, so local code is unchanged.
+
+template <class Env, class = void>
+struct IsRemoteEnv : std::false_type {};
+template <class Env>
+struct IsRemoteEnv<Env, std::void_t<decltype(Env::kRemote)>> : std::bool_constant<Env::kRemote> {};
+
+/// The node a stored word points at (the DELETED mark, and a remote word's node id, dropped).
+template <class Node, class Env>
+DUET_HD DUET_INLINE Node* to_node(Env& env, std::uint64_t w) {
+  if constexpr (IsRemoteEnv<Env>::value) return env.template to_node<Node>(w);
+  else return reinterpret_cast<Node*>(w & ~std::uint64_t(1));
+}
+/// The word that points at n (0 for null): a remote word carries n's memory node id.
+template <class Env, class Node>
+DUET_HD DUET_INLINE std::uint64_t to_word(Env& env, const Node* n) {
+  if constexpr (IsRemoteEnv<Env>::value) return env.to_word(n);
+  else return reinterpret_cast<std::uint64_t>(n);
+}
+/// One-sided operations, counted (and delayed) by a remote environment: `trips` reads.
+template <class Env>
+DUET_HD DUET_INLINE void remote_read(Env& env, unsigned trips = 1) {
+  if constexpr (IsRemoteEnv<Env>::value) env.remote_read(trips);
+}
+template <class Env>
+DUET_HD DUET_INLINE void remote_write(Env& env, unsigned trips = 1) {
+  if constexpr (IsRemoteEnv<Env>::value) env.remote_write(trips);
+}
+template <class Env>
+DUET_HD DUET_INLINE void remote_cas(Env& env) {
+  if constexpr (IsRemoteEnv<Env>::value) env.remote_cas();
+}
+/// Round trips of a get of a c-object of `data_bytes` data words: one read; a fully atomic one
+/// above 64 B adds a read that re-checks its version (one-sided reads are atomic only within a
+/// 64 B line, so a fully atomic c-object of at most 64 B needs no version over remote memory).
+DUET_HD DUET_INLINE constexpr unsigned get_trips(bool fully_atomic, unsigned data_bytes) {
+  return fully_atomic && data_bytes > 64 ? 2 : 1;
+}
+/// Round trips of a set: one write; a fully atomic one above 64 B takes the version (one CAS,
+/// counted by the caller) and writes it back after the data (a second write).
+DUET_HD DUET_INLINE constexpr unsigned set_trips(bool fully_atomic, unsigned data_bytes) {
+  return fully_atomic && data_bytes > 64 ? 2 : 1;
+}
+
 /// Leader-read of a word, returned to every lane.
 template <class Group>
 DUET_HD DUET_INLINE std::uint64_t leader_load(const Group& g, const std::uint64_t* p, Order o) {
@@ -152,6 +202,31 @@ DUET_HD DUET_INLINE void unlock(const Group& g, std::uint64_t* w) {
   g.sync();
   if (g.is_leader()) atomic_add(w, 1, Order::release);
   g.sync();
+}
+
+// The same lock calls for code that holds an environment: each CAS attempt and each release is
+// one round trip over remote memory (a release is a write: only the holder changes the word).
+template <class Group, class Env>
+DUET_HD DUET_INLINE bool try_lock(const Group& g, Env& env, std::uint64_t* w) {
+  remote_cas(env);
+  return try_lock(g, w);
+}
+template <class Group, class Env>
+DUET_HD DUET_INLINE void lock(const Group& g, Env& env, std::uint64_t* w) {
+  while (!try_lock(g, env, w)) spin_pause();
+}
+template <class Group, class Env>
+DUET_HD DUET_INLINE bool lock_bounded(const Group& g, Env& env, std::uint64_t* w) {
+  for (int i = 0; i < 256; ++i) {
+    if (try_lock(g, env, w)) return true;
+    spin_pause();
+  }
+  return false;
+}
+template <class Group, class Env>
+DUET_HD DUET_INLINE void unlock(const Group& g, Env& env, std::uint64_t* w) {
+  remote_write(env);
+  unlock(g, w);
 }
 
 // ---- Fragment operations on the first `used` elements (the keys or values of a node).

@@ -41,6 +41,10 @@
 // get the next lock releases what it holds and starts again, so no two writers deadlock.
 // Allocation happens before locking; when the environment has no node the update returns
 // kRetry having changed nothing.
+//
+// Remote memory (remote_env.hpp): every node word goes through to_node/to_word and every get,
+// set, word store and lock call names the environment, which counts the round trip; for the
+// CPU and GPU environments these compile to the plain casts and accesses (common.hpp).
 #pragma once
 
 #include <cstdint>
@@ -93,8 +97,15 @@ struct LazyList {
     bool stale;
   };
 
-  DUET_HD static DUET_INLINE Node* ptr(std::uint64_t w) { return reinterpret_cast<Node*>(w & ~kMarked); }
-  DUET_HD static DUET_INLINE std::uint64_t word(const Node* n) { return reinterpret_cast<std::uint64_t>(n); }
+  /// Host-side decoding of a stored word, for the quiescent helpers below: drops the DELETED
+  /// mark and the bits above 48 (a remote word's memory node id; x86-64 user addresses are
+  /// below 2^47). Algorithm code decodes through the environment (to_node).
+  DUET_HD static DUET_INLINE Node* ptr(std::uint64_t w) {
+    return reinterpret_cast<Node*>(w & ((std::uint64_t(1) << 48) - 1) & ~kMarked);
+  }
+
+  static constexpr bool kFullyAtomic = R == Regime::kFullyAtomic;
+  static constexpr unsigned kDataBytes = sizeof(CObject<kW>);
 
   /// One coalesced get of node n into f (atomic in the fully atomic regime).
   template <class Env>
@@ -106,16 +117,25 @@ struct LazyList {
       fence(Order::acquire);
     }
     env.node_read();
+    remote_read(env, get_trips(kFullyAtomic, kDataBytes));
   }
   /// Writes f into n: an atomic set in the fully atomic regime; elementwise, only into a node
   /// not yet published (the publishing store orders it).
-  DUET_HD static DUET_INLINE void write(const Group& g, Node* n, const Frag& f) {
-    if constexpr (R == Regime::kFullyAtomic) atomic_set(g, n->obj, f);
-    else f.set(g, n->obj);
+  template <class Env>
+  DUET_HD static DUET_INLINE void write(const Group& g, Env& env, Node* n, const Frag& f) {
+    if constexpr (R == Regime::kFullyAtomic) {
+      if (kDataBytes > 64) remote_cas(env);  // the version word
+      atomic_set(g, n->obj, f);
+    } else {
+      f.set(g, n->obj);
+    }
+    remote_write(env, set_trips(kFullyAtomic, kDataBytes));
   }
   /// Stores one word of a locked node (elementwise regime: next pointers and marks).
-  DUET_HD static DUET_INLINE void store_next(const Group& g, Node* n, std::uint64_t v) {
+  template <class Env>
+  DUET_HD static DUET_INLINE void store_next(const Group& g, Env& env, Node* n, std::uint64_t v) {
     leader_store(g, &n->data().elem[Shape::kNext], v, Order::release);
+    remote_write(env);
   }
 
   DUET_HD static DUET_INLINE ElementMask keys_of(const Group& g, const Frag& f) {
@@ -145,7 +165,7 @@ struct LazyList {
     for (;;) {
       if (env.stuck()) return {Where::kEnd, pp, prev, nullptr, true};  // tests only: see cpu_env.hpp
       const std::uint64_t nx = fp.broadcast(g, Shape::kNext);
-      Node* curr = ptr(nx);
+      Node* curr = to_node<Node>(env, nx);
       if (curr == nullptr) return {Where::kEnd, pp, prev, nullptr, (nx & kMarked) != 0};
       Frag fc;
       read(g, env, curr, fc);
@@ -270,15 +290,17 @@ struct LazyList {
 
  private:
   /// Releases locks taken in order (last first).
-  DUET_HD static DUET_INLINE void unlock_all(const Group& g, Node* const* held, unsigned n) {
-    for (unsigned i = n; i-- > 0;) unlock(g, &held[i]->lock);
+  template <class Env>
+  DUET_HD static DUET_INLINE void unlock_all(const Group& g, Env& env, Node* const* held, unsigned n) {
+    for (unsigned i = n; i-- > 0;) unlock(g, env, &held[i]->lock);
   }
   /// Locks `nodes` in order: the first blocking, the rest bounded. False (nothing held) on failure.
-  DUET_HD static DUET_INLINE bool lock_all(const Group& g, Node* const* nodes, unsigned n) {
-    lock(g, &nodes[0]->lock);
+  template <class Env>
+  DUET_HD static DUET_INLINE bool lock_all(const Group& g, Env& env, Node* const* nodes, unsigned n) {
+    lock(g, env, &nodes[0]->lock);
     for (unsigned i = 1; i < n; ++i) {
-      if (!lock_bounded(g, &nodes[i]->lock)) {
-        unlock_all(g, nodes, i);
+      if (!lock_bounded(g, env, &nodes[i]->lock)) {
+        unlock_all(g, env, nodes, i);
         return false;
       }
     }
@@ -296,14 +318,14 @@ struct LazyList {
   template <class Env>
   DUET_HD static DUET_INLINE bool lock_linked_pair(const Group& g, Env& env, const Position& p, std::uint64_t k,
                                                    Node* const* held, Frag& fp, Frag& fc, std::uint64_t& cn) {
-    if (!lock_all(g, held, 2)) return false;
+    if (!lock_all(g, env, held, 2)) return false;
     read(g, env, p.prev, fp);
     read(g, env, p.curr, fc);
     const std::uint64_t pn = fp.broadcast(g, Shape::kNext);
     cn = fc.broadcast(g, Shape::kNext);
-    const bool linked = !(pn & kMarked) && ptr(pn) == p.curr && !(cn & kMarked) && all_below(g, fp, k);
+    const bool linked = !(pn & kMarked) && to_node<Node>(env, pn) == p.curr && !(cn & kMarked) && all_below(g, fp, k);
     if (!linked && !env.planted(Bug::kNoRevalidation)) {
-      unlock_all(g, held, 2);
+      unlock_all(g, env, held, 2);
       return false;
     }
     return true;
@@ -317,9 +339,9 @@ struct LazyList {
 
   /// Builds the update of curr (fresh copy fc, n keys) with k inserted at pos: fc becomes the
   /// lower node; when curr is full, *upper receives the upper part (to go into a new node) and
-  /// true is returned. `next` is curr's successor; `upper_node` the new node's address.
+  /// true is returned. `next` is curr's successor; `upper_node` the word of the new node.
   DUET_HD static bool add_key(const Group& g, Frag& fc, Frag& upper, unsigned n, unsigned pos, std::uint64_t k,
-                              std::uint64_t next, Node* upper_node) {
+                              std::uint64_t next, std::uint64_t upper_node) {
     insert_at(g, fc, n, pos, k);  // n <= K < kW - 1: the shifted key may cover the bitset slot
     if (n < K) {
       set_meta(g, fc, n + 1, next);
@@ -329,7 +351,7 @@ struct LazyList {
     const unsigned h = (K + 2) / 2;
     upper = split_off(g, fc, K + 1, h);
     set_meta(g, upper, K + 1 - h, next);
-    set_meta(g, fc, h, word(upper_node));
+    set_meta(g, fc, h, upper_node);
     return true;
   }
 
@@ -342,11 +364,11 @@ struct LazyList {
     if (!lock_linked_pair(g, env, p, k, held, fp, fc, cn)) return -1;
     const ElementMask m = keys_of(g, fc);
     if (fc.match(g, k, m)) {
-      unlock_all(g, held, 2);
+      unlock_all(g, env, held, 2);
       return 0;
     }
     if (!greater(g, fc, k, m)) {  // k now belongs further on
-      unlock_all(g, held, 2);
+      unlock_all(g, env, held, 2);
       return -1;
     }
     const unsigned n = static_cast<unsigned>(popcount(m));
@@ -354,23 +376,23 @@ struct LazyList {
     const std::uint64_t next = cn & ~kMarked;
     Frag upper;
     if constexpr (R == Regime::kFullyAtomic) {
-      if (add_key(g, fc, upper, n, pos, k, next, spare[0])) {
-        write(g, spare[0], upper);  // not reachable until curr is set
+      if (add_key(g, fc, upper, n, pos, k, next, to_word(env, spare[0]))) {
+        write(g, env, spare[0], upper);  // not reachable until curr is set
         spare[0] = nullptr;
       }
-      write(g, p.curr, fc);
-      unlock_all(g, held, 2);
+      write(g, env, p.curr, fc);
+      unlock_all(g, env, held, 2);
     } else {
       Node* copy = spare[0];
-      if (add_key(g, fc, upper, n, pos, k, next, spare[1])) {
-        write(g, spare[1], upper);
+      if (add_key(g, fc, upper, n, pos, k, next, to_word(env, spare[1]))) {
+        write(g, env, spare[1], upper);
         spare[1] = nullptr;
       }
-      write(g, copy, fc);
+      write(g, env, copy, fc);
       spare[0] = nullptr;
-      if (!env.planted(Bug::kUnmarkedReplacedNode)) store_next(g, p.curr, cn | kMarked);
-      store_next(g, p.prev, word(copy));  // publishes the copy (and the new upper node)
-      unlock_all(g, held, 2);
+      if (!env.planted(Bug::kUnmarkedReplacedNode)) store_next(g, env, p.curr, cn | kMarked);
+      store_next(g, env, p.prev, to_word(env, copy));  // publishes the copy (and the new upper node)
+      unlock_all(g, env, held, 2);
       env.retire(g, p.curr);
     }
     return 1;
@@ -384,7 +406,7 @@ struct LazyList {
     const bool via_pp = R == Regime::kElementwise && p.prev != head;
     Node* held[2] = {via_pp ? p.prev_prev : p.prev, p.prev};
     const unsigned nheld = via_pp ? 2 : 1;
-    if (!lock_all(g, held, nheld)) return -1;
+    if (!lock_all(g, env, held, nheld)) return -1;
     Frag fp;
     read(g, env, p.prev, fp);
     const std::uint64_t pn = fp.broadcast(g, Shape::kNext);
@@ -393,15 +415,15 @@ struct LazyList {
       Frag fpp;
       read(g, env, p.prev_prev, fpp);
       const std::uint64_t ppn = fpp.broadcast(g, Shape::kNext);
-      linked = linked && !(ppn & kMarked) && ptr(ppn) == p.prev;
+      linked = linked && !(ppn & kMarked) && to_node<Node>(env, ppn) == p.prev;
     }
     if (!linked && !env.planted(Bug::kNoRevalidation)) {
-      unlock_all(g, held, nheld);
+      unlock_all(g, env, held, nheld);
       return -1;
     }
     const ElementMask m = keys_of(g, fp);
     if (fp.match(g, k, m)) {
-      unlock_all(g, held, nheld);
+      unlock_all(g, env, held, nheld);
       return 0;
     }
     const unsigned n = static_cast<unsigned>(popcount(m));
@@ -413,28 +435,28 @@ struct LazyList {
       f.fill(0);
       put(g, f, 0, k);
       set_meta(g, f, 1, 0);
-      write(g, fresh, f);
+      write(g, env, fresh, f);
       if constexpr (R == Regime::kFullyAtomic) {
-        put(g, fp, Shape::kNext, word(fresh));
-        write(g, p.prev, fp);
+        put(g, fp, Shape::kNext, to_word(env, fresh));
+        write(g, env, p.prev, fp);
       } else {
-        store_next(g, p.prev, word(fresh));
+        store_next(g, env, p.prev, to_word(env, fresh));
       }
-      unlock_all(g, held, nheld);
+      unlock_all(g, env, held, nheld);
       return 1;
     }
     insert_at(g, fp, n, n, k);
     set_meta(g, fp, n + 1, 0);
     if constexpr (R == Regime::kFullyAtomic) {
-      write(g, p.prev, fp);
-      unlock_all(g, held, nheld);
+      write(g, env, p.prev, fp);
+      unlock_all(g, env, held, nheld);
     } else {
       Node* copy = spare[0];
       spare[0] = nullptr;
-      write(g, copy, fp);
-      if (!env.planted(Bug::kUnmarkedReplacedNode)) store_next(g, p.prev, kMarked);
-      store_next(g, p.prev_prev, word(copy));
-      unlock_all(g, held, nheld);
+      write(g, env, copy, fp);
+      if (!env.planted(Bug::kUnmarkedReplacedNode)) store_next(g, env, p.prev, kMarked);
+      store_next(g, env, p.prev_prev, to_word(env, copy));
+      unlock_all(g, env, held, nheld);
       env.retire(g, p.prev);
     }
     return 1;
@@ -450,7 +472,7 @@ struct LazyList {
     const ElementMask m = keys_of(g, fc);
     const int pos = fc.find(g, k, m);
     if (pos < 0) {  // k moved (a split) or went: search again
-      unlock_all(g, held, 2);
+      unlock_all(g, env, held, 2);
       return -1;
     }
     const unsigned n = static_cast<unsigned>(popcount(m));
@@ -460,29 +482,29 @@ struct LazyList {
       if constexpr (R == Regime::kFullyAtomic) {
         remove_at(g, fc, n, static_cast<unsigned>(pos));
         set_meta(g, fc, 0, next | kMarked);
-        write(g, p.curr, fc);
+        write(g, env, p.curr, fc);
         put(g, fp, Shape::kNext, next);
-        write(g, p.prev, fp);
+        write(g, env, p.prev, fp);
       } else {
-        store_next(g, p.curr, next | kMarked);
-        store_next(g, p.prev, next);
+        store_next(g, env, p.curr, next | kMarked);
+        store_next(g, env, p.prev, next);
       }
-      unlock_all(g, held, 2);
+      unlock_all(g, env, held, 2);
       env.retire(g, p.curr);
       return 1;
     }
     remove_at(g, fc, n, static_cast<unsigned>(pos));
     set_meta(g, fc, n - 1, next);
     if constexpr (R == Regime::kFullyAtomic) {
-      write(g, p.curr, fc);  // Alg. 17 line 18, fixed: set(curr, curr_copy)
-      unlock_all(g, held, 2);
+      write(g, env, p.curr, fc);  // Alg. 17 line 18, fixed: set(curr, curr_copy)
+      unlock_all(g, env, held, 2);
     } else {
       Node* copy = spare;
       spare = nullptr;
-      write(g, copy, fc);
-      if (!env.planted(Bug::kUnmarkedReplacedNode)) store_next(g, p.curr, cn | kMarked);
-      store_next(g, p.prev, word(copy));
-      unlock_all(g, held, 2);
+      write(g, env, copy, fc);
+      if (!env.planted(Bug::kUnmarkedReplacedNode)) store_next(g, env, p.curr, cn | kMarked);
+      store_next(g, env, p.prev, to_word(env, copy));
+      unlock_all(g, env, held, 2);
       env.retire(g, p.curr);
     }
     return 1;
