@@ -8,6 +8,9 @@
 #   5. (step "full") TPC-C's full mix at 1 and 64 warehouses: serial, epic-cpu, epic-gpu
 #   6. (step "sweep") the latency sweep: epoch sizes 500-200K on NP (w 1, 64) and YCSB-F (θ 0, 0.99)
 #   7. (step "aborts") ten read-updates per txn, θ 0.8, injected aborts 0-50%: serial, epic-cpu, epic-gpu
+#   8. (step "index") GPU indexing (epic-gpu) against host indexing (epic-gpu-hostidx) on the same
+#      epochs: YCSB-A θ 0 plain, TPC-C NP at 1 and 64 warehouses
+# GTEST_FILTER, if set, narrows step 1.
 # epic-twin (the CPU planning twin, the CI path) is left out here to keep the run short.
 # STEPS (default "tests ycsb np backoff"; also "full", "sweep" and "aborts") picks steps.
 set -uo pipefail
@@ -32,9 +35,12 @@ run() {  # name, timeout, args...
   echo "== $name: duet_bench_epic --epoch 100000 --epochs 6 --threads 16 $*" >> "$L"
   timeout "$t" $B "$@" --out "$OUT/$name.json" >> "$L" 2>&1; echo "$name rc=$? (${SECONDS}s)" | tee -a "$L"
 }
-step ycsb && run epic-ycsb-h100 260 --records 1000000 --systems serial,epic-cpu,epic-gpu
-step np && run epic-np-w1-h100 60 --np 1 --systems serial,epic-cpu,epic-gpu
-step np && run epic-np-w64-h100 80 --np 64 --systems serial,epic-cpu,epic-gpu
+step index && run epic-index-ycsb-a-h100 60 --records 1000000 --workloads A --thetas 0 --split 0 --systems epic-gpu,epic-gpu-hostidx
+step index && run epic-index-np-w1-h100 60 --np 1 --systems epic-gpu,epic-gpu-hostidx
+step index && run epic-index-np-w64-h100 60 --np 64 --systems epic-gpu,epic-gpu-hostidx
+step ycsb && run epic-ycsb-h100 260 --records 1000000 --systems serial,epic-cpu,epic-gpu,epic-gpu-hostidx
+step np && run epic-np-w1-h100 60 --np 1 --systems serial,epic-cpu,epic-gpu,epic-gpu-hostidx
+step np && run epic-np-w64-h100 80 --np 64 --systems serial,epic-cpu,epic-gpu,epic-gpu-hostidx
 step backoff && run epic-ycsb-backoff256-h100 60 --records 1000000 --systems epic-gpu --workloads A,F --thetas 0.99 --gpu-backoff 256
 step backoff && run epic-np-backoff256-h100 40 --np 1 --systems epic-gpu --gpu-backoff 256
 step full && run epic-full-w1-h100 90 --np 1 --mix full --systems serial,epic-cpu,epic-gpu

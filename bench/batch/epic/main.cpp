@@ -1,7 +1,8 @@
 // duet_bench_epic: Epic on YCSB A/B/C/F (plain and field-split, Zipf θ), against the serial executor
 // on identical pre-generated epochs. Systems: serial (one thread, single-version tables),
 // epic-twin (CPU planning twin + CPU threads: the CI path), epic-cpu (GPU planning, plans copied to
-// the host, CPU threads: Epic-CPU) and epic-gpu (GPU planning and execution). Per epoch it times
+// the host, CPU threads: Epic-CPU), epic-gpu (indexing on L-Slab, planning and execution on the
+// GPU) and epic-gpu-hostidx (the same with indexing on the host, for comparison). Per epoch it times
 // indexing, transfers, planning, execution and GC; throughput is reported two ways:
 //   formula_ops_per_s  txns / (index + transfers + planning + execution), the artifact's formula
 //   wall_ops_per_s     txns / the epoch's whole wall time (adds GC and host bookkeeping)
@@ -35,7 +36,8 @@ struct Config {
   std::vector<std::string> workloads{"A", "B", "C", "F"};
   std::vector<double> thetas{0.0, 0.99};
   std::vector<int> splits{0, 1};
-  std::vector<std::string> systems{"serial", "epic-twin", "epic-cpu", "epic-gpu"};
+  /// epic-gpu indexes on the GPU (L-Slab); epic-gpu-hostidx is the same GPU epoch with host indexing.
+  std::vector<std::string> systems{"serial", "epic-twin", "epic-cpu", "epic-gpu", "epic-gpu-hostidx"};
   std::string out;
   std::uint32_t np = 0;  ///< > 0: TPC-C with this many warehouses instead of YCSB
   bool full = false;     ///< TPC-C's full mix instead of NP
@@ -58,12 +60,19 @@ void load(Database& db, SerialStore* s, const TableSpec& spec) {
   }
 }
 
-/// Runs `epochs` on each system present (serial execution, the CPU engines, the GPU runner
-/// over gpu_db) and hands each system's samples to report(name, sample). False (after printing
+/// A GPU system: its name, its uploaded database and the runner that holds it.
+struct GpuSystem {
+  std::string name;
+  Database* db;
+  GpuRunner* runner;
+};
+
+/// Runs `epochs` on each system present (serial execution, the CPU engines, each GPU runner over
+/// its database) and hands each system's samples to report(name, sample). False (after printing
 /// the error) when an epoch fails.
 template <class Procs, class Report>
 bool measure_systems(const std::vector<Batch>& epochs, SerialStore* serial, Engine<Procs>* twin,
-                     Engine<Procs>* epic_cpu, Database* gpu_db, GpuRunner* runner, Report&& report,
+                     Engine<Procs>* epic_cpu, const std::vector<GpuSystem>& gpus, Report&& report,
                      std::string* error) {
   if (serial) {
     Sample s;
@@ -96,13 +105,14 @@ bool measure_systems(const std::vector<Batch>& epochs, SerialStore* serial, Engi
     }
     report(eng == twin ? "epic-twin" : "epic-cpu", s);
   }
-  if (gpu_db) {
+  for (const GpuSystem& g : gpus) {
+    if (!g.db) continue;
     Sample s;
     for (auto& e : epochs) {
       EpochOutput out;
       GpuTimes gt;
       const auto t0 = std::chrono::steady_clock::now();
-      if (!runner->run_epoch(*gpu_db, e, &out, error, &gt)) {
+      if (!g.runner->run_epoch(*g.db, e, &out, error, &gt)) {
         std::cerr << "gpu epoch: " << *error << "\n";
         return false;
       }
@@ -113,7 +123,7 @@ bool measure_systems(const std::vector<Batch>& epochs, SerialStore* serial, Engi
       s.index.push_back(st.index_ms), s.transfer.push_back(gt.h2d_ms + gt.d2h_ms), s.plan.push_back(gt.plan_ms);
       s.exec.push_back(gt.exec_ms), s.gc.push_back(gt.gc_ms);
     }
-    report("epic-gpu", s);
+    report(g.name, s);
   }
   return true;
 }
@@ -155,7 +165,7 @@ int main(int argc, char** argv) {
   if (!ok || help) {
     std::cerr << (ok ? "" : error + "\n")
               << "usage: duet_bench_epic [--quick] [--records N] [--epoch N] [--epoch-sizes N,N..] [--epochs N] [--threads N]\n"
-                 "  [--workloads A,B,C,F,U (U: ten read-updates)] [--abort-rates 0,0.25] [--thetas 0,0.99] [--split 0,1] [--systems serial,epic-twin,epic-cpu,epic-gpu]\n"
+                 "  [--workloads A,B,C,F,U (U: ten read-updates)] [--abort-rates 0,0.25] [--thetas 0,0.99] [--split 0,1] [--systems serial,epic-twin,epic-cpu,epic-gpu,epic-gpu-hostidx]\n"
                  "  [--out FILE] [--np WAREHOUSES: TPC-C instead of YCSB] [--mix np|full] [--gpu-backoff NS (4096)]\n";
     return ok ? 0 : 2;
   }
@@ -171,6 +181,12 @@ int main(int argc, char** argv) {
   std::shared_ptr<GpuRunner> runner;
   if (gpu) runner.reset(make_gpu_runner(ProcSet::kYcsb, &why).release());
   if (runner) runner->set_max_backoff_ns(c.backoff_ns);
+  // The host-indexing GPU runner (epic-gpu-hostidx), for comparison in the same run.
+  std::shared_ptr<GpuRunner> hrunner;
+  if (gpu && std::find(c.systems.begin(), c.systems.end(), "epic-gpu-hostidx") != c.systems.end() && !c.np) {
+    hrunner.reset(make_gpu_runner(ProcSet::kYcsb, &why).release());
+    if (hrunner) hrunner->set_max_backoff_ns(c.backoff_ns), hrunner->set_index_on(IndexOn::kHost);
+  }
   const std::string date = b::utc_now(), device = gpu_name();
   b::Json records = b::Json::array();
   std::printf("%-4s %-5s %-5s %-10s %14s %14s %9s %9s %9s %9s\n", "wl", "theta", "split", "system", "formula op/s",
@@ -186,7 +202,7 @@ int main(int argc, char** argv) {
       // TPC-C NP: every system gets its own tables, loaded alike, and runs the same epochs.
       const std::uint32_t orders = static_cast<std::uint32_t>(c.epoch * c.epochs / 2 + 1000);
       const auto specs = tpcc_tables(c.np, orders, orders);
-      std::shared_ptr<GpuRunner> np_runner;
+      std::shared_ptr<GpuRunner> np_runner, np_hrunner;
       if (gpu && (has("epic-cpu") || has("epic-gpu"))) {
         np_runner.reset(make_gpu_runner(ProcSet::kTpcc, &why).release());
         if (!np_runner) {
@@ -195,20 +211,31 @@ int main(int argc, char** argv) {
         }
         np_runner->set_max_backoff_ns(c.backoff_ns);
       }
+      if (gpu && has("epic-gpu-hostidx")) {
+        np_hrunner.reset(make_gpu_runner(ProcSet::kTpcc, &why).release());
+        if (!np_hrunner) {
+          std::cerr << "gpu runner: " << why << "\n";
+          return 1;
+        }
+        np_hrunner->set_max_backoff_ns(c.backoff_ns);
+        np_hrunner->set_index_on(IndexOn::kHost);
+      }
       std::unique_ptr<SerialStore> serial;
       std::unique_ptr<Engine<TpccProcs>> twin, epic_cpu;
-      std::unique_ptr<Database> gpu_db;
+      std::unique_ptr<Database> gpu_db, gpu_hdb;
       if (has("serial")) serial = std::make_unique<SerialStore>(specs);
       if (has("epic-twin")) twin = std::make_unique<Engine<TpccProcs>>(specs, c.threads);
       if (np_runner && has("epic-cpu")) epic_cpu = std::make_unique<Engine<TpccProcs>>(specs, c.threads, gpu_planner(np_runner));
       if (np_runner && has("epic-gpu")) gpu_db = std::make_unique<Database>(specs);
+      if (np_hrunner) gpu_hdb = std::make_unique<Database>(specs);
       tpcc_load(c.np, [&](std::uint32_t t, std::uint64_t k, const std::uint32_t* d) {
         if (serial) serial->put(t, k, d);
         if (twin) twin->db().load(t, k, d);
         if (epic_cpu) epic_cpu->db().load(t, k, d);
         if (gpu_db) gpu_db->load(t, k, d);
+        if (gpu_hdb) gpu_hdb->load(t, k, d);
       });
-      if (gpu_db && !np_runner->upload(*gpu_db, &error)) {
+      if ((gpu_db && !np_runner->upload(*gpu_db, &error)) || (gpu_hdb && !np_hrunner->upload(*gpu_hdb, &error))) {
         std::cerr << "upload: " << error << "\n";
         return 1;
       }
@@ -238,12 +265,15 @@ int main(int argc, char** argv) {
         r.set("epoch_wall_ms_median", ws.median > 0 ? c.epoch / ws.median * 1e3 : 0.0);
         r.set("index_ms_median", med(p.index)).set("transfer_ms_median", med(p.transfer));
         r.set("plan_ms_median", med(p.plan)).set("exec_ms_median", med(p.exec)).set("gc_ms_median", med(p.gc));
-        if (system == "epic-gpu") r.set("max_backoff_ns", c.backoff_ns);
+        if (system.rfind("epic-gpu", 0) == 0)
+          r.set("max_backoff_ns", c.backoff_ns).set("indexing", system == "epic-gpu" ? "gpu" : "host");
         records.push(r);
       };
       // Reruns (a mispredicted order id) are not resubmitted here; reconnaissance over one
       // generator predicts every id, so none occur.
-      if (!measure_systems<TpccProcs>(epochs, serial.get(), twin.get(), epic_cpu.get(), gpu_db.get(), np_runner.get(),
+      if (!measure_systems<TpccProcs>(epochs, serial.get(), twin.get(), epic_cpu.get(),
+                                      {{"epic-gpu", gpu_db.get(), np_runner.get()},
+                                       {"epic-gpu-hostidx", gpu_hdb.get(), np_hrunner.get()}},
                                       report, &error))
         return 1;
       c.splits.clear();
@@ -253,7 +283,7 @@ int main(int argc, char** argv) {
       base.records = c.records;
       const TableSpec spec = ycsb_table(base);
       // One set of tables per system for this layout; workloads run on them one after another.
-      std::unique_ptr<Database> twin_db, cpu_db, gpu_db;
+      std::unique_ptr<Database> twin_db, cpu_db, gpu_db, gpu_hdb;
       std::unique_ptr<SerialStore> serial;
       std::unique_ptr<Engine<YcsbProcs>> twin, epic_cpu;
       if (has("serial")) {
@@ -273,6 +303,14 @@ int main(int argc, char** argv) {
         gpu_db = std::make_unique<Database>(std::vector<TableSpec>{spec});
         load(*gpu_db, nullptr, spec);
         if (!runner->upload(*gpu_db, &error)) {
+          std::cerr << "upload: " << error << "\n";
+          return 1;
+        }
+      }
+      if (has("epic-gpu-hostidx") && hrunner) {
+        gpu_hdb = std::make_unique<Database>(std::vector<TableSpec>{spec});
+        load(*gpu_hdb, nullptr, spec);
+        if (!hrunner->upload(*gpu_hdb, &error)) {
           std::cerr << "upload: " << error << "\n";
           return 1;
         }
@@ -305,10 +343,13 @@ int main(int argc, char** argv) {
             r.set("epoch_wall_ms_median", ws.median > 0 ? c.epoch / ws.median * 1e3 : 0.0);
             r.set("index_ms_median", med(s.index)).set("transfer_ms_median", med(s.transfer));
             r.set("plan_ms_median", med(s.plan)).set("exec_ms_median", med(s.exec)).set("gc_ms_median", med(s.gc));
-            if (system == "epic-gpu") r.set("max_backoff_ns", c.backoff_ns);
+            if (system.rfind("epic-gpu", 0) == 0)
+              r.set("max_backoff_ns", c.backoff_ns).set("indexing", system == "epic-gpu" ? "gpu" : "host");
             records.push(r);
           };
-          if (!measure_systems<YcsbProcs>(epochs, serial.get(), twin.get(), epic_cpu.get(), gpu_db.get(), runner.get(),
+          if (!measure_systems<YcsbProcs>(epochs, serial.get(), twin.get(), epic_cpu.get(),
+                                          {{"epic-gpu", gpu_db.get(), runner.get()},
+                                           {"epic-gpu-hostidx", gpu_hdb.get(), hrunner.get()}},
                                           report, &error))
             return 1;
         }

@@ -1,11 +1,17 @@
 // Epic on the GPU (gpu.hpp): planning with CUB and Thrust, warp-per-txn execution, the deleted-bit
-// scan. The planner mirrors plan_cpu step for step, so their plans are equal bit for bit.
+// scan, and GPU indexing on L-Slab (insert-first, a device-resident FIFO free ring, back-links).
+// The planner mirrors plan_cpu step for step, and the indexer Database::index, so their plans and
+// ids are equal bit for bit.
 #include <cuda_runtime.h>
 
 #include <algorithm>
 #include <chrono>
 #include <cub/device/device_radix_sort.cuh>
+#include <thrust/copy.h>
+#include <thrust/count.h>
 #include <thrust/device_ptr.h>
+#include <thrust/iterator/counting_iterator.h>
+#include <thrust/unique.h>
 #include <thrust/execution_policy.h>
 #include <thrust/iterator/reverse_iterator.h>
 #include <thrust/iterator/transform_iterator.h>
@@ -14,6 +20,7 @@
 #include "batch/epic/gpu.hpp"
 #include "batch/epic/tpcc.hpp"
 #include "batch/epic/workloads.hpp"
+#include "index/lslab/map.hpp"
 
 namespace duet::batch::epic {
 
@@ -88,6 +95,96 @@ __global__ void scatter_kernel(const std::uint64_t* ops, const std::uint32_t* wb
   const std::size_t dst = op_begin[op_txn(op)] + op_index(op);
   loc[dst] = location(static_cast<OpType>(type[i]), tw[i]);
   copy[dst] = copy_location(op_is_write(op), wb[i], tw[i]);
+}
+
+// ---------------------------------------------------------------- indexing (L-Slab, insert-first)
+/// Per table: its global id base, capacity and whether it is indexed.
+struct TableMeta {
+  std::uint32_t base, cap, indexed;
+};
+
+// Per txn: each op's table and write flag; direct tables' ids (key < capacity, else kInvalid) and
+// global ids. Indexed tables' ops are filled by lookup_scatter_kernel.
+__global__ void prep_kernel(const Key* keys, const std::uint32_t* op_begin, const std::uint16_t* nreads, std::uint32_t n,
+                            const TableMeta* meta, std::uint32_t ntables, std::uint8_t* table, std::uint8_t* isw,
+                            std::uint32_t* rid, std::uint32_t* global) {
+  const std::uint32_t t = blockIdx.x * blockDim.x + threadIdx.x;
+  if (t >= n) return;
+  const std::uint32_t b = op_begin[t], e = op_begin[t + 1], nr = nreads[t];
+  for (std::uint32_t i = b; i < e; ++i) {
+    const Key k = keys[i];
+    table[i] = static_cast<std::uint8_t>(k.table);
+    isw[i] = i - b >= nr;
+    std::uint32_t r = kInvalid;
+    if (k.table < ntables && !meta[k.table].indexed && k.key < meta[k.table].cap) r = static_cast<std::uint32_t>(k.key);
+    rid[i] = r;
+    global[i] = r == kInvalid ? kInvalid : meta[k.table < ntables ? k.table : 0].base + r;
+  }
+}
+
+/// Selects op i when it is of table t (and a write, if writes_only).
+struct OpOfTable {
+  const std::uint8_t* table;
+  const std::uint8_t* isw;
+  std::uint32_t t;
+  bool writes_only;
+  __host__ __device__ bool operator()(std::uint32_t i) const { return table[i] == t && (!writes_only || isw[i]); }
+};
+/// Selects request j whose L-Slab outcome is `want`.
+struct StatusIs {
+  const lslab::OpStatus* s;
+  lslab::OpStatus want;
+  __host__ __device__ bool operator()(std::uint32_t j) const { return s[j] == want; }
+};
+struct NonZero {
+  __host__ __device__ bool operator()(std::uint8_t x) const { return x != 0; }
+};
+
+__global__ void gather_keys_kernel(const Key* keys, const std::uint32_t* sel, std::size_t n, std::uint64_t* out) {
+  const std::size_t j = blockIdx.x * static_cast<std::size_t>(blockDim.x) + threadIdx.x;
+  if (j < n) out[j] = keys[sel[j]].key;
+}
+__global__ void fill_ops_kernel(lslab::Op* ops, std::size_t n, lslab::Op op) {
+  const std::size_t j = blockIdx.x * static_cast<std::size_t>(blockDim.x) + threadIdx.x;
+  if (j < n) ops[j] = op;
+}
+// The missing write requests (positions mj into sel/kbuf) as (key, op position) pairs.
+__global__ void gather_missing_kernel(const std::uint32_t* mj, std::size_t n, const std::uint32_t* sel,
+                                      const std::uint64_t* kbuf, std::uint64_t* mkey, std::uint32_t* mpos) {
+  const std::size_t i = blockIdx.x * static_cast<std::size_t>(blockDim.x) + threadIdx.x;
+  if (i >= n) return;
+  mkey[i] = kbuf[mj[i]];
+  mpos[i] = sel[mj[i]];
+}
+// The i-th new key (first-occurrence order) takes the ring's i-th id from the head.
+__global__ void assign_kernel(const std::uint64_t* keys, std::size_t u, const std::uint32_t* ring, std::uint32_t cap,
+                              std::uint32_t head, std::uint64_t* backlink, std::uint64_t* ids) {
+  const std::size_t i = blockIdx.x * static_cast<std::size_t>(blockDim.x) + threadIdx.x;
+  if (i >= u) return;
+  const std::uint32_t id = ring[(head + i) % cap];
+  ids[i] = id;
+  backlink[id] = keys[i];
+}
+__global__ void lookup_scatter_kernel(const std::uint32_t* sel, std::size_t n, const lslab::OpStatus* st,
+                                      const std::uint64_t* vals, std::uint32_t base, std::uint32_t* rid,
+                                      std::uint32_t* global) {
+  const std::size_t j = blockIdx.x * static_cast<std::size_t>(blockDim.x) + threadIdx.x;
+  if (j >= n) return;
+  const bool found = st[j] == lslab::OpStatus::kFound;
+  const std::uint32_t r = found ? static_cast<std::uint32_t>(vals[j]) : kInvalid;
+  rid[sel[j]] = r;
+  global[sel[j]] = found ? base + r : kInvalid;
+}
+// Freed ids (in id order) go to the ring's tail; their keys (through the back-link) are listed
+// for deletion from the map.
+__global__ void free_kernel(const std::uint32_t* list, std::size_t f, std::uint8_t* deleted, std::uint32_t* ring,
+                            std::uint32_t cap, std::uint32_t tail, const std::uint64_t* backlink, std::uint64_t* keys) {
+  const std::size_t j = blockIdx.x * static_cast<std::size_t>(blockDim.x) + threadIdx.x;
+  if (j >= f) return;
+  const std::uint32_t r = list[j];
+  deleted[r] = 0;
+  ring[(tail + j) % cap] = r;
+  keys[j] = backlink[r];
 }
 
 // ---------------------------------------------------------------- execution
@@ -327,6 +424,8 @@ class Runner final : public GpuRunner {
     }
     if (!dtables_.put(tables_.data(), tables_.size(), err)) return false;
     slot_words_ = db.max_words();
+    gpu_index_ = index_on_ == IndexOn::kGpu;
+    if (gpu_index_ && !upload_index(db, err)) return false;
     EPIC_CUDA(cudaDeviceSynchronize());
     return true;
   }
@@ -337,6 +436,24 @@ class Runner final : public GpuRunner {
       EPIC_CUDA(cudaMemcpy(t.slots.data(), tables_[i].slots, t.slots.size() * 8, cudaMemcpyDeviceToHost));
       EPIC_CUDA(cudaMemcpy(t.data.data(), tables_[i].data, t.data.size() * 4, cudaMemcpyDeviceToHost));
     }
+    return !gpu_index_ || download_index(db, err);
+  }
+
+  void set_index_on(IndexOn where) override { index_on_ = where; }
+  IndexOn index_on() const override { return index_on_; }
+
+  bool index(const Database& db, const Batch& b, Indexed* out, std::string* err) override {
+    if (!gpu_index_ || dix_.size() != db.num_tables()) return *err = "GPU index not uploaded", false;
+    const std::size_t n = b.size(), m = b.keys.size();
+    if (!keys_.put(b.keys.data(), m, err) || !put_plan_inputs_sizes(b, err)) return false;
+    if (!device_index(db, n, m, err)) return false;
+    out->table.resize(m);
+    out->rid.resize(m);
+    out->global.resize(m);
+    if (!op_table_.get(out->table.data(), m, err) || !rid_.get(out->rid.data(), m, err) ||
+        !global_.get(out->global.data(), m, err))
+      return false;
+    EPIC_CUDA(cudaDeviceSynchronize());
     return true;
   }
 
@@ -345,17 +462,29 @@ class Runner final : public GpuRunner {
     const auto t0 = std::chrono::steady_clock::now();
     if (tables_.empty()) return *err = "tables not uploaded", false;
     const std::size_t n = b.size(), m = b.keys.size();
-    Indexed ix;
-    if (!db.index(b, &ix, err)) return false;
-    out->stats.index_ms = ms_since(t0);
     auto t1 = std::chrono::steady_clock::now();
-    if (!put_plan_inputs(b, ix.global, err)) return false;
-    if (!proc_.put(b.proc.data(), n, err) || !arg_begin_.put(b.arg_begin.data(), n + 1, err) ||
-        !args_.put(b.args.data(), b.args.size(), err) || !attempt_.put(b.attempt.data(), n, err) ||
-        !op_table_.put(ix.table.data(), m, err) || !rid_.put(ix.rid.data(), m, err))
-      return false;
-    EPIC_CUDA(cudaDeviceSynchronize());
-    const double h2d = ms_since(t1);
+    double h2d = 0, index_ms = 0;
+    if (gpu_index_) {
+      // The keys cross the bus once; ids, lookups and global ids stay on the device for planning.
+      if (dix_.size() != db.num_tables()) return *err = "GPU index not uploaded", false;
+      if (!keys_.put(b.keys.data(), m, err) || !put_plan_inputs_sizes(b, err) || !put_exec_inputs(b, err)) return false;
+      EPIC_CUDA(cudaDeviceSynchronize());
+      h2d = ms_since(t1);
+      t1 = std::chrono::steady_clock::now();
+      if (!device_index(db, n, m, err)) return false;
+      index_ms = ms_since(t1);
+    } else {
+      Indexed& ix = host_ix_;
+      if (!db.index(b, &ix, err)) return false;
+      index_ms = ms_since(t1);
+      t1 = std::chrono::steady_clock::now();
+      if (!put_plan_inputs(b, ix.global, err) || !put_exec_inputs(b, err) || !op_table_.put(ix.table.data(), m, err) ||
+          !rid_.put(ix.rid.data(), m, err))
+        return false;
+      EPIC_CUDA(cudaDeviceSynchronize());
+      h2d = ms_since(t1);
+    }
+    out->stats.index_ms = index_ms;
     t1 = std::chrono::steady_clock::now();
     if (!plan_device(n, m, err)) return false;
     EPIC_CUDA(cudaDeviceSynchronize());
@@ -416,6 +545,9 @@ class Runner final : public GpuRunner {
     const double d2h = ms_since(t1);
     t1 = std::chrono::steady_clock::now();
     std::vector<std::vector<std::uint32_t>> freed(tables_.size());
+    if (gpu_index_) {
+      if (!device_free(db, err)) return false;
+    } else
     for (std::size_t i = 0; i < tables_.size(); ++i) {
       if (!tables_[i].indexed) continue;
       const std::uint32_t cap = db.table(static_cast<std::uint32_t>(i)).spec.capacity;
@@ -439,7 +571,7 @@ class Runner final : public GpuRunner {
     out->stats.exec_ms = exec;
     out->stats.gc_ms = gc;
     out->stats.total_ms = ms_since(t0);
-    if (times) *times = GpuTimes{h2d, plan, d2h, exec, gc};
+    if (times) *times = GpuTimes{h2d, plan, d2h, exec, gc, index_ms};
     return true;
   }
 
@@ -453,6 +585,197 @@ class Runner final : public GpuRunner {
   bool put_plan_inputs(const Batch& b, const std::vector<std::uint32_t>& global, std::string* err) {
     return global_.put(global.data(), global.size(), err) && op_begin_.put(b.op_begin.data(), b.size() + 1, err) &&
            nreads_.put(b.nreads.data(), b.size(), err);
+  }
+  bool put_plan_inputs_sizes(const Batch& b, std::string* err) {
+    return op_begin_.put(b.op_begin.data(), b.size() + 1, err) && nreads_.put(b.nreads.data(), b.size(), err);
+  }
+  bool put_exec_inputs(const Batch& b, std::string* err) {
+    const std::size_t n = b.size();
+    return proc_.put(b.proc.data(), n, err) && arg_begin_.put(b.arg_begin.data(), n + 1, err) &&
+           args_.put(b.args.data(), b.args.size(), err) && attempt_.put(b.attempt.data(), n, err);
+  }
+
+  // ---- GPU indexing state: per indexed table one L-Slab map (key -> id), the free ring as a
+  // circular array (ids [head, head + count) in FIFO order) and the back-links (id -> key).
+  struct DevIndex {
+    std::unique_ptr<lslab::Map> map;
+    DevBuf<std::uint32_t> ring;
+    DevBuf<std::uint64_t> backlink;
+    DevBuf<std::uint64_t> fresh;  ///< this epoch's new keys, in first-occurrence order
+    std::uint32_t cap = 0, head = 0, count = 0;
+    std::size_t fresh_n = 0;
+  };
+
+  bool upload_index(const Database& db, std::string* err) {
+    dix_.clear();
+    std::vector<TableMeta> meta(db.num_tables());
+    for (std::uint32_t i = 0; i < db.num_tables(); ++i) {
+      const TableStore& t = db.table(i);
+      meta[i] = TableMeta{t.base, t.spec.capacity, t.spec.indexed ? 1u : 0u};
+      auto d = std::make_unique<DevIndex>();
+      if (t.spec.indexed && t.spec.capacity) {
+        d->cap = t.spec.capacity;
+        lslab::Config cfg;
+        cfg.expected_keys = std::max<std::uint64_t>(t.spec.capacity, 1024);
+        Status s = lslab::make_gpu_map(cfg, &d->map);
+        if (!s.ok()) return *err = "L-Slab map for table " + t.spec.name + ": " + s.to_string(), false;
+        const std::vector<std::uint32_t> ring(t.free_ring.begin(), t.free_ring.end());
+        if (!d->ring.reserve(d->cap, err) || !d->ring.put(ring.data(), ring.size(), err) ||
+            !d->backlink.put(t.backlink.data(), t.backlink.size(), err))
+          return false;
+        d->head = 0;
+        d->count = static_cast<std::uint32_t>(ring.size());
+        std::vector<std::uint64_t> keys, vals;
+        keys.reserve(t.index.size());
+        vals.reserve(t.index.size());
+        for (const auto& [k, r] : t.index) {
+          if (k == lslab::kReservedKey) return *err = "table " + t.spec.name + ": key 2^64-1 cannot be GPU-indexed", false;
+          keys.push_back(k);
+          vals.push_back(r);
+        }
+        std::vector<lslab::Op> ops(keys.size(), lslab::Op::kPut);
+        std::vector<lslab::OpStatus> st(keys.size());
+        std::vector<std::uint64_t> prev(keys.size());
+        lslab::BatchResult res{st.data(), prev.data()};
+        s = d->map->execute(lslab::Batch{ops.data(), keys.data(), vals.data(), keys.size()}, res);
+        if (!s.ok()) return *err = "L-Slab load of table " + t.spec.name + ": " + s.to_string(), false;
+      }
+      dix_.push_back(std::move(d));
+    }
+    return meta_.put(meta.data(), meta.size(), err);
+  }
+
+  bool download_index(Database& db, std::string* err) {
+    EPIC_CUDA(cudaDeviceSynchronize());
+    for (std::uint32_t i = 0; i < db.num_tables() && i < dix_.size(); ++i) {
+      TableStore& t = db.table(i);
+      DevIndex& d = *dix_[i];
+      if (!d.map) continue;
+      std::vector<std::uint32_t> ring(d.cap);
+      if (!d.ring.get(ring.data(), d.cap, err) || !d.backlink.get(t.backlink.data(), d.cap, err)) return false;
+      EPIC_CUDA(cudaDeviceSynchronize());
+      t.free_ring.clear();
+      for (std::uint32_t j = 0; j < d.count; ++j) t.free_ring.push_back(ring[(static_cast<std::size_t>(d.head) + j) % d.cap]);
+      std::vector<std::uint64_t> keys, vals;
+      Status s = d.map->export_entries(&keys, &vals);
+      if (!s.ok()) return *err = "L-Slab export of table " + t.spec.name + ": " + s.to_string(), false;
+      t.index.clear();
+      for (std::size_t j = 0; j < keys.size(); ++j) t.index.emplace(keys[j], static_cast<std::uint32_t>(vals[j]));
+    }
+    return true;
+  }
+
+  // One L-Slab batch of n requests `op` over device keys (and values for kPut); outcomes land in
+  // lst_ / lout_.
+  bool lslab_run(lslab::Map& map, lslab::Op op, const std::uint64_t* keys, const std::uint64_t* vals, std::size_t n,
+                 std::string* err) {
+    if (n == 0) return true;
+    if (!lops_.reserve(n, err) || !lst_.reserve(n, err) || !lout_.reserve(n, err)) return false;
+    fill_ops_kernel<<<blocks_for(n, 256), 256>>>(lops_.p, n, op);
+    EPIC_CUDA(cudaGetLastError());
+    EPIC_CUDA(cudaDeviceSynchronize());  // the map runs on its own stream
+    lslab::BatchResult r{lst_.p, lout_.p};
+    const Status s = map.execute_resident(lslab::Batch{lops_.p, keys, vals, n}, r);
+    if (!s.ok()) return *err = "L-Slab: " + s.to_string(), false;
+    return true;
+  }
+
+  // Insert-first indexing over keys_/op_begin_/nreads_ on the device; fills op_table_, rid_ and
+  // global_. Every table is checked for room before any key is inserted.
+  bool device_index(const Database& db, std::size_t n, std::size_t m, std::string* err) {
+    if (!op_table_.reserve(m, err) || !isw_.reserve(m, err) || !rid_.reserve(m, err) || !global_.reserve(m, err) ||
+        !sel_.reserve(m, err) || !mj_.reserve(m, err) || !kbuf_.reserve(m, err) || !mkey_.reserve(m, err) ||
+        !skey_.reserve(m, err) || !mpos_.reserve(m, err) || !spos_.reserve(m, err) || !ids_.reserve(m, err))
+      return false;
+    if (m == 0) return true;
+    prep_kernel<<<blocks_for(n, 256), 256>>>(keys_.p, op_begin_.p, nreads_.p, static_cast<std::uint32_t>(n), meta_.p,
+                                             static_cast<std::uint32_t>(dix_.size()), op_table_.p, isw_.p, rid_.p,
+                                             global_.p);
+    EPIC_CUDA(cudaGetLastError());
+    const thrust::counting_iterator<std::uint32_t> zero(0);
+    // 1. Per indexed table: the missing write keys, uniquified, in first-occurrence order.
+    for (std::uint32_t tb = 0; tb < dix_.size(); ++tb) {
+      DevIndex& d = *dix_[tb];
+      d.fresh_n = 0;
+      if (!d.map) continue;
+      const std::size_t ns =
+          thrust::copy_if(thrust::device, zero, zero + m, sel_.p, OpOfTable{op_table_.p, isw_.p, tb, true}) - sel_.p;
+      if (ns == 0) continue;
+      gather_keys_kernel<<<blocks_for(ns, 256), 256>>>(keys_.p, sel_.p, ns, kbuf_.p);
+      EPIC_CUDA(cudaGetLastError());
+      if (!lslab_run(*d.map, lslab::Op::kGet, kbuf_.p, nullptr, ns, err)) return false;
+      if (thrust::count_if(thrust::device, zero, zero + ns, StatusIs{lst_.p, lslab::OpStatus::kInvalid}))
+        return *err = "table " + db.table(tb).spec.name + ": write key 2^64-1 cannot be GPU-indexed", false;
+      const std::size_t nm =
+          thrust::copy_if(thrust::device, zero, zero + ns, mj_.p, StatusIs{lst_.p, lslab::OpStatus::kNotFound}) - mj_.p;
+      if (nm == 0) continue;
+      gather_missing_kernel<<<blocks_for(nm, 256), 256>>>(mj_.p, nm, sel_.p, kbuf_.p, mkey_.p, mpos_.p);
+      EPIC_CUDA(cudaGetLastError());
+      // Radix sorts are stable: within one key the positions stay ascending, so unique keeps
+      // each key's first occurrence.
+      std::size_t bytes = 0;
+      EPIC_CUDA(cub::DeviceRadixSort::SortPairs(nullptr, bytes, mkey_.p, skey_.p, mpos_.p, spos_.p, static_cast<int>(nm)));
+      if (!cub_tmp_.reserve(bytes, err)) return false;
+      EPIC_CUDA(cub::DeviceRadixSort::SortPairs(cub_tmp_.p, bytes, mkey_.p, skey_.p, mpos_.p, spos_.p, static_cast<int>(nm)));
+      const std::size_t u = thrust::unique_by_key(thrust::device, skey_.p, skey_.p + nm, spos_.p).first - skey_.p;
+      if (!d.fresh.reserve(u, err)) return false;
+      bytes = 0;
+      EPIC_CUDA(cub::DeviceRadixSort::SortPairs(nullptr, bytes, spos_.p, mpos_.p, skey_.p, d.fresh.p, static_cast<int>(u)));
+      if (!cub_tmp_.reserve(bytes, err)) return false;
+      EPIC_CUDA(cub::DeviceRadixSort::SortPairs(cub_tmp_.p, bytes, spos_.p, mpos_.p, skey_.p, d.fresh.p, static_cast<int>(u)));
+      if (u > d.count) return *err = "table " + db.table(tb).spec.name + " is full", false;
+      d.fresh_n = u;
+    }
+    // 2. Ids from the ring's head, back-links, inserts.
+    for (std::uint32_t tb = 0; tb < dix_.size(); ++tb) {
+      DevIndex& d = *dix_[tb];
+      if (!d.map || d.fresh_n == 0) continue;
+      assign_kernel<<<blocks_for(d.fresh_n, 256), 256>>>(d.fresh.p, d.fresh_n, d.ring.p, d.cap, d.head, d.backlink.p,
+                                                         ids_.p);
+      EPIC_CUDA(cudaGetLastError());
+      if (!lslab_run(*d.map, lslab::Op::kPut, d.fresh.p, ids_.p, d.fresh_n, err)) return false;
+      d.head = static_cast<std::uint32_t>((static_cast<std::size_t>(d.head) + d.fresh_n) % d.cap);
+      d.count -= static_cast<std::uint32_t>(d.fresh_n);
+    }
+    // 3. Every key of an indexed table looked up; a missing one (a read) gets kInvalid.
+    for (std::uint32_t tb = 0; tb < dix_.size(); ++tb) {
+      DevIndex& d = *dix_[tb];
+      if (!d.map) continue;
+      const std::size_t ns =
+          thrust::copy_if(thrust::device, zero, zero + m, sel_.p, OpOfTable{op_table_.p, isw_.p, tb, false}) - sel_.p;
+      if (ns == 0) continue;
+      gather_keys_kernel<<<blocks_for(ns, 256), 256>>>(keys_.p, sel_.p, ns, kbuf_.p);
+      EPIC_CUDA(cudaGetLastError());
+      if (!lslab_run(*d.map, lslab::Op::kGet, kbuf_.p, nullptr, ns, err)) return false;
+      lookup_scatter_kernel<<<blocks_for(ns, 256), 256>>>(sel_.p, ns, lst_.p, lout_.p, db.table(tb).base, rid_.p,
+                                                          global_.p);
+      EPIC_CUDA(cudaGetLastError());
+    }
+    EPIC_CUDA(cudaDeviceSynchronize());
+    return true;
+  }
+
+  // End of epoch with GPU indexing: records whose deleted bit is set are freed in id order (a
+  // stable compaction), their ids appended to the ring, their keys deleted through the back-link.
+  bool device_free(const Database& db, std::string* err) {
+    const thrust::counting_iterator<std::uint32_t> zero(0);
+    for (std::uint32_t tb = 0; tb < dix_.size(); ++tb) {
+      DevIndex& d = *dix_[tb];
+      if (!d.map) continue;
+      if (!gc_list_.reserve(d.cap, err) || !kbuf_.reserve(d.cap, err)) return false;
+      const std::size_t f =
+          thrust::copy_if(thrust::device, zero, zero + d.cap, thrust::device_pointer_cast(tables_[tb].deleted),
+                          gc_list_.p, NonZero{}) - gc_list_.p;
+      if (f == 0) continue;
+      const std::uint32_t tail = static_cast<std::uint32_t>((static_cast<std::size_t>(d.head) + d.count) % d.cap);
+      free_kernel<<<blocks_for(f, 256), 256>>>(gc_list_.p, f, tables_[tb].deleted, d.ring.p, d.cap, tail,
+                                               d.backlink.p, kbuf_.p);
+      EPIC_CUDA(cudaGetLastError());
+      if (!lslab_run(*d.map, lslab::Op::kDelete, kbuf_.p, nullptr, f, err)) return false;
+      d.count += static_cast<std::uint32_t>(f);
+    }
+    (void)db;
+    return true;
   }
   // Alg. 2-4 over the uploaded inputs; leaves loc_/copy_ on the device and temp_count_ set.
   bool plan_device(std::size_t n, std::size_t m, std::string* err) {
@@ -486,6 +809,17 @@ class Runner final : public GpuRunner {
     return true;
   }
 
+  IndexOn index_on_ = IndexOn::kGpu;
+  bool gpu_index_ = false;  ///< the mode of the last upload()
+  std::vector<std::unique_ptr<DevIndex>> dix_;
+  DevBuf<TableMeta> meta_;
+  DevBuf<Key> keys_;
+  DevBuf<std::uint8_t> isw_;
+  DevBuf<std::uint32_t> sel_, mj_, mpos_, spos_;
+  DevBuf<std::uint64_t> kbuf_, mkey_, skey_, ids_, lout_;
+  DevBuf<lslab::Op> lops_;
+  DevBuf<lslab::OpStatus> lst_;
+  Indexed host_ix_;
   std::vector<TableView> tables_;
   DevBuf<TableView> dtables_;
   std::uint32_t slot_words_ = 0, temp_count_ = 0;

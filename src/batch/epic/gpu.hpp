@@ -2,7 +2,9 @@
 // exclusive segmented scans both ways, classes, the global temp-write scan, scatter) and execution
 // (a warp per txn, txns handed to warps in serial order by a per-block grab of a global counter;
 // lane 0 resolves and spins, the warp copies). Host-only header; gpu.cu implements it, and
-// gpu_none.cpp reports the GPU absent in builds without CUDA.
+// gpu_none.cpp reports the GPU absent in builds without CUDA. Indexing of GPU epochs runs on the
+// device by default (L-Slab, insert-first, a device-resident FIFO free ring; docs/epic.md), or on
+// the host database (the CPU twin) when asked.
 #pragma once
 
 #include <memory>
@@ -15,10 +17,19 @@ namespace duet::batch::epic {
 /// Which procedure set the device executor runs (device code is compiled per set).
 enum class ProcSet { kMix, kYcsb, kTpcc };
 
-/// GPU phase times of one epoch, in milliseconds (CUDA events / host clock).
+/// GPU phase times of one epoch, in milliseconds (host clock around synchronised device work).
+/// index_ms is the device indexing time with GPU indexing and the host indexing time otherwise.
 struct GpuTimes {
-  double h2d_ms = 0, plan_ms = 0, d2h_ms = 0, exec_ms = 0, gc_ms = 0;
+  double h2d_ms = 0, plan_ms = 0, d2h_ms = 0, exec_ms = 0, gc_ms = 0, index_ms = 0;
 };
+
+/// Where a GPU epoch indexes its keys. kGpu: the batch's keys go to the device once; missing
+/// write keys of indexed tables are uniquified there (radix sort, unique), take ids from a
+/// device-resident FIFO ring in first-occurrence order, and are inserted into one L-Slab map per
+/// indexed table with back-links; then every key is looked up there. The ids, lookups and ring
+/// state equal those of Database::index (the CPU twin) bit for bit. kHost: Database::index on
+/// the host, as the CPU engines do.
+enum class IndexOn { kGpu, kHost };
 
 /// Device planner and executor. Every call returns false with *err on a CUDA failure; the host
 /// database is then as it was after the last successful epoch (device tables must be uploaded
@@ -29,12 +40,23 @@ class GpuRunner {
   /// Plans on the device and copies the plan to the host (Epic-CPU; the plan-equality tests).
   virtual bool plan(const Batch& b, const std::vector<std::uint32_t>& global, Plan* out, std::string* err,
                     GpuTimes* times = nullptr) = 0;
-  /// Copies the database's tables to the device (before GPU epochs).
+  /// Chooses where run_epoch indexes (default kGpu). Takes effect at the next upload().
+  virtual void set_index_on(IndexOn where) = 0;
+  virtual IndexOn index_on() const = 0;
+  /// Copies the database's tables to the device (before GPU epochs). With GPU indexing also its
+  /// index: free ring (in ring order), back-links and key -> id entries (into fresh L-Slab maps).
   virtual bool upload(const Database& db, std::string* err) = 0;
-  /// Copies the device tables back to the host database.
+  /// Copies the device tables back to the host database; with GPU indexing also the ring, the
+  /// back-links and the index entries, so the host database then equals the device state.
   virtual bool download(Database& db, std::string* err) = 0;
-  /// One GPU epoch over the uploaded tables: index on the host, plan and execute on the device,
-  /// deleted-bit scan on the device, ids freed on the host. Reruns are reported, not kept.
+  /// GPU indexing alone, over the uploaded index (insert-first, as Database::index): fills *out
+  /// on the host. False (nothing inserted, ring unchanged) with *err when an indexed table runs
+  /// out of ids or a write key of an indexed table is 2^64-1 (L-Slab reserves it), or on a CUDA
+  /// failure. For tests and for callers that execute on the host.
+  virtual bool index(const Database& db, const Batch& b, Indexed* out, std::string* err) = 0;
+  /// One GPU epoch over the uploaded tables: index (see IndexOn), plan and execute on the device,
+  /// deleted-bit scan on the device; freed ids return to the ring in id order (on the device
+  /// with GPU indexing, else on the host database). Reruns are reported, not kept.
   virtual bool run_epoch(Database& db, const Batch& b, EpochOutput* out, std::string* err, GpuTimes* times = nullptr,
                          int warps_per_block = 4, bool block_index_order = false) = 0;
   /// The longest sleep (ns) between two polls of a waiting lane (default 4096). Shorter sleeps

@@ -1,8 +1,9 @@
 // Epic on the GPU: the device plan equals the CPU twin's bit for bit (random contended Mix epochs
 // of 1 to 10^5 txns, YCSB A/B/C/F at 100K, plain and split), GPU execution and Epic-CPU (GPU plan,
 // CPU threads) against the serial checker (Mix, YCSB A/B/C/F and TPC-C NP at 100K-txn epochs),
-// and a planted plan difference the equality check sees. Without a GPU every test reports itself
-// skipped.
+// and a planted plan difference the equality check sees; GPU indexing on L-Slab against the host
+// indexer (ids, lookups, INVALIDs, ring state; churn with id reuse, a full table, TPC-C NP).
+// Without a GPU every test reports itself skipped.
 #include <gtest/gtest.h>
 
 #include <memory>
@@ -72,6 +73,144 @@ std::vector<std::uint32_t> globals(const Batch& b, std::uint32_t span) {
   std::vector<std::uint32_t> g(b.keys.size());
   for (std::size_t i = 0; i < g.size(); ++i) g[i] = b.keys[i].table * span + static_cast<std::uint32_t>(b.keys[i].key);
   return g;
+}
+
+/// "" when both databases' indexes agree exactly: key -> id entries, free rings in FIFO order and
+/// back-links; otherwise the first difference.
+std::string index_diff(const Database& a, const Database& b) {
+  for (std::uint32_t t = 0; t < a.num_tables(); ++t) {
+    const TableStore& x = a.table(t);
+    const TableStore& y = b.table(t);
+    if (!x.spec.indexed) continue;
+    if (x.index != y.index) return "table " + x.spec.name + ": index entries differ";
+    if (x.free_ring != y.free_ring) return "table " + x.spec.name + ": free rings differ";
+    if (x.backlink != y.backlink) return "table " + x.spec.name + ": back-links differ";
+  }
+  return "";
+}
+
+std::string indexed_diff(const Indexed& a, const Indexed& b) {
+  if (a.table != b.table) return "tables differ";
+  for (std::size_t i = 0; i < a.rid.size() && i < b.rid.size(); ++i)
+    if (a.rid[i] != b.rid[i] || a.global[i] != b.global[i])
+      return "op " + std::to_string(i) + ": rid " + std::to_string(a.rid[i]) + " vs " + std::to_string(b.rid[i]);
+  return a.rid.size() == b.rid.size() && a.global.size() == b.global.size() ? "" : "sizes differ";
+}
+
+// Indexing alone: the device indexer and Database::index over the same epochs give the same ids,
+// lookups and INVALIDs, and leave the same ring. New keys repeat within and across txns. A table
+// that would overflow fails with nothing inserted; a write of the reserved key 2^64-1 is refused.
+TEST(EpicGpuIndex, EqualsTheHostIndexer) {
+  REQUIRE_GPU();
+  std::string err;
+  auto g = make_gpu_runner(ProcSet::kMix, &err);
+  ASSERT_TRUE(g) << err;
+  const std::vector<TableSpec> specs{{"direct", 1, 100, false}, {"a", 2, 5000, true}, {"b", 1, 70000, true}};
+  Database host(specs), dev(specs);
+  const std::uint32_t w[2] = {7, 8};
+  for (std::uint64_t k = 0; k < 2000; k += 3) {
+    ASSERT_TRUE(host.load(1, k * 11, w) && dev.load(1, k * 11, w));
+    ASSERT_TRUE(host.load(2, k << 40, w) && dev.load(2, k << 40, w));
+  }
+  ASSERT_TRUE(g->upload(dev, &err)) << err;
+  std::mt19937_64 rng(5);
+  for (std::size_t n : {1, 7, 300, 5000, 20000}) {
+    Batch b;
+    for (std::size_t t = 0; t < n; ++t) {
+      std::vector<Key> reads, writes;
+      for (int i = 0; i < 3; ++i) reads.push_back({static_cast<std::uint32_t>(rng() % 3), rng() % 100});
+      for (int i = 0; i < 3; ++i) {
+        const std::uint32_t tb = 1 + static_cast<std::uint32_t>(i % 2);
+        // Narrow ranges repeat keys within the batch; table b's keys use high bits.
+        const std::uint64_t k = tb == 1 ? (rng() % 4000) * 11 : (rng() % 60000) << 40;
+        bool dup = false;
+        for (auto& x : writes) dup |= x.table == tb && x.key == k;
+        if (!dup) writes.push_back({tb, k});
+        reads.push_back({tb, tb == 1 ? (rng() % 5000) * 11 : (rng() % 70000) << 40});
+      }
+      ASSERT_TRUE(b.add(MixProcs::kRmw, reads, writes, {}, t));
+    }
+    Indexed hi, gi;
+    const bool ok_h = host.index(b, &hi, &err);
+    std::string gerr;
+    const bool ok_g = g->index(dev, b, &gi, &gerr);
+    ASSERT_EQ(ok_h, ok_g) << "n " << n << ": " << err << " / " << gerr;
+    if (!ok_h) {
+      EXPECT_EQ(err, gerr);
+      continue;
+    }
+    ASSERT_EQ(indexed_diff(hi, gi), "") << "n " << n;
+    std::size_t invalid = 0;
+    for (auto r : gi.rid) invalid += r == kInvalid;
+    if (n >= 300) EXPECT_GT(invalid, 0u) << "missing reads must occur";
+  }
+  // One fresh key more than table a's ring holds: full on both, nothing inserted.
+  {
+    Batch b;
+    const std::size_t room = host.table(1).free_ring.size();
+    for (std::uint64_t k = 0; k <= room; ++k) ASSERT_TRUE(b.add(MixProcs::kRmw, {}, {{1, 1000000 + k}}, {}, k));
+    Indexed hi, gi;
+    std::string gerr;
+    EXPECT_FALSE(host.index(b, &hi, &err));
+    EXPECT_FALSE(g->index(dev, b, &gi, &gerr));
+    EXPECT_EQ(err, gerr);
+  }
+  {
+    Batch b;
+    ASSERT_TRUE(b.add(MixProcs::kRmw, {}, {{2, ~std::uint64_t(0)}}, {}, 0));
+    Indexed gi;
+    std::string gerr;
+    EXPECT_FALSE(g->index(dev, b, &gi, &gerr));
+    EXPECT_NE(gerr.find("2^64-1"), std::string::npos) << gerr;
+  }
+  ASSERT_TRUE(g->download(dev, &err)) << err;
+  EXPECT_EQ(index_diff(host, dev), "");
+}
+
+// Insert/delete churn with id reuse through whole GPU epochs: a runner indexing on the device and
+// one indexing on the host run the same Mix epochs (15% deletes, inserts of freed keys); outcomes,
+// outputs, index entries, rings and back-links agree after every epoch.
+TEST(EpicGpuIndex, ChurnEqualsHostIndexing) {
+  REQUIRE_GPU();
+  std::string err;
+  auto gd = make_gpu_runner(ProcSet::kMix, &err);
+  auto gh = make_gpu_runner(ProcSet::kMix, &err);
+  ASSERT_TRUE(gd && gh) << err;
+  gh->set_index_on(IndexOn::kHost);
+  Database dd(mix_tables()), dh(mix_tables());
+  SerialStore unused(mix_tables());
+  load_mix(dd, unused);
+  load_mix(dh, unused);
+  ASSERT_TRUE(gd->upload(dd, &err)) << err;
+  ASSERT_TRUE(gh->upload(dh, &err)) << err;
+  EXPECT_EQ(gd->index_on(), IndexOn::kGpu);
+  EXPECT_EQ(gh->index_on(), IndexOn::kHost);
+  std::mt19937_64 rng(29);
+  std::uint64_t tag = 0;
+  std::size_t grew = 0, shrank = 0, ring = dh.table(2).free_ring.size();
+  for (int ep = 0; ep < 40; ++ep) {
+    Batch b;
+    const int n = 1 + static_cast<int>(rng() % 1500);
+    for (int i = 0; i < n; ++i) mix_txn(rng, &b, tag++);
+    EpochOutput od, oh;
+    ASSERT_TRUE(gd->run_epoch(dd, b, &od, &err)) << err;
+    ASSERT_TRUE(gh->run_epoch(dh, b, &oh, &err)) << err;
+    ASSERT_TRUE(od.results.outcome == oh.results.outcome) << "epoch " << ep;
+    ASSERT_TRUE(od.results.out == oh.results.out) << "epoch " << ep;
+    ASSERT_TRUE(gd->download(dd, &err)) << err;
+    ASSERT_TRUE(gh->download(dh, &err)) << err;
+    ASSERT_EQ(index_diff(dh, dd), "") << "epoch " << ep;
+    for (std::uint32_t t = 0; t < 3; ++t) {
+      ASSERT_TRUE(dd.table(t).slots == dh.table(t).slots) << "epoch " << ep << " table " << t;
+      ASSERT_TRUE(dd.table(t).data == dh.table(t).data) << "epoch " << ep << " table " << t;
+    }
+    const std::size_t now = dh.table(2).free_ring.size();
+    grew += now > ring;
+    shrank += now < ring;
+    ring = now;
+  }
+  EXPECT_GT(grew, 0u);
+  EXPECT_GT(shrank, 0u);
 }
 
 TEST(EpicGpuPlan, EqualsTheCpuTwin) {
@@ -199,27 +338,36 @@ TEST(EpicGpuExec, YcsbAt100KEqualsSerial) {
       }
 }
 
-// TPC-C (NP and the full mix) at 1 and 4 warehouses, 100K-txn epochs, on the GPU and on Epic-CPU
-// (GPU plan, CPU threads).
+// TPC-C (NP and the full mix) at 1 and 4 warehouses, 100K-txn epochs, on the GPU (GPU indexing)
+// and on Epic-CPU (GPU plan, CPU threads). On NP a GPU runner indexing on the host runs the same
+// epochs: outcomes, outputs, index entries, rings and back-links equal the GPU-indexed run's.
 TEST(EpicGpuExec, TpccAt100KEqualsSerial) {
   REQUIRE_GPU();
   std::string err;
   std::shared_ptr<GpuRunner> g(make_gpu_runner(ProcSet::kTpcc, &err).release());
   ASSERT_TRUE(g) << err;
+  auto gh = make_gpu_runner(ProcSet::kTpcc, &err);
+  ASSERT_TRUE(gh) << err;
+  gh->set_index_on(IndexOn::kHost);
   for (TpccMix mix : {TpccMix::kNp, TpccMix::kFull})
   for (std::uint32_t w : {1u, 4u}) {
     SCOPED_TRACE(mix == TpccMix::kFull ? "full mix" : "NP");
     const auto specs = tpcc_tables(w, 120000, 120000);
-    Database db(specs);
+    Database db(specs), dbh(specs);
+    const bool twin_index = mix == TpccMix::kNp;
     Engine<TpccProcs> cpu(specs, 8, gpu_planner(g));
     SerialStore s(specs);
     tpcc_load(w, [&](std::uint32_t t, std::uint64_t k, const std::uint32_t* d) {
       db.load(t, k, d);
+      if (twin_index) dbh.load(t, k, d);
       cpu.db().load(t, k, d);
       s.put(t, k, d);
     });
     SerialStore s2 = s;
     ASSERT_TRUE(g->upload(db, &err)) << err;
+    if (twin_index) {
+      ASSERT_TRUE(gh->upload(dbh, &err)) << err;
+    }
     TpccGenerator gen(w, 91 + w, mix);
     ASSERT_EQ(gen.error(), "");
     Batch pending, pending2;
@@ -229,6 +377,11 @@ TEST(EpicGpuExec, TpccAt100KEqualsSerial) {
       EpochOutput out, out2;
       ASSERT_TRUE(g->run_epoch(db, b, &out, &err)) << err;
       ASSERT_EQ(replay_epoch<TpccProcs>(s, pending, b, out), "") << "w " << w << " epoch " << ep;
+      if (twin_index) {
+        EpochOutput oh;
+        ASSERT_TRUE(gh->run_epoch(dbh, b, &oh, &err)) << err;
+        ASSERT_TRUE(oh.results.outcome == out.results.outcome && oh.results.out == out.results.out) << "w " << w;
+      }
       ASSERT_TRUE(cpu.run_epoch(b, &out2, &err)) << err;
       ASSERT_EQ(replay_epoch<TpccProcs>(s2, pending2, b, out2), "") << "epic-cpu w " << w << " epoch " << ep;
       std::size_t committed = 0;
@@ -237,6 +390,10 @@ TEST(EpicGpuExec, TpccAt100KEqualsSerial) {
     }
     ASSERT_TRUE(g->download(db, &err)) << err;
     ASSERT_EQ(compare_state(db, s), "") << "w " << w;
+    if (twin_index) {
+      ASSERT_TRUE(gh->download(dbh, &err)) << err;
+      ASSERT_EQ(index_diff(dbh, db), "") << "w " << w;
+    }
     ASSERT_EQ(compare_state(cpu.db(), s2), "") << "epic-cpu w " << w;
   }
 }
