@@ -11,6 +11,7 @@ namespace duet::server {
 
 void register_batch_commands(CommandTable& t);  ///< commands/batch.cpp
 void register_txn_commands(CommandTable& t);    ///< commands/txn.cpp
+void register_procedure_commands(CommandTable& t);  ///< commands/procedure.cpp
 
 namespace {
 
@@ -29,6 +30,7 @@ const Registry& registry() {
     register_server_commands(t);
     register_batch_commands(t);
     register_txn_commands(t);
+    register_procedure_commands(t);
     Registry out;
     out.defs = std::move(t.defs());
     for (std::size_t i = 0; i < out.defs.size(); ++i) out.defs[i].id = static_cast<unsigned>(i);

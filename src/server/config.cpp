@@ -15,7 +15,9 @@ ServerConfig::ServerConfig(const ServerConfig& o)
     : bind(o.bind), port(o.port), threads(o.threads), databases(o.databases),
       database_kinds(o.database_kinds), default_kind(o.default_kind), kind_overrides(o.kind_overrides),
       metrics_port(o.metrics_port),
-      metrics_bind(o.metrics_bind), log_level(o.log_level), gpu_sync(o.gpu_sync), store(o.store), maxclients(o.maxclients.load()),
+      metrics_bind(o.metrics_bind), log_level(o.log_level), gpu_sync(o.gpu_sync), store(o.store),
+      procedure_enable(o.procedure_enable), procedure_dir(o.procedure_dir),
+      procedure_max_attempts(o.procedure_max_attempts), procedure_backoff_max_us(o.procedure_backoff_max_us), maxclients(o.maxclients.load()),
       proto_max_bulk_len(o.proto_max_bulk_len.load()), client_query_buffer_limit(o.client_query_buffer_limit.load()),
       max_multibulk_len(o.max_multibulk_len.load()), max_batch(o.max_batch.load()),
       max_batches_in_flight(o.max_batches_in_flight.load()), txn_idle_timeout_ms(o.txn_idle_timeout_ms.load()) {}
@@ -330,6 +332,29 @@ const std::vector<Setting>& settings() {
                  [](const ServerConfig& c) { return std::to_string(c.txn_idle_timeout_ms.load()); },
                  [](ServerConfig* c, std::string_view v) {
                    return set_atomic("txn-idle-timeout", v, &c->txn_idle_timeout_ms, 0, 7ull * 24 * 3600 * 1000);
+                 }});
+    // Native procedures (commands/procedure.cpp): fixed, so that no client can turn them on.
+    t.push_back({"procedure-enable", false, [](const ServerConfig& c) { return std::string(c.procedure_enable ? "yes" : "no"); },
+                 [](ServerConfig* c, std::string_view v) {
+                   const std::string b = ascii_lower(v);
+                   if (b != "yes" && b != "no") return bad("procedure-enable", v, "expected yes or no");
+                   c->procedure_enable = b == "yes";
+                   return Status::Ok();
+                 }});
+    t.push_back({"procedure-dir", false, [](const ServerConfig& c) { return c.procedure_dir; },
+                 [](ServerConfig* c, std::string_view v) {
+                   c->procedure_dir = std::string(v);
+                   return Status::Ok();
+                 }});
+    t.push_back({"procedure-max-attempts", false,
+                 [](const ServerConfig& c) { return std::to_string(c.procedure_max_attempts); },
+                 [](ServerConfig* c, std::string_view v) {
+                   return set_uint("procedure-max-attempts", v, &c->procedure_max_attempts, 1, 1000000);
+                 }});
+    t.push_back({"procedure-backoff-max-us", false,
+                 [](const ServerConfig& c) { return std::to_string(c.procedure_backoff_max_us); },
+                 [](ServerConfig* c, std::string_view v) {
+                   return set_uint("procedure-backoff-max-us", v, &c->procedure_backoff_max_us, 2, 1000000);
                  }});
     // Fixed answers clients and tools ask about (redis-benchmark reads these two).
     fixed("save", [](const ServerConfig&) { return std::string(); });

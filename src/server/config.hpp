@@ -33,6 +33,12 @@ struct ServerConfig {
   /// (bench/results/server-h100/), since spinning waiters take cores from the I/O threads.
   std::string gpu_sync = "blocking";
   StoreConfig store;                    ///< device, memory budget (maxmemory), limits, router
+  /// Native procedures (commands/procedure.cpp): PROCEDURE LOAD and DELETE are refused unless
+  /// `procedure-enable yes`; LOAD opens files only from inside `procedure-dir`. Fixed at startup.
+  bool procedure_enable = false;
+  std::string procedure_dir;
+  unsigned procedure_max_attempts = 64;         ///< runs of a procedure per FCALL (conflicts)
+  std::uint32_t procedure_backoff_max_us = 1000;  ///< longest backoff between runs
   // Live settings.
   std::atomic<std::uint64_t> maxclients{10000};
   std::atomic<std::uint64_t> proto_max_bulk_len{512ull * 1024 * 1024};

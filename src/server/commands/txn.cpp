@@ -543,6 +543,13 @@ void run_txn_key_command(CommandContext& ctx, const CommandDef& def) {
   }
 }
 
+/// Whether the connection has an interactive transaction open (TXN BEGIN), or one that ended
+/// without the client ending it: FCALL (commands/procedure.cpp) is refused then.
+bool txn_open_on(Session& s) {
+  const auto* t = dynamic_cast<const TxnSession*>(s.extension.get());
+  return t != nullptr && (t->txn.active() || !t->doomed.empty());
+}
+
 void append_txn_info(const ServerStats& s, std::string* out) {
   for (const auto& d : s.engine.databases) {
     if (d.kind != KeyspaceKind::kTxn) continue;

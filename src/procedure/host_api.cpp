@@ -1,0 +1,451 @@
+// The host side of the procedure C ABI (include/duet/procedure.h): the function table every
+// call's duet_txn and duet_reply carry. Each function checks its arguments (null pointers,
+// ranges, names) and answers a DUET_* code; none throws (allocation failures answer
+// DUET_ERR_NO_MEMORY) and nothing it hands out needs freeing by the procedure: it lives in the
+// call's CallState until the entry point returns.
+#include <cstring>
+#include <new>
+
+#include "procedure/internal.hpp"
+
+namespace duet::procedure {
+
+namespace {
+
+CallState* st(duet_txn* t) { return t ? static_cast<CallState*>(t->impl) : nullptr; }
+ReplyState* rs(duet_reply* r) { return r ? static_cast<ReplyState*>(r->impl) : nullptr; }
+
+/// A Status as a DUET_* code (a transaction that ended reads as DUET_ERR_ABORTED).
+int code_of(const Status& s, const CallState* c) {
+  if (s.ok()) return DUET_OK;
+  if (c && c->txn && !c->txn->active()) return DUET_ERR_ABORTED;
+  switch (s.code()) {
+    case StatusCode::kResourceExhausted: return DUET_ERR_NO_MEMORY;
+    case StatusCode::kUnavailable: return DUET_ERR_UNAVAILABLE;
+    default: return DUET_ERR_INVALID;
+  }
+}
+
+bool bytes_ok(const char* p, std::size_t n) { return p != nullptr || n == 0; }
+std::string_view view(const char* p, std::size_t n) { return n ? std::string_view(p, n) : std::string_view(); }
+std::string_view view(const duet_bytes& b) { return view(b.data, b.len); }
+duet_bytes bytes_of(std::string_view s) { return duet_bytes{s.data(), s.size()}; }
+
+/// Runs f() and maps a thrown bad_alloc (from the containers) to DUET_ERR_NO_MEMORY.
+template <class F>
+int guarded(F&& f) {
+  try {
+    return f();
+  } catch (const std::bad_alloc&) {
+    return DUET_ERR_NO_MEMORY;
+  } catch (...) {
+    return DUET_ERR_FAILED;
+  }
+}
+
+bool range_of(const duet_range* r, TxnRange* out) {
+  if (!r || !bytes_ok(r->start.data, r->start.len) || !bytes_ok(r->end.data, r->end.len)) return false;
+  if (r->flags & ~std::uint32_t{15}) return false;
+  out->start.assign(view(r->start));
+  out->end.assign(view(r->end));
+  out->start_inclusive = !(r->flags & DUET_RANGE_START_EXCLUSIVE);
+  out->end_inclusive = !(r->flags & DUET_RANGE_END_EXCLUSIVE);
+  out->start_unbounded = (r->flags & DUET_RANGE_START_UNBOUNDED) != 0;
+  out->end_unbounded = (r->flags & DUET_RANGE_END_UNBOUNDED) != 0;
+  return true;
+}
+
+// ---- transaction ----
+
+int h_get(duet_txn* t, const char* key, std::size_t klen, duet_bytes* value) {
+  CallState* c = st(t);
+  if (!c || !value || !bytes_ok(key, klen)) return DUET_ERR_INVALID;
+  return guarded([&]() -> int {
+    std::string& v = c->strings.emplace_back();
+    bool found = false;
+    if (Status s = c->txn->get(view(key, klen), &v, &found); !s.ok()) return code_of(s, c);
+    *value = bytes_of(v);
+    return found ? DUET_OK : DUET_NOT_FOUND;
+  });
+}
+
+int h_put(duet_txn* t, const char* key, std::size_t klen, const char* val, std::size_t vlen) {
+  CallState* c = st(t);
+  if (!c || !bytes_ok(key, klen) || !bytes_ok(val, vlen)) return DUET_ERR_INVALID;
+  if (c->read_only) return DUET_ERR_READ_ONLY;
+  return guarded([&]() -> int { return code_of(c->txn->put(view(key, klen), view(val, vlen)), c); });
+}
+
+int h_del(duet_txn* t, const char* key, std::size_t klen) {
+  CallState* c = st(t);
+  if (!c || !bytes_ok(key, klen)) return DUET_ERR_INVALID;
+  if (c->read_only) return DUET_ERR_READ_ONLY;
+  return guarded([&]() -> int { return code_of(c->txn->del(view(key, klen)), c); });
+}
+
+int h_scan(duet_txn* t, const duet_range* range, std::size_t limit, duet_pairs* out) {
+  CallState* c = st(t);
+  TxnRange r;
+  if (!c || !out || !range_of(range, &r)) return DUET_ERR_INVALID;
+  return guarded([&]() -> int {
+    std::vector<std::pair<std::string, std::string>> kv;
+    bool more = false;
+    std::string& resume = c->strings.emplace_back();
+    if (Status s = c->txn->scan(r, limit, &kv, &more, &resume); !s.ok()) return code_of(s, c);
+    auto& keys = c->byte_lists.emplace_back();
+    auto& vals = c->byte_lists.emplace_back();
+    keys.reserve(kv.size());
+    vals.reserve(kv.size());
+    for (auto& [k, v] : kv) {
+      keys.push_back(bytes_of(c->strings.emplace_back(std::move(k))));
+      vals.push_back(bytes_of(c->strings.emplace_back(std::move(v))));
+    }
+    *out = duet_pairs{kv.size(), keys.data(), vals.data(), more ? 1 : 0, bytes_of(resume)};
+    return DUET_OK;
+  });
+}
+
+int h_snapshot(duet_txn* t, const duet_snapshot_arg* args, std::size_t n, duet_snapshot** out) {
+  CallState* c = st(t);
+  if (!c || !out || (!args && n)) return DUET_ERR_INVALID;
+  return guarded([&]() -> int {
+    std::vector<SnapshotArg> sargs;
+    sargs.reserve(n);
+    for (std::size_t i = 0; i < n; ++i) {
+      if (args[i].is_range) {
+        TxnRange r;
+        if (!range_of(&args[i].range, &r)) return DUET_ERR_INVALID;
+        sargs.push_back(SnapshotArg::of(std::move(r), args[i].limit));
+      } else {
+        if (!bytes_ok(args[i].key.data, args[i].key.len)) return DUET_ERR_INVALID;
+        sargs.push_back(SnapshotArg::point(std::string(view(args[i].key))));
+      }
+    }
+    duet_snapshot& s = c->snapshots.emplace_back();
+    if (Status e = c->txn->snapshot(sargs, &s.s); !e.ok()) return code_of(e, c);
+    *out = &s;
+    return DUET_OK;
+  });
+}
+
+int h_snapshot_view(const duet_snapshot* s, duet_snapshot_view* out) {
+  if (!s || !out) return DUET_ERR_INVALID;
+  const TxnSnapshot& x = s->s;
+  *out = duet_snapshot_view{x.size(),
+                            x.arg_offsets.size() - 1,
+                            x.key_offsets.data(),
+                            x.value_offsets.data(),
+                            x.arg_offsets.data(),
+                            x.present.data(),
+                            x.key_bytes.data(),
+                            x.value_bytes.data()};
+  return DUET_OK;
+}
+
+std::uint64_t h_start_ts(duet_txn* t) { return st(t) ? st(t)->txn->start_ts() : 0; }
+int h_read_only(duet_txn* t) { return st(t) && st(t)->read_only ? 1 : 0; }
+std::uint32_t h_attempt(duet_txn* t) { return st(t) ? st(t)->attempt : 0; }
+
+// ---- compute ----
+
+bool name_ok(const char* s) { return s != nullptr && std::strlen(s) <= 256; }
+
+int h_decode(duet_txn* t, const duet_snapshot* s, const duet_field* fields, std::size_t nfields, int with_key,
+             duet_table** out) {
+  CallState* c = st(t);
+  if (!c || !s || !out || !fields || nfields == 0 || nfields > 4096) return DUET_ERR_INVALID;
+  return guarded([&]() -> int {
+    std::vector<compute::Field> fs;
+    for (std::size_t i = 0; i < nfields; ++i) {
+      if (!name_ok(fields[i].name) || fields[i].type < DUET_INT64 || fields[i].type > DUET_BYTES)
+        return DUET_ERR_INVALID;
+      fs.push_back(compute::Field{fields[i].name, static_cast<compute::Type>(fields[i].type), fields[i].width});
+    }
+    compute::RowCodec codec;
+    if (Status e = compute::RowCodec::make(std::move(fs), &codec); !e.ok()) return DUET_ERR_INVALID;
+    duet_table& tab = c->tables.emplace_back();
+    if (Status e = codec.decode(compute::RowCodec::slots_of(s->s), &tab.t, with_key != 0); !e.ok())
+      return code_of(e, nullptr);
+    *out = &tab;
+    return DUET_OK;
+  });
+}
+
+std::size_t h_table_rows(const duet_table* t) { return t ? t->t.rows() : 0; }
+
+int h_column(const duet_table* t, const char* name, duet_column_view* out) {
+  if (!t || !name || !out) return DUET_ERR_INVALID;
+  const compute::Column* col = t->t.get(name);
+  if (!col) return DUET_ERR_INVALID;
+  *out = duet_column_view{static_cast<duet_type>(col->type()), col->width(), col->rows(), col->data()};
+  return DUET_OK;
+}
+
+int h_filter(duet_txn* t, const duet_table* table, const duet_predicate* preds, std::size_t n, const std::uint32_t** rows,
+             std::size_t* count) {
+  CallState* c = st(t);
+  if (!c || !table || !rows || !count || (!preds && n) || n > 4096) return DUET_ERR_INVALID;
+  return guarded([&]() -> int {
+    std::vector<compute::Predicate> ps(n);
+    for (std::size_t i = 0; i < n; ++i) {
+      const duet_predicate& p = preds[i];
+      if (!name_ok(p.column) || p.cmp < DUET_LT || p.cmp > DUET_BETWEEN || !bytes_ok(p.s.data, p.s.len) ||
+          !bytes_ok(p.s_hi.data, p.s_hi.len))
+        return DUET_ERR_INVALID;
+      ps[i] = compute::Predicate{p.column, static_cast<compute::Cmp>(p.cmp), p.i,  p.i_hi, p.f,
+                                 p.f_hi,   std::string(view(p.s)),          std::string(view(p.s_hi))};
+    }
+    compute::Context* ctx = nullptr;
+    if (Status e = c->context(&ctx); !e.ok()) return code_of(e, nullptr);
+    compute::Selection& sel = c->selections.emplace_back();
+    if (Status e = ctx->filter(table->t, ps, &sel); !e.ok()) return code_of(e, nullptr);
+    *rows = sel.data();
+    *count = sel.size();
+    return DUET_OK;
+  });
+}
+
+int h_aggregate(duet_txn* t, const duet_table* table, const std::uint32_t* sel, std::size_t nsel,
+                const char* const* keys, std::size_t nkeys, const duet_agg* aggs, std::size_t naggs, duet_table** out) {
+  CallState* c = st(t);
+  if (!c || !table || !out || (!sel && nsel) || (!keys && nkeys) || (!aggs && naggs) || nkeys > 4 || naggs > 16)
+    return DUET_ERR_INVALID;
+  return guarded([&]() -> int {
+    std::vector<std::string> ks;
+    for (std::size_t i = 0; i < nkeys; ++i) {
+      if (!name_ok(keys[i])) return DUET_ERR_INVALID;
+      ks.emplace_back(keys[i]);
+    }
+    std::vector<compute::Agg> as;
+    for (std::size_t i = 0; i < naggs; ++i) {
+      if (aggs[i].op < DUET_COUNT || aggs[i].op > DUET_MAX || !name_ok(aggs[i].name) ||
+          (aggs[i].op != DUET_COUNT && !name_ok(aggs[i].column)))
+        return DUET_ERR_INVALID;
+      as.push_back(compute::Agg{static_cast<compute::Agg::Op>(aggs[i].op),
+                                aggs[i].op == DUET_COUNT ? std::string() : std::string(aggs[i].column), aggs[i].name});
+    }
+    compute::Selection s;
+    if (sel) s.assign(sel, sel + nsel);
+    compute::Context* ctx = nullptr;
+    if (Status e = c->context(&ctx); !e.ok()) return code_of(e, nullptr);
+    duet_table& tab = c->tables.emplace_back();
+    if (Status e = ctx->aggregate(table->t, sel ? &s : nullptr, ks, as, &tab.t); !e.ok()) return code_of(e, nullptr);
+    *out = &tab;
+    return DUET_OK;
+  });
+}
+
+int h_model_load(duet_txn* t, const duet_dense* layers, std::size_t n, std::uint32_t* model) {
+  CallState* c = st(t);
+  if (!c || !layers || !model || n == 0 || n > 64) return DUET_ERR_INVALID;
+  return guarded([&]() -> int {
+    compute::Mlp m;
+    for (std::size_t i = 0; i < n; ++i) {
+      const duet_dense& d = layers[i];
+      if (d.act < DUET_ACT_NONE || d.act > DUET_ACT_SIGMOID || d.in == 0 || d.out == 0 || d.in > (1u << 16) ||
+          d.out > (1u << 16) || !d.w || !d.b)
+        return DUET_ERR_INVALID;
+      compute::Dense L;
+      L.act = static_cast<compute::Dense::Act>(d.act);
+      L.in = d.in;
+      L.out = d.out;
+      L.w.assign(d.w, d.w + static_cast<std::size_t>(d.in) * d.out);
+      L.b.assign(d.b, d.b + d.out);
+      m.layers.push_back(std::move(L));
+    }
+    if (Status e = m.check(); !e.ok()) return DUET_ERR_INVALID;
+    compute::ModelId id = 0;
+    if (Status e = c->shared->model(m, &id); !e.ok()) return code_of(e, nullptr);
+    *model = id;
+    return DUET_OK;
+  });
+}
+
+int h_infer(duet_txn* t, std::uint32_t model, const float* x, std::size_t rows, const float** y, std::size_t* ny) {
+  CallState* c = st(t);
+  if (!c || !y || !ny || (!x && rows)) return DUET_ERR_INVALID;
+  return guarded([&]() -> int {
+    compute::Context* ctx = nullptr;
+    if (Status e = c->context(&ctx); !e.ok()) return code_of(e, nullptr);
+    std::shared_ptr<compute::Engine> eng;
+    if (Status e = c->shared->engine(&eng); !e.ok()) return code_of(e, nullptr);
+    const compute::Mlp* m = eng->model(model);
+    if (!m) return DUET_ERR_INVALID;
+    std::vector<float>& out = c->floats.emplace_back();
+    if (Status e = ctx->infer(model, std::span<const float>(x, rows * m->inputs()), rows, &out); !e.ok())
+      return code_of(e, nullptr);
+    *y = out.data();
+    *ny = out.size();
+    return DUET_OK;
+  });
+}
+
+int h_gpu_stream(duet_txn* t, void** stream) {
+  CallState* c = st(t);
+  if (!c || !stream) return DUET_ERR_INVALID;
+  if (!c->stream) {
+    if (Status e = gpu_stream_lease(&c->stream); !e.ok()) return code_of(e, nullptr);
+  }
+  *stream = c->stream;
+  return DUET_OK;
+}
+
+// ---- reply ----
+
+bool text_ok(const char* s) { return s != nullptr && std::strpbrk(s, "\r\n") == nullptr; }
+
+int add(duet_reply* r, ProcReply v) {
+  ReplyState* s = rs(r);
+  if (!s) return DUET_ERR_INVALID;
+  return guarded([&]() -> int { return s->add(std::move(v)) ? DUET_OK : DUET_ERR_INVALID; });
+}
+
+int h_reply_int(duet_reply* r, std::int64_t v) {
+  ProcReply x;
+  x.kind = ProcReply::Kind::kInt;
+  x.i = v;
+  return add(r, std::move(x));
+}
+int h_reply_bulk(duet_reply* r, const char* d, std::size_t n) {
+  if (!bytes_ok(d, n) || n > (512u << 20)) return DUET_ERR_INVALID;
+  return guarded([&]() -> int {
+    ProcReply x;
+    x.kind = ProcReply::Kind::kBulk;
+    x.s.assign(view(d, n));
+    return add(r, std::move(x));
+  });
+}
+int h_reply_simple(duet_reply* r, const char* text) {
+  if (!text_ok(text)) return DUET_ERR_INVALID;
+  return guarded([&]() -> int {
+    ProcReply x;
+    x.kind = ProcReply::Kind::kSimple;
+    x.s = text;
+    return add(r, std::move(x));
+  });
+}
+int h_reply_error(duet_reply* r, const char* text) {
+  if (!text_ok(text)) return DUET_ERR_INVALID;
+  return guarded([&]() -> int {
+    ProcReply x;
+    x.kind = ProcReply::Kind::kError;
+    // "CODE message": a first word of upper-case letters (and digits, underscores) is a code.
+    std::size_t n = 0;
+    while (text[n] && ((text[n] >= 'A' && text[n] <= 'Z') || (n && ((text[n] >= '0' && text[n] <= '9') || text[n] == '_'))))
+      ++n;
+    const bool coded = n > 0 && (text[n] == ' ' || text[n] == 0);
+    x.s = coded ? std::string(text) : "ERR " + std::string(text);
+    return add(r, std::move(x));
+  });
+}
+int h_reply_nil(duet_reply* r) { return add(r, ProcReply{}); }
+int h_reply_array(duet_reply* r, std::size_t n) {
+  if (n > (1u << 24)) return DUET_ERR_INVALID;
+  ProcReply x;
+  x.kind = ProcReply::Kind::kArray;
+  x.i = static_cast<std::int64_t>(n);
+  return add(r, std::move(x));
+}
+
+const duet_api kApi = {
+    DUET_PROCEDURE_ABI_VERSION,
+    sizeof(duet_api),
+    h_get,
+    h_put,
+    h_del,
+    h_scan,
+    h_snapshot,
+    h_snapshot_view,
+    h_start_ts,
+    h_read_only,
+    h_attempt,
+    h_decode,
+    h_table_rows,
+    h_column,
+    h_filter,
+    h_aggregate,
+    h_model_load,
+    h_infer,
+    h_gpu_stream,
+    h_reply_int,
+    h_reply_bulk,
+    h_reply_simple,
+    h_reply_error,
+    h_reply_nil,
+    h_reply_array,
+};
+
+}  // namespace
+
+const duet_api* host_api() { return &kApi; }
+
+bool ReplyState::add(ProcReply v) {
+  if (complete()) return false;
+  const bool is_array = v.kind == ProcReply::Kind::kArray;
+  const std::size_t n = is_array ? static_cast<std::size_t>(v.i) : 0;
+  if (is_array) v.i = 0;
+  ProcReply* node;
+  if (!started) {
+    started = true;
+    root = std::move(v);
+    node = &root;
+  } else {
+    // Only the innermost open array grows, so the ancestors on `open` keep their addresses.
+    ProcReply* parent = open.back().first;
+    parent->items.push_back(std::move(v));
+    node = &parent->items.back();
+  }
+  if (is_array && n > 0) {
+    node->items.reserve(std::min<std::size_t>(n, 1024));
+    open.emplace_back(node, n);
+  }
+  while (!open.empty() && open.back().first->items.size() == open.back().second) open.pop_back();
+  return true;
+}
+
+CallState::~CallState() {
+  ctx.reset();
+  if (stream) gpu_stream_return(stream);
+}
+
+Status CallState::context(compute::Context** out) {
+  if (!ctx) {
+    std::shared_ptr<compute::Engine> eng;
+    if (Status s = shared->engine(&eng); !s.ok()) return s;
+    if (Status s = eng->context(compute::Device::kAuto, &ctx); !s.ok()) return s;
+  }
+  *out = ctx.get();
+  return Status::Ok();
+}
+
+Status Shared::engine(std::shared_ptr<compute::Engine>* out) {
+  std::lock_guard<std::mutex> lk(m_);
+  if (!engine_) {
+    compute::EngineConfig cfg;
+    if (Status s = compute::Engine::open(cfg, &engine_); !s.ok()) return s;
+  }
+  *out = engine_;
+  return Status::Ok();
+}
+
+Status Shared::model(const compute::Mlp& m, compute::ModelId* id) {
+  std::string key;
+  for (const auto& L : m.layers) {
+    const std::uint32_t head[3] = {static_cast<std::uint32_t>(L.act), L.in, L.out};
+    key.append(reinterpret_cast<const char*>(head), sizeof head);
+    key.append(reinterpret_cast<const char*>(L.w.data()), L.w.size() * sizeof(float));
+    key.append(reinterpret_cast<const char*>(L.b.data()), L.b.size() * sizeof(float));
+  }
+  std::shared_ptr<compute::Engine> eng;
+  if (Status s = engine(&eng); !s.ok()) return s;
+  std::lock_guard<std::mutex> lk(m_);
+  if (auto it = models_.find(key); it != models_.end()) {
+    *id = it->second;
+    return Status::Ok();
+  }
+  if (Status s = eng->load_model(m, id); !s.ok()) return s;
+  models_.emplace(std::move(key), *id);
+  return Status::Ok();
+}
+
+}  // namespace duet::procedure

@@ -1,0 +1,79 @@
+// The pieces behind ProcedureRegistry (registry.cpp) that the C ABI's host functions
+// (host_api.cpp) share: one call attempt's state (the duet_txn's impl) and the reply builder
+// (the duet_reply's impl).
+#pragma once
+
+#include <cstdint>
+#include <deque>
+#include <map>
+#include <memory>
+#include <mutex>
+#include <string>
+#include <vector>
+
+#include "compute/compute.hpp"
+#include "duet/procedure.h"
+#include "duet/procedure.hpp"
+#include "duet/txn.hpp"
+
+struct duet_snapshot {
+  duet::TxnSnapshot s;
+};
+struct duet_table {
+  duet::compute::Table t;
+};
+
+namespace duet::procedure {
+
+/// The compute engine procedures share (opened at first use) and the models they loaded.
+class Shared {
+ public:
+  /// The engine, opened on first use. Unavailable (with the reason) when it cannot be.
+  Status engine(std::shared_ptr<compute::Engine>* out);
+  /// The id of model `m`, loading it the first time its exact weights are seen.
+  Status model(const compute::Mlp& m, compute::ModelId* id);
+
+ private:
+  std::mutex m_;
+  std::shared_ptr<compute::Engine> engine_;
+  std::map<std::string, compute::ModelId> models_;  ///< serialized model -> id
+};
+
+/// One run of a procedure: its transaction, what it has been handed (kept until it returns),
+/// and its compute context (created at its first operator).
+struct CallState {
+  Txn* txn = nullptr;
+  bool read_only = false;
+  std::uint32_t attempt = 0;
+  Shared* shared = nullptr;
+  std::deque<std::string> strings;
+  std::deque<std::vector<duet_bytes>> byte_lists;
+  std::deque<duet_snapshot> snapshots;
+  std::deque<duet_table> tables;
+  std::deque<compute::Selection> selections;
+  std::deque<std::vector<float>> floats;
+  std::unique_ptr<compute::Context> ctx;
+  void* stream = nullptr;  ///< the call's pooled CUDA stream, once asked for
+  ~CallState();
+  /// The compute context (created at first use).
+  Status context(compute::Context** out);
+};
+
+/// The reply builder: one value, arrays filled in order.
+struct ReplyState {
+  ProcReply root;
+  bool started = false;
+  std::vector<std::pair<ProcReply*, std::size_t>> open;  ///< unfilled arrays: node, expected items
+  /// Adds a value; false when the reply is already complete.
+  bool add(ProcReply v);
+  bool complete() const { return started && open.empty(); }
+};
+
+/// The host's function table (host_api.cpp).
+const duet_api* host_api();
+
+/// The call's pooled CUDA stream (gpu_stream.cu; gpu_stream_none.cpp answers Unavailable).
+Status gpu_stream_lease(void** stream);
+void gpu_stream_return(void* stream);
+
+}  // namespace duet::procedure

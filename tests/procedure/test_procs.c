@@ -1,0 +1,290 @@
+/* The procedure library the procedure tests load (library "testlib"). Written in C99 and
+ * compiled with -pedantic -Werror: it is also the check that include/duet/procedure.h is plain C.
+ *
+ *   incr key [delta [spin]]    adds delta (default 1) to the integer at key; `spin` busy-loops
+ *                              that many iterations between the read and the write (widens the
+ *                              window in which concurrent callers conflict)
+ *   incr_hooked key            incr, calling the test's hook (if set) between read and write on
+ *                              the first run only: a test commits a conflicting write there
+ *   get_ro key                 (read-only) the value or nil
+ *   echo key... arg...         (read-only) [[keys...], [args...]] as bulk strings
+ *   types                      (read-only) [1, "bulk", +simple, nil, [-2, []]]
+ *   err_value                  (read-only) commits and answers an error value: -MYERR as a value
+ *   fail key                   writes key, builds -MYERR, returns DUET_ERR_FAILED
+ *   fail_code key              writes key, returns 7 with no reply
+ *   noreply                    returns DUET_OK with no reply
+ *   partial                    returns DUET_OK with an array of 2 holding 1 item
+ *   liar key                   flagged read-only but tries to write: answers put's code
+ *   attempt                    (read-only) the run number
+ *   tid                        (read-only) the calling thread's id (which I/O thread runs it)
+ *   block entered gate         (read-only) creates file `entered`, waits until file `gate`
+ *                              exists (at most 60 s), answers +released
+ *   sum_ge lo hi min           (read-only) SNAPSHOT of [lo, hi] (8-byte little-endian int64
+ *                              values), decode, filter value >= min, aggregate: [count, sum]
+ *   mlp x0 x1                  (read-only) a fixed 2-2-1 network: round(1000 * y)
+ *   gpu                        (read-only) duet_gpu_stream's code
+ */
+#define _GNU_SOURCE
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <sys/syscall.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "duet/procedure.h"
+
+static int parse_i64(const char* p, size_t n, long long* out) {
+  char buf[32];
+  char* end = NULL;
+  if (n == 0 || n >= sizeof buf) return 0;
+  memcpy(buf, p, n);
+  buf[n] = 0;
+  *out = strtoll(buf, &end, 10);
+  return *end == 0;
+}
+
+static void (*g_hook)(void) = NULL;
+static volatile int g_block_entered = 0, g_block_open = 0;
+
+DUET_PROCEDURE_EXPORT void testlib_set_hook(void (*hook)(void)) { g_hook = hook; }
+DUET_PROCEDURE_EXPORT int testlib_block_entered(void) { return g_block_entered; }
+DUET_PROCEDURE_EXPORT void testlib_block_open(int v) { g_block_open = v; }
+
+static int do_incr(duet_txn* t, const duet_bytes* keys, size_t nkeys, const duet_bytes* args, size_t nargs,
+                   duet_reply* r, int hooked) {
+  duet_bytes v;
+  long long cur = 0, delta = 1, spin = 0, i;
+  char out[32];
+  int rc;
+  volatile long long sink = 0;
+  if (nkeys != 1) return duet_reply_error(r, "ERR incr takes one key"), DUET_ERR_INVALID;
+  if (nargs >= 1 && !parse_i64(args[0].data, args[0].len, &delta))
+    return duet_reply_error(r, "ERR delta is not an integer"), DUET_ERR_INVALID;
+  if (nargs >= 2 && !parse_i64(args[1].data, args[1].len, &spin)) return DUET_ERR_INVALID;
+  rc = duet_get(t, keys[0].data, keys[0].len, &v);
+  if (rc < 0) return rc;
+  if (rc == DUET_OK && !parse_i64(v.data, v.len, &cur))
+    return duet_reply_error(r, "ERR value is not an integer"), DUET_ERR_INVALID;
+  for (i = 0; i < spin; ++i) sink += i;
+  if (hooked && g_hook && t->api->attempt(t) == 0) g_hook();
+  cur += delta;
+  snprintf(out, sizeof out, "%lld", cur);
+  rc = duet_put(t, keys[0].data, keys[0].len, out, strlen(out));
+  if (rc != DUET_OK) return rc;
+  return duet_reply_int(r, cur);
+}
+
+static int p_incr(duet_txn* t, const duet_bytes* k, size_t nk, const duet_bytes* a, size_t na, duet_reply* r) {
+  return do_incr(t, k, nk, a, na, r, 0);
+}
+static int p_incr_hooked(duet_txn* t, const duet_bytes* k, size_t nk, const duet_bytes* a, size_t na, duet_reply* r) {
+  return do_incr(t, k, nk, a, na, r, 1);
+}
+
+static int p_get_ro(duet_txn* t, const duet_bytes* k, size_t nk, const duet_bytes* a, size_t na, duet_reply* r) {
+  duet_bytes v;
+  int rc;
+  (void)a;
+  (void)na;
+  if (nk != 1) return DUET_ERR_INVALID;
+  rc = duet_get(t, k[0].data, k[0].len, &v);
+  if (rc < 0) return rc;
+  return rc == DUET_NOT_FOUND ? duet_reply_nil(r) : duet_reply_bulk(r, v.data, v.len);
+}
+
+static int p_echo(duet_txn* t, const duet_bytes* k, size_t nk, const duet_bytes* a, size_t na, duet_reply* r) {
+  size_t i;
+  (void)t;
+  duet_reply_array(r, 2);
+  duet_reply_array(r, nk);
+  for (i = 0; i < nk; ++i) duet_reply_bulk(r, k[i].data, k[i].len);
+  duet_reply_array(r, na);
+  for (i = 0; i < na; ++i) duet_reply_bulk(r, a[i].data, a[i].len);
+  return DUET_OK;
+}
+
+static int p_types(duet_txn* t, const duet_bytes* k, size_t nk, const duet_bytes* a, size_t na, duet_reply* r) {
+  (void)t, (void)k, (void)nk, (void)a, (void)na;
+  duet_reply_array(r, 5);
+  duet_reply_int(r, 1);
+  duet_reply_bulk(r, "bulk", 4);
+  duet_reply_simple(r, "simple");
+  duet_reply_nil(r);
+  duet_reply_array(r, 2);
+  duet_reply_int(r, -2);
+  duet_reply_array(r, 0);
+  /* complete now: anything more is refused */
+  return duet_reply_int(r, 3) == DUET_ERR_INVALID ? DUET_OK : DUET_ERR_FAILED;
+}
+
+static int p_err_value(duet_txn* t, const duet_bytes* k, size_t nk, const duet_bytes* a, size_t na, duet_reply* r) {
+  (void)t, (void)k, (void)nk, (void)a, (void)na;
+  return duet_reply_error(r, "MYERR an error value");
+}
+
+static int p_fail(duet_txn* t, const duet_bytes* k, size_t nk, const duet_bytes* a, size_t na, duet_reply* r) {
+  (void)a, (void)na;
+  if (nk != 1) return DUET_ERR_INVALID;
+  duet_put(t, k[0].data, k[0].len, "x", 1);
+  duet_reply_error(r, "MYERR custom failure");
+  return DUET_ERR_FAILED;
+}
+
+static int p_fail_code(duet_txn* t, const duet_bytes* k, size_t nk, const duet_bytes* a, size_t na, duet_reply* r) {
+  (void)a, (void)na, (void)r;
+  if (nk != 1) return DUET_ERR_INVALID;
+  duet_put(t, k[0].data, k[0].len, "x", 1);
+  return 7;
+}
+
+static int p_noreply(duet_txn* t, const duet_bytes* k, size_t nk, const duet_bytes* a, size_t na, duet_reply* r) {
+  (void)t, (void)k, (void)nk, (void)a, (void)na, (void)r;
+  return DUET_OK;
+}
+
+static int p_partial(duet_txn* t, const duet_bytes* k, size_t nk, const duet_bytes* a, size_t na, duet_reply* r) {
+  (void)t, (void)k, (void)nk, (void)a, (void)na;
+  duet_reply_array(r, 2);
+  return duet_reply_int(r, 1);
+}
+
+static int p_liar(duet_txn* t, const duet_bytes* k, size_t nk, const duet_bytes* a, size_t na, duet_reply* r) {
+  (void)a, (void)na;
+  if (nk != 1) return DUET_ERR_INVALID;
+  return duet_reply_int(r, duet_put(t, k[0].data, k[0].len, "x", 1));
+}
+
+static int p_attempt(duet_txn* t, const duet_bytes* k, size_t nk, const duet_bytes* a, size_t na, duet_reply* r) {
+  (void)k, (void)nk, (void)a, (void)na;
+  return duet_reply_int(r, (int64_t)t->api->attempt(t));
+}
+
+static int p_tid(duet_txn* t, const duet_bytes* k, size_t nk, const duet_bytes* a, size_t na, duet_reply* r) {
+  (void)t, (void)k, (void)nk, (void)a, (void)na;
+  return duet_reply_int(r, (int64_t)syscall(SYS_gettid));
+}
+
+static int file_exists(const duet_bytes* b) {
+  char path[4096];
+  struct stat sb;
+  if (b->len == 0 || b->len >= sizeof path) return 0;
+  memcpy(path, b->data, b->len);
+  path[b->len] = 0;
+  return stat(path, &sb) == 0;
+}
+
+static int p_block(duet_txn* t, const duet_bytes* k, size_t nk, const duet_bytes* a, size_t na, duet_reply* r) {
+  /* With two arguments: files (the server tests). Without: the exported flags (the unit tests). */
+  struct timespec ts = {0, 200000};
+  long waited;
+  (void)t, (void)k, (void)nk;
+  if (na == 2) {
+    char path[4096];
+    FILE* f;
+    if (a[0].len >= sizeof path) return DUET_ERR_INVALID;
+    memcpy(path, a[0].data, a[0].len);
+    path[a[0].len] = 0;
+    f = fopen(path, "w");
+    if (f) fclose(f);
+  }
+  g_block_entered = 1;
+  for (waited = 0; waited < 300000; ++waited) {
+    if (na == 2 ? file_exists(&a[1]) : g_block_open) break;
+    nanosleep(&ts, NULL);
+  }
+  g_block_entered = 0;
+  return duet_reply_simple(r, "released");
+}
+
+static int p_sum_ge(duet_txn* t, const duet_bytes* k, size_t nk, const duet_bytes* a, size_t na, duet_reply* r) {
+  duet_snapshot_arg arg;
+  duet_snapshot* snap;
+  duet_table* tab;
+  duet_table* agg;
+  duet_field field = {"v", DUET_INT64, 0};
+  duet_predicate pred;
+  duet_agg aggs[2];
+  duet_column_view cnt, sum;
+  const uint32_t* rows;
+  size_t nrows;
+  long long min;
+  int rc;
+  (void)k, (void)nk;
+  if (na != 3 || !parse_i64(a[2].data, a[2].len, &min)) return DUET_ERR_INVALID;
+  memset(&arg, 0, sizeof arg);
+  arg.is_range = 1;
+  arg.range.start = a[0];
+  arg.range.end = a[1];
+  if ((rc = t->api->snapshot(t, &arg, 1, &snap)) != DUET_OK) return rc;
+  if ((rc = t->api->decode(t, snap, &field, 1, 1, &tab)) != DUET_OK) return rc;
+  memset(&pred, 0, sizeof pred);
+  pred.column = "v";
+  pred.cmp = DUET_GE;
+  pred.i = min;
+  if ((rc = t->api->filter(t, tab, &pred, 1, &rows, &nrows)) != DUET_OK) return rc;
+  aggs[0].op = DUET_COUNT;
+  aggs[0].column = NULL;
+  aggs[0].name = "n";
+  aggs[1].op = DUET_SUM;
+  aggs[1].column = "v";
+  aggs[1].name = "s";
+  if ((rc = t->api->aggregate(t, tab, rows, nrows, NULL, 0, aggs, 2, &agg)) != DUET_OK) return rc;
+  if ((rc = t->api->column(agg, "n", &cnt)) != DUET_OK || (rc = t->api->column(agg, "s", &sum)) != DUET_OK) return rc;
+  duet_reply_array(r, 2);
+  duet_reply_int(r, ((const int64_t*)cnt.data)[0]);
+  return duet_reply_int(r, ((const int64_t*)sum.data)[0]);
+}
+
+static int p_mlp(duet_txn* t, const duet_bytes* k, size_t nk, const duet_bytes* a, size_t na, duet_reply* r) {
+  static const float w1[4] = {1.0f, 0.0f, 0.0f, 1.0f}, b1[2] = {0.0f, 0.0f};
+  static const float w2[2] = {0.5f, 0.25f}, b2[1] = {0.125f};
+  duet_dense layers[2];
+  uint32_t model;
+  float x[2];
+  const float* y;
+  size_t ny;
+  long long x0, x1;
+  int rc;
+  (void)k, (void)nk;
+  if (na != 2 || !parse_i64(a[0].data, a[0].len, &x0) || !parse_i64(a[1].data, a[1].len, &x1)) return DUET_ERR_INVALID;
+  layers[0].act = DUET_ACT_RELU, layers[0].in = 2, layers[0].out = 2, layers[0].w = w1, layers[0].b = b1;
+  layers[1].act = DUET_ACT_NONE, layers[1].in = 2, layers[1].out = 1, layers[1].w = w2, layers[1].b = b2;
+  if ((rc = t->api->model_load(t, layers, 2, &model)) != DUET_OK) return rc;
+  x[0] = (float)x0;
+  x[1] = (float)x1;
+  if ((rc = t->api->infer(t, model, x, 1, &y, &ny)) != DUET_OK) return rc;
+  if (ny != 1) return DUET_ERR_FAILED;
+  return duet_reply_int(r, (int64_t)(y[0] * 1000.0f + 0.5f));
+}
+
+static int p_gpu(duet_txn* t, const duet_bytes* k, size_t nk, const duet_bytes* a, size_t na, duet_reply* r) {
+  void* stream = NULL;
+  (void)k, (void)nk, (void)a, (void)na;
+  return duet_reply_int(r, t->api->gpu_stream(t, &stream));
+}
+
+static const duet_procedure_def kProcs[] = {
+    {"incr", p_incr, 0},
+    {"incr_hooked", p_incr_hooked, 0},
+    {"get_ro", p_get_ro, DUET_PROC_READ_ONLY},
+    {"echo", p_echo, DUET_PROC_READ_ONLY},
+    {"types", p_types, DUET_PROC_READ_ONLY},
+    {"err_value", p_err_value, DUET_PROC_READ_ONLY},
+    {"fail", p_fail, 0},
+    {"fail_code", p_fail_code, 0},
+    {"noreply", p_noreply, 0},
+    {"partial", p_partial, 0},
+    {"liar", p_liar, DUET_PROC_READ_ONLY},
+    {"attempt", p_attempt, DUET_PROC_READ_ONLY},
+    {"tid", p_tid, DUET_PROC_READ_ONLY},
+    {"block", p_block, DUET_PROC_READ_ONLY},
+    {"sum_ge", p_sum_ge, DUET_PROC_READ_ONLY},
+    {"mlp", p_mlp, DUET_PROC_READ_ONLY},
+    {"gpu", p_gpu, DUET_PROC_READ_ONLY},
+};
+
+static const duet_library_def kLib = {DUET_PROCEDURE_ABI_VERSION, "testlib", kProcs, sizeof kProcs / sizeof kProcs[0]};
+
+DUET_PROCEDURE_EXPORT const duet_library_def* duet_procedure_register(void) { return &kLib; }
