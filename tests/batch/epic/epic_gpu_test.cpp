@@ -142,7 +142,9 @@ TEST(EpicGpuIndex, EqualsTheHostIndexer) {
     ASSERT_EQ(indexed_diff(hi, gi), "") << "n " << n;
     std::size_t invalid = 0;
     for (auto r : gi.rid) invalid += r == kInvalid;
-    if (n >= 300) EXPECT_GT(invalid, 0u) << "missing reads must occur";
+    if (n >= 300) {
+      EXPECT_GT(invalid, 0u) << "missing reads must occur";
+    }
   }
   // One fresh key more than table a's ring holds: full on both, nothing inserted.
   {
