@@ -456,8 +456,11 @@ Version* Core::read(Entry* e, std::uint64_t start) {
 
 void Core::enqueue(Entry* e) {
   if (e->queued.exchange(true, std::memory_order_acq_rel)) return;
-  std::lock_guard<std::mutex> lk(q_m);
-  queue.push_back(e);
+  QueueStripe& q = queue[thread_ordinal() % kQueueStripes];
+  Entry* h = q.head.load(std::memory_order_relaxed);
+  do {
+    e->gc_next = h;
+  } while (!q.head.compare_exchange_weak(h, e, std::memory_order_release, std::memory_order_relaxed));
 }
 
 void Core::request_gc() {
@@ -485,11 +488,12 @@ void Core::collect() {
     // above it. Everything below that version is unreachable for every reader (a reader's
     // start is >= min, so its walk stops at or above it), and is freed here.
     const std::uint64_t min = oldest_start(true);
+    // Walk every taken stack before clearing any entry's `queued`: once cleared, a committer
+    // may push the entry again and overwrite its gc_next.
     std::vector<Entry*> work;
-    {
-      std::lock_guard<std::mutex> lk(q_m);
-      work.swap(queue);
-    }
+    for (QueueStripe& q : queue)
+      for (Entry* e = q.head.exchange(nullptr, std::memory_order_acquire); e != nullptr; e = e->gc_next)
+        work.push_back(e);
     std::vector<Entry*> again;
     for (Entry* e : work) {
       e->queued.store(false, std::memory_order_release);

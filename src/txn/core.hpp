@@ -47,6 +47,9 @@ struct Entry {
   /// 0: free; otherwise the locking transaction's slot + 1.
   std::atomic<std::uint64_t> lock{0};
   std::atomic<bool> queued{false};  ///< on the collector's queue
+  /// The next entry on the same collector-queue stripe; written by the pusher before the push
+  /// publishes it (release), read by the collector after it takes the stripe (acquire).
+  Entry* gc_next = nullptr;
   /// Next entry whose key hashes to the same point-index key (appended once, never removed).
   std::atomic<Entry*> hash_next{nullptr};
   std::uint32_t key_len = 0;
@@ -150,8 +153,15 @@ struct Core {
 
   // Collector.
   std::mutex gc_m;  ///< one collection at a time
-  std::mutex q_m;
-  std::vector<Entry*> queue;
+  // Entries with obsolete versions, for the collector: lock-free stacks (push with a CAS, the
+  // collector takes a whole stack with one exchange), striped by thread so that committers on
+  // different cores push to different lines. A single mutex-guarded vector here put every
+  // committer on one futex at 16 threads.
+  static constexpr unsigned kQueueStripes = 16;
+  struct alignas(64) QueueStripe {
+    std::atomic<Entry*> head{nullptr};
+  };
+  QueueStripe queue[kQueueStripes];
   std::mutex wake_m;
   std::condition_variable wake;
   bool stop = false;
@@ -163,6 +173,7 @@ struct Core {
   /// The version of e a reader at `start` sees (null: absent), waiting out a committer that
   /// holds a timestamp <= start and has not yet installed.
   Version* read(Entry* e, std::uint64_t start);
+  /// Puts e on the collector's queue unless it is already there. Lock-free; any thread.
   void enqueue(Entry* e);
   void request_gc();
   void collect();
