@@ -1,9 +1,12 @@
 /* The procedure library the procedure tests load (library "testlib"). Written in C99 and
  * compiled with -pedantic -Werror: it is also the check that include/duet/procedure.h is plain C.
  *
- *   incr key [delta [spin]]    adds delta (default 1) to the integer at key; `spin` busy-loops
+ *   incr key [delta [spin [entered gate]]]
+ *                              adds delta (default 1) to the integer at key; `spin` busy-loops
  *                              that many iterations between the read and the write (widens the
- *                              window in which concurrent callers conflict)
+ *                              window in which concurrent callers conflict); with `entered` and
+ *                              `gate` its first run creates file `entered` after the read and
+ *                              waits for file `gate` before the write
  *   incr_hooked key            incr, calling the test's hook (if set) between read and write on
  *                              the first run only: a test commits a conflicting write there
  *   get_ro key                 (read-only) the value or nil
@@ -52,6 +55,29 @@ DUET_PROCEDURE_EXPORT void testlib_set_hook(void (*hook)(void)) { g_hook = hook;
 DUET_PROCEDURE_EXPORT int testlib_block_entered(void) { return g_block_entered; }
 DUET_PROCEDURE_EXPORT void testlib_block_open(int v) { g_block_open = v; }
 
+static int file_exists(const duet_bytes* b) {
+  char path[4096];
+  struct stat sb;
+  if (b->len == 0 || b->len >= sizeof path) return 0;
+  memcpy(path, b->data, b->len);
+  path[b->len] = 0;
+  return stat(path, &sb) == 0;
+}
+
+/* Creates file `entered`, then waits until file `gate` exists (at most about 60 s). */
+static void wait_at_gate(const duet_bytes* entered, const duet_bytes* gate) {
+  struct timespec ts = {0, 200000};
+  char path[4096];
+  FILE* f;
+  long waited;
+  if (entered->len >= sizeof path) return;
+  memcpy(path, entered->data, entered->len);
+  path[entered->len] = 0;
+  f = fopen(path, "w");
+  if (f) fclose(f);
+  for (waited = 0; waited < 300000 && !file_exists(gate); ++waited) nanosleep(&ts, NULL);
+}
+
 static int do_incr(duet_txn* t, const duet_bytes* keys, size_t nkeys, const duet_bytes* args, size_t nargs,
                    duet_reply* r, int hooked) {
   duet_bytes v;
@@ -69,6 +95,7 @@ static int do_incr(duet_txn* t, const duet_bytes* keys, size_t nkeys, const duet
     return duet_reply_error(r, "ERR value is not an integer"), DUET_ERR_INVALID;
   for (i = 0; i < spin; ++i) sink += i;
   if (hooked && g_hook && t->api->attempt(t) == 0) g_hook();
+  if (nargs >= 4 && t->api->attempt(t) == 0) wait_at_gate(&args[2], &args[3]);
   cur += delta;
   snprintf(out, sizeof out, "%lld", cur);
   rc = duet_put(t, keys[0].data, keys[0].len, out, strlen(out));
@@ -166,33 +193,16 @@ static int p_tid(duet_txn* t, const duet_bytes* k, size_t nk, const duet_bytes* 
   return duet_reply_int(r, (int64_t)syscall(SYS_gettid));
 }
 
-static int file_exists(const duet_bytes* b) {
-  char path[4096];
-  struct stat sb;
-  if (b->len == 0 || b->len >= sizeof path) return 0;
-  memcpy(path, b->data, b->len);
-  path[b->len] = 0;
-  return stat(path, &sb) == 0;
-}
-
 static int p_block(duet_txn* t, const duet_bytes* k, size_t nk, const duet_bytes* a, size_t na, duet_reply* r) {
   /* With two arguments: files (the server tests). Without: the exported flags (the unit tests). */
   struct timespec ts = {0, 200000};
   long waited;
   (void)t, (void)k, (void)nk;
-  if (na == 2) {
-    char path[4096];
-    FILE* f;
-    if (a[0].len >= sizeof path) return DUET_ERR_INVALID;
-    memcpy(path, a[0].data, a[0].len);
-    path[a[0].len] = 0;
-    f = fopen(path, "w");
-    if (f) fclose(f);
-  }
   g_block_entered = 1;
-  for (waited = 0; waited < 300000; ++waited) {
-    if (na == 2 ? file_exists(&a[1]) : g_block_open) break;
-    nanosleep(&ts, NULL);
+  if (na == 2) {
+    wait_at_gate(&a[0], &a[1]);
+  } else {
+    for (waited = 0; waited < 300000 && !g_block_open; ++waited) nanosleep(&ts, NULL);
   }
   g_block_entered = 0;
   return duet_reply_simple(r, "released");
