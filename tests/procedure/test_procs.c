@@ -49,11 +49,11 @@ static int parse_i64(const char* p, size_t n, long long* out) {
 }
 
 static void (*g_hook)(void) = NULL;
-static volatile int g_block_entered = 0, g_block_open = 0;
+static int g_block_entered = 0, g_block_open = 0; /* read and written with __atomic builtins */
 
 DUET_PROCEDURE_EXPORT void testlib_set_hook(void (*hook)(void)) { g_hook = hook; }
-DUET_PROCEDURE_EXPORT int testlib_block_entered(void) { return g_block_entered; }
-DUET_PROCEDURE_EXPORT void testlib_block_open(int v) { g_block_open = v; }
+DUET_PROCEDURE_EXPORT int testlib_block_entered(void) { return __atomic_load_n(&g_block_entered, __ATOMIC_SEQ_CST); }
+DUET_PROCEDURE_EXPORT void testlib_block_open(int v) { __atomic_store_n(&g_block_open, v, __ATOMIC_SEQ_CST); }
 
 static int file_exists(const duet_bytes* b) {
   char path[4096];
@@ -198,13 +198,13 @@ static int p_block(duet_txn* t, const duet_bytes* k, size_t nk, const duet_bytes
   struct timespec ts = {0, 200000};
   long waited;
   (void)t, (void)k, (void)nk;
-  g_block_entered = 1;
+  __atomic_store_n(&g_block_entered, 1, __ATOMIC_SEQ_CST);
   if (na == 2) {
     wait_at_gate(&a[0], &a[1]);
   } else {
-    for (waited = 0; waited < 300000 && !g_block_open; ++waited) nanosleep(&ts, NULL);
+    for (waited = 0; waited < 300000 && !__atomic_load_n(&g_block_open, __ATOMIC_SEQ_CST); ++waited) nanosleep(&ts, NULL);
   }
-  g_block_entered = 0;
+  __atomic_store_n(&g_block_entered, 0, __ATOMIC_SEQ_CST);
   return duet_reply_simple(r, "released");
 }
 

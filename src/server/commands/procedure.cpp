@@ -10,6 +10,7 @@
 // created at the first PROCEDURE or FCALL with the settings the server started with. Handlers
 // run on the client's thread: FCALL for as long as the procedure runs, PROCEDURE DELETE until
 // the calls in flight of the library have returned.
+#include <atomic>
 #include <climits>
 #include <cstdlib>
 #include <mutex>
@@ -40,10 +41,13 @@ std::string setting(Server& srv, std::string_view name) {
 }
 
 /// The process's registry, opened at first use with the server's settings (null, with the
-/// error written, when they are unusable).
-std::shared_ptr<ProcedureRegistry> registry(CommandContext& ctx) {
+/// error written, when they are unusable). After the first use it is one atomic load: FCALL
+/// takes no lock here.
+ProcedureRegistry* registry(CommandContext& ctx) {
+  static std::atomic<ProcedureRegistry*> ready{nullptr};
+  if (ProcedureRegistry* r = ready.load(std::memory_order_acquire)) return r;
   static std::mutex m;
-  static std::shared_ptr<ProcedureRegistry> reg;
+  static std::shared_ptr<ProcedureRegistry> reg;  // kept for the process
   std::lock_guard<std::mutex> lk(m);
   if (!reg) {
     ProcedureConfig c;
@@ -54,8 +58,9 @@ std::shared_ptr<ProcedureRegistry> registry(CommandContext& ctx) {
       ctx.error("ERR " + s.message());
       return nullptr;
     }
+    ready.store(reg.get(), std::memory_order_release);
   }
-  return reg;
+  return reg.get();
 }
 
 /// The file `name` names inside procedure-dir, or an error text. The name is taken relative to
