@@ -80,8 +80,7 @@ bool parse(int argc, char** argv, Options* o) {
           "modes: orangutan, commutative, dag-gpu, dag-cpu, dag-cpu-pairs, sequential, speedex,\n"
           "    commutative-vbarrier, sequential-vexact (validation as in the earlier engine),\n"
           "    commutative-central (central-counter team sync), commutative-v0 (both, the earlier engine),\n"
-          "    commutative-adaptive (team or serial per block, as the keyspace runs),\n"
-          "    commutative-slices / commutative-owners (the fast path split by slices or by account owner)\n"
+          "    commutative-adaptive (team or serial per block, as the keyspace runs)\n"
           "defaults: 1M accounts, balance 100, amounts 1-20, gas 1, 16 threads, 100 blocks per size\n");
       std::exit(0);
     } else if (a == "--quick") {
@@ -133,7 +132,6 @@ struct ModeSpec {
   bool quick_validation = true;
   TeamSync sync = TeamSync::kAuto;
   bool adaptive = false;
-  FastPathSplit split = FastPathSplit::kAuto;
 };
 
 bool mode_spec(const std::string& n, ModeSpec* m) {
@@ -144,10 +142,6 @@ bool mode_spec(const std::string& n, ModeSpec* m) {
   else if (n == "commutative-v0") *m = {n, Mode::kCommutative, DagDevice::kCpuAccounts, false, TeamSync::kCentral};
   else if (n == "commutative-adaptive")
     *m = {n, Mode::kCommutative, DagDevice::kCpuAccounts, true, TeamSync::kAuto, true};
-  else if (n == "commutative-slices")
-    *m = {n, Mode::kCommutative, DagDevice::kCpuAccounts, true, TeamSync::kAuto, false, FastPathSplit::kSlices};
-  else if (n == "commutative-owners")
-    *m = {n, Mode::kCommutative, DagDevice::kCpuAccounts, true, TeamSync::kAuto, false, FastPathSplit::kOwners};
   else if (n == "sequential-vexact") *m = {n, Mode::kSequential, DagDevice::kCpuAccounts, false};
   else if (n == "dag-gpu") *m = {n, Mode::kDag, DagDevice::kGpu};
   else if (n == "dag-cpu") *m = {n, Mode::kDag, DagDevice::kCpuAccounts};
@@ -294,7 +288,6 @@ int duet::bench::run_transfer_bench(int argc, char** argv) {
         ec.quick_validation = ms.quick_validation;
         ec.team_sync = ms.sync;
         ec.adaptive = ms.adaptive;
-        ec.fast_path_split = ms.split;
         std::unique_ptr<Engine> engine;
         if (!Engine::create(ec, acc.data(), acc.size(), &engine).ok()) continue;
         std::vector<double> mtx, p50;
@@ -353,7 +346,6 @@ int duet::bench::run_transfer_bench(int argc, char** argv) {
           ec.quick_validation = ms.quick_validation;
           ec.team_sync = ms.sync;
           ec.adaptive = ms.adaptive;
-          ec.fast_path_split = ms.split;
           std::unique_ptr<Engine> engine;
           Status s = Engine::create(ec, acc.data(), acc.size(), &engine);
           if (!s.ok()) {

@@ -91,13 +91,11 @@ struct Case {
   Mode mode;
   DagDevice dag;
   bool adaptive = false;
-  FastPathSplit split = FastPathSplit::kAuto;  ///< kAuto: slices for the 8-member team
 };
 
 std::string case_name(const testing::TestParamInfo<Case>& info) {
   std::string s = std::string(mode_name(info.param.mode)) + "_" + dag_device_name(info.param.dag) +
-                  (info.param.adaptive ? "_adaptive" : "") +
-                  (info.param.split == FastPathSplit::kOwners ? "_owners" : "");
+                  (info.param.adaptive ? "_adaptive" : "");
   std::replace(s.begin(), s.end(), '-', '_');
   return s;
 }
@@ -109,7 +107,6 @@ std::uint64_t check_workload(const Case& c, ProfileKind p, double theta, std::si
                              bool self, std::uint64_t seed) {
   EngineConfig ec = config(c.mode, c.dag);
   ec.adaptive = c.adaptive;
-  ec.fast_path_split = c.split;
   Bench b(ec, p, 10000, 100, 1, seed);
   WorkloadConfig w;
   w.accounts = 10000;
@@ -167,7 +164,6 @@ TEST_P(Oracle, Table41Example) {
   std::unique_ptr<Engine> e;
   EngineConfig ec = config(GetParam().mode, GetParam().dag);
   ec.adaptive = GetParam().adaptive;
-  ec.fast_path_split = GetParam().split;
   ASSERT_TRUE(Engine::create(ec, acc.data(), acc.size(), &e).ok());
   const std::vector<Tx> block = {{A, B, 5}, {X, Y, 2}, {A, B, 5}, {C, D, 5}, {D, C, 5}};
   std::vector<Outcome> out(block.size());
@@ -189,7 +185,6 @@ TEST_P(Oracle, SelfTransfers) {
   for (ProfileKind p : {ProfileKind::kSmallCoin, ProfileKind::kSmallCoinPlus}) {
     EngineConfig ec = config(GetParam().mode, GetParam().dag);
     ec.adaptive = GetParam().adaptive;
-    ec.fast_path_split = GetParam().split;
     Bench b(ec, p, 50, 10, 2);
     std::mt19937_64 rng(3);
     for (int k = 0; k < 20; ++k) {
@@ -208,8 +203,6 @@ INSTANTIATE_TEST_SUITE_P(Modes, Oracle,
                                          Case{Mode::kOranguTan, DagDevice::kCpuPairs},
                                          Case{Mode::kCommutative, DagDevice::kCpuAccounts},
                                          Case{Mode::kCommutative, DagDevice::kCpuAccounts, true},
-                                         Case{Mode::kCommutative, DagDevice::kCpuAccounts, false, FastPathSplit::kOwners},
-                                         Case{Mode::kOranguTan, DagDevice::kCpuAccounts, false, FastPathSplit::kOwners},
                                          Case{Mode::kDag, DagDevice::kCpuAccounts},
                                          Case{Mode::kDag, DagDevice::kCpuPairs},
                                          Case{Mode::kSequential, DagDevice::kCpuAccounts},
@@ -287,16 +280,9 @@ TEST(Dag, PairsAndAccountsBuildersGiveTheSameRoots) {
 // ---- Bad input: an error naming the transaction, and the block changes nothing. ----
 
 TEST(BadInput, EachIsRefusedNamingTheTransactionAndChangesNothing) {
-  struct ModeSplit {
-    Mode m;
-    FastPathSplit split;
-  };
-  for (auto [m, split] : {ModeSplit{Mode::kOranguTan, FastPathSplit::kAuto}, ModeSplit{Mode::kCommutative, FastPathSplit::kAuto},
-                          ModeSplit{Mode::kCommutative, FastPathSplit::kOwners}, ModeSplit{Mode::kDag, FastPathSplit::kAuto},
-                          ModeSplit{Mode::kSequential, FastPathSplit::kAuto}, ModeSplit{Mode::kSpeedex, FastPathSplit::kAuto}}) {
+  for (Mode m : {Mode::kOranguTan, Mode::kCommutative, Mode::kDag, Mode::kSequential, Mode::kSpeedex}) {
     EngineConfig c = config(m);
     c.max_block = 100;
-    c.fast_path_split = split;
     Bench b(c, ProfileKind::kSmallCoin, 100, 50, 1);
     std::vector<Tx> good(50);
     for (std::uint32_t i = 0; i < 50; ++i) good[i] = {i, (i + 1) % 100, 5};

@@ -232,16 +232,6 @@ std::int64_t overflow_cap(std::size_t n) { return kMaxBalance - static_cast<std:
 /// How many transfers ahead the fast path prefetches the accounts it will update.
 constexpr std::size_t kPrefetchAhead = 16;
 
-/// FastPathSplit::kAuto partitions by owner up to this many members (see owner_fast_path).
-constexpr unsigned kOwnerSplitMaxMembers = 4;
-
-/// The member that owns an account in the owner-partitioned fast path: a multiplicative hash
-/// spreads neighbouring ids, and a multiply-shift maps it to [0, members) without a division.
-inline unsigned owner_of(std::uint32_t id, unsigned members) {
-  const std::uint32_t h = id * 0x9E3779B1u;
-  return static_cast<unsigned>((std::uint64_t{h} * members) >> 32);
-}
-
 std::size_t first_bad(const Tx* txs, std::size_t b, std::size_t e, std::size_t n, const Account* acc, std::size_t n_acc,
                       bool check_balances = true) {
   const std::int64_t cap = overflow_cap(n);
@@ -420,79 +410,6 @@ struct BlockRun {
     return im.bad.load(std::memory_order_relaxed) == kNone;
   }
 
-  /// Whether this block's fast path partitions transfers by account owner (owner_fast_path)
-  /// rather than by contiguous slices with locked read-modify-writes.
-  bool owners() const {
-    switch (cfg.fast_path_split) {
-      case FastPathSplit::kOwners: return team.size() > 1;
-      case FastPathSplit::kSlices: return false;
-      case FastPathSplit::kAuto: break;
-    }
-    return team.size() > 1 && team.size() <= kOwnerSplitMaxMembers;
-  }
-
-  /// The fast path by account owner: member m owns the accounts a fixed hash maps to m. In
-  /// Part I each member walks the whole block and withdraws for the transfers whose sender it
-  /// owns, in block order; after the barrier it deposits for those whose receiver it owns (and,
-  /// SmallCoin+, counts the sender's sequence number for those whose sender it owns). Only an
-  /// account's owner writes it during a phase, so no locked instruction is needed; the walks
-  /// cost a comparison per transfer. Outcomes equal the slice path's: Part I's result for a
-  /// sender depends only on the withdrawals from it, which its owner applies in block order.
-  /// Validation (ids and amounts) is folded into the walk when `fused`, as on the slice path.
-  Status owner_fast_path(bool fused) {
-    Account* acc = im.acc;
-    std::uint8_t* ab = im.aborted.data();
-    const unsigned members = team.size();
-    const std::size_t n_acc = im.n_acc;
-    team.run([&](unsigned m) {
-      if (!fused && !validate_member(m)) return;
-      auto mine = [&](std::uint32_t id) { return owner_of(id, members) == m; };
-      std::uint32_t f = 0;
-      std::size_t bad = kNone;
-      for (std::size_t k = 0; k < n; ++k) {
-        if (k + kPrefetchAhead < n) {
-          const std::uint32_t ahead = txs[k + kPrefetchAhead].sender;
-          if (ahead < n_acc && mine(ahead)) __builtin_prefetch(&acc[ahead], 1);
-        }
-        const Tx& t = txs[k];
-        if (fused && first_bad(txs, k, k + 1, n, acc, n_acc, false) != kNone) {
-          if (bad == kNone) bad = k;
-          continue;
-        }
-        if (!mine(t.sender)) continue;
-        const bool ok = P::part1_owned(acc, t);
-        ab[k] = !ok;
-        f += !ok;
-      }
-      if (bad != kNone) atomic_min(im.bad, bad);
-      if (f) im.failures.fetch_add(f, std::memory_order_relaxed);
-      team.barrier(m);
-      if (im.bad.load(std::memory_order_relaxed) != kNone) {  // undo this member's withdrawals
-        for (std::size_t k = 0; k < n; ++k)
-          if (first_bad(txs, k, k + 1, n, acc, n_acc, false) == kNone && mine(txs[k].sender))
-            P::compensate(acc, txs[k], true);
-        return;
-      }
-      for (std::size_t k = 0; k < n; ++k) {
-        if (k + kPrefetchAhead < n) {
-          const std::uint32_t ahead = txs[k + kPrefetchAhead].receiver;
-          if (mine(ahead)) __builtin_prefetch(&acc[ahead], 1);
-        }
-        const Tx& t = txs[k];
-        if (mine(t.sender)) P::part2_sender_owned(acc, t, ab[k]);
-        if (mine(t.receiver)) {
-          P::part2_receiver_owned(acc, t, ab[k]);
-          out[k] = ab[k] ? Outcome::kAborted : Outcome::kCommitted;
-        }
-      }
-    });
-    if (im.bad.load() != kNone) return bad_status();
-    st.part1_failures = im.failures.load();
-    if (st.part1_failures == 0) return Status::Ok();
-    fallback(dag());
-    return Status::Ok();
-  }
-
   void reset_shared() {
     im.bad.store(kNone, std::memory_order_relaxed);
     im.failures.store(0, std::memory_order_relaxed);
@@ -540,7 +457,6 @@ struct BlockRun {
       // was, undoes its own Part Is. That saves the validation barrier. Otherwise the exact
       // validation reads the receivers' balances and a barrier follows it.
       const bool fused = quick();
-      if (owners()) return owner_fast_path(fused);
       team.run([&](unsigned m) {
         auto [b, e] = team.slice(n, m);
         bool applied = true;

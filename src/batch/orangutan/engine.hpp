@@ -64,12 +64,6 @@ constexpr std::int64_t kMaxBalance = std::int64_t{1} << 62;  ///< largest balanc
 /// Makes one GPU DAG slot for blocks of up to max_txs transactions (make_gpu_dag's contract).
 using GpuDagFactory = std::function<Status(std::size_t max_txs, std::unique_ptr<GpuDag>* out)>;
 
-/// How the fast path divides a block among the team (engine.cpp, owner_fast_path). kSlices:
-/// contiguous slices, locked read-modify-writes on shared accounts. kOwners: each member
-/// handles the accounts it owns, plain stores. kAuto: owners for small teams, where a locked
-/// instruction costs more than walking the whole block.
-enum class FastPathSplit : std::uint8_t { kAuto = 0, kSlices = 1, kOwners = 2 };
-
 struct EngineConfig {
   Mode mode = Mode::kOranguTan;
   unsigned threads = 0;  ///< team size (0: one per hardware thread)
@@ -81,7 +75,6 @@ struct EngineConfig {
   /// (the earlier engine, kept for A/B benchmarks).
   bool quick_validation = true;
   TeamSync team_sync = TeamSync::kAuto;  ///< how the team synchronises (team.hpp)
-  FastPathSplit fast_path_split = FastPathSplit::kAuto;
   /// orangutan and commutative: run each block either on the team (the fast path) or serially
   /// on the caller, whichever measured cheaper lately (path_chooser.hpp). Both give the serial
   /// result. Off in the benchmark's named modes; on in the keyspace.

@@ -68,13 +68,6 @@ const char* profile_name(ProfileKind p);
 
 namespace detail {
 constexpr auto kR = std::memory_order_relaxed;
-/// x += d by its only writer (a plain load and store, no locked instruction); returns the new value.
-inline std::int64_t add(std::atomic<std::int64_t>& x, std::int64_t d) {
-  const std::int64_t v = x.load(kR) + d;
-  x.store(v, kR);
-  return v;
-}
-inline std::int64_t sub(std::atomic<std::int64_t>& x, std::int64_t d) { return add(x, -d); }
 }
 
 /// SmallCoin (Alg. 5-7): commits iff sender.bal >= amt.
@@ -83,15 +76,6 @@ struct SmallCoin {
   static bool part1(Account* a, const Tx& t) { return a[t.sender].bal.fetch_sub(t.amt, detail::kR) - t.amt >= 0; }
   static void part2(Account* a, const Tx& t, bool aborted) {
     if (!aborted) a[t.receiver].bal.fetch_add(t.amt, detail::kR);
-  }
-  // Owned variants (the fast path's owner partition): the caller is the only thread writing
-  // the fields they touch during the phase, so a plain load and store replace the locked
-  // read-modify-write. part1_owned touches sender fields only; part2_sender_owned sender
-  // fields only; part2_receiver_owned receiver fields only.
-  static bool part1_owned(Account* a, const Tx& t) { return detail::sub(a[t.sender].bal, t.amt) >= 0; }
-  static void part2_sender_owned(Account*, const Tx&, bool) {}
-  static void part2_receiver_owned(Account* a, const Tx& t, bool aborted) {
-    if (!aborted) detail::add(a[t.receiver].bal, t.amt);
   }
   static void compensate(Account* a, const Tx& t, bool aborted) {
     a[t.sender].bal.fetch_add(t.amt, detail::kR);
@@ -126,20 +110,6 @@ struct SmallCoinPlus {
     a[t.sender].seq_num.fetch_add(1, detail::kR);
     a[t.receiver].bal.fetch_add(t.amt, detail::kR);
     a[t.receiver].rec_events.fetch_add(1, detail::kR);
-  }
-  static bool part1_owned(Account* a, const Tx& t) {
-    Account& s = a[t.sender];
-    const std::int64_t tot = s.gas_cost + t.amt;
-    detail::add(s.sent_events, 1);
-    return detail::sub(s.bal, tot) >= 0;
-  }
-  static void part2_sender_owned(Account* a, const Tx& t, bool aborted) {
-    if (!aborted) detail::add(a[t.sender].seq_num, 1);
-  }
-  static void part2_receiver_owned(Account* a, const Tx& t, bool aborted) {
-    if (aborted) return;
-    detail::add(a[t.receiver].bal, t.amt);
-    detail::add(a[t.receiver].rec_events, 1);
   }
   static void compensate(Account* a, const Tx& t, bool aborted) {
     Account& s = a[t.sender];
