@@ -6,7 +6,6 @@
 
 #include <algorithm>
 #include <chrono>
-#include <cstring>
 #include <cub/device/device_radix_sort.cuh>
 #include <thrust/copy.h>
 #include <thrust/count.h>
@@ -386,7 +385,7 @@ class Runner final : public GpuRunner {
   bool plan(const Batch& b, const std::vector<std::uint32_t>& global, Plan* out, std::string* err,
             GpuTimes* times) override {
     const auto t0 = std::chrono::steady_clock::now();
-    if (!begin_stage(b, true, err) || !put_plan_inputs(b, global, err)) return false;
+    if (!put_plan_inputs(b, global, err)) return false;
     EPIC_CUDA(cudaDeviceSynchronize());
     const auto t1 = std::chrono::steady_clock::now();
     if (!plan_device(b.size(), b.keys.size(), err)) return false;
@@ -446,7 +445,7 @@ class Runner final : public GpuRunner {
   bool index(const Database& db, const Batch& b, Indexed* out, std::string* err) override {
     if (!gpu_index_ || dix_.size() != db.num_tables()) return *err = "GPU index not uploaded", false;
     const std::size_t n = b.size(), m = b.keys.size();
-    if (!begin_stage(b, false, err) || !stage(keys_, b.keys.data(), m, err) || !put_plan_inputs_sizes(b, err)) return false;
+    if (!keys_.put(b.keys.data(), m, err) || !put_plan_inputs_sizes(b, err)) return false;
     if (!device_index(db, n, m, err)) return false;
     out->table.resize(m);
     out->rid.resize(m);
@@ -468,9 +467,7 @@ class Runner final : public GpuRunner {
     if (gpu_index_) {
       // The keys cross the bus once; ids, lookups and global ids stay on the device for planning.
       if (dix_.size() != db.num_tables()) return *err = "GPU index not uploaded", false;
-      if (!begin_stage(b, false, err) || !stage(keys_, b.keys.data(), m, err) || !put_plan_inputs_sizes(b, err) ||
-          !put_exec_inputs(b, err))
-        return false;
+      if (!keys_.put(b.keys.data(), m, err) || !put_plan_inputs_sizes(b, err) || !put_exec_inputs(b, err)) return false;
       EPIC_CUDA(cudaDeviceSynchronize());
       h2d = ms_since(t1);
       t1 = std::chrono::steady_clock::now();
@@ -481,8 +478,8 @@ class Runner final : public GpuRunner {
       if (!db.index(b, &ix, err)) return false;
       index_ms = ms_since(t1);
       t1 = std::chrono::steady_clock::now();
-      if (!begin_stage(b, true, err) || !put_plan_inputs(b, ix.global, err) || !put_exec_inputs(b, err) ||
-          !stage(op_table_, ix.table.data(), m, err) || !stage(rid_, ix.rid.data(), m, err))
+      if (!put_plan_inputs(b, ix.global, err) || !put_exec_inputs(b, err) || !op_table_.put(ix.table.data(), m, err) ||
+          !rid_.put(ix.rid.data(), m, err))
         return false;
       EPIC_CUDA(cudaDeviceSynchronize());
       h2d = ms_since(t1);
@@ -585,53 +582,17 @@ class Runner final : public GpuRunner {
  private:
   unsigned max_backoff_ns_ = 4096;
   std::uint32_t last_eid_ = 0;  ///< the eid of the last epoch run (scratch words older than it are stale)
-  // Uploads go through one pinned host buffer: each array is copied into it and a DMA copy
-  // queued from there (pageable copies ran at a few GB/s). The caller synchronises before the
-  // buffer is reused; an array that does not fit falls back to a pageable copy.
-  struct Pinned {
-    char* p = nullptr;
-    std::size_t cap = 0, used = 0;
-    ~Pinned() { if (p) cudaFreeHost(p); }
-  };
-  /// Sizes the pinned buffer for one epoch's uploads (host_ids: the host-indexed arrays, not the
-  /// keys) and starts filling it from the front.
-  bool begin_stage(const Batch& b, bool host_ids, std::string* err) {
-    const std::size_t n = b.size(), m = b.keys.size();
-    // host ids: global, rid (4 bytes) and table (1) per op; per txn op_begin, nreads, proc,
-    // arg_begin, attempt (18 bytes); args; 256 bytes of alignment per array.
-    const std::size_t want = (host_ids ? m * 9 : m * sizeof(Key)) + (n + 1) * 18 + b.args.size() * 4 + 16 * 256;
-    EPIC_CUDA(cudaDeviceSynchronize());  // no copy from the buffer may still be in flight
-    pin_.used = 0;
-    if (want <= pin_.cap) return true;
-    if (pin_.p) cudaFreeHost(pin_.p);
-    pin_.p = nullptr;
-    pin_.cap = 0;
-    EPIC_CUDA(cudaMallocHost(&pin_.p, want + want / 4));
-    pin_.cap = want + want / 4;
-    return true;
-  }
-  template <class T>
-  bool stage(DevBuf<T>& d, const T* src, std::size_t n, std::string* err) {
-    const std::size_t bytes = n * sizeof(T);
-    if (!pin_.p || pin_.used + bytes > pin_.cap) return d.put(src, n, err);
-    if (!d.reserve(n, err)) return false;
-    if (n == 0) return true;
-    char* at = pin_.p + pin_.used;
-    std::memcpy(at, src, bytes);
-    pin_.used += (bytes + 255) / 256 * 256;
-    EPIC_CUDA(cudaMemcpyAsync(d.p, at, bytes, cudaMemcpyHostToDevice));
-    return true;
-  }
   bool put_plan_inputs(const Batch& b, const std::vector<std::uint32_t>& global, std::string* err) {
-    return stage(global_, global.data(), global.size(), err) && put_plan_inputs_sizes(b, err);
+    return global_.put(global.data(), global.size(), err) && op_begin_.put(b.op_begin.data(), b.size() + 1, err) &&
+           nreads_.put(b.nreads.data(), b.size(), err);
   }
   bool put_plan_inputs_sizes(const Batch& b, std::string* err) {
-    return stage(op_begin_, b.op_begin.data(), b.size() + 1, err) && stage(nreads_, b.nreads.data(), b.size(), err);
+    return op_begin_.put(b.op_begin.data(), b.size() + 1, err) && nreads_.put(b.nreads.data(), b.size(), err);
   }
   bool put_exec_inputs(const Batch& b, std::string* err) {
     const std::size_t n = b.size();
-    return stage(proc_, b.proc.data(), n, err) && stage(arg_begin_, b.arg_begin.data(), n + 1, err) &&
-           stage(args_, b.args.data(), b.args.size(), err) && stage(attempt_, b.attempt.data(), n, err);
+    return proc_.put(b.proc.data(), n, err) && arg_begin_.put(b.arg_begin.data(), n + 1, err) &&
+           args_.put(b.args.data(), b.args.size(), err) && attempt_.put(b.attempt.data(), n, err);
   }
 
   // ---- GPU indexing state: per indexed table one L-Slab map (key -> id), the free ring as a
@@ -848,7 +809,6 @@ class Runner final : public GpuRunner {
     return true;
   }
 
-  Pinned pin_;
   IndexOn index_on_ = IndexOn::kGpu;
   bool gpu_index_ = false;  ///< the mode of the last upload()
   std::vector<std::unique_ptr<DevIndex>> dix_;
