@@ -535,10 +535,10 @@ TEST(HydralistModel, SortedSlots) {
   // The factor analysis's first step: sorted slots, binary search, no fingerprints.
   Config c = test_config();
   c.sorted_slots = true;
-  run_against_map<U64Keys>(4000, scaled(30000), 14, c, true);
-  run_against_map<BytesKeys>(4000, scaled(20000), 15, c, true);
-  run_against_map<U64Keys>(300, scaled(20000), 16, c);
-  run_against_map<BytesKeys>(300, scaled(20000), 17, c);
+  run_against_map<U64Keys>(4000, scaled(15000), 14, c, true);
+  run_against_map<BytesKeys>(4000, scaled(10000), 15, c, true);
+  run_against_map<U64Keys>(300, scaled(15000), 16, c);
+  run_against_map<BytesKeys>(300, scaled(15000), 17, c);
 }
 
 TEST(HydralistModel, CounterClockAndNoBackoff) {
