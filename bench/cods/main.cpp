@@ -19,6 +19,7 @@
 #include "common/parse.hpp"
 #include "common/results.hpp"
 #include "gpu.hpp"
+#include "gpu_versioned.hpp"
 #include "systems.hpp"
 #include "workload.hpp"
 
@@ -32,7 +33,9 @@ const char* kUsage = R"(usage: duet_bench_cods [options]
                    list/hash/tree: CODS at tuned K and K = 1 (2 for the hash set) against the
                    peers, every mix at 1 and the most threads, and mix 90 at every thread count;
                    *-k: the K sweeps (mix 90, 1 and the most threads); gpu: the GPU shapes;
-                   gpu-cpu: the CPU structures on the GPU shapes with the most threads
+                   gpu-cpu: the CPU structures on the GPU shapes with the most threads;
+                   vtree (not in the default): the versioned tree against the plain tree on
+                   the GPU (gpu_versioned.hpp), 10^7 keys
   --threads LIST   CPU worker threads (default 1,2)
   --mixes LIST     contains/GET percentages (default 80,90,95,100)
   --systems LIST   only these CPU systems (default: each figure's own; see --list)
@@ -79,7 +82,7 @@ bool parse(int argc, char** argv, Options* o, bool* help, std::string* error) {
           o->figures = split_list(v);
           for (auto& x : o->figures)
             if (x != "list" && x != "list-k" && x != "hash" && x != "hash-k" && x != "tree" && x != "tree-k" &&
-                x != "gpu" && x != "gpu-cpu")
+                x != "gpu" && x != "gpu-cpu" && x != "vtree")
               return fail("unknown figure " + x);
         } else if (f == "--threads") {
           o->threads.clear();
@@ -605,6 +608,24 @@ int main_impl(int argc, char** argv) {
         print_row("gpu-lim", bytes > (std::uint64_t{1} << 30) ? "random loads 4 GiB" : "random loads 16 MiB", "", 100, 0,
                   summarize(xs), s.ok() ? "" : "ERROR " + s.to_string());
       }
+    }
+  }
+  if (std::find(o.figures.begin(), o.figures.end(), "vtree") != o.figures.end()) {
+    if (!have_gpu) std::fprintf(stderr, "duet_bench_cods: no GPU (%s): vtree skipped\n", no_gpu.c_str());
+    else {
+      VersionedBenchOptions vo;
+      vo.ops = o.gpu_ops;
+      vo.repeats = o.repeats;
+      vo.seed = o.seed;
+      if (o.quick) vo.range /= 100;
+      const Status s = gpu_versioned_figures(vo, [&](Json rec, const std::string& line, bool ok) {
+        all_ok &= ok;
+        records.push(std::move(rec));
+        std::printf("%s\n", line.c_str());
+        std::fflush(stdout);
+      });
+      if (!s.ok()) std::fprintf(stderr, "duet_bench_cods: vtree: %s\n", s.to_string().c_str());
+      all_ok &= s.ok();
     }
   }
   if (!save()) return 1;

@@ -1,0 +1,356 @@
+// The GPU batch driver of the CODS versioned B-link tree (see gpu_versioned.hpp for the contract).
+//
+// Pool: one node size (a data leaf, the largest; index nodes take a slot each). `fresh_next`
+// hands out never-used nodes; `free_list` holds recycled ones, taken by ticket (`free_taken`,
+// one atomic add; the list does not change while a batch runs); nodes a batch retires (cut saved
+// versions, discarded spares) are appended to `retired`. After each batch (batches are
+// serialized) the untaken entries stay, `retired` is appended after them and the ticket is reset,
+// so a retired node is reused only once no batch can read it. The same scheme as gpu_batch.cu's
+// pool, whose environment is private to that file.
+#include <cuda_runtime.h>
+
+#include <algorithm>
+#include <cstdint>
+#include <memory>
+#include <mutex>
+#include <string>
+
+#include "gpu/cuda_try.hpp"
+#include "gpu/device.hpp"
+#include "index/cods/gpu_versioned.hpp"
+#include "index/cods/versioned_blink_tree.hpp"
+
+namespace duet::cods::ds {
+namespace {
+
+constexpr unsigned kBlockThreads = 256;
+constexpr std::uint64_t kNone = ~std::uint64_t(0);
+
+struct PoolState {
+  std::uint64_t fresh_next;     ///< next never-used node (may run past capacity: clamp)
+  std::uint64_t capacity;       ///< nodes in the pool
+  std::uint64_t free_count;     ///< recycled nodes on free_list (constant while a batch runs)
+  std::uint64_t retired_count;  ///< nodes retired since the last recycle
+  std::uint64_t free_taken;     ///< tickets drawn on free_list since the last recycle
+  std::uint64_t recycled;       ///< nodes recycled so far (statistics)
+};
+
+/// The batch's clock in GPU memory: its stamp, and whether it holds a RANGE (set by a pass over
+/// the ops before the batch runs).
+struct DevClock {
+  std::uint64_t t;
+  std::uint64_t ranges;
+};
+
+/// The algorithm's clock for batch t (see versioned_blink_tree.hpp): snapshot t - 1 is live only
+/// when the batch holds a RANGE.
+struct BatchClock {
+  std::uint64_t t;
+  bool ranges;
+  template <class Group>
+  __device__ std::uint64_t stamp(const Group&) const { return t; }
+  template <class Group>
+  __device__ std::uint64_t oldest(const Group&) const { return ranges ? t - 1 : t; }
+  template <class Group>
+  __device__ bool needed(const Group&, std::uint64_t c, std::uint64_t stamp) const { return ranges && c < stamp; }
+};
+
+template <class PoolNode>
+struct VersionedGpuEnv {
+  PoolNode* nodes;
+  std::uint64_t* free_list;
+  std::uint64_t* retired;
+  PoolState* st;
+
+  template <class Node, class Group>
+  __device__ Node* alloc(const Group& g) {
+    static_assert(sizeof(Node) <= sizeof(PoolNode) && alignof(PoolNode) % alignof(Node) == 0, "a node fits a slot");
+    std::uint64_t idx = kNone;
+    if (g.is_leader()) {
+      const std::uint64_t c = st->free_count;
+      if (c > 0 && atomic_load(&st->free_taken, Order::relaxed) < c) {
+        const std::uint64_t t = atomic_add(&st->free_taken, 1, Order::relaxed);
+        if (t < c) idx = free_list[c - 1 - t];
+      }
+      if (idx == kNone) {
+        const std::uint64_t f = atomic_add(&st->fresh_next, 1, Order::relaxed);
+        if (f < st->capacity) idx = f;
+      }
+    }
+    idx = g.shfl(idx, 0);
+    if (idx == kNone) return nullptr;
+    auto* w = reinterpret_cast<std::uint64_t*>(nodes + idx);
+    for (std::size_t i = g.lane(); i < sizeof(PoolNode) / 8; i += Group::kSize) w[i] = 0;
+    fence(Order::release);
+    g.sync();
+    return reinterpret_cast<Node*>(nodes + idx);
+  }
+  template <class Node, class Group>
+  __device__ void discard(const Group& g, Node* n) {
+    retire(g, n);
+  }
+  template <class Node, class Group>
+  __device__ void retire(const Group& g, Node* n) {
+    if (g.is_leader()) {
+      const std::uint64_t i = atomic_add(&st->retired_count, 1, Order::relaxed);
+      if (i < st->capacity) retired[i] = static_cast<std::uint64_t>(reinterpret_cast<PoolNode*>(n) - nodes);
+    }
+    g.sync();
+  }
+  __device__ void node_read() {}
+  __device__ void after_search() {}
+  __device__ bool planted(Bug) const { return false; }
+  __device__ bool stuck() const { return false; }
+};
+
+__global__ void recycle_kernel(std::uint64_t* free_list, const std::uint64_t* retired, PoolState* st) {
+  const std::uint64_t base = st->free_count - std::min(st->free_taken, st->free_count);
+  const std::uint64_t n = std::min(st->retired_count, st->capacity);
+  for (std::uint64_t i = threadIdx.x; i < n; i += blockDim.x) free_list[base + i] = retired[i];
+  __syncthreads();
+  if (threadIdx.x == 0) {
+    st->free_count = base + n;
+    st->retired_count = 0;
+    st->free_taken = 0;
+    st->recycled += n;
+  }
+}
+
+/// Nodes 0 (index leaf) and 1 (first data leaf) of the pool.
+template <class Tree>
+__global__ void init_kernel(typename Tree::Leaf* nodes, VersionedRoot* root, PoolState* st) {
+  Tree::init(root, reinterpret_cast<typename Tree::Node*>(nodes), nodes + 1);
+  st->fresh_next = 2;
+}
+
+/// Sets clock->ranges when the batch holds a RANGE.
+__global__ void scan_ranges_kernel(const Op* ops, std::uint64_t n, DevClock* clock) {
+  bool any = false;
+  for (std::uint64_t i = blockIdx.x * std::uint64_t(blockDim.x) + threadIdx.x; i < n;
+       i += std::uint64_t(gridDim.x) * blockDim.x)
+    any |= ops[i] == kOpRange;
+  if (__syncthreads_or(any) && threadIdx.x == 0) clock->ranges = 1;
+}
+
+template <class Tree, unsigned G, class Env>
+__global__ void vtree_kernel(VersionedRoot* root, Env env, const DevClock* dclock, const Op* ops,
+                             const std::uint64_t* keys, const std::uint64_t* values, OpStatus* status,
+                             std::uint64_t* out, std::uint64_t* rkeys, std::uint64_t* rvalues, std::uint64_t limit,
+                             std::uint64_t n, std::uint64_t* retries) {
+  const auto g = GpuTile<G>::of_this_block();
+  BatchClock clock{dclock->t, dclock->ranges != 0};
+  const std::uint64_t tiles = std::uint64_t(gridDim.x) * blockDim.x / G;
+  for (std::uint64_t i = (blockIdx.x * std::uint64_t(blockDim.x) + threadIdx.x) / G; i < n; i += tiles) {
+    const Op op = ops[i];
+    const std::uint64_t k = keys[i];
+    TreeResult r{OpStatus::kInvalid, 0};
+    if (op == Op::kGet) {
+      r = Tree::get(g, env, root, k);
+    } else if (op == Op::kInsert) {
+      if (values) r = Tree::insert(g, env, clock, root, k, values[i]);
+    } else if (op == Op::kRemove) {
+      r = Tree::remove(g, env, clock, root, k);
+    } else if (op == kOpRange && values && values[i] >= k && (limit == 0 || (rkeys && rvalues))) {
+      const std::uint64_t base = i * limit;
+      const std::uint64_t c = Tree::range(g, env, root, clock.t - 1, k, values[i], limit,
+                                          [&](std::uint64_t at, std::uint64_t key, std::uint64_t v) {
+                                            rkeys[base + at] = key;
+                                            rvalues[base + at] = v;
+                                          });
+      r = {OpStatus::kFound, c};
+    }
+    if (g.is_leader()) {
+      status[i] = r.status;
+      out[i] = r.status == OpStatus::kFound ? r.value : 0;
+      if (r.status == OpStatus::kRetry) atomic_add(retries, 1, Order::relaxed);
+    }
+  }
+}
+
+struct DeviceArray {
+  void* p = nullptr;
+  ~DeviceArray() { cudaFree(p); }
+  cudaError_t alloc(std::size_t bytes) { return cudaMalloc(&p, bytes ? bytes : 8); }
+};
+
+template <unsigned K, unsigned G, Regime R>
+class VersionedImpl final : public GpuVersionedTree {
+  using Tree = VersionedBLinkTree<K, GpuTile<G>, R>;
+  using Leaf = typename Tree::Leaf;
+  using Env = VersionedGpuEnv<Leaf>;
+
+ public:
+  explicit VersionedImpl(const GpuVersionedConfig& c) : config_(c) {}
+  ~VersionedImpl() override {
+    if (stream_) cudaStreamDestroy(stream_);
+    cudaFree(env_.nodes);
+    cudaFree(env_.free_list);
+    cudaFree(env_.retired);
+    cudaFree(env_.st);
+    cudaFree(root_);
+    cudaFree(clock_);
+    cudaFree(retries_);
+  }
+
+  Status init() {
+    const std::uint64_t cap = config_.pool_nodes;
+    DUET_CUDA_TRY(cudaMalloc(&env_.nodes, sizeof(Leaf) * cap));
+    DUET_CUDA_TRY(cudaMalloc(&env_.free_list, 8 * cap));
+    DUET_CUDA_TRY(cudaMalloc(&env_.retired, 8 * cap));
+    DUET_CUDA_TRY(cudaMalloc(&env_.st, sizeof(PoolState)));
+    DUET_CUDA_TRY(cudaMalloc(&root_, sizeof(VersionedRoot)));
+    DUET_CUDA_TRY(cudaMalloc(&clock_, sizeof(DevClock)));
+    DUET_CUDA_TRY(cudaMalloc(&retries_, 8));
+    DUET_CUDA_TRY(cudaStreamCreateWithFlags(&stream_, cudaStreamNonBlocking));
+    const PoolState st{0, cap, 0, 0, 0, 0};
+    DUET_CUDA_TRY(cudaMemcpy(env_.st, &st, sizeof(st), cudaMemcpyHostToDevice));
+    init_kernel<Tree><<<1, 1>>>(env_.nodes, root_, env_.st);
+    DUET_CUDA_TRY(cudaGetLastError());
+    DUET_CUDA_TRY(cudaDeviceSynchronize());
+    return Status::Ok();
+  }
+
+  Status execute(const Batch& b, VersionedBatchResult& r) override {
+    const Status checked = check(b, r);
+    if (!checked.ok() || b.n == 0) return checked;
+    const std::uint64_t n = b.n, lim = r.range_limit;
+    bool ranges = false;
+    for (std::uint64_t i = 0; i < n && !ranges; ++i) ranges = b.ops[i] == kOpRange;
+    DeviceArray ops, keys, values, status, out, rk, rv;
+    DUET_CUDA_TRY(ops.alloc(n * sizeof(Op)));
+    DUET_CUDA_TRY(keys.alloc(n * 8));
+    if (b.values) DUET_CUDA_TRY(values.alloc(n * 8));
+    DUET_CUDA_TRY(status.alloc(n * sizeof(OpStatus)));
+    DUET_CUDA_TRY(out.alloc(n * 8));
+    if (ranges) {
+      DUET_CUDA_TRY(rk.alloc(n * lim * 8));
+      DUET_CUDA_TRY(rv.alloc(n * lim * 8));
+    }
+    DUET_CUDA_TRY(cudaMemcpy(ops.p, b.ops, n * sizeof(Op), cudaMemcpyHostToDevice));
+    DUET_CUDA_TRY(cudaMemcpy(keys.p, b.keys, n * 8, cudaMemcpyHostToDevice));
+    if (b.values) DUET_CUDA_TRY(cudaMemcpy(values.p, b.values, n * 8, cudaMemcpyHostToDevice));
+    const Batch db{static_cast<const Op*>(ops.p), static_cast<const std::uint64_t*>(keys.p),
+                   b.values ? static_cast<const std::uint64_t*>(values.p) : nullptr, n};
+    VersionedBatchResult dr{static_cast<OpStatus*>(status.p), static_cast<std::uint64_t*>(out.p),
+                            ranges ? static_cast<std::uint64_t*>(rk.p) : nullptr,
+                            ranges ? static_cast<std::uint64_t*>(rv.p) : nullptr, ranges ? lim : 0};
+    std::uint64_t retries = 0;
+    const Status ran = run(db, dr, &retries);
+    if (!ran.ok()) return ran;
+    DUET_CUDA_TRY(cudaMemcpy(r.status, dr.status, n * sizeof(OpStatus), cudaMemcpyDeviceToHost));
+    DUET_CUDA_TRY(cudaMemcpy(r.values, dr.values, n * 8, cudaMemcpyDeviceToHost));
+    if (ranges && lim > 0) {
+      DUET_CUDA_TRY(cudaMemcpy(r.range_keys, dr.range_keys, n * lim * 8, cudaMemcpyDeviceToHost));
+      DUET_CUDA_TRY(cudaMemcpy(r.range_values, dr.range_values, n * lim * 8, cudaMemcpyDeviceToHost));
+    }
+    return exhausted(retries);
+  }
+
+  Status execute_resident(const Batch& b, VersionedBatchResult& r) override {
+    if (b.n == 0) return Status::Ok();
+    if (!b.ops || !b.keys || !r.status || !r.values) return Status::InvalidArgument("batch array is null");
+    std::uint64_t retries = 0;
+    Status s = run(b, r, &retries);
+    return s.ok() ? exhausted(retries) : s;
+  }
+
+  std::uint64_t nodes_used() const override {
+    PoolState st{};
+    if (cudaMemcpy(&st, env_.st, sizeof(st), cudaMemcpyDeviceToHost) != cudaSuccess) return 0;
+    return std::min(st.fresh_next, st.capacity);
+  }
+  std::uint64_t nodes_recycled() const override {
+    PoolState st{};
+    if (cudaMemcpy(&st, env_.st, sizeof(st), cudaMemcpyDeviceToHost) != cudaSuccess) return 0;
+    return st.recycled;
+  }
+
+ private:
+  Status check(const Batch& b, const VersionedBatchResult& r) const {
+    if (b.n == 0) return Status::Ok();
+    if (!b.ops || !b.keys) return Status::InvalidArgument("batch ops or keys array is null");
+    if (!r.status || !r.values) return Status::InvalidArgument("batch result array is null");
+    for (std::uint64_t i = 0; i < b.n; ++i) {
+      if (b.ops[i] == Op::kInsert && !b.values)
+        return Status::InvalidArgument("batch values array is null but it holds inserts");
+      if (b.ops[i] != kOpRange) continue;
+      if (!b.values) return Status::InvalidArgument("batch values array (range ends) is null but it holds ranges");
+      if (r.range_limit > 0 && (!r.range_keys || !r.range_values))
+        return Status::InvalidArgument("range output arrays are null but the batch holds ranges");
+      if (b.keys[i] > b.values[i])
+        return Status::InvalidArgument("range " + std::to_string(i) + ": start " + std::to_string(b.keys[i]) +
+                                       " is above its end " + std::to_string(b.values[i]));
+    }
+    return Status::Ok();
+  }
+
+  Status exhausted(std::uint64_t retries) const {
+    if (retries == 0) return Status::Ok();
+    return Status::ResourceExhausted("node pool of " + std::to_string(config_.pool_nodes) + " nodes is exhausted; " +
+                                     std::to_string(retries) + " requests marked retry were not applied");
+  }
+
+  /// One batch at a time: stamp, scan for RANGEs, run, recycle.
+  Status run(const Batch& d, VersionedBatchResult& dr, std::uint64_t* retries) {
+    std::lock_guard<std::mutex> lk(mutex_);
+    const DevClock c{++stamp_, 0};
+    DUET_CUDA_TRY(cudaMemcpyAsync(clock_, &c, sizeof(c), cudaMemcpyHostToDevice, stream_));
+    DUET_CUDA_TRY(cudaMemsetAsync(retries_, 0, 8, stream_));
+    const std::uint64_t sms = std::uint64_t(std::max(1, gpu::device().sm_count));
+    const unsigned scan_grid = static_cast<unsigned>(std::min<std::uint64_t>((d.n + 1023) / 1024, sms * 4));
+    scan_ranges_kernel<<<std::max(1u, scan_grid), 1024, 0, stream_>>>(d.ops, d.n, clock_);
+    const unsigned grid =
+        static_cast<unsigned>(std::min<std::uint64_t>((d.n * G + kBlockThreads - 1) / kBlockThreads, sms * 8));
+    vtree_kernel<Tree, G, Env><<<std::max(1u, grid), kBlockThreads, 0, stream_>>>(
+        root_, env_, clock_, d.ops, d.keys, d.values, dr.status, dr.values, dr.range_keys, dr.range_values,
+        dr.range_limit, d.n, retries_);
+    DUET_CUDA_TRY(cudaGetLastError());
+    recycle_kernel<<<1, 1024, 0, stream_>>>(env_.free_list, env_.retired, env_.st);
+    DUET_CUDA_TRY(cudaGetLastError());
+    DUET_CUDA_TRY(cudaMemcpyAsync(retries, retries_, 8, cudaMemcpyDeviceToHost, stream_));
+    DUET_CUDA_TRY(cudaStreamSynchronize(stream_));
+    return Status::Ok();
+  }
+
+  GpuVersionedConfig config_;
+  Env env_{};
+  VersionedRoot* root_ = nullptr;
+  DevClock* clock_ = nullptr;
+  std::uint64_t* retries_ = nullptr;
+  cudaStream_t stream_ = nullptr;
+  std::uint64_t stamp_ = 0;  ///< the last batch's stamp (host side; the tree's snapshots)
+  std::mutex mutex_;         ///< one batch at a time
+};
+
+template <unsigned K, unsigned G, Regime R>
+Status make_one(const GpuVersionedConfig& c, std::unique_ptr<GpuVersionedTree>* out) {
+  auto t = std::make_unique<VersionedImpl<K, G, R>>(c);
+  const Status s = t->init();
+  if (s.ok()) *out = std::move(t);
+  return s;
+}
+
+template <unsigned K, unsigned G>
+Status make_regime(const GpuVersionedConfig& c, std::unique_ptr<GpuVersionedTree>* out) {
+  return c.regime == Regime::kFullyAtomic ? make_one<K, G, Regime::kFullyAtomic>(c, out)
+                                          : make_one<K, G, Regime::kElementwise>(c, out);
+}
+
+}  // namespace
+
+Status make_gpu_versioned_tree(const GpuVersionedConfig& c, std::unique_ptr<GpuVersionedTree>* out) {
+  if (!out) return Status::InvalidArgument("out is null");
+  if (c.regime != Regime::kElementwise && c.regime != Regime::kFullyAtomic)
+    return Status::InvalidArgument("unknown regime");
+  if (c.pool_nodes < 2 || c.pool_nodes > (std::uint64_t(1) << 32))
+    return Status::InvalidArgument("pool_nodes " + std::to_string(c.pool_nodes) + " is outside [2, 2^32]");
+  const unsigned k = c.keys_per_node, g = c.group;
+  if (!((k == 14 && g == 16) || (k == 30 && g == 32)))
+    return Status::InvalidArgument("keys_per_node " + std::to_string(k) + " with group " + std::to_string(g) +
+                                   " is not built; supported: (14, 16), (30, 32)");
+  if (!gpu::device().present) return Status::Unavailable("no GPU: " + gpu::device().reason);
+  if (k == 14) return make_regime<14, 16>(c, out);
+  return make_regime<30, 32>(c, out);
+}
+
+}  // namespace duet::cods::ds

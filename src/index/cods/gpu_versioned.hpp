@@ -1,0 +1,57 @@
+// The GPU batch driver of the CODS versioned B-link tree (gpu_versioned.cu): the DUET_HD
+// algorithm of versioned_blink_tree.hpp run by tiles of `group` lanes, one request per tile at a
+// time, with nodes from a pool in GPU memory. Plain C++ (no CUDA types).
+//
+// Batch semantics: a batch is stamped with the next timestamp t. GET, INSERT and REMOVE act on
+// the latest state and are linearizable, the requests of one batch running concurrently (two on
+// one key take effect in some serial order), every update stamped t. Every RANGE of the batch
+// reads snapshot t - 1: the state before the batch, whatever the batch's updates do meanwhile
+// (the CPU twin, CpuVersionedBLinkTree::execute, gives the same). Batches run one at a time
+// (execute() calls are serialized), so snapshot t - 1 is the only one live during batch t: a
+// leaf's content is saved at its first update in a batch that holds RANGEs, never in a batch
+// without (its cost then is the plain tree's), and saved versions are cut at the next update
+// and reused once the batch has ended.
+//
+// A request that needs a node when the pool is empty reports kRetry having changed nothing,
+// and execute() returns ResourceExhausted.
+#pragma once
+
+#include <cstdint>
+#include <memory>
+
+#include "duet/status.hpp"
+#include "index/cods/versioned_blink_tree.hpp"
+
+namespace duet::cods::ds {
+
+/// What to build. Supported (keys_per_node, group): (14, 16) and (30, 32), both regimes.
+struct GpuVersionedConfig {
+  unsigned keys_per_node = 14;
+  unsigned group = 16;
+  Regime regime = Regime::kFullyAtomic;
+  std::uint64_t pool_nodes = 1u << 20;  ///< nodes in the pool (leaves, saved versions, index), 2 to 2^32
+};
+
+class GpuVersionedTree {
+ public:
+  virtual ~GpuVersionedTree() = default;
+  /// Runs a batch held in host memory (values[i]: an INSERT's value, a RANGE's last key; see
+  /// VersionedBatchResult for the outcomes). InvalidArgument (nothing runs) for a null array the
+  /// batch needs or a RANGE whose first key is above its last; ResourceExhausted when the pool
+  /// ran out (requests marked kRetry changed nothing); Internal on a CUDA failure. Unknown op
+  /// codes are kInvalid per request.
+  virtual Status execute(const Batch& batch, VersionedBatchResult& result) = 0;
+  /// As execute(), with every array in GPU memory; a RANGE whose first key is above its last is
+  /// kInvalid for that request.
+  virtual Status execute_resident(const Batch& batch, VersionedBatchResult& result) = 0;
+  /// Nodes taken from the pool's fresh memory so far.
+  virtual std::uint64_t nodes_used() const = 0;
+  /// Nodes retired (saved versions cut, spares discarded) and recycled so far.
+  virtual std::uint64_t nodes_recycled() const = 0;
+};
+
+/// Creates the tree on the current GPU. Unavailable without a GPU; InvalidArgument for a bad
+/// configuration (naming the supported pairs); ResourceExhausted when GPU memory is short.
+Status make_gpu_versioned_tree(const GpuVersionedConfig& config, std::unique_ptr<GpuVersionedTree>* out);
+
+}  // namespace duet::cods::ds

@@ -1,0 +1,223 @@
+// The CODS versioned B-link tree's GPU batch driver (src/index/cods/gpu_versioned.cu) against its
+// CPU twin (versioned_cpu.hpp): the same batches on both, every outcome compared exactly,
+// RANGE pages included. Within a batch each point request has a key of its own, so outcomes do
+// not depend on the GPU's order; RANGEs read the state before the batch on both, so they may
+// overlap the batch's updates. Also: saved versions are recycled by the pool, a pool too small
+// leaves nothing half applied, and bad input. Skipped, visibly, without a GPU (the configuration
+// checks run without one).
+#include <cuda_runtime.h>
+#include <gtest/gtest.h>
+
+// The CPU twin runs the DUET_HD algorithm with a host-only environment (CpuEnv); nvcc warns
+// about every such host instantiation although none of them is compiled for the device.
+#pragma nv_diag_suppress 20014
+
+#include <algorithm>
+#include <cstdint>
+#include <memory>
+#include <ostream>
+#include <random>
+#include <string>
+#include <vector>
+
+#include "gpu/device.hpp"
+#include "index/cods/gpu_versioned.hpp"
+#include "index/cods/versioned_cpu.hpp"
+
+namespace duet::cods::ds {
+namespace {
+
+#define SKIP_WITHOUT_GPU() \
+  if (!duet::gpu::device().present) GTEST_SKIP() << "no GPU: " << duet::gpu::device().reason
+
+constexpr std::uint64_t kLimit = 24;
+
+struct VTwin {
+  virtual ~VTwin() = default;
+  virtual Status execute(const Batch& b, VersionedBatchResult& r) = 0;
+};
+template <unsigned K, Regime R>
+struct VTwinOf final : VTwin {
+  CpuVersionedBLinkTree<K, R> t;
+  std::unique_ptr<CpuEnv> env = t.session();
+  Status execute(const Batch& b, VersionedBatchResult& r) override { return t.execute(*env, b, r); }
+};
+std::unique_ptr<VTwin> twin_for(const GpuVersionedConfig& c) {
+  const bool fa = c.regime == Regime::kFullyAtomic;
+  if (c.keys_per_node == 14)
+    return fa ? std::unique_ptr<VTwin>(new VTwinOf<14, Regime::kFullyAtomic>())
+              : std::unique_ptr<VTwin>(new VTwinOf<14, Regime::kElementwise>());
+  return fa ? std::unique_ptr<VTwin>(new VTwinOf<30, Regime::kFullyAtomic>())
+            : std::unique_ptr<VTwin>(new VTwinOf<30, Regime::kElementwise>());
+}
+
+struct Shape {
+  const char* name;
+  unsigned k, g;
+  Regime regime;
+};
+std::ostream& operator<<(std::ostream& o, const Shape& s) { return o << s.name; }
+
+/// One batch's arrays and outcomes.
+struct Work {
+  std::vector<Op> ops;
+  std::vector<std::uint64_t> keys, values;
+  std::vector<OpStatus> status;
+  std::vector<std::uint64_t> out, rk, rv;
+  VersionedBatchResult result() {
+    status.assign(ops.size(), OpStatus::kInvalid);
+    out.assign(ops.size(), 0);
+    rk.assign(ops.size() * kLimit, 0);
+    rv.assign(ops.size() * kLimit, 0);
+    return {status.data(), out.data(), rk.data(), rv.data(), kLimit};
+  }
+  Batch batch() const { return {ops.data(), keys.data(), values.data(), ops.size()}; }
+};
+
+/// A batch of n requests over keys [0, range): point requests on distinct keys, `range_pct`% RANGEs.
+Work make_batch(std::mt19937_64& rng, std::uint64_t n, std::uint64_t range, unsigned range_pct) {
+  std::vector<std::uint64_t> pool(range);
+  for (std::uint64_t i = 0; i < range; ++i) pool[i] = i * 7 + 3;  // spaced, so RANGE bounds fall between keys
+  std::shuffle(pool.begin(), pool.end(), rng);
+  Work w;
+  for (std::uint64_t i = 0; i < n; ++i) {
+    const unsigned what = static_cast<unsigned>(rng() % 100);
+    if (what < range_pct) {
+      const std::uint64_t a = rng() % (range * 7), b = a + rng() % 600;
+      w.ops.push_back(kOpRange);
+      w.keys.push_back(a);
+      w.values.push_back(b);
+      continue;
+    }
+    w.keys.push_back(pool[i]);
+    if (what < range_pct + 45) {
+      w.ops.push_back(Op::kInsert);
+      w.values.push_back(rng());
+    } else if (what < range_pct + 70) {
+      w.ops.push_back(Op::kRemove);
+      w.values.push_back(0);
+    } else {
+      w.ops.push_back(Op::kGet);
+      w.values.push_back(0);
+    }
+  }
+  return w;
+}
+
+/// Compares the GPU's outcomes with the twin's; returns the number of differences (reports 5).
+int compare(const Work& g, const Work& c, int batch) {
+  int diffs = 0;
+  for (std::size_t i = 0; i < g.ops.size(); ++i) {
+    bool same = g.status[i] == c.status[i] && g.out[i] == c.out[i];
+    if (same && g.ops[i] == kOpRange)
+      for (std::uint64_t r = 0; r < std::min(g.out[i], kLimit); ++r)
+        same = same && g.rk[i * kLimit + r] == c.rk[i * kLimit + r] && g.rv[i * kLimit + r] == c.rv[i * kLimit + r];
+    if (!same && ++diffs <= 5)
+      ADD_FAILURE() << "batch " << batch << " request " << i << " op " << int(g.ops[i]) << " key " << g.keys[i]
+                    << ": gpu " << int(g.status[i]) << "/" << g.out[i] << ", cpu " << int(c.status[i]) << "/"
+                    << c.out[i];
+  }
+  return diffs;
+}
+
+class CodsVersionedGpuTwin : public ::testing::TestWithParam<Shape> {};
+
+TEST_P(CodsVersionedGpuTwin, SameOutcomesAsTheCpuTwin) {
+  SKIP_WITHOUT_GPU();
+  const Shape s = GetParam();
+  GpuVersionedConfig c;
+  c.keys_per_node = s.k;
+  c.group = s.g;
+  c.regime = s.regime;
+  c.pool_nodes = 1 << 16;
+  std::unique_ptr<GpuVersionedTree> gpu;
+  ASSERT_TRUE(make_gpu_versioned_tree(c, &gpu).ok());
+  auto cpu = twin_for(c);
+  std::mt19937_64 rng(42 + s.k);
+  std::uint64_t ranges = 0, nonempty = 0;
+  for (int b = 0; b < 30; ++b) {
+    // Fill first (no RANGEs: nothing saved), then mixed batches with RANGEs.
+    Work g = make_batch(rng, 1000 + rng() % 2000, 4000, b < 4 ? 0 : 15);
+    if (b < 4)
+      for (auto& op : g.ops) op = Op::kInsert;
+    Work cw = g;
+    VersionedBatchResult gr = g.result(), cr = cw.result();
+    ASSERT_TRUE(gpu->execute(g.batch(), gr).ok()) << "batch " << b;
+    ASSERT_TRUE(cpu->execute(cw.batch(), cr).ok());
+    ASSERT_EQ(compare(g, cw, b), 0);
+    for (std::size_t i = 0; i < g.ops.size(); ++i)
+      if (g.ops[i] == kOpRange) ++ranges, nonempty += g.out[i] > 0;
+  }
+  EXPECT_GT(ranges, 1000u);
+  EXPECT_GT(nonempty, ranges / 2) << "ranges should mostly find keys";
+  EXPECT_GT(gpu->nodes_recycled(), 0u) << "saved versions are cut and recycled";
+}
+
+INSTANTIATE_TEST_SUITE_P(Shapes, CodsVersionedGpuTwin,
+                         ::testing::Values(Shape{"fa_k14_g16", 14, 16, Regime::kFullyAtomic},
+                                           Shape{"ew_k14_g16", 14, 16, Regime::kElementwise},
+                                           Shape{"fa_k30_g32", 30, 32, Regime::kFullyAtomic}),
+                         [](const ::testing::TestParamInfo<Shape>& i) { return std::string(i.param.name); });
+
+TEST(CodsVersionedGpuDriver, ExhaustedPoolLeavesNothingHalfApplied) {
+  SKIP_WITHOUT_GPU();
+  GpuVersionedConfig c;
+  c.pool_nodes = 16;
+  std::unique_ptr<GpuVersionedTree> gpu;
+  ASSERT_TRUE(make_gpu_versioned_tree(c, &gpu).ok());
+  Work w;
+  for (std::uint64_t k = 0; k < 2000; ++k) {
+    w.ops.push_back(Op::kInsert);
+    w.keys.push_back(k);
+    w.values.push_back(k + 1);
+  }
+  VersionedBatchResult r = w.result();
+  const Status st = gpu->execute(w.batch(), r);
+  EXPECT_EQ(st.code(), StatusCode::kResourceExhausted) << st.to_string();
+  Work q = w;
+  for (auto& op : q.ops) op = Op::kGet;
+  VersionedBatchResult qr = q.result();
+  ASSERT_TRUE(gpu->execute(q.batch(), qr).ok());
+  for (std::size_t i = 0; i < w.ops.size(); ++i) {
+    ASSERT_NE(w.status[i], OpStatus::kInvalid);
+    EXPECT_EQ(q.status[i], w.status[i] == OpStatus::kRetry ? OpStatus::kNotFound : OpStatus::kFound) << i;
+  }
+}
+
+TEST(CodsVersionedGpuDriver, BadInput) {
+  std::unique_ptr<GpuVersionedTree> gpu;
+  GpuVersionedConfig c;
+  c.keys_per_node = 6;
+  c.group = 8;
+  const Status bad = make_gpu_versioned_tree(c, &gpu);
+  EXPECT_EQ(bad.code(), StatusCode::kInvalidArgument);
+  EXPECT_NE(bad.to_string().find("(14, 16)"), std::string::npos);
+  c = GpuVersionedConfig{};
+  c.pool_nodes = 1;
+  EXPECT_EQ(make_gpu_versioned_tree(c, &gpu).code(), StatusCode::kInvalidArgument);
+  EXPECT_EQ(make_gpu_versioned_tree(GpuVersionedConfig{}, nullptr).code(), StatusCode::kInvalidArgument);
+  SKIP_WITHOUT_GPU();
+  ASSERT_TRUE(make_gpu_versioned_tree(GpuVersionedConfig{}, &gpu).ok());
+  Work w;
+  w.ops = {kOpRange, static_cast<Op>(7)};
+  w.keys = {50, 1};
+  w.values = {10, 0};
+  VersionedBatchResult r = w.result();
+  const Status range_bad = gpu->execute(w.batch(), r);
+  EXPECT_EQ(range_bad.code(), StatusCode::kInvalidArgument);
+  EXPECT_NE(range_bad.to_string().find("50"), std::string::npos);
+  w.values = {60, 0};
+  r = w.result();
+  ASSERT_TRUE(gpu->execute(w.batch(), r).ok());
+  EXPECT_EQ(w.status[0], OpStatus::kFound);
+  EXPECT_EQ(w.out[0], 0u);
+  EXPECT_EQ(w.status[1], OpStatus::kInvalid);
+  Batch nul{nullptr, w.keys.data(), w.values.data(), 2};
+  EXPECT_EQ(gpu->execute(nul, r).code(), StatusCode::kInvalidArgument);
+  w.ops = {Op::kInsert, Op::kGet};
+  Batch novals{w.ops.data(), w.keys.data(), nullptr, 2};
+  EXPECT_EQ(gpu->execute(novals, r).code(), StatusCode::kInvalidArgument);
+}
+
+}  // namespace
+}  // namespace duet::cods::ds
