@@ -20,6 +20,7 @@
 #include "common/results.hpp"
 #include "gpu.hpp"
 #include "gpu_versioned.hpp"
+#include "remote.hpp"
 #include "systems.hpp"
 #include "workload.hpp"
 
@@ -29,13 +30,16 @@ namespace {
 using Clk = std::chrono::steady_clock;
 
 const char* kUsage = R"(usage: duet_bench_cods [options]
-  --figures LIST   of list,list-k,hash,hash-k,tree,tree-k,gpu,gpu-cpu (default all)
+  --figures LIST   of list,list-k,hash,hash-k,tree,tree-k,gpu,gpu-cpu,remote (default all
+                   but remote)
                    list/hash/tree: CODS at tuned K and K = 1 (2 for the hash set) against the
                    peers, every mix at 1 and the most threads, and mix 90 at every thread count;
                    *-k: the K sweeps (mix 90, 1 and the most threads); gpu: the GPU shapes;
                    gpu-cpu: the CPU structures on the GPU shapes with the most threads;
+                   remote: the structures on simulated remote memory (remote.hpp), mix 95;
                    vtree (not in the default): the versioned tree against the plain tree on
                    the GPU (gpu_versioned.hpp), 10^7 keys
+  --remote-delay-ns N  delay per remote round trip in the remote figure (default 1500)
   --threads LIST   CPU worker threads (default 1,2)
   --mixes LIST     contains/GET percentages (default 80,90,95,100)
   --systems LIST   only these CPU systems (default: each figure's own; see --list)
@@ -62,6 +66,7 @@ struct Options {
   std::uint64_t gpu_ops = 4000000;
   std::vector<std::string> gpu_shapes{"list", "hash", "tree"};
   std::vector<std::string> gpu_filter;
+  std::uint64_t remote_delay_ns = 1500;
   std::uint64_t seed = 1;
   bool quick = false, list = false;
   std::string out;
@@ -82,7 +87,7 @@ bool parse(int argc, char** argv, Options* o, bool* help, std::string* error) {
           o->figures = split_list(v);
           for (auto& x : o->figures)
             if (x != "list" && x != "list-k" && x != "hash" && x != "hash-k" && x != "tree" && x != "tree-k" &&
-                x != "gpu" && x != "gpu-cpu" && x != "vtree")
+                x != "gpu" && x != "gpu-cpu" && x != "remote" && x != "vtree")
               return fail("unknown figure " + x);
         } else if (f == "--threads") {
           o->threads.clear();
@@ -128,6 +133,10 @@ bool parse(int argc, char** argv, Options* o, bool* help, std::string* error) {
             if (x != "list" && x != "hash" && x != "tree") return fail("unknown shape " + x);
         } else if (f == "--gpu-filter") {
           o->gpu_filter = split_list(v);
+        } else if (f == "--remote-delay-ns") {
+          auto c = parse_count(v);
+          if (!c || *c > 1000000000) return fail("must be in [0, 10^9]");
+          o->remote_delay_ns = *c;
         } else if (f == "--seed") {
           auto c = parse_count(v);
           if (!c) return fail("bad seed");
@@ -495,6 +504,7 @@ int main_impl(int argc, char** argv) {
   config.set("gpu_batch_ops", o.gpu_ops);
   config.set("gpu_shapes", Json::array_of(o.gpu_shapes));
   config.set("seed", o.seed);
+  config.set("remote_delay_ns", o.remote_delay_ns);
   config.set("quick", o.quick);
   config.set("hardware_threads", std::thread::hardware_concurrency());
   config.set("workload", "keys uniform over [0, range); half the range prefilled; a mix is the contains/GET "
@@ -529,6 +539,18 @@ int main_impl(int argc, char** argv) {
           records.push(cpu_point(e.figure, *sys, e.shape, e.keys, mix, t, o, &all_ok));
         }
     if (!save()) return 1;  // after every experiment, so a cut-off run keeps what it measured
+  }
+
+  if (std::find(o.figures.begin(), o.figures.end(), "remote") != o.figures.end()) {
+    RemoteRun rr;
+    rr.threads = o.threads;
+    rr.seconds = o.seconds;
+    rr.repeats = o.repeats;
+    rr.seed = o.seed;
+    rr.delay_ns = o.remote_delay_ns;
+    if (o.quick) rr.count_ops = 2000, rr.stream = 1u << 12;
+    remote_figures(rr, &records, &all_ok);
+    if (!save()) return 1;
   }
 
   if (want_gpu && !have_gpu) std::fprintf(stderr, "duet_bench_cods: no GPU (%s): GPU figures skipped\n", no_gpu.c_str());
