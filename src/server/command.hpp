@@ -47,6 +47,9 @@ enum CommandFlag : std::uint32_t {
   /// subcommands, so COMMAND INFO reports none for it.
   kContainer = 1u << 15,
   kSkipSlowlog = 1u << 16,
+  kSkipMonitor = 1u << 17,
+  kNoMandatoryKeys = 1u << 18,  ///< may take no key (FCALL with numkeys 0)
+  kMovableKeys = 1u << 19,      ///< key positions depend on the arguments (FCALL's numkeys)
 };
 
 /// Keyspace kinds as a bit set (bit = 1 << KeyspaceKind).

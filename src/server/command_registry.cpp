@@ -50,6 +50,7 @@ constexpr ReportedFlag kReported[] = {
     {kNoScript, "noscript"}, {kLoading, "loading"}, {kStale, "stale"},       {kSkipSlowlog, "skip_slowlog"},
     {kFast, "fast"},
     {kNoAuth, "no_auth"}, {kAllowBusy, "allow_busy"},
+    {kSkipMonitor, "skip_monitor"}, {kNoMandatoryKeys, "no_mandatory_keys"}, {kMovableKeys, "movablekeys"},
 };
 
 }  // namespace

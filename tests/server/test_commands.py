@@ -769,7 +769,8 @@ def test_command_flags_match_redis(conn, workdir):
         assert (mine[1], mine[3], mine[4], mine[5]) == (theirs[1], theirs[3], theirs[4], theirs[5]), name
         compared += 1
     # Duet's own families are dotted, as Redis modules' commands are (BATCH.*), except the
-    # txn family's TXN, RANGE and SNAPSHOT (docs/txn.md); every other command exists in Redis 7.
-    own = [n for n in names if "." in n or n in ("txn", "range", "snapshot")]
+    # txn family's TXN, RANGE and SNAPSHOT (docs/txn.md) and PROCEDURE (native procedures,
+    # docs/compute.md); every other command exists in Redis 7.
+    own = [n for n in names if "." in n or n in ("txn", "range", "snapshot", "procedure")]
     assert compared == len(names) - len(own), "every undotted Duet command exists in Redis 7"
     assert all(theirs is None for n, theirs in zip(names, theirs_list) if "." in n), "a dotted name is Duet's own"

@@ -206,11 +206,13 @@ void register_procedure_commands(CommandTable& t) {
          .complexity = "O(N) in the loaded procedures; DELETE waits for the library's calls in flight",
          .args = {{"subcommand", "string", nullptr, false, false}, {"argument", "string", nullptr, true, false}},
          .local = procedure});
-  t.add({.name = "fcall", .arity = -3, .flags = kWrite | kKeyless | kNoScript | kSkipSlowlog, .first_key = 0,
+  // Flags as Redis 7 reports them for FCALL and FCALL_RO (a test compares).
+  constexpr std::uint32_t kFcallFlags = kKeyless | kNoScript | kStale | kSkipMonitor | kNoMandatoryKeys | kMovableKeys;
+  t.add({.name = "fcall", .arity = -3, .flags = kFcallFlags, .first_key = 0,
          .last_key = 0, .step = 0, .kinds = kind_bit(KeyspaceKind::kTxn), .group = kGroup,
          .summary = "Runs a native procedure in a snapshot-isolation transaction, re-run on write conflicts.",
          .since = "0.1.0", .complexity = "Depends on the procedure", .args = fargs, .local = fcall});
-  t.add({.name = "fcall_ro", .arity = -3, .flags = kReadOnly | kKeyless | kNoScript | kSkipSlowlog, .first_key = 0,
+  t.add({.name = "fcall_ro", .arity = -3, .flags = kReadOnly | kFcallFlags, .first_key = 0,
          .last_key = 0, .step = 0, .kinds = kind_bit(KeyspaceKind::kTxn), .group = kGroup,
          .summary = "Runs a read-only native procedure in a snapshot-isolation transaction.", .since = "0.1.0",
          .complexity = "Depends on the procedure", .args = fargs, .local = fcall_ro});
