@@ -161,7 +161,7 @@ def plots(doc, outdir):
             plt.title("%s keys, %d loaded, %d threads" % (kt, rs[0]["keys"], rs[0]["threads"]))
             plt.legend(fontsize=7)
             plt.tight_layout()
-            plt.savefig("%s/%s-16t.png" % (outdir, kt))
+            plt.savefig("%s/%s-%dt.png" % (outdir, kt, rs[0]["threads"]))
             plt.close()
         return
     groups = OrderedDict()
