@@ -14,6 +14,8 @@
 //                                 it give up with kRetry before changing anything
 // The GPU environment (gpu_batch.cu) takes nodes from a pool and reuses retired ones only
 // after the batch that retired them has ended.
+// An environment over remote memory (remote_env.hpp) also declares kRemote and the word and
+// round-trip calls of common.hpp's "Remote memory" helpers; the others need not define them.
 #pragma once
 
 #include <cstdint>
