@@ -228,7 +228,8 @@ struct VersionedBLinkTree {
         }
       }
       pos += static_cast<std::uint64_t>(popcount(hit));
-      if (pos > limit || vm.infinite || vm.high > b) return pos;
+      if (pos > limit) return limit + 1;  // the page is full and more follow (shape-independent)
+      if (vm.infinite || vm.high > b) return pos;
       cursor = vm.high;
       env.after_search();  // between leaves (tests yield here; a no-op elsewhere)
       // The current leaf whose low is the cursor, by right links from n.
