@@ -109,6 +109,11 @@ struct VersionedBLinkTree {
   /// Slot of the values c-object that holds a leaf content's timestamp.
   static constexpr unsigned kStamp = Shape::kLeafCap;
   static_assert(kStamp < Shape::kValueWords, "a leaf's values c-object has a spare slot");
+  /// Meta bit of a data leaf: `prev` is not empty (an update or a reader whose leaf has no saved
+  /// version skips the load of `prev`, a line of its own). The plain tree's meta uses bits
+  /// 0..C-1, 48..55 and 63.
+  static constexpr std::uint64_t kHasHistory = std::uint64_t(1) << 62;
+  static_assert(Shape::kInnerCap < Shape::kLevelShift && Shape::kLevelShift + 8 <= 62, "bit 62 is free");
 
   DUET_HD static DUET_INLINE Leaf* leaf(std::uint64_t w) { return reinterpret_cast<Leaf*>(w); }
   DUET_HD static DUET_INLINE std::uint64_t word(const Leaf* n) { return reinterpret_cast<std::uint64_t>(n); }
@@ -192,7 +197,8 @@ struct VersionedBLinkTree {
       vv = fv;
       if (!latest && vv.broadcast(g, kStamp) > s) {
         bool found = false;
-        for (std::uint64_t p = leader_load(g, &n->prev, Order::acquire); p != 0;) {
+        const bool history = (fk.broadcast(g, Shape::kMeta) & kHasHistory) != 0;
+        for (std::uint64_t p = history ? leader_load(g, &n->prev, Order::acquire) : 0; p != 0;) {
           fence(Order::acquire);
           Leaf* rec = leaf(p);
           vk.get(g, rec->node.key_data());
@@ -311,17 +317,19 @@ struct VersionedBLinkTree {
   /// Under n's lock, before n's content (fk/fv, timestamp c) is replaced by one stamped t:
   /// saves it into `rec` when `save` (a live snapshot lies in [c, t)), and cuts the chain behind
   /// the version the oldest live snapshot o reads (everything when o >= t), retiring the rest.
+  /// had: n's meta says `prev` is not empty. Returns whether it is afterwards (kHasHistory).
   template <class Env>
-  DUET_HD static void keep_history(const Group& g, Env& env, Leaf* n, const KFrag& fk, const VFrag& fv,
-                                   std::uint64_t c, std::uint64_t t, std::uint64_t o, bool save, Leaf* rec) {
-    if (c == t) return;  // the version before t is saved already (or was not needed)
-    const std::uint64_t chain = leader_load(g, &n->prev, Order::relaxed);
+  DUET_HD static bool keep_history(const Group& g, Env& env, Leaf* n, const KFrag& fk, const VFrag& fv,
+                                   std::uint64_t c, std::uint64_t t, std::uint64_t o, bool save, Leaf* rec,
+                                   bool had) {
+    if (c == t) return had;  // the version before t is saved already (or was not needed)
+    const std::uint64_t chain = had ? leader_load(g, &n->prev, Order::relaxed) : 0;
     if (o >= t) {  // no live snapshot reads the content being replaced, nor anything older
       if (chain != 0) {
         leader_store(g, &n->prev, 0, Order::relaxed);
         retire_chain(g, env, chain);
       }
-      return;
+      return false;
     }
     std::uint64_t keep = 0, cut = 0;
     if (save && c <= o) {  // the record is what o reads: nothing older is needed
@@ -341,6 +349,7 @@ struct VersionedBLinkTree {
     // The record is whole before the link that publishes it (leader_store fences first).
     if (save) leader_store(g, &n->prev, word(rec), Order::release);
     if (cut != 0) retire_chain(g, env, cut);
+    return save || chain != 0;
   }
 
   template <class Env, class Clock>
@@ -380,13 +389,14 @@ struct VersionedBLinkTree {
         }
         continue;
       }
-      keep_history(g, env, n, fk, fv, c, t, o, save, rec);
+      const bool had = (fk.broadcast(g, Shape::kMeta) & kHasHistory) != 0;
+      const std::uint64_t hist = keep_history(g, env, n, fk, fv, c, t, o, save, rec, had) ? kHasHistory : 0;
       if (save) rec = nullptr;
       if (!is_insert) {
         const std::uint64_t old = fv.broadcast(g, static_cast<unsigned>(slot));
         remove_at(g, fk, count, static_cast<unsigned>(slot));
         remove_at(g, fv, count, static_cast<unsigned>(slot));
-        put(g, fk, Shape::kMeta, leaf_meta(count - 1, m.infinite));
+        put(g, fk, Shape::kMeta, leaf_meta(count - 1, m.infinite) | hist);
         put(g, fv, kStamp, t);
         Index::write(g, &n->node, fk, fv);
         unlock(g, n->node.version());
@@ -399,7 +409,7 @@ struct VersionedBLinkTree {
       if (!split) {
         insert_at(g, fk, count, pos, k);
         insert_at(g, fv, count, pos, v);
-        put(g, fk, Shape::kMeta, leaf_meta(count + 1, m.infinite));
+        put(g, fk, Shape::kMeta, leaf_meta(count + 1, m.infinite) | hist);
         put(g, fv, kStamp, t);
         Index::write(g, &n->node, fk, fv);
         unlock(g, n->node.version());
@@ -423,7 +433,7 @@ struct VersionedBLinkTree {
       leader_store(g, &fresh->origin, word(n), Order::relaxed);
       fence(Order::release);  // the new leaf's content before the link that publishes it
       g.sync();
-      put(g, fk, Shape::kMeta, leaf_meta(h, false));
+      put(g, fk, Shape::kMeta, leaf_meta(h, false) | hist);
       put(g, fk, Shape::kHigh, sep);
       put(g, fk, Shape::kRight, word(fresh));
       put(g, fv, kStamp, t);
