@@ -5,21 +5,21 @@
 
 namespace duet::kv {
 
-const KeyDictionary::Slot* KeyDictionary::probe(const Shard& s, std::uint64_t h, std::string_view key) {
-  if (s.slots.empty()) return nullptr;
-  const std::size_t mask = s.slots.size() - 1;
-  for (std::size_t i = static_cast<std::size_t>(h) & mask;; i = (i + 1) & mask) {
-    const Slot& slot = s.slots[i];
-    if (!slot.key || slot.matches(h, key)) return &slot;
+KeyDictionary::Slot* KeyDictionary::probe(const Table* t, std::uint64_t h, std::string_view key) {
+  if (!t) return nullptr;
+  for (std::size_t i = static_cast<std::size_t>(h) & t->mask;; i = (i + 1) & t->mask) {
+    Slot& slot = t->slots[i];
+    const std::string* k = slot.key.load(std::memory_order_acquire);
+    if (!k) return &slot;
+    if (slot.hash != h || slot.len != key.size()) continue;
+    if (key.size() <= kInline ? std::memcmp(slot.head, key.data(), key.size()) == 0 : *k == key) return &slot;
   }
 }
 
 bool KeyDictionary::find(std::string_view key, std::uint64_t* id) const {
   const std::uint64_t h = hash_of(key);
-  Shard& s = shard(h);
-  std::shared_lock<std::shared_mutex> lk(s.m);
-  const Slot* slot = probe(s, h, key);
-  if (!slot || !slot->key) return false;
+  const Slot* slot = probe(tables_[shard_index(h)].load(std::memory_order_acquire), h, key);
+  if (!slot || !slot->key.load(std::memory_order_relaxed)) return false;
   *id = slot->id;
   return true;
 }
@@ -27,37 +27,49 @@ bool KeyDictionary::find(std::string_view key, std::uint64_t* id) const {
 Status KeyDictionary::find_or_add(std::string_view key, std::uint64_t* id) {
   if (find(key, id)) return Status::Ok();
   const std::uint64_t h = hash_of(key);
-  Shard& s = shard(h);
-  std::unique_lock<std::shared_mutex> lk(s.m);
-  if (const Slot* slot = probe(s, h, key); slot && slot->key) {
+  const std::size_t si = shard_index(h);
+  Shard& s = shards_[si];
+  std::lock_guard<std::mutex> lk(s.m);
+  const Table* cur = s.tables.empty() ? nullptr : s.tables.back().get();
+  if (const Slot* slot = probe(cur, h, key); slot && slot->key.load(std::memory_order_relaxed)) {
     *id = slot->id;
     return Status::Ok();
   }
   Status st = budget_->charge(key.size() + 48);
   if (!st.ok()) return st;
-  if (2 * (s.used + 1) > s.slots.size()) {  // keep the table at most half full
-    std::vector<Slot> bigger(std::max<std::size_t>(64, 2 * s.slots.size()));
-    const std::size_t mask = bigger.size() - 1;
-    for (const Slot& old : s.slots) {
-      if (!old.key) continue;
-      std::size_t i = static_cast<std::size_t>(old.hash) & mask;
-      while (bigger[i].key) i = (i + 1) & mask;
-      bigger[i] = old;
-    }
-    s.slots.swap(bigger);
-    s.base.store(s.slots.data(), std::memory_order_relaxed);
-    s.mask.store(s.slots.size() - 1, std::memory_order_relaxed);
+  if (!cur || 2 * (s.used + 1) > cur->mask + 1) {  // keep the table at most half full
+    auto bigger = std::make_unique<Table>();
+    const std::size_t size = cur ? 2 * (cur->mask + 1) : 64;
+    bigger->mask = size - 1;
+    bigger->slots.reset(new Slot[size]);
+    if (cur)
+      for (std::size_t j = 0; j <= cur->mask; ++j) {
+        const Slot& old = cur->slots[j];
+        const std::string* k = old.key.load(std::memory_order_relaxed);
+        if (!k) continue;
+        std::size_t i = static_cast<std::size_t>(old.hash) & bigger->mask;
+        while (bigger->slots[i].key.load(std::memory_order_relaxed)) i = (i + 1) & bigger->mask;
+        Slot& to = bigger->slots[i];
+        to.hash = old.hash;
+        to.id = old.id;
+        to.len = old.len;
+        std::memcpy(to.head, old.head, kInline);
+        to.key.store(k, std::memory_order_relaxed);
+      }
+    s.tables.push_back(std::move(bigger));
+    cur = s.tables.back().get();
+    tables_[si].store(cur, std::memory_order_release);  // publishes the copied slots too
   }
   const std::uint64_t fresh = kDictionaryTag | next_.fetch_add(1, std::memory_order_relaxed);
   s.keys.push_back(std::make_unique<std::string>(key));
-  Slot* slot = const_cast<Slot*>(probe(s, h, key));
+  Slot* slot = probe(cur, h, key);
   slot->hash = h;
   slot->id = fresh;
   slot->len = static_cast<std::uint32_t>(key.size());
   std::memcpy(slot->head, key.data(), std::min(key.size(), kInline));
-  slot->key = s.keys.back().get();
   ++s.used;
-  publish(fresh & ~kDictionaryTag, slot->key);
+  publish(fresh & ~kDictionaryTag, s.keys.back().get());
+  slot->key.store(s.keys.back().get(), std::memory_order_release);  // the slot is complete
   *id = fresh;
   return Status::Ok();
 }

@@ -3,8 +3,8 @@
 // until the keyspace is destroyed, so a deleted long key keeps costing its bytes plus about
 // 48 bytes (the documented price of long keys; docs/kv.md).
 //
-// Cost: a lookup hashes the key and takes one of 256 shards' reader locks; an insert takes
-// the shard's writer lock. Thread-safe.
+// Cost: a lookup hashes the key and probes one of 256 shards' open-addressing tables without
+// a lock or a write to shared memory; an insert takes the shard's mutex. Thread-safe.
 #pragma once
 
 #include <array>
@@ -13,7 +13,6 @@
 #include <cstring>
 #include <memory>
 #include <mutex>
-#include <shared_mutex>
 #include <string>
 #include <string_view>
 #include <vector>
@@ -39,12 +38,9 @@ class KeyDictionary {
   /// harmless). Costs one hash of the key.
   void prefetch(std::string_view key) const {
     const std::uint64_t h = hash_of(key);
-    const Shard& s = shard(h);
-    __builtin_prefetch(&s.m, 1);
-    const Slot* base = s.base.load(std::memory_order_relaxed);
-    const std::size_t mask = s.mask.load(std::memory_order_relaxed);
-    if (!base) return;
-    const char* slot = reinterpret_cast<const char*>(base + (static_cast<std::size_t>(h) & mask));
+    const Table* t = tables_[shard_index(h)].load(std::memory_order_acquire);
+    if (!t) return;
+    const char* slot = reinterpret_cast<const char*>(&t->slots[static_cast<std::size_t>(h) & t->mask]);
     __builtin_prefetch(slot);
     __builtin_prefetch(slot + sizeof(Slot) - 1);  // a 48-byte slot can straddle two lines
   }
@@ -52,38 +48,43 @@ class KeyDictionary {
  private:
   /// One slot of a shard's open-addressing table (48 bytes): the key's full hash (compared
   /// before the bytes), its id, its length, and its first kInline bytes, so a lookup of a key
-  /// of up to kInline bytes touches only the slot (one cache miss instead of three).
+  /// of up to kInline bytes touches only the slot (one cache miss instead of three). A slot is
+  /// written once: its fields first, then `key` with release, which publishes it to readers.
   static constexpr std::size_t kInline = 20;
   struct Slot {
     std::uint64_t hash = 0;
     std::uint64_t id = 0;
     std::uint32_t len = 0;
     char head[kInline] = {};
-    const std::string* key = nullptr;  ///< the whole key; null: empty slot
-    bool matches(std::uint64_t h, std::string_view k) const {
-      if (hash != h || len != k.size()) return false;
-      return k.size() <= kInline ? std::memcmp(head, k.data(), k.size()) == 0 : *key == k;
-    }
+    std::atomic<const std::string*> key{nullptr};  ///< the whole key; null: empty slot
+  };
+  /// A shard's table: a power-of-two array of slots, at most half full. A full table is
+  /// replaced by one twice its size; readers may still be probing the old one, so old tables
+  /// stay allocated until the dictionary dies (together they are smaller than the current one).
+  struct Table {
+    std::size_t mask = 0;
+    std::unique_ptr<Slot[]> slots;
   };
   struct Shard {
-    mutable std::shared_mutex m;
-    std::vector<Slot> slots;  ///< power-of-two size, at most half full
+    std::mutex m;  ///< writers only
     std::size_t used = 0;
     std::vector<std::unique_ptr<std::string>> keys;  ///< owns the key bytes (stable addresses)
-    // slots.data() and slots.size() - 1, published for prefetch(), which takes no lock.
-    std::atomic<const Slot*> base{nullptr};
-    std::atomic<std::size_t> mask{0};
+    std::vector<std::unique_ptr<Table>> tables;     ///< the current one last
   };
   static constexpr std::size_t kShards = 256;
   static std::uint64_t hash_of(std::string_view key) { return std::hash<std::string_view>{}(key); }
-  Shard& shard(std::uint64_t h) const { return shards_[(h >> 56) % kShards]; }
-  /// The slot holding key, or the empty slot where it would go. Caller holds the shard lock.
-  static const Slot* probe(const Shard& s, std::uint64_t h, std::string_view key);
+  static std::size_t shard_index(std::uint64_t h) { return static_cast<std::size_t>((h >> 56) % kShards); }
+  /// The slot holding key, or the empty slot where it would go (null for no table). Lock-free:
+  /// a slot seen empty may be filled concurrently, which orders this lookup before that insert.
+  static Slot* probe(const Table* t, std::uint64_t h, std::string_view key);
   /// Records id -> key (called under the key's shard lock, before the id is handed out).
   void publish(std::uint64_t index, const std::string* key);
 
   mem::MemoryBudget* budget_;
-  mutable std::array<Shard, kShards> shards_;
+  std::array<Shard, kShards> shards_;
+  /// Each shard's current table, published with release; dense, so the lookups' first load
+  /// stays in cache.
+  std::array<std::atomic<const Table*>, kShards> tables_{};
   std::atomic<std::uint64_t> next_{0};
   // The reverse map: chunks of 2^16 key pointers, allocated on first use.
   static constexpr unsigned kChunkShift = 16;
