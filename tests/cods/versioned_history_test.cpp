@@ -7,7 +7,7 @@
 // and pages in snapshot order must see each key's states in order. The negative control reads
 // the latest version instead of the snapshot's and must be caught.
 //
-// Sizes scale with DUET_TEST_SCALE (default 1).
+// Sizes scale with DUET_TEST_SCALE (default 1); each history stops adding writes after 2 s.
 #include <gtest/gtest.h>
 
 #include <algorithm>
@@ -73,7 +73,15 @@ RangeCheckResult run_history(const Hooks& hooks, std::uint64_t keys_per_writer, 
       }
   }
   std::atomic<std::uint64_t> clock{1};
+  // On a loaded machine a yield can cost a scheduler slice: writers stop after 1 s of wall time
+  // (the history so far is complete and checked as it is).
+  const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(1);
   std::atomic<unsigned> writers_left{kWriters};
+  std::atomic<unsigned> started{0};  // every thread waits for the others, so they overlap
+  auto start_together = [&] {
+    started.fetch_add(1);
+    while (started.load() < kWriters + 1) std::this_thread::yield();
+  };
   std::vector<std::vector<MapOp>> logs(kWriters + 1);
   std::vector<std::thread> threads;
   for (unsigned w = 0; w < kWriters; ++w)
@@ -82,7 +90,8 @@ RangeCheckResult run_history(const Hooks& hooks, std::uint64_t keys_per_writer, 
       std::mt19937_64 rng(seed * 31 + w);
       std::uint64_t value = (std::uint64_t(w) + 1) << 40;
       auto& log = logs[w];
-      for (int s = 0; s < steps; ++s) {
+      start_together();
+      for (int s = 0; s < steps && std::chrono::steady_clock::now() < deadline; ++s) {
         const std::size_t which = rng() % present[w].size();
         std::uint64_t next;
         do next = key_of(w, rng() % keys_per_writer, keys_per_writer);
@@ -108,10 +117,12 @@ RangeCheckResult run_history(const Hooks& hooks, std::uint64_t keys_per_writer, 
     auto env = t.session(&hooks);
     std::mt19937_64 rng(seed * 77);
     auto& log = logs[kWriters];
+    start_together();
     const std::uint64_t top = kWriters * keys_per_writer;
     // While the writers run, and at most one snapshot per writer step (the checker's work
     // grows with the reads; on a loaded machine the writers' yields can take long).
-    for (int round = 0; writers_left.load() > 0 && round < steps; ++round) {
+    // (and at least 8, so a history always holds reads).
+    for (int round = 0; (writers_left.load() > 0 || round < 8) && round < steps; ++round) {
       const std::uint64_t before = clock.fetch_add(1);
       auto snap = t.snapshot();
       const int reads = 1 + static_cast<int>(rng() % 3);  // one snapshot, read 1 to 3 times
@@ -156,7 +167,8 @@ TEST(CodsVersionedHistory, ElementwiseK4) {
 TEST(CodsVersionedHistory, PlantedRangeAtLatestIsCaught) {
   const Hooks hooks{true, kBugRangeAtLatest};
   bool caught = false;
-  for (std::uint64_t round = 0; round < 20 && !caught; ++round)
+  const auto give_up = std::chrono::steady_clock::now() + std::chrono::seconds(4);
+  for (std::uint64_t round = 0; round < 20 && !caught && std::chrono::steady_clock::now() < give_up; ++round)
     caught = !run_history<2, Regime::kFullyAtomic>(hooks, 24, scaled(600), 10 + round).ok;
   EXPECT_TRUE(caught);
 }
