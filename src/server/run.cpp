@@ -3,12 +3,33 @@
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
+#include <cerrno>
+#include <fcntl.h>
 #include <pthread.h>
+#include <unistd.h>
 
 #include "common/log.hpp"
 #include "server/server.hpp"
 
 namespace duet::server {
+
+namespace {
+
+/// The write end of the pipe that carries a stop signal's number to run_server.
+int g_stop_pipe = -1;
+
+/// SIGTERM and SIGINT: hands the signal to the main thread through the pipe (async-signal-safe).
+/// A handler rather than sigwait alone, because threads that libraries start before main (the
+/// OpenBLAS pool) do not block the signals: under their default action a SIGTERM delivered to
+/// one of them killed the server without its orderly stop.
+void on_stop_signal(int sig) {
+  const int saved = errno;
+  const unsigned char b = static_cast<unsigned char>(sig);
+  [[maybe_unused]] ssize_t n = write(g_stop_pipe, &b, 1);
+  errno = saved;
+}
+
+}  // namespace
 
 int run_server(int argc, char** argv) {
   for (int i = 0; i < argc; ++i) {
@@ -30,7 +51,21 @@ int run_server(int argc, char** argv) {
       return 2;
     }
   }
-  // Every thread started from here on inherits the blocked signals; this one waits for them.
+  // SIGTERM and SIGINT run on_stop_signal, on whichever thread the kernel picks (threads this
+  // process starts from here on block them; threads libraries started earlier may not), and
+  // this thread waits on the pipe it writes.
+  int stop_pipe[2];
+  if (pipe2(stop_pipe, O_CLOEXEC) != 0) {
+    std::fprintf(stderr, "duet server: cannot create the signal pipe: %s\n", std::strerror(errno));
+    return 1;
+  }
+  g_stop_pipe = stop_pipe[1];
+  struct sigaction sa {};
+  sa.sa_handler = on_stop_signal;
+  sigemptyset(&sa.sa_mask);
+  sa.sa_flags = SA_RESTART;
+  sigaction(SIGTERM, &sa, nullptr);
+  sigaction(SIGINT, &sa, nullptr);
   sigset_t stop_signals;
   sigemptyset(&stop_signals);
   sigaddset(&stop_signals, SIGTERM);
@@ -66,8 +101,15 @@ int run_server(int argc, char** argv) {
                                      std::to_string(cfg.metrics_port) + "/metrics");
     duet::log(LogLevel::kInfo, "server: listening on " + cfg.bind + ":" + std::to_string(server.port()) +
                                    ", ready to accept connections");
-    int sig = 0;
-    sigwait(&stop_signals, &sig);
+    // The main thread takes the signals too while it waits (a blocked signal would otherwise
+    // go only to the library threads).
+    pthread_sigmask(SIG_UNBLOCK, &stop_signals, nullptr);
+    unsigned char b = 0;
+    while (read(stop_pipe[0], &b, 1) != 1) {
+      if (errno != EINTR) break;
+    }
+    pthread_sigmask(SIG_BLOCK, &stop_signals, nullptr);
+    const int sig = b;
     duet::log(LogLevel::kInfo, std::string("server: ") + (sig == SIGINT ? "SIGINT" : "SIGTERM") +
                                    " received, stopping (answering the commands already read)");
     server.stop();

@@ -2,6 +2,7 @@
 clients, restarting on the same port (no persistence), the config file and flag precedence,
 and clean failure on bad settings or a port in use."""
 
+import os
 import signal
 import subprocess
 
@@ -40,6 +41,32 @@ def test_graceful_shutdown_with_clients(server_factory, sig):
         assert closed
         c.close()
     unread.close()
+
+
+@duet_only
+def test_no_thread_dies_of_a_stop_signal(server_factory):
+    """SIGTERM and SIGINT stop the server in order whichever thread the kernel hands them to:
+    every thread of the process either blocks them or they have a handler. Threads that
+    libraries start before main (the OpenBLAS pool) block nothing, and a SIGTERM delivered to
+    one of them once killed the server (exit code -15) instead of stopping it."""
+    s = server_factory()
+    s.conn().call("PING")
+    pid = s.proc.pid
+
+    def mask(path, field):
+        with open(path) as f:
+            for line in f:
+                if line.startswith(field + ":"):
+                    return int(line.split()[1], 16)
+        raise AssertionError(f"{field} missing from {path}")
+
+    caught = mask(f"/proc/{pid}/status", "SigCgt")
+    for tid in os.listdir(f"/proc/{pid}/task"):
+        blocked = mask(f"/proc/{pid}/task/{tid}/status", "SigBlk")
+        for sig in (signal.SIGTERM, signal.SIGINT):
+            bit = 1 << (sig - 1)
+            assert caught & bit or blocked & bit, \
+                f"thread {tid} would die of {sig.name}: neither blocked ({blocked:#x}) nor caught ({caught:#x})"
 
 
 def test_restart_same_port(server_factory):
