@@ -43,7 +43,7 @@ void Scratch::reserve(std::uint32_t temps) {
   }
 }
 
-Database::Database(std::vector<TableSpec> specs) {
+Database::Database(std::vector<TableSpec> specs, bool index_only) {
   std::uint64_t total = 0;
   for (auto& s : specs) total += s.capacity;
   if (total >= kCurr) {
@@ -65,9 +65,11 @@ Database::Database(std::vector<TableSpec> specs) {
       tables_.clear();
       return;
     }
-    t.slots.assign(s.capacity, 0);
-    t.data.assign(static_cast<std::size_t>(s.capacity) * 2 * s.record_words, 0);
-    t.deleted.assign(s.capacity, 0);
+    if (!index_only) {
+      t.slots.assign(s.capacity, 0);
+      t.data.assign(static_cast<std::size_t>(s.capacity) * 2 * s.record_words, 0);
+      t.deleted.assign(s.capacity, 0);
+    }
     if (s.indexed) {
       t.backlink.assign(s.capacity, 0);
       for (std::uint32_t i = 0; i < s.capacity; ++i) t.free_ring.push_back(i);
@@ -81,6 +83,7 @@ Database::Database(std::vector<TableSpec> specs) {
 bool Database::load(std::uint32_t table, std::uint64_t key, const std::uint32_t* d) {
   if (table >= tables_.size()) return false;
   TableStore& t = tables_[table];
+  const bool index_only = t.slots.size() != t.spec.capacity;  // a shadow: keys only, no records
   std::uint32_t r;
   if (t.spec.indexed) {
     auto it = t.index.find(key);
@@ -97,6 +100,7 @@ bool Database::load(std::uint32_t table, std::uint64_t key, const std::uint32_t*
     if (key >= t.spec.capacity) return false;
     r = static_cast<std::uint32_t>(key);
   }
+  if (index_only) return true;
   const std::uint32_t w = t.spec.record_words;
   std::copy(d, d + w, t.data.begin() + static_cast<std::size_t>(r) * 2 * w);
   t.slots[r] = (1u << 1) | 1u;  // slot 0: eid 1, valid; slot 1: eid 0, invalid
@@ -207,13 +211,40 @@ void Database::end_epoch_with(const std::vector<std::vector<std::uint32_t>>& fre
   for (std::size_t tb = 0; tb < tables_.size() && tb < freed.size(); ++tb) {
     TableStore& t = tables_[tb];
     for (auto r : freed[tb]) {
-      t.deleted[r] = 0;
+      if (r < t.deleted.size()) t.deleted[r] = 0;
       if (!t.spec.indexed) continue;
       t.index.erase(t.backlink[r]);
       t.free_ring.push_back(r);
     }
   }
   ++eid_;
+}
+
+void Database::end_epoch_collect(std::vector<std::vector<std::uint32_t>>* freed) {
+  freed->resize(tables_.size());
+  for (std::size_t tb = 0; tb < tables_.size(); ++tb) {
+    TableStore& t = tables_[tb];
+    auto& f = (*freed)[tb];
+    f.clear();
+    if (!t.spec.indexed) continue;  // executors set the bit on indexed tables only
+    for (std::uint32_t r = 0; r < t.deleted.size(); ++r)
+      if (t.deleted[r]) {
+        t.deleted[r] = 0;
+        f.push_back(r);
+      }
+  }
+  ++eid_;
+}
+
+void Database::release(const std::vector<std::vector<std::uint32_t>>& freed) {
+  for (std::size_t tb = 0; tb < tables_.size() && tb < freed.size(); ++tb) {
+    TableStore& t = tables_[tb];
+    if (!t.spec.indexed) continue;
+    for (auto r : freed[tb]) {
+      t.index.erase(t.backlink[r]);
+      t.free_ring.push_back(r);
+    }
+  }
 }
 
 }  // namespace duet::batch::epic

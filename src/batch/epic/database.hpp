@@ -50,7 +50,12 @@ class Database {
  public:
   /// Tables in order; table ids are their positions. Fails (error()) on a total capacity over
   /// 2^32 - 2 or a zero-sized record.
-  explicit Database(std::vector<TableSpec> specs);
+  explicit Database(std::vector<TableSpec> specs) : Database(std::move(specs), false) {}
+  /// With `index_only`, no record storage is allocated (slots, data and deleted stay empty): a
+  /// shadow of another database's index, for a planner that indexes apart from the tables
+  /// (HostPlanner). Only load() (which then records the key alone), index(), lookup(), release()
+  /// and the index fields may then be used.
+  Database(std::vector<TableSpec> specs, bool index_only);
   const std::string& error() const { return error_; }
 
   std::size_t num_tables() const { return tables_.size(); }
@@ -84,6 +89,13 @@ class Database {
   void end_epoch();
   /// Frees ids given by a device deleted-bit scan (GPU placement), then advances the eid.
   void end_epoch_with(const std::vector<std::vector<std::uint32_t>>& freed);
+  /// Ends the epoch when the index lives elsewhere (Epic-CPU with device indexing): collects, per
+  /// table, the ids whose deleted bit is set, in id order, into *freed and clears the bits; the
+  /// index, ring and back-links are left alone (the index's owner frees the ids); the eid advances.
+  void end_epoch_collect(std::vector<std::vector<std::uint32_t>>* freed);
+  /// Frees ids in the index only: per table, in the given order, the key is erased through the
+  /// back-link and the id appended to the ring. The eid does not change.
+  void release(const std::vector<std::vector<std::uint32_t>>& freed);
 
  private:
   std::vector<TableStore> tables_;

@@ -1,12 +1,15 @@
-// Epic's epoch loop on the host: index, plan (CPU twin, or the GPU planner for Epic-CPU), execute
-// on CPU threads, free deleted records. Reruns (txns whose declared keys were wrong) run first in
-// the next epoch, before the new txns, in their old relative order.
+// Epic's epoch loop on the host: index, plan, execute on CPU threads, free deleted records.
+// Indexing and planning run on the host (the CPU twin), or planning alone through a Planner, or
+// both through a DevicePlanner (Epic-CPU: the GPU indexes on L-Slab and plans; the plans come back
+// to the host). Reruns (txns whose declared keys were wrong) run first in the next epoch, before
+// the new txns, in their old relative order.
 #pragma once
 
 #include <chrono>
 #include <functional>
 #include <string>
 
+#include "batch/epic/device_planner.hpp"
 #include "batch/epic/exec_cpu.hpp"
 
 namespace duet::batch::epic {
@@ -16,6 +19,7 @@ struct EpochStats {
   std::size_t txns = 0;
   std::uint32_t temp_count = 0;
   double index_ms = 0, plan_ms = 0, exec_ms = 0, gc_ms = 0, total_ms = 0;
+  double transfer_ms = 0;  ///< with a DevicePlanner: keys to the device and plans back (else 0)
 };
 
 /// What an epoch returns: per executed txn (pending reruns first) its tag, outcome and outputs.
@@ -33,16 +37,18 @@ inline double ms_since(std::chrono::steady_clock::time_point t0) {
   return std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0).count();
 }
 
-/// Builds the host EpochView over a database, a batch, its index and plan.
-inline EpochView make_view(Database& db, std::vector<TableView>& tv, const Batch& b, const Indexed& ix,
-                           const Plan& p, Scratch& s, Results& r, const Faults& f) {
+/// Builds the host EpochView over a database, a batch, its per-op tables and ids and its plan
+/// (per-op locations and copy-from locations, temp_count scratch versions).
+inline EpochView make_view(Database& db, std::vector<TableView>& tv, const Batch& b, const std::uint8_t* op_table,
+                           const std::uint32_t* rid, const std::uint32_t* loc, const std::uint32_t* copy,
+                           std::uint32_t temp_count, Scratch& s, Results& r, const Faults& f) {
   tv.resize(db.num_tables());
   for (std::size_t i = 0; i < tv.size(); ++i) {
     TableStore& t = db.table(static_cast<std::uint32_t>(i));
     tv[i] = TableView{t.slots.data(), t.data.data(), t.deleted.data(), t.spec.record_words, t.spec.indexed ? 1u : 0u};
   }
   s.slot_words = db.max_words();
-  s.reserve(p.temp_count);
+  s.reserve(temp_count);
   EpochView v;
   v.tables = tv.data();
   v.proc = b.proc.data();
@@ -51,10 +57,10 @@ inline EpochView make_view(Database& db, std::vector<TableView>& tv, const Batch
   v.arg_begin = b.arg_begin.data();
   v.args = b.args.data();
   v.attempt = b.attempt.data();
-  v.op_table = ix.table.data();
-  v.rid = ix.rid.data();
-  v.loc = p.loc.data();
-  v.copy = p.copy.data();
+  v.op_table = op_table;
+  v.rid = rid;
+  v.loc = loc;
+  v.copy = copy;
   v.scratch_word = s.word.data();
   v.scratch_data = s.data.data();
   v.slot_words = s.slot_words;
@@ -76,7 +82,20 @@ class Engine {
   Engine(std::vector<TableSpec> tables, int threads, Planner planner = {})
       : db_(std::move(tables)), threads_(threads), planner_(std::move(planner)) {}
 
+  /// The host database. With a DevicePlanner its index (entries, ring, back-links) is the
+  /// planner's from the first epoch on: call sync() before reading keys through it (get, lookup).
+  /// Bulk load only before the first epoch.
   Database& db() { return db_; }
+  /// Epic-CPU: indexing and planning of every epoch go to `d` (the GPU runner, or HostPlanner).
+  /// Set before the first epoch.
+  void set_device_planner(std::shared_ptr<DevicePlanner> d) { device_ = std::move(d); }
+  /// Copies the device planner's index into the host database (no-op without one or when current).
+  bool sync(std::string* err) {
+    if (!device_ || !stale_) return true;
+    if (!device_->sync(db_, err)) return false;
+    stale_ = false;
+    return true;
+  }
   Faults& faults() { return faults_; }
   /// A wait longer than this fails the epoch with "stuck wait" (0: wait forever). After a stuck
   /// epoch the tables hold partial writes: the database must be reloaded.
@@ -108,19 +127,38 @@ class Engine {
     }
     if (run->size() > kMaxTxns) return *err = "epoch larger than 2^20 txns", false;
     auto t1 = std::chrono::steady_clock::now();
-    Indexed& ix = ix_;  // reused: fresh vectors each epoch would page-fault their memory in again
-    if (!db_.index(*run, &ix, err, threads_)) return false;
-    out->stats.index_ms = ms_since(t1);
-    t1 = std::chrono::steady_clock::now();
-    Plan& plan = plan_;
-    if (planner_) {
-      if (!planner_(*run, ix.global, &plan, err)) return false;
+    const std::uint8_t* op_table;
+    const std::uint32_t *rid, *loc, *copy;
+    std::uint32_t temp_count;
+    if (device_) {
+      if (!attached_) {
+        if (!device_->attach(db_, err)) return false;
+        attached_ = true;
+      }
+      DevicePlan dp;
+      if (!device_->index_and_plan(db_, *run, &dp, err)) return false;
+      stale_ = true;
+      out->stats.index_ms = dp.index_ms;
+      out->stats.plan_ms = dp.plan_ms;
+      out->stats.transfer_ms = dp.h2d_ms + dp.d2h_ms;
+      op_table = dp.table, rid = dp.rid, loc = dp.loc, copy = dp.copy, temp_count = dp.temp_count;
     } else {
-      plan_cpu(*run, ix.global, &plan, faults_, threads_);
+      Indexed& ix = ix_;  // reused: fresh vectors each epoch would page-fault their memory in again
+      if (!db_.index(*run, &ix, err, threads_)) return false;
+      out->stats.index_ms = ms_since(t1);
+      t1 = std::chrono::steady_clock::now();
+      Plan& plan = plan_;
+      if (planner_) {
+        if (!planner_(*run, ix.global, &plan, err)) return false;
+      } else {
+        plan_cpu(*run, ix.global, &plan, faults_, threads_);
+      }
+      out->stats.plan_ms = ms_since(t1);
+      op_table = ix.table.data(), rid = ix.rid.data(), loc = plan.loc.data(), copy = plan.copy.data();
+      temp_count = plan.temp_count;
     }
-    out->stats.plan_ms = ms_since(t1);
     t1 = std::chrono::steady_clock::now();
-    EpochView v = make_view(db_, tv_, *run, ix, plan, scratch_, out->results, faults_);
+    EpochView v = make_view(db_, tv_, *run, op_table, rid, loc, copy, temp_count, scratch_, out->results, faults_);
     std::uint32_t stuck = 0;
     v.watchdog_ns = watchdog_ns_;
     v.stuck = &stuck;
@@ -131,7 +169,12 @@ class Engine {
     }
     out->stats.exec_ms = ms_since(t1);
     t1 = std::chrono::steady_clock::now();
-    db_.end_epoch();
+    if (device_) {
+      db_.end_epoch_collect(&freed_);
+      if (!device_->release(db_, freed_, err)) return false;
+    } else {
+      db_.end_epoch();
+    }
     out->stats.gc_ms = ms_since(t1);
     out->tag = run->tag;
     out->attempt = run->attempt;
@@ -140,7 +183,7 @@ class Engine {
       if (out->results.outcome[t] == kRerun) next.add_from(*run, t, run->attempt[t] + 1);
     reruns_ = std::move(next);
     out->stats.txns = run->size();
-    out->stats.temp_count = plan.temp_count;
+    out->stats.temp_count = temp_count;
     out->stats.total_ms = ms_since(t0);
     return true;
   }
@@ -149,6 +192,9 @@ class Engine {
   Database db_;
   int threads_;
   Planner planner_;
+  std::shared_ptr<DevicePlanner> device_;
+  bool attached_ = false, stale_ = false;
+  std::vector<std::vector<std::uint32_t>> freed_;
   Faults faults_;
   std::uint64_t watchdog_ns_ = 10000000000ull;
   Scratch scratch_;

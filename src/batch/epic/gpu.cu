@@ -6,6 +6,9 @@
 
 #include <algorithm>
 #include <chrono>
+#include <cstring>
+#include <thread>
+#include <vector>
 #include <cub/device/device_radix_sort.cuh>
 #include <thrust/copy.h>
 #include <thrust/count.h>
@@ -62,6 +65,33 @@ struct DevBuf {
   }
 };
 
+// A grow-only pinned host buffer: the one staging buffer each way per epoch.
+struct PinnedBuf {
+  unsigned char* p = nullptr;
+  std::size_t cap = 0;
+  ~PinnedBuf() { if (p) cudaFreeHost(p); }
+  bool reserve(std::size_t n, std::string* err) {
+    if (n <= cap) return true;
+    if (p) cudaFreeHost(p);
+    p = nullptr;
+    cap = 0;
+    const std::size_t want = std::max<std::size_t>(n + n / 4, std::size_t{1} << 20);
+    EPIC_CUDA(cudaHostAlloc(reinterpret_cast<void**>(&p), want, cudaHostAllocDefault));
+    cap = want;
+    return true;
+  }
+};
+
+// Runs f(lo, hi) over [0, n) on up to `threads` threads (one below 2^16 items).
+template <class F>
+void parallel_ranges(std::size_t n, int threads, F f) {
+  const std::size_t parts = threads > 1 && n >= (1u << 16) ? static_cast<std::size_t>(threads) : 1;
+  std::vector<std::thread> pool;
+  for (std::size_t i = 1; i < parts; ++i) pool.emplace_back(f, n * i / parts, n * (i + 1) / parts);
+  f(0, n / parts);
+  for (auto& t : pool) t.join();
+}
+
 struct RecordOf {
   __host__ __device__ std::uint32_t operator()(std::uint64_t op) const { return op_record(op); }
 };
@@ -105,14 +135,14 @@ struct TableMeta {
 
 // Per txn: each op's table and write flag; direct tables' ids (key < capacity, else kInvalid) and
 // global ids. Indexed tables' ops are filled by lookup_scatter_kernel.
-__global__ void prep_kernel(const Key* keys, const std::uint32_t* op_begin, const std::uint16_t* nreads, std::uint32_t n,
-                            const TableMeta* meta, std::uint32_t ntables, std::uint8_t* table, std::uint8_t* isw,
-                            std::uint32_t* rid, std::uint32_t* global) {
+__global__ void prep_kernel(const std::uint64_t* key, const std::uint8_t* ktable, const std::uint32_t* op_begin,
+                            const std::uint16_t* nreads, std::uint32_t n, const TableMeta* meta, std::uint32_t ntables,
+                            std::uint8_t* table, std::uint8_t* isw, std::uint32_t* rid, std::uint32_t* global) {
   const std::uint32_t t = blockIdx.x * blockDim.x + threadIdx.x;
   if (t >= n) return;
   const std::uint32_t b = op_begin[t], e = op_begin[t + 1], nr = nreads[t];
   for (std::uint32_t i = b; i < e; ++i) {
-    const Key k = keys[i];
+    const Key k{ktable[i], key[i]};
     table[i] = static_cast<std::uint8_t>(k.table);
     isw[i] = i - b >= nr;
     std::uint32_t r = kInvalid;
@@ -140,9 +170,17 @@ struct NonZero {
   __host__ __device__ bool operator()(std::uint8_t x) const { return x != 0; }
 };
 
-__global__ void gather_keys_kernel(const Key* keys, const std::uint32_t* sel, std::size_t n, std::uint64_t* out) {
+__global__ void gather_keys_kernel(const std::uint64_t* keys, const std::uint32_t* sel, std::size_t n, std::uint64_t* out) {
   const std::size_t j = blockIdx.x * static_cast<std::size_t>(blockDim.x) + threadIdx.x;
-  if (j < n) out[j] = keys[sel[j]].key;
+  if (j < n) out[j] = keys[sel[j]];
+}
+// The per-array transfer mode uploads Key structs as they are; this splits them as the packed
+// mode uploads them (8-byte keys, 1-byte tables).
+__global__ void split_keys_kernel(const Key* keys, std::size_t m, std::uint64_t* key, std::uint8_t* table) {
+  const std::size_t i = blockIdx.x * static_cast<std::size_t>(blockDim.x) + threadIdx.x;
+  if (i >= m) return;
+  key[i] = keys[i].key;
+  table[i] = static_cast<std::uint8_t>(keys[i].table);
 }
 __global__ void fill_ops_kernel(lslab::Op* ops, std::size_t n, lslab::Op op) {
   const std::size_t j = blockIdx.x * static_cast<std::size_t>(blockDim.x) + threadIdx.x;
@@ -182,7 +220,7 @@ __global__ void free_kernel(const std::uint32_t* list, std::size_t f, std::uint8
   const std::size_t j = blockIdx.x * static_cast<std::size_t>(blockDim.x) + threadIdx.x;
   if (j >= f) return;
   const std::uint32_t r = list[j];
-  deleted[r] = 0;
+  if (deleted) deleted[r] = 0;
   ring[(tail + j) % cap] = r;
   keys[j] = backlink[r];
 }
@@ -425,6 +463,7 @@ class Runner final : public GpuRunner {
     if (!dtables_.put(tables_.data(), tables_.size(), err)) return false;
     slot_words_ = db.max_words();
     gpu_index_ = index_on_ == IndexOn::kGpu;
+    attached_ = false;
     if (gpu_index_ && !upload_index(db, err)) return false;
     EPIC_CUDA(cudaDeviceSynchronize());
     return true;
@@ -445,7 +484,7 @@ class Runner final : public GpuRunner {
   bool index(const Database& db, const Batch& b, Indexed* out, std::string* err) override {
     if (!gpu_index_ || dix_.size() != db.num_tables()) return *err = "GPU index not uploaded", false;
     const std::size_t n = b.size(), m = b.keys.size();
-    if (!keys_.put(b.keys.data(), m, err) || !put_plan_inputs_sizes(b, err)) return false;
+    if (!put_keys(b, false, err)) return false;
     if (!device_index(db, n, m, err)) return false;
     out->table.resize(m);
     out->rid.resize(m);
@@ -467,7 +506,7 @@ class Runner final : public GpuRunner {
     if (gpu_index_) {
       // The keys cross the bus once; ids, lookups and global ids stay on the device for planning.
       if (dix_.size() != db.num_tables()) return *err = "GPU index not uploaded", false;
-      if (!keys_.put(b.keys.data(), m, err) || !put_plan_inputs_sizes(b, err) || !put_exec_inputs(b, err)) return false;
+      if (!put_keys(b, true, err)) return false;
       EPIC_CUDA(cudaDeviceSynchronize());
       h2d = ms_since(t1);
       t1 = std::chrono::steady_clock::now();
@@ -501,18 +540,21 @@ class Runner final : public GpuRunner {
     last_eid_ = db.eid();
     if (
         !scratch_data_.reserve(static_cast<std::size_t>(temp_count_) * slot_words_, err) ||
-        !outcome_.reserve(n, err) || !outv_.reserve(n * kMaxOut, err) || !ctl_.reserve(2, err))
+        !res_.reserve(n * (1 + kMaxOut), err) || !ctl_.reserve(2, err))
       return false;
-    EPIC_CUDA(cudaMemset(outv_.p, 0, std::max<std::size_t>(1, n * kMaxOut) * 4));
+    // Outcomes and outputs share one buffer, so that they come back in one copy.
+    std::uint32_t* const outcome_p = res_.p;
+    std::uint32_t* const outv_p = res_.p + n;
+    if (n) EPIC_CUDA(cudaMemset(outv_p, 0, n * kMaxOut * 4));
     EPIC_CUDA(cudaMemset(ctl_.p, 0, 8));
     EpochView v;
     v.tables = dtables_.p;
-    v.proc = proc_.p;
-    v.op_begin = op_begin_.p;
-    v.nreads = nreads_.p;
-    v.arg_begin = arg_begin_.p;
-    v.args = args_.p;
-    v.attempt = attempt_.p;
+    v.proc = d_proc_;
+    v.op_begin = d_op_begin_;
+    v.nreads = d_nreads_;
+    v.arg_begin = d_arg_begin_;
+    v.args = d_args_;
+    v.attempt = d_attempt_;
     v.op_table = op_table_.p;
     v.rid = rid_.p;
     v.loc = loc_.p;
@@ -522,8 +564,8 @@ class Runner final : public GpuRunner {
     v.slot_words = slot_words_;
     v.eid = db.eid();
     v.n = static_cast<std::uint32_t>(n);
-    v.outcome = outcome_.p;
-    v.out = outv_.p;
+    v.outcome = outcome_p;
+    v.out = outv_p;
     v.stuck = ctl_.p + 1;
     v.max_backoff_ns = max_backoff_ns_;
     if (n) {
@@ -539,9 +581,19 @@ class Runner final : public GpuRunner {
     if (stuck) return *err = "stuck wait: txn " + std::to_string(stuck - 1) + " waited past the watchdog", false;
     t1 = std::chrono::steady_clock::now();
     out->results.resize(n);
-    if (!outcome_.get(out->results.outcome.data(), n, err) || !outv_.get(out->results.out.data(), n * kMaxOut, err))
-      return false;
-    EPIC_CUDA(cudaDeviceSynchronize());
+    if (packed_) {
+      const std::size_t bytes = n * (1 + kMaxOut) * 4;
+      if (!hdown_.reserve(bytes, err)) return false;
+      if (n) EPIC_CUDA(cudaMemcpyAsync(hdown_.p, res_.p, bytes, cudaMemcpyDeviceToHost, 0));
+      EPIC_CUDA(cudaDeviceSynchronize());
+      if (n) {
+        std::memcpy(out->results.outcome.data(), hdown_.p, n * 4);
+        std::memcpy(out->results.out.data(), hdown_.p + n * 4, n * kMaxOut * 4);
+      }
+    } else {
+      if (n) EPIC_CUDA(cudaMemcpy(out->results.outcome.data(), outcome_p, n * 4, cudaMemcpyDeviceToHost));
+      if (n) EPIC_CUDA(cudaMemcpy(out->results.out.data(), outv_p, n * kMaxOut * 4, cudaMemcpyDeviceToHost));
+    }
     const double d2h = ms_since(t1);
     t1 = std::chrono::steady_clock::now();
     std::vector<std::vector<std::uint32_t>> freed(tables_.size());
@@ -576,23 +628,179 @@ class Runner final : public GpuRunner {
   }
 
   void set_max_backoff_ns(unsigned ns) override { max_backoff_ns_ = ns; }
+  void set_packed_transfers(bool packed) override { packed_ = packed; }
+  void set_host_threads(int threads) override { host_threads_ = std::max(1, threads); }
+
+  // ---- Epic-CPU (DevicePlanner): the index lives here, tables and execution on the host.
+  bool attach(const Database& db, std::string* err) override {
+    attached_ = false;
+    if (!upload_index(db, err)) return false;
+    EPIC_CUDA(cudaDeviceSynchronize());
+    attached_ = true;
+    return true;
+  }
+
+  bool index_and_plan(const Database& db, const Batch& b, DevicePlan* out, std::string* err) override {
+    if (!attached_ || dix_.size() != db.num_tables()) return *err = "GPU planner not attached", false;
+    const std::size_t n = b.size(), m = b.keys.size();
+    auto t1 = std::chrono::steady_clock::now();
+    if (!put_keys(b, false, err)) return false;
+    EPIC_CUDA(cudaDeviceSynchronize());
+    out->h2d_ms = ms_since(t1);
+    t1 = std::chrono::steady_clock::now();
+    if (!device_index(db, n, m, err)) return false;  // ends synchronised
+    out->index_ms = ms_since(t1);
+    t1 = std::chrono::steady_clock::now();
+    if (!plan_device(n, m, err)) return false;
+    EPIC_CUDA(cudaDeviceSynchronize());
+    out->plan_ms = ms_since(t1);
+    t1 = std::chrono::steady_clock::now();
+    // rid, loc, copy (4 bytes per op each) and the op's table (1 byte) gather on the device and
+    // come back in one copy; the host executes straight from the pinned buffer.
+    const std::size_t m4 = m * 4, bytes = 3 * m4 + m;
+    if (!hdown_.reserve(bytes, err)) return false;
+    if (packed_) {
+      if (!ddown_.reserve(bytes, err)) return false;
+      if (m) {
+        EPIC_CUDA(cudaMemcpyAsync(ddown_.p, rid_.p, m4, cudaMemcpyDeviceToDevice, 0));
+        EPIC_CUDA(cudaMemcpyAsync(ddown_.p + m4, loc_.p, m4, cudaMemcpyDeviceToDevice, 0));
+        EPIC_CUDA(cudaMemcpyAsync(ddown_.p + 2 * m4, copy_.p, m4, cudaMemcpyDeviceToDevice, 0));
+        EPIC_CUDA(cudaMemcpyAsync(ddown_.p + 3 * m4, op_table_.p, m, cudaMemcpyDeviceToDevice, 0));
+        EPIC_CUDA(cudaMemcpyAsync(hdown_.p, ddown_.p, bytes, cudaMemcpyDeviceToHost, 0));
+      }
+    } else if (m) {
+      EPIC_CUDA(cudaMemcpyAsync(hdown_.p, rid_.p, m4, cudaMemcpyDeviceToHost, 0));
+      EPIC_CUDA(cudaMemcpyAsync(hdown_.p + m4, loc_.p, m4, cudaMemcpyDeviceToHost, 0));
+      EPIC_CUDA(cudaMemcpyAsync(hdown_.p + 2 * m4, copy_.p, m4, cudaMemcpyDeviceToHost, 0));
+      EPIC_CUDA(cudaMemcpyAsync(hdown_.p + 3 * m4, op_table_.p, m, cudaMemcpyDeviceToHost, 0));
+    }
+    EPIC_CUDA(cudaDeviceSynchronize());
+    out->d2h_ms = ms_since(t1);
+    out->rid = reinterpret_cast<const std::uint32_t*>(hdown_.p);
+    out->loc = reinterpret_cast<const std::uint32_t*>(hdown_.p + m4);
+    out->copy = reinterpret_cast<const std::uint32_t*>(hdown_.p + 2 * m4);
+    out->table = hdown_.p + 3 * m4;
+    out->temp_count = temp_count_;
+    return true;
+  }
+
+  bool release(const Database& db, const std::vector<std::vector<std::uint32_t>>& freed, std::string* err) override {
+    if (!attached_ || dix_.size() != db.num_tables()) return *err = "GPU planner not attached", false;
+    for (std::uint32_t tb = 0; tb < dix_.size() && tb < freed.size(); ++tb) {
+      DevIndex& d = *dix_[tb];
+      const std::size_t f = freed[tb].size();
+      if (!d.map || f == 0) continue;
+      if (f > d.cap - d.count) return *err = "table " + db.table(tb).spec.name + ": more ids freed than in use", false;
+      if (!gc_list_.put(freed[tb].data(), f, err) || !kbuf_.reserve(f, err)) return false;
+      const std::uint32_t tail = static_cast<std::uint32_t>((static_cast<std::size_t>(d.head) + d.count) % d.cap);
+      free_kernel<<<blocks_for(f, 256), 256>>>(gc_list_.p, f, nullptr, d.ring.p, d.cap, tail, d.backlink.p, kbuf_.p);
+      EPIC_CUDA(cudaGetLastError());
+      if (!lslab_run(*d.map, lslab::Op::kDelete, kbuf_.p, nullptr, f, err)) return false;
+      d.count += static_cast<std::uint32_t>(f);
+    }
+    EPIC_CUDA(cudaDeviceSynchronize());
+    return true;
+  }
+
+  bool sync(Database& db, std::string* err) override {
+    if (!attached_ || dix_.size() != db.num_tables()) return *err = "GPU planner not attached", false;
+    return download_index(db, err);
+  }
 
   std::uint64_t watchdog_cycles_ = 0;
 
  private:
   unsigned max_backoff_ns_ = 4096;
   std::uint32_t last_eid_ = 0;  ///< the eid of the last epoch run (scratch words older than it are stale)
+  // ---- Transfers. Kernels read the epoch's inputs through the d_* pointers: into the device
+  // staging buffer (packed mode, one copy from one pinned buffer) or into per-array buffers (the
+  // per-array mode: a pageable copy per array and Key structs as they are, kept for A/B runs).
+  const std::uint64_t* d_key_ = nullptr;
+  const std::uint8_t* d_ktable_ = nullptr;
+  const std::uint32_t *d_op_begin_ = nullptr, *d_proc_ = nullptr, *d_arg_begin_ = nullptr, *d_args_ = nullptr,
+                      *d_attempt_ = nullptr;
+  const std::uint16_t* d_nreads_ = nullptr;
+  bool packed_ = true;
+  int host_threads_ = static_cast<int>(std::min(16u, std::max(1u, std::thread::hardware_concurrency())));
+  PinnedBuf hup_, hdown_;
+  DevBuf<unsigned char> dup_, ddown_;
+  DevBuf<std::uint64_t> kkey_;
+  DevBuf<std::uint8_t> ktable_;
+
   bool put_plan_inputs(const Batch& b, const std::vector<std::uint32_t>& global, std::string* err) {
-    return global_.put(global.data(), global.size(), err) && op_begin_.put(b.op_begin.data(), b.size() + 1, err) &&
-           nreads_.put(b.nreads.data(), b.size(), err);
-  }
-  bool put_plan_inputs_sizes(const Batch& b, std::string* err) {
-    return op_begin_.put(b.op_begin.data(), b.size() + 1, err) && nreads_.put(b.nreads.data(), b.size(), err);
+    if (!(global_.put(global.data(), global.size(), err) && op_begin_.put(b.op_begin.data(), b.size() + 1, err) &&
+          nreads_.put(b.nreads.data(), b.size(), err)))
+      return false;
+    d_op_begin_ = op_begin_.p, d_nreads_ = nreads_.p;
+    return true;
   }
   bool put_exec_inputs(const Batch& b, std::string* err) {
     const std::size_t n = b.size();
-    return proc_.put(b.proc.data(), n, err) && arg_begin_.put(b.arg_begin.data(), n + 1, err) &&
-           args_.put(b.args.data(), b.args.size(), err) && attempt_.put(b.attempt.data(), n, err);
+    if (!(proc_.put(b.proc.data(), n, err) && arg_begin_.put(b.arg_begin.data(), n + 1, err) &&
+          args_.put(b.args.data(), b.args.size(), err) && attempt_.put(b.attempt.data(), n, err)))
+      return false;
+    d_proc_ = proc_.p, d_arg_begin_ = arg_begin_.p, d_args_ = args_.p, d_attempt_ = attempt_.p;
+    return true;
+  }
+  // The keys for device indexing with sizes (and, with `exec`, the execution inputs). Packed: per
+  // op an 8-byte key and a 1-byte table, then op_begin, nreads (and proc, arg_begin, args,
+  // attempt), each section 16-byte aligned, written into one pinned buffer (on up to 16 host
+  // threads) and sent with one copy. Per-array: each array with its own pageable copy, the keys as
+  // 16-byte Key structs split on the device. Asynchronous: the caller synchronises.
+  bool put_keys(const Batch& b, bool exec, std::string* err) {
+    const std::size_t n = b.size(), m = b.keys.size(), na = b.args.size();
+    if (!packed_) {
+      if (!keys_.put(b.keys.data(), m, err) || !op_begin_.put(b.op_begin.data(), n + 1, err) ||
+          !nreads_.put(b.nreads.data(), n, err) || !kkey_.reserve(m, err) || !ktable_.reserve(m, err))
+        return false;
+      if (exec && !put_exec_inputs(b, err)) return false;
+      if (m) {
+        split_keys_kernel<<<blocks_for(m, 256), 256>>>(keys_.p, m, kkey_.p, ktable_.p);
+        EPIC_CUDA(cudaGetLastError());
+      }
+      d_key_ = kkey_.p, d_ktable_ = ktable_.p, d_op_begin_ = op_begin_.p, d_nreads_ = nreads_.p;
+      return true;
+    }
+    std::size_t size = 0;
+    auto take = [&size](std::size_t bytes) {
+      const std::size_t o = size;
+      size += (bytes + 15) & ~std::size_t{15};
+      return o;
+    };
+    const std::size_t o_key = take(m * 8), o_tab = take(m), o_ob = take((n + 1) * 4), o_nr = take(n * 2);
+    std::size_t o_proc = 0, o_ab = 0, o_args = 0, o_att = 0;
+    if (exec) o_proc = take(n * 4), o_ab = take((n + 1) * 4), o_args = take(na * 4), o_att = take(n * 4);
+    if (!hup_.reserve(size, err) || !dup_.reserve(size, err)) return false;
+    unsigned char* h = hup_.p;
+    auto* hk = reinterpret_cast<std::uint64_t*>(h + o_key);
+    std::uint8_t* ht = h + o_tab;
+    const Key* keys = b.keys.data();
+    parallel_ranges(m, host_threads_, [&](std::size_t lo, std::size_t hi) {
+      for (std::size_t i = lo; i < hi; ++i) {
+        hk[i] = keys[i].key;
+        ht[i] = static_cast<std::uint8_t>(keys[i].table);
+      }
+    });
+    std::memcpy(h + o_ob, b.op_begin.data(), (n + 1) * 4);
+    if (n) std::memcpy(h + o_nr, b.nreads.data(), n * 2);
+    if (exec) {
+      if (n) std::memcpy(h + o_proc, b.proc.data(), n * 4), std::memcpy(h + o_att, b.attempt.data(), n * 4);
+      std::memcpy(h + o_ab, b.arg_begin.data(), (n + 1) * 4);
+      if (na) std::memcpy(h + o_args, b.args.data(), na * 4);
+    }
+    EPIC_CUDA(cudaMemcpyAsync(dup_.p, h, size, cudaMemcpyHostToDevice, 0));
+    unsigned char* d = dup_.p;
+    d_key_ = reinterpret_cast<const std::uint64_t*>(d + o_key);
+    d_ktable_ = d + o_tab;
+    d_op_begin_ = reinterpret_cast<const std::uint32_t*>(d + o_ob);
+    d_nreads_ = reinterpret_cast<const std::uint16_t*>(d + o_nr);
+    if (exec) {
+      d_proc_ = reinterpret_cast<const std::uint32_t*>(d + o_proc);
+      d_arg_begin_ = reinterpret_cast<const std::uint32_t*>(d + o_ab);
+      d_args_ = reinterpret_cast<const std::uint32_t*>(d + o_args);
+      d_attempt_ = reinterpret_cast<const std::uint32_t*>(d + o_att);
+    }
+    return true;
   }
 
   // ---- GPU indexing state: per indexed table one L-Slab map (key -> id), the free ring as a
@@ -688,7 +896,7 @@ class Runner final : public GpuRunner {
         !skey_.reserve(m, err) || !mpos_.reserve(m, err) || !spos_.reserve(m, err) || !ids_.reserve(m, err))
       return false;
     if (m == 0) return true;
-    prep_kernel<<<blocks_for(n, 256), 256>>>(keys_.p, op_begin_.p, nreads_.p, static_cast<std::uint32_t>(n), meta_.p,
+    prep_kernel<<<blocks_for(n, 256), 256>>>(d_key_, d_ktable_, d_op_begin_, d_nreads_, static_cast<std::uint32_t>(n), meta_.p,
                                              static_cast<std::uint32_t>(dix_.size()), op_table_.p, isw_.p, rid_.p,
                                              global_.p);
     EPIC_CUDA(cudaGetLastError());
@@ -701,7 +909,7 @@ class Runner final : public GpuRunner {
       const std::size_t ns =
           thrust::copy_if(thrust::device, zero, zero + m, sel_.p, OpOfTable{op_table_.p, isw_.p, tb, true}) - sel_.p;
       if (ns == 0) continue;
-      gather_keys_kernel<<<blocks_for(ns, 256), 256>>>(keys_.p, sel_.p, ns, kbuf_.p);
+      gather_keys_kernel<<<blocks_for(ns, 256), 256>>>(d_key_, sel_.p, ns, kbuf_.p);
       EPIC_CUDA(cudaGetLastError());
       if (!lslab_run(*d.map, lslab::Op::kGet, kbuf_.p, nullptr, ns, err)) return false;
       if (thrust::count_if(thrust::device, zero, zero + ns, StatusIs{lst_.p, lslab::OpStatus::kInvalid}))
@@ -744,7 +952,7 @@ class Runner final : public GpuRunner {
       const std::size_t ns =
           thrust::copy_if(thrust::device, zero, zero + m, sel_.p, OpOfTable{op_table_.p, isw_.p, tb, false}) - sel_.p;
       if (ns == 0) continue;
-      gather_keys_kernel<<<blocks_for(ns, 256), 256>>>(keys_.p, sel_.p, ns, kbuf_.p);
+      gather_keys_kernel<<<blocks_for(ns, 256), 256>>>(d_key_, sel_.p, ns, kbuf_.p);
       EPIC_CUDA(cudaGetLastError());
       if (!lslab_run(*d.map, lslab::Op::kGet, kbuf_.p, nullptr, ns, err)) return false;
       lookup_scatter_kernel<<<blocks_for(ns, 256), 256>>>(sel_.p, ns, lst_.p, lout_.p, db.table(tb).base, rid_.p,
@@ -785,7 +993,7 @@ class Runner final : public GpuRunner {
     if (!ops_.reserve(m, err) || !sorted_.reserve(m, err) || !wb_.reserve(m, err) || !wa_.reserve(m, err) ||
         !type_.reserve(m, err) || !is_temp_.reserve(m, err) || !tw_.reserve(m, err))
       return false;
-    pack_kernel<<<blocks_for(n, 256), 256>>>(global_.p, op_begin_.p, nreads_.p, static_cast<std::uint32_t>(n), ops_.p);
+    pack_kernel<<<blocks_for(n, 256), 256>>>(global_.p, d_op_begin_, d_nreads_, static_cast<std::uint32_t>(n), ops_.p);
     EPIC_CUDA(cudaGetLastError());
     std::size_t bytes = 0;
     EPIC_CUDA(cub::DeviceRadixSort::SortKeys(nullptr, bytes, ops_.p, sorted_.p, static_cast<int>(m), 32, 64));
@@ -800,7 +1008,7 @@ class Runner final : public GpuRunner {
     classify_kernel<<<blocks_for(m, 256), 256>>>(sorted_.p, wb_.p, wa_.p, m, type_.p, is_temp_.p);
     EPIC_CUDA(cudaGetLastError());
     thrust::exclusive_scan(thrust::device, is_temp_.p, is_temp_.p + m, tw_.p);
-    scatter_kernel<<<blocks_for(m, 256), 256>>>(sorted_.p, wb_.p, type_.p, tw_.p, op_begin_.p, m, loc_.p, copy_.p);
+    scatter_kernel<<<blocks_for(m, 256), 256>>>(sorted_.p, wb_.p, type_.p, tw_.p, d_op_begin_, m, loc_.p, copy_.p);
     EPIC_CUDA(cudaGetLastError());
     std::uint32_t last_tw = 0, last_temp = 0;
     EPIC_CUDA(cudaMemcpy(&last_tw, tw_.p + m - 1, 4, cudaMemcpyDeviceToHost));
@@ -810,6 +1018,7 @@ class Runner final : public GpuRunner {
   }
 
   IndexOn index_on_ = IndexOn::kGpu;
+  bool attached_ = false;  ///< attach() holds the index (Epic-CPU); upload() takes it back
   bool gpu_index_ = false;  ///< the mode of the last upload()
   std::vector<std::unique_ptr<DevIndex>> dix_;
   DevBuf<TableMeta> meta_;
@@ -827,7 +1036,7 @@ class Runner final : public GpuRunner {
   DevBuf<std::uint16_t> nreads_;
   DevBuf<std::uint8_t> op_table_, type_, cub_tmp_;
   DevBuf<std::uint64_t> ops_, sorted_;
-  DevBuf<std::uint32_t> wb_, wa_, is_temp_, tw_, scratch_word_, scratch_data_, outcome_, outv_, ctl_, gc_list_;
+  DevBuf<std::uint32_t> wb_, wa_, is_temp_, tw_, scratch_word_, scratch_data_, res_, ctl_, gc_list_;
 };
 
 }  // namespace

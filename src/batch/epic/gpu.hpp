@@ -33,8 +33,17 @@ enum class IndexOn { kGpu, kHost };
 
 /// Device planner and executor. Every call returns false with *err on a CUDA failure; the host
 /// database is then as it was after the last successful epoch (device tables must be uploaded
-/// again).
-class GpuRunner {
+/// again). As a DevicePlanner (Epic-CPU: attach, index_and_plan, release, sync) it indexes on
+/// L-Slab and plans on the device for an Engine that executes on the host; the plan comes back
+/// in one copy into pinned memory, from which the host executes. A runner holds one index at a
+/// time: attach() and upload() each replace it.
+///
+/// Transfers (default packed): each epoch's inputs go up in one copy from one pinned staging
+/// buffer (per op an 8-byte key and a 1-byte table; per txn op_begin and nreads, and for GPU
+/// execution proc, arg_begin, attempt and the args), and what comes back (outcomes and outputs,
+/// or Epic-CPU's plan) comes in one copy into one pinned buffer. set_packed_transfers(false)
+/// restores the earlier transfers (a pageable copy per array, 16-byte Key structs), for A/B runs.
+class GpuRunner : public DevicePlanner {
  public:
   virtual ~GpuRunner() = default;
   /// Plans on the device and copies the plan to the host (Epic-CPU; the plan-equality tests).
@@ -62,6 +71,10 @@ class GpuRunner {
   /// The longest sleep (ns) between two polls of a waiting lane (default 4096). Shorter sleeps
   /// pass versions along contended chains sooner and cost more polling traffic.
   virtual void set_max_backoff_ns(unsigned ns) = 0;
+  /// Packed transfers through pinned staging (true, the default) or one pageable copy per array.
+  virtual void set_packed_transfers(bool packed) = 0;
+  /// Host threads that pack the staging buffer (default: the hardware's, at most 16).
+  virtual void set_host_threads(int threads) = 0;
 };
 
 /// True when a CUDA device is usable; otherwise *why says why.

@@ -3,6 +3,9 @@
 // CPU threads) against the serial checker (Mix, YCSB A/B/C/F and TPC-C NP at 100K-txn epochs),
 // and a planted plan difference the equality check sees; GPU indexing on L-Slab against the host
 // indexer (ids, lookups, INVALIDs, ring state; churn with id reuse, a full table, TPC-C NP).
+// Epic-CPU with device indexing and planning: the runner as a DevicePlanner equals the CPU twin
+// (tests/batch/epic/planner_compare.hpp, which CI runs with HostPlanner) and, driving an Engine,
+// the serial checker; packed and per-array transfers alternate.
 // Without a GPU every test reports itself skipped.
 #include <gtest/gtest.h>
 
@@ -10,6 +13,7 @@
 #include <random>
 
 #include "batch/epic/checker.hpp"
+#include "batch/epic/planner_compare.hpp"
 #include "batch/epic/gpu.hpp"
 #include "batch/epic/tpcc_gen.hpp"
 #include "batch/epic/workloads.hpp"
@@ -272,6 +276,7 @@ TEST(EpicGpuExec, MixEqualsSerial) {
     Batch run = pending_gpu;
     for (std::size_t t = 0; t < b.size(); ++t) run.add_from(b, t, 0);
     EpochOutput out;
+    g->set_packed_transfers(ep % 3 != 0);
     ASSERT_TRUE(g->run_epoch(db, run, &out, &err, nullptr, 1 + ep % 8)) << err;
     pending_gpu = Batch{};
     for (std::size_t t = 0; t < run.size(); ++t)
@@ -282,26 +287,94 @@ TEST(EpicGpuExec, MixEqualsSerial) {
   }
 }
 
+// Epic-CPU both ways: indexing and planning on the device (DevicePlanner, the default Epic-CPU),
+// and host indexing with device planning (gpu_planner).
 TEST(EpicGpuExec, EpicCpuMixEqualsSerial) {
   REQUIRE_GPU();
   std::string err;
-  std::shared_ptr<GpuRunner> g(make_gpu_runner(ProcSet::kMix, &err).release());
-  ASSERT_TRUE(g) << err;
-  Engine<MixProcs> e(mix_tables(), 8, gpu_planner(g));
-  SerialStore s(mix_tables());
-  load_mix(e.db(), s);
-  std::mt19937_64 rng(23);
-  Batch pending;
-  std::uint64_t tag = 0;
-  for (int ep = 0; ep < 40; ++ep) {
-    Batch b;
-    const int n = 1 + static_cast<int>(rng() % 2000);
-    for (int i = 0; i < n; ++i) mix_txn(rng, &b, tag++);
-    EpochOutput out;
-    ASSERT_TRUE(e.run_epoch(b, &out, &err)) << err;
-    ASSERT_EQ(replay_epoch<MixProcs>(s, pending, b, out), "") << "epoch " << ep;
-    ASSERT_EQ(compare_state(e.db(), s), "") << "epoch " << ep;
+  for (bool device_index : {true, false}) {
+    SCOPED_TRACE(device_index ? "device indexing" : "host indexing");
+    std::shared_ptr<GpuRunner> g(make_gpu_runner(ProcSet::kMix, &err).release());
+    ASSERT_TRUE(g) << err;
+    Engine<MixProcs> e(mix_tables(), 8, device_index ? Planner{} : gpu_planner(g));
+    if (device_index) e.set_device_planner(g);
+    SerialStore s(mix_tables());
+    load_mix(e.db(), s);
+    std::mt19937_64 rng(23);
+    Batch pending;
+    std::uint64_t tag = 0;
+    for (int ep = 0; ep < 40; ++ep) {
+      Batch b;
+      const int n = 1 + static_cast<int>(rng() % 2000);
+      for (int i = 0; i < n; ++i) mix_txn(rng, &b, tag++);
+      EpochOutput out;
+      g->set_packed_transfers(ep % 3 != 0);
+      ASSERT_TRUE(e.run_epoch(b, &out, &err)) << err;
+      ASSERT_EQ(replay_epoch<MixProcs>(s, pending, b, out), "") << "epoch " << ep;
+      ASSERT_TRUE(e.sync(&err)) << err;
+      ASSERT_EQ(compare_state(e.db(), s), "") << "epoch " << ep;
+    }
   }
+}
+
+// The device planner (GPU indexing on L-Slab, GPU planning, the plan copied back) against the CPU
+// twin on the same epochs, ids freed between epochs: Mix epochs of 1 to 20000 txns (packed and
+// per-array transfers), a table that fills up, YCSB A and F at 100K txns (θ 0 and 0.99, plain and
+// split), TPC-C NP and the full mix at 100K txns, w 1 and 4.
+TEST(EpicGpuPlan, DevicePlannerEqualsTheCpuTwin) {
+  REQUIRE_GPU();
+  std::string err;
+  auto g = make_gpu_runner(ProcSet::kMix, &err);
+  ASSERT_TRUE(g) << err;
+  auto load_keys = [](Database& db) {
+    SerialStore s(mix_tables());
+    load_mix(db, s);
+  };
+  std::mt19937_64 rng(31);
+  std::vector<Batch> epochs;
+  std::uint64_t tag = 0;
+  for (std::size_t n : {1, 2, 3, 100, 1000, 4097, 20000, 7, 15000}) {
+    epochs.emplace_back();
+    for (std::size_t t = 0; t < n; ++t) mix_txn(rng, &epochs.back(), tag++);
+  }
+  for (bool packed : {true, false}) {
+    g->set_packed_transfers(packed);
+    ASSERT_EQ(test::compare_planners(*g, mix_tables(), load_keys, epochs), "") << (packed ? "packed" : "per-array");
+  }
+  g->set_packed_transfers(true);
+  std::vector<Batch> full(2);
+  for (std::uint64_t k = 1000; k < 1280; k += 40) {
+    std::vector<Key> ws;
+    for (std::uint64_t j = k; j < k + 40; ++j) ws.push_back({2, j});
+    ASSERT_TRUE(full[k == 1000 ? 0 : 1].add(MixProcs::kRmw, {}, ws, {1, 0}));
+  }
+  ASSERT_EQ(test::compare_planners(*g, mix_tables(), load_keys, full), "");
+  for (char w : {'A', 'F'})
+    for (double theta : {0.0, 0.99})
+      for (bool split : {false, true}) {
+        YcsbConfig c = YcsbConfig::workload(w, theta, split);
+        c.records = 1000000;
+        YcsbGenerator gen(c);
+        std::vector<Batch> ep(2);
+        gen.generate(100000, &ep[0], 0);
+        gen.generate(100000, &ep[1], 100000);
+        ASSERT_EQ(test::compare_planners(*g, {ycsb_table(c)}, [](Database&) {}, ep), "") << w << theta << split;
+      }
+  auto gt = make_gpu_runner(ProcSet::kTpcc, &err);
+  ASSERT_TRUE(gt) << err;
+  for (TpccMix mix : {TpccMix::kNp, TpccMix::kFull})
+    for (std::uint32_t wh : {1u, 4u}) {
+      const auto specs = tpcc_tables(wh, 250000, 250000);
+      TpccGenerator gen(wh, 7 + wh, mix);
+      ASSERT_EQ(gen.error(), "");
+      std::vector<Batch> ep(2);
+      gen.generate(100000, &ep[0], 0);
+      gen.generate(100000, &ep[1], 100000);
+      auto load = [wh](Database& db) {
+        tpcc_load(wh, [&](std::uint32_t t, std::uint64_t k, const std::uint32_t* d) { db.load(t, k, d); });
+      };
+      ASSERT_EQ(test::compare_planners(*gt, specs, load, ep), "") << "w " << wh;
+    }
 }
 
 // One runner serves every database in turn, as in the benchmark: each new database starts again at
@@ -357,7 +430,11 @@ TEST(EpicGpuExec, TpccAt100KEqualsSerial) {
     const auto specs = tpcc_tables(w, 120000, 120000);
     Database db(specs), dbh(specs);
     const bool twin_index = mix == TpccMix::kNp;
-    Engine<TpccProcs> cpu(specs, 8, gpu_planner(g));
+    // Epic-CPU indexes on its own runner: a runner holds one index at a time.
+    std::shared_ptr<GpuRunner> gc(make_gpu_runner(ProcSet::kTpcc, &err).release());
+    ASSERT_TRUE(gc) << err;
+    Engine<TpccProcs> cpu(specs, 8);
+    cpu.set_device_planner(gc);
     SerialStore s(specs);
     tpcc_load(w, [&](std::uint32_t t, std::uint64_t k, const std::uint32_t* d) {
       db.load(t, k, d);
@@ -396,6 +473,7 @@ TEST(EpicGpuExec, TpccAt100KEqualsSerial) {
       ASSERT_TRUE(gh->download(dbh, &err)) << err;
       ASSERT_EQ(index_diff(dbh, db), "") << "w " << w;
     }
+    ASSERT_TRUE(cpu.sync(&err)) << err;
     ASSERT_EQ(compare_state(cpu.db(), s2), "") << "epic-cpu w " << w;
   }
 }

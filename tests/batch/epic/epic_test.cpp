@@ -1,6 +1,8 @@
 // Epic on the CPU: the digest's 8-txn planning example, Alg. 1 cases, the serial-equivalence
 // checker over many random contended epochs (inserts, deletes with id reuse, injected aborts,
 // reruns, rule breaking) and YCSB, negative controls the checker must catch, and bad input.
+// Epic-CPU's device-planner path (index and plan apart from the tables, frees reported back) runs
+// here with HostPlanner, the CPU twin of the GPU planner, against the checker and the reference.
 #include <gtest/gtest.h>
 
 #include <random>
@@ -10,6 +12,7 @@
 #include "batch/epic/tpcc_gen.hpp"
 #include "batch/epic/workloads.hpp"
 #include "batch/epic/checker.hpp"
+#include "batch/epic/planner_compare.hpp"
 
 namespace duet::batch::epic {
 namespace {
@@ -173,9 +176,11 @@ void load_mix(Database& db, SerialStore& s) {
 
 // Runs `epochs` random epochs of 1..max_size txns through an engine and the checker. Returns the
 // first difference, or "".
-std::string run_mix(std::uint64_t seed, int epochs, int max_size, int threads, const Faults& f, std::size_t* txns = nullptr) {
+std::string run_mix(std::uint64_t seed, int epochs, int max_size, int threads, const Faults& f, std::size_t* txns = nullptr,
+                    std::shared_ptr<DevicePlanner> dev = nullptr) {
   Engine<MixProcs> e(mix_tables(), threads);
   e.faults() = f;
+  if (dev) e.set_device_planner(dev);
   // A planted bug can leave a reader waiting on a version nobody writes; on one thread any wait
   // that outlives a short watchdog is such a wait.
   if (threads == 1) e.set_watchdog_ms(50);
@@ -193,6 +198,7 @@ std::string run_mix(std::uint64_t seed, int epochs, int max_size, int threads, c
     if (!e.run_epoch(b, &out, &err)) return "run_epoch: " + err;
     if (txns) *txns += out.tag.size();
     std::string d = replay_epoch<MixProcs>(s, pending, b, out);
+    if (d.empty() && !e.sync(&err)) d = "sync: " + err;
     if (d.empty()) d = compare_state(e.db(), s);
     if (!d.empty()) return "epoch " + std::to_string(ep) + ": " + d;
   }
@@ -305,9 +311,11 @@ TEST(EpicOracle, YcsbEqualsSerial) {
 // NP and the full mix against the checker (1 and 4 warehouses). Reconnaissance must predict every data-dependent key
 // (no txn reruns); every procedure commits at least once; NewOrders roll back; deliveries free
 // new-order ids, which later orders reuse.
-std::string run_tpcc(std::uint32_t warehouses, TpccMix mix, int epochs, int max_size, int threads) {
+std::string run_tpcc(std::uint32_t warehouses, TpccMix mix, int epochs, int max_size, int threads,
+                     std::shared_ptr<DevicePlanner> dev = nullptr) {
   const auto specs = tpcc_tables(warehouses, 40000, 40000);
   Engine<TpccProcs> e(specs, threads);
+  if (dev) e.set_device_planner(dev);
   SerialStore s(specs);
   tpcc_load(warehouses, [&](std::uint32_t t, std::uint64_t k, const std::uint32_t* d) {
     e.db().load(t, k, d);
@@ -338,7 +346,10 @@ std::string run_tpcc(std::uint32_t warehouses, TpccMix mix, int epochs, int max_
       if (o == kCommitted && b.proc[t] == TpccProcs::kStockLevelProc) low_stock += out.results.out[t * kMaxOut + 1];
     }
     std::string d = replay_epoch<TpccProcs>(s, pending, b, out);
-    if (d.empty() && (ep % 5 == 4 || ep + 1 == epochs)) d = compare_state(e.db(), s);
+    if (d.empty() && (ep % 5 == 4 || ep + 1 == epochs)) {
+      if (!e.sync(&err)) return "sync: " + err;
+      d = compare_state(e.db(), s);
+    }
     if (!d.empty()) return "epoch " + std::to_string(ep) + ": " + d;
   }
   if (aborted == 0 && tag > 2000) return "no NewOrder rolled back";
@@ -356,6 +367,85 @@ TEST(EpicOracle, TpccNpEqualsSerial) {
   const int epochs = std::max(2, static_cast<int>(20 * test_scale()));
   ASSERT_EQ(run_tpcc(1, TpccMix::kNp, epochs, 2000, 4), "");
   ASSERT_EQ(run_tpcc(many_warehouses(), TpccMix::kNp, epochs, 2000, 3), "");
+}
+
+// ------------------------------------------------------------------ Epic-CPU's device-planner path
+// The engine with a DevicePlanner (HostPlanner: the CPU twin of the GPU's) indexes and plans apart
+// from its tables, executes from the planner's arrays, and hands the ids its deleted-bit scan
+// frees back to the planner; the results and, after sync(), the tables and index equal serial.
+TEST(EpicDevicePlanner, EngineEqualsSerial) {
+  const int epochs = std::max(4, static_cast<int>(25 * test_scale()));
+  for (int threads : {1, 4})
+    ASSERT_EQ(run_mix(11, epochs, 2000, threads, {}, nullptr, std::make_shared<HostPlanner>(threads)), "")
+        << "threads " << threads;
+  ASSERT_EQ(run_tpcc(1, TpccMix::kFull, std::max(2, static_cast<int>(6 * test_scale())), 2000, 3,
+                     std::make_shared<HostPlanner>(2)),
+            "");
+}
+
+// The plan comparison the GPU test runs (tests/batch/epic/planner_compare.hpp), here with the CPU
+// twin as the planner: equal plans and, after frees between epochs, equal indexes. A planner that
+// plants a bug (an inclusive scan) is caught.
+class PlantedPlanner final : public DevicePlanner {
+ public:
+  bool attach(const Database& db, std::string* err) override { return inner_.attach(db, err); }
+  bool index_and_plan(const Database& db, const Batch& b, DevicePlan* out, std::string* err) override {
+    if (!inner_.index_and_plan(db, b, out, err)) return false;
+    // Re-plan the same ids with the planted fault: rebuild the global ids from the planner's ids.
+    const std::size_t m = b.keys.size();
+    std::vector<std::uint32_t> global(m);
+    for (std::size_t i = 0; i < m; ++i)
+      global[i] = out->rid[i] == kInvalid ? kInvalid : db.table(out->table[i]).base + out->rid[i];
+    Faults f;
+    f.inclusive_scan = true;
+    plan_cpu(b, global, &plan_, f);
+    out->loc = plan_.loc.data(), out->copy = plan_.copy.data(), out->temp_count = plan_.temp_count;
+    return true;
+  }
+  bool release(const Database& db, const std::vector<std::vector<std::uint32_t>>& f, std::string* err) override {
+    return inner_.release(db, f, err);
+  }
+  bool sync(Database& db, std::string* err) override { return inner_.sync(db, err); }
+
+ private:
+  HostPlanner inner_;
+  Plan plan_;
+};
+
+std::vector<Batch> mix_epochs(std::uint64_t seed, int epochs, int max_size) {
+  MixGen g(seed);
+  std::vector<Batch> out(epochs);
+  std::uint64_t tag = 0;
+  for (auto& b : out) {
+    const int n = 1 + static_cast<int>(g.rng() % max_size);
+    for (int i = 0; i < n; ++i) g.txn(&b, tag++);
+  }
+  return out;
+}
+
+void load_mix_keys(Database& db) {
+  SerialStore s(mix_tables());
+  load_mix(db, s);
+}
+
+TEST(EpicDevicePlanner, HostPlannerEqualsTheReference) {
+  const auto epochs = mix_epochs(12, std::max(4, static_cast<int>(20 * test_scale())), 3000);
+  for (int threads : {1, 3}) {
+    HostPlanner h(threads);
+    ASSERT_EQ(test::compare_planners(h, mix_tables(), load_mix_keys, epochs), "") << "threads " << threads;
+  }
+  // A table that fills up: both refuse the same epoch with the same message, nothing inserted.
+  // 150 of the indexed table's 400 ids are in use after the load; 40 more, then 240 more.
+  std::vector<Batch> full(2);
+  for (std::uint64_t k = 1000; k < 1280; k += 40) {
+    std::vector<Key> ws;
+    for (std::uint64_t j = k; j < k + 40; ++j) ws.push_back({2, j});
+    ASSERT_TRUE(full[k == 1000 ? 0 : 1].add(MixProcs::kRmw, {}, ws, {1, 0}));
+  }
+  HostPlanner h;
+  ASSERT_EQ(test::compare_planners(h, mix_tables(), load_mix_keys, full), "");
+  PlantedPlanner planted;
+  EXPECT_NE(test::compare_planners(planted, mix_tables(), load_mix_keys, epochs), "");
 }
 
 TEST(EpicOracle, TpccFullMixEqualsSerial) {
