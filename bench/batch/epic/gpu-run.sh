@@ -10,6 +10,10 @@
 #   7. (step "aborts") ten read-updates per txn, θ 0.8, injected aborts 0-50%: serial, epic-cpu, epic-gpu
 #   8. (step "index") GPU indexing (epic-gpu) against host indexing (epic-gpu-hostidx) on the same
 #      epochs: YCSB-A θ 0 plain, TPC-C NP at 1 and 64 warehouses
+#   9. (step "cpuplan") Epic-CPU with GPU indexing and planning (epic-cpu) against Epic-CPU with host
+#      indexing and GPU planning (epic-cpu-hostidx) and with host indexing and planning (epic-twin),
+#      and GPU epochs with packed transfers (epic-gpu) against per-array ones (epic-gpu-perarray):
+#      YCSB-A θ 0 and 0.99 plain, TPC-C NP at 1 and 64 warehouses
 # GTEST_FILTER, if set, narrows step 1.
 # epic-twin (the CPU planning twin, the CI path) is left out here to keep the run short.
 # STEPS (default "tests ycsb np backoff"; also "full", "sweep" and "aborts") picks steps.
@@ -26,7 +30,7 @@ SECONDS=0
 STEPS=${STEPS:-tests ycsb np backoff}
 step() { [[ " $STEPS " == *" $1 "* ]]; }
 if step tests; then
-  timeout 120 "$P/duet_epic_gpu_tests" > "$OUT/epic_gpu_tests.log" 2>&1; echo "gpu tests rc=$? (${SECONDS}s)" | tee -a "$L"
+  timeout ${TESTS_TIMEOUT:-120} "$P/duet_epic_gpu_tests" ${GTEST_FILTER:+--gtest_filter="$GTEST_FILTER"} > "$OUT/epic_gpu_tests.log" 2>&1; echo "gpu tests rc=$? (${SECONDS}s)" | tee -a "$L"
   grep -E '^\[ *(OK|FAILED|SKIPPED|PASSED) ' "$OUT/epic_gpu_tests.log"; grep -B2 -A6 Failure "$OUT/epic_gpu_tests.log" | head -40
 fi
 B="$P/duet_bench_epic --epoch 100000 --epochs 6 --threads 16"
@@ -38,6 +42,10 @@ run() {  # name, timeout, args...
 step index && run epic-index-ycsb-a-h100 60 --records 1000000 --workloads A --thetas 0 --split 0 --systems epic-gpu,epic-gpu-hostidx
 step index && run epic-index-np-w1-h100 60 --np 1 --systems epic-gpu,epic-gpu-hostidx
 step index && run epic-index-np-w64-h100 60 --np 64 --systems epic-gpu,epic-gpu-hostidx
+CP="--systems epic-twin,epic-cpu,epic-cpu-hostidx,epic-gpu,epic-gpu-perarray"
+step cpuplan && run epic-cpuplan-ycsb-a-h100 ${T_YCSB:-70} --records 1000000 --workloads A --thetas 0,0.99 --split 0 $CP
+step cpuplan && run epic-cpuplan-np-w1-h100 ${T_NP1:-50} --np 1 $CP
+step cpuplan && run epic-cpuplan-np-w64-h100 ${T_NP64:-50} --np 64 $CP
 step ycsb && run epic-ycsb-h100 260 --records 1000000 --systems serial,epic-cpu,epic-gpu,epic-gpu-hostidx
 step np && run epic-np-w1-h100 60 --np 1 --systems serial,epic-cpu,epic-gpu,epic-gpu-hostidx
 step np && run epic-np-w64-h100 80 --np 64 --systems serial,epic-cpu,epic-gpu,epic-gpu-hostidx

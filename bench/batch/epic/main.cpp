@@ -1,9 +1,12 @@
 // duet_bench_epic: Epic on YCSB A/B/C/F (plain and field-split, Zipf θ), against the serial executor
 // on identical pre-generated epochs. Systems: serial (one thread, single-version tables),
-// epic-twin (CPU planning twin + CPU threads: the CI path), epic-cpu (GPU planning, plans copied to
-// the host, CPU threads: Epic-CPU), epic-gpu (indexing on L-Slab, planning and execution on the
-// GPU) and epic-gpu-hostidx (the same with indexing on the host, for comparison). Per epoch it times
-// indexing, transfers, planning, execution and GC; throughput is reported two ways:
+// epic-twin (Epic-CPU with host indexing and planning, the CPU twin: the CI path), epic-cpu
+// (Epic-CPU: indexing on L-Slab and planning on the GPU, plans copied to the host, CPU threads),
+// epic-cpu-hostidx (host indexing, GPU planning, CPU threads: the earlier Epic-CPU), epic-gpu
+// (indexing on L-Slab, planning and execution on the GPU; packed transfers), epic-gpu-perarray
+// (the same with a pageable copy per array and 16-byte keys: the transfers before packing) and
+// epic-gpu-hostidx (GPU epochs indexed on the host). Per epoch it times indexing, transfers,
+// planning, execution and GC; throughput is reported two ways:
 //   formula_ops_per_s  txns / (index + transfers + planning + execution), the artifact's formula
 //   wall_ops_per_s     txns / the epoch's whole wall time (adds GC and host bookkeeping)
 // as the median over epochs 2..N with min and max. JSON goes to bench/results/epic/.
@@ -37,7 +40,8 @@ struct Config {
   std::vector<double> thetas{0.0, 0.99};
   std::vector<int> splits{0, 1};
   /// epic-gpu indexes on the GPU (L-Slab); epic-gpu-hostidx is the same GPU epoch with host indexing.
-  std::vector<std::string> systems{"serial", "epic-twin", "epic-cpu", "epic-gpu", "epic-gpu-hostidx"};
+  std::vector<std::string> systems{"serial", "epic-twin", "epic-cpu", "epic-cpu-hostidx", "epic-gpu", "epic-gpu-perarray",
+                                   "epic-gpu-hostidx"};
   std::string out;
   std::uint32_t np = 0;  ///< > 0: TPC-C with this many warehouses instead of YCSB
   bool full = false;     ///< TPC-C's full mix instead of NP
@@ -67,13 +71,25 @@ struct GpuSystem {
   GpuRunner* runner;
 };
 
+/// Where each system indexes, plans, executes, and how its inputs cross the bus (for the JSON).
+void describe(b::Json& r, const std::string& system) {
+  const char *index = "cpu", *plan = "cpu", *exec = "cpu", *xfer = "none";
+  if (system == "epic-cpu") index = "gpu", plan = "gpu", xfer = "packed";
+  else if (system == "epic-cpu-hostidx") plan = "gpu", xfer = "per-array";
+  else if (system == "epic-gpu") index = "gpu", plan = "gpu", exec = "gpu", xfer = "packed";
+  else if (system == "epic-gpu-perarray") index = "gpu", plan = "gpu", exec = "gpu", xfer = "per-array";
+  else if (system == "epic-gpu-hostidx") plan = "gpu", exec = "gpu", xfer = "per-array";
+  else if (system == "serial") index = "none", plan = "none";
+  r.set("indexing", index).set("planning", plan).set("execution", exec).set("transfers", xfer);
+}
+
 /// Runs `epochs` on each system present (serial execution, the CPU engines, each GPU runner over
 /// its database) and hands each system's samples to report(name, sample). False (after printing
 /// the error) when an epoch fails.
 template <class Procs, class Report>
-bool measure_systems(const std::vector<Batch>& epochs, SerialStore* serial, Engine<Procs>* twin,
-                     Engine<Procs>* epic_cpu, const std::vector<GpuSystem>& gpus, Report&& report,
-                     std::string* error) {
+bool measure_systems(const std::vector<Batch>& epochs, SerialStore* serial,
+                     const std::vector<std::pair<std::string, Engine<Procs>*>>& cpus,
+                     const std::vector<GpuSystem>& gpus, Report&& report, std::string* error) {
   if (serial) {
     Sample s;
     std::vector<std::uint32_t> outcome, out;
@@ -87,7 +103,7 @@ bool measure_systems(const std::vector<Batch>& epochs, SerialStore* serial, Engi
     }
     report("serial", s);
   }
-  for (auto* eng : {twin, epic_cpu}) {
+  for (const auto& [name, eng] : cpus) {
     if (!eng) continue;
     Sample s;
     for (auto& e : epochs) {
@@ -97,13 +113,14 @@ bool measure_systems(const std::vector<Batch>& epochs, SerialStore* serial, Engi
         return false;
       }
       const EpochStats& st = out.stats;
-      // Epic-CPU's plan time includes its H2D and D2H copies (GpuRunner::plan).
-      s.formula.push_back(st.txns / (st.index_ms + st.plan_ms + st.exec_ms) * 1e3);
+      // epic-cpu-hostidx's plan time includes its H2D and D2H copies (GpuRunner::plan); epic-cpu
+      // reports its copies apart (transfer_ms).
+      s.formula.push_back(st.txns / (st.index_ms + st.transfer_ms + st.plan_ms + st.exec_ms) * 1e3);
       s.wall.push_back(st.txns / st.total_ms * 1e3);
-      s.index.push_back(st.index_ms), s.transfer.push_back(0), s.plan.push_back(st.plan_ms);
+      s.index.push_back(st.index_ms), s.transfer.push_back(st.transfer_ms), s.plan.push_back(st.plan_ms);
       s.exec.push_back(st.exec_ms), s.gc.push_back(st.gc_ms);
     }
-    report(eng == twin ? "epic-twin" : "epic-cpu", s);
+    report(name, s);
   }
   for (const GpuSystem& g : gpus) {
     if (!g.db) continue;
@@ -165,7 +182,7 @@ int main(int argc, char** argv) {
   if (!ok || help) {
     std::cerr << (ok ? "" : error + "\n")
               << "usage: duet_bench_epic [--quick] [--records N] [--epoch N] [--epoch-sizes N,N..] [--epochs N] [--threads N]\n"
-                 "  [--workloads A,B,C,F,U (U: ten read-updates)] [--abort-rates 0,0.25] [--thetas 0,0.99] [--split 0,1] [--systems serial,epic-twin,epic-cpu,epic-gpu,epic-gpu-hostidx]\n"
+                 "  [--workloads A,B,C,F,U (U: ten read-updates)] [--abort-rates 0,0.25] [--thetas 0,0.99] [--split 0,1] [--systems serial,epic-twin,epic-cpu,epic-cpu-hostidx,epic-gpu,epic-gpu-perarray,epic-gpu-hostidx]\n"
                  "  [--out FILE] [--np WAREHOUSES: TPC-C instead of YCSB] [--mix np|full] [--gpu-backoff NS (4096)]\n";
     return ok ? 0 : 2;
   }
@@ -202,8 +219,8 @@ int main(int argc, char** argv) {
       // TPC-C NP: every system gets its own tables, loaded alike, and runs the same epochs.
       const std::uint32_t orders = static_cast<std::uint32_t>(c.epoch * c.epochs / 2 + 1000);
       const auto specs = tpcc_tables(c.np, orders, orders);
-      std::shared_ptr<GpuRunner> np_runner, np_hrunner;
-      if (gpu && (has("epic-cpu") || has("epic-gpu"))) {
+      std::shared_ptr<GpuRunner> np_runner, np_hrunner, np_crunner, np_prunner;
+      if (gpu && (has("epic-cpu-hostidx") || has("epic-gpu"))) {
         np_runner.reset(make_gpu_runner(ProcSet::kTpcc, &why).release());
         if (!np_runner) {
           std::cerr << "gpu runner: " << why << "\n";
@@ -220,22 +237,40 @@ int main(int argc, char** argv) {
         np_hrunner->set_max_backoff_ns(c.backoff_ns);
         np_hrunner->set_index_on(IndexOn::kHost);
       }
+      // Epic-CPU with device indexing and per-array GPU epochs each hold an index: own runners.
+      if (gpu && has("epic-cpu")) {
+        np_crunner.reset(make_gpu_runner(ProcSet::kTpcc, &why).release());
+        if (np_crunner) np_crunner->set_host_threads(c.threads);
+      }
+      if (gpu && has("epic-gpu-perarray")) {
+        np_prunner.reset(make_gpu_runner(ProcSet::kTpcc, &why).release());
+        if (np_prunner) np_prunner->set_max_backoff_ns(c.backoff_ns), np_prunner->set_packed_transfers(false);
+      }
       std::unique_ptr<SerialStore> serial;
-      std::unique_ptr<Engine<TpccProcs>> twin, epic_cpu;
-      std::unique_ptr<Database> gpu_db, gpu_hdb;
+      std::unique_ptr<Engine<TpccProcs>> twin, epic_cpu, epic_cpu_h;
+      std::unique_ptr<Database> gpu_db, gpu_hdb, gpu_pdb;
       if (has("serial")) serial = std::make_unique<SerialStore>(specs);
       if (has("epic-twin")) twin = std::make_unique<Engine<TpccProcs>>(specs, c.threads);
-      if (np_runner && has("epic-cpu")) epic_cpu = std::make_unique<Engine<TpccProcs>>(specs, c.threads, gpu_planner(np_runner));
+      if (np_crunner) {
+        epic_cpu = std::make_unique<Engine<TpccProcs>>(specs, c.threads);
+        epic_cpu->set_device_planner(np_crunner);
+      }
+      if (np_runner && has("epic-cpu-hostidx"))
+        epic_cpu_h = std::make_unique<Engine<TpccProcs>>(specs, c.threads, gpu_planner(np_runner));
       if (np_runner && has("epic-gpu")) gpu_db = std::make_unique<Database>(specs);
       if (np_hrunner) gpu_hdb = std::make_unique<Database>(specs);
+      if (np_prunner) gpu_pdb = std::make_unique<Database>(specs);
       tpcc_load(c.np, [&](std::uint32_t t, std::uint64_t k, const std::uint32_t* d) {
         if (serial) serial->put(t, k, d);
         if (twin) twin->db().load(t, k, d);
         if (epic_cpu) epic_cpu->db().load(t, k, d);
+        if (epic_cpu_h) epic_cpu_h->db().load(t, k, d);
         if (gpu_db) gpu_db->load(t, k, d);
         if (gpu_hdb) gpu_hdb->load(t, k, d);
+        if (gpu_pdb) gpu_pdb->load(t, k, d);
       });
-      if ((gpu_db && !np_runner->upload(*gpu_db, &error)) || (gpu_hdb && !np_hrunner->upload(*gpu_hdb, &error))) {
+      if ((gpu_db && !np_runner->upload(*gpu_db, &error)) || (gpu_hdb && !np_hrunner->upload(*gpu_hdb, &error)) ||
+          (gpu_pdb && !np_prunner->upload(*gpu_pdb, &error))) {
         std::cerr << "upload: " << error << "\n";
         return 1;
       }
@@ -265,14 +300,17 @@ int main(int argc, char** argv) {
         r.set("epoch_wall_ms_median", ws.median > 0 ? c.epoch / ws.median * 1e3 : 0.0);
         r.set("index_ms_median", med(p.index)).set("transfer_ms_median", med(p.transfer));
         r.set("plan_ms_median", med(p.plan)).set("exec_ms_median", med(p.exec)).set("gc_ms_median", med(p.gc));
-        if (system.rfind("epic-gpu", 0) == 0)
-          r.set("max_backoff_ns", c.backoff_ns).set("indexing", system == "epic-gpu" ? "gpu" : "host");
+        if (system.rfind("epic-gpu", 0) == 0) r.set("max_backoff_ns", c.backoff_ns);
+        describe(r, system);
         records.push(r);
       };
       // Reruns (a mispredicted order id) are not resubmitted here; reconnaissance over one
       // generator predicts every id, so none occur.
-      if (!measure_systems<TpccProcs>(epochs, serial.get(), twin.get(), epic_cpu.get(),
+      if (!measure_systems<TpccProcs>(epochs, serial.get(),
+                                      {{"epic-twin", twin.get()}, {"epic-cpu", epic_cpu.get()},
+                                       {"epic-cpu-hostidx", epic_cpu_h.get()}},
                                       {{"epic-gpu", gpu_db.get(), np_runner.get()},
+                                       {"epic-gpu-perarray", gpu_pdb.get(), np_prunner.get()},
                                        {"epic-gpu-hostidx", gpu_hdb.get(), np_hrunner.get()}},
                                       report, &error))
         return 1;
@@ -283,9 +321,10 @@ int main(int argc, char** argv) {
       base.records = c.records;
       const TableSpec spec = ycsb_table(base);
       // One set of tables per system for this layout; workloads run on them one after another.
-      std::unique_ptr<Database> twin_db, cpu_db, gpu_db, gpu_hdb;
+      std::unique_ptr<Database> twin_db, cpu_db, gpu_db, gpu_hdb, gpu_pdb;
       std::unique_ptr<SerialStore> serial;
-      std::unique_ptr<Engine<YcsbProcs>> twin, epic_cpu;
+      std::unique_ptr<Engine<YcsbProcs>> twin, epic_cpu, epic_cpu_h;
+      std::shared_ptr<GpuRunner> crunner, prunner;
       if (has("serial")) {
         serial = std::make_unique<SerialStore>(std::vector<TableSpec>{spec});
         Database dummy({});
@@ -295,9 +334,31 @@ int main(int argc, char** argv) {
         twin = std::make_unique<Engine<YcsbProcs>>(std::vector<TableSpec>{spec}, c.threads);
         load(twin->db(), nullptr, spec);
       }
-      if (has("epic-cpu") && runner) {
-        epic_cpu = std::make_unique<Engine<YcsbProcs>>(std::vector<TableSpec>{spec}, c.threads, gpu_planner(runner));
-        load(epic_cpu->db(), nullptr, spec);
+      if (has("epic-cpu") && gpu) {
+        crunner.reset(make_gpu_runner(ProcSet::kYcsb, &why).release());
+        if (crunner) {
+          crunner->set_host_threads(c.threads);
+          epic_cpu = std::make_unique<Engine<YcsbProcs>>(std::vector<TableSpec>{spec}, c.threads);
+          epic_cpu->set_device_planner(crunner);
+          load(epic_cpu->db(), nullptr, spec);
+        }
+      }
+      if (has("epic-cpu-hostidx") && runner) {
+        epic_cpu_h = std::make_unique<Engine<YcsbProcs>>(std::vector<TableSpec>{spec}, c.threads, gpu_planner(runner));
+        load(epic_cpu_h->db(), nullptr, spec);
+      }
+      if (has("epic-gpu-perarray") && gpu) {
+        prunner.reset(make_gpu_runner(ProcSet::kYcsb, &why).release());
+        if (prunner) {
+          prunner->set_max_backoff_ns(c.backoff_ns);
+          prunner->set_packed_transfers(false);
+          gpu_pdb = std::make_unique<Database>(std::vector<TableSpec>{spec});
+          load(*gpu_pdb, nullptr, spec);
+          if (!prunner->upload(*gpu_pdb, &error)) {
+            std::cerr << "upload: " << error << "\n";
+            return 1;
+          }
+        }
       }
       if (has("epic-gpu") && runner) {
         gpu_db = std::make_unique<Database>(std::vector<TableSpec>{spec});
@@ -343,12 +404,15 @@ int main(int argc, char** argv) {
             r.set("epoch_wall_ms_median", ws.median > 0 ? c.epoch / ws.median * 1e3 : 0.0);
             r.set("index_ms_median", med(s.index)).set("transfer_ms_median", med(s.transfer));
             r.set("plan_ms_median", med(s.plan)).set("exec_ms_median", med(s.exec)).set("gc_ms_median", med(s.gc));
-            if (system.rfind("epic-gpu", 0) == 0)
-              r.set("max_backoff_ns", c.backoff_ns).set("indexing", system == "epic-gpu" ? "gpu" : "host");
+            if (system.rfind("epic-gpu", 0) == 0) r.set("max_backoff_ns", c.backoff_ns);
+            describe(r, system);
             records.push(r);
           };
-          if (!measure_systems<YcsbProcs>(epochs, serial.get(), twin.get(), epic_cpu.get(),
+          if (!measure_systems<YcsbProcs>(epochs, serial.get(),
+                                          {{"epic-twin", twin.get()}, {"epic-cpu", epic_cpu.get()},
+                                           {"epic-cpu-hostidx", epic_cpu_h.get()}},
                                           {{"epic-gpu", gpu_db.get(), runner.get()},
+                                           {"epic-gpu-perarray", gpu_pdb.get(), prunner.get()},
                                            {"epic-gpu-hostidx", gpu_hdb.get(), hrunner.get()}},
                                           report, &error))
             return 1;
