@@ -6,7 +6,10 @@
 #include <algorithm>
 #include <chrono>
 #include <cstring>
+#include <cstdlib>
 #include <new>
+
+#include <sys/mman.h>
 
 #include "sched/thread_pool.hpp"
 
@@ -183,14 +186,35 @@ std::uint64_t point_hash(std::string_view key) {
 /// index is destroyed (a reader may still be probing one), at most as much again as the
 /// current table.
 struct Index::PointMap {
-  struct Slot {
+  /// 32 bytes, so that a slot never straddles two cache lines.
+  struct alignas(32) Slot {
     std::atomic<std::uint64_t> key{0};  ///< hash + 1; 0: empty
     std::atomic<Entry*> entry{nullptr};
+    /// The newest version of `entry` as its last committer left it: a prefetch hint only,
+    /// never dereferenced. A reader starts loading it together with the entry, so reading
+    /// the newest version costs the slot's miss and one more (entry and version in parallel),
+    /// not three dependent misses. Stale after a table growth or for chained entries; the
+    /// reader trusts only the entry's own head.
+    std::atomic<Version*> head{nullptr};
   };
+  /// A power-of-two array of slots. Tables of 2 MiB and more are 2 MiB aligned and asked to
+  /// be backed by huge pages: a probe of a large table is a random access, and with 4 KiB
+  /// pages each one also missed the TLB.
   struct Table {
     std::uint64_t mask;
-    std::unique_ptr<Slot[]> slots;
-    explicit Table(std::uint64_t cap) : mask(cap - 1), slots(new Slot[cap]) {}
+    Slot* slots;
+    explicit Table(std::uint64_t cap) : mask(cap - 1) {
+      constexpr std::size_t kHuge = std::size_t{2} << 20;
+      const std::size_t bytes = cap * sizeof(Slot);
+      void* p = bytes >= kHuge ? std::aligned_alloc(kHuge, bytes) : std::aligned_alloc(alignof(Slot), bytes);
+      if (p == nullptr) throw std::bad_alloc();
+      if (bytes >= kHuge) (void)madvise(p, bytes, MADV_HUGEPAGE);
+      slots = static_cast<Slot*>(p);
+      for (std::uint64_t i = 0; i < cap; ++i) new (&slots[i]) Slot();
+    }
+    ~Table() { std::free(slots); }
+    Table(const Table&) = delete;
+    Table& operator=(const Table&) = delete;
   };
   std::atomic<Table*> cur{nullptr};
   std::vector<std::unique_ptr<Table>> tables;  ///< every table made (under resize)
@@ -202,17 +226,19 @@ struct Index::PointMap {
     cur.store(tables.back().get(), std::memory_order_release);
   }
 
-  Entry* find(std::uint64_t h) const {
+  /// The slot of hash h, or null.
+  Slot* find(std::uint64_t h) const {
     const Table* t = cur.load(std::memory_order_acquire);
     for (std::uint64_t i = h & t->mask;; i = (i + 1) & t->mask) {
       const std::uint64_t k = t->slots[i].key.load(std::memory_order_acquire);
       if (k == 0) return nullptr;
-      if (k == h + 1) return t->slots[i].entry.load(std::memory_order_acquire);
+      if (k == h + 1) return &t->slots[i];
     }
   }
 
-  /// Publishes e under h; false when h already has an entry (*first is set to it).
-  bool insert(std::uint64_t h, Entry* e, Entry** first) {
+  /// Publishes e under h; false when h already has an entry (*first is set to it). *slot is
+  /// set to the slot that holds h.
+  bool insert(std::uint64_t h, Entry* e, Entry** first, Slot** slot) {
     for (;;) {
       {
         std::shared_lock<std::shared_mutex> lk(resize);
@@ -223,12 +249,14 @@ struct Index::PointMap {
             if (k == 0 && t->slots[i].key.compare_exchange_strong(k, h + 1, std::memory_order_acq_rel)) {
               t->slots[i].entry.store(e, std::memory_order_release);
               used.fetch_add(1, std::memory_order_relaxed);
+              *slot = &t->slots[i];
               return true;
             }
             if (k == h + 1) {  // another key with this hash: wait for its entry's publication
               Entry* f;
               while ((f = t->slots[i].entry.load(std::memory_order_acquire)) == nullptr) _mm_pause();
               *first = f;
+              *slot = &t->slots[i];
               return false;
             }
           }
@@ -250,24 +278,36 @@ struct Index::PointMap {
       while (n->slots[j].key.load(std::memory_order_relaxed) != 0) j = (j + 1) & n->mask;
       n->slots[j].key.store(k, std::memory_order_relaxed);
       n->slots[j].entry.store(t->slots[i].entry.load(std::memory_order_relaxed), std::memory_order_relaxed);
+      n->slots[j].head.store(t->slots[i].head.load(std::memory_order_relaxed), std::memory_order_relaxed);
     }
     cur.store(n.get(), std::memory_order_release);
     tables.push_back(std::move(n));
   }
 };
 
-Entry* Index::find_hashed(std::string_view key, std::uint64_t h) {
-  for (Entry* e = points_->find(h); e != nullptr; e = e->hash_next.load(std::memory_order_acquire))
-    if (e->key() == key) return e;
+Entry* Index::find_hashed(std::string_view key, std::uint64_t h, std::atomic<Version*>** head_hint) {
+  PointMap::Slot* s = points_->find(h);
+  if (s == nullptr) return nullptr;
+  Entry* first = s->entry.load(std::memory_order_acquire);
+  // Start the newest version's miss now, beside the entry's (the key compare below).
+  __builtin_prefetch(s->head.load(std::memory_order_relaxed));
+  for (Entry* e = first; e != nullptr; e = e->hash_next.load(std::memory_order_acquire))
+    if (e->key() == key) {
+      if (head_hint) *head_hint = e == first ? &s->head : nullptr;
+      return e;
+    }
   return nullptr;
 }
 
-Entry* Index::find(std::string_view key) { return find_hashed(key, point_hash(key)); }
+Entry* Index::find(std::string_view key) { return find_hashed(key, point_hash(key), nullptr); }
 
-Entry* Index::find_or_insert(std::string_view key, bool* created) {
+Entry* Index::find_or_insert(std::string_view key, bool* created, std::atomic<Version*>** head_hint) {
   *created = false;
+  std::atomic<Version*>* hint_dummy = nullptr;
+  if (head_hint == nullptr) head_hint = &hint_dummy;
+  *head_hint = nullptr;
   const std::uint64_t h = point_hash(key);
-  if (Entry* e = find_hashed(key, h)) return e;
+  if (Entry* e = find_hashed(key, h, head_hint)) return e;
   Bucket* b = bucket_or_insert(prefix_of(key));
   {
     std::shared_lock<std::shared_mutex> lk(b->m);
@@ -282,7 +322,10 @@ Entry* Index::find_or_insert(std::string_view key, bool* created) {
   b->only.store(b->keys.size() == 1 ? e : nullptr, std::memory_order_release);
   *created = true;
   // Publish in the point index (still under the bucket's lock, so a key is published once).
-  if (Entry* tail = nullptr; !points_->insert(h, e, &tail)) {  // another key with this hash: chain e
+  PointMap::Slot* slot = nullptr;
+  if (Entry* tail = nullptr; points_->insert(h, e, &tail, &slot)) {
+    *head_hint = &slot->head;
+  } else {  // another key with this hash: chain e (its versions get no hint)
     for (;;) {
       Entry* expect = nullptr;
       if (tail->hash_next.compare_exchange_strong(expect, e, std::memory_order_acq_rel)) break;
@@ -393,6 +436,8 @@ void Index::entries_from(std::uint64_t pos, std::size_t count, std::vector<Entry
 // ---------------------------------------------------------------- Core
 
 Core::Core(const TxnConfig& c) : cfg(c), slots(new Slot[c.max_transactions]) {
+  const bool exact = cfg.max_obsolete_versions != 0 || cfg.memory_budget_bytes != 0;
+  flush_every = exact ? 1 : std::clamp<std::uint64_t>(cfg.gc_watermark / 64, 1, 256);
   if (cfg.background_gc) collector = std::thread([this] { run_collector(); });
 }
 
@@ -428,6 +473,34 @@ Status Core::claim(unsigned* slot, std::uint64_t* start) {
   }
   return Status::ResourceExhausted("too many open transactions (max_transactions = " +
                                    std::to_string(cfg.max_transactions) + ")");
+}
+
+std::int64_t Core::add_pending(unsigned slot, std::uint64_t obsoleted, std::uint64_t bytes_added) {
+  Slot& s = slots[slot];
+  const std::uint64_t o = s.pending_obsolete.load(std::memory_order_relaxed) + obsoleted;
+  const std::uint64_t b = s.pending_bytes.load(std::memory_order_relaxed) + bytes_added;
+  if (flush_every > 1 && o < flush_every && b < (std::uint64_t{1} << 20)) {
+    s.pending_obsolete.store(o, std::memory_order_relaxed);
+    s.pending_bytes.store(b, std::memory_order_relaxed);
+    return -1;
+  }
+  s.pending_obsolete.store(0, std::memory_order_relaxed);
+  s.pending_bytes.store(0, std::memory_order_relaxed);
+  if (b) bytes.fetch_add(b, std::memory_order_relaxed);
+  if (o == 0) return -1;
+  return static_cast<std::int64_t>(obsolete.fetch_add(o, std::memory_order_relaxed) + o);
+}
+
+std::uint64_t Core::obsolete_total() const {
+  std::uint64_t t = obsolete.load(std::memory_order_relaxed);
+  for (unsigned i = 0; i < cfg.max_transactions; ++i) t += slots[i].pending_obsolete.load(std::memory_order_relaxed);
+  return t;
+}
+
+std::uint64_t Core::bytes_total() const {
+  std::uint64_t t = bytes.load(std::memory_order_relaxed);
+  for (unsigned i = 0; i < cfg.max_transactions; ++i) t += slots[i].pending_bytes.load(std::memory_order_relaxed);
+  return t;
 }
 
 void Core::release(unsigned slot) {
@@ -552,7 +625,7 @@ void Core::run_collector() {
     if (stop) break;
     gc_requested.store(false);
     lk.unlock();
-    if (obsolete.load() > 0) collect();
+    if (obsolete_total() > 0) collect();
     lk.lock();
   }
 }

@@ -77,6 +77,10 @@ struct alignas(kLine) Slot {
   std::atomic<std::uint32_t> state{0};  ///< 0 idle, 1 in a call, 2 doomed (snapshot too old)
   std::atomic<std::uint64_t> commit{0};
   std::uint64_t begin_ns = 0;
+  /// Obsolete versions and bytes added by this slot's commits and not yet folded into
+  /// Core::obsolete / Core::bytes (written only by the slot's holder; Core::flush_pending).
+  /// Batching them keeps every commit off two lines that all committers would otherwise write.
+  std::atomic<std::uint64_t> pending_obsolete{0}, pending_bytes{0};
 };
 
 /// The 8-byte order-preserving prefix of a key: its first 8 bytes big-endian, zero padded.
@@ -96,8 +100,11 @@ class Index {
   ~Index();
   /// The entry of `key`, or null.
   Entry* find(std::string_view key);
-  /// The entry of `key`, created (with no version) when missing.
-  Entry* find_or_insert(std::string_view key, bool* created);
+  /// The entry of `key`, created (with no version) when missing. *head_hint (when given) is
+  /// set to the point map's prefetch hint for the entry's newest version, or null when the
+  /// entry has none (it is chained behind another key of the same hash); a committer stores
+  /// each version it installs there. The hint is never read as data.
+  Entry* find_or_insert(std::string_view key, bool* created, std::atomic<Version*>** head_hint = nullptr);
   /// Appends the entries with keys in `r` in key order, stopping after `max` (0: all);
   /// *truncated says whether more entries exist in range after the last one appended.
   void collect_range(const TxnRange& r, std::size_t max, std::vector<Entry*>* out, bool* truncated);
@@ -123,7 +130,7 @@ class Index {
   Bucket* bucket_of(std::uint64_t prefix);
   Bucket* bucket_or_insert(std::uint64_t prefix);
 
-  Entry* find_hashed(std::string_view key, std::uint64_t h);
+  Entry* find_hashed(std::string_view key, std::uint64_t h, std::atomic<Version*>** head_hint);
 
   std::unique_ptr<lit::Map> map_;
   std::unique_ptr<PointMap> points_;
@@ -145,10 +152,20 @@ struct Core {
   std::atomic<std::uint64_t> gts{0};  ///< the timestamp source: one atomic counter
   std::unique_ptr<Slot[]> slots;
   // Counters. Those every commit adds to are striped by thread (a shared line would be written
-  // by every committer); `obsolete` and `bytes` are read on the commit path (collection
-  // watermark, memory budget), so they stay single atomics, written once per commit.
+  // by every committer). `obsolete` and `bytes` are read on the commit path (collection
+  // watermark, memory budget): a commit adds to its slot's pending counts and folds them into
+  // these single atomics every `flush_every` obsolete versions (or 1 MiB), or at once when a
+  // version budget or memory budget needs the exact figure. The collector subtracts from them
+  // directly, so either may run below the true count (modulo 2^64) by what slots hold pending;
+  // obsolete_total() and bytes_total() add the slots back.
   mem::StripedCounter present_keys, versions, commits, conflicts, read_only;
   std::atomic<std::uint64_t> obsolete{0}, bytes{0};
+  std::uint64_t flush_every = 1;  ///< set from cfg: 1 when exact figures are needed
+  /// Adds obsolete versions and bytes from a commit of `slot`; returns the global obsolete
+  /// count after a fold (as a signed value), or -1 when the counts stayed pending.
+  std::int64_t add_pending(unsigned slot, std::uint64_t obsoleted, std::uint64_t bytes_added);
+  std::uint64_t obsolete_total() const;
+  std::uint64_t bytes_total() const;
   std::atomic<std::uint64_t> too_old{0}, collections{0}, reclaimed{0};
 
   // Collector.

@@ -481,6 +481,7 @@ Status Txn::commit(CommitResult* r) {
     Entry* e;
     Version* v;
     std::uint64_t bound;
+    std::atomic<Version*>* hint;  ///< the point map's prefetch hint for e's newest version
   };
   thread_local std::vector<Item> ws;
   ws.clear();
@@ -501,7 +502,7 @@ Status Txn::commit(CommitResult* r) {
     while (w != writes_.end() || a != watches_.end()) {
       const bool take_w = a == watches_.end() || (w != writes_.end() && w->first <= a->first);
       const bool take_a = w == writes_.end() || (a != watches_.end() && a->first <= w->first);
-      Item it{take_w ? std::string_view(w->first) : std::string_view(a->first), nullptr, nullptr, start_};
+      Item it{take_w ? std::string_view(w->first) : std::string_view(a->first), nullptr, nullptr, start_, nullptr};
       if (take_a) it.bound = std::min(it.bound, a->second);
       if (take_w) {
         const auto& v = w->second;
@@ -536,7 +537,7 @@ Status Txn::commit(CommitResult* r) {
   for (std::size_t i = 0; i < ws.size(); ++i) {
     Item& it = ws[i];
     bool created = false;
-    Entry* e = c.index.find_or_insert(it.key, &created);
+    Entry* e = c.index.find_or_insert(it.key, &created, &it.hint);
     if (created) created_bytes += sizeof(Entry) + it.key.size();
     for (unsigned spins = 0;; ++spins) {
       std::uint64_t expect = 0;
@@ -608,6 +609,7 @@ Status Txn::commit(CommitResult* r) {
       e->head.store(v, std::memory_order_release);
       e->lock.store(0, std::memory_order_seq_cst);
     }
+    if (ws[j].hint != nullptr) ws[j].hint->store(v, std::memory_order_relaxed);
     if (f.hook) f.hook("installed", e->key());
     present_delta += (v->tombstone ? 0 : 1) - ((old != nullptr && !old->tombstone) ? 1 : 0);
     ++added;
@@ -619,15 +621,13 @@ Status Txn::commit(CommitResult* r) {
   }
   me.commit.store(0, std::memory_order_relaxed);
   c.versions.add(static_cast<std::int64_t>(added));
-  c.bytes.fetch_add(bytes + created_bytes, std::memory_order_relaxed);
   if (present_delta != 0) c.present_keys.add(present_delta);
-  const std::uint64_t obs =
-      obsoleted ? c.obsolete.fetch_add(obsoleted, std::memory_order_relaxed) + obsoleted : 0;
+  const std::int64_t obs = c.add_pending(slot_, obsoleted, bytes + created_bytes);
   c.commits.add(1);
   r->commit_ts = t;
   leave();
   end();
-  if (obs >= c.cfg.gc_watermark) c.request_gc();
+  if (obs >= static_cast<std::int64_t>(c.cfg.gc_watermark)) c.request_gc();
   return Status::Ok();
 }
 
@@ -685,10 +685,10 @@ class TxnSpaceImpl final : public TxnSpace {
     s.read_only = static_cast<std::uint64_t>(c.read_only.sum());
     s.keys = c.index.entry_count();
     s.versions = static_cast<std::uint64_t>(c.versions.sum());
-    s.obsolete_versions = c.obsolete.load();
+    s.obsolete_versions = c.obsolete_total();
     s.collections = c.collections.load();
     s.reclaimed = c.reclaimed.load();
-    s.bytes = c.bytes.load();
+    s.bytes = c.bytes_total();
     s.ts = c.gts.load();
     return s;
   }
