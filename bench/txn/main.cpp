@@ -233,6 +233,9 @@ struct Options {
   bool quick = false;
   std::uint64_t seed = 42;
   double reader_seconds = 10;
+  // YCSB-T's grid (empty: every value); --ops, --reads, --dists, --key-bytes pick a subset.
+  std::vector<unsigned> ops, key_bytes;
+  std::vector<double> reads, thetas;
 };
 
 std::string key_of(std::uint64_t id, unsigned bytes) {
@@ -369,10 +372,15 @@ struct Report {
 
 void ycsbt(const Options& o, Report& rep) {
   const std::string value(100, 'v');
-  const std::vector<unsigned> opss = o.quick ? std::vector<unsigned>{4} : std::vector<unsigned>{4, 16};
-  const std::vector<double> reads = o.quick ? std::vector<double>{0.5} : std::vector<double>{0.5, 0.95};
-  const std::vector<double> thetas = o.quick ? std::vector<double>{0} : std::vector<double>{0, 0.99};
-  const std::vector<unsigned> kbs = o.quick ? std::vector<unsigned>{8} : std::vector<unsigned>{8, 24};
+  std::vector<unsigned> opss = o.quick ? std::vector<unsigned>{4} : std::vector<unsigned>{4, 16};
+  std::vector<double> reads = o.quick ? std::vector<double>{0.5} : std::vector<double>{0.5, 0.95};
+  std::vector<double> thetas = o.quick ? std::vector<double>{0} : std::vector<double>{0, 0.99};
+  std::vector<unsigned> kbs = o.quick ? std::vector<unsigned>{8} : std::vector<unsigned>{8, 24};
+  auto pick = [](auto grid, const auto& want) { return want.empty() ? grid : want; };
+  opss = pick(opss, o.ops);
+  reads = pick(reads, o.reads);
+  thetas = pick(thetas, o.thetas);
+  kbs = pick(kbs, o.key_bytes);
   for (unsigned kb : kbs) {
     std::vector<std::unique_ptr<System>> systems;
     for (auto& n : o.systems)
@@ -739,6 +747,28 @@ int main(int argc, char** argv) {
       char* end = nullptr;
       o.reader_seconds = std::strtod(v.c_str(), &end);
       if (end == v.c_str() || *end != '\0' || !(o.reader_seconds > 0)) return err = "bad --reader-seconds", false;
+    } else if (f == "--ops" || f == "--key-bytes") {
+      auto& dst = f == "--ops" ? o.ops : o.key_bytes;
+      dst.clear();
+      for (auto& t : split_list(v)) {
+        auto x = parse_count(t);
+        if (!x || *x == 0 || *x > 4096) return err = "bad " + f, false;
+        dst.push_back(static_cast<unsigned>(*x));
+      }
+    } else if (f == "--reads") {  // percentages
+      o.reads.clear();
+      for (auto& t : split_list(v)) {
+        auto x = parse_count(t);
+        if (!x || *x > 100) return err = "bad --reads", false;
+        o.reads.push_back(static_cast<double>(*x) / 100);
+      }
+    } else if (f == "--dists") {  // uniform, zipf (0.99)
+      o.thetas.clear();
+      for (auto& t : split_list(v)) {
+        if (t == "uniform") o.thetas.push_back(0);
+        else if (t == "zipf") o.thetas.push_back(0.99);
+        else return err = "bad --dists (uniform, zipf)", false;
+      }
     } else if (f == "--systems") {
       o.systems = split_list(v);
     } else if (f == "--out") {
@@ -753,7 +783,8 @@ int main(int argc, char** argv) {
     std::printf(
         "duet_bench_txn [--quick] [--keys N] [--threads 1,2,..] [--txns N per thread per set] [--sets N]\n"
         "               [--experiments ycsbt,smallbank,snapshot,commit,longreader] [--reader-seconds S]\n"
-        "               [--systems duet,rocksdb-pessimistic,rocksdb-optimistic] [--out DIR]\n");
+        "               [--systems duet,rocksdb-pessimistic,rocksdb-optimistic] [--out DIR]\n"
+        "               [--ops 4,16] [--reads 50,95] [--dists uniform,zipf] [--key-bytes 8,24]\n");
     return ok ? 0 : 2;
   }
   if (o.quick) {
@@ -771,6 +802,10 @@ int main(int argc, char** argv) {
   config.set("experiments", Json::array_of(o.experiments)).set("systems", Json::array_of(o.systems));
   config.set("quick", o.quick).set("seed", static_cast<unsigned long long>(o.seed));
   config.set("value_bytes", 100).set("reader_seconds", o.reader_seconds);
+  if (!o.ops.empty()) config.set("ycsbt_ops", Json::array_of(o.ops));
+  if (!o.key_bytes.empty()) config.set("ycsbt_key_bytes", Json::array_of(o.key_bytes));
+  if (!o.reads.empty()) config.set("ycsbt_reads", Json::array_of(o.reads));
+  if (!o.thetas.empty()) config.set("ycsbt_thetas", Json::array_of(o.thetas));
   config.set("rocksdb", "7.8 (Debian librocksdb-dev), memtable only (8 GiB write buffer, no flush, no compaction), "
                         "WAL off (disableWAL), set_snapshot=true; pessimistic: lock_timeout 10 ms, deadlock detection");
   config.set("retries", "a transaction that aborts is retried until it commits; latency covers its retries");
