@@ -1,7 +1,9 @@
 // The coalesced lazy list (dissertation 5.4, Alg. 16-19), written once for both processors.
 //
-// A node is a lock word and one c-object of W = round_up(K + 2, G) words:
+// A node is one c-object of W = round_up(K + 2, G) words:
 //   [ K keys, sorted, packed from slot 0 | presence bitset (bit i: slot i holds a key) | next ]
+// and, elementwise, a lock word beside it; fully atomic nodes (K <= 30) keep their lock and
+// version in the bitset word (FoldedMeta), so K = 14 on 16 words is one 128 B node.
 // The next word is a node address whose low bit is the DELETED mark. Keys of a node are all
 // smaller than the keys of its successor. A sentinel head node holds no keys and is never
 // removed. No key value is reserved: presence is the bitset's.
@@ -64,19 +66,49 @@ struct ListShape {
   static constexpr ElementMask kKeyMask = prefix_mask(K);
 };
 
-/// A list node: a lock word (outside the c-object) and the keys c-object.
+/// The meta word of a fully atomic list node (K <= 30), which holds the node's presence bitset,
+/// its lock and its version, so the node is its c-object alone (K = 14 on 16 words: 128 B, one
+/// cache line pair on a CPU, one 128 B line on a GPU):
+///   bits 0..K-1: presence (slot i holds a key);  bit 30: the lock (an updater holds it from
+///   validation to release; readers ignore it);  bits 31..63: the version, odd while a set is
+///   being written (readers retry), advanced by two per set.
+/// Only the lock holder (or the builder of a node not yet published) stores the word; other
+/// updaters only try a CAS that sets the lock bit.
+struct FoldedMeta {
+  static constexpr std::uint64_t kLock = std::uint64_t(1) << 30;
+  static constexpr std::uint64_t kVersionOne = std::uint64_t(1) << 31;
+  static constexpr std::uint64_t kVersion = ~((std::uint64_t(1) << 31) - 1);
+  static constexpr unsigned kMaxKeys = 30;
+};
+
+/// A list node. Elementwise: a lock word (outside the c-object) and the keys c-object. Fully
+/// atomic: the c-object alone, its lock and version folded into the bitset word (FoldedMeta).
 template <unsigned K, unsigned G, Regime R>
 struct ListNode {
   using Shape = ListShape<K, G>;
-  using Obj = std::conditional_t<R == Regime::kFullyAtomic, AtomicCObject<Shape::kWords>, CObject<Shape::kWords>>;
+  static constexpr bool kFolded = false;
   std::uint64_t lock;
-  Obj obj;
+  CObject<Shape::kWords> obj;
 
-  DUET_HD DUET_INLINE CObject<Shape::kWords>& data() {
-    if constexpr (R == Regime::kFullyAtomic) return obj.data;
-    else return obj;
-  }
+  DUET_HD DUET_INLINE CObject<Shape::kWords>& data() { return obj; }
 };
+
+template <unsigned K, unsigned G>
+struct ListNode<K, G, Regime::kFullyAtomic> {
+  using Shape = ListShape<K, G>;
+  static_assert(K <= FoldedMeta::kMaxKeys,
+                "a fully atomic list node holds 1 to 30 keys (its bitset shares a word with the lock and version)");
+  static constexpr bool kFolded = true;
+  CObject<Shape::kWords> obj;
+
+  DUET_HD DUET_INLINE CObject<Shape::kWords>& data() { return obj; }
+  DUET_HD DUET_INLINE std::uint64_t* meta() { return &obj.elem[Shape::kMeta]; }
+};
+
+// The 14-key fully atomic node of the GPU's half warp fits one 128 B line (issue 18, item 5).
+static_assert(sizeof(ListNode<14, 16, Regime::kFullyAtomic>) == 128, "K = 14 fully atomic node is 128 B");
+static_assert(sizeof(ListNode<14, 1, Regime::kFullyAtomic>) == 128, "K = 14 fully atomic node is 128 B");
+static_assert(sizeof(ListNode<6, 8, Regime::kFullyAtomic>) == 64, "K = 6 fully atomic node is 64 B");
 
 /// The list algorithm over nodes of K keys, for a Group in regime R. Stateless: the list is
 /// its head node, which the caller owns (a hash set is an array of heads).
@@ -107,11 +139,25 @@ struct LazyList {
   static constexpr bool kFullyAtomic = R == Regime::kFullyAtomic;
   static constexpr unsigned kDataBytes = sizeof(CObject<kW>);
 
-  /// One coalesced get of node n into f (atomic in the fully atomic regime).
+  /// One coalesced get of node n into f (atomic in the fully atomic regime: a sequence-lock
+  /// read of the meta word around the element loads; a change of the lock bit alone does not
+  /// force a retry, a set in progress or completed does).
   template <class Env>
   DUET_HD static DUET_INLINE void read(const Group& g, Env& env, Node* n, Frag& f) {
     if constexpr (R == Regime::kFullyAtomic) {
-      atomic_get(g, n->obj, f);
+      for (;;) {
+        const std::uint64_t v1 = leader_load(g, n->meta(), Order::acquire);
+        if (v1 & FoldedMeta::kVersionOne) {  // odd version: a set is being written
+          spin_pause();
+          continue;
+        }
+        fence(Order::acquire);  // every lane: its element loads come after the leader's v1
+        f.get(g, n->obj);
+        fence(Order::acquire);
+        g.sync();  // every lane's loads are done before the leader re-reads the word
+        const std::uint64_t v2 = leader_load(g, n->meta(), Order::relaxed);
+        if (((v1 ^ v2) & ~FoldedMeta::kLock) == 0) break;
+      }
     } else {
       f.get(g, n->obj);
       fence(Order::acquire);
@@ -119,13 +165,30 @@ struct LazyList {
     env.node_read();
     remote_read(env, get_trips(kFullyAtomic, kDataBytes));
   }
-  /// Writes f into n: an atomic set in the fully atomic regime; elementwise, only into a node
-  /// not yet published (the publishing store orders it).
+  /// Writes f into n: in the fully atomic regime an atomic set by the holder of n's lock (or the
+  /// builder of an unpublished node): version made odd, the elements but the meta word stored,
+  /// then the meta word with f's bitset, the version advanced to even and the lock bit kept.
+  /// Elementwise, only into a node not yet published (the publishing store orders it).
   template <class Env>
   DUET_HD static DUET_INLINE void write(const Group& g, Env& env, Node* n, const Frag& f) {
     if constexpr (R == Regime::kFullyAtomic) {
       if (kDataBytes > 64) remote_cas(env);  // the version word
-      atomic_set(g, n->obj, f);
+      const std::uint64_t cur = leader_load(g, n->meta(), Order::relaxed);
+      if (g.is_leader()) atomic_store(n->meta(), cur + FoldedMeta::kVersionOne, Order::relaxed);
+      g.sync();
+      fence(Order::seq_cst);  // every lane: the odd version is ordered before its element stores
+DUET_UNROLL
+      for (unsigned j = 0; j < Frag::kPerLane; ++j) {
+        const unsigned i = Frag::index(g, j);
+        if (i != Shape::kMeta) atomic_store(&n->obj.elem[i], f.e[j], Order::relaxed);
+      }
+      const std::uint64_t bits = f.broadcast(g, Shape::kMeta) & Shape::kKeyMask;
+      fence(Order::release);
+      g.sync();
+      const std::uint64_t next =
+          ((cur + 2 * FoldedMeta::kVersionOne) & FoldedMeta::kVersion) | (cur & FoldedMeta::kLock) | bits;
+      if (g.is_leader()) atomic_store(n->meta(), next, Order::release);
+      g.sync();
     } else {
       f.set(g, n->obj);
     }
@@ -150,8 +213,7 @@ struct LazyList {
 
   /// Initializes a head (or any node) as empty with no successor. Host or device, before sharing.
   DUET_HD static void init_head(Node* head) {
-    head->lock = 0;
-    if constexpr (R == Regime::kFullyAtomic) head->obj.version = 0;
+    if constexpr (!Node::kFolded) head->lock = 0;
     for (unsigned i = 0; i < kW; ++i) head->data().elem[i] = 0;
   }
 
@@ -289,17 +351,64 @@ struct LazyList {
   }
 
  private:
+  // Node locks: the lock word (elementwise) or the meta word's lock bit (fully atomic). Each
+  // attempt is one CAS and each release one write over remote memory, in both layouts.
+  template <class Env>
+  DUET_HD static DUET_INLINE bool try_lock_node(const Group& g, Env& env, Node* n) {
+    if constexpr (Node::kFolded) {
+      remote_cas(env);
+      bool got = false;
+      if (g.is_leader()) {
+        std::uint64_t v = atomic_load(n->meta(), Order::relaxed);
+        got = !(v & FoldedMeta::kLock) && atomic_cas(n->meta(), v, v | FoldedMeta::kLock, Order::acquire);
+      }
+      got = g.shfl(got, 0);
+      g.sync();
+      fence(Order::seq_cst);  // the lock is ordered before every access of the critical section
+      return got;
+    } else {
+      return try_lock(g, env, &n->lock);
+    }
+  }
+  /// Blocking (the caller holds no other lock).
+  template <class Env>
+  DUET_HD static DUET_INLINE void lock_node(const Group& g, Env& env, Node* n) {
+    while (!try_lock_node(g, env, n)) spin_pause();
+  }
+  /// Bounded, while holding others: false after a bounded spin (the caller releases and retries).
+  template <class Env>
+  DUET_HD static DUET_INLINE bool lock_node_bounded(const Group& g, Env& env, Node* n) {
+    for (int i = 0; i < 256; ++i) {
+      if (try_lock_node(g, env, n)) return true;
+      spin_pause();
+    }
+    return false;
+  }
+  template <class Env>
+  DUET_HD static DUET_INLINE void unlock_node(const Group& g, Env& env, Node* n) {
+    if constexpr (Node::kFolded) {
+      remote_write(env);
+      fence(Order::release);
+      g.sync();
+      if (g.is_leader())  // only the holder stores the word
+        atomic_store(n->meta(), atomic_load(n->meta(), Order::relaxed) & ~FoldedMeta::kLock, Order::release);
+      g.sync();
+    } else {
+      unlock(g, env, &n->lock);
+    }
+  }
+
   /// Releases locks taken in order (last first).
   template <class Env>
   DUET_HD static DUET_INLINE void unlock_all(const Group& g, Env& env, Node* const* held, unsigned n) {
-    for (unsigned i = n; i-- > 0;) unlock(g, env, &held[i]->lock);
+    for (unsigned i = n; i-- > 0;) unlock_node(g, env, held[i]);
   }
   /// Locks `nodes` in order: the first blocking, the rest bounded. False (nothing held) on failure.
   template <class Env>
   DUET_HD static DUET_INLINE bool lock_all(const Group& g, Env& env, Node* const* nodes, unsigned n) {
-    lock(g, env, &nodes[0]->lock);
+    lock_node(g, env, nodes[0]);
     for (unsigned i = 1; i < n; ++i) {
-      if (!lock_bounded(g, env, &nodes[i]->lock)) {
+      if (!lock_node_bounded(g, env, nodes[i])) {
         unlock_all(g, env, nodes, i);
         return false;
       }
