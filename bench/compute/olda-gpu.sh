@@ -1,0 +1,55 @@
+#!/usr/bin/env bash
+# The OLDA benchmark on the GPU machine (docs/compute.md, "OLDA").
+#   here:  bench/compute/olda-gpu.sh pack   builds duet_bench_olda and duet_olda_tests for sm_90
+#                                           (nvcc present, no GPU needed) and packs them, with the
+#                                           non-system shared libraries they need, into gpu-pack-olda/
+#   there: bench/compute/olda-gpu.sh run    the OLDA suite, then the benchmark (GPU and CPU); logs
+#                                           and the result JSON go to $OUT (default gpu-out)
+# BUILD, JOBS (pack) and ARGS (extra benchmark flags, run) override the defaults.
+set -euo pipefail
+cd "$(dirname "$0")/../.."
+P=gpu-pack-olda
+case "${1:-}" in
+pack)
+  if ! command -v nvcc >/dev/null && [ -x /usr/local/cuda/bin/nvcc ]; then export PATH="/usr/local/cuda/bin:$PATH"; fi
+  B=${BUILD:-/tmp/build-olda-gpu}
+  cmake -S . -B "$B" -G Ninja -DCMAKE_BUILD_TYPE=Release -DDUET_CUDA=ON -DCMAKE_CUDA_ARCHITECTURES=90 >/dev/null
+  cmake --build "$B" -j "${JOBS:-2}" --target duet_olda_tests duet_bench_olda
+  rm -rf $P && mkdir -p $P
+  bins=("$B/tests/compute/duet_olda_tests" "$B/bench/duet_bench_olda")
+  for b in "${bins[@]}"; do cp -L "$b" $P/; done
+  for b in "${bins[@]}"; do
+    ldd "$b" | awk '/=> \// {print $3}' | grep -vE '/(libc|libm|libpthread|libdl|librt|ld-linux|libgcc_s|libstdc\+\+)[.-]|libcublas' || true
+  done | sort -u | while read -r lib; do cp -L "$lib" $P/; done
+  strip --strip-debug $P/* 2>/dev/null || true
+  [ -e $P/libopenblas.so.0 ] && xz -T2 -6 $P/libopenblas.so.0  # 36 MB: travels compressed
+  git rev-parse HEAD > $P/COMMIT
+  du -sh $P
+  ;;
+run)
+  set +e
+  L=/tmp/olda-libs
+  mkdir -p $L
+  cp $P/*.so* $L/ 2>/dev/null
+  for f in $P/*.xz; do [ -e "$f" ] && xz -dc "$f" > $L/$(basename "$f" .xz); done
+  CUBLAS=$(ls /usr/local/cuda/lib64/libcublas.so.13 /usr/local/cuda/targets/x86_64-linux/lib/libcublas.so.13 2>/dev/null | head -1)
+  [ -n "$CUBLAS" ] || CUBLAS=$(find / -name libcublas.so.13 -not -path '/proc/*' 2>/dev/null | head -1)
+  export LD_LIBRARY_PATH=$L:$(dirname "${CUBLAS:-/usr/local/cuda/lib64/x}"):${LD_LIBRARY_PATH:-}
+  export DUET_COMMIT=$(cat $P/COMMIT)
+  OUT=${OUT:-gpu-out}
+  mkdir -p "$OUT"
+  { nvidia-smi --query-gpu=name,driver_version --format=csv,noheader; lscpu | grep -E 'Model name|^CPU\(s\)'; } | tee $OUT/machine.txt
+  ( time timeout 60 $P/duet_olda_tests --gtest_brief=1 ) > $OUT/olda_tests.txt 2>&1
+  echo "olda tests rc $?" | tee -a $OUT/olda_tests.txt
+  tail -4 $OUT/olda_tests.txt
+  timeout ${T:-400} $P/duet_bench_olda ${ARGS:-} --out $OUT/olda-h100.json 2>&1 | tee $OUT/bench.txt
+  echo "bench rc ${PIPESTATUS[0]}"
+  # 16 threads (every core) at the default 10^4 users.
+  timeout ${T2:-100} $P/duet_bench_olda --users 10^4 --threads 16 --extra none ${ARGS:-} --out $OUT/olda-h100-t16.json 2>&1 | tee $OUT/bench-t16.txt
+  echo "bench t16 rc ${PIPESTATUS[0]}"
+  ;;
+*)
+  echo "usage: bench/compute/olda-gpu.sh pack|run" >&2
+  exit 2
+  ;;
+esac
