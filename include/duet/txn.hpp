@@ -201,7 +201,7 @@ class Txn {
   Txn(const Txn&) = delete;
   Txn& operator=(const Txn&) = delete;
 
-  bool active() const { return core_ != nullptr; }
+  bool active() const { return active_; }
   std::uint64_t start_ts() const { return start_; }
 
   /// The value of `key` at the start, overlaid by this transaction's writes. *found says
@@ -243,7 +243,11 @@ class Txn {
   Status enter();
   void leave();
   void end();
+  /// The keyspace's core, kept after the transaction ends (until the Txn is destroyed or
+  /// begun on another keyspace), so that beginning again on the same keyspace costs no
+  /// reference count update.
   std::shared_ptr<txn::Core> core_;
+  bool active_ = false;
   unsigned slot_ = 0;
   std::uint64_t start_ = 0;
   std::map<std::string, std::optional<std::string>, std::less<>> writes_;

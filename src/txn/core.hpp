@@ -193,7 +193,11 @@ struct Core {
   /// Puts e on the collector's queue unless it is already there. Lock-free; any thread.
   void enqueue(Entry* e);
   void request_gc();
-  void collect();
+  /// One collection (up to 4 passes while it dooms transactions). `background`: the
+  /// collector thread's call, which skips the walk of the queue when the oldest start has not
+  /// moved since its last walk (see collect()).
+  void collect(bool background = false);
+  std::uint64_t last_walk_min = kFreeSlot;  ///< under gc_m
   std::uint64_t oldest_start(bool exclude_doomed);
   void run_collector();
 };

@@ -68,7 +68,7 @@ const char* txn_outcome_name(TxnOutcome o) {
 Txn::~Txn() { abort(); }
 
 Status Txn::enter() {
-  if (!core_) return inactive();
+  if (!active_) return inactive();
   std::uint32_t idle = 0;
   if (core_->slots[slot_].state.compare_exchange_strong(idle, 1, std::memory_order_seq_cst)) return Status::Ok();
   // Doomed by the collector to bound memory.
@@ -81,17 +81,17 @@ void Txn::leave() { core_->slots[slot_].state.store(0, std::memory_order_release
 
 void Txn::end() {
   core_->release(slot_);
-  core_.reset();
+  active_ = false;  // core_ stays: a Txn reused on its keyspace copies no shared_ptr
   writes_.clear();
   watches_.clear();
 }
 
 void Txn::abort() {
-  if (core_) end();
+  if (active_) end();
 }
 
 Status Txn::get(std::string_view key, std::string* value, bool* found) {
-  if (!core_) return inactive();
+  if (!active_) return inactive();
   Status s = check_key(core_->cfg.limits, key);
   if (!s.ok()) return s;
   if (auto it = writes_.find(key); it != writes_.end()) {
@@ -112,7 +112,7 @@ Status Txn::get(std::string_view key, std::string* value, bool* found) {
 }
 
 Status Txn::put(std::string_view key, std::string_view value) {
-  if (!core_) return inactive();
+  if (!active_) return inactive();
   Status s = check_key(core_->cfg.limits, key);
   if (!s.ok()) return s;
   if (value.size() > core_->cfg.limits.max_value_bytes)
@@ -125,7 +125,7 @@ Status Txn::put(std::string_view key, std::string_view value) {
 }
 
 Status Txn::watch(std::string_view key, std::uint64_t since) {
-  if (!core_) return inactive();
+  if (!active_) return inactive();
   Status s = check_key(core_->cfg.limits, key);
   if (!s.ok()) return s;
   auto it = watches_.find(key);
@@ -135,7 +135,7 @@ Status Txn::watch(std::string_view key, std::uint64_t since) {
 }
 
 Status Txn::del(std::string_view key) {
-  if (!core_) return inactive();
+  if (!active_) return inactive();
   Status s = check_key(core_->cfg.limits, key);
   if (!s.ok()) return s;
   auto it = writes_.find(key);
@@ -204,7 +204,7 @@ cut:
 
 Status Txn::scan(const TxnRange& range, std::size_t limit, std::vector<std::pair<std::string, std::string>>* out,
                  bool* more, std::string* resume) {
-  if (!core_) return inactive();
+  if (!active_) return inactive();
   Status s = check_range(core_->cfg.limits, range);
   if (!s.ok()) return s;
   s = enter();
@@ -260,56 +260,80 @@ sched::ThreadPool* snapshot_pool(const TxnConfig& cfg) {
 /// Entries of a SNAPSHOT range walked by one thread before the rest is walked in pieces.
 constexpr std::size_t kSerialRangeKeys = 4096;
 
+/// Reads the versions of ents[b, e) at `start` into vs (null: absent or deleted). Two stages
+/// of prefetch keep several entries and their newest versions in flight: the read of one pair
+/// is two dependent cache misses (entry, then version).
+void read_versions(Core& c, std::uint64_t start, const std::vector<Entry*>& ents, std::size_t b, std::size_t e,
+                   Version** vs) {
+  constexpr std::size_t kEntryAhead = 16, kVersionAhead = 8;
+  for (std::size_t i = b; i < e; ++i) {
+    if (i + kEntryAhead < e) __builtin_prefetch(ents[i + kEntryAhead]);
+    if (i + kVersionAhead < e) __builtin_prefetch(ents[i + kVersionAhead]->head.load(std::memory_order_relaxed));
+    Version* v = c.read(ents[i], start);
+    vs[i] = (v != nullptr && !v->tombstone) ? v : nullptr;
+  }
+}
+
+/// Appends the present pairs of a range (ents with their versions vs, null: absent) to *o:
+/// offsets from one prefix sum, each column resized once, then the bytes copied straight to
+/// their offsets (by `pool` when given): no allocation or growth per pair.
+void emit_range(const std::vector<Entry*>& ents, const std::vector<Version*>& vs, TxnSnapshot* o,
+                sched::ThreadPool* pool) {
+  const std::size_t n = ents.size(), s0 = o->present.size();
+  std::size_t m = 0;
+  std::uint64_t kb = o->key_bytes.size(), vb = o->value_bytes.size();
+  o->key_offsets.resize(s0 + 1 + n);
+  o->value_offsets.resize(s0 + 1 + n);
+  // Compact the present pairs to the front of `live` while laying out their offsets.
+  std::vector<std::size_t> live(n);
+  for (std::size_t i = 0; i < n; ++i) {
+    if (vs[i] == nullptr) continue;
+    kb += ents[i]->key_len;
+    vb += vs[i]->len;
+    o->key_offsets[s0 + 1 + m] = kb;
+    o->value_offsets[s0 + 1 + m] = vb;
+    live[m++] = i;
+  }
+  o->key_offsets.resize(s0 + 1 + m);
+  o->value_offsets.resize(s0 + 1 + m);
+  o->key_bytes.resize(kb);
+  o->value_bytes.resize(vb);
+  o->present.resize(s0 + m, 1);
+  auto copy = [&](std::size_t b, std::size_t e) {
+    char* kd = o->key_bytes.data();
+    char* vd = o->value_bytes.data();
+    for (std::size_t j = b; j < e; ++j) {
+      const Entry* en = ents[live[j]];
+      Version* v = vs[live[j]];
+      std::memcpy(kd + o->key_offsets[s0 + j], en->key().data(), en->key_len);
+      if (v->len) std::memcpy(vd + o->value_offsets[s0 + j], v->data(), v->len);
+    }
+  };
+  if (pool != nullptr) pool->parallel_for(m, 4096, [&](std::size_t b, std::size_t e, unsigned) { copy(b, e); });
+  else copy(0, m);
+}
+
 /// A range with no own writes in it, read by several threads: versions found in slices, then
 /// the bytes copied at offsets from a prefix sum.
 void parallel_range(Core& c, std::uint64_t start, const std::vector<Entry*>& ents, TxnSnapshot* o) {
   sched::ThreadPool* pool = snapshot_pool(c.cfg);
-  const std::size_t n = ents.size();
-  std::vector<Version*> vs(n);
-  pool->parallel_for(n, 4096, [&](std::size_t b, std::size_t e, unsigned) {
-    // Two stages of prefetch keep several entries and their newest versions in flight: the
-    // read of one pair is two dependent cache misses (entry, then version).
-    constexpr std::size_t kEntryAhead = 16, kVersionAhead = 8;
-    for (std::size_t i = b; i < e; ++i) {
-      if (i + kEntryAhead < e) __builtin_prefetch(ents[i + kEntryAhead]);
-      if (i + kVersionAhead < e) __builtin_prefetch(ents[i + kVersionAhead]->head.load(std::memory_order_relaxed));
-      Version* v = c.read(ents[i], start);
-      vs[i] = (v != nullptr && !v->tombstone) ? v : nullptr;
-    }
-  });
-  // Compact to present slots and lay out offsets.
-  std::vector<std::size_t> idx;
-  idx.reserve(n);
-  for (std::size_t i = 0; i < n; ++i)
-    if (vs[i]) idx.push_back(i);
-  const std::size_t m = idx.size(), s0 = o->present.size();
-  const std::uint64_t kb0 = o->key_bytes.size(), vb0 = o->value_bytes.size();
-  o->key_offsets.resize(s0 + 1 + m);
-  o->value_offsets.resize(s0 + 1 + m);
-  std::uint64_t kb = kb0, vb = vb0;
-  for (std::size_t j = 0; j < m; ++j) {
-    kb += ents[idx[j]]->key_len;
-    vb += vs[idx[j]]->len;
-    o->key_offsets[s0 + 1 + j] = kb;
-    o->value_offsets[s0 + 1 + j] = vb;
-  }
-  o->key_bytes.resize(kb);
-  o->value_bytes.resize(vb);
-  o->present.resize(s0 + m, 1);
-  pool->parallel_for(m, 4096, [&](std::size_t b, std::size_t e, unsigned) {
-    for (std::size_t j = b; j < e; ++j) {
-      const Entry* en = ents[idx[j]];
-      const Version* v = vs[idx[j]];
-      std::memcpy(o->key_bytes.data() + o->key_offsets[s0 + j], en->key().data(), en->key_len);
-      if (v->len) std::memcpy(o->value_bytes.data() + o->value_offsets[s0 + j], const_cast<Version*>(v)->data(), v->len);
-    }
-  });
+  std::vector<Version*> vs(ents.size());
+  pool->parallel_for(ents.size(), 4096,
+                     [&](std::size_t b, std::size_t e, unsigned) { read_versions(c, start, ents, b, e, vs.data()); });
+  emit_range(ents, vs, o, pool);
+}
+
+/// The same on the calling thread, for ranges under parallel_range_keys.
+void serial_range(Core& c, std::uint64_t start, const std::vector<Entry*>& ents, TxnSnapshot* o) {
+  std::vector<Version*> vs(ents.size());
+  read_versions(c, start, ents, 0, ents.size(), vs.data());
+  emit_range(ents, vs, o, nullptr);
 }
 
 }  // namespace
 
 Status Txn::snapshot(std::span<const SnapshotArg> args, TxnSnapshot* out) {
-  if (!core_) return inactive();
+  if (!active_) return inactive();
   for (const SnapshotArg& a : args) {
     Status s = a.is_range ? check_range(core_->cfg.limits, a.range) : check_key(core_->cfg.limits, a.key);
     if (!s.ok()) return s;
@@ -351,10 +375,7 @@ Status Txn::snapshot(std::span<const SnapshotArg> args, TxnSnapshot* out) {
           parallel_range(c, start_, ents, out);
           done = true;
         } else {
-          for (Entry* e : ents) {
-            Version* v = c.read(e, start_);
-            if (v != nullptr && !v->tombstone) append_slot(out, e->key(), {v->data(), v->len}, true);
-          }
+          serial_range(c, start_, ents, out);
           done = true;
         }
       }
@@ -455,7 +476,7 @@ Status PackedSnapshot::pack(const TxnSnapshot& s, PackedSnapshot* out) {
 // ---------------------------------------------------------------- commit (Algorithm 1)
 
 Status Txn::commit(CommitResult* r) {
-  if (!core_) return inactive();
+  if (!active_) return inactive();
   if (r == nullptr) return Status::InvalidArgument("commit: null result");
   *r = CommitResult{};
   Status s = enter();
@@ -666,7 +687,10 @@ class TxnSpaceImpl final : public TxnSpace {
     std::uint64_t start = 0;
     Status s = core_->claim(&slot, &start);
     if (!s.ok()) return s;
-    t->core_ = core_;
+    // A reused Txn keeps its keyspace's core: copying the shared_ptr for every transaction
+    // wrote its control block's count, one line shared by every thread, twice per transaction.
+    if (t->core_ != core_) t->core_ = core_;
+    t->active_ = true;
     t->slot_ = slot;
     t->start_ = start;
     return Status::Ok();
