@@ -56,9 +56,14 @@ struct Batch {
 };
 
 /// Where a batch's outcomes go: status[i], and values[i] (the tree's found value, else 0).
+/// stamps (tests: the GPU driver's in-kernel history; null to record nothing): 2n words,
+/// stamps[2i] and stamps[2i+1] the tickets that request i drew, from one counter of the
+/// structure that runs on across batches, just before it started and just after it ended.
+/// A request whose invocation ticket is above another's response ticket saw its effects.
 struct BatchResult {
   OpStatus* status = nullptr;
   std::uint64_t* values = nullptr;
+  std::uint64_t* stamps = nullptr;
 };
 
 DUET_HD DUET_INLINE bool known_op(Op op) { return op == Op::kGet || op == Op::kInsert || op == Op::kRemove; }
