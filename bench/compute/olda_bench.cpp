@@ -317,6 +317,57 @@ int run_olda_bench(int argc, char** argv) {
               "[min, max]", "p50_us", "p99_us", "retried", "launch/t", "declined");
 
   Json records = Json::array();
+  const std::string path = o.out.empty() ? "bench/results/compute-olda/olda-" + std::string(gpu ? "gpu" : "cpu") + "-" +
+                                               utc_now(true) + ".json"
+                                         : o.out;
+  // The file is rewritten after every record, so a run cut short keeps what it measured.
+  auto flush = [&]() {
+    Json config = Json::object();
+    Json ul = Json::array(), el = Json::array(), sl = Json::array(), ml = Json::array();
+    for (auto u : o.users) ul.push(u);
+    for (auto e : o.extra) el.push(e);
+    for (auto& s : o.systems) sl.push(s);
+    for (auto& m : o.modes) ml.push(m);
+    config.set("users", std::move(ul));
+    config.set("extra", std::move(el));
+    config.set("systems", std::move(sl));
+    config.set("modes", std::move(ml));
+    config.set("threads", o.threads);
+    config.set("payments_per_run", o.payments);
+    config.set("reps", o.reps);
+    config.set("extra_users", o.extra_users);
+    config.set("history", o.history);
+    config.set("inflight", o.inflight);
+    config.set("seed", o.seed);
+    config.set("quick", o.quick);
+    config.set("engine", engine->describe());
+    config.set("load_threads", hw);
+    {
+      const GenConfig g;
+      config.set("sigma_deg", g.sigma_deg);
+      config.set("history_half_width_deg", g.history_half_width_deg);
+      config.set("foreign_rate", g.foreign_rate);
+    }
+    Json mj = Json::object();
+    mj.set("layers", "5 -> 128 ReLU -> 2 sigmoid, FP32");
+    mj.set("recipe", "src/compute/olda.cpp train(), TrainConfig defaults (seeded SGD with momentum, BCE)");
+    mj.set("train_s", train_s);
+    mj.set("train_accuracy", tr.train_accuracy);
+    mj.set("test_accuracy", tr.test_accuracy);
+    mj.set("test_fraud_rate", tr.test_fraud_rate);
+    mj.set("test_fraud_recall", tr.test_fraud_recall);
+    mj.set("test_legit_pass", tr.test_legit_pass);
+    config.set("model", std::move(mj));
+    config.set("timing", "txn/s = payments / wall time of the run (all threads); latency per payment from its first BEGIN "
+                         "to its commit or decline, retries included; retried = fraction of payments that ran more than once; "
+                         "launch/t = inference launches per payment");
+    const Json doc = result_document("olda", device, commit_id(DUET_SOURCE_DIR), date, config, records);
+    if (!write_result_file(path, doc, &err)) {
+      std::fprintf(stderr, "duet bench olda: %s\n", err.c_str());
+      return false;
+    }
+    return true;
+  };
   int rc = 0;
   auto fail = [&](const std::string& what) {
     std::fprintf(stderr, "duet bench olda: %s\n", what.c_str());
@@ -372,6 +423,7 @@ int run_olda_bench(int argc, char** argv) {
         rec.set("threads", o.threads);
         rec.set("payments", o.payments);
         records.push(summary_json(runs, std::move(rec)));
+        if (!flush()) return 1;
       }
     }
   }
@@ -424,57 +476,12 @@ int run_olda_bench(int argc, char** argv) {
           rec.set("threads", o.threads);
           rec.set("payments", static_cast<std::uint64_t>(n));
           records.push(summary_json(runs, std::move(rec)));
+        if (!flush()) return 1;
         }
     }
   }
 
-  Json config = Json::object();
-  Json ul = Json::array(), el = Json::array(), sl = Json::array(), ml = Json::array();
-  for (auto u : o.users) ul.push(u);
-  for (auto e : o.extra) el.push(e);
-  for (auto& s : o.systems) sl.push(s);
-  for (auto& m : o.modes) ml.push(m);
-  config.set("users", std::move(ul));
-  config.set("extra", std::move(el));
-  config.set("systems", std::move(sl));
-  config.set("modes", std::move(ml));
-  config.set("threads", o.threads);
-  config.set("payments_per_run", o.payments);
-  config.set("reps", o.reps);
-  config.set("extra_users", o.extra_users);
-  config.set("history", o.history);
-  config.set("inflight", o.inflight);
-  config.set("seed", o.seed);
-  config.set("quick", o.quick);
-  config.set("engine", engine->describe());
-  config.set("load_threads", hw);
-  {
-    const GenConfig g;
-    config.set("sigma_deg", g.sigma_deg);
-    config.set("history_half_width_deg", g.history_half_width_deg);
-    config.set("foreign_rate", g.foreign_rate);
-  }
-  Json mj = Json::object();
-  mj.set("layers", "5 -> 128 ReLU -> 2 sigmoid, FP32");
-  mj.set("recipe", "src/compute/olda.cpp train(), TrainConfig defaults (seeded SGD with momentum, BCE)");
-  mj.set("train_s", train_s);
-  mj.set("train_accuracy", tr.train_accuracy);
-  mj.set("test_accuracy", tr.test_accuracy);
-  mj.set("test_fraud_rate", tr.test_fraud_rate);
-  mj.set("test_fraud_recall", tr.test_fraud_recall);
-  mj.set("test_legit_pass", tr.test_legit_pass);
-  config.set("model", std::move(mj));
-  config.set("timing", "txn/s = payments / wall time of the run (all threads); latency per payment from its first BEGIN "
-                       "to its commit or decline, retries included; retried = fraction of payments that ran more than once; "
-                       "launch/t = inference launches per payment");
-  const std::string path = o.out.empty() ? "bench/results/compute-olda/olda-" + std::string(gpu ? "gpu" : "cpu") + "-" +
-                                               utc_now(true) + ".json"
-                                         : o.out;
-  const Json doc = result_document("olda", device, commit_id(DUET_SOURCE_DIR), date, config, records);
-  if (!write_result_file(path, doc, &err)) {
-    std::fprintf(stderr, "duet bench olda: %s\n", err.c_str());
-    return 1;
-  }
+  if (!flush()) return 1;
   std::printf("wrote %s\n", path.c_str());
   return rc;
 }
