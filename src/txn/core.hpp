@@ -77,6 +77,9 @@ struct alignas(kLine) Slot {
   std::atomic<std::uint32_t> state{0};  ///< 0 idle, 1 in a call, 2 doomed (snapshot too old)
   std::atomic<std::uint64_t> commit{0};
   std::uint64_t begin_ns = 0;
+  /// The start of the slot's last transaction (0 before the first): what begin announces
+  /// before it reads the timestamp (Core::claim).
+  std::atomic<std::uint64_t> last_start{0};
   /// Obsolete versions and bytes added by this slot's commits and not yet folded into
   /// Core::obsolete / Core::bytes (written only by the slot's holder; Core::flush_pending).
   /// Batching them keeps every commit off two lines that all committers would otherwise write.
