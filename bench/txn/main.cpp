@@ -57,6 +57,9 @@ struct Client {
   virtual void abort() = 0;
 };
 
+/// --snapshot-threads, for DuetSystem's keyspace (the snapshot pool is made once per process).
+unsigned g_snapshot_threads = 0;
+
 struct System {
   virtual ~System() = default;
   virtual std::string name() const = 0;
@@ -91,6 +94,7 @@ struct DuetSystem final : System {
   std::shared_ptr<TxnSpace> s;
   DuetSystem() {
     TxnConfig c;
+    c.snapshot_threads = g_snapshot_threads;
     if (!TxnSpace::open("bench", c, &s).ok()) std::abort();
   }
   std::string name() const override { return "duet"; }
@@ -237,6 +241,7 @@ struct Options {
   // YCSB-T's grid (empty: every value); --ops, --reads, --dists, --key-bytes pick a subset.
   std::vector<unsigned> ops, key_bytes;
   std::vector<double> reads, thetas;
+  unsigned snapshot_threads = 0;  ///< duet's TxnConfig::snapshot_threads (0: its default)
 };
 
 std::string key_of(std::uint64_t id, unsigned bytes) {
@@ -756,6 +761,10 @@ int main(int argc, char** argv) {
         if (!x || *x == 0 || *x > 4096) return err = "bad " + f, false;
         dst.push_back(static_cast<unsigned>(*x));
       }
+    } else if (f == "--snapshot-threads") {
+      auto x = parse_count(v);
+      if (!x || *x == 0 || *x > 256) return err = "bad --snapshot-threads", false;
+      o.snapshot_threads = static_cast<unsigned>(*x);
     } else if (f == "--reads") {  // percentages
       o.reads.clear();
       for (auto& t : split_list(v)) {
@@ -785,9 +794,11 @@ int main(int argc, char** argv) {
         "duet_bench_txn [--quick] [--keys N] [--threads 1,2,..] [--txns N per thread per set] [--sets N]\n"
         "               [--experiments ycsbt,smallbank,snapshot,commit,longreader] [--reader-seconds S]\n"
         "               [--systems duet,rocksdb-pessimistic,rocksdb-optimistic] [--out DIR]\n"
-        "               [--ops 4,16] [--reads 50,95] [--dists uniform,zipf] [--key-bytes 8,24]\n");
+        "               [--ops 4,16] [--reads 50,95] [--dists uniform,zipf] [--key-bytes 8,24]\n"
+        "               [--snapshot-threads N]\n");
     return ok ? 0 : 2;
   }
+  g_snapshot_threads = o.snapshot_threads;
   if (o.quick) {
     o.keys = std::min<std::uint64_t>(o.keys, 100000);
     o.txns = std::min<std::uint64_t>(o.txns, 2000);
@@ -803,6 +814,7 @@ int main(int argc, char** argv) {
   config.set("experiments", Json::array_of(o.experiments)).set("systems", Json::array_of(o.systems));
   config.set("quick", o.quick).set("seed", static_cast<unsigned long long>(o.seed));
   config.set("value_bytes", 100).set("reader_seconds", o.reader_seconds);
+  config.set("snapshot_threads", o.snapshot_threads);
   if (!o.ops.empty()) config.set("ycsbt_ops", Json::array_of(o.ops));
   if (!o.key_bytes.empty()) config.set("ycsbt_key_bytes", Json::array_of(o.key_bytes));
   if (!o.reads.empty()) config.set("ycsbt_reads", Json::array_of(o.reads));
