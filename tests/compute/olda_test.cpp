@@ -33,12 +33,17 @@ TrainConfig quick_recipe() {
   return c;
 }
 
+// The model the transaction tests use: a much shorter run of the recipe (2,048 samples, 2 epochs,
+// a few milliseconds). Those tests only need payments far over 300 km flagged and payments a few
+// km away passed, which they check themselves.
 const Mlp& test_model() {
   static const Mlp m = [] {
+    TrainConfig c;
+    c.train_samples = 1 << 11;
+    c.test_samples = 1 << 8;
+    c.epochs = 2;
     Mlp x;
-    TrainReport r;
-    EXPECT_TRUE(train(quick_recipe(), &x, &r).ok());
-    EXPECT_GE(r.test_accuracy, kAccuracyFloor);
+    EXPECT_TRUE(train(c, &x, nullptr).ok());
     return x;
   }();
   return m;
