@@ -374,13 +374,14 @@ TEST(EpicOracle, TpccNpEqualsSerial) {
 // from its tables, executes from the planner's arrays, and hands the ids its deleted-bit scan
 // frees back to the planner; the results and, after sync(), the tables and index equal serial.
 TEST(EpicDevicePlanner, EngineEqualsSerial) {
-  const int epochs = std::max(4, static_cast<int>(25 * test_scale()));
+  const int epochs = std::max(4, static_cast<int>(15 * test_scale()));
   for (int threads : {1, 4})
     ASSERT_EQ(run_mix(11, epochs, 2000, threads, {}, nullptr, std::make_shared<HostPlanner>(threads)), "")
         << "threads " << threads;
-  ASSERT_EQ(run_tpcc(1, TpccMix::kFull, std::max(2, static_cast<int>(6 * test_scale())), 2000, 3,
-                     std::make_shared<HostPlanner>(2)),
-            "");
+  // TPC-C's load dominates under the sanitizers, whose scaled runs check the Mix part only.
+  if (test_scale() >= 0.5) {
+    ASSERT_EQ(run_tpcc(1, TpccMix::kFull, 6, 2000, 3, std::make_shared<HostPlanner>(2)), "");
+  }
 }
 
 // The plan comparison the GPU test runs (tests/batch/epic/planner_compare.hpp), here with the CPU
@@ -429,7 +430,7 @@ void load_mix_keys(Database& db) {
 }
 
 TEST(EpicDevicePlanner, HostPlannerEqualsTheReference) {
-  const auto epochs = mix_epochs(12, std::max(4, static_cast<int>(20 * test_scale())), 3000);
+  const auto epochs = mix_epochs(12, std::max(4, static_cast<int>(12 * test_scale())), 3000);
   for (int threads : {1, 3}) {
     HostPlanner h(threads);
     ASSERT_EQ(test::compare_planners(h, mix_tables(), load_mix_keys, epochs), "") << "threads " << threads;
