@@ -547,7 +547,9 @@ Status Txn::commit(CommitResult* r) {
   auto take_ts = [&] {
     me.commit.store(1, std::memory_order_seq_cst);
     t = c.gts.fetch_add(1, std::memory_order_seq_cst) + 1;
-    me.commit.store(t << 1, std::memory_order_seq_cst);
+    // Release suffices: a reader that must wait for this commit read gts after the increment,
+    // so it sees the "taking" store (seq_cst, before the increment) or this later one.
+    me.commit.store(t << 1, std::memory_order_release);
   };
   // A commit that only watches takes no timestamp: holding every lock at once is its moment.
   const bool writes = !writes_.empty();
@@ -628,7 +630,9 @@ Status Txn::commit(CommitResult* r) {
       e->head.store(v, std::memory_order_release);
     } else {
       e->head.store(v, std::memory_order_release);
-      e->lock.store(0, std::memory_order_seq_cst);
+      // Release suffices: a reader that sees the lock free (an acquire) sees the head; one
+      // that must wait saw the lock taken, which the seq_cst CAS made visible before the ts.
+      e->lock.store(0, std::memory_order_release);
     }
     if (ws[j].hint != nullptr) ws[j].hint->store(v, std::memory_order_relaxed);
     if (f.hook) f.hook("installed", e->key());
