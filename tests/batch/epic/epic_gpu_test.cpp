@@ -60,17 +60,19 @@ void mix_txn(std::mt19937_64& rng, Batch* b, std::uint64_t tag) {
   b->add(proc, reads, writes, {static_cast<std::uint32_t>(rng()), mode}, tag);
 }
 
-void load_mix(Database& db, SerialStore& s) {
+bool load_mix(Database& db, SerialStore& s) {
+  bool ok = true;
   for (std::uint32_t t = 0; t < 3; ++t) {
     const std::uint32_t w = db.table(t).spec.record_words;
     const std::uint64_t n = t == 2 ? 300 : db.table(t).spec.capacity;
     for (std::uint64_t k = 0; k < n; k += t == 2 ? 2 : 1) {
       std::vector<std::uint32_t> d(w);
       for (std::uint32_t i = 0; i < w; ++i) d[i] = static_cast<std::uint32_t>(k * 100 + i + t);
-      db.load(t, k, d.data());
+      ok &= db.load(t, k, d.data());
       s.put(t, k, d.data());
     }
   }
+  return ok;
 }
 
 std::vector<std::uint32_t> globals(const Batch& b, std::uint32_t span) {
@@ -185,8 +187,8 @@ TEST(EpicGpuIndex, ChurnEqualsHostIndexing) {
   gh->set_index_on(IndexOn::kHost);
   Database dd(mix_tables()), dh(mix_tables());
   SerialStore unused(mix_tables());
-  load_mix(dd, unused);
-  load_mix(dh, unused);
+  ASSERT_TRUE(load_mix(dd, unused));
+  ASSERT_TRUE(load_mix(dh, unused));
   ASSERT_TRUE(gd->upload(dd, &err)) << err;
   ASSERT_TRUE(gh->upload(dh, &err)) << err;
   EXPECT_EQ(gd->index_on(), IndexOn::kGpu);
@@ -264,7 +266,7 @@ TEST(EpicGpuExec, MixEqualsSerial) {
   ASSERT_TRUE(g) << err;
   Database db(mix_tables());
   SerialStore s(mix_tables());
-  load_mix(db, s);
+  ASSERT_TRUE(load_mix(db, s));
   ASSERT_TRUE(g->upload(db, &err)) << err;
   std::mt19937_64 rng(17);
   Batch pending_gpu, pending_serial;
@@ -299,7 +301,7 @@ TEST(EpicGpuExec, EpicCpuMixEqualsSerial) {
     Engine<MixProcs> e(mix_tables(), 8, device_index ? Planner{} : gpu_planner(g));
     if (device_index) e.set_device_planner(g);
     SerialStore s(mix_tables());
-    load_mix(e.db(), s);
+    ASSERT_TRUE(load_mix(e.db(), s));
     std::mt19937_64 rng(23);
     Batch pending;
     std::uint64_t tag = 0;
@@ -328,7 +330,7 @@ TEST(EpicGpuPlan, DevicePlannerEqualsTheCpuTwin) {
   ASSERT_TRUE(g) << err;
   auto load_keys = [](Database& db) {
     SerialStore s(mix_tables());
-    load_mix(db, s);
+    return load_mix(db, s);
   };
   std::mt19937_64 rng(31);
   std::vector<Batch> epochs;
@@ -364,7 +366,7 @@ TEST(EpicGpuPlan, DevicePlannerEqualsTheCpuTwin) {
     std::vector<Batch> ep(2);
     gen.generate(100000, &ep[0], 0);
     gen.generate(100000, &ep[1], 100000);
-    ASSERT_EQ(test::compare_planners(*g, {ycsb_table(c)}, [](Database&) {}, ep), "") << w << theta << split;
+    ASSERT_EQ(test::compare_planners(*g, {ycsb_table(c)}, [](Database&) { return true; }, ep), "") << w << theta << split;
   }
   auto gt = make_gpu_runner(ProcSet::kTpcc, &err);
   ASSERT_TRUE(gt) << err;
@@ -377,7 +379,9 @@ TEST(EpicGpuPlan, DevicePlannerEqualsTheCpuTwin) {
     gen.generate(100000, &ep[0], 0);
     gen.generate(100000, &ep[1], 100000);
     auto load = [wh](Database& db) {
-      tpcc_load(wh, [&](std::uint32_t t, std::uint64_t k, const std::uint32_t* d) { db.load(t, k, d); });
+      bool ok = true;
+      tpcc_load(wh, [&](std::uint32_t t, std::uint64_t k, const std::uint32_t* d) { ok &= db.load(t, k, d); });
+      return ok;
     };
     ASSERT_EQ(test::compare_planners(*gt, specs, load, ep), "") << "w " << wh;
   }

@@ -16,12 +16,13 @@
 
 namespace duet::batch::epic::test {
 
-/// `load(db)` bulk-loads the keys (the database is index-only). Returns the first difference, or "".
+/// `load(db)` bulk-loads the keys (the database is index-only) and returns false if a load failed.
+/// Returns the first difference, or "".
 template <class Load>
 std::string compare_planners(DevicePlanner& dev, const std::vector<TableSpec>& specs, Load load,
                              const std::vector<Batch>& epochs, std::uint64_t seed = 1) {
   Database ref(specs, true);
-  load(ref);
+  if (!load(ref)) return "bulk load failed";
   std::string err;
   if (!dev.attach(ref, &err)) return "attach: " + err;
   std::mt19937_64 rng(seed);
