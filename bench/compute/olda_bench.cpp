@@ -17,7 +17,7 @@
 // Flags: --users 10,100,1000,10^4,10^5  --threads 8  --payments 2^15  --reps 3
 //        --systems cpu,gpu  --modes per_txn,batcher  --extra 0,100,1000,10000
 //        --extra-users 1000  --history 4  --inflight 2  --seed 1  --out FILE  --quick
-// (--extra none skips part 2.)
+// (--extra none skips part 2; --export DIR writes the work for the peer, olda_fedb.py, and stops.)
 #include "bench/compute/olda_bench.hpp"
 
 #include <algorithm>
@@ -53,6 +53,7 @@ struct Options {
   unsigned inflight = 2;
   std::uint64_t seed = 1;
   std::string out;
+  std::string export_dir;  // write the model, users and payments for the peer, then stop
   bool quick = false;
 };
 
@@ -205,6 +206,47 @@ void print_row(const char* part, const std::string& sys, const std::string& mode
   std::fflush(stdout);
 }
 
+// --export DIR: the trained model, the users' homes and histories and the payments of part 1's
+// first user count, as text, so that the FeDB-style peer (bench/compute/olda_fedb.py) runs the
+// same model on the same pre-generated work.
+//   model.txt     per layer: "in out act" (act 0 none, 1 ReLU, 2 sigmoid), then W row-major, then b
+//   users.txt     per user: "user home lat lon lat lon ..." (history, oldest first)
+//   payments.txt  per payment: "user lat lon id"
+bool export_work(const Options& o, const Mlp& m) {
+  const std::string d = o.export_dir;
+  std::FILE* f = std::fopen((d + "/model.txt").c_str(), "w");
+  if (!f) {
+    std::fprintf(stderr, "duet bench olda: cannot write %s/model.txt\n", d.c_str());
+    return false;
+  }
+  for (const Dense& l : m.layers) {
+    std::fprintf(f, "%u %u %d\n", l.in, l.out, static_cast<int>(l.act));
+    for (std::size_t i = 0; i < l.w.size(); ++i) std::fprintf(f, "%.9g%c", l.w[i], i + 1 == l.w.size() ? '\n' : ' ');
+    for (std::size_t i = 0; i < l.b.size(); ++i) std::fprintf(f, "%.9g%c", l.b[i], i + 1 == l.b.size() ? '\n' : ' ');
+  }
+  std::fclose(f);
+  GenConfig g;
+  g.users = static_cast<std::uint32_t>(o.users.front());
+  g.history = static_cast<std::uint32_t>(o.history);
+  g.seed = o.seed;
+  f = std::fopen((d + "/users.txt").c_str(), "w");
+  if (!f) return false;
+  for (std::uint32_t u = 0; u < g.users; ++u) {
+    std::fprintf(f, "%u %u", u, home_of(g, u));
+    for (const Point& p : history_of(g, u)) std::fprintf(f, " %.17g %.17g", p.lat, p.lon);
+    std::fprintf(f, "\n");
+  }
+  std::fclose(f);
+  f = std::fopen((d + "/payments.txt").c_str(), "w");
+  if (!f) return false;
+  for (const Payment& p : make_payments(g, o.payments, o.users.front()))
+    std::fprintf(f, "%u %.17g %.17g %llu\n", p.user, p.lat, p.lon, static_cast<unsigned long long>(p.id));
+  std::fclose(f);
+  std::printf("exported model, %u users and %llu payments to %s\n", g.users, static_cast<unsigned long long>(o.payments),
+              d.c_str());
+  return true;
+}
+
 }  // namespace
 
 int run_olda_bench(int argc, char** argv) {
@@ -256,6 +298,10 @@ int run_olda_bench(int argc, char** argv) {
       o.out = v;
       return true;
     }
+    if (f == "--export") {
+      o.export_dir = v;
+      return true;
+    }
     err = "unknown flag " + f;
     return false;
   });
@@ -296,6 +342,8 @@ int run_olda_bench(int argc, char** argv) {
   const double train_s = now_s() - tt0;
   std::printf("model 5-128-2: trained in %.2f s, held-out accuracy %.4f (fraud rate %.3f, recall %.4f, legit passed %.4f)\n",
               train_s, tr.test_accuracy, tr.test_fraud_rate, tr.test_fraud_recall, tr.test_legit_pass);
+
+  if (!o.export_dir.empty()) return export_work(o, model) ? 0 : 1;
 
   std::shared_ptr<Engine> engine;
   if (Status s = Engine::open(EngineConfig{}, &engine); !s.ok()) {
