@@ -40,17 +40,21 @@ struct GpuConfig {
   Regime regime = Regime::kFullyAtomic;
   std::uint64_t buckets = 1024;      ///< hash set only (a list has 1); 1 to 2^32
   std::uint64_t pool_nodes = 1u << 20;  ///< nodes in the pool, 1 to 2^32
+  /// Tests only: a negative control (Bug::kNone otherwise). Under a planted bug an operation that
+  /// loops gives up with kRetry after a bounded number of steps per GPU thread; not with kMixed.
+  Bug planted = Bug::kNone;
 };
 
 class GpuStructure {
  public:
   virtual ~GpuStructure() = default;
-  /// Runs a batch held in host memory (sets ignore values; tree inserts need them). Errors:
+  /// Runs a batch held in host memory (sets ignore values; tree inserts need them); with
+  /// result.stamps set, records each request's tickets (common.hpp, BatchResult). Errors:
   /// InvalidArgument for a null array the batch needs (nothing runs), ResourceExhausted when the
   /// pool ran out (requests marked kRetry changed nothing; the others ran), Internal on a CUDA
   /// failure. Unknown op codes are kInvalid per request.
   virtual Status execute(const Batch& batch, BatchResult& result) = 0;
-  /// As execute(), with every array in GPU memory (no copies across the bus).
+  /// As execute(), with every array in GPU memory (no copies across the bus), stamps included.
   virtual Status execute_resident(const Batch& batch, BatchResult& result) = 0;
   /// Nodes taken from the pool's fresh memory so far.
   virtual std::uint64_t nodes_used() const = 0;

@@ -1,12 +1,8 @@
 // The GPU batch driver of the CODS versioned B-link tree (see gpu_versioned.hpp for the contract).
 //
-// Pool: one node size (a data leaf, the largest; index nodes take a slot each). `fresh_next`
-// hands out never-used nodes; `free_list` holds recycled ones, taken by ticket (`free_taken`,
-// one atomic add; the list does not change while a batch runs); nodes a batch retires (cut saved
-// versions, discarded spares) are appended to `retired`. After each batch (batches are
-// serialized) the untaken entries stay, `retired` is appended after them and the ticket is reset,
-// so a retired node is reused only once no batch can read it. The same scheme as gpu_batch.cu's
-// pool, whose environment is private to that file.
+// Pool (gpu_pool.cuh): one node size (a data leaf, the largest; index nodes take a slot each).
+// Nodes a batch retires (cut saved versions, discarded spares) are recycled after each batch
+// (batches are serialized), so a retired node is reused only once no batch can read it.
 #include <cuda_runtime.h>
 
 #include <algorithm>
@@ -17,6 +13,7 @@
 
 #include "gpu/cuda_try.hpp"
 #include "gpu/device.hpp"
+#include "index/cods/gpu_pool.cuh"
 #include "index/cods/gpu_versioned.hpp"
 #include "index/cods/versioned_blink_tree.hpp"
 
@@ -24,16 +21,9 @@ namespace duet::cods::ds {
 namespace {
 
 constexpr unsigned kBlockThreads = 256;
-constexpr std::uint64_t kNone = ~std::uint64_t(0);
-
-struct PoolState {
-  std::uint64_t fresh_next;     ///< next never-used node (may run past capacity: clamp)
-  std::uint64_t capacity;       ///< nodes in the pool
-  std::uint64_t free_count;     ///< recycled nodes on free_list (constant while a batch runs)
-  std::uint64_t retired_count;  ///< nodes retired since the last recycle
-  std::uint64_t free_taken;     ///< tickets drawn on free_list since the last recycle
-  std::uint64_t recycled;       ///< nodes recycled so far (statistics)
-};
+using gpu_pool::DeviceArray;
+using gpu_pool::Pool;
+using gpu_pool::PoolEnv;
 
 /// The batch's clock in GPU memory: its stamp, and whether it holds a RANGE (set by a pass over
 /// the ops before the batch runs).
@@ -56,72 +46,10 @@ struct BatchClock {
   __device__ bool needed(const Group&, std::uint64_t c, std::uint64_t stamp) const { return kRanges && c < stamp; }
 };
 
-template <class PoolNode>
-struct VersionedGpuEnv {
-  PoolNode* nodes;
-  std::uint64_t* free_list;
-  std::uint64_t* retired;
-  PoolState* st;
-
-  template <class Node, class Group>
-  __device__ Node* alloc(const Group& g) {
-    static_assert(sizeof(Node) <= sizeof(PoolNode) && alignof(PoolNode) % alignof(Node) == 0, "a node fits a slot");
-    std::uint64_t idx = kNone;
-    if (g.is_leader()) {
-      const std::uint64_t c = st->free_count;
-      if (c > 0 && atomic_load(&st->free_taken, Order::relaxed) < c) {
-        const std::uint64_t t = atomic_add(&st->free_taken, 1, Order::relaxed);
-        if (t < c) idx = free_list[c - 1 - t];
-      }
-      if (idx == kNone) {
-        const std::uint64_t f = atomic_add(&st->fresh_next, 1, Order::relaxed);
-        if (f < st->capacity) idx = f;
-      }
-    }
-    idx = g.shfl(idx, 0);
-    if (idx == kNone) return nullptr;
-    auto* w = reinterpret_cast<std::uint64_t*>(nodes + idx);
-    for (std::size_t i = g.lane(); i < sizeof(PoolNode) / 8; i += Group::kSize) w[i] = 0;
-    fence(Order::release);
-    g.sync();
-    return reinterpret_cast<Node*>(nodes + idx);
-  }
-  template <class Node, class Group>
-  __device__ void discard(const Group& g, Node* n) {
-    retire(g, n);
-  }
-  template <class Node, class Group>
-  __device__ void retire(const Group& g, Node* n) {
-    if (g.is_leader()) {
-      const std::uint64_t i = atomic_add(&st->retired_count, 1, Order::relaxed);
-      if (i < st->capacity) retired[i] = static_cast<std::uint64_t>(reinterpret_cast<PoolNode*>(n) - nodes);
-    }
-    g.sync();
-  }
-  __device__ void node_read() {}
-  __device__ void after_search() {}
-  __device__ bool planted(Bug) const { return false; }
-  __device__ bool stuck() const { return false; }
-};
-
-__global__ void recycle_kernel(std::uint64_t* free_list, const std::uint64_t* retired, PoolState* st) {
-  const std::uint64_t base = st->free_count - std::min(st->free_taken, st->free_count);
-  const std::uint64_t n = std::min(st->retired_count, st->capacity);
-  for (std::uint64_t i = threadIdx.x; i < n; i += blockDim.x) free_list[base + i] = retired[i];
-  __syncthreads();
-  if (threadIdx.x == 0) {
-    st->free_count = base + n;
-    st->retired_count = 0;
-    st->free_taken = 0;
-    st->recycled += n;
-  }
-}
-
 /// Nodes 0 (index leaf) and 1 (first data leaf) of the pool.
 template <class Tree>
-__global__ void init_kernel(typename Tree::Leaf* nodes, VersionedRoot* root, PoolState* st) {
+__global__ void init_kernel(typename Tree::Leaf* nodes, VersionedRoot* root) {
   Tree::init(root, reinterpret_cast<typename Tree::Node*>(nodes), nodes + 1);
-  st->fresh_next = 2;
 }
 
 /// Sets clock->ranges when the batch holds a RANGE.
@@ -173,44 +101,29 @@ __global__ void __launch_bounds__(kBlockThreads, 3) vtree_kernel(VersionedRoot* 
   }
 }
 
-struct DeviceArray {
-  void* p = nullptr;
-  ~DeviceArray() { cudaFree(p); }
-  cudaError_t alloc(std::size_t bytes) { return cudaMalloc(&p, bytes ? bytes : 8); }
-};
-
 template <unsigned K, unsigned G, Regime R>
 class VersionedImpl final : public GpuVersionedTree {
   using Tree = VersionedBLinkTree<K, GpuTile<G>, R>;
   using Leaf = typename Tree::Leaf;
-  using Env = VersionedGpuEnv<Leaf>;
+  using Env = PoolEnv<Leaf>;
 
  public:
   explicit VersionedImpl(const GpuVersionedConfig& c) : config_(c) {}
   ~VersionedImpl() override {
     if (stream_) cudaStreamDestroy(stream_);
-    cudaFree(env_.nodes);
-    cudaFree(env_.free_list);
-    cudaFree(env_.retired);
-    cudaFree(env_.st);
     cudaFree(root_);
     cudaFree(clock_);
     cudaFree(retries_);
   }
 
   Status init() {
-    const std::uint64_t cap = config_.pool_nodes;
-    DUET_CUDA_TRY(cudaMalloc(&env_.nodes, sizeof(Leaf) * cap));
-    DUET_CUDA_TRY(cudaMalloc(&env_.free_list, 8 * cap));
-    DUET_CUDA_TRY(cudaMalloc(&env_.retired, 8 * cap));
-    DUET_CUDA_TRY(cudaMalloc(&env_.st, sizeof(PoolState)));
+    const Status pooled = pool_.init(config_.pool_nodes, 2);  // nodes 0 and 1: init_kernel's
+    if (!pooled.ok()) return pooled;
     DUET_CUDA_TRY(cudaMalloc(&root_, sizeof(VersionedRoot)));
     DUET_CUDA_TRY(cudaMalloc(&clock_, sizeof(DevClock)));
     DUET_CUDA_TRY(cudaMalloc(&retries_, 8));
     DUET_CUDA_TRY(cudaStreamCreateWithFlags(&stream_, cudaStreamNonBlocking));
-    const PoolState st{0, cap, 0, 0, 0, 0};
-    DUET_CUDA_TRY(cudaMemcpy(env_.st, &st, sizeof(st), cudaMemcpyHostToDevice));
-    init_kernel<Tree><<<1, 1>>>(env_.nodes, root_, env_.st);
+    init_kernel<Tree><<<1, 1>>>(pool_.env().nodes, root_);
     DUET_CUDA_TRY(cudaGetLastError());
     DUET_CUDA_TRY(cudaDeviceSynchronize());
     return Status::Ok();
@@ -260,16 +173,8 @@ class VersionedImpl final : public GpuVersionedTree {
     return s.ok() ? exhausted(retries) : s;
   }
 
-  std::uint64_t nodes_used() const override {
-    PoolState st{};
-    if (cudaMemcpy(&st, env_.st, sizeof(st), cudaMemcpyDeviceToHost) != cudaSuccess) return 0;
-    return std::min(st.fresh_next, st.capacity);
-  }
-  std::uint64_t nodes_recycled() const override {
-    PoolState st{};
-    if (cudaMemcpy(&st, env_.st, sizeof(st), cudaMemcpyDeviceToHost) != cudaSuccess) return 0;
-    return st.recycled;
-  }
+  std::uint64_t nodes_used() const override { return pool_.used(); }
+  std::uint64_t nodes_recycled() const override { return pool_.state().recycled; }
 
  private:
   Status check(const Batch& b, const VersionedBatchResult& r) const {
@@ -290,11 +195,7 @@ class VersionedImpl final : public GpuVersionedTree {
     return Status::Ok();
   }
 
-  Status exhausted(std::uint64_t retries) const {
-    if (retries == 0) return Status::Ok();
-    return Status::ResourceExhausted("node pool of " + std::to_string(config_.pool_nodes) + " nodes is exhausted; " +
-                                     std::to_string(retries) + " requests marked retry were not applied");
-  }
+  Status exhausted(std::uint64_t retries) const { return gpu_pool::exhausted(config_.pool_nodes, retries); }
 
   /// One batch at a time: stamp, scan for RANGEs, run, recycle.
   Status run(const Batch& d, VersionedBatchResult& dr, std::uint64_t* retries) {
@@ -313,22 +214,22 @@ class VersionedImpl final : public GpuVersionedTree {
                                            (d.n * G + kBlockThreads - 1) / kBlockThreads, sms * 8)));
     if (seen.ranges)
       vtree_kernel<Tree, G, Env, true><<<grid, kBlockThreads, 0, stream_>>>(
-          root_, env_, clock_, d.ops, d.keys, d.values, dr.status, dr.values, dr.range_keys, dr.range_values,
+          root_, pool_.env(), clock_, d.ops, d.keys, d.values, dr.status, dr.values, dr.range_keys, dr.range_values,
           dr.range_limit, d.n, retries_);
     else
       vtree_kernel<Tree, G, Env, false><<<grid, kBlockThreads, 0, stream_>>>(
-          root_, env_, clock_, d.ops, d.keys, d.values, dr.status, dr.values, dr.range_keys, dr.range_values,
+          root_, pool_.env(), clock_, d.ops, d.keys, d.values, dr.status, dr.values, dr.range_keys, dr.range_values,
           dr.range_limit, d.n, retries_);
     DUET_CUDA_TRY(cudaGetLastError());
-    recycle_kernel<<<1, 1024, 0, stream_>>>(env_.free_list, env_.retired, env_.st);
-    DUET_CUDA_TRY(cudaGetLastError());
+    const Status recycled = pool_.recycle(stream_);
+    if (!recycled.ok()) return recycled;
     DUET_CUDA_TRY(cudaMemcpyAsync(retries, retries_, 8, cudaMemcpyDeviceToHost, stream_));
     DUET_CUDA_TRY(cudaStreamSynchronize(stream_));
     return Status::Ok();
   }
 
   GpuVersionedConfig config_;
-  Env env_{};
+  Pool<Leaf> pool_;
   VersionedRoot* root_ = nullptr;
   DevClock* clock_ = nullptr;
   std::uint64_t* retries_ = nullptr;
@@ -339,10 +240,7 @@ class VersionedImpl final : public GpuVersionedTree {
 
 template <unsigned K, unsigned G, Regime R>
 Status make_one(const GpuVersionedConfig& c, std::unique_ptr<GpuVersionedTree>* out) {
-  auto t = std::make_unique<VersionedImpl<K, G, R>>(c);
-  const Status s = t->init();
-  if (s.ok()) *out = std::move(t);
-  return s;
+  return gpu_pool::make_driver<GpuVersionedTree, VersionedImpl<K, G, R>>(c, out);
 }
 
 template <unsigned K, unsigned G>

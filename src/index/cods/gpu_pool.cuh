@@ -1,0 +1,226 @@
+// The node pool of the CODS GPU drivers (gpu_batch.cu, gpu_versioned.cu): a fixed array of
+// nodes in GPU memory, handed out to the algorithms through the environment interface of
+// cpu_env.hpp, and reused only once no batch can read them. CUDA only (included by .cu files).
+//
+// `fresh_next` hands out never-used nodes; `free_list` holds recycled ones, which batches take
+// from the top by a ticket (`free_taken`, one atomic add: free_list and free_count do not change
+// while batches run, so ticket t < free_count names entry free_count - 1 - t alone); nodes a
+// batch discards or retires are appended to `retired`. When no batch is in flight (the driver's
+// duty: it must not launch recycle_kernel beside a batch) the untaken entries stay, `retired` is
+// appended after them and the ticket is reset, so a retired node is reused only after every
+// batch that could have read it has ended. (A compare-and-swap loop on the count, the first
+// version, let one contended CAS win per round: the benchmark measured GPU updates capped near
+// 2.8 M/s by it.) A request that finds no node gets null and reports kRetry having changed
+// nothing (the algorithms allocate before they write).
+#pragma once
+
+#include <cuda_runtime.h>
+
+#include <algorithm>
+#include <cstdint>
+#include <memory>
+#include <string>
+
+#include "gpu/cuda_try.hpp"
+#include "index/cods/common.hpp"
+
+namespace duet::cods::ds::gpu_pool {
+// Internal linkage: each driver's translation unit has its own kernels (no relocatable device
+// code), and no two of them share an instantiation.
+namespace {
+
+constexpr std::uint64_t kNone = ~std::uint64_t(0);
+
+/// The pool's counters, in GPU memory.
+struct PoolState {
+  std::uint64_t fresh_next;     ///< next never-used node (may run past capacity: clamp)
+  std::uint64_t capacity;       ///< nodes in the pool
+  std::uint64_t free_count;     ///< recycled nodes on free_list (constant while batches run)
+  std::uint64_t retired_count;  ///< nodes discarded or retired since the last recycle
+  std::uint64_t free_taken;     ///< tickets drawn on free_list since the last recycle (may pass free_count)
+  std::uint64_t recycled;       ///< nodes recycled so far (statistics)
+};
+
+/// The GPU environment of the algorithms over a pool of PoolNode slots. A node type of another
+/// group's view (a one-lane group reading a tile's nodes) or a smaller node (the versioned tree's
+/// index nodes in data-leaf slots) fits a slot when its size and alignment allow. `planted` is
+/// a negative control of the tests (Bug::kNone in production).
+template <class PoolNode>
+struct PoolEnv {
+  PoolNode* nodes;
+  std::uint64_t* free_list;
+  std::uint64_t* retired;
+  PoolState* st;
+  Bug bug = Bug::kNone;
+
+  /// A zeroed slot (lock and version words included), or null when the pool is empty.
+  template <class Node, class Group>
+  __device__ Node* alloc(const Group& g) {
+    static_assert(sizeof(Node) <= sizeof(PoolNode) && alignof(PoolNode) % alignof(Node) == 0, "a node fits a slot");
+    std::uint64_t idx = kNone;
+    if (g.is_leader()) {
+      const std::uint64_t c = st->free_count;  // constant while batches run
+      if (c > 0 && atomic_load(&st->free_taken, Order::relaxed) < c) {
+        const std::uint64_t t = atomic_add(&st->free_taken, 1, Order::relaxed);
+        if (t < c) idx = free_list[c - 1 - t];
+      }
+      if (idx == kNone) {
+        const std::uint64_t f = atomic_add(&st->fresh_next, 1, Order::relaxed);
+        if (f < st->capacity) idx = f;
+      }
+    }
+    idx = g.shfl(idx, 0);
+    if (idx == kNone) return nullptr;
+    // Unreachable until published: plain zeroing, then a release fence.
+    auto* w = reinterpret_cast<std::uint64_t*>(nodes + idx);
+    for (std::size_t i = g.lane(); i < sizeof(PoolNode) / 8; i += Group::kSize) w[i] = 0;
+    fence(Order::release);
+    g.sync();
+    return reinterpret_cast<Node*>(nodes + idx);
+  }
+  /// A node never published: reused after the batch, like a retired one.
+  template <class Node, class Group>
+  __device__ void discard(const Group& g, Node* n) {
+    retire(g, n);
+  }
+  /// A node unlinked by this batch: reused once every batch that could read it has ended.
+  template <class Node, class Group>
+  __device__ void retire(const Group& g, Node* n) {
+    if (g.is_leader()) {
+      const std::uint64_t i = atomic_add(&st->retired_count, 1, Order::relaxed);
+      if (i < st->capacity) retired[i] = static_cast<std::uint64_t>(reinterpret_cast<PoolNode*>(n) - nodes);
+    }
+    g.sync();
+  }
+  __device__ void node_read() {}
+  __device__ void after_search() {}
+  __device__ bool planted(Bug b) const { return bug != Bug::kNone && bug == b; }
+  /// Tests only: a planted bug can keep a removed node reachable and loop a search; each GPU
+  /// thread's copy of the environment then gives up (kRetry, nothing changed) after kStuckSteps
+  /// checks in all. Every lane of a tile makes the same checks, so they agree; in mixed mode
+  /// lanes run updates alone and would not (planted bugs are not for mixed mode).
+  __device__ bool stuck() {
+    if (bug == Bug::kNone) return false;
+    return ++steps > kStuckSteps;
+  }
+  static constexpr std::uint32_t kStuckSteps = 1u << 20;
+  std::uint32_t steps = 0;  ///< stuck() checks of this thread (its copy of the kernel argument)
+};
+
+/// In-kernel history (tests; common.hpp, BatchResult::stamps): each request draws a ticket of
+/// the structure's counter before it starts and after it ends. The adds are acq_rel and fenced
+/// on every lane of the group, so a request invoked after another's response ticket sees that
+/// request's effects. With out null (not recording) it does nothing.
+struct Stamps {
+  std::uint64_t* ticket = nullptr;
+  std::uint64_t* out = nullptr;
+
+  template <class Group>
+  __device__ void invoke(const Group& g, std::uint64_t i) const {
+    if (!out) return;
+    if (g.is_leader()) out[2 * i] = atomic_add(ticket, 1, Order::acq_rel);
+    g.sync();
+    fence(Order::seq_cst);
+  }
+  template <class Group>
+  __device__ void respond(const Group& g, std::uint64_t i) const {
+    if (!out) return;
+    fence(Order::seq_cst);
+    g.sync();
+    if (g.is_leader()) out[2 * i + 1] = atomic_add(ticket, 1, Order::acq_rel);
+  }
+};
+
+/// Drops the taken top of the free list and appends the retired nodes. One block; no batch may
+/// be running.
+__global__ void recycle_kernel(std::uint64_t* free_list, const std::uint64_t* retired, PoolState* st) {
+  const std::uint64_t base = st->free_count - std::min(st->free_taken, st->free_count);
+  const std::uint64_t n = std::min(st->retired_count, st->capacity);
+  for (std::uint64_t i = threadIdx.x; i < n; i += blockDim.x) free_list[base + i] = retired[i];
+  __syncthreads();
+  if (threadIdx.x == 0) {
+    st->free_count = base + n;
+    st->retired_count = 0;
+    st->free_taken = 0;
+    st->recycled += n;
+  }
+}
+
+/// The pool's device memory, owned: allocated by init(), freed on destruction. env() is the
+/// environment the kernels take by value.
+template <class PoolNode>
+class Pool {
+ public:
+  Pool() = default;
+  Pool(const Pool&) = delete;
+  Pool& operator=(const Pool&) = delete;
+  ~Pool() {
+    cudaFree(env_.nodes);
+    cudaFree(env_.free_list);
+    cudaFree(env_.retired);
+    cudaFree(env_.st);
+  }
+
+  /// Allocates `capacity` nodes (uninitialised) and the lists; `fresh_next` starts at `taken`
+  /// (nodes the caller initialises itself, such as a tree's first leaf).
+  Status init(std::uint64_t capacity, std::uint64_t taken = 0) {
+    DUET_CUDA_TRY(cudaMalloc(&env_.nodes, sizeof(PoolNode) * capacity));
+    DUET_CUDA_TRY(cudaMalloc(&env_.free_list, 8 * capacity));
+    DUET_CUDA_TRY(cudaMalloc(&env_.retired, 8 * capacity));
+    DUET_CUDA_TRY(cudaMalloc(&env_.st, sizeof(PoolState)));
+    const PoolState st{taken, capacity, 0, 0, 0, 0};
+    DUET_CUDA_TRY(cudaMemcpy(env_.st, &st, sizeof(st), cudaMemcpyHostToDevice));
+    return Status::Ok();
+  }
+  /// Moves retired nodes to the free list on `stream`. No batch may be in flight.
+  Status recycle(cudaStream_t stream) {
+    recycle_kernel<<<1, 1024, 0, stream>>>(env_.free_list, env_.retired, env_.st);
+    DUET_CUDA_TRY(cudaGetLastError());
+    return Status::Ok();
+  }
+  /// The counters (zero on a CUDA error).
+  PoolState state() const {
+    PoolState st{};
+    if (cudaMemcpy(&st, env_.st, sizeof(st), cudaMemcpyDeviceToHost) != cudaSuccess) return PoolState{};
+    return st;
+  }
+  /// Nodes taken from fresh memory so far.
+  std::uint64_t used() const {
+    const PoolState st = state();
+    return std::min(st.fresh_next, st.capacity);
+  }
+  PoolEnv<PoolNode>& env() { return env_; }
+  const PoolEnv<PoolNode>& env() const { return env_; }
+
+ private:
+  PoolEnv<PoolNode> env_{};
+};
+
+/// The status of a batch that left `retries` requests marked kRetry in a pool of `pool_nodes`.
+Status exhausted(std::uint64_t pool_nodes, std::uint64_t retries) {
+  if (retries == 0) return Status::Ok();
+  return Status::ResourceExhausted("node pool of " + std::to_string(pool_nodes) + " nodes is exhausted; " +
+                                   std::to_string(retries) + " requests marked retry were not applied");
+}
+
+/// Initialises a driver and hands it to *out when that succeeded (make_gpu_* functions).
+template <class Base, class Impl, class Config>
+Status make_driver(const Config& c, std::unique_ptr<Base>* out) {
+  auto t = std::make_unique<Impl>(c);
+  const Status s = t->init();
+  if (s.ok()) *out = std::move(t);
+  return s;
+}
+
+/// Device memory freed when it goes out of scope.
+struct DeviceArray {
+  void* p = nullptr;
+  DeviceArray() = default;
+  DeviceArray(const DeviceArray&) = delete;
+  DeviceArray& operator=(const DeviceArray&) = delete;
+  ~DeviceArray() { cudaFree(p); }
+  cudaError_t alloc(std::size_t bytes) { return cudaMalloc(&p, bytes ? bytes : 8); }
+};
+
+}  // namespace
+}  // namespace duet::cods::ds::gpu_pool
