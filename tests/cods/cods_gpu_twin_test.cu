@@ -12,6 +12,7 @@
 #pragma nv_diag_suppress 20014
 
 #include <algorithm>
+#include <cstdio>
 #include <cstdint>
 #include <memory>
 #include <ostream>
@@ -21,6 +22,7 @@
 #include <vector>
 
 #include "checkers/linearizability.hpp"
+#include "cods/batch_history.hpp"
 #include "gpu/device.hpp"
 #include "index/cods/cpu.hpp"
 #include "index/cods/gpu_batch.hpp"
@@ -192,53 +194,32 @@ INSTANTIATE_TEST_SUITE_P(
     [](const ::testing::TestParamInfo<Shape>& i) { return std::string(i.param.name); });
 
 // Contended batches: many requests on few keys in every batch, so tiles meet on locks, splits and
-// (elementwise) replaced nodes. Every request of batch b gets the interval [2b, 2b+1], and the
-// per-key checker decides whether some serial order inside each batch explains all outcomes.
+// (elementwise) replaced nodes. Each request draws a ticket of the structure's counter inside the
+// kernel before it starts and after it ends (BatchResult::stamps); the per-key checker decides
+// whether one serial order, consistent with those intervals, explains every outcome. The history
+// code is batch_history.hpp's, which the CPU twin's tests run on every build.
 class CodsGpuContended : public CodsGpuShape {};
 
-TEST_P(CodsGpuContended, BatchesAreLinearizable) {
-  const Shape& sh = GetParam();
+/// Runs `batches` contended batches of about 8 requests per key on gpu, recorded in the kernels,
+/// and checks the history.
+checkers::CheckResult in_kernel_history(GpuStructure& gpu, const Shape& sh, int batches, std::uint64_t seed) {
   const std::vector<std::uint64_t> space = key_space(sh.range);
-  std::mt19937_64 rng(std::hash<std::string>()(sh.name) + 1);
-  const std::size_t n = 8 * sh.range;  // about 8 requests per key per batch
-  std::vector<Op> ops(n);
-  std::vector<std::uint64_t> keys(n), vals(n), out(n);
-  std::vector<OpStatus> st(n);
-  std::unordered_map<std::uint64_t, std::vector<checkers::RegisterOp>> history;
-  for (int b = 0; b < 20; ++b) {
-    for (std::size_t i = 0; i < n; ++i) {
-      const unsigned r = rng() % 10;
-      ops[i] = r < 4 ? Op::kInsert : r < 8 ? Op::kRemove : Op::kGet;
-      keys[i] = space[rng() % space.size()];
-      vals[i] = (std::uint64_t(b) << 32) | i;  // unique per insert
-    }
-    BatchResult res{st.data(), out.data()};
-    const Status ran = gpu->execute(Batch{ops.data(), keys.data(), vals.data(), n}, res);
-    ASSERT_TRUE(ran.ok()) << ran.to_string();
-    for (std::size_t i = 0; i < n; ++i) {
-      checkers::RegisterOp op;
-      op.invoke = 2 * std::uint64_t(b);
-      op.response = op.invoke + 1;
-      const bool found = st[i] == OpStatus::kFound;
-      ASSERT_TRUE(found || st[i] == OpStatus::kNotFound) << "request " << i << " status " << int(st[i]);
-      const bool tree = sh.kind == GpuKind::kTree;
-      const std::uint64_t value = tree ? out[i] : 1;
-      if (ops[i] == Op::kInsert && !found) {
-        op.kind = checkers::RegisterOpKind::kPut;  // inserted
-        op.arg = tree ? vals[i] : 1;
-      } else if (ops[i] == Op::kRemove) {
-        op.kind = checkers::RegisterOpKind::kDelete;
-        op.found = found;
-        op.out = found ? value : 0;
-      } else {  // GET, or an INSERT that found the key: a read of the present value
-        op.kind = checkers::RegisterOpKind::kGet;
-        op.found = found;
-        op.out = found ? value : 0;
-      }
-      history[keys[i]].push_back(op);
-    }
+  std::mt19937_64 rng(seed);
+  history::KeyHistory h;
+  for (int b = 0; b < batches; ++b) {
+    history::Recorded r = history::contended_batch(rng, space, 8 * sh.range, b);
+    BatchResult res = r.result();
+    const Status ran = gpu.execute(r.batch(), res);
+    EXPECT_TRUE(ran.ok()) << ran.to_string();
+    std::string why;
+    EXPECT_TRUE(history::add_batch(r, sh.kind == GpuKind::kTree, h, &why)) << why;
   }
-  const checkers::CheckResult r = checkers::check_per_key(history);
+  return checkers::check_per_key(h);
+}
+
+TEST_P(CodsGpuContended, InKernelHistoriesAreLinearizable) {
+  const Shape& sh = GetParam();
+  const checkers::CheckResult r = in_kernel_history(*gpu, sh, 20, std::hash<std::string>()(sh.name) + 1);
   EXPECT_TRUE(r.linearizable) << r.explanation;
 }
 
@@ -253,8 +234,47 @@ INSTANTIATE_TEST_SUITE_P(
                       Shape{"list_k6_g1_full", GpuKind::kList, 6, 1, F, 1, 64},
                       Shape{"hash_k14_g16_mixed_elem", GpuKind::kHashSet, 14, 16, E, 4, 256, GpuMode::kMixed},
                       Shape{"tree_k6_g1_full", GpuKind::kTree, 6, 1, F, 1, 512},
-                      Shape{"tree_k14_g16_mixed_elem", GpuKind::kTree, 14, 16, E, 1, 512, GpuMode::kMixed}),
+                      Shape{"tree_k14_g16_mixed_elem", GpuKind::kTree, 14, 16, E, 1, 512, GpuMode::kMixed},
+                      Shape{"list_k30_g32_elem", GpuKind::kList, 30, 32, E, 1, 128},
+                      Shape{"list_k14_g16_mixed_full", GpuKind::kList, 14, 16, F, 1, 64, GpuMode::kMixed},
+                      Shape{"tree_k30_g32_full", GpuKind::kTree, 30, 32, F, 1, 512}),
     [](const ::testing::TestParamInfo<Shape>& i) { return std::string(i.param.name); });
+
+// Negative controls on the GPU: a list with a planted bug (no re-validation after locking; an
+// elementwise replaced node left unmarked) must give an in-kernel history the checker refutes
+// within 10 runs of 10 batches, each on a fresh structure.
+struct Planted {
+  Shape shape;
+  Bug bug;
+};
+void PrintTo(const Planted& p, std::ostream* os) { *os << p.shape.name; }
+class CodsGpuPlanted : public ::testing::TestWithParam<Planted> {};
+
+TEST_P(CodsGpuPlanted, InKernelHistoryRefutesIt) {
+  SKIP_WITHOUT_GPU();
+  const Planted& p = GetParam();
+  for (int round = 0; round < 10; ++round) {
+    GpuConfig c = config_of(p.shape);
+    c.planted = p.bug;
+    std::unique_ptr<GpuStructure> gpu;
+    const Status made = make_gpu_structure(c, &gpu);
+    ASSERT_TRUE(made.ok()) << made.to_string();
+    if (in_kernel_history(*gpu, p.shape, 10, 1000 + round).refuted()) {
+      std::printf("%s: caught in round %d\n", p.shape.name, round);
+      return;
+    }
+  }
+  FAIL() << "planted bug " << int(p.bug) << " was not caught in 10 rounds";
+}
+
+INSTANTIATE_TEST_SUITE_P(
+    Lists, CodsGpuPlanted,
+    ::testing::Values(Planted{Shape{"norevalidation_k6_g8_full", GpuKind::kList, 6, 8, F, 1, 16}, Bug::kNoRevalidation},
+                      Planted{Shape{"norevalidation_k14_g16_full", GpuKind::kList, 14, 16, F, 1, 32},
+                              Bug::kNoRevalidation},
+                      Planted{Shape{"unmarked_k6_g8_elem", GpuKind::kList, 6, 8, E, 1, 16},
+                              Bug::kUnmarkedReplacedNode}),
+    [](const ::testing::TestParamInfo<Planted>& i) { return std::string(i.param.shape.name); });
 
 // A pool too small for a batch's inserts: execute() says ResourceExhausted, requests marked
 // kRetry changed nothing (their keys are absent), the others took effect.
@@ -320,6 +340,11 @@ TEST(CodsGpuDriver, BadInput) {
   EXPECT_EQ(make_gpu_structure(c, &out).code(), StatusCode::kInvalidArgument);
   c.keys_per_node = 14;
   c.group = 16;
+  c.mode = GpuMode::kMixed;  // a planted bug's give-up needs lanes that agree: group mode only
+  c.planted = Bug::kNoRevalidation;
+  EXPECT_EQ(make_gpu_structure(c, &out).code(), StatusCode::kInvalidArgument);
+  c.mode = GpuMode::kGroup;
+  c.planted = Bug::kNone;
   if (!duet::gpu::device().present) {
     EXPECT_EQ(make_gpu_structure(c, &out).code(), StatusCode::kUnavailable);
     return;
