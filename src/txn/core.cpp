@@ -435,7 +435,8 @@ void Index::entries_from(std::uint64_t pos, std::size_t count, std::vector<Entry
 
 // ---------------------------------------------------------------- Core
 
-Core::Core(const TxnConfig& c) : cfg(c), slots(new Slot[c.max_transactions]) {
+// One slot more than max_transactions: the collector's, whose commit word stays 0.
+Core::Core(const TxnConfig& c) : cfg(c), slots(new Slot[std::size_t{c.max_transactions} + 1]) {
   const bool exact = cfg.max_obsolete_versions != 0 || cfg.memory_budget_bytes != 0;
   flush_every = exact ? 1 : std::clamp<std::uint64_t>(cfg.gc_watermark / 64, 1, 256);
   if (cfg.background_gc) collector = std::thread([this] { run_collector(); });
@@ -470,6 +471,11 @@ Status Core::claim(unsigned* slot, std::uint64_t* start) {
     s.state.store(0, std::memory_order_relaxed);
     s.commit.store(0, std::memory_order_relaxed);
     if (cfg.max_snapshot_age_ms) s.begin_ns = now_ns();
+    // Slots at or above the high-water mark are not scanned: raise it before reading the
+    // timestamp, so a scan that misses this slot read the timestamp before this read does.
+    for (unsigned h = slot_hwm.load(std::memory_order_seq_cst);
+         k >= h && !slot_hwm.compare_exchange_weak(h, k + 1, std::memory_order_seq_cst);) {
+    }
     const std::uint64_t g = gts.load(std::memory_order_seq_cst);
     // Raise the announcement to the start itself (either value is a safe bound for a
     // collector: both are <= g).
@@ -484,31 +490,59 @@ Status Core::claim(unsigned* slot, std::uint64_t* start) {
                                    std::to_string(cfg.max_transactions) + ")");
 }
 
-std::int64_t Core::add_pending(unsigned slot, std::uint64_t obsoleted, std::uint64_t bytes_added) {
+bool Core::add_pending(unsigned slot, std::int64_t obsoleted, std::int64_t bytes_added, std::int64_t* obs) {
   Slot& s = slots[slot];
-  const std::uint64_t o = s.pending_obsolete.load(std::memory_order_relaxed) + obsoleted;
-  const std::uint64_t b = s.pending_bytes.load(std::memory_order_relaxed) + bytes_added;
-  if (flush_every > 1 && o < flush_every && b < (std::uint64_t{1} << 20)) {
-    s.pending_obsolete.store(o, std::memory_order_relaxed);
-    s.pending_bytes.store(b, std::memory_order_relaxed);
-    return -1;
+  // Signed deltas kept in unsigned words (a commit that frees versions inline subtracts).
+  const auto o = static_cast<std::int64_t>(s.pending_obsolete.load(std::memory_order_relaxed)) + obsoleted;
+  const auto b = static_cast<std::int64_t>(s.pending_bytes.load(std::memory_order_relaxed)) + bytes_added;
+  const auto fe = static_cast<std::int64_t>(flush_every);
+  if (fe > 1 && o < fe && o > -fe && b < (std::int64_t{1} << 20) && b > -(std::int64_t{1} << 20)) {
+    s.pending_obsolete.store(static_cast<std::uint64_t>(o), std::memory_order_relaxed);
+    s.pending_bytes.store(static_cast<std::uint64_t>(b), std::memory_order_relaxed);
+    return false;
   }
   s.pending_obsolete.store(0, std::memory_order_relaxed);
   s.pending_bytes.store(0, std::memory_order_relaxed);
-  if (b) bytes.fetch_add(b, std::memory_order_relaxed);
-  if (o == 0) return -1;
-  return static_cast<std::int64_t>(obsolete.fetch_add(o, std::memory_order_relaxed) + o);
+  if (b) bytes.fetch_add(static_cast<std::uint64_t>(b), std::memory_order_relaxed);
+  *obs = o == 0 ? static_cast<std::int64_t>(obsolete.load(std::memory_order_relaxed))
+               : static_cast<std::int64_t>(obsolete.fetch_add(static_cast<std::uint64_t>(o), std::memory_order_relaxed) +
+                                           static_cast<std::uint64_t>(o));
+  return true;
+}
+
+void Core::raise_floor(std::uint64_t min) {
+  for (std::uint64_t f = gc_floor.load(std::memory_order_relaxed);
+       min > f && !gc_floor.compare_exchange_weak(f, min, std::memory_order_release);) {
+  }
+}
+
+Version* Core::cut_below(Version* from, std::uint64_t floor) {
+  Version* v = from;
+  while (v != nullptr && v->ts > floor) v = v->older.load(std::memory_order_acquire);
+  return v == nullptr ? nullptr : v->older.exchange(nullptr, std::memory_order_acq_rel);
+}
+
+void Core::free_tail(Version* t, std::uint64_t* n, std::uint64_t* b) {
+  *n = 0;
+  *b = 0;
+  while (t != nullptr) {
+    Version* o = t->older.load(std::memory_order_relaxed);
+    *b += t->bytes();
+    ++*n;
+    Version::destroy(t);
+    t = o;
+  }
 }
 
 std::uint64_t Core::obsolete_total() const {
   std::uint64_t t = obsolete.load(std::memory_order_relaxed);
-  for (unsigned i = 0; i < cfg.max_transactions; ++i) t += slots[i].pending_obsolete.load(std::memory_order_relaxed);
+  for (unsigned i = 0, n = slot_hwm.load(std::memory_order_relaxed); i < n; ++i) t += slots[i].pending_obsolete.load(std::memory_order_relaxed);
   return t;
 }
 
 std::uint64_t Core::bytes_total() const {
   std::uint64_t t = bytes.load(std::memory_order_relaxed);
-  for (unsigned i = 0; i < cfg.max_transactions; ++i) t += slots[i].pending_bytes.load(std::memory_order_relaxed);
+  for (unsigned i = 0, n = slot_hwm.load(std::memory_order_relaxed); i < n; ++i) t += slots[i].pending_bytes.load(std::memory_order_relaxed);
   return t;
 }
 
@@ -537,7 +571,7 @@ Version* Core::read(Entry* e, std::uint64_t start) {
 }
 
 void Core::enqueue(Entry* e) {
-  if (e->queued.exchange(true, std::memory_order_acq_rel)) return;
+  if (e->queued.load(std::memory_order_relaxed) || e->queued.exchange(true, std::memory_order_acq_rel)) return;
   QueueStripe& q = queue[thread_ordinal() % kQueueStripes];
   Entry* h = q.head.load(std::memory_order_relaxed);
   do {
@@ -553,7 +587,7 @@ void Core::request_gc() {
 
 std::uint64_t Core::oldest_start(bool exclude_doomed) {
   std::uint64_t m = gts.load(std::memory_order_seq_cst);
-  for (unsigned i = 0; i < cfg.max_transactions; ++i) {
+  for (unsigned i = 0, n = slot_hwm.load(std::memory_order_seq_cst); i < n; ++i) {
     const std::uint64_t s = slots[i].start.load(std::memory_order_seq_cst);
     if (s == kFreeSlot) continue;
     if (exclude_doomed && slots[i].state.load(std::memory_order_seq_cst) == 2) continue;
@@ -578,6 +612,7 @@ void Core::collect(bool background) {
     const bool walk = !background || min != last_walk_min;
     if (walk) {
     last_walk_min = min;
+    raise_floor(min);
     collections.fetch_add(1, std::memory_order_relaxed);
     // Walk every taken stack before clearing any entry's `queued`: once cleared, a committer
     // may push the entry again and overwrite its gc_next.
@@ -586,27 +621,33 @@ void Core::collect(bool background) {
       for (Entry* e = q.head.exchange(nullptr, std::memory_order_acquire); e != nullptr; e = e->gc_next)
         work.push_back(e);
     std::vector<Entry*> again;
+    std::uint64_t freed = 0, freed_bytes = 0;
+    const std::uint64_t word = collector_lock_word();
     for (Entry* e : work) {
       e->queued.store(false, std::memory_order_release);
+      // Cut under the key's lock: committers also cut chains as they install (Txn::commit).
+      // A key a committer holds is left for the next pass.
+      std::uint64_t free_word = 0;
+      if (!e->lock.compare_exchange_strong(free_word, word, std::memory_order_seq_cst)) {
+        again.push_back(e);
+        continue;
+      }
       Version* head = e->head.load(std::memory_order_acquire);
       Version* v = head;
       while (v != nullptr && v->ts > min) v = v->older.load(std::memory_order_acquire);
-      if (v != nullptr) {
-        Version* t = v->older.exchange(nullptr, std::memory_order_acq_rel);
-        std::uint64_t n = 0, b = 0;
-        while (t != nullptr) {
-          Version* o = t->older.load(std::memory_order_relaxed);
-          b += t->bytes();
-          ++n;
-          Version::destroy(t);
-          t = o;
-        }
-        versions.add(-static_cast<std::int64_t>(n));
-        obsolete.fetch_sub(n, std::memory_order_relaxed);
-        bytes.fetch_sub(b, std::memory_order_relaxed);
-        reclaimed.fetch_add(n, std::memory_order_relaxed);
-      }
+      Version* t = v != nullptr ? v->older.exchange(nullptr, std::memory_order_acq_rel) : nullptr;
+      e->lock.store(0, std::memory_order_release);
+      std::uint64_t n = 0, b = 0;
+      free_tail(t, &n, &b);
+      freed += n;
+      freed_bytes += b;
       if (v != head) again.push_back(e);  // versions above min remain: later
+    }
+    if (freed) {
+      versions.add(-static_cast<std::int64_t>(freed));
+      obsolete.fetch_sub(freed, std::memory_order_relaxed);
+      bytes.fetch_sub(freed_bytes, std::memory_order_relaxed);
+      reclaimed.add(static_cast<std::int64_t>(freed));
     }
     for (Entry* e : again) enqueue(e);
     }
@@ -616,7 +657,7 @@ void Core::collect(bool background) {
     const std::uint64_t now = cfg.max_snapshot_age_ms ? now_ns() : 0;
     int victim = -1;
     std::uint64_t oldest = kFreeSlot;
-    for (unsigned i = 0; i < cfg.max_transactions; ++i) {
+    for (unsigned i = 0, n = slot_hwm.load(std::memory_order_seq_cst); i < n; ++i) {
       const std::uint64_t s = slots[i].start.load(std::memory_order_seq_cst);
       if (s == kFreeSlot || slots[i].state.load() == 2) continue;
       const bool aged = cfg.max_snapshot_age_ms && now - slots[i].begin_ns > cfg.max_snapshot_age_ms * 1000000ull;

@@ -164,12 +164,32 @@ struct Core {
   mem::StripedCounter present_keys, versions, commits, conflicts, read_only;
   std::atomic<std::uint64_t> obsolete{0}, bytes{0};
   std::uint64_t flush_every = 1;  ///< set from cfg: 1 when exact figures are needed
-  /// Adds obsolete versions and bytes from a commit of `slot`; returns the global obsolete
-  /// count after a fold (as a signed value), or -1 when the counts stayed pending.
-  std::int64_t add_pending(unsigned slot, std::uint64_t obsoleted, std::uint64_t bytes_added);
+  /// Adds obsolete versions and bytes from a commit of `slot`; true when this folded the
+  /// slot's counts into the shared ones (*obs: the shared obsolete count after the fold, as a
+  /// signed value, which may dip below zero while other slots hold pending counts).
+  bool add_pending(unsigned slot, std::int64_t obsoleted, std::int64_t bytes_added, std::int64_t* obs);
   std::uint64_t obsolete_total() const;
   std::uint64_t bytes_total() const;
-  std::atomic<std::uint64_t> too_old{0}, collections{0}, reclaimed{0};
+  std::atomic<std::uint64_t> too_old{0}, collections{0};
+  mem::StripedCounter reclaimed;  ///< by the collector and by committers (Core::cut_below)
+  /// A lower bound of every start a transaction reads at, now or later: the greatest `min`
+  /// a collection has computed (any computed min is one: docs/txn.md, "Versions"). Committers
+  /// read it to free a key's versions below it as they install (Txn::commit).
+  std::atomic<std::uint64_t> gc_floor{0};
+  /// Raises gc_floor to `min` (a value oldest_start computed) when it is higher.
+  void raise_floor(std::uint64_t min);
+  /// One more than the highest slot ever claimed: scans of the slots (oldest_start, the
+  /// pending counts) stop there, so their cost follows the threads in use, not
+  /// max_transactions. Raised by claim before it reads the timestamp.
+  std::atomic<unsigned> slot_hwm{0};
+  /// The lock word the collector puts in an entry while it cuts its chain: slot
+  /// max_transactions, which never commits, so a reader that finds it reads on at once.
+  std::uint64_t collector_lock_word() const { return std::uint64_t{cfg.max_transactions} + 1; }
+  /// Under e's lock: cuts e's chain below its newest version with ts <= floor, starting the
+  /// search at `from` (a version of e's chain); returns the cut tail (to free after unlocking).
+  static Version* cut_below(Version* from, std::uint64_t floor);
+  /// Frees a cut tail; *n and *b get the versions and bytes freed.
+  static void free_tail(Version* t, std::uint64_t* n, std::uint64_t* b);
 
   // Collector.
   std::mutex gc_m;  ///< one collection at a time

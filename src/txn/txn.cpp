@@ -604,6 +604,13 @@ Status Txn::commit(CommitResult* r) {
   }
   std::int64_t present_delta = 0;
   std::uint64_t added = 0, obsoleted = 0, bytes = 0;
+  // Versions below the collection floor are unreachable for every reader now and later; the
+  // committer cuts them from each key it installs on (under the key's lock, as the collector
+  // does), so they are freed by the thread that allocated them, at once, and the collector
+  // rarely has to run. Freed after the locks are released.
+  const std::uint64_t floor = c.gc_floor.load(std::memory_order_acquire);
+  thread_local std::vector<Version*> tails;
+  tails.clear();
   // The last written key, for the drop_version fault.
   std::size_t last_write = 0, n_writes = 0;
   for (std::size_t j = 0; j < ws.size(); ++j)
@@ -630,6 +637,8 @@ Status Txn::commit(CommitResult* r) {
       e->head.store(v, std::memory_order_release);
     } else {
       e->head.store(v, std::memory_order_release);
+      if (old != nullptr && floor != 0)
+        if (Version* t = Core::cut_below(old, floor)) tails.push_back(t);
       // Release suffices: a reader that sees the lock free (an acquire) sees the head; one
       // that must wait saw the lock taken, which the seq_cst CAS made visible before the ts.
       e->lock.store(0, std::memory_order_release);
@@ -645,14 +654,31 @@ Status Txn::commit(CommitResult* r) {
     }
   }
   me.commit.store(0, std::memory_order_relaxed);
-  c.versions.add(static_cast<std::int64_t>(added));
+  std::uint64_t freed = 0, freed_bytes = 0;
+  for (Version* tail : tails) {
+    std::uint64_t n = 0, b = 0;
+    Core::free_tail(tail, &n, &b);
+    freed += n;
+    freed_bytes += b;
+  }
+  if (freed) c.reclaimed.add(static_cast<std::int64_t>(freed));
+  c.versions.add(static_cast<std::int64_t>(added) - static_cast<std::int64_t>(freed));
   if (present_delta != 0) c.present_keys.add(present_delta);
-  const std::int64_t obs = c.add_pending(slot_, obsoleted, bytes + created_bytes);
+  std::int64_t obs = 0;
+  const bool folded = c.add_pending(slot_, static_cast<std::int64_t>(obsoleted) - static_cast<std::int64_t>(freed),
+                                    static_cast<std::int64_t>(bytes + created_bytes) - static_cast<std::int64_t>(freed_bytes),
+                                    &obs);
   c.commits.add(1);
   r->commit_ts = t;
   leave();
   end();
-  if (obs >= static_cast<std::int64_t>(c.cfg.gc_watermark)) c.request_gc();
+  // Each fold of this slot's counts (every flush_every obsolete versions) also moves the
+  // floor up to the oldest start now, so that later commits free what is below it (a scan
+  // of the slots in use, under the high-water mark).
+  if (folded) {
+    c.raise_floor(c.oldest_start(true));
+    if (obs >= static_cast<std::int64_t>(c.cfg.gc_watermark)) c.request_gc();
+  }
   return Status::Ok();
 }
 
@@ -715,7 +741,7 @@ class TxnSpaceImpl final : public TxnSpace {
     s.versions = static_cast<std::uint64_t>(c.versions.sum());
     s.obsolete_versions = c.obsolete_total();
     s.collections = c.collections.load();
-    s.reclaimed = c.reclaimed.load();
+    s.reclaimed = static_cast<std::uint64_t>(c.reclaimed.sum());
     s.bytes = c.bytes_total();
     s.ts = c.gts.load();
     return s;

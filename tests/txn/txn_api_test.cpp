@@ -482,6 +482,30 @@ TEST(TxnApi, CollectionFreesOnlyBelowTheOldestStart) {
   EXPECT_EQ(read1(*s, "k"), "100");
 }
 
+TEST(TxnApi, CommittersFreeVersionsBelowTheCollectionFloor) {
+  TxnConfig c;
+  c.background_gc = false;  // no collector: only committers free
+  c.gc_watermark = 64;      // folds (and floor updates) at every commit
+  auto s = open_space(c);
+  for (int i = 0; i < 10; ++i) put_commit(*s, "k", std::to_string(i));
+  // Each commit cut what lay below the previous head once the floor passed it.
+  EXPECT_LE(s->stats().versions, 2u);
+  EXPECT_GE(s->stats().reclaimed, 8u);
+  Txn holder;  // pins the floor at its start: sees "9"
+  ASSERT_TRUE(s->begin(&holder).ok());
+  for (int i = 10; i < 20; ++i) put_commit(*s, "k", std::to_string(i));
+  EXPECT_EQ(s->stats().versions, 11u) << "the holder's version and every newer one stay";
+  std::string v;
+  bool f = false;
+  ASSERT_TRUE(holder.get("k", &v, &f).ok());
+  EXPECT_EQ(v, "9");
+  holder.abort();
+  for (int i = 20; i < 23; ++i) put_commit(*s, "k", std::to_string(i));
+  EXPECT_LE(s->stats().versions, 3u) << "the floor moved past the holder's start";
+  EXPECT_EQ(read1(*s, "k"), "22");
+  EXPECT_EQ(s->stats().obsolete_versions + 1, s->stats().versions);
+}
+
 TEST(TxnApi, VersionBudgetAbortsTheOldestAsSnapshotTooOld) {
   TxnConfig c;
   c.background_gc = false;
