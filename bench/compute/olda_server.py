@@ -1,0 +1,196 @@
+#!/usr/bin/env python3
+"""OLDA through the server (docs/compute.md, "OLDA"): each payment is one `FCALL olda_pay`, the
+native procedure in bench/compute/olda_proc.c, run by `duet server` inside one snapshot-isolation
+transaction (SNAPSHOT of the profile and the last payment, features, inference in the server's
+compute engine, writes, commit only when not flagged; a write conflict re-runs it). Clients are
+separate processes with redis-py, one round trip per payment, on the same work as the FeDB-style
+peer (bench/compute/olda_fedb.py), exported by `duet_bench_olda --export`:
+
+  build/bench/duet_bench_olda --users 10^4 --payments 2^14 --export /tmp/olda-work
+  python3 bench/compute/olda_server.py --duet build/duet --proc build/bench/libduet_olda_proc.so \\
+      --work /tmp/olda-work --clients 2 --reps 3
+
+JSON goes to bench/results/compute-olda/ (or --out).
+"""
+
+import argparse
+import datetime
+import json
+import multiprocessing as mp
+import os
+import platform
+import shutil
+import socket
+import statistics
+import struct
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+import redis
+
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+from olda_fedb import load_model  # noqa: E402  (same folder)
+
+REPO = Path(__file__).resolve().parents[2]
+
+
+def key(user, slot):
+    return struct.pack(">II", user, slot)
+
+
+def start_server(duet, libdir, threads):
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        port = s.getsockname()[1]
+    proc = subprocess.Popen([str(duet), "server", "--port", str(port), "--threads", str(threads), "--database-kinds", "txn",
+                             "--procedure-enable", "yes", "--procedure-dir", str(libdir)],
+                            stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    deadline = time.monotonic() + 30
+    while True:
+        try:
+            r = redis.Redis(port=port)
+            r.ping()
+            return proc, port
+        except redis.ConnectionError:
+            if time.monotonic() > deadline or proc.poll() is not None:
+                proc.kill()
+                raise RuntimeError("the server did not start")
+            time.sleep(0.05)
+
+
+def load_users(r, users):
+    p = r.pipeline(transaction=False)
+    for n, (user, home, hist) in enumerate(users):
+        for s, (la, lo) in enumerate(hist, start=1):
+            p.set(key(user, 0xFFFFFFFF - s), struct.pack("<ddq", la, lo, 0))
+        p.set(key(user, 0), struct.pack("<qq", len(hist), home))
+        if n % 500 == 499:
+            p.execute()
+    p.execute()
+
+
+def client(k, nclients, port, payments, start, out_q):
+    r = redis.Redis(port=port)
+    mine = payments[k::nclients]
+    lat_us, declined, committed = [], 0, 0
+    while time.time() < start:
+        time.sleep(0.0005)
+    t_begin = time.perf_counter()
+    for user, la, lo, pid in mine:
+        t0 = time.perf_counter()
+        rep = r.fcall("olda_pay", 1, key(user, 0), struct.pack("<d", la), struct.pack("<d", lo), pid)
+        if rep == b"DECLINED":
+            declined += 1
+        else:
+            committed += 1
+        lat_us.append((time.perf_counter() - t0) * 1e6)
+    out_q.put((time.perf_counter() - t_begin, lat_us, declined, committed))
+
+
+def main():
+    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    ap.add_argument("--duet", required=True)
+    ap.add_argument("--proc", required=True, help="libduet_olda_proc.so")
+    ap.add_argument("--work", required=True, help="folder written by duet_bench_olda --export")
+    ap.add_argument("--clients", type=int, default=2)
+    ap.add_argument("--threads", type=int, default=2, help="server threads")
+    ap.add_argument("--reps", type=int, default=3)
+    ap.add_argument("--out", default="")
+    a = ap.parse_args()
+    if a.clients < 1 or a.reps < 1 or a.threads < 1:
+        sys.exit("olda_server: --clients, --threads and --reps must be positive")
+    work = Path(a.work)
+    users = []
+    for line in (work / "users.txt").read_text().split("\n"):
+        if line:
+            f = line.split()
+            pts = [float(v) for v in f[2:]]
+            users.append((int(f[0]), int(f[1]), list(zip(pts[0::2], pts[1::2]))))
+    payments = []
+    for line in (work / "payments.txt").read_text().split("\n"):
+        if line:
+            f = line.split()
+            payments.append((int(f[0]), float(f[1]), float(f[2]), int(f[3])))
+    layers = load_model(work / "model.txt")
+    blobs = [layers[0][0].astype("<f4").tobytes(), layers[0][1].astype("<f4").tobytes(),
+             layers[1][0].astype("<f4").tobytes(), layers[1][1].astype("<f4").tobytes()]
+
+    libdir = Path(tempfile.mkdtemp(prefix="olda-proc-"))
+    shutil.copy(a.proc, libdir / "olda.so")
+    srv, port = start_server(a.duet, libdir, a.threads)
+    runs = []
+    try:
+        r = redis.Redis(port=port)
+        r.execute_command("PROCEDURE", "LOAD", "olda.so")
+        r.fcall("olda_model", 0, *blobs)
+        for rep in range(a.reps):
+            r.flushdb()
+            load_users(r, users)
+            out_q = mp.Queue()
+            start = time.time() + 0.5
+            ps = [mp.Process(target=client, args=(k, a.clients, port, payments, start, out_q)) for k in range(a.clients)]
+            for p in ps:
+                p.start()
+            res = [out_q.get(timeout=600) for _ in ps]
+            for p in ps:
+                p.join()
+            secs = max(x[0] for x in res)
+            lat = sorted(v for x in res for v in x[1])
+            n = len(payments)
+            run = {
+                "ops_per_s": n / secs,
+                "p50_us": lat[len(lat) // 2],
+                "p99_us": lat[min(len(lat) - 1, len(lat) * 99 // 100)],
+                "decline_rate": sum(x[2] for x in res) / n,
+                "committed": sum(x[3] for x in res),
+            }
+            runs.append(run)
+            print(f"rep {rep}: {run['ops_per_s']:.0f} payments/s, p50 {run['p50_us']:.0f} us, p99 {run['p99_us']:.0f} us, "
+                  f"declined {run['decline_rate']:.4f}", flush=True)
+        listing = r.execute_command("PROCEDURE", "LIST")
+    finally:
+        srv.terminate()
+        srv.wait()
+        shutil.rmtree(libdir, ignore_errors=True)
+
+    def med(k):
+        v = [x[k] for x in runs]
+        return statistics.median(v), min(v), max(v)
+
+    tps = med("ops_per_s")
+    rec = {
+        "name": "olda_users", "system": "duet-server", "op": "FCALL olda_pay (one transaction per payment)",
+        "workload": "OLDA through the server: one FCALL per payment, redis-py clients",
+        "users": len(users), "extra": 0, "threads": a.clients, "server_threads": a.threads, "payments": len(payments),
+        "ops_per_s": tps[0], "ops_per_s_min": tps[1], "ops_per_s_max": tps[2],
+        "p50_us": med("p50_us")[0], "p99_us": med("p99_us")[0], "decline_rate": med("decline_rate")[0],
+        "stale_decisions": 0, "reps": a.reps, "runs": runs,
+        "procedure_list": str(listing),
+    }
+    try:
+        commit = os.environ.get("DUET_COMMIT") or subprocess.check_output(["git", "-C", str(REPO), "rev-parse", "HEAD"], text=True).strip()
+    except Exception:
+        commit = "unknown"
+    mem = os.sysconf("SC_PAGE_SIZE") * os.sysconf("SC_PHYS_PAGES")
+    cpu = next((l.split(":", 1)[1].strip() for l in open("/proc/cpuinfo") if l.startswith("model name")), platform.processor())
+    doc = {
+        "machine": {"hostname": socket.gethostname(), "cores": os.cpu_count(), "memory_bytes": mem, "cpu_model": cpu},
+        "device": "cpu", "commit": commit,
+        "date": datetime.datetime.now(datetime.timezone.utc).strftime("%Y-%m-%dT%H:%M:%SZ"),
+        "benchmark": "olda_server",
+        "config": {"clients": a.clients, "server_threads": a.threads, "reps": a.reps, "users": len(users),
+                   "payments": len(payments), "work": "exported by duet_bench_olda --export (same model, users and payments)"},
+        "records": [rec],
+    }
+    out = Path(a.out) if a.out else REPO / "bench/results/compute-olda" / f"olda-server-{doc['date'].replace(':', '').replace('-', '')}.json"
+    out.parent.mkdir(parents=True, exist_ok=True)
+    out.write_text(json.dumps(doc, indent=2) + "\n")
+    print(f"median {tps[0]:.0f} payments/s [{tps[1]:.0f}, {tps[2]:.0f}], p50 {rec['p50_us']:.0f} us, p99 {rec['p99_us']:.0f} us; "
+          f"procedures {listing}")
+
+
+if __name__ == "__main__":
+    main()
