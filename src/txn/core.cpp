@@ -516,9 +516,12 @@ void Core::raise_floor(std::uint64_t min) {
   }
 }
 
-Version* Core::cut_below(Version* from, std::uint64_t floor) {
+Version* Core::cut_below(Version* from, std::uint64_t floor, unsigned max_steps) {
   Version* v = from;
-  while (v != nullptr && v->ts > floor) v = v->older.load(std::memory_order_acquire);
+  for (unsigned i = 0; v != nullptr && v->ts > floor; ++i) {
+    if (i == max_steps) return nullptr;  // a long chain above the floor: left to the collector
+    v = v->older.load(std::memory_order_acquire);
+  }
   return v == nullptr ? nullptr : v->older.exchange(nullptr, std::memory_order_acq_rel);
 }
 

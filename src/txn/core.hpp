@@ -186,8 +186,9 @@ struct Core {
   /// max_transactions, which never commits, so a reader that finds it reads on at once.
   std::uint64_t collector_lock_word() const { return std::uint64_t{cfg.max_transactions} + 1; }
   /// Under e's lock: cuts e's chain below its newest version with ts <= floor, starting the
-  /// search at `from` (a version of e's chain); returns the cut tail (to free after unlocking).
-  static Version* cut_below(Version* from, std::uint64_t floor);
+  /// search at `from` (a version of e's chain) and giving up (null) past `max_steps` versions
+  /// above the floor; returns the cut tail (to free after unlocking).
+  static Version* cut_below(Version* from, std::uint64_t floor, unsigned max_steps);
   /// Frees a cut tail; *n and *b get the versions and bytes freed.
   static void free_tail(Version* t, std::uint64_t* n, std::uint64_t* b);
 

@@ -638,7 +638,9 @@ Status Txn::commit(CommitResult* r) {
     } else {
       e->head.store(v, std::memory_order_release);
       if (old != nullptr && floor != 0)
-        if (Version* t = Core::cut_below(old, floor)) tails.push_back(t);
+        // At most 4 versions above the floor are stepped over: on a hot key many commits
+        // can land between two raises of the floor, and the walk holds the key's lock.
+        if (Version* t = Core::cut_below(old, floor, 4)) tails.push_back(t);
       // Release suffices: a reader that sees the lock free (an acquire) sees the head; one
       // that must wait saw the lock taken, which the seq_cst CAS made visible before the ts.
       e->lock.store(0, std::memory_order_release);
