@@ -160,6 +160,11 @@ def main():
         v = [x[k] for x in runs]
         return statistics.median(v), min(v), max(v)
 
+    retries = 0
+    for e in listing:
+        d = dict(zip(e[0::2], e[1::2]))
+        if d.get(b"name") == b"olda_pay":
+            retries = int(d.get(b"retries", 0))
     tps = med("ops_per_s")
     rec = {
         "name": "olda_users", "system": "duet-server", "op": "FCALL olda_pay (one transaction per payment)",
@@ -168,7 +173,7 @@ def main():
         "ops_per_s": tps[0], "ops_per_s_min": tps[1], "ops_per_s_max": tps[2],
         "p50_us": med("p50_us")[0], "p99_us": med("p99_us")[0], "decline_rate": med("decline_rate")[0],
         "stale_decisions": 0, "reps": a.reps, "runs": runs,
-        "procedure_list": str(listing),
+        "retries_total": retries, "retries_per_txn": retries / (len(payments) * a.reps),
     }
     try:
         commit = os.environ.get("DUET_COMMIT") or subprocess.check_output(["git", "-C", str(REPO), "rev-parse", "HEAD"], text=True).strip()
@@ -189,7 +194,7 @@ def main():
     out.parent.mkdir(parents=True, exist_ok=True)
     out.write_text(json.dumps(doc, indent=2) + "\n")
     print(f"median {tps[0]:.0f} payments/s [{tps[1]:.0f}, {tps[2]:.0f}], p50 {rec['p50_us']:.0f} us, p99 {rec['p99_us']:.0f} us; "
-          f"procedures {listing}")
+          f"{retries} procedure re-runs on conflict in all")
 
 
 if __name__ == "__main__":
