@@ -1,8 +1,9 @@
 // `duet`: the command-line entry point. `duet demo` (the default) opens a Store with one `kv`
 // keyspace on the best available processor, runs a few batches of PUT, GET and DELETE and
 // prints what each did and where it ran; `duet info` prints what the build and the machine
-// offer; `duet bench kv` runs the key-value benchmark and `duet bench transfer` the batch
-// keyspace's transfer blocks (builds with benchmarks only).
+// offer; `duet bench kv` runs the key-value benchmark, `duet bench transfer` the batch
+// keyspace's transfer blocks and `duet bench olda` the OLDA fraud-detection transactions
+// (builds with benchmarks only).
 #include <chrono>
 #include <cstdio>
 #include <cstdlib>
@@ -20,6 +21,9 @@
 #if DUET_HAVE_BENCH_TRANSFER
 #include "bench/batch/transfer_bench.hpp"
 #endif
+#if DUET_HAVE_BENCH_OLDA
+#include "bench/compute/olda_bench.hpp"
+#endif
 
 namespace {
 
@@ -28,14 +32,15 @@ using duet::KvRequest;
 int usage(FILE* f) {
   std::fprintf(f,
                "usage: duet [demo [--device auto|cpu|gpu] [--keys N]] | server [settings] | info [--measure-devices] |\n"
-               "       bench kv|transfer [options] | help\n"
+               "       bench kv|transfer|olda [options] | help\n"
                "  server    serve the Redis protocol (RESP2/RESP3) on 127.0.0.1:6379 (duet server --help)\n"
                "  demo      open a store with a kv keyspace, run PUT/GET/DELETE batches, print what\n"
                "            happened (default)\n"
                "  info      print the build's and the machine's capabilities; --measure-devices: also\n"
                "            run the same probe workload on the GPU and the CPU store and say which is faster\n"
                "  bench kv  YCSB workloads and KVCG's experiments (duet bench kv --help)\n"
-               "  bench transfer  OranguTAN's transfer blocks in every batch mode (docs/batch.md)\n");
+               "  bench transfer  OranguTAN's transfer blocks in every batch mode (docs/batch.md)\n"
+               "  bench olda  OLDA fraud detection: one transaction per payment with inference (docs/compute.md)\n");
   return f == stderr ? 2 : 0;
 }
 
@@ -172,6 +177,41 @@ int demo(duet::DeviceChoice device, std::uint64_t keys) {
   return ok ? 0 : 1;
 }
 
+/// `duet bench NAME [options]`: runs the named benchmark, or says which exist; a build without
+/// benchmarks (-DDUET_BENCH=OFF) says so and returns 2.
+int bench(int argc, char** argv) {
+  struct Entry {
+    const char* name;
+    int (*run)(int, char**);  // null when this build lacks it
+  };
+  const Entry benches[] = {
+#if DUET_HAVE_BENCH_KV
+      {"kv", duet::bench::run_kv_bench},
+#else
+      {"kv", nullptr},
+#endif
+#if DUET_HAVE_BENCH_TRANSFER
+      {"transfer", duet::bench::run_transfer_bench},
+#else
+      {"transfer", nullptr},
+#endif
+#if DUET_HAVE_BENCH_OLDA
+      {"olda", duet::bench::run_olda_bench},
+#else
+      {"olda", nullptr},
+#endif
+  };
+  const std::string name = argc >= 3 ? argv[2] : "";
+  for (const Entry& e : benches) {
+    if (name != e.name) continue;
+    if (e.run) return e.run(argc - 2, argv + 2);
+    std::fprintf(stderr, "duet bench: this build has no %s benchmark (configure with -DDUET_BENCH=ON)\n", e.name);
+    return 2;
+  }
+  std::fprintf(stderr, "duet bench: the benchmark to run is `kv`, `transfer` or `olda` (duet bench kv --help)\n");
+  return usage(stderr);
+}
+
 }  // namespace
 
 int main(int argc, char** argv) {
@@ -179,26 +219,7 @@ int main(int argc, char** argv) {
   if (cmd == "help" || cmd == "--help" || cmd == "-h") return usage(stdout);
   if (cmd == "info") return info(argc, argv);
   if (cmd == "server") return duet::server::run_server(argc - 2, argv + 2);
-  if (cmd == "bench") {
-    if (argc >= 3 && std::string(argv[2]) == "transfer") {
-#if DUET_HAVE_BENCH_TRANSFER
-      return duet::bench::run_transfer_bench(argc - 2, argv + 2);
-#else
-      std::fprintf(stderr, "duet bench: this build has no benchmarks (configure with -DDUET_BENCH=ON)\n");
-      return 2;
-#endif
-    }
-    if (argc < 3 || std::string(argv[2]) != "kv") {
-      std::fprintf(stderr, "duet bench: the benchmark to run is `kv` or `transfer` (duet bench kv --help)\n");
-      return usage(stderr);
-    }
-#if DUET_HAVE_BENCH_KV
-    return duet::bench::run_kv_bench(argc - 2, argv + 2);
-#else
-    std::fprintf(stderr, "duet bench: this build has no benchmarks (configure with -DDUET_BENCH=ON)\n");
-    return 2;
-#endif
-  }
+  if (cmd == "bench") return bench(argc, argv);
   if (cmd != "demo") return usage(stderr);
   duet::DeviceChoice device = duet::DeviceChoice::kAuto;
   std::uint64_t keys = 1u << 17;
