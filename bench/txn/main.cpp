@@ -8,6 +8,7 @@
 //   snapshot   SNAPSHOT of one range of all keys, of 1000 ranges, of all keys as points,
 //              while writer threads commit (duet; RocksDB iterates or multi-gets a snapshot)
 //   commit     disjoint writers (one own key per txn) at 1..T threads, and the ts source alone
+//   disjoint   the disjoint writers alone, at exactly the --threads counts (for profiles)
 //   longreader writers' commit rate alone, then beside one transaction that stays open for
 //              --reader-seconds (10) reading now and then: what a long reader costs writers
 #include <algorithm>
@@ -600,13 +601,20 @@ void snapshot_exp(const Options& o, Report& rep) {
   }
 }
 
-void commit_exp(const Options& o, Report& rep) {
+/// `commit`: disjoint writers at 1, 2, 4, .. up to the largest --threads, then the ts source.
+/// `disjoint` (only_listed): disjoint writers at exactly the --threads counts and nothing else,
+/// so that a profile of one thread count is not diluted by the others or by the ts loop.
+void commit_exp(const Options& o, Report& rep, bool only_listed = false) {
   const std::string value(100, 'v');
   const unsigned maxt = *std::max_element(o.threads.begin(), o.threads.end());
+  std::vector<unsigned> counts;
+  if (only_listed) counts = o.threads;
+  else
+    for (unsigned thr = 1; thr <= maxt; thr *= 2) counts.push_back(thr);
   for (auto& name : o.systems) {
     auto s = make_system(name);
     if (!s) continue;
-    for (unsigned thr = 1; thr <= maxt; thr *= 2) {
+    for (unsigned thr : counts) {
       std::vector<Measure> sets;
       for (unsigned set = 0; set < o.sets; ++set)
         sets.push_back(run_threads(*s, thr, o.txns, [&](Client& c, unsigned t, std::uint64_t i) {
@@ -617,6 +625,7 @@ void commit_exp(const Options& o, Report& rep) {
       rep.row("commit", "disjoint writers, 1 key per txn", s->name(), thr, sets);
     }
   }
+  if (only_listed) return;
   // The timestamp source alone: one atomic counter incremented by every thread.
   for (unsigned thr = 1; thr <= maxt; thr *= 2) {
     std::vector<Measure> sets;
@@ -792,7 +801,7 @@ int main(int argc, char** argv) {
     if (!ok) std::fprintf(stderr, "duet_bench_txn: %s\n", err.c_str());
     std::printf(
         "duet_bench_txn [--quick] [--keys N] [--threads 1,2,..] [--txns N per thread per set] [--sets N]\n"
-        "               [--experiments ycsbt,smallbank,snapshot,commit,longreader] [--reader-seconds S]\n"
+        "               [--experiments ycsbt,smallbank,snapshot,commit,disjoint,longreader] [--reader-seconds S]\n"
         "               [--systems duet,rocksdb-pessimistic,rocksdb-optimistic] [--out DIR]\n"
         "               [--ops 4,16] [--reads 50,95] [--dists uniform,zipf] [--key-bytes 8,24]\n"
         "               [--snapshot-threads N]\n");
@@ -830,6 +839,7 @@ int main(int argc, char** argv) {
     else if (e == "smallbank") smallbank(o, rep);
     else if (e == "snapshot") snapshot_exp(o, rep);
     else if (e == "commit") commit_exp(o, rep);
+    else if (e == "disjoint") commit_exp(o, rep, true);
     else if (e == "longreader") longreader_exp(o, rep);
     else std::fprintf(stderr, "unknown experiment %s (skipped)\n", e.c_str());
   }
