@@ -3,17 +3,17 @@
 set -u
 cd "$(dirname "$0")"  # beside it: base/ and new/, the two source trees
 for v in base new; do
-  (cmake -S $v -B /tmp/b-$v -G Ninja -DCMAKE_BUILD_TYPE=Release -DDUET_CUDA=ON -DDUET_TESTS=OFF -DCMAKE_CUDA_ARCHITECTURES=90 > /tmp/cfg-$v.log 2>&1 && ninja -C /tmp/b-$v -j16 duet > /tmp/build-$v.log 2>&1) &
+  (cmake -S $v -B b-$v -G Ninja -DCMAKE_BUILD_TYPE=Release -DDUET_CUDA=ON -DDUET_TESTS=OFF -DCMAKE_CUDA_ARCHITECTURES=90 > cfg-$v.log 2>&1 && ninja -C b-$v -j16 duet > build-$v.log 2>&1) &
 done
 wait
-for v in base new; do tail -2 /tmp/build-$v.log; ls -la /tmp/b-$v/duet || { tail -40 /tmp/cfg-$v.log; tail -60 /tmp/build-$v.log; }; done
-cp /tmp/build-*.log $OUT/ 2>/dev/null
+for v in base new; do tail -2 build-$v.log; ls -la b-$v/duet || { tail -40 cfg-$v.log; tail -60 build-$v.log; }; done
+cp build-*.log $OUT/ 2>/dev/null
 bench() {  # name, then options
   local name=$1; shift
   for rep in 1 2; do
     for v in base new; do
       echo "=== $name $v rep $rep" >> $OUT/$name.txt
-      /tmp/b-$v/duet bench kv "$@" --repeat 1 --systems kvg,kvcg --out /tmp/res-$name-$v-$rep.json >> $OUT/$name.txt 2>&1
+      b-$v/duet bench kv "$@" --repeat 1 --systems kvg,kvcg --out res-$name-$v-$rep.json >> $OUT/$name.txt 2>&1
     done
   done
 }
