@@ -23,42 +23,25 @@ JSON goes to bench/results/compute-olda/ (or --out).
 """
 
 import argparse
-import datetime
-import json
 import math
 import multiprocessing as mp
-import os
-import platform
 import shutil
 import socket
 import socketserver
-import statistics
 import struct
 import subprocess
 import sys
 import tempfile
-import threading
 import time
 from pathlib import Path
 
 import numpy as np
 import redis
 
-REPO = Path(__file__).resolve().parents[2]
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+from olda_work import load_model, load_work, median_range, run_clients, set_summary, write_results  # noqa: E402
+
 EARTH_KM = 6371.0088
-
-
-def load_model(path):
-    lines = Path(path).read_text().split("\n")
-    layers = []
-    i = 0
-    while i + 2 < len(lines) and lines[i].strip():
-        n_in, n_out, act = (int(x) for x in lines[i].split())
-        w = np.array(lines[i + 1].split(), dtype=np.float32).reshape(n_out, n_in)
-        b = np.array(lines[i + 2].split(), dtype=np.float32)
-        layers.append((w, b, act))
-        i += 3
-    return layers
 
 
 def infer(layers, x):
@@ -173,17 +156,7 @@ def main():
     if a.clients < 1 or a.reps < 1:
         sys.exit("olda_fedb: --clients and --reps must be positive")
     work = Path(a.work)
-    users = []
-    for line in (work / "users.txt").read_text().split("\n"):
-        if line:
-            f = line.split()
-            pts = [float(v) for v in f[2:]]
-            users.append((int(f[0]), int(f[1]), list(zip(pts[0::2], pts[1::2]))))
-    payments = []
-    for line in (work / "payments.txt").read_text().split("\n"):
-        if line:
-            f = line.split()
-            payments.append((int(f[0]), float(f[1]), float(f[2]), int(f[3])))
+    users, payments = load_work(work)
 
     with socket.socket() as s:
         s.bind(("127.0.0.1", 0))
@@ -207,21 +180,10 @@ def main():
         for rep in range(a.reps):
             r.flushall()
             load_state(r, users)
-            out_q = mp.Queue()
-            start = time.time() + 0.5
-            ps = [mp.Process(target=client, args=(k, a.clients, port, inf_port, payments, start, out_q)) for k in range(a.clients)]
-            for p in ps:
-                p.start()
-            res = [out_q.get(timeout=600) for _ in ps]
-            for p in ps:
-                p.join()
-            secs = max(x[0] for x in res)
-            lat = sorted(v for x in res for v in x[1])
+            res = run_clients(client, a.clients, (port, inf_port, payments))
             n = len(payments)
             run = {
-                "ops_per_s": n / secs,
-                "p50_us": lat[len(lat) // 2],
-                "p99_us": lat[min(len(lat) - 1, len(lat) * 99 // 100)],
+                **set_summary(res, n),
                 "stale_decisions": sum(x[2] for x in res),
                 "decline_rate": sum(x[3] for x in res) / n,
                 "rule_fraud_rate": sum(x[4] for x in res) / n,
@@ -237,8 +199,7 @@ def main():
         shutil.rmtree(tmp, ignore_errors=True)
 
     def med(key):
-        v = [x[key] for x in runs]
-        return statistics.median(v), min(v), max(v)
+        return median_range(runs, key)
 
     tps = med("ops_per_s")
     rec = {
@@ -251,28 +212,13 @@ def main():
         "rule_fraud_rate": med("rule_fraud_rate")[0], "model_rule_agreement": med("model_rule_agreement")[0],
         "reps": a.reps, "runs": runs,
     }
-    try:
-        commit = os.environ.get("DUET_COMMIT") or subprocess.check_output(["git", "-C", str(REPO), "rev-parse", "HEAD"], text=True).strip()
-    except Exception:
-        commit = "unknown"
-    mem = os.sysconf("SC_PAGE_SIZE") * os.sysconf("SC_PHYS_PAGES")
-    cpu = next((l.split(":", 1)[1].strip() for l in open("/proc/cpuinfo") if l.startswith("model name")), platform.processor())
-    doc = {
-        "machine": {"hostname": socket.gethostname(), "cores": os.cpu_count(), "memory_bytes": mem, "cpu_model": cpu},
-        "device": "cpu", "commit": commit,
-        "date": datetime.datetime.now(datetime.timezone.utc).strftime("%Y-%m-%dT%H:%M:%SZ"),
-        "benchmark": "olda_fedb_peer",
-        "config": {"clients": a.clients, "reps": a.reps, "users": len(users), "payments": len(payments),
-                   "redis": subprocess.check_output([a.redis_server, "--version"], text=True).strip(),
-                   "numpy": np.__version__, "inference": "one process, a thread per connection, one row per request",
-                   "work": "exported by duet_bench_olda --export (same model, users and payments)"},
-        "records": [rec],
-    }
-    out = Path(a.out) if a.out else REPO / "bench/results/compute-olda" / f"olda-fedb-{doc['date'].replace(':', '').replace('-', '')}.json"
-    out.parent.mkdir(parents=True, exist_ok=True)
-    out.write_text(json.dumps(doc, indent=2) + "\n")
+    config = {"clients": a.clients, "reps": a.reps, "users": len(users), "payments": len(payments),
+              "redis": subprocess.check_output([a.redis_server, "--version"], text=True).strip(),
+              "numpy": np.__version__, "inference": "one process, a thread per connection, one row per request",
+              "work": "exported by duet_bench_olda --export (same model, users and payments)"}
+    out = write_results(a.out, "olda-fedb", "olda_fedb_peer", config, [rec])
     print(f"median {tps[0]:.0f} payments/s [{tps[1]:.0f}, {tps[2]:.0f}], p50 {rec['p50_us']:.0f} us, p99 {rec['p99_us']:.0f} us, "
-          f"stale decisions {rec['stale_decisions']}; wrote {out.relative_to(REPO) if out.is_relative_to(REPO) else out}")
+          f"stale decisions {rec['stale_decisions']}; wrote {out}")
 
 
 if __name__ == "__main__":

@@ -14,14 +14,8 @@ JSON goes to bench/results/compute-olda/ (or --out).
 """
 
 import argparse
-import datetime
-import json
-import multiprocessing as mp
-import os
-import platform
 import shutil
 import socket
-import statistics
 import struct
 import subprocess
 import sys
@@ -32,9 +26,7 @@ from pathlib import Path
 import redis
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
-from olda_fedb import load_model  # noqa: E402  (same folder)
-
-REPO = Path(__file__).resolve().parents[2]
+from olda_work import load_model, load_work, median_range, run_clients, set_summary, write_results  # noqa: E402
 
 
 def key(user, slot):
@@ -103,17 +95,7 @@ def main():
     if a.clients < 1 or a.reps < 1 or a.threads < 1:
         sys.exit("olda_server: --clients, --threads and --reps must be positive")
     work = Path(a.work)
-    users = []
-    for line in (work / "users.txt").read_text().split("\n"):
-        if line:
-            f = line.split()
-            pts = [float(v) for v in f[2:]]
-            users.append((int(f[0]), int(f[1]), list(zip(pts[0::2], pts[1::2]))))
-    payments = []
-    for line in (work / "payments.txt").read_text().split("\n"):
-        if line:
-            f = line.split()
-            payments.append((int(f[0]), float(f[1]), float(f[2]), int(f[3])))
+    users, payments = load_work(work)
     layers = load_model(work / "model.txt")
     blobs = [layers[0][0].astype("<f4").tobytes(), layers[0][1].astype("<f4").tobytes(),
              layers[1][0].astype("<f4").tobytes(), layers[1][1].astype("<f4").tobytes()]
@@ -129,21 +111,10 @@ def main():
         for rep in range(a.reps):
             r.flushdb()
             load_users(r, users)
-            out_q = mp.Queue()
-            start = time.time() + 0.5
-            ps = [mp.Process(target=client, args=(k, a.clients, port, payments, start, out_q)) for k in range(a.clients)]
-            for p in ps:
-                p.start()
-            res = [out_q.get(timeout=600) for _ in ps]
-            for p in ps:
-                p.join()
-            secs = max(x[0] for x in res)
-            lat = sorted(v for x in res for v in x[1])
+            res = run_clients(client, a.clients, (port, payments))
             n = len(payments)
             run = {
-                "ops_per_s": n / secs,
-                "p50_us": lat[len(lat) // 2],
-                "p99_us": lat[min(len(lat) - 1, len(lat) * 99 // 100)],
+                **set_summary(res, n),
                 "decline_rate": sum(x[2] for x in res) / n,
                 "committed": sum(x[3] for x in res),
             }
@@ -157,8 +128,7 @@ def main():
         shutil.rmtree(libdir, ignore_errors=True)
 
     def med(k):
-        v = [x[k] for x in runs]
-        return statistics.median(v), min(v), max(v)
+        return median_range(runs, k)
 
     retries = 0
     for e in listing:
@@ -175,26 +145,11 @@ def main():
         "stale_decisions": 0, "reps": a.reps, "runs": runs,
         "retries_total": retries, "retries_per_txn": retries / (len(payments) * a.reps),
     }
-    try:
-        commit = os.environ.get("DUET_COMMIT") or subprocess.check_output(["git", "-C", str(REPO), "rev-parse", "HEAD"], text=True).strip()
-    except Exception:
-        commit = "unknown"
-    mem = os.sysconf("SC_PAGE_SIZE") * os.sysconf("SC_PHYS_PAGES")
-    cpu = next((l.split(":", 1)[1].strip() for l in open("/proc/cpuinfo") if l.startswith("model name")), platform.processor())
-    doc = {
-        "machine": {"hostname": socket.gethostname(), "cores": os.cpu_count(), "memory_bytes": mem, "cpu_model": cpu},
-        "device": "cpu", "commit": commit,
-        "date": datetime.datetime.now(datetime.timezone.utc).strftime("%Y-%m-%dT%H:%M:%SZ"),
-        "benchmark": "olda_server",
-        "config": {"clients": a.clients, "server_threads": a.threads, "reps": a.reps, "users": len(users),
-                   "payments": len(payments), "work": "exported by duet_bench_olda --export (same model, users and payments)"},
-        "records": [rec],
-    }
-    out = Path(a.out) if a.out else REPO / "bench/results/compute-olda" / f"olda-server-{doc['date'].replace(':', '').replace('-', '')}.json"
-    out.parent.mkdir(parents=True, exist_ok=True)
-    out.write_text(json.dumps(doc, indent=2) + "\n")
+    config = {"clients": a.clients, "server_threads": a.threads, "reps": a.reps, "users": len(users),
+              "payments": len(payments), "work": "exported by duet_bench_olda --export (same model, users and payments)"}
+    out = write_results(a.out, "olda-server", "olda_server", config, [rec])
     print(f"median {tps[0]:.0f} payments/s [{tps[1]:.0f}, {tps[2]:.0f}], p50 {rec['p50_us']:.0f} us, p99 {rec['p99_us']:.0f} us; "
-          f"{retries} procedure re-runs on conflict in all")
+          f"{retries} procedure re-runs on conflict in all; wrote {out}")
 
 
 if __name__ == "__main__":
