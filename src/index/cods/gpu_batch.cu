@@ -25,6 +25,7 @@ constexpr unsigned kBlockThreads = 256;
 using gpu_pool::DeviceArray;
 using gpu_pool::Pool;
 using gpu_pool::PoolEnv;
+using gpu_pool::NoStamps;
 using gpu_pool::Stamps;
 
 template <class List>
@@ -42,10 +43,10 @@ __global__ void init_tree_kernel(typename Tree::Node* nodes, TreeRoot* root) {
 }
 
 /// One request per tile at a time; every lane reads the request, the leader writes the outcome.
-template <class Set, unsigned G, class Env>
+template <class Set, unsigned G, class Env, class St>
 __global__ void set_kernel(typename Set::View view, Env env, const Op* ops, const std::uint64_t* keys,
                            OpStatus* status, std::uint64_t* out, std::uint64_t n, std::uint64_t* retries,
-                           Stamps stamps) {
+                           St stamps) {
   const auto g = GpuTile<G>::of_this_block();
   const std::uint64_t tiles = std::uint64_t(gridDim.x) * blockDim.x / G;
   for (std::uint64_t i = (blockIdx.x * std::uint64_t(blockDim.x) + threadIdx.x) / G; i < n; i += tiles) {
@@ -61,10 +62,10 @@ __global__ void set_kernel(typename Set::View view, Env env, const Op* ops, cons
 }
 
 /// The one-lane group: one request per GPU thread.
-template <class Set1, class Env>
+template <class Set1, class Env, class St>
 __global__ void set_lane_kernel(typename Set1::View view, Env env, const Op* ops, const std::uint64_t* keys,
                                 OpStatus* status, std::uint64_t* out, std::uint64_t n, std::uint64_t* retries,
-                                Stamps stamps) {
+                                St stamps) {
   const CpuThread g{};
   const std::uint64_t threads = std::uint64_t(gridDim.x) * blockDim.x;
   for (std::uint64_t i = blockIdx.x * std::uint64_t(blockDim.x) + threadIdx.x; i < n; i += threads) {
@@ -80,10 +81,10 @@ __global__ void set_lane_kernel(typename Set1::View view, Env env, const Op* ops
 /// Mixed mode: each lane of a tile takes a request; the tile runs the GETs among them one after
 /// another (one coalesced read per node), then every lane holding an update runs it alone. All
 /// lanes of a tile make the same number of rounds, so the tile's collectives stay converged.
-template <class Set, class Set1, unsigned G, class Env>
+template <class Set, class Set1, unsigned G, class Env, class St>
 __global__ void set_mixed_kernel(typename Set::View view, typename Set1::View view1, Env env, const Op* ops,
                                  const std::uint64_t* keys, OpStatus* status, std::uint64_t* out, std::uint64_t n,
-                                 std::uint64_t* retries, Stamps stamps) {
+                                 std::uint64_t* retries, St stamps) {
   const auto g = GpuTile<G>::of_this_block();
   const std::uint64_t tiles = std::uint64_t(gridDim.x) * blockDim.x / G;
   for (std::uint64_t base = (blockIdx.x * std::uint64_t(blockDim.x) + threadIdx.x) / G * G; base < n;
@@ -116,10 +117,10 @@ __global__ void set_mixed_kernel(typename Set::View view, typename Set1::View vi
   }
 }
 
-template <class Tree1, class Env>
+template <class Tree1, class Env, class St>
 __global__ void tree_lane_kernel(TreeRoot* root, Env env, const Op* ops, const std::uint64_t* keys,
                                  const std::uint64_t* values, OpStatus* status, std::uint64_t* out, std::uint64_t n,
-                                 std::uint64_t* retries, Stamps stamps) {
+                                 std::uint64_t* retries, St stamps) {
   const CpuThread g{};
   const std::uint64_t threads = std::uint64_t(gridDim.x) * blockDim.x;
   for (std::uint64_t i = blockIdx.x * std::uint64_t(blockDim.x) + threadIdx.x; i < n; i += threads) {
@@ -135,10 +136,10 @@ __global__ void tree_lane_kernel(TreeRoot* root, Env env, const Op* ops, const s
   }
 }
 
-template <class Tree, class Tree1, unsigned G, class Env>
+template <class Tree, class Tree1, unsigned G, class Env, class St>
 __global__ void tree_mixed_kernel(TreeRoot* root, Env env, const Op* ops, const std::uint64_t* keys,
                                   const std::uint64_t* values, OpStatus* status, std::uint64_t* out, std::uint64_t n,
-                                  std::uint64_t* retries, Stamps stamps) {
+                                  std::uint64_t* retries, St stamps) {
   const auto g = GpuTile<G>::of_this_block();
   const std::uint64_t tiles = std::uint64_t(gridDim.x) * blockDim.x / G;
   for (std::uint64_t base = (blockIdx.x * std::uint64_t(blockDim.x) + threadIdx.x) / G * G; base < n;
@@ -173,10 +174,10 @@ __global__ void tree_mixed_kernel(TreeRoot* root, Env env, const Op* ops, const 
   }
 }
 
-template <class Tree, unsigned G, class Env>
+template <class Tree, unsigned G, class Env, class St>
 __global__ void tree_kernel(TreeRoot* root, Env env, const Op* ops, const std::uint64_t* keys,
                             const std::uint64_t* values, OpStatus* status, std::uint64_t* out, std::uint64_t n,
-                            std::uint64_t* retries, Stamps stamps) {
+                            std::uint64_t* retries, St stamps) {
   const auto g = GpuTile<G>::of_this_block();
   const std::uint64_t tiles = std::uint64_t(gridDim.x) * blockDim.x / G;
   for (std::uint64_t i = (blockIdx.x * std::uint64_t(blockDim.x) + threadIdx.x) / G; i < n; i += tiles) {
@@ -214,7 +215,6 @@ class GpuImpl final : public GpuStructure {
   using Tree1 = BLinkTree<K, CpuThread, R>;
   using Node = std::conditional_t<kIsTree, typename Tree::Node, typename Set::Node>;
   using Node1 = std::conditional_t<kIsTree, typename Tree1::Node, typename Set1::Node>;
-  using Env = PoolEnv<Node>;
   static_assert(sizeof(Node1) == sizeof(Node) && alignof(Node1) == alignof(Node),
                 "the one-lane group must see the tile's node layout");
 
@@ -230,7 +230,6 @@ class GpuImpl final : public GpuStructure {
     // The tree takes node 0 as its first leaf.
     const Status pooled = pool_.init(config_.pool_nodes, kIsTree ? 1 : 0);
     if (!pooled.ok()) return pooled;
-    pool_.env().bug = config_.planted;
     DUET_CUDA_TRY(cudaMalloc(&ticket_, 8));
     DUET_CUDA_TRY(cudaMemset(ticket_, 0, 8));
     const int grid = std::max(1, gpu::device().sm_count) * 4;
@@ -300,6 +299,36 @@ class GpuImpl final : public GpuStructure {
 
   Status exhausted(std::uint64_t retries) const { return gpu_pool::exhausted(config_.pool_nodes, retries); }
 
+  /// Launches the batch's kernel on `stream` with environment E and history recorder S (the
+  /// production pair PoolEnv<Node, false> and NoStamps, or the tests' PoolEnv<Node, true> and
+  /// Stamps).
+  template <class E, class S>
+  void launch(const E& env, const S& stamps, const Batch& d, const BatchResult& dr, std::uint64_t* c, bool lane,
+              bool mixed, unsigned grid, unsigned lane_grid, cudaStream_t s) {
+    if constexpr (kIsTree) {
+      if (lane)
+        tree_lane_kernel<Tree1, E, S><<<lane_grid, kBlockThreads, 0, s>>>(root_, env, d.ops, d.keys, d.values, dr.status,
+                                                                          dr.values, d.n, c, stamps);
+      else if (mixed)
+        tree_mixed_kernel<Tree, Tree1, G, E, S><<<lane_grid, kBlockThreads, 0, s>>>(
+            root_, env, d.ops, d.keys, d.values, dr.status, dr.values, d.n, c, stamps);
+      else
+        tree_kernel<Tree, G, E, S><<<grid, kBlockThreads, 0, s>>>(root_, env, d.ops, d.keys, d.values, dr.status,
+                                                                  dr.values, d.n, c, stamps);
+    } else {
+      const typename Set1::View view1{reinterpret_cast<typename Set1::Node*>(view_.heads), view_.buckets};
+      if (lane)
+        set_lane_kernel<Set1, E, S><<<lane_grid, kBlockThreads, 0, s>>>(view1, env, d.ops, d.keys, dr.status, dr.values,
+                                                                        d.n, c, stamps);
+      else if (mixed)
+        set_mixed_kernel<Set, Set1, G, E, S><<<lane_grid, kBlockThreads, 0, s>>>(view_, view1, env, d.ops, d.keys,
+                                                                                 dr.status, dr.values, d.n, c, stamps);
+      else
+        set_kernel<Set, G, E, S><<<grid, kBlockThreads, 0, s>>>(view_, env, d.ops, d.keys, dr.status, dr.values, d.n, c,
+                                                                stamps);
+    }
+  }
+
   /// Runs a batch whose arrays are on the device, on a stream of its own, then recycles the
   /// pool when no other batch is in flight.
   Status run(const Batch& d, BatchResult& dr, std::uint64_t* retries) {
@@ -314,33 +343,17 @@ class GpuImpl final : public GpuStructure {
       const unsigned grid =
           static_cast<unsigned>(std::min<std::uint64_t>(want, std::uint64_t(std::max(1, gpu::device().sm_count)) * 8));
       auto* c = static_cast<std::uint64_t*>(counter.p);
-      const Stamps stamps{ticket_, dr.stamps};
       const bool lane = config_.group == 1, mixed = config_.mode == GpuMode::kMixed;
       // One lane per request: as many threads as requests (up to the same cap of blocks).
       const unsigned lane_grid = static_cast<unsigned>(std::min<std::uint64_t>(
           (d.n + kBlockThreads - 1) / kBlockThreads, std::uint64_t(std::max(1, gpu::device().sm_count)) * 8));
-      if constexpr (kIsTree) {
-        if (lane)
-          tree_lane_kernel<Tree1, Env><<<lane_grid, kBlockThreads, 0, stream.s>>>(root_, pool_.env(), d.ops, d.keys, d.values,
-                                                                                  dr.status, dr.values, d.n, c, stamps);
-        else if (mixed)
-          tree_mixed_kernel<Tree, Tree1, G, Env><<<lane_grid, kBlockThreads, 0, stream.s>>>(
-              root_, pool_.env(), d.ops, d.keys, d.values, dr.status, dr.values, d.n, c, stamps);
-        else
-          tree_kernel<Tree, G, Env><<<grid, kBlockThreads, 0, stream.s>>>(root_, pool_.env(), d.ops, d.keys, d.values,
-                                                                           dr.status, dr.values, d.n, c, stamps);
-      } else {
-        const typename Set1::View view1{reinterpret_cast<typename Set1::Node*>(view_.heads), view_.buckets};
-        if (lane)
-          set_lane_kernel<Set1, Env><<<lane_grid, kBlockThreads, 0, stream.s>>>(view1, pool_.env(), d.ops, d.keys, dr.status,
-                                                                                dr.values, d.n, c, stamps);
-        else if (mixed)
-          set_mixed_kernel<Set, Set1, G, Env><<<lane_grid, kBlockThreads, 0, stream.s>>>(
-              view_, view1, pool_.env(), d.ops, d.keys, dr.status, dr.values, d.n, c, stamps);
-        else
-          set_kernel<Set, G, Env><<<grid, kBlockThreads, 0, stream.s>>>(view_, pool_.env(), d.ops, d.keys, dr.status,
-                                                                         dr.values, d.n, c, stamps);
-      }
+      // Tests (stamps to record, or a planted bug) run the test instantiation of the kernels;
+      // every other batch runs kernels compiled without either.
+      if (dr.stamps != nullptr || config_.planted != Bug::kNone)
+        launch(pool_.env().with_planted(config_.planted), Stamps{ticket_, dr.stamps}, d, dr, c, lane, mixed, grid,
+               lane_grid, stream.s);
+      else
+        launch(pool_.env(), NoStamps{}, d, dr, c, lane, mixed, grid, lane_grid, stream.s);
       DUET_CUDA_TRY(cudaGetLastError());
       DUET_CUDA_TRY(cudaMemcpyAsync(retries, c, 8, cudaMemcpyDeviceToHost, stream.s));
       DUET_CUDA_TRY(cudaStreamSynchronize(stream.s));

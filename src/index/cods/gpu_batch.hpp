@@ -42,6 +42,8 @@ struct GpuConfig {
   std::uint64_t pool_nodes = 1u << 20;  ///< nodes in the pool, 1 to 2^32
   /// Tests only: a negative control (Bug::kNone otherwise). Under a planted bug an operation that
   /// loops gives up with kRetry after a bounded number of steps per GPU thread; not with kMixed.
+  /// A structure with a planted bug runs the test instantiation of the kernels (as does a batch
+  /// with result.stamps set); production batches run kernels compiled without either.
   Bug planted = Bug::kNone;
 };
 

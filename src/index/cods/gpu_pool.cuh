@@ -12,6 +12,10 @@
 // version, let one contended CAS win per round: the benchmark measured GPU updates capped near
 // 2.8 M/s by it.) A request that finds no node gets null and reports kRetry having changed
 // nothing (the algorithms allocate before they write).
+//
+// Test instrumentation is compile-time: the negative controls (PoolEnv<_, true>) and in-kernel
+// histories (Stamps) exist only in the kernels a test instantiates; production kernels take
+// PoolEnv<_, false> and NoStamps, which compile to nothing.
 #pragma once
 
 #include <cuda_runtime.h>
@@ -41,17 +45,30 @@ struct PoolState {
   std::uint64_t recycled;       ///< nodes recycled so far (statistics)
 };
 
+/// The test-only state of an environment (kTest): the planted bug and a thread's give-up count.
+/// Production environments (kTest false) hold none of it.
+template <bool kTest>
+struct PlantedState {};
+template <>
+struct PlantedState<true> {
+  Bug bug = Bug::kNone;
+  std::uint32_t steps = 0;  ///< stuck() checks of this thread (its copy of the kernel argument)
+};
+
 /// The GPU environment of the algorithms over a pool of PoolNode slots. A node type of another
 /// group's view (a one-lane group reading a tile's nodes) or a smaller node (the versioned tree's
-/// index nodes in data-leaf slots) fits a slot when its size and alignment allow. `planted` is
-/// a negative control of the tests (Bug::kNone in production).
-template <class PoolNode>
-struct PoolEnv {
-  PoolNode* nodes;
-  std::uint64_t* free_list;
-  std::uint64_t* retired;
-  PoolState* st;
-  Bug bug = Bug::kNone;
+/// index nodes in data-leaf slots) fits a slot when its size and alignment allow.
+///
+/// kTest (tests only) compiles in the negative controls: `bug` names a planted bug and stuck()
+/// counts a thread's steps. With kTest false (production) planted() and stuck() are constant
+/// false, the environment holds nothing but the pool's pointers, and nothing in a kernel writes
+/// to it, so the algorithms compile as if the controls did not exist.
+template <class PoolNode, bool kTest = false>
+struct PoolEnv : PlantedState<kTest> {
+  PoolNode* nodes = nullptr;
+  std::uint64_t* free_list = nullptr;
+  std::uint64_t* retired = nullptr;
+  PoolState* st = nullptr;
 
   /// A zeroed slot (lock and version words included), or null when the pool is empty.
   template <class Node, class Group>
@@ -94,23 +111,43 @@ struct PoolEnv {
   }
   __device__ void node_read() {}
   __device__ void after_search() {}
-  __device__ bool planted(Bug b) const { return bug != Bug::kNone && bug == b; }
+  /// Whether bug b is planted (kTest only; constant false in production).
+  __device__ bool planted(Bug b) const {
+    if constexpr (kTest) return this->bug != Bug::kNone && this->bug == b;
+    else return false;
+  }
   /// Tests only: a planted bug can keep a removed node reachable and loop a search; each GPU
   /// thread's copy of the environment then gives up (kRetry, nothing changed) after kStuckSteps
   /// checks in all. Every lane of a tile makes the same checks, so they agree; in mixed mode
-  /// lanes run updates alone and would not (planted bugs are not for mixed mode).
+  /// lanes run updates alone and would not (planted bugs are not for mixed mode). Constant false
+  /// in production.
   __device__ bool stuck() {
-    if (bug == Bug::kNone) return false;
-    return ++steps > kStuckSteps;
+    if constexpr (kTest) {
+      if (this->bug == Bug::kNone) return false;
+      return ++this->steps > kStuckSteps;
+    } else {
+      return false;
+    }
   }
   static constexpr std::uint32_t kStuckSteps = 1u << 20;
-  std::uint32_t steps = 0;  ///< stuck() checks of this thread (its copy of the kernel argument)
+
+  /// The same pool seen by a test environment (kTest) with bug b planted (Bug::kNone for none).
+  PoolEnv<PoolNode, true> with_planted(Bug b) const {
+    PoolEnv<PoolNode, true> e;
+    e.nodes = nodes;
+    e.free_list = free_list;
+    e.retired = retired;
+    e.st = st;
+    e.bug = b;
+    return e;
+  }
 };
 
 /// In-kernel history (tests; common.hpp, BatchResult::stamps): each request draws a ticket of
 /// the structure's counter before it starts and after it ends. The adds are acq_rel and fenced
 /// on every lane of the group, so a request invoked after another's response ticket sees that
-/// request's effects. With out null (not recording) it does nothing.
+/// request's effects. With out null (not recording) it does nothing. Kernels of the test
+/// instantiation take it; production kernels take NoStamps.
 struct Stamps {
   std::uint64_t* ticket = nullptr;
   std::uint64_t* out = nullptr;
@@ -129,6 +166,14 @@ struct Stamps {
     g.sync();
     if (g.is_leader()) out[2 * i + 1] = atomic_add(ticket, 1, Order::acq_rel);
   }
+};
+
+/// No history (production kernels): an empty argument whose calls compile to nothing.
+struct NoStamps {
+  template <class Group>
+  __device__ void invoke(const Group&, std::uint64_t) const {}
+  template <class Group>
+  __device__ void respond(const Group&, std::uint64_t) const {}
 };
 
 /// Drops the taken top of the free list and appends the retired nodes. One block; no batch may

@@ -1,0 +1,56 @@
+#!/usr/bin/env bash
+# A/B run on the GPU machine, from the repository root: the CODS GPU tests of the new build, then
+# duet_bench_cods's GPU rows of two builds alternating (base, new, base, new) on the same
+# pre-generated work, so both see the same machine in the same run.
+#
+# Expects gpu-pack-codsx/ (ignored) holding new.tar.gz and base.tar.gz, each a folder of
+# duet_bench_cods (new: and duet_gpu_tests) with the shared libraries it needs, packed here by
+#   bench/cods/gpu-ab.sh --pack NEW_BUILD_DIR BASE_BUILD_DIR
+# Logs and JSON go to $OUT (default bench/results/cods-h100-atomic128/after-compile-time-switches).
+# ROWS (a --gpu-filter list) and SHAPES pick the rows; ROUNDS the number of base/new pairs.
+set -uo pipefail
+cd "$(dirname "$0")/../.."
+pack=gpu-pack-codsx
+if [ "${1:-}" = "--pack" ]; then
+  set -e
+  rm -rf "$pack" && mkdir -p "$pack"
+  for side in new base; do
+    build=$2; [ "$side" = base ] && build=$3
+    d=$(mktemp -d)/$side && mkdir -p "$d"
+    bins=("$build/bench/duet_bench_cods")
+    [ "$side" = new ] && bins+=("$build/tests/duet_gpu_tests")
+    for b in "${bins[@]}"; do cp -L "$b" "$d/"; done
+    for b in "${bins[@]}"; do
+      ldd "$b" | awk '/=> \// {print $3}' | grep -vE '/(libc|libm|libpthread|libdl|librt|ld-linux|libgcc_s|libstdc\+\+)[.-]' || true
+    done | sort -u | while read -r lib; do cp -L "$lib" "$d/"; done
+    strip --strip-debug "$d"/* 2>/dev/null || true
+    src=$(sed -n 's/^CMAKE_HOME_DIRECTORY:INTERNAL=//p' "$build/CMakeCache.txt")
+    git -C "$src" rev-parse HEAD > "$d/COMMIT"
+    tar -czf "$pack/$side.tar.gz" -C "$(dirname "$d")" "$side"
+    rm -rf "$(dirname "$d")"
+  done
+  du -sh "$pack"
+  exit 0
+fi
+out=${OUT:-bench/results/cods-h100-atomic128/after-compile-time-switches}
+mkdir -p "$out"
+work=$(mktemp -d)
+for side in new base; do tar -xzf "$pack/$side.tar.gz" -C "$work"; done
+nvidia-smi --query-gpu=name,memory.total,clocks.max.sm --format=csv > "$out/gpu.txt" 2>&1
+echo "new $(cat "$work/new/COMMIT") base $(cat "$work/base/COMMIT")" >> "$out/gpu.txt"
+LD_LIBRARY_PATH="$work/new" timeout "${TESTS_S:-60}" "$work/new/duet_gpu_tests" --gtest_filter='Cods*' \
+  > "$out/tests.log" 2>&1
+echo "tests rc=$?" >> "$out/tests.log"
+tail -n 3 "$out/tests.log"
+rows=${ROWS:-list-ew-k14-g16,list-fa-k14-g16,hash-fa-k14-g16,hash-ew-k14-g16,hash-fa-k14-g1,hash-fa-k14-mixed-g16,hash-ew-k14-mixed-g16,lslab}
+for round in $(seq 1 "${ROUNDS:-2}"); do
+  for side in base new; do
+    echo "== round $round $side $(cat "$work/$side/COMMIT")" | tee -a "$out/bench.log"
+    LD_LIBRARY_PATH="$work/$side" DUET_COMMIT=$(cat "$work/$side/COMMIT") timeout "${BENCH_S:-90}" \
+      "$work/$side/duet_bench_cods" --figures gpu --gpu-shapes "${SHAPES:-list,hash}" --gpu-filter "$rows" \
+      --out "$out/$side-$round.json" >> "$out/bench.log" 2>&1
+    echo "rc=$?" >> "$out/bench.log"
+  done
+done
+grep -E "^==|^gpu " "$out/bench.log"
+rm -rf "$work"
