@@ -150,10 +150,20 @@ struct Core {
   explicit Core(const TxnConfig& c);
   ~Core();
 
+  // Layout: the fields read on every transaction and rarely written come first; each field
+  // written at a high rate by many threads (gts, gc_floor) sits alone in a 128-byte block (a
+  // line and the one the adjacent-line prefetcher pairs with it). gts used to share a line
+  // with `slots`, which every begin, commit and release loads, so each of those loads missed
+  // whenever another core had just taken a timestamp (bench/results/txn-h100-recheck).
   TxnConfig cfg;
   Index index;
-  std::atomic<std::uint64_t> gts{0};  ///< the timestamp source: one atomic counter
   std::unique_ptr<Slot[]> slots;
+  std::uint64_t flush_every = 1;  ///< set from cfg: 1 when exact figures are needed
+  /// One more than the highest slot ever claimed: scans of the slots (oldest_start, the
+  /// pending counts) stop there, so their cost follows the threads in use, not
+  /// max_transactions. Raised by claim before it reads the timestamp.
+  std::atomic<unsigned> slot_hwm{0};
+  alignas(128) std::atomic<std::uint64_t> gts{0};  ///< the timestamp source: one atomic counter
   // Counters. Those every commit adds to are striped by thread (a shared line would be written
   // by every committer). `obsolete` and `bytes` are read on the commit path (collection
   // watermark, memory budget): a commit adds to its slot's pending counts and folds them into
@@ -161,9 +171,8 @@ struct Core {
   // version budget or memory budget needs the exact figure. The collector subtracts from them
   // directly, so either may run below the true count (modulo 2^64) by what slots hold pending;
   // obsolete_total() and bytes_total() add the slots back.
-  mem::StripedCounter present_keys, versions, commits, conflicts, read_only;
+  alignas(128) mem::StripedCounter present_keys, versions, commits, conflicts, read_only;
   std::atomic<std::uint64_t> obsolete{0}, bytes{0};
-  std::uint64_t flush_every = 1;  ///< set from cfg: 1 when exact figures are needed
   /// Adds obsolete versions and bytes from a commit of `slot`; true when this folded the
   /// slot's counts into the shared ones (*obs: the shared obsolete count after the fold, as a
   /// signed value, which may dip below zero while other slots hold pending counts).
@@ -175,13 +184,9 @@ struct Core {
   /// A lower bound of every start a transaction reads at, now or later: the greatest `min`
   /// a collection has computed (any computed min is one: docs/txn.md, "Versions"). Committers
   /// read it to free a key's versions below it as they install (Txn::commit).
-  std::atomic<std::uint64_t> gc_floor{0};
+  alignas(128) std::atomic<std::uint64_t> gc_floor{0};
   /// Raises gc_floor to `min` (a value oldest_start computed) when it is higher.
   void raise_floor(std::uint64_t min);
-  /// One more than the highest slot ever claimed: scans of the slots (oldest_start, the
-  /// pending counts) stop there, so their cost follows the threads in use, not
-  /// max_transactions. Raised by claim before it reads the timestamp.
-  std::atomic<unsigned> slot_hwm{0};
   /// The lock word the collector puts in an entry while it cuts its chain: slot
   /// max_transactions, which never commits, so a reader that finds it reads on at once.
   std::uint64_t collector_lock_word() const { return std::uint64_t{cfg.max_transactions} + 1; }
@@ -193,7 +198,7 @@ struct Core {
   static void free_tail(Version* t, std::uint64_t* n, std::uint64_t* b);
 
   // Collector.
-  std::mutex gc_m;  ///< one collection at a time
+  alignas(128) std::mutex gc_m;  ///< one collection at a time
   // Entries with obsolete versions, for the collector: lock-free stacks (push with a CAS, the
   // collector takes a whole stack with one exchange), striped by thread so that committers on
   // different cores push to different lines. A single mutex-guarded vector here put every
