@@ -38,10 +38,16 @@ work=$(mktemp -d)
 for side in new base; do tar -xzf "$pack/$side.tar.gz" -C "$work"; done
 nvidia-smi --query-gpu=name,memory.total,clocks.max.sm --format=csv > "$out/gpu.txt" 2>&1
 echo "new $(cat "$work/new/COMMIT") base $(cat "$work/base/COMMIT")" >> "$out/gpu.txt"
-LD_LIBRARY_PATH="$work/new" timeout "${TESTS_S:-60}" "$work/new/duet_gpu_tests" --gtest_filter='Cods*' \
+LD_LIBRARY_PATH="$work/new" timeout "${TESTS_S:-60}" "$work/new/duet_gpu_tests" --gtest_filter='*Cods*' \
   > "$out/tests.log" 2>&1
 echo "tests rc=$?" >> "$out/tests.log"
 tail -n 3 "$out/tests.log"
+# Registers, stack and local memory per thread of every CODS kernel of both builds.
+cuobjdump=$(command -v cuobjdump || echo /usr/local/cuda/bin/cuobjdump)
+for side in base new; do
+  echo "== $side $(cat "$work/$side/COMMIT")"
+  "$cuobjdump" --dump-resource-usage "$work/$side/duet_bench_cods" 2>&1 | grep -A1 -E "Function .*4cods" | grep -v "^--"
+done > "$out/resource-usage.txt"
 rows=${ROWS:-list-ew-k14-g16,list-fa-k14-g16,hash-fa-k14-g16,hash-ew-k14-g16,hash-fa-k14-g1,hash-fa-k14-mixed-g16,hash-ew-k14-mixed-g16,lslab}
 for round in $(seq 1 "${ROUNDS:-2}"); do
   for side in base new; do
