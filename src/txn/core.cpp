@@ -384,10 +384,13 @@ void Index::collect_between(const TxnRange& r, std::uint64_t lo, std::uint64_t h
   std::vector<std::pair<std::uint64_t, std::uint64_t>> page;
   std::uint64_t cur = lo;
   SessionRef s(*this);
-  for (;;) {
+  // Pages of LIT prefixes: a capped walk asks for about what it can use (a limit-2 scan in a long
+  // run of keys read and prefetched 256 buckets per call), doubling up to 256 if it goes on.
+  std::size_t page_prefixes = max != 0 ? std::clamp<std::size_t>(max + 1, 8, 256) : 256;
+  for (;; page_prefixes = std::min<std::size_t>(page_prefixes * 2, 256)) {
     page.clear();
     lit::RangePage pg;
-    if (!s->range(cur, hi, &page, &pg, 256).ok()) return;  // bounds are in the universe: cannot fail
+    if (!s->range(cur, hi, &page, &pg, page_prefixes).ok()) return;  // bounds are in the universe: cannot fail
     for (const auto& [prefix, ptr] : page) __builtin_prefetch(reinterpret_cast<Bucket*>(ptr));
     for (std::size_t i = 0; i < page.size(); ++i) {
       auto* b = reinterpret_cast<Bucket*>(page[i].second);
