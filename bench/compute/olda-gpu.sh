@@ -5,6 +5,13 @@
 #                                           non-system shared libraries they need, into gpu-pack-olda/
 #   there: bench/compute/olda-gpu.sh run    the OLDA suite, then the benchmark (GPU and CPU); logs
 #                                           and the result JSON go to $OUT (default gpu-out)
+#   here:  bench/compute/olda-gpu.sh pack-server   packs duet, the benchmark, the OLDA procedure,
+#                                           redis-server and the redis-py package (the GPU machine
+#                                           has Python and numpy but not redis-py) into gpu-pack-oldas/
+#   there: bench/compute/olda-gpu.sh run-server    OLDA through the server (olda_server.py)
+#                                           against the FeDB-style peer (olda_fedb.py) on the same
+#                                           exported work, at USERS (default "10 10000") with
+#                                           CLIENTS client processes and THREADS server threads
 # BUILD, JOBS (pack) and ARGS (extra benchmark flags, run) override the defaults.
 set -euo pipefail
 cd "$(dirname "$0")/../.."
@@ -25,6 +32,54 @@ pack)
   [ -e $P/libopenblas.so.0 ] && xz -T2 -6 $P/libopenblas.so.0  # 36 MB: travels compressed
   git rev-parse HEAD > $P/COMMIT
   du -sh $P
+  ;;
+pack-server)
+  if ! command -v nvcc >/dev/null && [ -x /usr/local/cuda/bin/nvcc ]; then export PATH="/usr/local/cuda/bin:$PATH"; fi
+  B=${BUILD:-/tmp/build-olda-gpu}
+  P=gpu-pack-oldas
+  cmake -S . -B "$B" -G Ninja -DCMAKE_BUILD_TYPE=Release -DDUET_CUDA=ON -DCMAKE_CUDA_ARCHITECTURES=90 >/dev/null
+  cmake --build "$B" -j "${JOBS:-2}" --target duet duet_bench_olda duet_olda_proc
+  rm -rf $P && mkdir -p $P/py
+  bins=("$B/duet" "$B/bench/duet_bench_olda" /usr/bin/redis-server)
+  for b in "${bins[@]}"; do cp -L "$b" $P/; done
+  cp -L "$B/bench/libduet_olda_proc.so" $P/
+  for b in "${bins[@]}"; do
+    ldd "$b" | awk '/=> \// {print $3}' | grep -vE '/(libc|libm|libpthread|libdl|librt|ld-linux|libgcc_s|libstdc\+\+)[.-]|libcublas' || true
+  done | sort -u | while read -r lib; do cp -L "$lib" $P/; done
+  strip --strip-debug $P/* 2>/dev/null || true
+  [ -e $P/libopenblas.so.0 ] && xz -T2 -6 $P/libopenblas.so.0
+  for m in redis packaging; do cp -r "$(/usr/bin/python3 -c "import $m, os; print(os.path.dirname($m.__file__))")" $P/py/; done
+  find $P/py -name __pycache__ -prune -exec rm -rf {} +
+  git rev-parse HEAD > $P/COMMIT
+  du -sh $P
+  ;;
+run-server)
+  set +e
+  P=gpu-pack-oldas
+  L=/tmp/olda-libs
+  mkdir -p $L
+  cp $P/*.so* $L/ 2>/dev/null
+  for f in $P/*.xz; do [ -e "$f" ] && xz -dc "$f" > $L/$(basename "$f" .xz); done
+  CUBLAS=$(ls /usr/local/cuda/lib64/libcublas.so.13 /usr/local/cuda/targets/x86_64-linux/lib/libcublas.so.13 2>/dev/null | head -1)
+  [ -n "$CUBLAS" ] || CUBLAS=$(find / -name libcublas.so.13 -not -path '/proc/*' 2>/dev/null | head -1)
+  # The packed libraries reach only the packed binaries (wrappers), not the machine's Python.
+  LIBS=$L:$(dirname "${CUBLAS:-/usr/local/cuda/lib64/x}")
+  for b in duet duet_bench_olda redis-server; do
+    printf '#!/bin/sh\nLD_LIBRARY_PATH=%s exec %s "$@"\n' "$LIBS" "$PWD/$P/$b" > $L/$b && chmod +x $L/$b
+  done
+  export PYTHONPATH=$PWD/$P/py DUET_COMMIT=$(cat $P/COMMIT)
+  OUT=${OUT:-gpu-out}
+  mkdir -p "$OUT"
+  { nvidia-smi --query-gpu=name,driver_version --format=csv,noheader; lscpu | grep -E 'Model name|^CPU\(s\)'; } | tee $OUT/machine.txt
+  for u in ${USERS:-10 10000}; do
+    W=/tmp/olda-work-$u
+    mkdir -p $W
+    $L/duet_bench_olda --users $u --payments ${PAYMENTS:-2^15} --export $W | tail -1
+    timeout ${T:-150} ${PYTHON:-python3} bench/compute/olda_server.py --duet $L/duet --proc $P/libduet_olda_proc.so --work $W \
+      --clients ${CLIENTS:-12} --threads ${THREADS:-4} --reps ${REPS:-3} --out $OUT/olda-server-users$u.json 2>&1 | tee $OUT/server-users$u.txt
+    timeout ${T:-150} ${PYTHON:-python3} bench/compute/olda_fedb.py --work $W --redis-server $L/redis-server \
+      --clients ${CLIENTS:-12} --reps ${REPS:-3} --out $OUT/olda-fedb-users$u.json 2>&1 | tee $OUT/fedb-users$u.txt
+  done
   ;;
 run)
   set +e
@@ -49,7 +104,7 @@ run)
   echo "bench t16 rc ${PIPESTATUS[0]}"
   ;;
 *)
-  echo "usage: bench/compute/olda-gpu.sh pack|run" >&2
+  echo "usage: bench/compute/olda-gpu.sh pack|run|pack-server|run-server" >&2
   exit 2
   ;;
 esac

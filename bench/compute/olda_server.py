@@ -14,6 +14,7 @@ JSON goes to bench/results/compute-olda/ (or --out).
 """
 
 import argparse
+import os
 import shutil
 import socket
 import struct
@@ -26,7 +27,7 @@ from pathlib import Path
 import redis
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
-from olda_work import load_model, load_work, median_range, run_clients, set_summary, write_results  # noqa: E402
+from olda_work import gpu_name, load_model, load_work, median_range, run_clients, set_summary, write_results  # noqa: E402
 
 
 def key(user, slot):
@@ -147,7 +148,10 @@ def main():
     }
     config = {"clients": a.clients, "server_threads": a.threads, "reps": a.reps, "users": len(users),
               "payments": len(payments), "work": "exported by duet_bench_olda --export (same model, users and payments)"}
-    out = write_results(a.out, "olda-server", "olda_server", config, [rec])
+    # The server's compute engine runs inference on the GPU where one is present, unless DUET_NO_GPU=1.
+    gpu = None if os.environ.get("DUET_NO_GPU") == "1" else gpu_name()
+    config["inference_on"] = gpu or "cpu"
+    out = write_results(a.out, "olda-server", "olda_server", config, [rec], device=gpu or "cpu")
     print(f"median {tps[0]:.0f} payments/s [{tps[1]:.0f}, {tps[2]:.0f}], p50 {rec['p50_us']:.0f} us, p99 {rec['p99_us']:.0f} us; "
           f"{retries} procedure re-runs on conflict in all; wrote {out}")
 

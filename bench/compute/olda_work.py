@@ -84,8 +84,21 @@ def median_range(runs, key):
     return statistics.median(v), min(v), max(v)
 
 
-def write_results(out, prefix, benchmark, config, records):
-    """Writes the results file (machine, device, commit, date, config, records) to `out`, or to
+def gpu_name():
+    """The first GPU's name from nvidia-smi, or None where there is none."""
+    try:
+        out = subprocess.run(["nvidia-smi", "--query-gpu=name", "--format=csv,noheader"], capture_output=True,
+                             text=True, timeout=20)
+        if out.returncode != 0:
+            return None
+        return out.stdout.strip().split("\n")[0] or None
+    except (OSError, subprocess.SubprocessError):
+        return None
+
+
+def write_results(out, prefix, benchmark, config, records, device="cpu"):
+    """Writes the results file (machine with its GPU if any, device: the processor the measured
+    system computed on, commit, date, config, records) to `out`, or to
     bench/results/compute-olda/<prefix>-<date>.json, and returns its path. The commit is
     $DUET_COMMIT or the repository's HEAD."""
     try:
@@ -97,8 +110,9 @@ def write_results(out, prefix, benchmark, config, records):
     cpu = next((l.split(":", 1)[1].strip() for l in open("/proc/cpuinfo") if l.startswith("model name")),
                platform.processor())
     doc = {
-        "machine": {"hostname": socket.gethostname(), "cores": os.cpu_count(), "memory_bytes": mem, "cpu_model": cpu},
-        "device": "cpu", "commit": commit,
+        "machine": {"hostname": socket.gethostname(), "cores": os.cpu_count(), "memory_bytes": mem, "cpu_model": cpu,
+                    "gpu": gpu_name()},
+        "device": device, "commit": commit,
         "date": datetime.datetime.now(datetime.timezone.utc).strftime("%Y-%m-%dT%H:%M:%SZ"),
         "benchmark": benchmark, "config": config, "records": records,
     }
