@@ -34,6 +34,10 @@ struct ProcedureConfig {
   unsigned backoff_yields = 3;
   std::uint32_t backoff_min_us = 2;
   std::uint32_t backoff_max_us = 1000;  ///< >= backoff_min_us, at most one second
+  /// Where procedures' operators and inference run: "auto" (the GPU when one is present), "cpu"
+  /// or "gpu" (calls that compute fail when there is none). A small model's inference is several
+  /// times faster on the CPU than as its own GPU launch (docs/compute.md, "OLDA").
+  std::string compute_device = "auto";
 };
 
 /// One reply value a procedure built (the C ABI's reply builder).

@@ -422,6 +422,7 @@ Status Shared::engine(std::shared_ptr<compute::Engine>* out) {
   std::lock_guard<std::mutex> lk(m_);
   if (!engine_) {
     compute::EngineConfig cfg;
+    cfg.device = device;
     if (Status s = compute::Engine::open(cfg, &engine_); !s.ok()) return s;
   }
   *out = engine_;

@@ -28,6 +28,8 @@ namespace duet::procedure {
 /// The compute engine procedures share (opened at first use) and the models they loaded.
 class Shared {
  public:
+  /// The processor the engine is opened on (set before first use).
+  compute::Device device = compute::Device::kAuto;
   /// The engine, opened on first use. Unavailable (with the reason) when it cannot be.
   Status engine(std::shared_ptr<compute::Engine>* out);
   /// The id of model `m`, loading it the first time its exact weights are seen.

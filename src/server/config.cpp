@@ -17,7 +17,8 @@ ServerConfig::ServerConfig(const ServerConfig& o)
       metrics_port(o.metrics_port),
       metrics_bind(o.metrics_bind), log_level(o.log_level), gpu_sync(o.gpu_sync), store(o.store),
       procedure_enable(o.procedure_enable), procedure_dir(o.procedure_dir),
-      procedure_max_attempts(o.procedure_max_attempts), procedure_backoff_max_us(o.procedure_backoff_max_us), maxclients(o.maxclients.load()),
+      procedure_max_attempts(o.procedure_max_attempts), procedure_backoff_max_us(o.procedure_backoff_max_us),
+      procedure_compute_device(o.procedure_compute_device), maxclients(o.maxclients.load()),
       proto_max_bulk_len(o.proto_max_bulk_len.load()), client_query_buffer_limit(o.client_query_buffer_limit.load()),
       max_multibulk_len(o.max_multibulk_len.load()), max_batch(o.max_batch.load()),
       max_batches_in_flight(o.max_batches_in_flight.load()), txn_idle_timeout_ms(o.txn_idle_timeout_ms.load()) {}
@@ -355,6 +356,13 @@ const std::vector<Setting>& settings() {
                  [](const ServerConfig& c) { return std::to_string(c.procedure_backoff_max_us); },
                  [](ServerConfig* c, std::string_view v) {
                    return set_uint("procedure-backoff-max-us", v, &c->procedure_backoff_max_us, 2, 1000000);
+                 }});
+    t.push_back({"procedure-compute-device", false, [](const ServerConfig& c) { return c.procedure_compute_device; },
+                 [](ServerConfig* c, std::string_view v) {
+                   const std::string d = ascii_lower(v);
+                   if (d != "auto" && d != "cpu" && d != "gpu") return bad("procedure-compute-device", v, "expected auto, cpu or gpu");
+                   c->procedure_compute_device = d;
+                   return Status::Ok();
                  }});
     // Fixed answers clients and tools ask about (redis-benchmark reads these two).
     fixed("save", [](const ServerConfig&) { return std::string(); });

@@ -142,6 +142,11 @@ TEST_F(ProcLoad, OpenChecksItsSettings) {
   c.backoff_max_us = 5;
   EXPECT_EQ(ProcedureRegistry::open(c, &r).code(), StatusCode::kInvalidArgument);
   EXPECT_EQ(ProcedureRegistry::open(ProcedureConfig{}, nullptr).code(), StatusCode::kInvalidArgument);
+  c = {};
+  c.compute_device = "tpu";
+  const Status bad = ProcedureRegistry::open(c, &r);
+  EXPECT_EQ(bad.code(), StatusCode::kInvalidArgument);
+  EXPECT_NE(bad.message().find("auto, cpu or gpu"), std::string::npos) << bad.to_string();
 }
 
 TEST_F(ProcCall, CommitsAndReplies) {
@@ -305,6 +310,26 @@ TEST_F(ProcCall, ComputeOperatorsThroughTheAbi) {
 #else
   EXPECT_EQ(gpu, DUET_ERR_UNAVAILABLE);
 #endif
+}
+
+TEST_F(ProcCall, TheComputeDeviceSettingPlacesInference) {
+  load_testlib();
+  const bool has_gpu = call("gpu", {}, {}, true).reply.i == DUET_OK;
+  for (const char* device : {"cpu", "gpu", "auto"}) {
+    ProcedureConfig c;
+    c.compute_device = device;
+    ASSERT_TRUE(ProcedureRegistry::open(c, &reg).ok()) << device;
+    load_testlib();
+    const CallOutcome o = call("mlp", {}, {"2", "4"}, true);
+    if (std::string(device) == "gpu" && !has_gpu) {
+      // Asked for a GPU that is not there: the call fails with the engine's code, nothing breaks.
+      EXPECT_EQ(o.end, CallOutcome::End::kFailed) << device;
+      EXPECT_NE(o.reply.s.find("(code -"), std::string::npos) << o.reply.s;
+    } else {
+      ASSERT_EQ(o.end, CallOutcome::End::kCommitted) << device << ": " << o.reply.s;
+      EXPECT_EQ(o.reply.i, 2125) << device;
+    }
+  }
 }
 
 TEST_F(ProcConcurrency, UnloadWaitsForACallInFlight) {

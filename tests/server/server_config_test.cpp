@@ -240,6 +240,7 @@ TEST(ApplySetting, BadValuesLeaveTheConfigUnchanged) {
       {"router-threshold", "-1", true}, {"router-threshold", "abc", true},
       {"router-threshold", "0.5x", true}, {"router-threshold", "nan", true}, {"loglevel", "loud", true},
       {"max-key-bytes", "0", false}, {"metrics-port", "70000", false}, {"expected-keys", "0", false},
+      {"procedure-compute-device", "tpu", false},
   };
   for (const Case& k : cases) {
     ServerConfig c;
@@ -260,6 +261,7 @@ TEST(ApplySetting, BadValuesLeaveTheConfigUnchanged) {
     EXPECT_EQ(c.store.router.threshold, before.store.router.threshold) << k.name;
     EXPECT_EQ(c.store.limits.max_key_bytes, before.store.limits.max_key_bytes) << k.name;
     EXPECT_EQ(c.store.expected_keys, before.store.expected_keys) << k.name;
+    EXPECT_EQ(c.procedure_compute_device, before.procedure_compute_device) << k.name;
     EXPECT_EQ(c.maxclients.load(), before.maxclients.load()) << k.name;
     EXPECT_EQ(c.proto_max_bulk_len.load(), before.proto_max_bulk_len.load()) << k.name;
     EXPECT_EQ(c.max_batch.load(), before.max_batch.load()) << k.name;

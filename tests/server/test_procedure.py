@@ -214,6 +214,18 @@ def two_threads(s, d):
     return a, b
 
 
+def test_compute_device_setting(server_factory, procdir):
+    """procedure-compute-device places procedures' inference; it is fixed at startup."""
+    s = start(server_factory, procdir, extra=("--procedure-compute-device", "cpu"))
+    r = client(s)
+    assert r.config_get("procedure-compute-device") == {"procedure-compute-device": "cpu"}
+    with pytest.raises(redis.ResponseError, match="immutable config"):
+        r.config_set("procedure-compute-device", "gpu")
+    r.execute_command("PROCEDURE", "LOAD", "duet_proc_test.so")
+    # The test library's 2-2-1 network: relu(x) then 0.5 x0 + 0.25 x1 + 0.125, scaled by 1000.
+    assert r.fcall_ro("mlp", 0, "2", "4") == 2125
+
+
 def test_conflicts_rerun_the_procedure(server_factory, procdir):
     # Two clients served by different I/O threads each increment one key 1000 times through
     # the procedure. A's first call stops between its read and its write (a gate file) until B

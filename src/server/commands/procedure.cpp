@@ -54,6 +54,7 @@ ProcedureRegistry* registry(CommandContext& ctx) {
     c.max_attempts = static_cast<unsigned>(std::strtoul(setting(ctx.server, "procedure-max-attempts").c_str(), nullptr, 10));
     c.backoff_max_us =
         static_cast<std::uint32_t>(std::strtoul(setting(ctx.server, "procedure-backoff-max-us").c_str(), nullptr, 10));
+    c.compute_device = setting(ctx.server, "procedure-compute-device");
     if (Status s = ProcedureRegistry::open(c, &reg); !s.ok()) {
       ctx.error("ERR " + s.message());
       return nullptr;
