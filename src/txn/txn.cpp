@@ -608,7 +608,11 @@ Status Txn::commit(CommitResult* r) {
   // committer cuts them from each key it installs on (under the key's lock, as the collector
   // does), so they are freed by the thread that allocated them, at once, and the collector
   // rarely has to run. Freed after the locks are released.
-  const std::uint64_t floor = c.gc_floor.load(std::memory_order_acquire);
+  // A planted fault in the read or install protocol lets readers hold versions that no start
+  // protects (a read_latest reader, or one that missed a lock taken after its timestamp), so
+  // nothing is freed under it: the controls run without the collector for the same reason.
+  const bool unprotected_reads = f.read_latest || f.ts_before_locks || f.install_after_unlock;
+  const std::uint64_t floor = unprotected_reads ? 0 : c.gc_floor.load(std::memory_order_acquire);
   thread_local std::vector<Version*> tails;
   tails.clear();
   // The last written key, for the drop_version fault.

@@ -506,6 +506,24 @@ TEST(TxnApi, CommittersFreeVersionsBelowTheCollectionFloor) {
   EXPECT_EQ(s->stats().obsolete_versions + 1, s->stats().versions);
 }
 
+// The negative controls plant faults that let a reader hold a version no start protects (a
+// read_latest reader holding the newest version while newer commits land). Committers must
+// free nothing under such a fault, or the control reads freed memory (seen once under TSan).
+TEST(TxnApi, CommittersFreeNothingUnderAPlantedReadFault) {
+  for (int fault = 0; fault < 3; ++fault) {
+    TxnConfig c;
+    c.background_gc = false;
+    c.gc_watermark = 64;
+    c.faults.read_latest = fault == 0;
+    c.faults.ts_before_locks = fault == 1;
+    c.faults.install_after_unlock = fault == 2;
+    auto s = open_space(c);
+    for (int i = 0; i < 10; ++i) put_commit(*s, "k", std::to_string(i));
+    EXPECT_EQ(s->stats().reclaimed, 0u) << "fault " << fault;
+    EXPECT_EQ(s->stats().versions, 10u) << "fault " << fault;
+  }
+}
+
 TEST(TxnApi, VersionBudgetAbortsTheOldestAsSnapshotTooOld) {
   TxnConfig c;
   c.background_gc = false;

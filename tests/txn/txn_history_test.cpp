@@ -298,7 +298,9 @@ sicheck::Result caught(TxnFaults f) {
   w.threads = 4;
   w.txns_per_thread = 500;
   w.long_readers = false;
-  w.collector = false;  // a planted read bug may read a version collection frees: no collector
+  // A planted read bug may read a version collection frees: no collector (and committers free
+  // nothing under such a fault, see TxnApi.CommittersFreeNothingUnderAPlantedReadFault).
+  w.collector = false;
   cfg.background_gc = false;
   for (int attempt = 0; attempt < 20; ++attempt) {
     RunResult r = run_and_check(cfg, w);
