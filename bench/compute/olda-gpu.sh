@@ -16,61 +16,66 @@
 set -euo pipefail
 cd "$(dirname "$0")/../.."
 P=gpu-pack-olda
-case "${1:-}" in
-pack)
+# pack_into DIR TARGETS...: builds TARGETS in $BUILD (CUDA for sm_90) and copies the files named
+# in the array `bins` (set by the caller, paths into $B) into DIR with the non-system shared
+# libraries they need (cuBLAS stays: the GPU machine has it), openblas compressed.
+pack_into() {
+  local dir=$1; shift
   if ! command -v nvcc >/dev/null && [ -x /usr/local/cuda/bin/nvcc ]; then export PATH="/usr/local/cuda/bin:$PATH"; fi
-  B=${BUILD:-/tmp/build-olda-gpu}
   cmake -S . -B "$B" -G Ninja -DCMAKE_BUILD_TYPE=Release -DDUET_CUDA=ON -DCMAKE_CUDA_ARCHITECTURES=90 >/dev/null
-  cmake --build "$B" -j "${JOBS:-2}" --target duet_olda_tests duet_bench_olda
-  rm -rf $P && mkdir -p $P
-  bins=("$B/tests/compute/duet_olda_tests" "$B/bench/duet_bench_olda")
-  for b in "${bins[@]}"; do cp -L "$b" $P/; done
+  cmake --build "$B" -j "${JOBS:-2}" --target "$@"
+  rm -rf "$dir" && mkdir -p "$dir"
+  for b in "${bins[@]}"; do cp -L "$b" "$dir"/; done
   for b in "${bins[@]}"; do
     ldd "$b" | awk '/=> \// {print $3}' | grep -vE '/(libc|libm|libpthread|libdl|librt|ld-linux|libgcc_s|libstdc\+\+)[.-]|libcublas' || true
-  done | sort -u | while read -r lib; do cp -L "$lib" $P/; done
-  strip --strip-debug $P/* 2>/dev/null || true
-  [ -e $P/libopenblas.so.0 ] && xz -T2 -6 $P/libopenblas.so.0  # 36 MB: travels compressed
-  git rev-parse HEAD > $P/COMMIT
+  done | sort -u | while read -r lib; do cp -L "$lib" "$dir"/; done
+  strip --strip-debug "$dir"/* 2>/dev/null || true
+  [ -e "$dir"/libopenblas.so.0 ] && xz -T2 -6 "$dir"/libopenblas.so.0  # 36 MB: travels compressed
+  git rev-parse HEAD > "$dir"/COMMIT
+}
+
+# unpack_libs DIR: on the GPU machine, puts DIR's libraries in $L and sets LIBS to the path
+# the packed binaries need (those libraries and the machine's cuBLAS).
+unpack_libs() {
+  L=/tmp/olda-libs
+  mkdir -p $L
+  cp "$1"/*.so* $L/ 2>/dev/null
+  for f in "$1"/*.xz; do [ -e "$f" ] && xz -dc "$f" > $L/$(basename "$f" .xz); done
+  CUBLAS=$(ls /usr/local/cuda/lib64/libcublas.so.13 /usr/local/cuda/targets/x86_64-linux/lib/libcublas.so.13 2>/dev/null | head -1)
+  [ -n "$CUBLAS" ] || CUBLAS=$(find / -name libcublas.so.13 -not -path '/proc/*' 2>/dev/null | head -1)
+  LIBS=$L:$(dirname "${CUBLAS:-/usr/local/cuda/lib64/x}")
+  export DUET_COMMIT=$(cat "$1"/COMMIT)
+  OUT=${OUT:-gpu-out}
+  mkdir -p "$OUT"
+  { nvidia-smi --query-gpu=name,driver_version --format=csv,noheader; lscpu | grep -E 'Model name|^CPU\(s\)'; } | tee $OUT/machine.txt
+}
+
+case "${1:-}" in
+pack)
+  B=${BUILD:-/tmp/build-olda-gpu}
+  bins=("$B/tests/compute/duet_olda_tests" "$B/bench/duet_bench_olda")
+  pack_into $P duet_olda_tests duet_bench_olda
   du -sh $P
   ;;
 pack-server)
-  if ! command -v nvcc >/dev/null && [ -x /usr/local/cuda/bin/nvcc ]; then export PATH="/usr/local/cuda/bin:$PATH"; fi
   B=${BUILD:-/tmp/build-olda-gpu}
   P=gpu-pack-oldas
-  cmake -S . -B "$B" -G Ninja -DCMAKE_BUILD_TYPE=Release -DDUET_CUDA=ON -DCMAKE_CUDA_ARCHITECTURES=90 >/dev/null
-  cmake --build "$B" -j "${JOBS:-2}" --target duet duet_bench_olda duet_olda_proc
-  rm -rf $P && mkdir -p $P/py
-  bins=("$B/duet" "$B/bench/duet_bench_olda" /usr/bin/redis-server)
-  for b in "${bins[@]}"; do cp -L "$b" $P/; done
-  cp -L "$B/bench/libduet_olda_proc.so" $P/
-  for b in "${bins[@]}"; do
-    ldd "$b" | awk '/=> \// {print $3}' | grep -vE '/(libc|libm|libpthread|libdl|librt|ld-linux|libgcc_s|libstdc\+\+)[.-]|libcublas' || true
-  done | sort -u | while read -r lib; do cp -L "$lib" $P/; done
-  strip --strip-debug $P/* 2>/dev/null || true
-  [ -e $P/libopenblas.so.0 ] && xz -T2 -6 $P/libopenblas.so.0
+  bins=("$B/duet" "$B/bench/duet_bench_olda" "$B/bench/libduet_olda_proc.so" /usr/bin/redis-server)
+  pack_into $P duet duet_bench_olda duet_olda_proc
+  mkdir -p $P/py
   for m in redis packaging; do cp -r "$(/usr/bin/python3 -c "import $m, os; print(os.path.dirname($m.__file__))")" $P/py/; done
   find $P/py -name __pycache__ -prune -exec rm -rf {} +
-  git rev-parse HEAD > $P/COMMIT
   du -sh $P
   ;;
 run-server)
   set +e
   P=gpu-pack-oldas
-  L=/tmp/olda-libs
-  mkdir -p $L
-  cp $P/*.so* $L/ 2>/dev/null
-  for f in $P/*.xz; do [ -e "$f" ] && xz -dc "$f" > $L/$(basename "$f" .xz); done
-  CUBLAS=$(ls /usr/local/cuda/lib64/libcublas.so.13 /usr/local/cuda/targets/x86_64-linux/lib/libcublas.so.13 2>/dev/null | head -1)
-  [ -n "$CUBLAS" ] || CUBLAS=$(find / -name libcublas.so.13 -not -path '/proc/*' 2>/dev/null | head -1)
+  unpack_libs $P
   # The packed libraries reach only the packed binaries (wrappers), not the machine's Python.
-  LIBS=$L:$(dirname "${CUBLAS:-/usr/local/cuda/lib64/x}")
   for b in duet duet_bench_olda redis-server; do
     printf '#!/bin/sh\nLD_LIBRARY_PATH=%s exec %s "$@"\n' "$LIBS" "$PWD/$P/$b" > $L/$b && chmod +x $L/$b
   done
-  export PYTHONPATH=$PWD/$P/py DUET_COMMIT=$(cat $P/COMMIT)
-  OUT=${OUT:-gpu-out}
-  mkdir -p "$OUT"
-  { nvidia-smi --query-gpu=name,driver_version --format=csv,noheader; lscpu | grep -E 'Model name|^CPU\(s\)'; } | tee $OUT/machine.txt
+  export PYTHONPATH=$PWD/$P/py
   for u in ${USERS:-10 10000}; do
     W=/tmp/olda-work-$u
     mkdir -p $W
@@ -83,17 +88,8 @@ run-server)
   ;;
 run)
   set +e
-  L=/tmp/olda-libs
-  mkdir -p $L
-  cp $P/*.so* $L/ 2>/dev/null
-  for f in $P/*.xz; do [ -e "$f" ] && xz -dc "$f" > $L/$(basename "$f" .xz); done
-  CUBLAS=$(ls /usr/local/cuda/lib64/libcublas.so.13 /usr/local/cuda/targets/x86_64-linux/lib/libcublas.so.13 2>/dev/null | head -1)
-  [ -n "$CUBLAS" ] || CUBLAS=$(find / -name libcublas.so.13 -not -path '/proc/*' 2>/dev/null | head -1)
-  export LD_LIBRARY_PATH=$L:$(dirname "${CUBLAS:-/usr/local/cuda/lib64/x}"):${LD_LIBRARY_PATH:-}
-  export DUET_COMMIT=$(cat $P/COMMIT)
-  OUT=${OUT:-gpu-out}
-  mkdir -p "$OUT"
-  { nvidia-smi --query-gpu=name,driver_version --format=csv,noheader; lscpu | grep -E 'Model name|^CPU\(s\)'; } | tee $OUT/machine.txt
+  unpack_libs $P
+  export LD_LIBRARY_PATH=$LIBS:${LD_LIBRARY_PATH:-}
   ( time timeout 60 $P/duet_olda_tests --gtest_brief=1 ) > $OUT/olda_tests.txt 2>&1
   echo "olda tests rc $?" | tee -a $OUT/olda_tests.txt
   tail -4 $OUT/olda_tests.txt
