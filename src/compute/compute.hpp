@@ -261,6 +261,8 @@ inline constexpr float kMlpTolerance = 1e-4f;
 /// Which processor runs a context's operators.
 enum class Device : std::uint8_t { kAuto, kCpu, kGpu };
 const char* device_name(Device d);
+/// Parses "auto", "cpu" or "gpu" (any case) into *out; false, with *out untouched, otherwise.
+bool parse_device(std::string_view text, Device* out);
 
 struct EngineConfig {
   /// kAuto: the GPU when one is present, else the CPU. kGpu without a GPU: open() fails.

@@ -1,6 +1,7 @@
 // Engine, Context and Batcher: argument checks, the stream pool, and dispatch to the CPU or GPU
 // backend (internal.hpp).
 #include <algorithm>
+#include <cctype>
 #include <condition_variable>
 #include <cstring>
 #include <deque>
@@ -25,6 +26,20 @@ const char* device_name(Device d) {
     case Device::kGpu: return "gpu";
   }
   return "?";
+}
+
+bool parse_device(std::string_view text, Device* out) {
+  for (Device d : {Device::kAuto, Device::kCpu, Device::kGpu}) {
+    const std::string_view name = device_name(d);
+    if (text.size() == name.size() &&
+        std::equal(text.begin(), text.end(), name.begin(), [](char a, char b) {
+          return static_cast<char>(std::tolower(static_cast<unsigned char>(a))) == b;
+        })) {
+      *out = d;
+      return true;
+    }
+  }
+  return false;
 }
 
 struct Engine::Impl {

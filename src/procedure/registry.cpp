@@ -97,9 +97,7 @@ Status ProcedureRegistry::open(const ProcedureConfig& c, std::shared_ptr<Procedu
     return Status::InvalidArgument("procedures: backoff must satisfy 1 <= backoff_min_us <= backoff_max_us <= 10^6");
   if (c.backoff_yields > 1000) return Status::InvalidArgument("procedures: backoff_yields must be at most 1000");
   compute::Device device = compute::Device::kAuto;
-  if (c.compute_device == "cpu") device = compute::Device::kCpu;
-  else if (c.compute_device == "gpu") device = compute::Device::kGpu;
-  else if (c.compute_device != "auto")
+  if (!compute::parse_device(c.compute_device, &device))
     return Status::InvalidArgument("procedures: compute_device must be auto, cpu or gpu, not '" + c.compute_device + "'");
   std::shared_ptr<ProcedureRegistry> r(new ProcedureRegistry());
   r->impl_ = std::make_unique<Impl>();

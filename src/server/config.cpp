@@ -8,6 +8,7 @@
 #include <sstream>
 
 #include "common/log.hpp"
+#include "compute/compute.hpp"
 
 namespace duet::server {
 
@@ -359,9 +360,9 @@ const std::vector<Setting>& settings() {
                  }});
     t.push_back({"procedure-compute-device", false, [](const ServerConfig& c) { return c.procedure_compute_device; },
                  [](ServerConfig* c, std::string_view v) {
-                   const std::string d = ascii_lower(v);
-                   if (d != "auto" && d != "cpu" && d != "gpu") return bad("procedure-compute-device", v, "expected auto, cpu or gpu");
-                   c->procedure_compute_device = d;
+                   compute::Device d = compute::Device::kAuto;
+                   if (!compute::parse_device(v, &d)) return bad("procedure-compute-device", v, "expected auto, cpu or gpu");
+                   c->procedure_compute_device = compute::device_name(d);
                    return Status::Ok();
                  }});
     // Fixed answers clients and tools ask about (redis-benchmark reads these two).

@@ -147,6 +147,13 @@ TEST_F(ProcLoad, OpenChecksItsSettings) {
   const Status bad = ProcedureRegistry::open(c, &r);
   EXPECT_EQ(bad.code(), StatusCode::kInvalidArgument);
   EXPECT_NE(bad.message().find("auto, cpu or gpu"), std::string::npos) << bad.to_string();
+  // The server's setting and the registry share one parser: any case, nothing else.
+  c.compute_device = "CPU";
+  EXPECT_TRUE(ProcedureRegistry::open(c, &r).ok());
+  for (std::string_view wrong : {"", "cpux", "cp", "gpu "}) {
+    c.compute_device = std::string(wrong);
+    EXPECT_EQ(ProcedureRegistry::open(c, &r).code(), StatusCode::kInvalidArgument) << wrong;
+  }
 }
 
 TEST_F(ProcCall, CommitsAndReplies) {
