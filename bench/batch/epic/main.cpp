@@ -5,7 +5,8 @@
 // epic-cpu-hostidx (host indexing, GPU planning, CPU threads: the earlier Epic-CPU), epic-gpu
 // (indexing on L-Slab, planning and execution on the GPU; packed transfers), epic-gpu-perarray
 // (the same with a pageable copy per array and 16-byte keys: the transfers before packing) and
-// epic-gpu-hostidx (GPU epochs indexed on the host). Per epoch it times indexing, transfers,
+// epic-gpu-hostidx (GPU epochs indexed on the host), and rocksdb (RocksDB 7.8's TransactionDB in
+// memory, WAL off, the same procedures on the same threads: rocksdb_peer.hpp). Per epoch it times indexing, transfers,
 // planning, execution and GC; throughput is reported two ways:
 //   formula_ops_per_s  txns / (index + transfers + planning + execution), the artifact's formula
 //   wall_ops_per_s     txns / the epoch's whole wall time (adds GC and host bookkeeping)
@@ -13,6 +14,7 @@
 #include <algorithm>
 #include <chrono>
 #include <cstdio>
+#include <functional>
 #include <iostream>
 #include <memory>
 #include <string>
@@ -25,6 +27,9 @@
 #include "batch/epic/workloads.hpp"
 #include "common/parse.hpp"
 #include "common/results.hpp"
+#ifdef DUET_HAVE_ROCKSDB
+#include "bench/batch/epic/rocksdb_peer.hpp"
+#endif
 
 using namespace duet::batch::epic;
 namespace b = duet::bench;
@@ -41,7 +46,7 @@ struct Config {
   std::vector<int> splits{0, 1};
   /// epic-gpu indexes on the GPU (L-Slab); epic-gpu-hostidx is the same GPU epoch with host indexing.
   std::vector<std::string> systems{"serial", "epic-twin", "epic-cpu", "epic-cpu-hostidx", "epic-gpu", "epic-gpu-perarray",
-                                   "epic-gpu-hostidx"};
+                                   "epic-gpu-hostidx", "rocksdb"};
   std::string out;
   std::uint32_t np = 0;  ///< > 0: TPC-C with this many warehouses instead of YCSB
   bool full = false;     ///< TPC-C's full mix instead of NP
@@ -53,7 +58,16 @@ struct Config {
 struct Sample {
   std::vector<double> formula, wall;
   std::vector<double> index, transfer, plan, exec, gc;
+  std::vector<double> retries;  ///< rocksdb: txns retried after a lock timeout or deadlock
 };
+
+/// The RocksDB peer's run of one batch (empty when the peer is not built or not selected):
+/// true on success, with the retried txns in *retries.
+using PeerRun = std::function<bool(const Batch&, std::uint64_t* retries, std::string* err)>;
+
+/// The peer's memtable bound: never reached in practice (the memtable grows in 1 MiB blocks as
+/// used), so no flush runs during a measurement.
+constexpr std::size_t kPeerMemtable = std::size_t{8} << 30;
 
 void load(Database& db, SerialStore* s, const TableSpec& spec) {
   std::vector<std::uint32_t> d(spec.record_words);
@@ -79,7 +93,7 @@ void describe(b::Json& r, const std::string& system) {
   else if (system == "epic-gpu") index = "gpu", plan = "gpu", exec = "gpu", xfer = "packed";
   else if (system == "epic-gpu-perarray") index = "gpu", plan = "gpu", exec = "gpu", xfer = "per-array";
   else if (system == "epic-gpu-hostidx") plan = "gpu", exec = "gpu", xfer = "per-array";
-  else if (system == "serial") index = "none", plan = "none";
+  else if (system == "serial" || system == "rocksdb") index = "none", plan = "none";
   r.set("indexing", index).set("planning", plan).set("execution", exec).set("transfers", xfer);
 }
 
@@ -87,7 +101,7 @@ void describe(b::Json& r, const std::string& system) {
 /// its database) and hands each system's samples to report(name, sample). False (after printing
 /// the error) when an epoch fails.
 template <class Procs, class Report>
-bool measure_systems(const std::vector<Batch>& epochs, SerialStore* serial,
+bool measure_systems(const std::vector<Batch>& epochs, SerialStore* serial, const PeerRun& rocks,
                      const std::vector<std::pair<std::string, Engine<Procs>*>>& cpus,
                      const std::vector<GpuSystem>& gpus, Report&& report, std::string* error) {
   if (serial) {
@@ -102,6 +116,23 @@ bool measure_systems(const std::vector<Batch>& epochs, SerialStore* serial,
       s.index.push_back(0), s.transfer.push_back(0), s.plan.push_back(0), s.exec.push_back(ms), s.gc.push_back(0);
     }
     report("serial", s);
+  }
+  if (rocks) {
+    Sample s;
+    for (auto& e : epochs) {
+      std::uint64_t retries = 0;
+      const auto t0 = std::chrono::steady_clock::now();
+      if (!rocks(e, &retries, error)) {
+        std::cerr << "rocksdb epoch: " << *error << "\n";
+        return false;
+      }
+      const double ms = ms_since(t0);
+      s.formula.push_back(e.size() / ms * 1e3);
+      s.wall.push_back(e.size() / ms * 1e3);
+      s.index.push_back(0), s.transfer.push_back(0), s.plan.push_back(0), s.exec.push_back(ms), s.gc.push_back(0);
+      s.retries.push_back(static_cast<double>(retries));
+    }
+    report("rocksdb", s);
   }
   for (const auto& [name, eng] : cpus) {
     if (!eng) continue;
@@ -182,7 +213,7 @@ int main(int argc, char** argv) {
   if (!ok || help) {
     std::cerr << (ok ? "" : error + "\n")
               << "usage: duet_bench_epic [--quick] [--records N] [--epoch N] [--epoch-sizes N,N..] [--epochs N] [--threads N]\n"
-                 "  [--workloads A,B,C,F,U (U: ten read-updates)] [--abort-rates 0,0.25] [--thetas 0,0.99] [--split 0,1] [--systems serial,epic-twin,epic-cpu,epic-cpu-hostidx,epic-gpu,epic-gpu-perarray,epic-gpu-hostidx]\n"
+                 "  [--workloads A,B,C,F,U (U: ten read-updates)] [--abort-rates 0,0.25] [--thetas 0,0.99] [--split 0,1] [--systems serial,epic-twin,epic-cpu,epic-cpu-hostidx,epic-gpu,epic-gpu-perarray,epic-gpu-hostidx,rocksdb]\n"
                  "  [--out FILE] [--np WAREHOUSES: TPC-C instead of YCSB] [--mix np|full] [--gpu-backoff NS (4096)]\n";
     return ok ? 0 : 2;
   }
@@ -247,6 +278,24 @@ int main(int argc, char** argv) {
         if (np_prunner) np_prunner->set_max_backoff_ns(c.backoff_ns), np_prunner->set_packed_transfers(false);
       }
       std::unique_ptr<SerialStore> serial;
+      PeerRun rocks_run;
+#ifdef DUET_HAVE_ROCKSDB
+      std::unique_ptr<peer::RocksPeer> rocks;
+      if (has("rocksdb")) {
+        rocks = peer::RocksPeer::open(specs, kPeerMemtable, &error);
+        if (!rocks) {
+          std::cerr << error << "\n";
+          return 1;
+        }
+        rocks_run = [&rocks, threads = c.threads](const Batch& e, std::uint64_t* retries, std::string* err) {
+          std::vector<std::uint32_t> outcome, out;
+          peer::RocksStats st;
+          const bool ok = rocks->run<TpccProcs>(e, threads, &outcome, &out, &st, err);
+          *retries = st.retries;
+          return ok;
+        };
+      }
+#endif
       std::unique_ptr<Engine<TpccProcs>> twin, epic_cpu, epic_cpu_h;
       std::unique_ptr<Database> gpu_db, gpu_hdb, gpu_pdb;
       if (has("serial")) serial = std::make_unique<SerialStore>(specs);
@@ -262,6 +311,9 @@ int main(int argc, char** argv) {
       if (np_prunner) gpu_pdb = std::make_unique<Database>(specs);
       tpcc_load(c.np, [&](std::uint32_t t, std::uint64_t k, const std::uint32_t* d) {
         if (serial) serial->put(t, k, d);
+#ifdef DUET_HAVE_ROCKSDB
+        if (rocks && !rocks->load(t, k, d)) error = "rocksdb load failed";
+#endif
         if (twin) twin->db().load(t, k, d);
         if (epic_cpu) epic_cpu->db().load(t, k, d);
         if (epic_cpu_h) epic_cpu_h->db().load(t, k, d);
@@ -272,6 +324,10 @@ int main(int argc, char** argv) {
       if ((gpu_db && !np_runner->upload(*gpu_db, &error)) || (gpu_hdb && !np_hrunner->upload(*gpu_hdb, &error)) ||
           (gpu_pdb && !np_prunner->upload(*gpu_pdb, &error))) {
         std::cerr << "upload: " << error << "\n";
+        return 1;
+      }
+      if (!error.empty()) {
+        std::cerr << error << "\n";
         return 1;
       }
       TpccGenerator gen(c.np, 42, c.full ? TpccMix::kFull : TpccMix::kNp);
@@ -301,12 +357,13 @@ int main(int argc, char** argv) {
         r.set("index_ms_median", med(p.index)).set("transfer_ms_median", med(p.transfer));
         r.set("plan_ms_median", med(p.plan)).set("exec_ms_median", med(p.exec)).set("gc_ms_median", med(p.gc));
         if (system.rfind("epic-gpu", 0) == 0) r.set("max_backoff_ns", c.backoff_ns);
+        if (system == "rocksdb") r.set("retries_median", med(p.retries)), r.set("storage", "memtable only, WAL off, MemEnv");
         describe(r, system);
         records.push(r);
       };
       // Reruns (a mispredicted order id) are not resubmitted here; reconnaissance over one
       // generator predicts every id, so none occur.
-      if (!measure_systems<TpccProcs>(epochs, serial.get(),
+      if (!measure_systems<TpccProcs>(epochs, serial.get(), rocks_run,
                                       {{"epic-twin", twin.get()}, {"epic-cpu", epic_cpu.get()},
                                        {"epic-cpu-hostidx", epic_cpu_h.get()}},
                                       {{"epic-gpu", gpu_db.get(), np_runner.get()},
@@ -323,6 +380,32 @@ int main(int argc, char** argv) {
       // One set of tables per system for this layout; workloads run on them one after another.
       std::unique_ptr<Database> twin_db, cpu_db, gpu_db, gpu_hdb, gpu_pdb;
       std::unique_ptr<SerialStore> serial;
+      PeerRun rocks_run;
+#ifdef DUET_HAVE_ROCKSDB
+      std::unique_ptr<peer::RocksPeer> rocks;
+      if (has("rocksdb")) {
+        rocks = peer::RocksPeer::open({spec}, kPeerMemtable, &error);
+        if (!rocks) {
+          std::cerr << error << "\n";
+          return 1;
+        }
+        std::vector<std::uint32_t> d(spec.record_words);
+        for (std::uint64_t k = 0; k < spec.capacity; ++k) {
+          for (std::uint32_t i = 0; i < d.size(); ++i) d[i] = ycsb_initial(k, i);
+          if (!rocks->load(0, k, d.data())) {
+            std::cerr << "rocksdb load failed\n";
+            return 1;
+          }
+        }
+        rocks_run = [&rocks, threads = c.threads](const Batch& e, std::uint64_t* retries, std::string* err) {
+          std::vector<std::uint32_t> outcome, out;
+          peer::RocksStats st;
+          const bool ok = rocks->run<YcsbProcs>(e, threads, &outcome, &out, &st, err);
+          *retries = st.retries;
+          return ok;
+        };
+      }
+#endif
       std::unique_ptr<Engine<YcsbProcs>> twin, epic_cpu, epic_cpu_h;
       std::shared_ptr<GpuRunner> crunner, prunner;
       if (has("serial")) {
@@ -405,10 +488,11 @@ int main(int argc, char** argv) {
             r.set("index_ms_median", med(s.index)).set("transfer_ms_median", med(s.transfer));
             r.set("plan_ms_median", med(s.plan)).set("exec_ms_median", med(s.exec)).set("gc_ms_median", med(s.gc));
             if (system.rfind("epic-gpu", 0) == 0) r.set("max_backoff_ns", c.backoff_ns);
+            if (system == "rocksdb") r.set("retries_median", med(s.retries)), r.set("storage", "memtable only, WAL off, MemEnv");
             describe(r, system);
             records.push(r);
           };
-          if (!measure_systems<YcsbProcs>(epochs, serial.get(),
+          if (!measure_systems<YcsbProcs>(epochs, serial.get(), rocks_run,
                                           {{"epic-twin", twin.get()}, {"epic-cpu", epic_cpu.get()},
                                            {"epic-cpu-hostidx", epic_cpu_h.get()}},
                                           {{"epic-gpu", gpu_db.get(), runner.get()},
@@ -426,6 +510,15 @@ int main(int argc, char** argv) {
   config.set("threads", c.threads).set("ops_per_txn", 10).set("record_bytes", 1000).set("field_bytes", 100);
   config.set("np_warehouses", c.np).set("tpcc_mix", c.full ? "full" : "np").set("gpu_max_backoff_ns", c.backoff_ns).set("median_over", "epochs 2..N").set("gpu", gpu ? device : "none: " + why);
   config.set("command", "bench/batch/epic: duet_bench_epic" + std::string(quick ? " --quick" : ""));
+#ifdef DUET_HAVE_ROCKSDB
+  config.set("rocksdb", "RocksDB " + std::to_string(ROCKSDB_MAJOR) + "." + std::to_string(ROCKSDB_MINOR) + "." +
+                            std::to_string(ROCKSDB_PATCH) +
+                            " pessimistic TransactionDB: in memory (MemEnv, memtable only, no flush), WAL off; 2PL "
+                            "(shared locks on reads, exclusive on written keys), read-only txns on a snapshot; "
+                            "same procedures and threads as Epic");
+#else
+  config.set("rocksdb", "not built (librocksdb-dev missing)");
+#endif
   const b::Json doc = b::result_document(c.np ? (c.full ? "epic-tpcc" : "epic-np") : "epic-ycsb", device, b::commit_id(DUET_SOURCE_DIR), date, config, records);
   const std::string path = c.out.empty() ? std::string(DUET_SOURCE_DIR) + "/bench/results/epic/epic-" + (c.np ? "np-" : "ycsb-") +
                                                (gpu ? "gpu" : "cpu") + "-" + b::utc_now(true) + ".json"
