@@ -1,0 +1,264 @@
+// CH-benCHmark on a `txn` keyspace (dissertation 926-1005; docs/compute.md, "CH-benCHmark"):
+// TPC-C's tables as fixed-width rows (RowCodec) in one keyspace, TPC-C's transactions as
+// snapshot-isolation transactions that re-run on conflict, and CH-benCHmark's analytical queries
+// Q1, Q3 and Q6 on one SNAPSHOT taken at each query's start through the compute operators.
+//
+//   Keys     order-preserving composites: one table tag byte, then the ids big-endian
+//            (warehouse u16, district u8, customer/order/item u32, order line u8, history u64),
+//            so each table, warehouse and district is one contiguous key range.
+//   Rows     one RowCodec per table (warehouse_codec() ...); money is int64 cents, tax and
+//            discount int64 basis points, dates int64 seconds since 1970 (0: null), so query
+//            results are exact.
+//   Scale    Scale::full() is TPC-C's cardinalities (100,000 items, 3,000 customers and 3,000
+//            orders per district, the last 900 undelivered); Scale::small() scales items,
+//            customers and orders down for tests. Everything is seeded.
+//   Work     pre-generated operations (make_work), so every system runs the same ones.
+//
+// Simplifications (stated in docs/compute.md): customers are always selected by id (no by-name
+// lookups), NewOrder has no 1% invalid-item rollback, Order-Status looks for the customer's newest
+// order among the district's last 20 orders, Delivery runs all ten districts in one transaction.
+#pragma once
+
+#include <array>
+#include <atomic>
+#include <cstdint>
+#include <cstring>
+#include <functional>
+#include <memory>
+#include <mutex>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "compute/compute.hpp"
+#include "duet/status.hpp"
+#include "duet/txn.hpp"
+
+namespace duet::compute::ch {
+
+/// Table tags: the first byte of every key.
+enum Tag : std::uint8_t {
+  kWarehouse = 1, kDistrict, kCustomer, kHistory, kNewOrder, kOrder, kOrderLine, kItem, kStock
+};
+inline constexpr std::uint32_t kDistricts = 10;  ///< per warehouse (TPC-C)
+inline constexpr std::uint32_t kMaxLines = 15;   ///< order lines per order, 5 .. 15
+
+/// Dates (seconds since 1970, UTC).
+inline constexpr std::int64_t kDate2007 = 1167696000;  ///< 2007-01-02: Q1's and Q3's bound
+inline constexpr std::int64_t kDate1999 = 915148800;   ///< 1999-01-01: Q6's lower bound
+inline constexpr std::int64_t kDate2020 = 1577836800;  ///< 2020-01-01: Q6's upper bound (exclusive)
+inline constexpr std::int64_t kLoadDate = 1420070400;  ///< 2015-01-01: entry date of loaded orders
+inline constexpr std::int64_t kWorkDate = 1451606400;  ///< 2016-01-01: dates of generated work start here
+
+/// Cardinalities and the seed. InvalidArgument (naming the field) from check().
+struct Scale {
+  std::uint32_t warehouses = 1;             ///< 1 .. 65535
+  std::uint32_t items = 100000;             ///< 10 .. 10^6
+  std::uint32_t customers = 3000;           ///< per district, 10 .. 10^6
+  std::uint32_t orders = 3000;              ///< loaded per district, 10 .. customers
+  std::uint32_t new_orders = 900;           ///< the last this many loaded orders are undelivered (<= orders)
+  std::uint64_t seed = 1;
+  Status check() const;
+  /// TPC-C's cardinalities at `w` warehouses.
+  static Scale full(std::uint32_t w) { Scale s; s.warehouses = w; return s; }
+  /// Scaled down for tests: 1,000 items, 300 customers and orders per district, 90 undelivered.
+  static Scale small(std::uint32_t w) {
+    Scale s;
+    s.warehouses = w;
+    s.items = 1000;
+    s.customers = s.orders = 300;
+    s.new_orders = 90;
+    return s;
+  }
+};
+
+// ---------------------------------------------------------------------------------------------
+// Keys and rows
+
+std::string warehouse_key(std::uint32_t w);
+std::string district_key(std::uint32_t w, std::uint32_t d);
+std::string customer_key(std::uint32_t w, std::uint32_t d, std::uint32_t c);
+std::string history_key(std::uint32_t w, std::uint32_t d, std::uint64_t h);
+std::string new_order_key(std::uint32_t w, std::uint32_t d, std::uint32_t o);
+std::string order_key(std::uint32_t w, std::uint32_t d, std::uint32_t o);
+std::string order_line_key(std::uint32_t w, std::uint32_t d, std::uint32_t o, std::uint32_t l);
+std::string item_key(std::uint32_t i);
+std::string stock_key(std::uint32_t w, std::uint32_t i);
+/// [lo, hi): every key of a table.
+void table_range(Tag t, std::string* lo, std::string* hi);
+/// [lo, hi): the keys of one table whose key starts with `prefix` (the tag byte included).
+void prefix_range(std::string_view prefix, std::string* lo, std::string* hi);
+
+/// Field indices of each table's codec (declaration order).
+namespace wf { enum : std::size_t { id, tax, ytd, name }; }
+namespace df { enum : std::size_t { id, w_id, tax, ytd, next_o_id }; }
+namespace cf {
+enum : std::size_t { id, d_id, w_id, discount, credit, last, state, balance, ytd_payment, payment_cnt, delivery_cnt };
+}
+namespace hf { enum : std::size_t { c_id, c_d_id, c_w_id, d_id, w_id, date, amount }; }
+namespace nof { enum : std::size_t { o_id, d_id, w_id }; }
+namespace of { enum : std::size_t { id, d_id, w_id, c_id, entry_d, carrier_id, ol_cnt, all_local }; }
+namespace olf {
+enum : std::size_t { o_id, d_id, w_id, number, i_id, supply_w_id, delivery_d, quantity, amount, dist_info };
+}
+namespace itf { enum : std::size_t { id, im_id, price, name, data }; }
+namespace sf { enum : std::size_t { i_id, w_id, quantity, ytd, order_cnt, remote_cnt, dist, data }; }
+
+/// The row codec of each table (fields named as TPC-C's columns: w_id, w_tax, ...).
+const RowCodec& codec(Tag t);
+
+/// Field access on an encoded row (the codec's little-endian layout; the row must be the
+/// codec's row_bytes() long).
+inline std::int64_t get(std::string_view row, const RowCodec& c, std::size_t f) {
+  std::int64_t v;
+  std::memcpy(&v, row.data() + c.offset(f), sizeof v);
+  return v;
+}
+inline void set(std::string& row, const RowCodec& c, std::size_t f, std::int64_t v) {
+  std::memcpy(row.data() + c.offset(f), &v, sizeof v);
+}
+/// Sets a kBytes field (cut to its width, zero padded).
+void set_bytes(std::string& row, const RowCodec& c, std::size_t f, std::string_view s);
+/// A zero row of table `t`.
+inline std::string blank(Tag t) { return std::string(codec(t).row_bytes(), '\0'); }
+
+/// Calls sink(key, value) for every row of the initial database that belongs to part `part` of
+/// `parts` (warehouses split round-robin; items go to part 0). Deterministic from the seed.
+/// Stops at, and returns, the first non-ok status of `sink`.
+Status generate(const Scale& s, unsigned part, unsigned parts,
+                const std::function<Status(std::string_view, std::string_view)>& sink);
+
+// ---------------------------------------------------------------------------------------------
+// Work
+
+enum class Kind : std::uint8_t { kNewOrder, kPayment, kDelivery, kOrderStatus, kStockLevel };
+const char* kind_name(Kind k);
+inline constexpr std::size_t kKinds = 5;
+
+/// One pre-generated operation. NewOrder: w, d, c, lines (1% remote supply warehouses when there
+/// are several), date. Payment: w, d, the customer (c_w, c_d, c; 15% remote), amount, h_id (the
+/// history row's unique id), date. Delivery: w, carrier, date. Order-Status: w, d, c.
+/// Stock-Level: w, d, threshold (in amount).
+struct Op {
+  struct Line {
+    std::uint32_t item = 0;
+    std::uint16_t supply_w = 0;
+    std::uint8_t quantity = 0;
+  };
+  Kind kind = Kind::kNewOrder;
+  std::uint16_t w = 1, c_w = 1;
+  std::uint8_t d = 1, c_d = 1, ol_cnt = 0, carrier = 0;
+  std::uint32_t c = 1;
+  std::int64_t amount = 0;
+  std::int64_t date = 0;
+  std::uint64_t h_id = 0;
+  std::array<Line, kMaxLines> lines{};
+};
+
+/// The transaction mix, in percent of NewOrder, Payment, Delivery, Order-Status, Stock-Level.
+struct Mix {
+  std::array<unsigned, kKinds> percent{};
+  /// The seed's: 90% NewOrder, 10% Delivery.
+  static Mix seed() { return Mix{{90, 0, 10, 0, 0}}; }
+  /// TPC-C's: 45/43/4/4/4.
+  static Mix tpcc() { return Mix{{45, 43, 4, 4, 4}}; }
+};
+
+/// n operations of `mix` from stream `stream` (one per worker thread) of the scale's seed.
+/// History ids and dates are unique across streams < 2^16.
+std::vector<Op> make_work(const Scale& s, const Mix& mix, std::size_t n, std::uint64_t stream);
+
+// ---------------------------------------------------------------------------------------------
+// Transactions
+
+/// What one operation came to.
+struct OpResult {
+  bool committed = false;
+  unsigned attempts = 0;        ///< runs (1 + conflicts)
+  std::uint64_t commit_ts = 0;  ///< committed: its timestamp
+  std::uint32_t o_id = 0;       ///< NewOrder: the order's id
+  std::int64_t value = 0;       ///< NewOrder: total amount; Stock-Level: the count; Delivery: orders delivered
+};
+
+/// Bounded retry with backoff: yields for the first conflicts, then sleeps up to 1 ms (jittered).
+void backoff(unsigned conflicts, std::uint64_t* rng);
+
+/// A NewOrder commit acknowledged to its caller, for the freshness check.
+struct Ack {
+  std::uint64_t commit_ts = 0;
+  std::uint32_t w = 0, d = 0, o = 0;
+};
+
+/// The newest acknowledged NewOrder of each worker thread (one slot per thread). publish() is
+/// called by a worker after its commit returned; read() by a query before it begins.
+class AckBoard {
+ public:
+  explicit AckBoard(unsigned slots);
+  void publish(unsigned slot, const Ack& a);
+  std::vector<Ack> read() const;
+
+ private:
+  struct alignas(64) Slot {
+    mutable std::mutex mu;
+    Ack a;
+  };
+  std::unique_ptr<Slot[]> slots_;
+  unsigned n_;
+};
+
+/// Results of the three queries. Money in cents; averages are sum / count (exact as fractions).
+struct Q1Row {
+  std::int64_t number = 0, sum_qty = 0, sum_amount = 0, count = 0;
+  bool operator==(const Q1Row&) const = default;
+};
+struct Q3Row {
+  std::int64_t o_id = 0, w_id = 0, d_id = 0, revenue = 0, entry_d = 0;
+  bool operator==(const Q3Row&) const = default;
+};
+struct QueryResult {
+  std::vector<Q1Row> q1;  ///< ordered by ol_number
+  std::int64_t q6 = 0;    ///< revenue
+  std::vector<Q3Row> q3;  ///< ordered by revenue desc, entry_d asc, then (w, d, o) ascending
+  std::size_t rows_read = 0;
+};
+
+/// The CH workload over one txn keyspace. Thread-safe.
+class Ch {
+ public:
+  static Status make(std::shared_ptr<TxnSpace> space, const Scale& s, std::unique_ptr<Ch>* out,
+                     unsigned max_attempts = 100000);
+  /// Loads the initial database on `threads` threads (transactions of at most 512 rows).
+  Status load(unsigned threads = 1);
+  /// Runs one operation to commit, re-running it on conflict (bounded, with backoff). Unavailable
+  /// after max_attempts conflicts (nothing applied); Internal for missing rows (a corrupt load).
+  Status run(const Op& op, OpResult* r, std::uint64_t* rng);
+
+  /// CH Q1 / Q6 / Q3 on *t's snapshot (t begun by the caller; it is read, not ended), through the
+  /// compute operators of `ctx`.
+  Status q1(Txn* t, Context* ctx, QueryResult* out);
+  Status q6(Txn* t, Context* ctx, QueryResult* out);
+  Status q3(Txn* t, Context* ctx, QueryResult* out);
+  /// The same three results computed naively (one full scan, maps, std::sort) at *t's snapshot.
+  static Status reference(Txn* t, QueryResult* out);
+
+  /// TPC-C consistency conditions 1-4 at *t's snapshot: W_YTD = sum D_YTD; D_NEXT_O_ID - 1 =
+  /// max O_ID = max NO_O_ID; max NO_O_ID - min NO_O_ID + 1 = NEW-ORDER rows; sum O_OL_CNT =
+  /// ORDER-LINE rows (per warehouse and district). Internal naming the first violation.
+  Status check_consistency(Txn* t);
+
+  /// The freshness check: *t (a query's transaction) must see every commit acknowledged before
+  /// it began: t->start_ts() >= each ack's commit_ts and each acknowledged order present in its
+  /// snapshot. Internal naming the first ack it misses.
+  static Status check_fresh(Txn* t, const std::vector<Ack>& acks);
+
+  const Scale& scale() const { return s_; }
+  TxnSpace& space() { return *space_; }
+
+ private:
+  Ch() = default;
+  std::shared_ptr<TxnSpace> space_;
+  Scale s_;
+  unsigned max_attempts_ = 100000;
+};
+
+}  // namespace duet::compute::ch

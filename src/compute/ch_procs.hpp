@@ -1,0 +1,248 @@
+// CH-benCHmark's transactions written once over a storage adapter, so the txn keyspace (ch.cpp)
+// and the RocksDB peer (bench/compute/ch_rocks.cpp) run the same logic on the same work.
+//
+// An adapter `A` offers, each returning false when the storage refused the call and the whole
+// transaction must be re-run (a lock timeout, a detected conflict):
+//   bool get(std::string_view key, std::string* value, bool* found, bool for_update);
+//   bool put(std::string_view key, std::string_view value);
+//   bool del(std::string_view key);
+//   bool range(std::string_view lo, std::string_view hi, std::size_t limit,
+//              std::vector<std::pair<std::string, std::string>>* out);   // [lo, hi) in key order
+// `for_update` asks a locking store to lock the key (the txn keyspace validates its write set at
+// commit instead and ignores it). A body returns kRetry when the adapter refused, kMissing when a
+// row that the load guarantees is absent (a corrupt database), kDone otherwise; the caller commits.
+#pragma once
+
+#include <set>
+#include <string>
+#include <utility>
+#include <vector>
+
+#include "compute/ch.hpp"
+
+namespace duet::compute::ch {
+
+enum class Body : std::uint8_t { kDone, kRetry, kMissing };
+
+namespace procs {
+
+template <class A>
+Body new_order(A& a, const Op& op, OpResult* r) {
+  const RowCodec &wc = codec(kWarehouse), &dc = codec(kDistrict), &cc = codec(kCustomer), &ic = codec(kItem),
+                 &sc = codec(kStock), &oc = codec(kOrder), &nc = codec(kNewOrder), &lc = codec(kOrderLine);
+  std::string wrow, drow, crow, irow, srow;
+  bool found = false;
+  if (!a.get(warehouse_key(op.w), &wrow, &found, false)) return Body::kRetry;
+  if (!found) return Body::kMissing;
+  const std::string dk = district_key(op.w, op.d);
+  if (!a.get(dk, &drow, &found, true)) return Body::kRetry;
+  if (!found) return Body::kMissing;
+  const std::int64_t o_id = get(drow, dc, df::next_o_id);
+  set(drow, dc, df::next_o_id, o_id + 1);
+  if (!a.put(dk, drow)) return Body::kRetry;
+  if (!a.get(customer_key(op.w, op.d, op.c), &crow, &found, false)) return Body::kRetry;
+  if (!found) return Body::kMissing;
+  bool all_local = true;
+  for (unsigned l = 0; l < op.ol_cnt; ++l) all_local &= op.lines[l].supply_w == op.w;
+  std::string orow = blank(kOrder);
+  set(orow, oc, of::id, o_id);
+  set(orow, oc, of::d_id, op.d);
+  set(orow, oc, of::w_id, op.w);
+  set(orow, oc, of::c_id, op.c);
+  set(orow, oc, of::entry_d, op.date);
+  set(orow, oc, of::ol_cnt, op.ol_cnt);
+  set(orow, oc, of::all_local, all_local ? 1 : 0);
+  const auto o = static_cast<std::uint32_t>(o_id);
+  if (!a.put(order_key(op.w, op.d, o), orow)) return Body::kRetry;
+  std::string nrow = blank(kNewOrder);
+  set(nrow, nc, nof::o_id, o_id);
+  set(nrow, nc, nof::d_id, op.d);
+  set(nrow, nc, nof::w_id, op.w);
+  if (!a.put(new_order_key(op.w, op.d, o), nrow)) return Body::kRetry;
+  std::int64_t total = 0;
+  for (unsigned l = 0; l < op.ol_cnt; ++l) {
+    const Op::Line& ln = op.lines[l];
+    if (!a.get(item_key(ln.item), &irow, &found, false)) return Body::kRetry;
+    if (!found) return Body::kMissing;
+    const std::string sk = stock_key(ln.supply_w, ln.item);
+    if (!a.get(sk, &srow, &found, true)) return Body::kRetry;
+    if (!found) return Body::kMissing;
+    const std::int64_t q = get(srow, sc, sf::quantity);
+    set(srow, sc, sf::quantity, q >= ln.quantity + 10 ? q - ln.quantity : q - ln.quantity + 91);
+    set(srow, sc, sf::ytd, get(srow, sc, sf::ytd) + ln.quantity);
+    set(srow, sc, sf::order_cnt, get(srow, sc, sf::order_cnt) + 1);
+    set(srow, sc, sf::remote_cnt, get(srow, sc, sf::remote_cnt) + (ln.supply_w != op.w));
+    if (!a.put(sk, srow)) return Body::kRetry;
+    const std::int64_t amount = ln.quantity * get(irow, ic, itf::price);
+    total += amount;
+    std::string lrow = blank(kOrderLine);
+    set(lrow, lc, olf::o_id, o_id);
+    set(lrow, lc, olf::d_id, op.d);
+    set(lrow, lc, olf::w_id, op.w);
+    set(lrow, lc, olf::number, l + 1);
+    set(lrow, lc, olf::i_id, ln.item);
+    set(lrow, lc, olf::supply_w_id, ln.supply_w);
+    set(lrow, lc, olf::quantity, ln.quantity);
+    set(lrow, lc, olf::amount, amount);
+    std::memcpy(lrow.data() + lc.offset(olf::dist_info), srow.data() + sc.offset(sf::dist), 24);
+    if (!a.put(order_line_key(op.w, op.d, o, l + 1), lrow)) return Body::kRetry;
+  }
+  // TPC-C's total: sum * (1 - discount) * (1 + w_tax + d_tax), in basis points, rounded down.
+  const std::int64_t disc = get(crow, cc, cf::discount), tax = get(wrow, wc, wf::tax) + get(drow, dc, df::tax);
+  r->value = total * (10000 - disc) / 10000 * (10000 + tax) / 10000;
+  r->o_id = o;
+  return Body::kDone;
+}
+
+template <class A>
+Body payment(A& a, const Op& op, OpResult*) {
+  const RowCodec &wc = codec(kWarehouse), &dc = codec(kDistrict), &cc = codec(kCustomer), &hc = codec(kHistory);
+  std::string row;
+  bool found = false;
+  const std::string wk = warehouse_key(op.w);
+  if (!a.get(wk, &row, &found, true)) return Body::kRetry;
+  if (!found) return Body::kMissing;
+  set(row, wc, wf::ytd, get(row, wc, wf::ytd) + op.amount);
+  if (!a.put(wk, row)) return Body::kRetry;
+  const std::string dk = district_key(op.w, op.d);
+  if (!a.get(dk, &row, &found, true)) return Body::kRetry;
+  if (!found) return Body::kMissing;
+  set(row, dc, df::ytd, get(row, dc, df::ytd) + op.amount);
+  if (!a.put(dk, row)) return Body::kRetry;
+  const std::string ck = customer_key(op.c_w, op.c_d, op.c);
+  if (!a.get(ck, &row, &found, true)) return Body::kRetry;
+  if (!found) return Body::kMissing;
+  set(row, cc, cf::balance, get(row, cc, cf::balance) - op.amount);
+  set(row, cc, cf::ytd_payment, get(row, cc, cf::ytd_payment) + op.amount);
+  set(row, cc, cf::payment_cnt, get(row, cc, cf::payment_cnt) + 1);
+  if (!a.put(ck, row)) return Body::kRetry;
+  std::string h = blank(kHistory);
+  set(h, hc, hf::c_id, op.c);
+  set(h, hc, hf::c_d_id, op.c_d);
+  set(h, hc, hf::c_w_id, op.c_w);
+  set(h, hc, hf::d_id, op.d);
+  set(h, hc, hf::w_id, op.w);
+  set(h, hc, hf::date, op.date);
+  set(h, hc, hf::amount, op.amount);
+  if (!a.put(history_key(op.w, op.d, op.h_id), h)) return Body::kRetry;
+  return Body::kDone;
+}
+
+template <class A>
+Body delivery(A& a, const Op& op, OpResult* r) {
+  const RowCodec &cc = codec(kCustomer), &oc = codec(kOrder), &lc = codec(kOrderLine);
+  std::vector<std::pair<std::string, std::string>> kv;
+  std::string lo, hi, row, crow;
+  bool found = false;
+  std::int64_t delivered = 0;
+  for (std::uint32_t d = 1; d <= kDistricts; ++d) {
+    // The district's oldest undelivered order.
+    std::string prefix = new_order_key(op.w, d, 0);
+    prefix.resize(4);
+    prefix_range(prefix, &lo, &hi);
+    kv.clear();
+    if (!a.range(lo, hi, 1, &kv)) return Body::kRetry;
+    if (kv.empty()) continue;  // none: skipped, as TPC-C allows
+    const std::uint32_t o = static_cast<std::uint32_t>(get(kv[0].second, codec(kNewOrder), nof::o_id));
+    if (!a.get(kv[0].first, &row, &found, true)) return Body::kRetry;  // lock it (a locking store)
+    if (!found) return Body::kRetry;  // delivered meanwhile
+    if (!a.del(kv[0].first)) return Body::kRetry;
+    const std::string ok = order_key(op.w, d, o);
+    if (!a.get(ok, &row, &found, true)) return Body::kRetry;
+    if (!found) return Body::kMissing;
+    const std::int64_t c = get(row, oc, of::c_id);
+    set(row, oc, of::carrier_id, op.carrier);
+    if (!a.put(ok, row)) return Body::kRetry;
+    prefix = order_line_key(op.w, d, o, 0);
+    prefix.resize(prefix.size() - 1);
+    prefix_range(prefix, &lo, &hi);
+    kv.clear();
+    if (!a.range(lo, hi, 0, &kv)) return Body::kRetry;
+    std::int64_t sum = 0;
+    for (auto& [k, v] : kv) {
+      sum += get(v, lc, olf::amount);
+      set(v, lc, olf::delivery_d, op.date);
+      if (!a.put(k, v)) return Body::kRetry;
+    }
+    const std::string ck = customer_key(op.w, d, static_cast<std::uint32_t>(c));
+    if (!a.get(ck, &crow, &found, true)) return Body::kRetry;
+    if (!found) return Body::kMissing;
+    set(crow, cc, cf::balance, get(crow, cc, cf::balance) + sum);
+    set(crow, cc, cf::delivery_cnt, get(crow, cc, cf::delivery_cnt) + 1);
+    if (!a.put(ck, crow)) return Body::kRetry;
+    ++delivered;
+  }
+  r->value = delivered;
+  return Body::kDone;
+}
+
+// Order-Status by customer id: the customer, then its newest order among the district's last 20
+// (a documented simplification: there is no index by customer) and that order's lines.
+template <class A>
+Body order_status(A& a, const Op& op, OpResult* r) {
+  const RowCodec &dc = codec(kDistrict), &oc = codec(kOrder);
+  std::string row;
+  bool found = false;
+  if (!a.get(customer_key(op.w, op.d, op.c), &row, &found, false)) return Body::kRetry;
+  if (!found) return Body::kMissing;
+  if (!a.get(district_key(op.w, op.d), &row, &found, false)) return Body::kRetry;
+  if (!found) return Body::kMissing;
+  const std::int64_t next = get(row, dc, df::next_o_id);
+  const auto first = static_cast<std::uint32_t>(std::max<std::int64_t>(1, next - 20));
+  std::vector<std::pair<std::string, std::string>> kv, lines;
+  if (!a.range(order_key(op.w, op.d, first), order_key(op.w, op.d, static_cast<std::uint32_t>(next)), 0, &kv))
+    return Body::kRetry;
+  std::int64_t newest = 0;
+  for (auto& [k, v] : kv)
+    if (get(v, oc, of::c_id) == op.c) newest = get(v, oc, of::id);
+  r->value = 0;
+  if (newest > 0) {
+    std::string lo, hi, prefix = order_line_key(op.w, op.d, static_cast<std::uint32_t>(newest), 0);
+    prefix.resize(prefix.size() - 1);
+    prefix_range(prefix, &lo, &hi);
+    if (!a.range(lo, hi, 0, &lines)) return Body::kRetry;
+    r->value = static_cast<std::int64_t>(lines.size());
+  }
+  return Body::kDone;
+}
+
+// Stock-Level: distinct items of the district's last 20 orders whose stock is below the threshold.
+template <class A>
+Body stock_level(A& a, const Op& op, OpResult* r) {
+  const RowCodec &dc = codec(kDistrict), &lc = codec(kOrderLine), &sc = codec(kStock);
+  std::string row;
+  bool found = false;
+  if (!a.get(district_key(op.w, op.d), &row, &found, false)) return Body::kRetry;
+  if (!found) return Body::kMissing;
+  const std::int64_t next = get(row, dc, df::next_o_id);
+  const auto first = static_cast<std::uint32_t>(std::max<std::int64_t>(1, next - 20));
+  std::vector<std::pair<std::string, std::string>> kv;
+  if (!a.range(order_line_key(op.w, op.d, first, 0), order_line_key(op.w, op.d, static_cast<std::uint32_t>(next), 0),
+               0, &kv))
+    return Body::kRetry;
+  std::set<std::int64_t> items;
+  for (auto& [k, v] : kv) items.insert(get(v, lc, olf::i_id));
+  std::int64_t low = 0;
+  for (std::int64_t i : items) {
+    if (!a.get(stock_key(op.w, static_cast<std::uint32_t>(i)), &row, &found, false)) return Body::kRetry;
+    if (found && get(row, sc, sf::quantity) < op.amount) ++low;
+  }
+  r->value = low;
+  return Body::kDone;
+}
+
+/// Runs op's body on adapter `a`.
+template <class A>
+Body run(A& a, const Op& op, OpResult* r) {
+  switch (op.kind) {
+    case Kind::kNewOrder: return new_order(a, op, r);
+    case Kind::kPayment: return payment(a, op, r);
+    case Kind::kDelivery: return delivery(a, op, r);
+    case Kind::kOrderStatus: return order_status(a, op, r);
+    case Kind::kStockLevel: return stock_level(a, op, r);
+  }
+  return Body::kMissing;
+}
+
+}  // namespace procs
+}  // namespace duet::compute::ch
