@@ -243,6 +243,8 @@ struct Options {
   std::vector<unsigned> ops, key_bytes;
   std::vector<double> reads, thetas;
   unsigned snapshot_threads = 0;  ///< duet's TxnConfig::snapshot_threads (0: its default)
+  /// SNAPSHOT shapes to run: range (one range of all keys), ranges (1000), points (empty: all).
+  std::vector<std::string> snapshot_shapes;
 };
 
 std::string key_of(std::uint64_t id, unsigned bytes) {
@@ -565,21 +567,25 @@ void snapshot_exp(const Options& o, Report& rep) {
     auto c = s->client();
     struct Shape {
       const char* name;
+      const char* tag;  ///< --snapshot-shapes name
       std::function<std::size_t()> run;
     };
     std::vector<std::string> pts;
     for (std::uint64_t i = 0; i < o.keys; ++i) pts.push_back(key_of(i, 8));
     const std::uint64_t nr = 1000, per = std::max<std::uint64_t>(1, o.keys / nr);
     std::vector<Shape> shapes = {
-        {"one range of all keys", [&] { return s->range(*c, key_of(0, 8), key_of(o.keys - 1, 8)); }},
-        {"1000 ranges", [&] {
+        {"one range of all keys", "range", [&] { return s->range(*c, key_of(0, 8), key_of(o.keys - 1, 8)); }},
+        {"1000 ranges", "ranges", [&] {
            std::size_t n = 0;
            for (std::uint64_t r = 0; r < nr; ++r) n += s->range(*c, key_of(r * per, 8), key_of(r * per + per - 1, 8));
            return n;
          }},
-        {"all keys as points", [&] { return s->points(*c, pts); }},
+        {"all keys as points", "points", [&] { return s->points(*c, pts); }},
     };
     for (auto& sh : shapes) {
+      if (!o.snapshot_shapes.empty() &&
+          std::find(o.snapshot_shapes.begin(), o.snapshot_shapes.end(), sh.tag) == o.snapshot_shapes.end())
+        continue;
       std::vector<Measure> sets;
       std::size_t pairs = 0;
       for (unsigned set = 0; set < o.sets; ++set) {
@@ -774,6 +780,10 @@ int main(int argc, char** argv) {
       auto x = parse_count(v);
       if (!x || *x == 0 || *x > 256) return err = "bad --snapshot-threads", false;
       o.snapshot_threads = static_cast<unsigned>(*x);
+    } else if (f == "--snapshot-shapes") {
+      o.snapshot_shapes = split_list(v);
+      for (auto& t : o.snapshot_shapes)
+        if (t != "range" && t != "ranges" && t != "points") return err = "bad --snapshot-shapes (range, ranges, points)", false;
     } else if (f == "--reads") {  // percentages
       o.reads.clear();
       for (auto& t : split_list(v)) {
@@ -804,7 +814,7 @@ int main(int argc, char** argv) {
         "               [--experiments ycsbt,smallbank,snapshot,commit,disjoint,longreader] [--reader-seconds S]\n"
         "               [--systems duet,rocksdb-pessimistic,rocksdb-optimistic] [--out DIR]\n"
         "               [--ops 4,16] [--reads 50,95] [--dists uniform,zipf] [--key-bytes 8,24]\n"
-        "               [--snapshot-threads N]\n");
+        "               [--snapshot-threads N] [--snapshot-shapes range,ranges,points]\n");
     return ok ? 0 : 2;
   }
   g_snapshot_threads = o.snapshot_threads;
@@ -824,6 +834,7 @@ int main(int argc, char** argv) {
   config.set("quick", o.quick).set("seed", static_cast<unsigned long long>(o.seed));
   config.set("value_bytes", 100).set("reader_seconds", o.reader_seconds);
   config.set("snapshot_threads", o.snapshot_threads);
+  if (!o.snapshot_shapes.empty()) config.set("snapshot_shapes", Json::array_of(o.snapshot_shapes));
   if (!o.ops.empty()) config.set("ycsbt_ops", Json::array_of(o.ops));
   if (!o.key_bytes.empty()) config.set("ycsbt_key_bytes", Json::array_of(o.key_bytes));
   if (!o.reads.empty()) config.set("ycsbt_reads", Json::array_of(o.reads));

@@ -88,8 +88,9 @@ struct TxnConfig {
   bool background_gc = true;
   /// Threads reading one large SNAPSHOT range (0: one per hardware thread, at most 16).
   unsigned snapshot_threads = 0;
-  /// Ranges of at least this many keys are read by several threads.
-  std::size_t parallel_range_keys = 1u << 16;
+  /// A range (with no limit and no own writes in it) is read on the calling thread for its
+  /// first this-many keys; the rest of a longer one is read in pieces by the snapshot threads.
+  std::size_t parallel_range_keys = 4096;
   TxnFaults faults;
 };
 

@@ -345,57 +345,83 @@ void Index::collect_range(const TxnRange& r, std::size_t max, std::vector<Entry*
                   max, out, truncated);
 }
 
-void Index::collect_range_parallel(const TxnRange& r, sched::ThreadPool* pool, std::vector<Entry*>* out) {
+void Index::collect_between(const TxnRange& r, std::uint64_t lo, std::uint64_t hi, std::size_t max,
+                            std::vector<Entry*>* out, bool* truncated) {
+  *truncated = false;
+  const std::size_t base = out->size();
+  walk_between(r, lo, hi, max, [&](Entry* const* ents, std::size_t n) {
+    for (std::size_t i = 0; i < n; ++i) {
+      if (max != 0 && out->size() - base == max) {
+        *truncated = true;
+        return false;
+      }
+      out->push_back(ents[i]);
+    }
+    return true;
+  });
+}
+
+void Index::walk(const TxnRange& r, std::size_t max, const Visit& visit) {
+  walk_between(r, r.start_unbounded ? 0 : prefix_of(r.start), r.end_unbounded ? ~std::uint64_t{0} : prefix_of(r.end),
+               max, visit);
+}
+
+void Index::split(const TxnRange& r, std::size_t parts, std::vector<std::pair<std::uint64_t, std::uint64_t>>* out) {
+  out->clear();
   std::uint64_t lo = r.start_unbounded ? 0 : prefix_of(r.start);
   std::uint64_t hi = r.end_unbounded ? ~std::uint64_t{0} : prefix_of(r.end);
   lo = std::max(lo, min_prefix_.load(std::memory_order_relaxed));
   hi = std::min(hi, max_prefix_.load(std::memory_order_relaxed));
   if (lo > hi) return;
   using u128 = unsigned __int128;
-  const std::size_t parts = std::size_t{pool->threads()} * 8;
   const u128 w = static_cast<u128>(hi) - lo + 1;
-  bool truncated = false;
-  if (pool->threads() < 2 || w < parts) return collect_between(r, lo, hi, 0, out, &truncated);
-  std::vector<std::vector<Entry*>> pieces(parts);
-  pool->parallel_for(parts, 1, [&](std::size_t b, std::size_t e, unsigned) {
-    for (std::size_t i = b; i < e; ++i) {
-      const auto plo = static_cast<std::uint64_t>(lo + w * i / parts);
-      const auto phi = static_cast<std::uint64_t>(lo + w * (i + 1) / parts - 1);
-      bool t = false;
-      collect_between(r, plo, phi, 0, &pieces[i], &t);
-    }
-  });
-  std::size_t total = out->size();
-  for (const auto& p : pieces) total += p.size();
-  out->reserve(total);
-  for (const auto& p : pieces) out->insert(out->end(), p.begin(), p.end());
+  if (parts < 1) parts = 1;
+  if (w < parts) parts = static_cast<std::size_t>(w);
+  for (std::size_t i = 0; i < parts; ++i)
+    out->emplace_back(static_cast<std::uint64_t>(lo + w * i / parts), static_cast<std::uint64_t>(lo + w * (i + 1) / parts - 1));
 }
 
-void Index::collect_between(const TxnRange& r, std::uint64_t lo, std::uint64_t hi, std::size_t max,
-                            std::vector<Entry*>* out, bool* truncated) {
-  *truncated = false;
+void Index::walk_between(const TxnRange& r, std::uint64_t lo, std::uint64_t hi, std::size_t max, const Visit& visit) {
   if (lo > hi) return;
-  const std::size_t base = out->size();
   auto below_end = [&](std::string_view k) {
     if (r.end_unbounded) return true;
     const int c = k.compare(r.end);
     return c < 0 || (c == 0 && r.end_inclusive);
   };
+  // Batches handed to `visit`: about what a capped walk can use (one more than its limit, so
+  // that it can tell whether the range goes on), else kWalkBatch.
+  const std::size_t cap = max != 0 ? std::min(max + 1, kWalkBatch) : kWalkBatch;
+  Entry* batch[kWalkBatch];
+  std::size_t nb = 0;
+  bool stopped = false;
+  auto flush = [&] {
+    if (nb != 0 && !visit(batch, nb)) stopped = true;
+    nb = 0;
+    return !stopped;
+  };
   std::vector<std::pair<std::uint64_t, std::uint64_t>> page;
   std::uint64_t cur = lo;
-  SessionRef s(*this);
   // Pages of LIT prefixes: a capped walk asks for about what it can use (a limit-2 scan in a long
-  // run of keys read and prefetched 256 buckets per call), doubling up to 256 if it goes on.
+  // run of keys read and prefetched 256 buckets per call), doubling up to 256 if it goes on. The
+  // session is held only while a page is read, never while `visit` runs.
   std::size_t page_prefixes = max != 0 ? std::clamp<std::size_t>(max + 1, 8, 256) : 256;
   for (;; page_prefixes = std::min<std::size_t>(page_prefixes * 2, 256)) {
     page.clear();
     lit::RangePage pg;
-    if (!s->range(cur, hi, &page, &pg, page_prefixes).ok()) return;  // bounds are in the universe: cannot fail
-    for (const auto& [prefix, ptr] : page) __builtin_prefetch(reinterpret_cast<Bucket*>(ptr));
+    {
+      SessionRef s(*this);
+      if (!s->range(cur, hi, &page, &pg, page_prefixes).ok()) break;  // bounds are in the universe: cannot fail
+    }
+    // Buckets 16 ahead, and the single entry of the bucket 8 ahead: the three dependent misses
+    // of a key (page slot, bucket, entry) overlap those of the keys after it.
+    constexpr std::size_t kBucketAhead = 16, kEntryAhead = 8;
+    for (std::size_t i = 0; i < std::min(page.size(), kBucketAhead); ++i)
+      __builtin_prefetch(reinterpret_cast<Bucket*>(page[i].second));
     for (std::size_t i = 0; i < page.size(); ++i) {
       auto* b = reinterpret_cast<Bucket*>(page[i].second);
-      if (i + 8 < page.size()) {  // the single entry of a bucket further on
-        auto* ahead = reinterpret_cast<Bucket*>(page[i + 8].second);
+      if (i + kBucketAhead < page.size()) __builtin_prefetch(reinterpret_cast<Bucket*>(page[i + kBucketAhead].second));
+      if (i + kEntryAhead < page.size()) {
+        auto* ahead = reinterpret_cast<Bucket*>(page[i + kEntryAhead].second);
         if (Entry* e = ahead->only.load(std::memory_order_relaxed)) __builtin_prefetch(e);
       }
       if (Entry* e = b->only.load(std::memory_order_acquire)) {
@@ -403,29 +429,43 @@ void Index::collect_between(const TxnRange& r, std::uint64_t lo, std::uint64_t h
         const bool after_start = r.start_unbounded ||
                                  (r.start_inclusive ? k.compare(r.start) >= 0 : k.compare(r.start) > 0);
         if (!after_start) continue;
-        if (!below_end(k)) return;
-        if (max != 0 && out->size() - base == max) {
-          *truncated = true;
+        if (!below_end(k)) {
+          flush();
           return;
         }
-        out->push_back(e);
+        batch[nb++] = e;
+        if (nb == cap && !flush()) return;
         continue;
       }
+      // A collision run: read under the bucket's lock, which is let go while `visit` runs (a
+      // run can hold every key of the keyspace, e.g. keys sharing a long prefix), the walk
+      // going on after the last key handed over.
       std::shared_lock<std::shared_mutex> lk(b->m);
       auto it = b->keys.begin();
       if (!r.start_unbounded)
         it = r.start_inclusive ? b->keys.lower_bound(r.start) : b->keys.upper_bound(r.start);
-      for (; it != b->keys.end() && below_end(it->first); ++it) {
-        if (max != 0 && out->size() - base == max) {
-          *truncated = true;
+      while (it != b->keys.end()) {
+        if (!below_end(it->first)) {
+          lk.unlock();
+          flush();
           return;
         }
-        out->push_back(it->second);
+        batch[nb++] = it->second;
+        if (nb == cap) {
+          const std::string_view last = it->first;  // the entry's own bytes: stable
+          lk.unlock();
+          if (!flush()) return;
+          lk.lock();
+          it = b->keys.upper_bound(last);
+          continue;
+        }
+        ++it;
       }
     }
-    if (!pg.more) return;
+    if (!pg.more) break;
     cur = pg.resume_key;
   }
+  flush();
 }
 
 void Index::entries_from(std::uint64_t pos, std::size_t count, std::vector<Entry*>* out, std::uint64_t* next) {

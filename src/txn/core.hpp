@@ -4,6 +4,7 @@
 
 #include <atomic>
 #include <condition_variable>
+#include <functional>
 #include <cstdint>
 #include <map>
 #include <memory>
@@ -111,11 +112,20 @@ class Index {
   /// Appends the entries with keys in `r` in key order, stopping after `max` (0: all);
   /// *truncated says whether more entries exist in range after the last one appended.
   void collect_range(const TxnRange& r, std::size_t max, std::vector<Entry*>* out, bool* truncated);
-  /// As collect_range with no limit, the range cut into pieces by prefix that `pool`'s
-  /// threads walk at once (a walk of the ordered map's data layer is a chain of dependent
-  /// cache misses, so one thread cannot go faster). Pieces are even in prefix value within the
-  /// prefixes seen so far; more pieces than threads even out clustered keys.
-  void collect_range_parallel(const TxnRange& r, sched::ThreadPool* pool, std::vector<Entry*>* out);
+  /// Calls visit(ents, n) with the entries whose keys lie in `r`, in key order, in batches of
+  /// at most kWalkBatch (at most max + 1 when max != 0: a capped walk reads little more than
+  /// it uses); each entry's line has been loaded (its key was compared). Stops when visit
+  /// returns false. Holds no lock and no LIT session while visit runs, so visit may block.
+  using Visit = std::function<bool(Entry* const* ents, std::size_t n)>;
+  static constexpr std::size_t kWalkBatch = 256;
+  void walk(const TxnRange& r, std::size_t max, const Visit& visit);
+  /// walk over the prefixes [plo, phi] only (r's key bounds still apply).
+  void walk_between(const TxnRange& r, std::uint64_t plo, std::uint64_t phi, std::size_t max, const Visit& visit);
+  /// Cuts the prefixes of `r` that can hold keys into at most `parts` pieces [plo, phi], in
+  /// order, even in prefix value within the least and greatest prefix with a bucket (none
+  /// when r holds no such prefix). Walking the pieces in order with walk_between visits what
+  /// walk(r) visits.
+  void split(const TxnRange& r, std::size_t parts, std::vector<std::pair<std::uint64_t, std::uint64_t>>* out);
   /// Entries in creation order (stable positions, for cursor iteration).
   void entries_from(std::uint64_t pos, std::size_t count, std::vector<Entry*>* out, std::uint64_t* next);
   std::uint64_t entry_count() const { return n_entries_.load(std::memory_order_relaxed); }
@@ -141,7 +151,7 @@ class Index {
   std::mutex log_m_;
   std::vector<std::unique_ptr<Entry*[]>> log_;  ///< chunks of 4096 entries, creation order
   std::atomic<std::uint64_t> n_entries_{0};
-  /// The least and greatest prefix with a bucket (bounds for collect_range_parallel's pieces).
+  /// The least and greatest prefix with a bucket (bounds for split's pieces).
   std::atomic<std::uint64_t> min_prefix_{~std::uint64_t{0}}, max_prefix_{0};
   std::vector<Bucket*> buckets_;  ///< every bucket (under log_m_), freed at destruction
 };

@@ -3,6 +3,7 @@
 
 #include <algorithm>
 #include <cstring>
+#include <mutex>
 #include <thread>
 
 #include "duet/txn.hpp"
@@ -170,29 +171,23 @@ bool merged_range(Core& c, std::uint64_t start,
       if (w->second && !out(w->first, *w->second)) return false;
     return true;
   };
-  const std::size_t chunk = limit ? std::min<std::size_t>(2 * limit + 16, 4096) : 4096;
-  TxnRange cur = r;
-  std::vector<Entry*> ents;
-  for (;;) {
-    ents.clear();
-    bool truncated = false;
-    c.index.collect_range(cur, chunk, &ents, &truncated);
-    for (Entry* e : ents) {
+  bool cut = false;
+  c.index.walk(r, limit, [&](Entry* const* ents, std::size_t n) {
+    for (std::size_t i = 0; i < n; ++i) {
+      Entry* e = ents[i];
       const std::string_view k = e->key();
-      if (!own_before(k, false)) goto cut;
+      if (!own_before(k, false)) return !(cut = true);
       if (w != writes.end() && w->first == k) {
-        if (w->second && !out(k, *w->second)) goto cut;
+        if (w->second && !out(k, *w->second)) return !(cut = true);
         ++w;
         continue;
       }
       Version* v = c.read(e, start);
-      if (v != nullptr && !v->tombstone && !out(k, {v->data(), v->len})) goto cut;
+      if (v != nullptr && !v->tombstone && !out(k, {v->data(), v->len})) return !(cut = true);
     }
-    if (!truncated) break;
-    cur.start.assign(ents.back()->key());
-    cur.start_inclusive = false;
-    cur.start_unbounded = false;
-  }
+    return true;
+  });
+  if (cut) goto cut;
   if (!own_before({}, true)) goto cut;
   return false;
 cut:
@@ -240,94 +235,170 @@ void append_slot(TxnSnapshot* o, std::string_view k, std::string_view v, bool pr
 
 }  // namespace
 
-/// Pool of threads for large SNAPSHOT ranges, made on first use.
+/// Pool of threads for large SNAPSHOT ranges, made on first use, with a scratch output per
+/// thread. `use` is held across a parallel read (its walk and its copy), so the scratch of one
+/// read is never written by another.
 struct SnapshotPool {
   std::once_flag once;
   std::unique_ptr<sched::ThreadPool> pool;
+  std::mutex use;
+  std::vector<TxnSnapshot> scratch;  ///< one per pool thread; capacity kept between reads
 };
 
 namespace {
 
-sched::ThreadPool* snapshot_pool(const TxnConfig& cfg) {
+SnapshotPool& snapshot_pool(const TxnConfig& cfg) {
   static SnapshotPool sp;  // shared by every txn keyspace of the process
   std::call_once(sp.once, [&] {
     unsigned n = cfg.snapshot_threads ? cfg.snapshot_threads : std::min(16u, std::max(1u, std::thread::hardware_concurrency()));
     sp.pool = std::make_unique<sched::ThreadPool>(n);
+    sp.scratch.resize(sp.pool->threads());
   });
-  return sp.pool.get();
+  return sp;
 }
 
-/// Entries of a SNAPSHOT range walked by one thread before the rest is walked in pieces.
-constexpr std::size_t kSerialRangeKeys = 4096;
-
-/// Reads the versions of ents[b, e) at `start` into vs (null: absent or deleted). Two stages
-/// of prefetch keep several entries and their newest versions in flight: the read of one pair
-/// is two dependent cache misses (entry, then version).
-void read_versions(Core& c, std::uint64_t start, const std::vector<Entry*>& ents, std::size_t b, std::size_t e,
-                   Version** vs) {
-  constexpr std::size_t kEntryAhead = 16, kVersionAhead = 8;
-  for (std::size_t i = b; i < e; ++i) {
-    if (i + kEntryAhead < e) __builtin_prefetch(ents[i + kEntryAhead]);
-    if (i + kVersionAhead < e) __builtin_prefetch(ents[i + kVersionAhead]->head.load(std::memory_order_relaxed));
-    Version* v = c.read(ents[i], start);
-    vs[i] = (v != nullptr && !v->tombstone) ? v : nullptr;
-  }
-}
-
-/// Appends the present pairs of a range (ents with their versions vs, null: absent) to *o:
-/// offsets from one prefix sum, each column resized once, then the bytes copied straight to
-/// their offsets (by `pool` when given): no allocation or growth per pair.
-void emit_range(const std::vector<Entry*>& ents, const std::vector<Version*>& vs, TxnSnapshot* o,
-                sched::ThreadPool* pool) {
-  const std::size_t n = ents.size(), s0 = o->present.size();
+/// Appends to *o the present pairs among ents[0, n) (n <= Index::kWalkBatch) at `start`, in
+/// order. The newest versions' lines are prefetched 16 entries ahead (the entries' own lines
+/// are loaded: the walk compared their keys), and the value's lines of each version found;
+/// then each column is resized once for the batch and the bytes are copied while the batch's
+/// lines are still in cache. Returns the pairs appended.
+std::size_t append_batch(Core& c, std::uint64_t start, Entry* const* ents, std::size_t n, TxnSnapshot* o) {
+  constexpr std::size_t kAhead = 16;
+  Entry* es[txn::Index::kWalkBatch];
+  Version* vs[txn::Index::kWalkBatch];
+  for (std::size_t i = 0; i < std::min(n, kAhead); ++i) __builtin_prefetch(ents[i]->head.load(std::memory_order_relaxed));
   std::size_t m = 0;
-  std::uint64_t kb = o->key_bytes.size(), vb = o->value_bytes.size();
-  o->key_offsets.resize(s0 + 1 + n);
-  o->value_offsets.resize(s0 + 1 + n);
-  // Compact the present pairs to the front of `live` while laying out their offsets.
-  std::vector<std::size_t> live(n);
+  std::uint64_t kadd = 0, vadd = 0;
   for (std::size_t i = 0; i < n; ++i) {
-    if (vs[i] == nullptr) continue;
-    kb += ents[i]->key_len;
-    vb += vs[i]->len;
-    o->key_offsets[s0 + 1 + m] = kb;
-    o->value_offsets[s0 + 1 + m] = vb;
-    live[m++] = i;
+    if (i + kAhead < n) __builtin_prefetch(ents[i + kAhead]->head.load(std::memory_order_relaxed));
+    Version* v = c.read(ents[i], start);
+    if (v == nullptr || v->tombstone) continue;
+    // The value's lines past the header's (up to 4 lines: longer values stream in the copy).
+    const char* p = reinterpret_cast<const char*>(v);
+    const std::size_t lines = std::min<std::size_t>((sizeof(Version) + v->len + 63) / 64, 4);
+    for (std::size_t l = 1; l < lines; ++l) __builtin_prefetch(p + 64 * l);
+    es[m] = ents[i];
+    vs[m++] = v;
+    kadd += ents[i]->key_len;
+    vadd += v->len;
   }
+  if (m == 0) return 0;
+  const std::size_t s0 = o->present.size();
+  std::uint64_t kb = o->key_bytes.size(), vb = o->value_bytes.size();
+  o->key_bytes.resize(kb + kadd);
+  o->value_bytes.resize(vb + vadd);
   o->key_offsets.resize(s0 + 1 + m);
   o->value_offsets.resize(s0 + 1 + m);
-  o->key_bytes.resize(kb);
-  o->value_bytes.resize(vb);
   o->present.resize(s0 + m, 1);
-  auto copy = [&](std::size_t b, std::size_t e) {
-    char* kd = o->key_bytes.data();
-    char* vd = o->value_bytes.data();
-    for (std::size_t j = b; j < e; ++j) {
-      const Entry* en = ents[live[j]];
-      Version* v = vs[live[j]];
-      std::memcpy(kd + o->key_offsets[s0 + j], en->key().data(), en->key_len);
-      if (v->len) std::memcpy(vd + o->value_offsets[s0 + j], v->data(), v->len);
+  char* kd = o->key_bytes.data();
+  char* vd = o->value_bytes.data();
+  std::uint64_t* ko = o->key_offsets.data() + s0 + 1;
+  std::uint64_t* vo = o->value_offsets.data() + s0 + 1;
+  for (std::size_t j = 0; j < m; ++j) {
+    const std::uint32_t kl = es[j]->key_len;
+    const char* kp = reinterpret_cast<const char*>(es[j] + 1);
+    if (kl == 8) std::memcpy(kd + kb, kp, 8);  // the common fixed size: one store
+    else std::memcpy(kd + kb, kp, kl);
+    kb += kl;
+    ko[j] = kb;
+    const std::uint64_t vl = vs[j]->len;
+    if (vl) std::memcpy(vd + vb, vs[j]->data(), vl);
+    vb += vl;
+    vo[j] = vb;
+  }
+  return m;
+}
+
+/// Reads the present pairs of r (prefixes [plo, phi] when `between`) at `start` into *o, on the
+/// calling thread. Stops after the batch that reaches `stop_after` entries (0: never); returns
+/// whether it stopped so, with *last the last entry read (the walk then goes on after it).
+bool read_range_serial(Core& c, std::uint64_t start, const TxnRange& r, std::size_t stop_after, TxnSnapshot* o,
+                       Entry** last) {
+  std::size_t seen = 0;
+  bool stopped = false;
+  c.index.walk(r, 0, [&](Entry* const* ents, std::size_t n) {
+    append_batch(c, start, ents, n, o);
+    seen += n;
+    if (stop_after != 0 && seen >= stop_after) {
+      *last = ents[n - 1];
+      stopped = true;
+      return false;
     }
+    return true;
+  });
+  return stopped;
+}
+
+/// Reads the present pairs of r at `start` into *o with the snapshot pool's threads: the
+/// range is cut into pieces by prefix value (8 per thread), which the threads take one at a
+/// time (so that clustered keys even out), each reading its pieces into its own scratch
+/// output; then one resize per column and the threads copy the pieces to their places in key
+/// order (offsets shifted by the pieces before them).
+void read_range_parallel(Core& c, std::uint64_t start, const TxnRange& r, SnapshotPool& sp, TxnSnapshot* o) {
+  sched::ThreadPool& pool = *sp.pool;
+  std::lock_guard<std::mutex> lk(sp.use);
+  std::vector<std::pair<std::uint64_t, std::uint64_t>> parts;
+  c.index.split(r, std::size_t{pool.threads()} * 8, &parts);
+  if (parts.empty()) return;
+  struct Piece {
+    unsigned worker = 0;
+    std::size_t slot0 = 0, slot1 = 0;  ///< slots of the worker's scratch
+    std::uint64_t kb0 = 0, kb1 = 0, vb0 = 0, vb1 = 0;  ///< bytes of the worker's scratch
   };
-  if (pool != nullptr) pool->parallel_for(m, 4096, [&](std::size_t b, std::size_t e, unsigned) { copy(b, e); });
-  else copy(0, m);
-}
-
-/// A range with no own writes in it, read by several threads: versions found in slices, then
-/// the bytes copied at offsets from a prefix sum.
-void parallel_range(Core& c, std::uint64_t start, const std::vector<Entry*>& ents, TxnSnapshot* o) {
-  sched::ThreadPool* pool = snapshot_pool(c.cfg);
-  std::vector<Version*> vs(ents.size());
-  pool->parallel_for(ents.size(), 4096,
-                     [&](std::size_t b, std::size_t e, unsigned) { read_versions(c, start, ents, b, e, vs.data()); });
-  emit_range(ents, vs, o, pool);
-}
-
-/// The same on the calling thread, for ranges under parallel_range_keys.
-void serial_range(Core& c, std::uint64_t start, const std::vector<Entry*>& ents, TxnSnapshot* o) {
-  std::vector<Version*> vs(ents.size());
-  read_versions(c, start, ents, 0, ents.size(), vs.data());
-  emit_range(ents, vs, o, nullptr);
+  std::vector<Piece> pieces(parts.size());
+  for (TxnSnapshot& s : sp.scratch) s.clear();
+  std::atomic<std::size_t> next{0};
+  pool.parallel_for(pool.threads(), 1, [&](std::size_t, std::size_t, unsigned w) {
+    TxnSnapshot& s = sp.scratch[w];
+    for (std::size_t p; (p = next.fetch_add(1, std::memory_order_relaxed)) < parts.size();) {
+      Piece& pc = pieces[p];
+      pc.worker = w;
+      pc.slot0 = s.present.size();
+      pc.kb0 = s.key_bytes.size();
+      pc.vb0 = s.value_bytes.size();
+      c.index.walk_between(r, parts[p].first, parts[p].second, 0, [&](Entry* const* ents, std::size_t n) {
+        append_batch(c, start, ents, n, &s);
+        return true;
+      });
+      pc.slot1 = s.present.size();
+      pc.kb1 = s.key_bytes.size();
+      pc.vb1 = s.value_bytes.size();
+    }
+  });
+  // Where each piece lands: slots, key bytes and value bytes before it.
+  std::vector<std::uint64_t> at_slot(pieces.size() + 1), at_kb(pieces.size() + 1), at_vb(pieces.size() + 1);
+  at_slot[0] = o->present.size();
+  at_kb[0] = o->key_bytes.size();
+  at_vb[0] = o->value_bytes.size();
+  for (std::size_t p = 0; p < pieces.size(); ++p) {
+    at_slot[p + 1] = at_slot[p] + (pieces[p].slot1 - pieces[p].slot0);
+    at_kb[p + 1] = at_kb[p] + (pieces[p].kb1 - pieces[p].kb0);
+    at_vb[p + 1] = at_vb[p] + (pieces[p].vb1 - pieces[p].vb0);
+  }
+  const std::uint64_t n = at_slot.back();
+  o->key_bytes.resize(at_kb.back());
+  o->value_bytes.resize(at_vb.back());
+  o->key_offsets.resize(n + 1);
+  o->value_offsets.resize(n + 1);
+  o->present.resize(n, 1);
+  pool.parallel_for(pieces.size(), 1, [&](std::size_t b, std::size_t e, unsigned) {
+    for (std::size_t p = b; p < e; ++p) {
+      const Piece& pc = pieces[p];
+      const TxnSnapshot& s = sp.scratch[pc.worker];
+      if (pc.kb1 > pc.kb0) std::memcpy(o->key_bytes.data() + at_kb[p], s.key_bytes.data() + pc.kb0, pc.kb1 - pc.kb0);
+      if (pc.vb1 > pc.vb0) std::memcpy(o->value_bytes.data() + at_vb[p], s.value_bytes.data() + pc.vb0, pc.vb1 - pc.vb0);
+      const std::uint64_t dk = at_kb[p] - pc.kb0, dv = at_vb[p] - pc.vb0;
+      std::uint64_t* ko = o->key_offsets.data() + at_slot[p] + 1;
+      std::uint64_t* vo = o->value_offsets.data() + at_slot[p] + 1;
+      for (std::size_t j = pc.slot0; j < pc.slot1; ++j) {
+        ko[j - pc.slot0] = s.key_offsets[j + 1] + dk;
+        vo[j - pc.slot0] = s.value_offsets[j + 1] + dv;
+      }
+    }
+  });
+  // Scratch far larger than this read needed (a one-off large range) is given back.
+  for (TxnSnapshot& s : sp.scratch)
+    if (s.value_bytes.capacity() > 4 * s.value_bytes.size() + (std::size_t{1} << 20)) s = TxnSnapshot();
 }
 
 }  // namespace
@@ -360,24 +431,19 @@ Status Txn::snapshot(std::span<const SnapshotArg> args, TxnSnapshot* out) {
       const bool own = w != writes_.end() && in_range(a.range, w->first);
       bool done = false;
       if (a.limit == 0 && !own) {
-        // The first entries serially; a range that goes on is walked in pieces at once.
-        std::vector<Entry*> ents;
-        bool truncated = false;
-        c.index.collect_range(a.range, kSerialRangeKeys, &ents, &truncated);
-        if (truncated) {
+        // The first parallel_range_keys entries on the calling thread; a range that goes on
+        // is read in pieces by the snapshot pool (when it has more than one thread).
+        SnapshotPool& sp = snapshot_pool(c.cfg);
+        Entry* last = nullptr;
+        const bool split = sp.pool->threads() > 1;
+        if (read_range_serial(c, start_, a.range, split ? c.cfg.parallel_range_keys : 0, out, &last)) {
           TxnRange rest = a.range;
-          rest.start.assign(ents.back()->key());
+          rest.start.assign(last->key());
           rest.start_inclusive = false;
           rest.start_unbounded = false;
-          c.index.collect_range_parallel(rest, snapshot_pool(c.cfg), &ents);
+          read_range_parallel(c, start_, rest, sp, out);
         }
-        if (ents.size() >= c.cfg.parallel_range_keys) {
-          parallel_range(c, start_, ents, out);
-          done = true;
-        } else {
-          serial_range(c, start_, ents, out);
-          done = true;
-        }
+        done = true;
       }
       if (!done)
         more = merged_range(c, start_, writes_, a.range, a.limit,
