@@ -24,6 +24,9 @@
 #if DUET_HAVE_BENCH_OLDA
 #include "bench/compute/olda_bench.hpp"
 #endif
+#if DUET_HAVE_BENCH_CH
+#include "bench/compute/ch_bench.hpp"
+#endif
 
 namespace {
 
@@ -32,7 +35,7 @@ using duet::KvRequest;
 int usage(FILE* f) {
   std::fprintf(f,
                "usage: duet [demo [--device auto|cpu|gpu] [--keys N]] | server [settings] | info [--measure-devices] |\n"
-               "       bench kv|transfer|olda [options] | help\n"
+               "       bench kv|transfer|olda|ch [options] | help\n"
                "  server    serve the Redis protocol (RESP2/RESP3) on 127.0.0.1:6379 (duet server --help)\n"
                "  demo      open a store with a kv keyspace, run PUT/GET/DELETE batches, print what\n"
                "            happened (default)\n"
@@ -40,7 +43,8 @@ int usage(FILE* f) {
                "            run the same probe workload on the GPU and the CPU store and say which is faster\n"
                "  bench kv  YCSB workloads and KVCG's experiments (duet bench kv --help)\n"
                "  bench transfer  OranguTAN's transfer blocks in every batch mode (docs/batch.md)\n"
-               "  bench olda  OLDA fraud detection: one transaction per payment with inference (docs/compute.md)\n");
+               "  bench olda  OLDA fraud detection: one transaction per payment with inference (docs/compute.md)\n"
+               "  bench ch  CH-benCHmark: TPC-C transactions with Q1/Q3/Q6 on snapshots (docs/compute.md)\n");
   return f == stderr ? 2 : 0;
 }
 
@@ -200,6 +204,11 @@ int bench(int argc, char** argv) {
 #else
       {"olda", nullptr},
 #endif
+#if DUET_HAVE_BENCH_CH
+      {"ch", duet::bench::run_ch_bench},
+#else
+      {"ch", nullptr},
+#endif
   };
   const std::string name = argc >= 3 ? argv[2] : "";
   for (const Entry& e : benches) {
@@ -208,7 +217,7 @@ int bench(int argc, char** argv) {
     std::fprintf(stderr, "duet bench: this build has no %s benchmark (configure with -DDUET_BENCH=ON)\n", e.name);
     return 2;
   }
-  std::fprintf(stderr, "duet bench: the benchmark to run is `kv`, `transfer` or `olda` (duet bench kv --help)\n");
+  std::fprintf(stderr, "duet bench: the benchmark to run is `kv`, `transfer`, `olda` or `ch` (duet bench kv --help)\n");
   return usage(stderr);
 }
 

@@ -1,0 +1,552 @@
+// `duet bench ch`: CH-benCHmark on the txn keyspace, embedded (src/compute/ch.hpp; docs/compute.md,
+// "CH-benCHmark"). --threads worker threads run pre-generated TPC-C operations (each a snapshot-
+// isolation transaction re-run on conflict) while one query thread runs CH queries, each on one
+// SNAPSHOT taken at its start, through the compute operators on the CPU (--query-cpu-threads):
+//
+//   mixes    seed: 90% NewOrder, 10% Delivery, with Q1;  tpcc: 45/43/4/4/4 NewOrder / Payment /
+//            Delivery / Order-Status / Stock-Level, with Q1, Q3 and Q6 in turn
+//   systems  duet: the txn keyspace;  rocksdb: RocksDB 7.8's TransactionDB (pessimistic, memtable
+//            only, WAL off) running the same transaction code (src/compute/ch_procs.hpp) on the same
+//            pre-generated work and threads, with Q1 by an iterator scan of its snapshot (Q1 only)
+//
+// Every run starts from a freshly loaded database. Before each query begins, the query thread reads
+// every worker's newest acknowledged NewOrder; the freshness check then requires the query's
+// snapshot to contain each of those orders (and, on duet, a start timestamp at or after each
+// commit): "freshness verified" counts queries that passed, and any failure fails the run. After
+// each duet run TPC-C's consistency conditions 1-4 are checked. Medians over --reps runs with
+// [min, max]; a short table, and JSON in bench/results/compute-ch/.
+//
+// Flags: --warehouses 10  --scale full|small  --threads 1,2  --ops 20000 (per thread)  --reps 3
+//        --mixes seed,tpcc  --systems duet,rocksdb  --query-cpu-threads 1  --load-threads 2
+//        --seed 1  --out FILE  --quick
+#include "bench/compute/ch_bench.hpp"
+
+#include <algorithm>
+#include <array>
+#include <map>
+#include <atomic>
+#include <chrono>
+#include <cstdio>
+#include <filesystem>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include <unistd.h>
+
+#include "common/json.hpp"
+#include "common/parse.hpp"
+#include "common/results.hpp"
+#include "compute/ch.hpp"
+#include "compute/ch_procs.hpp"
+
+#ifdef DUET_BENCH_HAVE_ROCKSDB
+#include <rocksdb/db.h>
+#include <rocksdb/utilities/transaction.h>
+#include <rocksdb/utilities/transaction_db.h>
+#endif
+
+namespace duet::bench {
+namespace {
+
+using namespace duet::compute;
+using namespace duet::compute::ch;
+
+struct Options {
+  std::uint32_t warehouses = 10;
+  std::string scale = "full";
+  std::vector<std::uint64_t> threads{1, 2};
+  std::uint64_t ops = 20000;
+  unsigned reps = 3;
+  std::vector<std::string> mixes{"seed", "tpcc"};
+  std::vector<std::string> systems{"duet", "rocksdb"};
+  unsigned query_cpu_threads = 1;
+  unsigned load_threads = 2;
+  std::uint64_t seed = 1;
+  std::string out;
+  bool quick = false;
+};
+
+double now_s() { return std::chrono::duration<double>(std::chrono::steady_clock::now().time_since_epoch()).count(); }
+
+double percentile(std::vector<double>& v, double p) {
+  if (v.empty()) return 0;
+  const std::size_t i = std::min(v.size() - 1, static_cast<std::size_t>(p * static_cast<double>(v.size())));
+  std::nth_element(v.begin(), v.begin() + static_cast<std::ptrdiff_t>(i), v.end());
+  return v[i];
+}
+
+// One run's figures.
+struct Run {
+  double load_s = 0, secs = 0, tps = 0, qps = 0, p50_us = 0, p99_us = 0, q_p50_ms = 0, q_p99_ms = 0;
+  double abort_rate = 0;  // conflicted runs / all runs
+  std::uint64_t committed = 0, queries = 0, fresh_verified = 0, fresh_failed = 0;
+  std::array<std::uint64_t, 3> per_query{};  // Q1, Q3, Q6
+  std::string consistency = "not checked";
+  std::string error;
+};
+
+// The query thread's plan: the seed mix runs Q1 only; TPC-C's runs Q1, Q3, Q6 in turn.
+int query_of(const std::string& mix, std::uint64_t i) { return mix == "seed" ? 0 : static_cast<int>(i % 3); }
+
+// Worker phase shared by both systems: `run_op(thread, op, &result, &rng)` returns false on a
+// failure (recorded in *err); `query(i, &acks)` runs one query and returns false when it failed.
+template <class RunOp, class Query>
+void drive(const std::vector<std::vector<Op>>& work, AckBoard& board, Run* r, RunOp run_op, Query query) {
+  const unsigned threads = static_cast<unsigned>(work.size());
+  std::vector<std::vector<double>> lat(threads);
+  std::atomic<std::uint64_t> committed{0}, runs{0};
+  std::atomic<unsigned> done{0};
+  std::vector<std::string> errs(threads);
+  std::vector<double> qlat;
+  const double t0 = now_s();
+  std::vector<std::thread> th;
+  for (unsigned w = 0; w < threads; ++w) {
+    th.emplace_back([&, w] {
+      std::uint64_t rng = w + 1, c = 0, n = 0;
+      lat[w].reserve(work[w].size());
+      for (const Op& op : work[w]) {
+        OpResult res;
+        const double a = now_s();
+        if (!run_op(w, op, &res, &rng, &errs[w])) break;
+        lat[w].push_back((now_s() - a) * 1e6);
+        c += res.committed;
+        n += res.attempts;
+        if (op.kind == Kind::kNewOrder && res.committed) board.publish(w, Ack{res.commit_ts, op.w, op.d, res.o_id});
+      }
+      committed += c;
+      runs += n;
+      ++done;
+    });
+  }
+  std::uint64_t qi = 0;
+  while (done.load() < threads) {
+    const double a = now_s();
+    const int q = static_cast<int>(qi);
+    std::string qerr;
+    const int ok = query(q, board.read(), &qerr);  // 1 verified, 0 freshness failed, -1 error
+    if (ok < 0) {
+      r->error = qerr;
+      break;
+    }
+    if (done.load() < threads) {  // count only queries that ended inside the worker phase
+      qlat.push_back((now_s() - a) * 1e3);
+      ++r->queries;
+    }
+    (ok ? r->fresh_verified : r->fresh_failed) += 1;
+    if (!ok && r->error.empty()) r->error = qerr;
+    ++qi;
+  }
+  for (auto& t : th) t.join();
+  r->secs = now_s() - t0;
+  for (auto& e : errs)
+    if (!e.empty() && r->error.empty()) r->error = e;
+  r->committed = committed.load();
+  r->tps = static_cast<double>(r->committed) / r->secs;
+  r->qps = static_cast<double>(r->queries) / r->secs;
+  r->abort_rate = runs.load() ? static_cast<double>(runs.load() - r->committed) / static_cast<double>(runs.load()) : 0;
+  std::vector<double> all;
+  for (auto& l : lat) all.insert(all.end(), l.begin(), l.end());
+  r->p50_us = percentile(all, 0.50);
+  r->p99_us = percentile(all, 0.99);
+  r->q_p50_ms = percentile(qlat, 0.50);
+  r->q_p99_ms = percentile(qlat, 0.99);
+}
+
+Run run_duet(const Options& o, const Scale& sc, const std::string& mix, const std::vector<std::vector<Op>>& work,
+             std::shared_ptr<Engine> engine) {
+  Run r;
+  std::shared_ptr<TxnSpace> space;
+  std::unique_ptr<Ch> ch;
+  if (Status s = TxnSpace::open("ch", TxnConfig{}, &space); !s.ok()) return r.error = s.to_string(), r;
+  if (Status s = Ch::make(space, sc, &ch); !s.ok()) return r.error = s.to_string(), r;
+  const double l0 = now_s();
+  if (Status s = ch->load(o.load_threads); !s.ok()) return r.error = "load: " + s.to_string(), r;
+  r.load_s = now_s() - l0;
+  AckBoard board(static_cast<unsigned>(work.size()));
+  std::unique_ptr<Context> ctx;
+  if (Status s = engine->context(Device::kCpu, &ctx); !s.ok()) return r.error = s.to_string(), r;
+  drive(
+      work, board, &r,
+      [&](unsigned, const Op& op, OpResult* res, std::uint64_t* rng, std::string* err) {
+        const Status s = ch->run(op, res, rng);
+        if (!s.ok()) *err = s.to_string();
+        return s.ok();
+      },
+      [&](int qi, const std::vector<Ack>& acks, std::string* err) -> int {
+        Txn t;
+        if (Status s = space->begin(&t); !s.ok()) return *err = s.to_string(), -1;
+        QueryResult q;
+        const int which = query_of(mix, static_cast<std::uint64_t>(qi));
+        const Status s = which == 0 ? ch->q1(&t, ctx.get(), &q) : which == 1 ? ch->q3(&t, ctx.get(), &q)
+                                                                             : ch->q6(&t, ctx.get(), &q);
+        if (!s.ok()) return *err = s.to_string(), -1;
+        ++r.per_query[static_cast<std::size_t>(which)];
+        const Status f = Ch::check_fresh(&t, acks);
+        t.abort();
+        if (!f.ok()) return *err = f.to_string(), 0;
+        return 1;
+      });
+  Txn t;
+  if (Status s = space->begin(&t); s.ok()) {
+    const Status c = ch->check_consistency(&t);
+    r.consistency = c.ok() ? "conditions 1-4 hold" : c.to_string();
+    if (!c.ok() && r.error.empty()) r.error = c.to_string();
+  }
+  return r;
+}
+
+#ifdef DUET_BENCH_HAVE_ROCKSDB
+rocksdb::Options rocks_options() {
+  rocksdb::Options o;
+  o.create_if_missing = true;
+  o.write_buffer_size = 8ull << 30;  // memtable only: never flushed during a run
+  o.max_write_buffer_number = 2;
+  o.disable_auto_compactions = true;
+  o.allow_concurrent_memtable_write = true;
+  o.enable_write_thread_adaptive_yield = true;
+  return o;
+}
+
+struct RocksAdapter {
+  rocksdb::Transaction* t = nullptr;
+  rocksdb::ReadOptions ro;
+  static rocksdb::Slice sl(std::string_view s) { return rocksdb::Slice(s.data(), s.size()); }
+  bool get(std::string_view k, std::string* v, bool* found, bool for_update) {
+    const rocksdb::Status s = for_update ? t->GetForUpdate(ro, sl(k), v) : t->Get(ro, sl(k), v);
+    *found = s.ok();
+    return s.ok() || s.IsNotFound();
+  }
+  bool put(std::string_view k, std::string_view v) { return t->Put(sl(k), sl(v)).ok(); }
+  bool del(std::string_view k) { return t->Delete(sl(k)).ok(); }
+  bool range(std::string_view lo, std::string_view hi, std::size_t limit,
+             std::vector<std::pair<std::string, std::string>>* out) {
+    std::unique_ptr<rocksdb::Iterator> it(t->GetIterator(ro));
+    for (it->Seek(sl(lo)); it->Valid() && it->key().compare(sl(hi)) < 0; it->Next()) {
+      out->emplace_back(it->key().ToString(), it->value().ToString());
+      if (limit && out->size() >= limit) break;
+    }
+    return it->status().ok();
+  }
+};
+
+Run run_rocks(const Options& o, const Scale& sc, const std::vector<std::vector<Op>>& work) {
+  Run r;
+  const std::string base = std::filesystem::exists("/dev/shm") ? "/dev/shm" : "/tmp";
+  const std::string dir = base + "/duet-bench-ch-" + std::to_string(getpid());
+  std::filesystem::remove_all(dir);
+  rocksdb::TransactionDB* db = nullptr;
+  rocksdb::TransactionDBOptions tdo;
+  if (rocksdb::Status s = rocksdb::TransactionDB::Open(rocks_options(), tdo, dir, &db); !s.ok())
+    return r.error = "rocksdb open: " + s.ToString(), r;
+  rocksdb::WriteOptions wo;
+  wo.disableWAL = true;
+  const double l0 = now_s();
+  {
+    std::vector<std::thread> th;
+    std::vector<std::string> errs(o.load_threads);
+    for (unsigned p = 0; p < o.load_threads; ++p) {
+      th.emplace_back([&, p] {
+        rocksdb::WriteBatch b;
+        auto flush = [&]() -> Status {
+          const rocksdb::Status s = db->Write(wo, &b);
+          b.Clear();
+          return s.ok() ? Status::Ok() : Status::Internal(s.ToString());
+        };
+        Status s = generate(sc, p, o.load_threads, [&](std::string_view k, std::string_view v) -> Status {
+          b.Put(RocksAdapter::sl(k), RocksAdapter::sl(v));
+          return b.Count() >= 4096 ? flush() : Status::Ok();
+        });
+        if (s.ok()) s = flush();
+        if (!s.ok()) errs[p] = s.to_string();
+      });
+    }
+    for (auto& t : th) t.join();
+    for (auto& e : errs)
+      if (!e.empty()) r.error = "rocksdb load: " + e;
+  }
+  r.load_s = now_s() - l0;
+  if (r.error.empty()) {
+    AckBoard board(static_cast<unsigned>(work.size()));
+    std::vector<RocksAdapter> ad(work.size());
+    const RowCodec& lc = codec(kOrderLine);
+    drive(
+        work, board, &r,
+        [&](unsigned w, const Op& op, OpResult* res, std::uint64_t* rng, std::string* err) {
+          RocksAdapter& a = ad[w];
+          *res = OpResult{};
+          for (unsigned attempt = 1; attempt <= 100000; ++attempt) {
+            res->attempts = attempt;
+            rocksdb::TransactionOptions to;
+            to.set_snapshot = true;
+            to.lock_timeout = 10;  // ms; locks are taken in operation order, so deadlocks can arise
+            to.deadlock_detect = true;
+            a.t = db->BeginTransaction(wo, to, a.t);
+            a.ro.snapshot = a.t->GetSnapshot();
+            const Body b = procs::run(a, op, res);
+            if (b == Body::kMissing) {
+              *err = std::string("rocksdb: ") + kind_name(op.kind) + " found a row missing";
+              (void)a.t->Rollback();
+              return false;
+            }
+            if (b == Body::kDone) {
+              if (a.t->Commit().ok()) {
+                res->committed = true;
+                res->commit_ts = 1;  // RocksDB has no commit timestamp to compare; the content check remains
+                return true;
+              }
+            }
+            (void)a.t->Rollback();
+            backoff(attempt, rng);
+          }
+          *err = "rocksdb: conflicted 100000 times";
+          return false;
+        },
+        [&](int, const std::vector<Ack>& acks, std::string* err) -> int {
+          // Q1 by an iterator scan of one snapshot.
+          const rocksdb::Snapshot* snap = db->GetSnapshot();
+          rocksdb::ReadOptions ro;
+          ro.snapshot = snap;
+          std::string lo, hi;
+          table_range(kOrderLine, &lo, &hi);
+          std::map<std::int64_t, Q1Row> q1;
+          std::unique_ptr<rocksdb::Iterator> it(db->NewIterator(ro));
+          for (it->Seek(lo); it->Valid() && it->key().compare(hi) < 0; it->Next()) {
+            const std::string_view v(it->value().data(), it->value().size());
+            if (get(v, lc, olf::delivery_d) <= kDate2007) continue;
+            Q1Row& q = q1[get(v, lc, olf::number)];
+            q.sum_qty += get(v, lc, olf::quantity);
+            q.sum_amount += get(v, lc, olf::amount);
+            ++q.count;
+          }
+          int ok = it->status().ok() ? 1 : -1;
+          if (ok < 0) *err = it->status().ToString();
+          ++r.per_query[0];
+          std::string v;
+          for (const Ack& a : acks) {
+            if (ok != 1) break;
+            if (!db->Get(ro, order_key(a.w, a.d, a.o), &v).ok()) {
+              *err = "rocksdb freshness: an acknowledged order is not in the query's snapshot";
+              ok = 0;
+            }
+          }
+          it.reset();
+          db->ReleaseSnapshot(snap);
+          return ok;
+        });
+    for (auto& a : ad) delete a.t;
+  }
+  delete db;
+  std::filesystem::remove_all(dir);
+  return r;
+}
+#endif
+
+}  // namespace
+
+int run_ch_bench(int argc, char** argv) {
+  Options o;
+  bool help = false;
+  std::string err;
+  const bool parsed = scan_flags(argc, argv, &help, &o.quick, &err, [&](const std::string& f, const std::string& v) {
+    auto count = [&](std::uint64_t* out) {
+      const auto c = parse_count(v);
+      if (!c) err = f + ": not a count: " + v;
+      else *out = *c;
+      return c.has_value();
+    };
+    std::uint64_t x = 0;
+    if (f == "--warehouses") return count(&x) && (o.warehouses = static_cast<std::uint32_t>(x), true);
+    if (f == "--scale") {
+      o.scale = v;
+      if (v != "full" && v != "small") return err = "--scale: full or small", false;
+      return true;
+    }
+    if (f == "--threads") {
+      o.threads.clear();
+      for (auto& p : split_list(v)) {
+        const auto c = parse_count(p);
+        if (!c || *c == 0 || *c > 1024) return err = "--threads: counts 1 .. 1024", false;
+        o.threads.push_back(*c);
+      }
+      return !o.threads.empty() || (err = "--threads: empty", false);
+    }
+    if (f == "--ops") return count(&o.ops);
+    if (f == "--reps") return count(&x) && (o.reps = static_cast<unsigned>(x), true);
+    if (f == "--mixes") return o.mixes = split_list(v), true;
+    if (f == "--systems") return o.systems = split_list(v), true;
+    if (f == "--query-cpu-threads") return count(&x) && (o.query_cpu_threads = static_cast<unsigned>(x), true);
+    if (f == "--load-threads") return count(&x) && (o.load_threads = static_cast<unsigned>(std::max<std::uint64_t>(1, x)), true);
+    if (f == "--seed") return count(&o.seed);
+    if (f == "--out") return o.out = v, true;
+    err = "unknown flag " + f;
+    return false;
+  });
+  if (help) {
+    std::printf("duet bench ch [--warehouses 10] [--scale full|small] [--threads 1,2] [--ops 20000] [--reps 3]\n"
+                "              [--mixes seed,tpcc] [--systems duet,rocksdb] [--query-cpu-threads 1]\n"
+                "              [--load-threads 2] [--seed 1] [--out FILE] [--quick]\n");
+    return 0;
+  }
+  if (!parsed) {
+    std::fprintf(stderr, "duet bench ch: %s\n", err.c_str());
+    return 2;
+  }
+  for (auto& m : o.mixes)
+    if (m != "seed" && m != "tpcc") return std::fprintf(stderr, "duet bench ch: unknown mix %s\n", m.c_str()), 2;
+  for (auto& s : o.systems)
+    if (s != "duet" && s != "rocksdb") return std::fprintf(stderr, "duet bench ch: unknown system %s\n", s.c_str()), 2;
+  if (o.quick) {
+    o.warehouses = 1;
+    o.scale = "small";
+    o.ops = 500;
+    o.reps = 1;
+    o.threads = {2};
+  }
+  Scale sc = o.scale == "full" ? Scale::full(o.warehouses) : Scale::small(o.warehouses);
+  sc.seed = o.seed;
+  if (Status s = sc.check(); !s.ok()) return std::fprintf(stderr, "duet bench ch: %s\n", s.to_string().c_str()), 2;
+  if (o.reps == 0 || o.ops == 0) return std::fprintf(stderr, "duet bench ch: --reps and --ops must be positive\n"), 2;
+
+  std::shared_ptr<Engine> engine;
+  EngineConfig ec;
+  ec.device = Device::kCpu;
+  ec.cpu_threads = o.query_cpu_threads;
+  if (Status s = Engine::open(ec, &engine); !s.ok())
+    return std::fprintf(stderr, "duet bench ch: engine: %s\n", s.to_string().c_str()), 1;
+
+  const std::string date = utc_now();
+  const std::string path =
+      o.out.empty() ? "bench/results/compute-ch/ch-" + utc_now(true) + ".json" : o.out;
+  std::printf("CH-benCHmark, embedded: %u warehouses (%s scale: %u items, %u customers and %u orders per district), "
+              "%llu ops per worker thread, %u reps; queries on %s\n",
+              sc.warehouses, o.scale.c_str(), sc.items, sc.customers, sc.orders,
+              static_cast<unsigned long long>(o.ops), o.reps, engine->describe().c_str());
+#ifndef DUET_BENCH_HAVE_ROCKSDB
+  std::printf("(built without RocksDB: the rocksdb system is skipped)\n");
+#endif
+  std::printf("%-5s %-8s %3s %11s %21s %8s %8s %7s %8s %9s %9s %7s\n", "mix", "system", "thr", "txn/s", "[min, max]",
+              "p50_us", "p99_us", "abort%", "q/s", "q_p50_ms", "fresh_ok", "load_s");
+  Json records = Json::array();
+  int rc = 0;
+  auto flush = [&]() {
+    Json config = Json::object();
+    config.set("warehouses", sc.warehouses);
+    config.set("scale", o.scale);
+    config.set("items", sc.items);
+    config.set("customers_per_district", sc.customers);
+    config.set("orders_per_district", sc.orders);
+    config.set("new_orders_per_district", sc.new_orders);
+    config.set("threads", Json::array_of(o.threads));
+    config.set("ops_per_thread", o.ops);
+    config.set("reps", o.reps);
+    config.set("mixes", Json::array_of(o.mixes));
+    config.set("systems", Json::array_of(o.systems));
+    config.set("query_cpu_threads", o.query_cpu_threads);
+    config.set("load_threads", o.load_threads);
+    config.set("seed", o.seed);
+    config.set("quick", o.quick);
+    config.set("engine", engine->describe());
+    config.set("queries", "seed mix: Q1 on one thread; tpcc mix: Q1, Q3, Q6 in turn on one thread; rocksdb: Q1 only, "
+                          "by an iterator scan of a snapshot");
+    config.set("rocksdb", "7.8 (Debian librocksdb-dev), TransactionDB (pessimistic, GetForUpdate on rows it "
+                          "updates, lock_timeout 10 ms, deadlock detection, set_snapshot), memtable only (8 GiB write "
+                          "buffer, no flush, no compaction), WAL off (disableWAL)");
+    config.set("timing", "txn/s = committed operations / wall time of the worker phase (all threads); latency per "
+                         "operation from its first BEGIN to its commit, retries included; abort = conflicted runs / "
+                         "all runs; q/s = queries that ended inside the worker phase / its wall time; fresh_ok = "
+                         "queries whose snapshot held every NewOrder acknowledged before they began");
+    config.set("simplifications", "customers by id only; no 1% NewOrder rollback; Order-Status searches the district's "
+                                  "last 20 orders; Delivery is one transaction over all 10 districts");
+    const Json doc = result_document("ch", "cpu", commit_id(DUET_SOURCE_DIR), date, config, records);
+    if (!write_result_file(path, doc, &err)) {
+      std::fprintf(stderr, "duet bench ch: %s\n", err.c_str());
+      rc = 1;
+    }
+  };
+  for (const std::string& mix : o.mixes) {
+    for (std::uint64_t threads : o.threads) {
+      std::vector<std::vector<Op>> work(threads);
+      for (std::uint64_t t = 0; t < threads; ++t)
+        work[t] = make_work(sc, mix == "seed" ? Mix::seed() : Mix::tpcc(), o.ops, t);
+      for (const std::string& sys : o.systems) {
+#ifndef DUET_BENCH_HAVE_ROCKSDB
+        if (sys == "rocksdb") continue;
+#endif
+        std::vector<Run> runs;
+        for (unsigned rep = 0; rep < o.reps; ++rep) {
+          Run r;
+          if (sys == "duet") r = run_duet(o, sc, mix, work, engine);
+#ifdef DUET_BENCH_HAVE_ROCKSDB
+          else r = run_rocks(o, sc, work);
+#endif
+          if (!r.error.empty()) {
+            std::fprintf(stderr, "duet bench ch: %s %s %llu threads: %s\n", mix.c_str(), sys.c_str(),
+                         static_cast<unsigned long long>(threads), r.error.c_str());
+            rc = 1;
+          }
+          runs.push_back(r);
+        }
+        auto med = [&](auto f) {
+          std::vector<double> v;
+          for (auto& r : runs) v.push_back(f(r));
+          return summarize(v);
+        };
+        const Summary tps = med([](const Run& r) { return r.tps; });
+        const Summary qps = med([](const Run& r) { return r.qps; });
+        std::uint64_t fresh_ok = 0, fresh_bad = 0;
+        for (auto& r : runs) fresh_ok += r.fresh_verified, fresh_bad += r.fresh_failed;
+        std::printf("%-5s %-8s %3llu %11.0f [%9.0f, %9.0f] %8.0f %8.0f %7.2f %8.2f %9.1f %5llu/%-3llu %7.1f\n",
+                    mix.c_str(), sys.c_str(), static_cast<unsigned long long>(threads), tps.median, tps.min, tps.max,
+                    med([](const Run& r) { return r.p50_us; }).median, med([](const Run& r) { return r.p99_us; }).median,
+                    100 * med([](const Run& r) { return r.abort_rate; }).median, qps.median,
+                    med([](const Run& r) { return r.q_p50_ms; }).median, static_cast<unsigned long long>(fresh_ok),
+                    static_cast<unsigned long long>(fresh_ok + fresh_bad), med([](const Run& r) { return r.load_s; }).median);
+        std::fflush(stdout);
+        Json rec = Json::object();
+        rec.set("mix", mix);
+        rec.set("system", sys);
+        rec.set("threads", threads);
+        auto sj = [](const Summary& s) {
+          Json j = Json::object();
+          j.set("median", s.median);
+          j.set("min", s.min);
+          j.set("max", s.max);
+          return j;
+        };
+        rec.set("txn_per_s", sj(tps));
+        rec.set("queries_per_s", sj(qps));
+        rec.set("p50_us", sj(med([](const Run& r) { return r.p50_us; })));
+        rec.set("p99_us", sj(med([](const Run& r) { return r.p99_us; })));
+        rec.set("abort_rate", sj(med([](const Run& r) { return r.abort_rate; })));
+        rec.set("query_p50_ms", sj(med([](const Run& r) { return r.q_p50_ms; })));
+        rec.set("query_p99_ms", sj(med([](const Run& r) { return r.q_p99_ms; })));
+        rec.set("load_s", sj(med([](const Run& r) { return r.load_s; })));
+        rec.set("seconds", sj(med([](const Run& r) { return r.secs; })));
+        rec.set("freshness_verified", fresh_ok);
+        rec.set("freshness_failed", fresh_bad);
+        Json per = Json::array();
+        for (auto& r : runs) {
+          Json x = Json::object();
+          x.set("txn_per_s", r.tps);
+          x.set("queries_per_s", r.qps);
+          x.set("committed", r.committed);
+          x.set("queries", r.queries);
+          x.set("q1", r.per_query[0]);
+          x.set("q3", r.per_query[1]);
+          x.set("q6", r.per_query[2]);
+          x.set("consistency", r.consistency);
+          if (!r.error.empty()) x.set("error", r.error);
+          per.push(std::move(x));
+        }
+        rec.set("runs", std::move(per));
+        records.push(std::move(rec));
+        flush();
+      }
+    }
+  }
+  std::printf("results: %s\n", path.c_str());
+  return rc;
+}
+
+}  // namespace duet::bench
