@@ -1,5 +1,7 @@
 #include "batch/epic/database.hpp"
 
+#include "batch/epic/pool.hpp"
+
 #include <algorithm>
 #include <thread>
 
@@ -173,11 +175,12 @@ bool Database::index(const Batch& b, Indexed* out, std::string* err, int threads
       out->global[i] = r == kInvalid ? kInvalid : tables_[k.table].base + r;
     }
   };
-  const std::size_t parts = threads > 1 && ops >= 65536 ? static_cast<std::size_t>(threads) : 1;
-  std::vector<std::thread> pool;
-  for (std::size_t p = 1; p < parts; ++p) pool.emplace_back(look, ops * p / parts, ops * (p + 1) / parts);
-  look(0, ops / parts);
-  for (auto& th : pool) th.join();
+  if (threads > 1 && ops >= 65536) {
+    const std::size_t parts = 2 * static_cast<std::size_t>(threads);
+    thread_pool(threads - 1).run(parts, [&](std::size_t p) { look(ops * p / parts, ops * (p + 1) / parts); });
+  } else {
+    look(0, ops);
+  }
   return true;
 }
 

@@ -19,6 +19,7 @@
 #endif
 
 #include "batch/epic/database.hpp"
+#include "batch/epic/pool.hpp"
 
 namespace duet::batch::epic {
 
@@ -225,8 +226,9 @@ void run_txn_cpu(const EpochView& v, std::uint32_t t) {
   c.finish();
 }
 
-/// Runs the epoch on `threads` CPU threads. Txns are handed out in serial order from one counter,
-/// so every wait points at a txn some thread already holds: progress is guaranteed.
+/// Runs the epoch on `threads` CPU threads (the caller and the workers of its WorkPool). Txns are
+/// handed out in serial order from one counter, so every wait points at a txn some thread already
+/// holds: progress is guaranteed. A worker that wakes after the last txn was taken is not waited for.
 template <class Procs>
 void execute_cpu(const EpochView& v, int threads) {
   std::atomic<std::uint32_t> next{0};
@@ -238,10 +240,7 @@ void execute_cpu(const EpochView& v, int threads) {
     }
   };
   if (threads <= 1 || v.n < 2) return work();
-  std::vector<std::thread> pool;
-  for (int i = 1; i < threads; ++i) pool.emplace_back(work);
-  work();
-  for (auto& th : pool) th.join();
+  thread_pool(threads - 1).run(static_cast<std::size_t>(threads), [&](std::size_t) { work(); });
 }
 
 }  // namespace duet::batch::epic

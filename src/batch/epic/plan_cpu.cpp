@@ -3,6 +3,7 @@
 #include <vector>
 
 #include "batch/epic/epic.hpp"
+#include "batch/epic/pool.hpp"
 
 namespace duet::batch::epic {
 
@@ -38,21 +39,15 @@ void sort_by_record(std::vector<std::uint64_t>& ops) {
   }
 }
 
-// Runs f(part) for part 0..parts-1, parts-1 of them on new threads.
-template <class F>
-void on_threads(std::size_t parts, F f) {
-  std::vector<std::thread> pool;
-  for (std::size_t p = 1; p < parts; ++p) pool.emplace_back(f, p);
-  f(0);
-  for (auto& th : pool) th.join();
-}
 
-// The same plan on `parts` threads: packing by txn ranges; per digit, each thread counts and
-// then scatters its contiguous range (threads' ranges in order, so the sort stays stable); the
-// segmented counts, classes and the temp-write scan per range, each range starting from the
-// counts across its edges and the temp writes of the ranges before it. Equal to the sequential
-// plan bit for bit (tests: EpicPlan.ParallelEqualsSequential).
-void plan_parallel(const Batch& b, const std::vector<std::uint32_t>& global, Plan* out, std::size_t parts) {
+// The same plan in `parts` contiguous ranges, run as chunks of the calling thread's WorkPool:
+// packing by txn ranges; per digit, each range is counted and then scattered (ranges in order,
+// so the sort stays stable); the segmented counts, classes and the temp-write scan per range,
+// each range starting from the counts across its edges and the temp writes of the ranges before
+// it. Equal to the sequential plan bit for bit (tests: EpicPlan.ParallelEqualsSequential).
+void plan_parallel(const Batch& b, const std::vector<std::uint32_t>& global, Plan* out, std::size_t parts,
+                   WorkPool& pool) {
+  auto on_threads = [&pool](std::size_t n, auto&& f) { pool.run(n, f); };
   constexpr int kBits = 11, kDigits = 3;
   constexpr std::uint32_t kBuckets = 1u << kBits, kMask = kBuckets - 1;
   const std::size_t n = b.size(), m = b.keys.size();
@@ -137,7 +132,7 @@ void plan_parallel(const Batch& b, const std::vector<std::uint32_t>& global, Pla
 void plan_cpu(const Batch& b, const std::vector<std::uint32_t>& global, Plan* out, const Faults& f, int threads) {
   // Large batches without planted faults plan on `threads` threads.
   if (threads > 1 && b.keys.size() >= 65536 && !f.inclusive_scan && !f.write_before_read)
-    return plan_parallel(b, global, out, static_cast<std::size_t>(threads));
+    return plan_parallel(b, global, out, 2 * static_cast<std::size_t>(threads), thread_pool(threads - 1));
   const std::size_t n = b.size();
   const std::size_t m = b.keys.size();
   // Step 1: submit ops in txn order, reads before writes.
