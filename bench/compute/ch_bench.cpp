@@ -18,7 +18,7 @@
 //
 // Flags: --warehouses 10  --scale full|small  --threads 1,2  --ops 20000 (per thread)  --reps 3
 //        --mixes seed,tpcc  --systems duet,rocksdb  --query-cpu-threads 1  --load-threads 2
-//        --seed 1  --out FILE  --quick
+//        --queries on|off  --seed 1  --out FILE  --quick
 #include "bench/compute/ch_bench.hpp"
 
 #include <algorithm>
@@ -64,6 +64,7 @@ struct Options {
   unsigned load_threads = 2;
   std::uint64_t seed = 1;
   std::string out;
+  bool queries = true;  // --queries off: workers alone (to see what the query thread costs them)
   bool quick = false;
 };
 
@@ -82,6 +83,8 @@ struct Run {
   double abort_rate = 0;  // conflicted runs / all runs
   std::uint64_t committed = 0, queries = 0, fresh_verified = 0, fresh_failed = 0;
   std::array<std::uint64_t, 3> per_query{};  // Q1, Q3, Q6
+  std::array<double, kKinds> kind_mean_us{};   // mean latency per transaction kind
+  std::array<std::uint64_t, kKinds> kind_n{};
   std::string consistency = "not checked";
   std::string error;
 };
@@ -92,9 +95,11 @@ int query_of(const std::string& mix, std::uint64_t i) { return mix == "seed" ? 0
 // Worker phase shared by both systems: `run_op(thread, op, &result, &rng)` returns false on a
 // failure (recorded in *err); `query(i, &acks)` runs one query and returns false when it failed.
 template <class RunOp, class Query>
-void drive(const std::vector<std::vector<Op>>& work, AckBoard& board, Run* r, RunOp run_op, Query query) {
+void drive(const std::vector<std::vector<Op>>& work, AckBoard& board, Run* r, bool queries, RunOp run_op, Query query) {
   const unsigned threads = static_cast<unsigned>(work.size());
   std::vector<std::vector<double>> lat(threads);
+  std::vector<std::array<double, kKinds>> ksum(threads);
+  std::vector<std::array<std::uint64_t, kKinds>> kn(threads);
   std::atomic<std::uint64_t> committed{0}, runs{0};
   std::atomic<unsigned> done{0};
   std::vector<std::string> errs(threads);
@@ -109,7 +114,10 @@ void drive(const std::vector<std::vector<Op>>& work, AckBoard& board, Run* r, Ru
         OpResult res;
         const double a = now_s();
         if (!run_op(w, op, &res, &rng, &errs[w])) break;
-        lat[w].push_back((now_s() - a) * 1e6);
+        const double us = (now_s() - a) * 1e6;
+        lat[w].push_back(us);
+        ksum[w][static_cast<std::size_t>(op.kind)] += us;
+        kn[w][static_cast<std::size_t>(op.kind)] += 1;
         c += res.committed;
         n += res.attempts;
         if (op.kind == Kind::kNewOrder && res.committed) board.publish(w, Ack{res.commit_ts, op.w, op.d, res.o_id});
@@ -121,6 +129,10 @@ void drive(const std::vector<std::vector<Op>>& work, AckBoard& board, Run* r, Ru
   }
   std::uint64_t qi = 0;
   while (done.load() < threads) {
+    if (!queries) {
+      std::this_thread::sleep_for(std::chrono::milliseconds(1));
+      continue;
+    }
     const double a = now_s();
     const int q = static_cast<int>(qi);
     std::string qerr;
@@ -145,6 +157,11 @@ void drive(const std::vector<std::vector<Op>>& work, AckBoard& board, Run* r, Ru
   r->tps = static_cast<double>(r->committed) / r->secs;
   r->qps = static_cast<double>(r->queries) / r->secs;
   r->abort_rate = runs.load() ? static_cast<double>(runs.load() - r->committed) / static_cast<double>(runs.load()) : 0;
+  for (std::size_t k = 0; k < kKinds; ++k) {
+    double sum = 0;
+    for (unsigned w = 0; w < threads; ++w) sum += ksum[w][k], r->kind_n[k] += kn[w][k];
+    r->kind_mean_us[k] = r->kind_n[k] ? sum / static_cast<double>(r->kind_n[k]) : 0;
+  }
   std::vector<double> all;
   for (auto& l : lat) all.insert(all.end(), l.begin(), l.end());
   r->p50_us = percentile(all, 0.50);
@@ -167,7 +184,7 @@ Run run_duet(const Options& o, const Scale& sc, const std::string& mix, const st
   std::unique_ptr<Context> ctx;
   if (Status s = engine->context(Device::kCpu, &ctx); !s.ok()) return r.error = s.to_string(), r;
   drive(
-      work, board, &r,
+      work, board, &r, o.queries,
       [&](unsigned, const Op& op, OpResult* res, std::uint64_t* rng, std::string* err) {
         const Status s = ch->run(op, res, rng);
         if (!s.ok()) *err = s.to_string();
@@ -271,7 +288,7 @@ Run run_rocks(const Options& o, const Scale& sc, const std::vector<std::vector<O
     std::vector<RocksAdapter> ad(work.size());
     const RowCodec& lc = codec(kOrderLine);
     drive(
-        work, board, &r,
+        work, board, &r, o.queries,
         [&](unsigned w, const Op& op, OpResult* res, std::uint64_t* rng, std::string* err) {
           RocksAdapter& a = ad[w];
           *res = OpResult{};
@@ -379,13 +396,17 @@ int run_ch_bench(int argc, char** argv) {
     if (f == "--load-threads") return count(&x) && (o.load_threads = static_cast<unsigned>(std::max<std::uint64_t>(1, x)), true);
     if (f == "--seed") return count(&o.seed);
     if (f == "--out") return o.out = v, true;
+    if (f == "--queries") {
+      if (v != "on" && v != "off") return err = "--queries: on or off", false;
+      return o.queries = v == "on", true;
+    }
     err = "unknown flag " + f;
     return false;
   });
   if (help) {
     std::printf("duet bench ch [--warehouses 10] [--scale full|small] [--threads 1,2] [--ops 20000] [--reps 3]\n"
                 "              [--mixes seed,tpcc] [--systems duet,rocksdb] [--query-cpu-threads 1]\n"
-                "              [--load-threads 2] [--seed 1] [--out FILE] [--quick]\n");
+                "              [--load-threads 2] [--queries on|off] [--seed 1] [--out FILE] [--quick]\n");
     return 0;
   }
   if (!parsed) {
@@ -446,6 +467,7 @@ int run_ch_bench(int argc, char** argv) {
     config.set("load_threads", o.load_threads);
     config.set("seed", o.seed);
     config.set("quick", o.quick);
+    config.set("queries_on", o.queries);
     config.set("engine", engine->describe());
     config.set("queries", "seed mix: Q1 on one thread; tpcc mix: Q1, Q3, Q6 in turn on one thread; rocksdb: Q1 only, "
                           "by an iterator scan of a snapshot");
@@ -536,6 +558,10 @@ int run_ch_bench(int argc, char** argv) {
           x.set("q3", r.per_query[1]);
           x.set("q6", r.per_query[2]);
           x.set("consistency", r.consistency);
+          Json km = Json::object();
+          for (std::size_t k = 0; k < kKinds; ++k)
+            if (r.kind_n[k]) km.set(kind_name(static_cast<Kind>(k)), r.kind_mean_us[k]);
+          x.set("mean_us_by_kind", std::move(km));
           if (!r.error.empty()) x.set("error", r.error);
           per.push(std::move(x));
         }

@@ -126,8 +126,8 @@ TEST(Ch, ConcurrentMixKeepsConsistencyQueriesExactAndFresh) {
     });
   }
   std::size_t checked = 0;
-  // At least two query rounds, the first while workers run (the workload lasts longer than one
-  // round at every scale), then more until the workers finish.
+  // Query rounds run until the workers finish (at least two): each one checks freshness against
+  // the acknowledgements published so far and compares the queries with the reference.
   while (done.load() < kWorkers || checked < 2) {
     f.queries_equal_reference(board.read(), &checked);
     if (::testing::Test::HasFailure()) break;
