@@ -5,10 +5,10 @@
 
 namespace duet::kv {
 
-KeyDictionary::Slot* KeyDictionary::probe(const Table* t, std::uint64_t h, std::string_view key) {
-  if (!t) return nullptr;
-  for (std::size_t i = static_cast<std::size_t>(h) & t->mask;; i = (i + 1) & t->mask) {
-    Slot& slot = t->slots[i];
+const KeyDictionary::Slot* KeyDictionary::probe(View t, std::uint64_t h, std::string_view key) {
+  if (!t.slots) return nullptr;
+  for (std::size_t i = static_cast<std::size_t>(h) & t.mask;; i = (i + 1) & t.mask) {
+    const Slot& slot = t.slots[i];
     const std::string* k = slot.key.load(std::memory_order_acquire);
     if (!k) return &slot;
     if (slot.hash != h || slot.len != key.size()) continue;
@@ -18,7 +18,7 @@ KeyDictionary::Slot* KeyDictionary::probe(const Table* t, std::uint64_t h, std::
 
 bool KeyDictionary::find(std::string_view key, std::uint64_t* id) const {
   const std::uint64_t h = hash_of(key);
-  const Slot* slot = probe(tables_[shard_index(h)].load(std::memory_order_acquire), h, key);
+  const Slot* slot = probe(view(shard_index(h)), h, key);
   if (!slot || !slot->key.load(std::memory_order_relaxed)) return false;
   *id = slot->id;
   return true;
@@ -31,11 +31,11 @@ Status KeyDictionary::find_or_add(std::string_view key, std::uint64_t* id) {
   Shard& s = shards_[si];
   std::lock_guard<std::mutex> lk(s.m);
   const Table* cur = s.tables.empty() ? nullptr : s.tables.back().get();
-  if (const Slot* slot = probe(cur, h, key); slot && slot->key.load(std::memory_order_relaxed)) {
+  if (const Slot* slot = probe(view(si), h, key); slot && slot->key.load(std::memory_order_relaxed)) {
     *id = slot->id;
     return Status::Ok();
   }
-  Status st = budget_->charge(key.size() + 48);
+  Status st = budget_->charge(key.size() + sizeof(Slot));
   if (!st.ok()) return st;
   if (!cur || 2 * (s.used + 1) > cur->mask + 1) {  // keep the table at most half full
     auto bigger = std::make_unique<Table>();
@@ -58,11 +58,13 @@ Status KeyDictionary::find_or_add(std::string_view key, std::uint64_t* id) {
       }
     s.tables.push_back(std::move(bigger));
     cur = s.tables.back().get();
-    tables_[si].store(cur, std::memory_order_release);  // publishes the copied slots too
+    const std::uintptr_t head = reinterpret_cast<std::uintptr_t>(cur->slots.get()) |
+                                static_cast<std::uintptr_t>(__builtin_ctzll(size));
+    heads_[si].store(head, std::memory_order_release);  // publishes the copied slots too
   }
   const std::uint64_t fresh = kDictionaryTag | next_.fetch_add(1, std::memory_order_relaxed);
   s.keys.push_back(std::make_unique<std::string>(key));
-  Slot* slot = probe(cur, h, key);
+  Slot* slot = const_cast<Slot*>(probe(view(si), h, key));  // ours: we hold the shard's lock
   slot->hash = h;
   slot->id = fresh;
   slot->len = static_cast<std::uint32_t>(key.size());
@@ -77,7 +79,7 @@ Status KeyDictionary::find_or_add(std::string_view key, std::uint64_t* id) {
 KeyDictionary::~KeyDictionary() {
   std::uint64_t charged = 0;
   for (const Shard& s : shards_)
-    for (const auto& k : s.keys) charged += k->size() + 48;
+    for (const auto& k : s.keys) charged += k->size() + sizeof(Slot);
   budget_->release(charged);
   for (std::size_t c = 0; c < kMaxChunks; ++c) delete[] chunks_[c].load(std::memory_order_relaxed);
 }

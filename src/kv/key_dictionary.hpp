@@ -1,7 +1,7 @@
 // The key dictionary: gives every key that cannot be inlined into an index key (see
 // encoding.hpp) a 64-bit id, the same id every time. Ids are never reused; an entry lives
-// until the keyspace is destroyed, so a deleted long key keeps costing its bytes plus about
-// 48 bytes (the documented price of long keys; docs/kv.md).
+// until the keyspace is destroyed, so a deleted long key keeps costing its bytes plus
+// 64 bytes (the documented price of long keys; docs/kv.md).
 //
 // Cost: a lookup hashes the key and probes one of 256 shards' open-addressing tables without
 // a lock or a write to shared memory; an insert takes the shard's mutex. Thread-safe.
@@ -38,26 +38,24 @@ class KeyDictionary {
   /// harmless). Costs one hash of the key.
   void prefetch(std::string_view key) const {
     const std::uint64_t h = hash_of(key);
-    const Table* t = tables_[shard_index(h)].load(std::memory_order_acquire);
-    if (!t) return;
-    const char* slot = reinterpret_cast<const char*>(&t->slots[static_cast<std::size_t>(h) & t->mask]);
-    __builtin_prefetch(slot);
-    __builtin_prefetch(slot + sizeof(Slot) - 1);  // a 48-byte slot can straddle two lines
+    const View v = view(shard_index(h));
+    if (v.slots) __builtin_prefetch(&v.slots[static_cast<std::size_t>(h) & v.mask]);
   }
 
  private:
-  /// One slot of a shard's open-addressing table (48 bytes): the key's full hash (compared
-  /// before the bytes), its id, its length, and its first kInline bytes, so a lookup of a key
-  /// of up to kInline bytes touches only the slot (one cache miss instead of three). A slot is
-  /// written once: its fields first, then `key` with release, which publishes it to readers.
-  static constexpr std::size_t kInline = 20;
-  struct Slot {
+  /// One slot of a shard's open-addressing table: one 64-byte cache line holding the key's full
+  /// hash (compared before the bytes), its id, its length, and its first kInline bytes, so a
+  /// lookup of a key of up to kInline bytes touches this one line. A slot is written once: its
+  /// fields first, then `key` with release, which publishes it to readers.
+  static constexpr std::size_t kInline = 36;
+  struct alignas(64) Slot {
     std::uint64_t hash = 0;
     std::uint64_t id = 0;
     std::uint32_t len = 0;
     char head[kInline] = {};
     std::atomic<const std::string*> key{nullptr};  ///< the whole key; null: empty slot
   };
+  static_assert(sizeof(Slot) == 64, "a slot is one cache line");
   /// A shard's table: a power-of-two array of slots, at most half full. A full table is
   /// replaced by one twice its size; readers may still be probing the old one, so old tables
   /// stay allocated until the dictionary dies (together they are smaller than the current one).
@@ -65,6 +63,16 @@ class KeyDictionary {
     std::size_t mask = 0;
     std::unique_ptr<Slot[]> slots;
   };
+  /// What a lookup needs of a shard's current table, read from one published word (the slots'
+  /// address with log2 of their count in its low bits), so a lookup's first load is the slot.
+  struct View {
+    const Slot* slots = nullptr;
+    std::size_t mask = 0;
+  };
+  View view(std::size_t shard) const {
+    const std::uintptr_t w = heads_[shard].load(std::memory_order_acquire);
+    return {reinterpret_cast<const Slot*>(w & ~std::uintptr_t{63}), (std::size_t{1} << (w & 63)) - 1};
+  }
   struct Shard {
     std::mutex m;  ///< writers only
     std::size_t used = 0;
@@ -76,15 +84,15 @@ class KeyDictionary {
   static std::size_t shard_index(std::uint64_t h) { return static_cast<std::size_t>((h >> 56) % kShards); }
   /// The slot holding key, or the empty slot where it would go (null for no table). Lock-free:
   /// a slot seen empty may be filled concurrently, which orders this lookup before that insert.
-  static Slot* probe(const Table* t, std::uint64_t h, std::string_view key);
+  static const Slot* probe(View t, std::uint64_t h, std::string_view key);
   /// Records id -> key (called under the key's shard lock, before the id is handed out).
   void publish(std::uint64_t index, const std::string* key);
 
   mem::MemoryBudget* budget_;
   std::array<Shard, kShards> shards_;
-  /// Each shard's current table, published with release; dense, so the lookups' first load
-  /// stays in cache.
-  std::array<std::atomic<const Table*>, kShards> tables_{};
+  /// Each shard's current table as a View word (0: none yet), published with release; dense,
+  /// so the lookups' first load stays in cache.
+  std::array<std::atomic<std::uintptr_t>, kShards> heads_{};
   std::atomic<std::uint64_t> next_{0};
   // The reverse map: chunks of 2^16 key pointers, allocated on first use.
   static constexpr unsigned kChunkShift = 16;
