@@ -286,6 +286,7 @@ Run run_rocks(const Options& o, const Scale& sc, const std::vector<std::vector<O
   if (r.error.empty()) {
     AckBoard board(static_cast<unsigned>(work.size()));
     std::vector<RocksAdapter> ad(work.size());
+    DeliveryHints hints(sc.warehouses);  // the same starting points as duet's (RocksDB also keeps tombstones)
     const RowCodec& lc = codec(kOrderLine);
     drive(
         work, board, &r, o.queries,
@@ -300,7 +301,7 @@ Run run_rocks(const Options& o, const Scale& sc, const std::vector<std::vector<O
             to.deadlock_detect = true;
             a.t = db->BeginTransaction(wo, to, a.t);
             a.ro.snapshot = a.t->GetSnapshot();
-            const Body b = procs::run(a, op, res);
+            const Body b = procs::run(a, op, res, &hints);
             if (b == Body::kMissing) {
               *err = std::string("rocksdb: ") + kind_name(op.kind) + " found a row missing";
               (void)a.t->Rollback();
@@ -310,6 +311,7 @@ Run run_rocks(const Options& o, const Scale& sc, const std::vector<std::vector<O
               if (a.t->Commit().ok()) {
                 res->committed = true;
                 res->commit_ts = 1;  // RocksDB has no commit timestamp to compare; the content check remains
+                if (op.kind == Kind::kDelivery) hints.advance(op.w, *res);
                 return true;
               }
             }

@@ -387,6 +387,27 @@ void backoff(unsigned conflicts, std::uint64_t* rng) {
   std::this_thread::sleep_for(std::chrono::nanoseconds(static_cast<std::int64_t>(us * 1000)));
 }
 
+DeliveryHints::DeliveryHints(std::uint32_t warehouses)
+    : h_(new std::atomic<std::uint32_t>[std::size_t{warehouses} * kDistricts]), n_(warehouses * kDistricts) {
+  for (std::uint32_t i = 0; i < n_; ++i) h_[i].store(0, std::memory_order_relaxed);
+}
+
+std::uint32_t DeliveryHints::start(std::uint32_t w, std::uint32_t d) const {
+  const std::size_t i = std::size_t{w - 1} * kDistricts + (d - 1);
+  return i < n_ ? h_[i].load(std::memory_order_acquire) : 0;
+}
+
+void DeliveryHints::advance(std::uint32_t w, const OpResult& r) {
+  for (std::uint32_t d = 1; d <= kDistricts; ++d) {
+    const std::uint32_t o = r.delivered[d - 1];
+    const std::size_t i = std::size_t{w - 1} * kDistricts + (d - 1);
+    if (o == 0 || i >= n_) continue;
+    std::uint32_t cur = h_[i].load(std::memory_order_relaxed);
+    while (cur < o + 1 && !h_[i].compare_exchange_weak(cur, o + 1, std::memory_order_release)) {
+    }
+  }
+}
+
 AckBoard::AckBoard(unsigned slots) : slots_(new Slot[slots ? slots : 1]), n_(slots ? slots : 1) {}
 
 void AckBoard::publish(unsigned slot, const Ack& a) {
@@ -431,6 +452,7 @@ Status Ch::make(std::shared_ptr<TxnSpace> space, const Scale& s, std::unique_ptr
   c->space_ = std::move(space);
   c->s_ = s;
   c->max_attempts_ = max_attempts;
+  c->hints_ = std::make_unique<DeliveryHints>(s.warehouses);
   *out = std::move(c);
   return Status::Ok();
 }
@@ -473,7 +495,7 @@ Status Ch::run(const Op& op, OpResult* r, std::uint64_t* rng) {
   for (unsigned attempt = 1; attempt <= max_attempts_; ++attempt) {
     r->attempts = attempt;
     if (Status s = space_->begin(&t); !s.ok()) return s;
-    const Body b = procs::run(a, op, r);
+    const Body b = procs::run(a, op, r, hints_.get());
     if (b == Body::kMissing) {
       t.abort();
       return Status::Internal(std::string("ch: ") + kind_name(op.kind) + " found a row missing (corrupt load)");
@@ -484,6 +506,7 @@ Status Ch::run(const Op& op, OpResult* r, std::uint64_t* rng) {
       if (cr.outcome == TxnOutcome::kCommitted) {
         r->committed = true;
         r->commit_ts = cr.commit_ts;
+        if (op.kind == Kind::kDelivery) hints_->advance(op.w, *r);
         return Status::Ok();
       }
     } else {

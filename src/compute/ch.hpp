@@ -16,7 +16,8 @@
 //
 // Simplifications (stated in docs/compute.md): customers are always selected by id (no by-name
 // lookups), NewOrder has no 1% invalid-item rollback, Order-Status looks for the customer's newest
-// order among the district's last 20 orders, Delivery runs all ten districts in one transaction.
+// order among the district's last 20 orders, Delivery runs all ten districts in one transaction and
+// starts its search at a hint (DeliveryHints).
 #pragma once
 
 #include <array>
@@ -178,6 +179,25 @@ struct OpResult {
   std::uint64_t commit_ts = 0;  ///< committed: its timestamp
   std::uint32_t o_id = 0;       ///< NewOrder: the order's id
   std::int64_t value = 0;       ///< NewOrder: total amount; Stock-Level: the count; Delivery: orders delivered
+  std::array<std::uint32_t, kDistricts> delivered{};  ///< Delivery: the order delivered per district (0: none)
+};
+
+/// Where Delivery starts looking for each district's oldest undelivered order. A deleted key stays
+/// in the txn keyspace's index as a tombstone (docs/txn.md), so a scan from order 0 would step over
+/// every order delivered so far; after a Delivery commits, advance() raises each district's hint
+/// past the order it deleted. Safe: every NEW-ORDER key below the hint was deleted by a committed
+/// Delivery, so a transaction begun after that commit sees none of them; one begun before it skips
+/// them as if it had begun after (its writes touch other orders, and the outcome is that of the
+/// two Deliveries in commit order). Thread-safe.
+class DeliveryHints {
+ public:
+  explicit DeliveryHints(std::uint32_t warehouses);
+  std::uint32_t start(std::uint32_t w, std::uint32_t d) const;
+  void advance(std::uint32_t w, const OpResult& r);
+
+ private:
+  std::unique_ptr<std::atomic<std::uint32_t>[]> h_;
+  std::uint32_t n_;
 };
 
 /// Bounded retry with backoff: yields for the first conflicts, then sleeps up to 1 ms (jittered).
@@ -259,6 +279,7 @@ class Ch {
   std::shared_ptr<TxnSpace> space_;
   Scale s_;
   unsigned max_attempts_ = 100000;
+  std::unique_ptr<DeliveryHints> hints_;
 };
 
 }  // namespace duet::compute::ch

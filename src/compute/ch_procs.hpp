@@ -129,7 +129,7 @@ Body payment(A& a, const Op& op, OpResult*) {
 }
 
 template <class A>
-Body delivery(A& a, const Op& op, OpResult* r) {
+Body delivery(A& a, const Op& op, OpResult* r, const DeliveryHints* hints) {
   const RowCodec &cc = codec(kCustomer), &oc = codec(kOrder), &lc = codec(kOrderLine);
   std::vector<std::pair<std::string, std::string>> kv;
   std::string lo, hi, row, crow;
@@ -140,6 +140,7 @@ Body delivery(A& a, const Op& op, OpResult* r) {
     std::string prefix = new_order_key(op.w, d, 0);
     prefix.resize(4);
     prefix_range(prefix, &lo, &hi);
+    if (hints) lo = new_order_key(op.w, d, hints->start(op.w, d));
     kv.clear();
     if (!a.range(lo, hi, 1, &kv)) return Body::kRetry;
     if (kv.empty()) continue;  // none: skipped, as TPC-C allows
@@ -170,6 +171,7 @@ Body delivery(A& a, const Op& op, OpResult* r) {
     set(crow, cc, cf::balance, get(crow, cc, cf::balance) + sum);
     set(crow, cc, cf::delivery_cnt, get(crow, cc, cf::delivery_cnt) + 1);
     if (!a.put(ck, crow)) return Body::kRetry;
+    r->delivered[d - 1] = o;
     ++delivered;
   }
   r->value = delivered;
@@ -231,13 +233,14 @@ Body stock_level(A& a, const Op& op, OpResult* r) {
   return Body::kDone;
 }
 
-/// Runs op's body on adapter `a`.
+/// Runs op's body on adapter `a` (hints: Delivery's starting points, may be null).
 template <class A>
-Body run(A& a, const Op& op, OpResult* r) {
+Body run(A& a, const Op& op, OpResult* r, const DeliveryHints* hints) {
+  r->delivered = {};
   switch (op.kind) {
     case Kind::kNewOrder: return new_order(a, op, r);
     case Kind::kPayment: return payment(a, op, r);
-    case Kind::kDelivery: return delivery(a, op, r);
+    case Kind::kDelivery: return delivery(a, op, r, hints);
     case Kind::kOrderStatus: return order_status(a, op, r);
     case Kind::kStockLevel: return stock_level(a, op, r);
   }
