@@ -2,14 +2,31 @@
 
 #include <algorithm>
 #include <cstring>
+#include <string>
+
+#include "sched/thread_name.hpp"
 
 namespace duet::kv {
 
 namespace {
+/// The calling thread's completion waker (duet/kv.hpp).
+thread_local void (*t_waker)(void*) = nullptr;
+thread_local void* t_waker_arg = nullptr;
 /// Empty polls of the queue an orchestrator makes, once it holds some groups, before it
 /// sends a batch smaller than max_aggregate (the seed's dequeue budget).
 constexpr unsigned kDequeueBudget = 64;
 }  // namespace
+
+}  // namespace duet::kv
+
+namespace duet {
+void set_completion_waker(void (*fn)(void*), void* arg) {
+  kv::t_waker = fn;
+  kv::t_waker_arg = fn ? arg : nullptr;
+}
+}  // namespace duet
+
+namespace duet::kv {
 
 Status CanonicalStore::open(std::unique_ptr<lslab::Map> map, unsigned orchestrators, std::size_t max_aggregate,
                             std::unique_ptr<CanonicalStore>* out) {
@@ -20,7 +37,11 @@ Status CanonicalStore::open(std::unique_ptr<lslab::Map> map, unsigned orchestrat
     if (!s.ok()) return s;
     cs->lanes_.push_back(std::move(lane));
   }
-  for (auto& lane : cs->lanes_) cs->threads_.emplace_back([p = cs.get(), l = lane.get()] { p->orchestrate(l); });
+  for (auto& lane : cs->lanes_)
+    cs->threads_.emplace_back([p = cs.get(), l = lane.get(), i = cs->threads_.size()] {
+      sched::name_this_thread("duet-orch-" + std::to_string(i));
+      p->orchestrate(l);
+    });
   *out = std::move(cs);
   return Status::Ok();
 }
@@ -49,6 +70,8 @@ void CanonicalStore::submit(RequestGroup& g) {
     return;
   }
   g.done.store(0, std::memory_order_relaxed);
+  g.waker = t_waker;
+  g.waker_arg = t_waker_arg;
   {
     std::lock_guard<std::mutex> lk(m_);
     queue_.push_back(&g);
@@ -167,9 +190,12 @@ void CanonicalStore::orchestrate(lslab::Lane* lane) {
       g->error = s;
       at += n;
       if (g->gate) g->gate->leave(g->gate_ticket);
+      void (*const waker)(void*) = g->waker;
+      void* const waker_arg = g->waker_arg;
       g->done.store(1, std::memory_order_release);
       g->done.notify_one();
       g->done.store(2, std::memory_order_release);  // last touch: the submitter may now free g
+      if (waker) waker(waker_arg);
     }
   }
 }

@@ -73,6 +73,12 @@ void IoThread::wake() {
   }
 }
 
+void IoThread::engine_done(void* self) {
+  auto* t = static_cast<IoThread*>(self);
+  t->engine_done_.store(true, std::memory_order_seq_cst);
+  t->wake();
+}
+
 void IoThread::post_ops(std::vector<KeyOp*>& ops) {
   {
     std::lock_guard<std::mutex> lk(m_);
@@ -133,6 +139,11 @@ void IoThread::post_outgoing() {
 void IoThread::loop() {
   epoll_event evs[256];
   bool listening = true;
+  // The engine wakes this loop when a batch it submitted completes, so with batches in flight
+  // it sleeps in epoll_wait, serving its sockets meanwhile, instead of blocking on the oldest
+  // batch. The timeout only bounds the wait should an engine not call the waker.
+  constexpr int kEngineWaitMs = 1;
+  set_completion_waker(&IoThread::engine_done, this);
   for (;;) {
     const bool draining = srv_->draining_.load(std::memory_order_acquire);
     if (draining && listening) {
@@ -140,13 +151,15 @@ void IoThread::loop() {
       listening = false;
     }
     if (srv_->exiting_.load(std::memory_order_acquire)) break;
-    // With batches in flight (or waiting for one), only look at the sockets: the pass goes
-    // on to complete what the engine has finished.
-    int timeout = pipeline_.idle() ? 100 : 0;
+    // With batches in flight, only look at the sockets (the pass goes on to complete what the
+    // engine has finished), unless the last pass found nothing to do: then sleep until woken.
+    int timeout = pipeline_.idle() ? 100 : wait_engine_ ? kEngineWaitMs : 0;
+    wait_engine_ = false;
     sleeping_.store(true, std::memory_order_seq_cst);
-    if (has_work_.load(std::memory_order_seq_cst)) timeout = 0;
+    if (has_work_.load(std::memory_order_seq_cst) || engine_done_.load(std::memory_order_seq_cst)) timeout = 0;
     const int n = ::epoll_wait(epfd_, evs, 256, timeout);
     sleeping_.store(false, std::memory_order_seq_cst);
+    const bool engine_woke = engine_done_.exchange(false, std::memory_order_acq_rel);
     for (int i = 0; i < n; ++i) {
       void* p = evs[i].data.ptr;
       if (p == &evfd_) {
@@ -194,10 +207,7 @@ void IoThread::loop() {
     const std::size_t max_flight = std::max<std::size_t>(
         1, std::min<std::size_t>(srv_->cfg_.max_batches_in_flight.load(), 512 / srv_->threads_.size()));
     bool progress = pipeline_.pump(*this, max_batch, max_flight);
-    if (!progress && n == 0 && !took && pipeline_.in_flight() > 0) {
-      pipeline_.finish_oldest(*this);
-      pipeline_.pump(*this, max_batch, max_flight);
-    }
+    if (!progress && n == 0 && !took && !engine_woke && pipeline_.in_flight() > 0) wait_engine_ = true;
     metrics.overlapped.store(pipeline_.overlapped(), std::memory_order_relaxed);
     release_held();
     post_outgoing();

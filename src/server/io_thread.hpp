@@ -13,6 +13,7 @@
 #include <utility>
 #include <vector>
 
+#include "sched/thread_name.hpp"
 #include "server/command.hpp"
 #include "server/connection.hpp"
 #include "server/key_batch.hpp"
@@ -37,12 +38,20 @@ class IoThread final : public RequestSink, private KeyOpSink {
 
   /// Creates the epoll and event descriptors and registers the listener. Unavailable on failure.
   Status init();
-  void start() { thread_ = std::thread([this] { loop(); }); }
+  void start() {
+    thread_ = std::thread([this] {
+      sched::name_this_thread("duet-io-" + std::to_string(index_));
+      loop();
+    });
+  }
   void join() {
     if (thread_.joinable()) thread_.join();
   }
   /// Wakes the loop if it sleeps in epoll_wait (any thread).
   void wake();
+  /// The engine's completion waker (duet::set_completion_waker): a batch this thread submitted
+  /// may be ready; wakes the loop (any thread).
+  static void engine_done(void* self);
   /// Hands key ops to this thread (from another thread); clears `ops`.
   void post_ops(std::vector<KeyOp*>& ops);
   /// Tells this thread that key ops of its connections completed elsewhere; clears `notes`.
@@ -106,6 +115,11 @@ class IoThread final : public RequestSink, private KeyOpSink {
   std::vector<KeyOp*> inbox_;
   std::vector<Note> notes_in_;
   std::atomic<bool> has_work_{false}, sleeping_{false};
+  /// Set by engine_done: some batch in flight may be ready.
+  std::atomic<bool> engine_done_{false};
+  /// The last pass found batches in flight and nothing else to do: the next epoll_wait sleeps
+  /// until a socket, another thread or the engine wakes the loop (at most kEngineWaitMs).
+  bool wait_engine_ = false;
   // Thread-local.
   std::vector<std::vector<KeyOp*>> outgoing_;
   /// Ops for other threads held back, in order, while their connection has a read of the same

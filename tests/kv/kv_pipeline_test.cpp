@@ -5,6 +5,9 @@
 #include <gtest/gtest.h>
 
 #include <atomic>
+#include <chrono>
+#include <condition_variable>
+#include <mutex>
 #include <cstring>
 #include <deque>
 #include <random>
@@ -170,6 +173,78 @@ TEST(KvPipelineHandles, FinishRejectsNullAndForeignHandlesAndAbandonedHandlesFin
   { auto abandoned = a->submit(reqs); }  // never finished by the caller
   ASSERT_TRUE(a->get("k", &v, &found).ok());
   EXPECT_EQ(v, "v1");
+}
+
+// The completion waker (set_completion_waker): with orchestrator threads, the submitting
+// thread's waker runs once per group after the group is done, so a loop that sleeps until
+// woken and then tests ready() finishes every batch without ever blocking in finish(). Each
+// batch is tested only after a wake; a missing wake would leave this loop sleeping until the
+// test's deadline.
+TEST(KvPipelineHandles, CompletionWakerRunsOnceBatchesAreReady) {
+  StoreConfig cfg = test_config();
+  cfg.router.mode = RouterMode::kAllCold;  // every request goes to the Canonical Store
+  cfg.router.auto_switch = false;
+  cfg.orchestrators = 2;
+  std::unique_ptr<Store> store;
+  ASSERT_TRUE(open_store(cfg, &store));
+  std::shared_ptr<KvSpace> kv;
+  ASSERT_TRUE(store->create_kv("w", &kv).ok());
+  struct Wakes {
+    std::mutex m;
+    std::condition_variable cv;
+    std::uint64_t n = 0;
+    std::thread::id thread;
+    bool from_submitter = false;
+  } wakes;
+  set_completion_waker(
+      [](void* arg) {
+        auto* w = static_cast<Wakes*>(arg);
+        std::lock_guard<std::mutex> lk(w->m);
+        if (std::this_thread::get_id() == w->thread) w->from_submitter = true;
+        ++w->n;
+        w->cv.notify_all();
+      },
+      &wakes);
+  wakes.thread = std::this_thread::get_id();
+  constexpr int kBatches = 200, kDepth = 4;
+  std::deque<std::unique_ptr<KvInFlight>> flight;
+  std::deque<std::vector<KvRequest>> reqs;
+  std::vector<std::string> keys(kBatches), values(kBatches);
+  int finished = 0;
+  std::uint64_t seen = 0;
+  const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(20);
+  for (int i = 0; i < kBatches || !flight.empty();) {
+    while (i < kBatches && static_cast<int>(flight.size()) < kDepth) {
+      keys[i] = "waker-key-" + std::to_string(i);
+      values[i] = "value-of-" + keys[i];
+      auto& r = reqs.emplace_back(1);
+      r[0].op = KvRequest::Op::kPut;
+      r[0].key = keys[i];
+      r[0].value = values[i];
+      flight.push_back(kv->submit(r));
+      ++i;
+    }
+    if (!kv->ready(*flight.front())) {  // sleep until a wake, then look again
+      std::unique_lock<std::mutex> lk(wakes.m);
+      ASSERT_TRUE(wakes.cv.wait_until(lk, deadline, [&] { return wakes.n > seen; }))
+          << "no wake for a batch that is not ready, after " << finished << " batches";
+      seen = wakes.n;
+      continue;
+    }
+    ASSERT_TRUE(kv->finish(std::move(flight.front())).ok());
+    flight.pop_front();
+    reqs.pop_front();
+    ++finished;
+  }
+  set_completion_waker(nullptr, nullptr);
+  EXPECT_EQ(finished, kBatches);
+  EXPECT_GE(wakes.n, 1u);
+  EXPECT_FALSE(wakes.from_submitter) << "the waker runs on the engine's threads";
+  std::string v;
+  bool found = false;
+  ASSERT_TRUE(kv->get("waker-key-7", &v, &found).ok());
+  EXPECT_TRUE(found);
+  EXPECT_EQ(v, "value-of-waker-key-7");
 }
 
 }  // namespace

@@ -118,15 +118,23 @@ def _int_value(proc, seq):
     return str(proc * 10**12 + seq * 10**6).encode()
 
 
-def record(port, n_threads=6, seconds=2.0, pipeline=False, seed=1, max_ops=6000):
+def record(port, n_threads=6, seconds=2.0, pipeline=False, seed=1, max_ops=6000, min_total=600):
     """Runs the workload and returns ({key: [Op]}, errors). With pipeline, each client sends
     batches of 1-6 commands in one write; every op of a batch gets the batch's interval and
     its position in the batch (the checker keeps one connection's commands in order). A client
-    stops after max_ops commands (bounding the checker's work on a fast server)."""
+    stops after max_ops commands (bounding the checker's work on a fast server). On a slow or
+    busy machine the clients go on past `seconds` until they have sent min_total commands
+    together (at most 30 s more), so the history is long enough to check."""
     hist = {k: [] for k in KEYS}
     lock = threading.Lock()
     errors = []
     stop_at = time.monotonic() + seconds
+    hard_stop = stop_at + 30
+    sent = [0]  # commands sent by all clients (a list: the clients add to it)
+
+    def more():
+        now = time.monotonic()
+        return now < stop_at or (sent[0] < min_total and now < hard_stop)
 
     def gen(rng, proc, seq):
         """One random command -> (args, [(key, kind, arg)], decode) where decode maps the
@@ -166,11 +174,13 @@ def record(port, n_threads=6, seconds=2.0, pipeline=False, seed=1, max_ops=6000)
         seq = 0
         try:
             c = Conn(port, timeout=10)
-            while time.monotonic() < stop_at and seq < max_ops:
+            while more() and seq < max_ops:
                 batch = []
                 for _ in range(rng.randrange(1, 7) if pipeline else 1):
                     seq += 1
                     batch.append(gen(rng, proc + 1, seq))
+                with lock:
+                    sent[0] += len(batch)
                 data = b"".join(encode(*b[0]) for b in batch)
                 t0 = time.monotonic_ns()
                 try:
@@ -202,7 +212,7 @@ def record(port, n_threads=6, seconds=2.0, pipeline=False, seed=1, max_ops=6000)
     for t in threads:
         t.start()
     for t in threads:
-        t.join(seconds + 60)
+        t.join(seconds + 90)
     assert not any(t.is_alive() for t in threads), "client threads hung"
     return hist, errors
 
