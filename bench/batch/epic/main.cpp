@@ -97,82 +97,90 @@ void describe(b::Json& r, const std::string& system) {
   r.set("indexing", index).set("planning", plan).set("execution", exec).set("transfers", xfer);
 }
 
-/// Runs `epochs` on each system present (serial execution, the CPU engines, each GPU runner over
-/// its database) and hands each system's samples to report(name, sample). False (after printing
-/// the error) when an epoch fails.
+/// Runs `epochs` on each system present (serial execution, the RocksDB peer, the CPU engines,
+/// each GPU runner over its database) and hands each system's samples to report(name, sample).
+/// Epochs are interleaved: epoch e runs on every system before epoch e + 1 runs on any, so on a
+/// shared machine a change of load falls on all systems alike rather than on whichever ran last.
+/// False (after printing the error) when an epoch fails.
 template <class Procs, class Report>
 bool measure_systems(const std::vector<Batch>& epochs, SerialStore* serial, const PeerRun& rocks,
                      const std::vector<std::pair<std::string, Engine<Procs>*>>& cpus,
                      const std::vector<GpuSystem>& gpus, Report&& report, std::string* error) {
-  if (serial) {
+  struct System {
+    std::string name;
+    std::function<bool(const Batch&, Sample&)> step;
     Sample s;
-    std::vector<std::uint32_t> outcome, out;
-    for (auto& e : epochs) {
-      const auto t0 = std::chrono::steady_clock::now();
-      run_serial<Procs>(*serial, e, &outcome, &out);
-      const double ms = ms_since(t0);
-      s.formula.push_back(e.size() / ms * 1e3);
-      s.wall.push_back(e.size() / ms * 1e3);
-      s.index.push_back(0), s.transfer.push_back(0), s.plan.push_back(0), s.exec.push_back(ms), s.gc.push_back(0);
-    }
-    report("serial", s);
-  }
-  if (rocks) {
-    Sample s;
-    for (auto& e : epochs) {
-      std::uint64_t retries = 0;
-      const auto t0 = std::chrono::steady_clock::now();
-      if (!rocks(e, &retries, error)) {
-        std::cerr << "rocksdb epoch: " << *error << "\n";
-        return false;
-      }
-      const double ms = ms_since(t0);
-      s.formula.push_back(e.size() / ms * 1e3);
-      s.wall.push_back(e.size() / ms * 1e3);
-      s.index.push_back(0), s.transfer.push_back(0), s.plan.push_back(0), s.exec.push_back(ms), s.gc.push_back(0);
-      s.retries.push_back(static_cast<double>(retries));
-    }
-    report("rocksdb", s);
-  }
+  };
+  std::vector<System> systems;
+  std::vector<std::uint32_t> outcome, out;
+  if (serial)
+    systems.push_back({"serial", [&](const Batch& e, Sample& s) {
+                         const auto t0 = std::chrono::steady_clock::now();
+                         run_serial<Procs>(*serial, e, &outcome, &out);
+                         const double ms = ms_since(t0);
+                         s.formula.push_back(e.size() / ms * 1e3);
+                         s.wall.push_back(e.size() / ms * 1e3);
+                         s.index.push_back(0), s.transfer.push_back(0), s.plan.push_back(0), s.exec.push_back(ms), s.gc.push_back(0);
+                         return true;
+                       }, {}});
+  if (rocks)
+    systems.push_back({"rocksdb", [&](const Batch& e, Sample& s) {
+                         std::uint64_t retries = 0;
+                         const auto t0 = std::chrono::steady_clock::now();
+                         if (!rocks(e, &retries, error)) {
+                           std::cerr << "rocksdb epoch: " << *error << "\n";
+                           return false;
+                         }
+                         const double ms = ms_since(t0);
+                         s.formula.push_back(e.size() / ms * 1e3);
+                         s.wall.push_back(e.size() / ms * 1e3);
+                         s.index.push_back(0), s.transfer.push_back(0), s.plan.push_back(0), s.exec.push_back(ms), s.gc.push_back(0);
+                         s.retries.push_back(static_cast<double>(retries));
+                         return true;
+                       }, {}});
   for (const auto& [name, eng] : cpus) {
     if (!eng) continue;
-    Sample s;
-    for (auto& e : epochs) {
-      EpochOutput out;
-      if (!eng->run_epoch(e, &out, error)) {
-        std::cerr << "epoch: " << *error << "\n";
-        return false;
-      }
-      const EpochStats& st = out.stats;
-      // epic-cpu-hostidx's plan time includes its H2D and D2H copies (GpuRunner::plan); epic-cpu
-      // reports its copies apart (transfer_ms).
-      s.formula.push_back(st.txns / (st.index_ms + st.transfer_ms + st.plan_ms + st.exec_ms) * 1e3);
-      s.wall.push_back(st.txns / st.total_ms * 1e3);
-      s.index.push_back(st.index_ms), s.transfer.push_back(st.transfer_ms), s.plan.push_back(st.plan_ms);
-      s.exec.push_back(st.exec_ms), s.gc.push_back(st.gc_ms);
-    }
-    report(name, s);
+    Engine<Procs>* engine = eng;
+    systems.push_back({name, [engine, error](const Batch& e, Sample& s) {
+                         EpochOutput out;
+                         if (!engine->run_epoch(e, &out, error)) {
+                           std::cerr << "epoch: " << *error << "\n";
+                           return false;
+                         }
+                         const EpochStats& st = out.stats;
+                         // epic-cpu-hostidx's plan time includes its H2D and D2H copies (GpuRunner::plan);
+                         // epic-cpu reports its copies apart (transfer_ms).
+                         s.formula.push_back(st.txns / (st.index_ms + st.transfer_ms + st.plan_ms + st.exec_ms) * 1e3);
+                         s.wall.push_back(st.txns / st.total_ms * 1e3);
+                         s.index.push_back(st.index_ms), s.transfer.push_back(st.transfer_ms), s.plan.push_back(st.plan_ms);
+                         s.exec.push_back(st.exec_ms), s.gc.push_back(st.gc_ms);
+                         return true;
+                       }, {}});
   }
   for (const GpuSystem& g : gpus) {
     if (!g.db) continue;
-    Sample s;
-    for (auto& e : epochs) {
-      EpochOutput out;
-      GpuTimes gt;
-      const auto t0 = std::chrono::steady_clock::now();
-      if (!g.runner->run_epoch(*g.db, e, &out, error, &gt)) {
-        std::cerr << "gpu epoch: " << *error << "\n";
-        return false;
-      }
-      const double wall = ms_since(t0);
-      const EpochStats& st = out.stats;
-      s.formula.push_back(st.txns / (st.index_ms + gt.h2d_ms + gt.plan_ms + gt.exec_ms + gt.d2h_ms) * 1e3);
-      s.wall.push_back(st.txns / wall * 1e3);
-      s.index.push_back(st.index_ms), s.transfer.push_back(gt.h2d_ms + gt.d2h_ms), s.plan.push_back(gt.plan_ms);
-      s.exec.push_back(gt.exec_ms), s.gc.push_back(gt.gc_ms);
-    }
-    report(g.name, s);
+    const GpuSystem gs = g;
+    systems.push_back({g.name, [gs, error](const Batch& e, Sample& s) {
+                         EpochOutput out;
+                         GpuTimes gt;
+                         const auto t0 = std::chrono::steady_clock::now();
+                         if (!gs.runner->run_epoch(*gs.db, e, &out, error, &gt)) {
+                           std::cerr << "gpu epoch: " << *error << "\n";
+                           return false;
+                         }
+                         const double wall = ms_since(t0);
+                         const EpochStats& st = out.stats;
+                         s.formula.push_back(st.txns / (st.index_ms + gt.h2d_ms + gt.plan_ms + gt.exec_ms + gt.d2h_ms) * 1e3);
+                         s.wall.push_back(st.txns / wall * 1e3);
+                         s.index.push_back(st.index_ms), s.transfer.push_back(gt.h2d_ms + gt.d2h_ms), s.plan.push_back(gt.plan_ms);
+                         s.exec.push_back(gt.exec_ms), s.gc.push_back(gt.gc_ms);
+                         return true;
+                       }, {}});
   }
+  for (const Batch& e : epochs)
+    for (System& sys : systems)
+      if (!sys.step(e, sys.s)) return false;
+  for (System& sys : systems) report(sys.name, sys.s);
   return true;
 }
 
