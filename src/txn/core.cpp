@@ -153,6 +153,7 @@ Bucket* Index::bucket_or_insert(std::uint64_t prefix) {
     }
     std::lock_guard<std::mutex> lk(log_m_);
     buckets_.push_back(fresh);
+    n_buckets_.fetch_add(1, std::memory_order_relaxed);
     return fresh;
   }
   delete fresh;  // a racing insert won
@@ -399,21 +400,11 @@ void Index::walk_between(const TxnRange& r, std::uint64_t lo, std::uint64_t hi, 
     nb = 0;
     return !stopped;
   };
-  std::vector<std::pair<std::uint64_t, std::uint64_t>> page;
-  std::uint64_t cur = lo;
-  // Pages of LIT prefixes: a capped walk asks for about what it can use (a limit-2 scan in a long
-  // run of keys read and prefetched 256 buckets per call), doubling up to 256 if it goes on. The
-  // session is held only while a page is read, never while `visit` runs.
-  std::size_t page_prefixes = max != 0 ? std::clamp<std::size_t>(max + 1, 8, 256) : 256;
-  for (;; page_prefixes = std::min<std::size_t>(page_prefixes * 2, 256)) {
-    page.clear();
-    lit::RangePage pg;
-    {
-      SessionRef s(*this);
-      if (!s->range(cur, hi, &page, &pg, page_prefixes).ok()) break;  // bounds are in the universe: cannot fail
-    }
-    // Buckets 16 ahead, and the single entry of the bucket 8 ahead: the three dependent misses
-    // of a key (page slot, bucket, entry) overlap those of the keys after it.
+  // The entries of a page of (prefix, bucket) pairs in prefix order; false once the walk ends
+  // (past r's end, or visit stopped it).
+  auto take_page = [&](const std::vector<std::pair<std::uint64_t, std::uint64_t>>& page) {
+    // Buckets 16 ahead, and the single entry of the bucket 8 ahead: the dependent misses of a
+    // key (bucket, entry) overlap those of the keys after it.
     constexpr std::size_t kBucketAhead = 16, kEntryAhead = 8;
     for (std::size_t i = 0; i < std::min(page.size(), kBucketAhead); ++i)
       __builtin_prefetch(reinterpret_cast<Bucket*>(page[i].second));
@@ -429,12 +420,9 @@ void Index::walk_between(const TxnRange& r, std::uint64_t lo, std::uint64_t hi, 
         const bool after_start = r.start_unbounded ||
                                  (r.start_inclusive ? k.compare(r.start) >= 0 : k.compare(r.start) > 0);
         if (!after_start) continue;
-        if (!below_end(k)) {
-          flush();
-          return;
-        }
+        if (!below_end(k)) return false;
         batch[nb++] = e;
-        if (nb == cap && !flush()) return;
+        if (nb == cap && !flush()) return false;
         continue;
       }
       // A collision run: read under the bucket's lock, which is let go while `visit` runs (a
@@ -445,16 +433,12 @@ void Index::walk_between(const TxnRange& r, std::uint64_t lo, std::uint64_t hi, 
       if (!r.start_unbounded)
         it = r.start_inclusive ? b->keys.lower_bound(r.start) : b->keys.upper_bound(r.start);
       while (it != b->keys.end()) {
-        if (!below_end(it->first)) {
-          lk.unlock();
-          flush();
-          return;
-        }
+        if (!below_end(it->first)) return false;
         batch[nb++] = it->second;
         if (nb == cap) {
           const std::string_view last = it->first;  // the entry's own bytes: stable
           lk.unlock();
-          if (!flush()) return;
+          if (!flush()) return false;
           lk.lock();
           it = b->keys.upper_bound(last);
           continue;
@@ -462,10 +446,73 @@ void Index::walk_between(const TxnRange& r, std::uint64_t lo, std::uint64_t hi, 
         ++it;
       }
     }
-    if (!pg.more) break;
-    cur = pg.resume_key;
+    return true;
+  };
+  std::vector<std::pair<std::uint64_t, std::uint64_t>> page;
+  if (max == 0) {
+    walk_wide(lo, hi, &page, take_page);
+  } else {
+    // Pages of LIT prefixes: a capped walk asks for about what it can use (a limit-2 scan in a
+    // long run of keys read and prefetched 256 buckets per call), doubling up to 256 if it goes
+    // on. The session is held only while a page is read, never while `visit` runs.
+    std::uint64_t cur = lo;
+    for (std::size_t page_prefixes = std::clamp<std::size_t>(max + 1, 8, 256);;
+         page_prefixes = std::min<std::size_t>(page_prefixes * 2, 256)) {
+      page.clear();
+      lit::RangePage pg;
+      {
+        SessionRef s(*this);
+        if (!s->range(cur, hi, &page, &pg, page_prefixes).ok()) break;  // bounds are in the universe: cannot fail
+      }
+      if (!take_page(page) || !pg.more) break;
+      cur = pg.resume_key;
+    }
   }
-  flush();
+  if (!stopped) flush();
+}
+
+void Index::walk_wide(std::uint64_t lo, std::uint64_t hi, std::vector<std::pair<std::uint64_t, std::uint64_t>>* page,
+                      const std::function<bool(const std::vector<std::pair<std::uint64_t, std::uint64_t>>&)>& take) {
+  using u128 = unsigned __int128;
+  // Segments of about kSegment prefixes, each cut into kCursors pieces that one range_many
+  // call walks at once. The first segment's width comes from the keyspace's mean density
+  // between its least and greatest prefix; each later one is scaled by what the last held.
+  constexpr std::size_t kCursors = 8, kSegment = 2048;
+  const std::uint64_t pmin = min_prefix_.load(std::memory_order_relaxed), pmax = max_prefix_.load(std::memory_order_relaxed);
+  lo = std::max(lo, pmin);
+  hi = std::min(hi, pmax);
+  if (lo > hi) return;
+  const std::uint64_t nb = std::max<std::uint64_t>(1, n_buckets_.load(std::memory_order_relaxed));
+  const u128 span = static_cast<u128>(pmax) - pmin + 1;
+  u128 width = std::max<u128>(kCursors, span * kSegment / nb);
+  std::pair<std::uint64_t, std::uint64_t> sub[kCursors];
+  std::vector<std::pair<std::uint64_t, std::uint64_t>> outs[kCursors];
+  lit::RangePage pages[kCursors];
+  for (u128 a = lo; a <= hi;) {
+    const u128 b = std::min<u128>(hi, a + width - 1);
+    const u128 w = b - a + 1;
+    const std::size_t k = static_cast<std::size_t>(std::min<u128>(kCursors, w));
+    for (std::size_t i = 0; i < k; ++i) {
+      sub[i] = {static_cast<std::uint64_t>(a + w * i / k), static_cast<std::uint64_t>(a + w * (i + 1) / k - 1)};
+      outs[i].clear();
+    }
+    {
+      SessionRef s(*this);
+      if (!s->range_many(sub, k, outs, pages).ok()) return;  // bounds are in the universe: cannot fail
+      for (std::size_t i = 0; i < k; ++i)  // a piece past the map's result cap goes on alone
+        for (lit::RangePage pg = pages[i]; pg.more;)
+          if (!s->range(pg.resume_key, sub[i].second, &outs[i], &pg).ok()) return;
+    }
+    page->clear();
+    for (std::size_t i = 0; i < k; ++i) page->insert(page->end(), outs[i].begin(), outs[i].end());
+    if (!take(*page) || b == hi) return;
+    // The next segment: scaled toward kSegment prefixes, at most 4x either way.
+    const std::size_t got = page->size();
+    if (got < kSegment / 4) width *= 4;
+    else if (got > 4 * kSegment) width = std::max<u128>(kCursors, width / 4);
+    else width = std::max<u128>(kCursors, width * kSegment / got);
+    a = b + 1;
+  }
 }
 
 void Index::entries_from(std::uint64_t pos, std::size_t count, std::vector<Entry*>* out, std::uint64_t* next) {

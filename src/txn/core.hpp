@@ -144,6 +144,11 @@ class Index {
   Bucket* bucket_or_insert(std::uint64_t prefix);
 
   Entry* find_hashed(std::string_view key, std::uint64_t h, std::atomic<Version*>** head_hint);
+  /// An unlimited walk's prefixes [lo, hi]: read in segments whose pieces LIT walks at once
+  /// (Session::range_many), each segment's (prefix, bucket) pairs handed to take in order
+  /// until it returns false.
+  void walk_wide(std::uint64_t lo, std::uint64_t hi, std::vector<std::pair<std::uint64_t, std::uint64_t>>* page,
+                 const std::function<bool(const std::vector<std::pair<std::uint64_t, std::uint64_t>>&)>& take);
 
   std::unique_ptr<lit::Map> map_;
   std::unique_ptr<PointMap> points_;
@@ -154,6 +159,7 @@ class Index {
   /// The least and greatest prefix with a bucket (bounds for split's pieces).
   std::atomic<std::uint64_t> min_prefix_{~std::uint64_t{0}}, max_prefix_{0};
   std::vector<Bucket*> buckets_;  ///< every bucket (under log_m_), freed at destruction
+  std::atomic<std::uint64_t> n_buckets_{0};  ///< buckets_.size(), read without the lock
 };
 
 struct Core {

@@ -821,6 +821,81 @@ struct Ctx {
     ann.store(kIdle, std::memory_order_release);
     return st;
   }
+
+  /// range() over several ranges at one snapshot, their chains walked in turn one node at a
+  /// time, so that the dependent misses of one chain overlap those of the others.
+  Status range_many(const std::pair<std::uint64_t, std::uint64_t>* ranges, std::size_t k,
+                    std::vector<std::pair<std::uint64_t, std::uint64_t>>* outs, RangePage* pages, std::size_t limit) {
+    if (k == 0) return Status::Ok();
+    if (!ranges || !outs || !pages) return Status::InvalidArgument("range_many: ranges, outs and pages must not be null");
+    if (k > Session::kMaxRangeCursors)
+      return Status::InvalidArgument("range_many: at most " + std::to_string(Session::kMaxRangeCursors) + " ranges");
+    for (std::size_t i = 0; i < k; ++i) {
+      const auto [start, end] = ranges[i];
+      if (start > end)
+        return Status::InvalidArgument("range_many: start " + std::to_string(start) + " is after end " + std::to_string(end));
+      if (!in_universe(start) || !in_universe(end))
+        return Status::InvalidArgument("range_many: bounds outside the key universe [" +
+                                       std::to_string(m->cfg.universe_min) + ", " + std::to_string(m->cfg.universe_max) + "]");
+    }
+    const std::size_t lim = limit == 0 ? m->cfg.max_range_results : std::min(limit, m->cfg.max_range_results);
+    auto guard = ep->pin();  // before the snapshot: see cleanup_locked
+    auto& ann = m->announces[announce].ts;
+    ann.store(kPending, std::memory_order_seq_cst);
+    const std::uint64_t t = m->camera.now.load(std::memory_order_seq_cst);
+    ann.store(t, std::memory_order_seq_cst);
+    Status st = Status::Ok();
+    struct Cursor {
+      Node* n;
+      std::size_t i;
+    };
+    Cursor cs[Session::kMaxRangeCursors];
+    std::size_t live = 0;
+    for (std::size_t i = 0; i < k; ++i) {
+      pages[i] = RangePage{};
+      pages[i].snapshot = t;
+      Node* s = lookup_at(ranges[i].first, t);
+      VNode* v = detail::read_at(cam(), s->next, t);
+      Node* n = v ? node_of(v->val) : nullptr;
+      if (n && n->key <= ranges[i].second) cs[live++] = {n, i};
+    }
+    while (live != 0 && st.ok()) {
+      for (std::size_t j = 0; j < live;) {
+        Cursor& c = cs[j];
+        Node* n = c.n;
+        const auto [start, end] = ranges[c.i];
+        RangePage& page = pages[c.i];
+        VNode* nv = detail::read_at(cam(), n->next, t);
+        if (!nv) {
+          st = Status::Internal("range: a node reachable at the snapshot has no version at it");
+          break;
+        }
+        bool finished = false;
+        if (!n->boundary && n->key >= start && !marked(nv->val)) {
+          if (page.count == lim) {
+            page.more = true;
+            page.resume_key = n->key;
+            finished = true;
+          } else {
+            outs[c.i].emplace_back(n->key, n->value);
+            ++page.count;
+          }
+        }
+        if (!finished) {
+          Node* nx = node_of(nv->val);
+          if (nx && nx->key <= end) {
+            __builtin_prefetch(nx);
+            c.n = nx;
+            ++j;
+            continue;
+          }
+        }
+        cs[j] = cs[--live];  // this range is done; the order of the others does not matter
+      }
+    }
+    ann.store(kIdle, std::memory_order_release);
+    return st;
+  }
 };
 
 // ---------------------------------------------------------------------------------------------
@@ -849,6 +924,11 @@ Result Session::upsert(std::uint64_t key, std::uint64_t value, std::uint64_t* pr
 Status Session::range(std::uint64_t start, std::uint64_t end, std::vector<std::pair<std::uint64_t, std::uint64_t>>* out,
                       RangePage* page, std::size_t limit) {
   return impl_->ctx.range(start, end, out, page, limit);
+}
+Status Session::range_many(const std::pair<std::uint64_t, std::uint64_t>* ranges, std::size_t k,
+                           std::vector<std::pair<std::uint64_t, std::uint64_t>>* outs, RangePage* pages,
+                           std::size_t limit) {
+  return impl_->ctx.range_many(ranges, k, outs, pages, limit);
 }
 
 // ---------------------------------------------------------------------------------------------

@@ -128,6 +128,15 @@ class Session {
   /// (nothing is appended). Allocates only for *out's growth.
   Status range(std::uint64_t start, std::uint64_t end, std::vector<std::pair<std::uint64_t, std::uint64_t>>* out,
                RangePage* page, std::size_t limit = 0);
+  /// RANGE_QUERY over k ranges (1 .. kMaxRangeCursors) at one snapshot: for each i, as
+  /// range(ranges[i].first, ranges[i].second, &outs[i], &pages[i], limit), all read at the same
+  /// camera timestamp. The k walks of the data layer advance in turn, one node each, so one
+  /// thread keeps k chains of dependent cache misses in flight (a single walk is one chain).
+  /// InvalidArgument (nothing appended) for k over the bound or any bad range.
+  static constexpr std::size_t kMaxRangeCursors = 64;
+  Status range_many(const std::pair<std::uint64_t, std::uint64_t>* ranges, std::size_t k,
+                    std::vector<std::pair<std::uint64_t, std::uint64_t>>* outs, RangePage* pages,
+                    std::size_t limit = 0);
 
  private:
   friend class Map;
