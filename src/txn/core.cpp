@@ -400,6 +400,8 @@ void Index::walk_between(const TxnRange& r, std::uint64_t lo, std::uint64_t hi, 
     nb = 0;
     return !stopped;
   };
+  const std::uint64_t pstart = r.start_unbounded ? 0 : prefix_of(r.start);
+  const std::uint64_t pend = r.end_unbounded ? ~std::uint64_t{0} : prefix_of(r.end);
   // The entries of a page of (prefix, bucket) pairs in prefix order; false once the walk ends
   // (past r's end, or visit stopped it).
   auto take_page = [&](const std::vector<std::pair<std::uint64_t, std::uint64_t>>& page) {
@@ -416,11 +418,14 @@ void Index::walk_between(const TxnRange& r, std::uint64_t lo, std::uint64_t hi, 
         if (Entry* e = ahead->only.load(std::memory_order_relaxed)) __builtin_prefetch(e);
       }
       if (Entry* e = b->only.load(std::memory_order_acquire)) {
+        // A prefix strictly between the bounds' prefixes orders its key strictly between the
+        // bounds (prefixes are the first 8 bytes, zero padded): no byte comparison needed.
+        const std::uint64_t p = page[i].first;
         const std::string_view k = e->key();
-        const bool after_start = r.start_unbounded ||
+        const bool after_start = r.start_unbounded || p > pstart ||
                                  (r.start_inclusive ? k.compare(r.start) >= 0 : k.compare(r.start) > 0);
         if (!after_start) continue;
-        if (!below_end(k)) return false;
+        if (p >= pend && !below_end(k)) return false;
         batch[nb++] = e;
         if (nb == cap && !flush()) return false;
         continue;
@@ -477,7 +482,7 @@ void Index::walk_wide(std::uint64_t lo, std::uint64_t hi, std::vector<std::pair<
   // Segments of about kSegment prefixes, each cut into kCursors pieces that one range_many
   // call walks at once. The first segment's width comes from the keyspace's mean density
   // between its least and greatest prefix; each later one is scaled by what the last held.
-  constexpr std::size_t kCursors = 8, kSegment = 2048;
+  constexpr std::size_t kCursors = 16, kSegment = 4096;
   const std::uint64_t pmin = min_prefix_.load(std::memory_order_relaxed), pmax = max_prefix_.load(std::memory_order_relaxed);
   lo = std::max(lo, pmin);
   hi = std::min(hi, pmax);

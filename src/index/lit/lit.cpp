@@ -860,6 +860,9 @@ struct Ctx {
       if (n && n->key <= ranges[i].second) cs[live++] = {n, i};
     }
     while (live != 0 && st.ok()) {
+      // Two waves per round: the versioned links of every cursor's node (loaded by the last
+      // round's prefetch) are fetched at once, then each cursor steps.
+      for (std::size_t j = 0; j < live; ++j) __builtin_prefetch(cs[j].n->next.head.load(std::memory_order_relaxed));
       for (std::size_t j = 0; j < live;) {
         Cursor& c = cs[j];
         Node* n = c.n;
