@@ -1,7 +1,9 @@
 // `duet bench ch`: CH-benCHmark on the txn keyspace, embedded (src/compute/ch.hpp; docs/compute.md,
 // "CH-benCHmark"). --threads worker threads run pre-generated TPC-C operations (each a snapshot-
 // isolation transaction re-run on conflict) while one query thread runs CH queries, each on one
-// SNAPSHOT taken at its start, through the compute operators on the CPU (--query-cpu-threads):
+// SNAPSHOT taken at its start (read by --snapshot-threads threads), through the compute operators on
+// the CPU (--query-cpu-threads); by default the query thread is one thread, as the seed's and the
+// peer's are:
 //
 //   mixes    seed: 90% NewOrder, 10% Delivery, with Q1;  tpcc: 45/43/4/4/4 NewOrder / Payment /
 //            Delivery / Order-Status / Stock-Level, with Q1, Q3 and Q6 in turn
@@ -17,7 +19,8 @@
 // [min, max]; a short table, and JSON in bench/results/compute-ch/.
 //
 // Flags: --warehouses 10  --scale full|small  --threads 1,2  --ops 20000 (per thread)  --reps 3
-//        --mixes seed,tpcc  --systems duet,rocksdb  --query-cpu-threads 1  --load-threads 2
+//        --mixes seed,tpcc  --systems duet,rocksdb  --query-cpu-threads 1  --snapshot-threads 1
+//        --load-threads 2
 //        --queries on|off  --seed 1  --out FILE  --quick
 #include "bench/compute/ch_bench.hpp"
 
@@ -61,6 +64,7 @@ struct Options {
   std::vector<std::string> mixes{"seed", "tpcc"};
   std::vector<std::string> systems{"duet", "rocksdb"};
   unsigned query_cpu_threads = 1;
+  unsigned snapshot_threads = 1;  // TxnConfig::snapshot_threads: the query's SNAPSHOT on one thread
   unsigned load_threads = 2;
   std::uint64_t seed = 1;
   std::string out;
@@ -175,7 +179,9 @@ Run run_duet(const Options& o, const Scale& sc, const std::string& mix, const st
   Run r;
   std::shared_ptr<TxnSpace> space;
   std::unique_ptr<Ch> ch;
-  if (Status s = TxnSpace::open("ch", TxnConfig{}, &space); !s.ok()) return r.error = s.to_string(), r;
+  TxnConfig tc;
+  tc.snapshot_threads = o.snapshot_threads;
+  if (Status s = TxnSpace::open("ch", tc, &space); !s.ok()) return r.error = s.to_string(), r;
   if (Status s = Ch::make(space, sc, &ch); !s.ok()) return r.error = s.to_string(), r;
   const double l0 = now_s();
   if (Status s = ch->load(o.load_threads); !s.ok()) return r.error = "load: " + s.to_string(), r;
@@ -394,6 +400,7 @@ int run_ch_bench(int argc, char** argv) {
     if (f == "--reps") return count(&x) && (o.reps = static_cast<unsigned>(x), true);
     if (f == "--mixes") return o.mixes = split_list(v), true;
     if (f == "--systems") return o.systems = split_list(v), true;
+    if (f == "--snapshot-threads") return count(&x) && (o.snapshot_threads = static_cast<unsigned>(x), true);
     if (f == "--query-cpu-threads") return count(&x) && (o.query_cpu_threads = static_cast<unsigned>(x), true);
     if (f == "--load-threads") return count(&x) && (o.load_threads = static_cast<unsigned>(std::max<std::uint64_t>(1, x)), true);
     if (f == "--seed") return count(&o.seed);
@@ -407,7 +414,7 @@ int run_ch_bench(int argc, char** argv) {
   });
   if (help) {
     std::printf("duet bench ch [--warehouses 10] [--scale full|small] [--threads 1,2] [--ops 20000] [--reps 3]\n"
-                "              [--mixes seed,tpcc] [--systems duet,rocksdb] [--query-cpu-threads 1]\n"
+                "              [--mixes seed,tpcc] [--systems duet,rocksdb] [--query-cpu-threads 1] [--snapshot-threads 1]\n"
                 "              [--load-threads 2] [--queries on|off] [--seed 1] [--out FILE] [--quick]\n");
     return 0;
   }
@@ -466,6 +473,7 @@ int run_ch_bench(int argc, char** argv) {
     config.set("mixes", Json::array_of(o.mixes));
     config.set("systems", Json::array_of(o.systems));
     config.set("query_cpu_threads", o.query_cpu_threads);
+    config.set("snapshot_threads", o.snapshot_threads);
     config.set("load_threads", o.load_threads);
     config.set("seed", o.seed);
     config.set("quick", o.quick);
