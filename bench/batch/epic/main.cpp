@@ -59,7 +59,20 @@ struct Sample {
   std::vector<double> formula, wall;
   std::vector<double> index, transfer, plan, exec, gc;
   std::vector<double> retries;  ///< rocksdb: txns retried after a lock timeout or deadlock
+  std::vector<double> exec_threads;  ///< CPU engines: threads that executed each epoch (wait fallback)
+  std::vector<double> waited;        ///< CPU engines: ms the executing threads spent in long waits
 };
+
+/// Per epoch, the threads that executed it (for the JSON), or nothing for systems without.
+void set_exec_threads(b::Json& r, const Sample& s) {
+  if (s.exec_threads.empty()) return;
+  b::Json a = b::Json::array();
+  for (double x : s.exec_threads) a.push(static_cast<std::uint64_t>(x));
+  r.set("exec_threads_per_epoch", a);
+  b::Json w = b::Json::array();
+  for (double x : s.waited) w.push(x);
+  r.set("long_wait_ms_per_epoch", w);
+}
 
 /// The RocksDB peer's run of one batch (empty when the peer is not built or not selected):
 /// true on success, with the retried txns in *retries.
@@ -154,6 +167,8 @@ bool measure_systems(const std::vector<Batch>& epochs, SerialStore* serial, cons
                          s.wall.push_back(st.txns / st.total_ms * 1e3);
                          s.index.push_back(st.index_ms), s.transfer.push_back(st.transfer_ms), s.plan.push_back(st.plan_ms);
                          s.exec.push_back(st.exec_ms), s.gc.push_back(st.gc_ms);
+                         s.exec_threads.push_back(st.exec_threads);
+                         s.waited.push_back(static_cast<double>(st.waited_ns) / 1e6);
                          return true;
                        }, {}});
   }
@@ -366,6 +381,7 @@ int main(int argc, char** argv) {
         r.set("plan_ms_median", med(p.plan)).set("exec_ms_median", med(p.exec)).set("gc_ms_median", med(p.gc));
         if (system.rfind("epic-gpu", 0) == 0) r.set("max_backoff_ns", c.backoff_ns);
         if (system == "rocksdb") r.set("retries_median", med(p.retries)), r.set("storage", "memtable only, WAL off, MemEnv");
+        set_exec_threads(r, p);
         describe(r, system);
         records.push(r);
       };
@@ -497,6 +513,7 @@ int main(int argc, char** argv) {
             r.set("plan_ms_median", med(s.plan)).set("exec_ms_median", med(s.exec)).set("gc_ms_median", med(s.gc));
             if (system.rfind("epic-gpu", 0) == 0) r.set("max_backoff_ns", c.backoff_ns);
             if (system == "rocksdb") r.set("retries_median", med(s.retries)), r.set("storage", "memtable only, WAL off, MemEnv");
+            set_exec_threads(r, s);
             describe(r, system);
             records.push(r);
           };

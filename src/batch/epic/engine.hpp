@@ -20,6 +20,8 @@ struct EpochStats {
   std::uint32_t temp_count = 0;
   double index_ms = 0, plan_ms = 0, exec_ms = 0, gc_ms = 0, total_ms = 0;
   double transfer_ms = 0;  ///< with a DevicePlanner: keys to the device and plans back (else 0)
+  int exec_threads = 0;    ///< threads that executed the epoch (see Engine::set_wait_fallback)
+  std::uint64_t waited_ns = 0;  ///< time the executing threads spent in long waits (EpochView::waited)
 };
 
 /// What an epoch returns: per executed txn (pending reruns first) its tag, outcome and outputs.
@@ -100,6 +102,13 @@ class Engine {
   /// A wait longer than this fails the epoch with "stuck wait" (0: wait forever). After a stuck
   /// epoch the tables hold partial writes: the database must be reloaded.
   void set_watchdog_ms(std::uint64_t ms) { watchdog_ns_ = ms * 1000000ull; }
+  /// The wait fallback. When the threads executing an epoch spend more than `share` of their time
+  /// in long waits for versions (waits that outlast 256 polls: on a machine shared with other
+  /// jobs, the thread holding the txn others wait for is often descheduled for a whole time
+  /// slice), the next `epochs` epochs execute on the calling thread alone, where no read ever
+  /// waits; then all threads are tried again. Indexing and planning keep every thread. Default:
+  /// share 0.25, 8 epochs; 0 epochs turns it off.
+  void set_wait_fallback(double share, int epochs) { fallback_share_ = share, fallback_epochs_ = epochs; }
   std::size_t pending_reruns() const { return reruns_.size(); }
 
   /// "" if every txn of `b` names known tables, in-range direct keys and a known procedure.
@@ -160,9 +169,21 @@ class Engine {
     t1 = std::chrono::steady_clock::now();
     EpochView v = make_view(db_, tv_, *run, op_table, rid, loc, copy, temp_count, scratch_, out->results, faults_);
     std::uint32_t stuck = 0;
+    std::uint64_t waited = 0;
+    const auto t_exec = std::chrono::steady_clock::now();
     v.watchdog_ns = watchdog_ns_;
     v.stuck = &stuck;
-    execute_cpu<Procs>(v, threads_);
+    v.waited = &waited;
+    const int exec_threads = single_left_ > 0 ? 1 : threads_;
+    execute_cpu<Procs>(v, exec_threads);
+    if (single_left_ > 0) {
+      --single_left_;
+    } else if (exec_threads > 1 && fallback_epochs_ > 0 &&
+               static_cast<double>(waited) > fallback_share_ * ms_since(t_exec) * 1e6 * exec_threads) {
+      single_left_ = fallback_epochs_;
+    }
+    out->stats.exec_threads = exec_threads;
+    out->stats.waited_ns = waited;
     if (stuck) {
       *err = "stuck wait: txn " + std::to_string(stuck - 1) + " waited past the watchdog (a planning bug)";
       return false;
@@ -197,6 +218,8 @@ class Engine {
   std::vector<std::vector<std::uint32_t>> freed_;
   Faults faults_;
   std::uint64_t watchdog_ns_ = 10000000000ull;
+  double fallback_share_ = 0.25;
+  int fallback_epochs_ = 8, single_left_ = 0;
   Scratch scratch_;
   std::vector<TableView> tv_;
   Batch reruns_;

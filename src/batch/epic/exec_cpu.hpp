@@ -59,6 +59,9 @@ struct EpochView {
   std::uint64_t watchdog_ns = 0;
   std::uint32_t* stuck = nullptr;
   std::uint32_t max_backoff_ns = 4096;  ///< GPU only: the longest sleep between two polls
+  /// CPU only, optional: execute_cpu adds here the nanoseconds its threads spent in long waits
+  /// for versions (waits that yielded at least once, timed from their first yield).
+  std::uint64_t* waited = nullptr;
 };
 
 inline void cpu_relax(unsigned& spins) {
@@ -72,12 +75,12 @@ inline void cpu_relax(unsigned& spins) {
 inline bool wait_step(const EpochView& v, std::uint32_t t, unsigned& spins,
                       std::chrono::steady_clock::time_point& start) {
   cpu_relax(spins);
+  if (spins == 256) start = std::chrono::steady_clock::now();  // a long wait: timed from here
   if (!v.stuck) return true;
   std::atomic_ref<std::uint32_t> st(*v.stuck);
   if (st.load(std::memory_order_relaxed)) return false;
   if (spins % 1024 != 0 || !v.watchdog_ns) return true;
   const auto now = std::chrono::steady_clock::now();
-  if (spins == 1024) start = now;
   if (static_cast<std::uint64_t>(std::chrono::duration_cast<std::chrono::nanoseconds>(now - start).count()) < v.watchdog_ns)
     return true;
   std::uint32_t zero = 0;
@@ -130,6 +133,8 @@ class CpuCtx {
     if (k < kMaxOut) v_.out[static_cast<std::size_t>(t_) * kMaxOut + k] = val;
   }
   bool stopped() const { return aborted_; }
+  /// Nanoseconds this txn spent in long waits (see EpochView::waited) so far.
+  std::uint64_t waited() const { return waited_; }
 
   /// After the procedure: fills every unwritten slot from its copy-from location.
   void finish() {
@@ -159,6 +164,10 @@ class CpuCtx {
     outcome_ = o;
     out(0, reason);
   }
+  void count_wait(std::chrono::steady_clock::time_point start) {
+    waited_ += static_cast<std::uint64_t>(
+        std::chrono::duration_cast<std::chrono::nanoseconds>(std::chrono::steady_clock::now() - start).count());
+  }
   // The version at `loc` of op's record; waits for it unless loc is kPrev.
   const std::uint32_t* resolve(std::uint32_t op, std::uint32_t loc, bool* valid) {
     const TableView& tb = v_.tables[v_.op_table[op]];
@@ -170,6 +179,7 @@ class CpuCtx {
       std::uint32_t x;
       while (((x = w.load(std::memory_order_acquire)) >> 1) != v_.eid)
         if (!wait_step(v_, t_, spins, start)) break;
+      if (spins >= 256) count_wait(start);
       *valid = x & 1u;
       return v_.scratch_data + static_cast<std::size_t>(loc) * v_.slot_words;
     }
@@ -182,6 +192,7 @@ class CpuCtx {
         if (!wait_step(v_, t_, spins, start)) break;
         both = sw.load(std::memory_order_acquire);
       }
+    if (spins >= 256) count_wait(start);
     *valid = slot_word(both, s) & 1u;
     return tb.data + (static_cast<std::size_t>(r) * 2 + s) * tb.words;
   }
@@ -214,16 +225,18 @@ class CpuCtx {
   const EpochView& v_;
   std::uint32_t t_, ob_, nr_, nw_, ab_, na_;
   std::uint64_t filled_ = 0;
+  std::uint64_t waited_ = 0;
   bool wrote_ = false, aborted_ = false;
   std::uint32_t outcome_ = kCommitted;
 };
 
-/// Runs one txn on the calling thread.
+/// Runs one txn on the calling thread; returns the nanoseconds it spent in long waits.
 template <class Procs>
-void run_txn_cpu(const EpochView& v, std::uint32_t t) {
+std::uint64_t run_txn_cpu(const EpochView& v, std::uint32_t t) {
   CpuCtx c(v, t);
   if (!Procs::dispatch(v.proc[t], c)) c.set_outcome(kUnknownProc);
   c.finish();
+  return c.waited();
 }
 
 /// Runs the epoch on `threads` CPU threads (the caller and the workers of its WorkPool). Txns are
@@ -233,11 +246,13 @@ template <class Procs>
 void execute_cpu(const EpochView& v, int threads) {
   std::atomic<std::uint32_t> next{0};
   auto work = [&] {
+    std::uint64_t waited = 0;
     for (;;) {
       const std::uint32_t t = next.fetch_add(1, std::memory_order_relaxed);
-      if (t >= v.n) return;
-      run_txn_cpu<Procs>(v, t);
+      if (t >= v.n) break;
+      waited += run_txn_cpu<Procs>(v, t);
     }
+    if (v.waited) std::atomic_ref<std::uint64_t>(*v.waited).fetch_add(waited, std::memory_order_relaxed);
   };
   if (threads <= 1 || v.n < 2) return work();
   thread_pool(threads - 1).run(static_cast<std::size_t>(threads), [&](std::size_t) { work(); });

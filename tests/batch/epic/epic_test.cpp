@@ -5,6 +5,7 @@
 // here with HostPlanner, the CPU twin of the GPU planner, against the checker and the reference.
 #include <gtest/gtest.h>
 
+#include <functional>
 #include <random>
 
 #include "batch/epic/engine.hpp"
@@ -177,8 +178,10 @@ void load_mix(Database& db, SerialStore& s) {
 // Runs `epochs` random epochs of 1..max_size txns through an engine and the checker. Returns the
 // first difference, or "".
 std::string run_mix(std::uint64_t seed, int epochs, int max_size, int threads, const Faults& f, std::size_t* txns = nullptr,
-                    std::shared_ptr<DevicePlanner> dev = nullptr) {
+                    std::shared_ptr<DevicePlanner> dev = nullptr,
+                    const std::function<void(Engine<MixProcs>&)>& setup = {}, std::vector<int>* exec_threads = nullptr) {
   Engine<MixProcs> e(mix_tables(), threads);
+  if (setup) setup(e);
   e.faults() = f;
   if (dev) e.set_device_planner(dev);
   // A planted bug can leave a reader waiting on a version nobody writes; on one thread any wait
@@ -197,6 +200,7 @@ std::string run_mix(std::uint64_t seed, int epochs, int max_size, int threads, c
     std::string err;
     if (!e.run_epoch(b, &out, &err)) return "run_epoch: " + err;
     if (txns) *txns += out.tag.size();
+    if (exec_threads) exec_threads->push_back(out.stats.exec_threads);
     std::string d = replay_epoch<MixProcs>(s, pending, b, out);
     if (d.empty() && !e.sync(&err)) d = "sync: " + err;
     if (d.empty()) d = compare_state(e.db(), s);
@@ -217,6 +221,18 @@ TEST(EpicOracle, RandomContendedEpochsEqualSerial) {
   if (test_scale() >= 1) {
     EXPECT_GE(txns, 100000u);
   }
+}
+
+// The wait fallback (Engine::set_wait_fallback): with a threshold every epoch exceeds, each
+// multi-threaded epoch is followed by two on the calling thread alone, then all threads again;
+// results equal serial throughout. With the fallback off, every epoch uses every thread.
+TEST(EpicOracle, WaitFallbackRunsOnOneThreadAndBack) {
+  std::vector<int> used;
+  ASSERT_EQ(run_mix(4, 9, 500, 3, {}, nullptr, nullptr, [](Engine<MixProcs>& e) { e.set_wait_fallback(-1, 2); }, &used), "");
+  EXPECT_EQ(used, (std::vector<int>{3, 1, 1, 3, 1, 1, 3, 1, 1}));
+  used.clear();
+  ASSERT_EQ(run_mix(4, 4, 500, 3, {}, nullptr, nullptr, [](Engine<MixProcs>& e) { e.set_wait_fallback(-1, 0); }, &used), "");
+  EXPECT_EQ(used, (std::vector<int>{3, 3, 3, 3}));
 }
 
 TEST(EpicOracle, TinyEpochs) {
