@@ -90,6 +90,15 @@ void IoThread::post_ops(std::vector<KeyOp*>& ops) {
   wake();
 }
 
+void IoThread::post_connection(Accepted a) {
+  {
+    std::lock_guard<std::mutex> lk(m_);
+    fds_in_.push_back(std::move(a));
+    has_work_.store(true, std::memory_order_seq_cst);
+  }
+  wake();
+}
+
 void IoThread::post_notes(std::vector<Note>& notes) {
   {
     std::lock_guard<std::mutex> lk(m_);
@@ -183,8 +192,11 @@ void IoThread::loop() {
       std::lock_guard<std::mutex> lk(m_);
       taken_.swap(inbox_);
       notes_taken_.swap(notes_in_);
+      fds_taken_.swap(fds_in_);
       has_work_.store(false, std::memory_order_relaxed);
     }
+    for (Accepted& a : fds_taken_) adopt(std::move(a));
+    fds_taken_.clear();
     const bool took = !taken_.empty() || !notes_taken_.empty();
     for (const Note& note : notes_taken_) {
       Conn* c = note.c;
@@ -263,11 +275,7 @@ void IoThread::accept_all() {
     }
     int one = 1;
     ::setsockopt(fd, IPPROTO_TCP, TCP_NODELAY, &one, sizeof one);
-    auto* c = new Conn;
-    c->fd = fd;
-    c->owner = index_;
-    c->parser = RequestParser(RespLimits{srv_->cfg_.proto_max_bulk_len.load(), srv_->cfg_.max_multibulk_len.load(),
-                                         64 * 1024});
+    // Counted here, by the accepting thread, so maxclients holds for a burst of connections.
     auto info = std::make_shared<ClientInfo>();
     info->id = srv_->next_client_id_.fetch_add(1);
     info->fd = fd;
@@ -275,16 +283,28 @@ void IoThread::accept_all() {
     info->laddr = socket_name(fd, true);
     info->created = std::chrono::steady_clock::now();
     info->last_ns.store(now_ns(), std::memory_order_relaxed);
-    c->session.info = info;
     srv_->add_client(info);
-    bump(metrics.connections, 1);
-    conns_.insert(c);
-    epoll_event ev{};
-    ev.events = EPOLLIN;
-    ev.data.ptr = c;
-    c->events = EPOLLIN;
-    ::epoll_ctl(epfd_, EPOLL_CTL_ADD, fd, &ev);
+    const std::size_t to = srv_->next_conn_thread_.fetch_add(1) % srv_->threads_.size();
+    if (to == index_) adopt({fd, std::move(info)});
+    else srv_->threads_[to]->post_connection({fd, std::move(info)});
   }
+}
+
+void IoThread::adopt(Accepted a) {
+  auto* c = new Conn;
+  c->fd = a.fd;
+  c->owner = index_;
+  c->parser = RequestParser(RespLimits{srv_->cfg_.proto_max_bulk_len.load(), srv_->cfg_.max_multibulk_len.load(),
+                                       64 * 1024});
+  c->session.info = std::move(a.info);
+  bump(metrics.connections, 1);
+  bump(metrics.open_connections, 1);
+  conns_.insert(c);
+  epoll_event ev{};
+  ev.events = EPOLLIN;
+  ev.data.ptr = c;
+  c->events = EPOLLIN;
+  ::epoll_ctl(epfd_, EPOLL_CTL_ADD, a.fd, &ev);
 }
 
 void IoThread::update_events(Conn* c) {
@@ -576,6 +596,7 @@ void IoThread::close_conn(Conn* c) {
   c->session.extension.reset();  // a disconnect aborts the connection's open transaction
   ::epoll_ctl(epfd_, EPOLL_CTL_DEL, c->fd, nullptr);
   ::close(c->fd);
+  metrics.open_connections.fetch_sub(1, std::memory_order_relaxed);
   srv_->remove_client(c->session.info);
   maybe_free(c);
 }

@@ -56,6 +56,13 @@ class IoThread final : public RequestSink, private KeyOpSink {
   void post_ops(std::vector<KeyOp*>& ops);
   /// Tells this thread that key ops of its connections completed elsewhere; clears `notes`.
   void post_notes(std::vector<Note>& notes);
+  /// A client socket accepted by one thread for another to serve.
+  struct Accepted {
+    int fd;
+    std::shared_ptr<ClientInfo> info;  ///< already counted in the server's client table
+  };
+  /// Hands this thread a newly accepted client socket to serve (from the accepting thread).
+  void post_connection(Accepted a);
 
   ThreadMetrics metrics;
   /// Key ops this thread dispatched / completed (their difference, summed over threads, is
@@ -64,7 +71,11 @@ class IoThread final : public RequestSink, private KeyOpSink {
 
  private:
   void loop();
+  /// Accepts pending connections and deals them out to the I/O threads in turn, so that
+  /// clients that connect at once (a benchmark's, a pool's) do not all land on this thread.
   void accept_all();
+  /// Starts serving an accepted socket on this thread.
+  void adopt(Accepted a);
   void on_readable(Conn* c);
   void process_input(Conn* c);
   /// Runs or routes one request (RequestSink); def is its command (null: unknown); arrival_ns
@@ -114,6 +125,7 @@ class IoThread final : public RequestSink, private KeyOpSink {
   std::mutex m_;
   std::vector<KeyOp*> inbox_;
   std::vector<Note> notes_in_;
+  std::vector<Accepted> fds_in_, fds_taken_;  ///< accepted sockets dealt to this thread
   std::atomic<bool> has_work_{false}, sleeping_{false};
   /// Set by engine_done: some batch in flight may be ready.
   std::atomic<bool> engine_done_{false};

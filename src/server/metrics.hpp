@@ -44,6 +44,8 @@ struct ThreadMetrics {
   Histogram hot_latency, cold_latency;              ///< per engine path, seconds
   Histogram batch_size;                             ///< commands per engine batch
   std::atomic<std::uint64_t> batches{0}, batched{0}, connections{0}, net_in{0}, net_out{0};
+  /// Connections this thread serves now.
+  std::atomic<std::uint64_t> open_connections{0};
   /// Engine batches started while another batch of the same thread was in flight.
   std::atomic<std::uint64_t> overlapped{0};
   /// Blind writes of another thread's key run here, without the hand-off to the owner.

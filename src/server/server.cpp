@@ -199,6 +199,7 @@ ServerStats Server::stats() {
   s.maxclients = cfg_.maxclients.load();
   s.maxmemory = cfg_.store.memory_budget_bytes;
   s.io_threads = static_cast<unsigned>(threads_.size());
+  for (const auto& t : threads_) s.thread_clients.push_back(t->metrics.open_connections.load(std::memory_order_relaxed));
   s.port = port_;
   s.uptime_s = std::chrono::duration_cast<std::chrono::seconds>(std::chrono::steady_clock::now() - started_).count();
   s.device = store_->device_description();

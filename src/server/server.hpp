@@ -96,6 +96,8 @@ class Server {
   int port_ = 0;
   std::atomic<bool> draining_{false}, exiting_{false};
   std::atomic<std::uint64_t> next_client_id_{1}, clients_{0}, total_connections_{0}, rejected_{0};
+  /// Which I/O thread serves the next accepted connection (round robin).
+  std::atomic<std::uint64_t> next_conn_thread_{0};
   std::atomic<std::uint64_t> ops_per_sec_{0};
   std::chrono::steady_clock::time_point started_;
   std::mutex config_m_;  ///< CONFIG SET / GET of non-atomic settings

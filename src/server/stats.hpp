@@ -39,6 +39,7 @@ struct ServerStats {
   std::uint64_t clients = 0, total_connections = 0, rejected = 0, ops_per_sec = 0;
   std::uint64_t maxclients = 0, maxmemory = 0;
   unsigned io_threads = 0;
+  std::vector<std::uint64_t> thread_clients;  ///< connections each I/O thread serves now
   int port = 0;
   long long uptime_s = 0;
   std::string device;  ///< Store::device_description()

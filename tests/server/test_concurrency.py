@@ -355,3 +355,22 @@ def test_many_simultaneous_connections(srv):
             n = int(info.split("connected_clients:")[1].split()[0])
             return n <= 2
         poll_until(settled, 20, what="connected_clients to drop back after 300 disconnects")
+
+
+def test_simultaneous_connections_are_dealt_to_every_io_thread(server_factory):
+    """Clients that connect in one burst (a benchmark's, a pool's) are served by all I/O threads,
+    not by the one that accepted them: 16 connections on 4 threads give each thread 4."""
+    s = server_factory(threads=4)
+    conns = [Conn(s.port, timeout=20) for _ in range(16)]
+    try:
+        for i, c in enumerate(conns):  # every connection is served
+            assert c.call("SET", f"burst:{i}", str(i)) == "OK"
+        with s.conn() as probe:  # the 17th connection goes to the next thread in turn
+            info = probe.call("INFO", "duet").decode()
+        per_thread = [int(x) for x in info.split("io_thread_clients:")[1].split()[0].split(",")]
+        assert len(per_thread) == 4, info
+        assert sum(per_thread) == 17, per_thread
+        assert max(per_thread) - min(per_thread) <= 1, f"connections per I/O thread: {per_thread}"
+    finally:
+        for c in conns:
+            c.close()

@@ -108,6 +108,12 @@ std::string render_info(const ServerStats& s, const std::vector<std::string>& se
     std::snprintf(busy, sizeof busy, "%.3f", static_cast<double>(kv.store_busy_ns) / 1e9);
     line("duet_device", s.device);
     line("io_threads", std::to_string(s.io_threads));
+    std::string per_thread;
+    for (std::uint64_t n : s.thread_clients) {
+      if (!per_thread.empty()) per_thread += ',';
+      per_thread += std::to_string(n);
+    }
+    line("io_thread_clients", per_thread);
     std::string kinds;
     for (const auto& d : s.engine.databases) {
       if (!kinds.empty()) kinds += ",";
