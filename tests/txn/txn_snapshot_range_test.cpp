@@ -252,7 +252,9 @@ TEST(LitRangeMany, EqualsRangePerPiece) {
       ASSERT_TRUE(s->range(pieces[i].first, pieces[i].second, &want, &pg, limit).ok());
       EXPECT_EQ(outs[i], want) << "piece " << i << " limit " << limit;
       EXPECT_EQ(pages[i].more, pg.more);
-      if (pg.more) EXPECT_EQ(pages[i].resume_key, pg.resume_key);
+      if (pg.more) {
+        EXPECT_EQ(pages[i].resume_key, pg.resume_key);
+      }
       EXPECT_EQ(pages[i].count, pg.count);
     }
   }
