@@ -96,27 +96,32 @@ inline std::uint64_t key_hash(std::string_view key) { return std::hash<std::stri
 class WriteGuards {
  public:
   static constexpr std::size_t kStripes = std::size_t{1} << 16;
-  WriteGuards() : rmw_(new std::atomic<std::uint32_t>[kStripes]()), blind_(new std::atomic<std::uint32_t>[kStripes]()) {}
+  WriteGuards() : stripes_(new Stripe[kStripes]) {}
   static std::size_t stripe_of(std::uint64_t hash, unsigned db) {
     return static_cast<std::size_t>(((hash ^ (db * 0x9E3779B97F4A7C15ull)) * 0x94D049BB133111EBull) >> 48);
   }
   /// A non-owner's blind write of stripe s: true when it may run (then end_blind once the
   /// engine's write completed); false when a read-modify-write is in flight (it withdrew).
   bool try_blind(std::size_t s) {
-    blind_[s].fetch_add(1, std::memory_order_seq_cst);
-    if (rmw_[s].load(std::memory_order_seq_cst) == 0) return true;
-    blind_[s].fetch_sub(1, std::memory_order_seq_cst);
+    stripes_[s].blind.fetch_add(1, std::memory_order_seq_cst);
+    if (stripes_[s].rmw.load(std::memory_order_seq_cst) == 0) return true;
+    stripes_[s].blind.fetch_sub(1, std::memory_order_seq_cst);
     return false;
   }
-  void end_blind(std::size_t s) { blind_[s].fetch_sub(1, std::memory_order_seq_cst); }
+  void end_blind(std::size_t s) { stripes_[s].blind.fetch_sub(1, std::memory_order_seq_cst); }
   /// The owner announces a read-modify-write of stripe s (until end_rmw).
-  void begin_rmw(std::size_t s) { rmw_[s].fetch_add(1, std::memory_order_seq_cst); }
+  void begin_rmw(std::size_t s) { stripes_[s].rmw.fetch_add(1, std::memory_order_seq_cst); }
   /// After begin_rmw: no blind write of stripe s is in flight (its read may be submitted).
-  bool clear(std::size_t s) const { return blind_[s].load(std::memory_order_seq_cst) == 0; }
-  void end_rmw(std::size_t s) { rmw_[s].fetch_sub(1, std::memory_order_seq_cst); }
+  bool clear(std::size_t s) const { return stripes_[s].blind.load(std::memory_order_seq_cst) == 0; }
+  void end_rmw(std::size_t s) { stripes_[s].rmw.fetch_sub(1, std::memory_order_seq_cst); }
 
  private:
-  std::unique_ptr<std::atomic<std::uint32_t>[]> rmw_, blind_;
+  /// Both counters of a stripe in one 8-byte word's line, so an announcement and the check of
+  /// the other side's counter cost one cache miss, not two.
+  struct Stripe {
+    std::atomic<std::uint32_t> rmw{0}, blind{0};
+  };
+  std::unique_ptr<Stripe[]> stripes_;
 };
 
 /// Parses a whole int64 the way Redis does (no blanks, no '+', no leading zeros).
