@@ -341,27 +341,6 @@ Entry* Index::find_or_insert(std::string_view key, bool* created, std::atomic<Ve
   return e;
 }
 
-void Index::collect_range(const TxnRange& r, std::size_t max, std::vector<Entry*>* out, bool* truncated) {
-  collect_between(r, r.start_unbounded ? 0 : prefix_of(r.start), r.end_unbounded ? ~std::uint64_t{0} : prefix_of(r.end),
-                  max, out, truncated);
-}
-
-void Index::collect_between(const TxnRange& r, std::uint64_t lo, std::uint64_t hi, std::size_t max,
-                            std::vector<Entry*>* out, bool* truncated) {
-  *truncated = false;
-  const std::size_t base = out->size();
-  walk_between(r, lo, hi, max, [&](Entry* const* ents, std::size_t n) {
-    for (std::size_t i = 0; i < n; ++i) {
-      if (max != 0 && out->size() - base == max) {
-        *truncated = true;
-        return false;
-      }
-      out->push_back(ents[i]);
-    }
-    return true;
-  });
-}
-
 void Index::walk(const TxnRange& r, std::size_t max, const Visit& visit) {
   walk_between(r, r.start_unbounded ? 0 : prefix_of(r.start), r.end_unbounded ? ~std::uint64_t{0} : prefix_of(r.end),
                max, visit);

@@ -109,9 +109,6 @@ class Index {
   /// entry has none (it is chained behind another key of the same hash); a committer stores
   /// each version it installs there. The hint is never read as data.
   Entry* find_or_insert(std::string_view key, bool* created, std::atomic<Version*>** head_hint = nullptr);
-  /// Appends the entries with keys in `r` in key order, stopping after `max` (0: all);
-  /// *truncated says whether more entries exist in range after the last one appended.
-  void collect_range(const TxnRange& r, std::size_t max, std::vector<Entry*>* out, bool* truncated);
   /// Calls visit(ents, n) with the entries whose keys lie in `r`, in key order, in batches of
   /// at most kWalkBatch (at most max + 1 when max != 0: a capped walk reads little more than
   /// it uses); each entry's line has been loaded (its key was compared). Stops when visit
@@ -137,9 +134,6 @@ class Index {
   };
   struct PointMap;
   class SessionRef;
-  /// collect_range over the prefixes [plo, phi] only (r's key bounds still apply).
-  void collect_between(const TxnRange& r, std::uint64_t plo, std::uint64_t phi, std::size_t max,
-                       std::vector<Entry*>* out, bool* truncated);
   Bucket* bucket_of(std::uint64_t prefix);
   Bucket* bucket_or_insert(std::uint64_t prefix);
 

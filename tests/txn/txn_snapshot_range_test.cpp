@@ -130,7 +130,7 @@ TEST(TxnSnapshotRange, SplitSerialAndPagedEqualPointReadsUnderWriters) {
   c.snapshot_threads = 4;
   c.parallel_range_keys = 64;  // every range past 64 keys goes to the pool
   auto s = open_space(c);
-  const int n = std::max(1500, static_cast<int>(6000 * scale()));
+  const int n = std::max(800, static_cast<int>(6000 * scale()));
   const auto keys = universe(n);
   {
     Txn w;
@@ -184,8 +184,12 @@ TEST(TxnSnapshotRange, SplitSerialAndPagedEqualPointReadsUnderWriters) {
       Pairs scanned;
       ASSERT_TRUE(t.scan(rs[i], 0, &scanned).ok());
       ASSERT_EQ(scanned, want);
-      if (i < 3) ASSERT_EQ(paged(t, rs[i], 97), want);
-      if (want.size() < 100) ASSERT_EQ(paged(t, rs[i], 1), want);
+      if (i < 3) {
+        ASSERT_EQ(paged(t, rs[i], 97), want);
+      }
+      if (want.size() < 100) {
+        ASSERT_EQ(paged(t, rs[i], 1), want);
+      }
     }
     t.abort();
   }
@@ -200,7 +204,7 @@ TEST(TxnSnapshotRange, OwnWritesMergedMatchPointReads) {
   c.snapshot_threads = 4;
   c.parallel_range_keys = 64;
   auto s = open_space(c);
-  const auto keys = universe(2000);
+  const auto keys = universe(600);
   Txn w;
   ASSERT_TRUE(s->begin(&w).ok());
   for (const auto& k : keys) ASSERT_TRUE(w.put(k, "base").ok());
@@ -218,8 +222,9 @@ TEST(TxnSnapshotRange, OwnWritesMergedMatchPointReads) {
     TxnSnapshot snap;
     std::vector<SnapshotArg> args = {SnapshotArg::of(range)};
     ASSERT_TRUE(t.snapshot(args, &snap).ok());
-    ASSERT_EQ(of_snapshot(snap, 0), by_points(t, all, range));
-    ASSERT_EQ(paged(t, range, 33), by_points(t, all, range));
+    const Pairs want = by_points(t, all, range);
+    ASSERT_EQ(of_snapshot(snap, 0), want);
+    ASSERT_EQ(paged(t, range, 33), want);
   }
 }
 
@@ -235,7 +240,7 @@ TEST(LitRangeMany, EqualsRangePerPiece) {
   std::unique_ptr<lit::Session> s;
   ASSERT_TRUE(map->open_session(&s).ok());
   std::mt19937_64 rng(5);
-  for (int i = 0; i < 20000; ++i) {
+  for (int i = 0; i < 6000; ++i) {
     const std::uint64_t k = rng() % (1u << 20);
     (void)s->insert(k, k * 3);
   }
