@@ -61,14 +61,15 @@ struct Entry {
 
 /// The keys whose first 8 bytes are one prefix (a collision run), in byte order.
 struct Bucket {
-  std::shared_mutex m;
-  std::map<std::string_view, Entry*> keys;
   /// The bucket's entry while it holds exactly one key (the common case: keys of at most 8
   /// bytes, or unique 8-byte prefixes), else null; written under m. Range reads take it
   /// without the lock: a second key of the prefix is created before any version a reader
   /// could see is committed to it, so a reader that still sees the single entry has begun
-  /// before the second key existed and misses nothing.
+  /// before the second key existed and misses nothing. First, so that a range walk's prefetch
+  /// of the bucket's address loads it (behind the mutex and the map it sat on the next line).
   std::atomic<Entry*> only{nullptr};
+  std::shared_mutex m;
+  std::map<std::string_view, Entry*> keys;
 };
 
 /// A transaction slot: the start it holds collection at, its liveness state and, while it
