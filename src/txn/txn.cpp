@@ -242,7 +242,7 @@ struct SnapshotPool {
   std::once_flag once;
   std::unique_ptr<sched::ThreadPool> pool;
   std::mutex use;
-  std::vector<TxnSnapshot> scratch;  ///< one per pool thread; capacity kept between reads
+  std::vector<TxnSnapshot> scratch;  ///< one per piece of a parallel read; capacity kept between reads
 };
 
 namespace {
@@ -252,7 +252,6 @@ SnapshotPool& snapshot_pool(const TxnConfig& cfg) {
   std::call_once(sp.once, [&] {
     unsigned n = cfg.snapshot_threads ? cfg.snapshot_threads : std::min(16u, std::max(1u, std::thread::hardware_concurrency()));
     sp.pool = std::make_unique<sched::ThreadPool>(n);
-    sp.scratch.resize(sp.pool->threads());
   });
   return sp;
 }
@@ -331,68 +330,62 @@ bool read_range_serial(Core& c, std::uint64_t start, const TxnRange& r, std::siz
 
 /// Reads the present pairs of r at `start` into *o with the snapshot pool's threads: the
 /// range is cut into pieces by prefix value (8 per thread), which the threads take one at a
-/// time (so that clustered keys even out), each reading its pieces into its own scratch
-/// output; then one resize per column and the threads copy the pieces to their places in key
-/// order (offsets shifted by the pieces before them).
+/// time (so that clustered keys even out), each piece read into its own scratch output. The
+/// calling thread appends the finished pieces to *o in key order while the others still read
+/// (appending copies without the zero fill that one resize of the whole output would cost,
+/// and overlaps the copy with the reads); when the next piece in order is not finished it
+/// takes an unread piece itself.
 void read_range_parallel(Core& c, std::uint64_t start, const TxnRange& r, SnapshotPool& sp, TxnSnapshot* o) {
   sched::ThreadPool& pool = *sp.pool;
   std::lock_guard<std::mutex> lk(sp.use);
   std::vector<std::pair<std::uint64_t, std::uint64_t>> parts;
   c.index.split(r, std::size_t{pool.threads()} * 8, &parts);
   if (parts.empty()) return;
-  struct Piece {
-    unsigned worker = 0;
-    std::size_t slot0 = 0, slot1 = 0;  ///< slots of the worker's scratch
-    std::uint64_t kb0 = 0, kb1 = 0, vb0 = 0, vb1 = 0;  ///< bytes of the worker's scratch
-  };
-  std::vector<Piece> pieces(parts.size());
-  for (TxnSnapshot& s : sp.scratch) s.clear();
+  if (sp.scratch.size() < parts.size()) sp.scratch.resize(parts.size());
+  for (std::size_t p = 0; p < parts.size(); ++p) sp.scratch[p].clear();
+  std::unique_ptr<std::atomic<bool>[]> done(new std::atomic<bool>[parts.size()]);
+  for (std::size_t p = 0; p < parts.size(); ++p) done[p].store(false, std::memory_order_relaxed);
   std::atomic<std::size_t> next{0};
+  // Reads one unread piece; false when none is left.
+  auto read_one = [&] {
+    const std::size_t p = next.fetch_add(1, std::memory_order_relaxed);
+    if (p >= parts.size()) return false;
+    TxnSnapshot& s = sp.scratch[p];
+    c.index.walk_between(r, parts[p].first, parts[p].second, 0, [&](Entry* const* ents, std::size_t n) {
+      append_batch(c, start, ents, n, &s);
+      return true;
+    });
+    done[p].store(true, std::memory_order_release);
+    return true;
+  };
   pool.parallel_for(pool.threads(), 1, [&](std::size_t, std::size_t, unsigned w) {
-    TxnSnapshot& s = sp.scratch[w];
-    for (std::size_t p; (p = next.fetch_add(1, std::memory_order_relaxed)) < parts.size();) {
-      Piece& pc = pieces[p];
-      pc.worker = w;
-      pc.slot0 = s.present.size();
-      pc.kb0 = s.key_bytes.size();
-      pc.vb0 = s.value_bytes.size();
-      c.index.walk_between(r, parts[p].first, parts[p].second, 0, [&](Entry* const* ents, std::size_t n) {
-        append_batch(c, start, ents, n, &s);
-        return true;
-      });
-      pc.slot1 = s.present.size();
-      pc.kb1 = s.key_bytes.size();
-      pc.vb1 = s.value_bytes.size();
+    if (w != 0) {
+      while (read_one()) {
+      }
+      return;
     }
-  });
-  // Where each piece lands: slots, key bytes and value bytes before it.
-  std::vector<std::uint64_t> at_slot(pieces.size() + 1), at_kb(pieces.size() + 1), at_vb(pieces.size() + 1);
-  at_slot[0] = o->present.size();
-  at_kb[0] = o->key_bytes.size();
-  at_vb[0] = o->value_bytes.size();
-  for (std::size_t p = 0; p < pieces.size(); ++p) {
-    at_slot[p + 1] = at_slot[p] + (pieces[p].slot1 - pieces[p].slot0);
-    at_kb[p + 1] = at_kb[p] + (pieces[p].kb1 - pieces[p].kb0);
-    at_vb[p + 1] = at_vb[p] + (pieces[p].vb1 - pieces[p].vb0);
-  }
-  const std::uint64_t n = at_slot.back();
-  o->key_bytes.resize(at_kb.back());
-  o->value_bytes.resize(at_vb.back());
-  o->key_offsets.resize(n + 1);
-  o->value_offsets.resize(n + 1);
-  o->present.resize(n, 1);
-  pool.parallel_for(pieces.size(), 1, [&](std::size_t b, std::size_t e, unsigned) {
-    for (std::size_t p = b; p < e; ++p) {
-      const Piece& pc = pieces[p];
-      const TxnSnapshot& s = sp.scratch[pc.worker];
-      if (pc.kb1 > pc.kb0) std::memcpy(o->key_bytes.data() + at_kb[p], s.key_bytes.data() + pc.kb0, pc.kb1 - pc.kb0);
-      if (pc.vb1 > pc.vb0) std::memcpy(o->value_bytes.data() + at_vb[p], s.value_bytes.data() + pc.vb0, pc.vb1 - pc.vb0);
-      const std::uint64_t dk = at_kb[p] - pc.kb0, dv = at_vb[p] - pc.vb0;
-      std::uint64_t* ko = o->key_offsets.data() + at_slot[p] + 1;
-      std::uint64_t* vo = o->value_offsets.data() + at_slot[p] + 1;
-      for (std::size_t j = pc.slot0; j < pc.slot1; ++j) {
-        ko[j - pc.slot0] = s.key_offsets[j + 1] + dk;
-        vo[j - pc.slot0] = s.value_offsets[j + 1] + dv;
+    // The calling thread: append piece after piece in key order.
+    for (std::size_t p = 0; p < parts.size(); ++p) {
+      for (unsigned spins = 0; !done[p].load(std::memory_order_acquire);)
+        if (!read_one()) {
+          if (++spins < 64) _mm_pause();
+          else std::this_thread::yield();
+        }
+      const TxnSnapshot& s = sp.scratch[p];
+      const std::size_t m = s.present.size();
+      if (m == 0) continue;
+      const std::uint64_t dk = o->key_bytes.size(), dv = o->value_bytes.size();
+      o->key_bytes.insert(o->key_bytes.end(), s.key_bytes.begin(), s.key_bytes.end());
+      o->value_bytes.insert(o->value_bytes.end(), s.value_bytes.begin(), s.value_bytes.end());
+      const std::size_t s0 = o->present.size();
+      o->key_offsets.resize(s0 + 1 + m);
+      o->value_offsets.resize(s0 + 1 + m);
+      o->present.resize(s0 + m, 1);
+      std::uint64_t* ko = o->key_offsets.data() + s0 + 1;
+      std::uint64_t* vo = o->value_offsets.data() + s0 + 1;
+      for (std::size_t j = 0; j < m; ++j) {
+        ko[j] = s.key_offsets[j + 1] + dk;
+        vo[j] = s.value_offsets[j + 1] + dv;
       }
     }
   });
