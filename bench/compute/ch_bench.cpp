@@ -47,6 +47,8 @@
 #include <rocksdb/db.h>
 #include <rocksdb/utilities/transaction.h>
 #include <rocksdb/utilities/transaction_db.h>
+
+#include "common/rocksdb_options.hpp"
 #endif
 
 namespace duet::bench {
@@ -220,17 +222,6 @@ Run run_duet(const Options& o, const Scale& sc, const std::string& mix, const st
 }
 
 #ifdef DUET_BENCH_HAVE_ROCKSDB
-rocksdb::Options rocks_options() {
-  rocksdb::Options o;
-  o.create_if_missing = true;
-  o.write_buffer_size = 8ull << 30;  // memtable only: never flushed during a run
-  o.max_write_buffer_number = 2;
-  o.disable_auto_compactions = true;
-  o.allow_concurrent_memtable_write = true;
-  o.enable_write_thread_adaptive_yield = true;
-  return o;
-}
-
 struct RocksAdapter {
   rocksdb::Transaction* t = nullptr;
   rocksdb::ReadOptions ro;
@@ -260,7 +251,7 @@ Run run_rocks(const Options& o, const Scale& sc, const std::vector<std::vector<O
   std::filesystem::remove_all(dir);
   rocksdb::TransactionDB* db = nullptr;
   rocksdb::TransactionDBOptions tdo;
-  if (rocksdb::Status s = rocksdb::TransactionDB::Open(rocks_options(), tdo, dir, &db); !s.ok())
+  if (rocksdb::Status s = rocksdb::TransactionDB::Open(memtable_only_rocksdb_options(), tdo, dir, &db); !s.ok())
     return r.error = "rocksdb open: " + s.ToString(), r;
   rocksdb::WriteOptions wo;
   wo.disableWAL = true;

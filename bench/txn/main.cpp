@@ -36,6 +36,8 @@
 #include <rocksdb/utilities/optimistic_transaction_db.h>
 #include <rocksdb/utilities/transaction.h>
 #include <rocksdb/utilities/transaction_db.h>
+
+#include "common/rocksdb_options.hpp"
 #endif
 
 using namespace duet;
@@ -118,17 +120,6 @@ struct DuetSystem final : System {
 };
 
 #ifdef DUET_BENCH_HAVE_ROCKSDB
-rocksdb::Options rocks_options() {
-  rocksdb::Options o;
-  o.create_if_missing = true;
-  o.write_buffer_size = 8ull << 30;  // memtable only: never flushed during a run
-  o.max_write_buffer_number = 2;
-  o.disable_auto_compactions = true;
-  o.allow_concurrent_memtable_write = true;
-  o.enable_write_thread_adaptive_yield = true;
-  return o;
-}
-
 std::string rocks_dir(const char* tag) {
   const std::string base = std::filesystem::exists("/dev/shm") ? "/dev/shm" : "/tmp";
   std::string d = base + "/duet-bench-txn-" + std::to_string(getpid()) + "-" + tag;
@@ -167,10 +158,10 @@ struct RocksSystem final : System {
     rocksdb::Status s;
     if (p) {
       rocksdb::TransactionDBOptions to;
-      s = rocksdb::TransactionDB::Open(rocks_options(), to, dir, &tdb);
+      s = rocksdb::TransactionDB::Open(memtable_only_rocksdb_options(), to, dir, &tdb);
       db = tdb;
     } else {
-      s = rocksdb::OptimisticTransactionDB::Open(rocks_options(), dir, &odb);
+      s = rocksdb::OptimisticTransactionDB::Open(memtable_only_rocksdb_options(), dir, &odb);
       db = odb;
     }
     if (!s.ok()) {
