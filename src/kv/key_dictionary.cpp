@@ -5,21 +5,28 @@
 
 namespace duet::kv {
 
-const KeyDictionary::Slot* KeyDictionary::probe(View t, std::uint64_t h, std::string_view key) {
+const KeyDictionary::Slot* KeyDictionary::probe(View t, std::uint64_t h, std::string_view key, bool* found) {
+  *found = false;
   if (!t.slots) return nullptr;
   for (std::size_t i = static_cast<std::size_t>(h) & t.mask;; i = (i + 1) & t.mask) {
     const Slot& slot = t.slots[i];
     const std::string* k = slot.key.load(std::memory_order_acquire);
     if (!k) return &slot;
     if (slot.hash != h || slot.len != key.size()) continue;
-    if (key.size() <= kInline ? std::memcmp(slot.head, key.data(), key.size()) == 0 : *k == key) return &slot;
+    if (key.size() <= kInline ? std::memcmp(slot.head, key.data(), key.size()) == 0 : *k == key) {
+      *found = true;
+      return &slot;
+    }
   }
 }
 
 bool KeyDictionary::find(std::string_view key, std::uint64_t* id) const {
   const std::uint64_t h = hash_of(key);
-  const Slot* slot = probe(view(shard_index(h)), h, key);
-  if (!slot || !slot->key.load(std::memory_order_relaxed)) return false;
+  // Whether the probe matched, not a second look at the slot's key: an empty slot where the
+  // probe stopped may meanwhile be filled by another key, whose id this must not return.
+  bool found = false;
+  const Slot* slot = probe(view(shard_index(h)), h, key, &found);
+  if (!found) return false;
   *id = slot->id;
   return true;
 }
@@ -31,7 +38,8 @@ Status KeyDictionary::find_or_add(std::string_view key, std::uint64_t* id) {
   Shard& s = shards_[si];
   std::lock_guard<std::mutex> lk(s.m);
   const Table* cur = s.tables.empty() ? nullptr : s.tables.back().get();
-  if (const Slot* slot = probe(view(si), h, key); slot && slot->key.load(std::memory_order_relaxed)) {
+  bool found = false;
+  if (const Slot* slot = probe(view(si), h, key, &found); found) {
     *id = slot->id;
     return Status::Ok();
   }
@@ -64,7 +72,7 @@ Status KeyDictionary::find_or_add(std::string_view key, std::uint64_t* id) {
   }
   const std::uint64_t fresh = kDictionaryTag | next_.fetch_add(1, std::memory_order_relaxed);
   s.keys.push_back(std::make_unique<std::string>(key));
-  Slot* slot = const_cast<Slot*>(probe(view(si), h, key));  // ours: we hold the shard's lock
+  Slot* slot = const_cast<Slot*>(probe(view(si), h, key, &found));  // empty: we hold the shard's lock
   slot->hash = h;
   slot->id = fresh;
   slot->len = static_cast<std::uint32_t>(key.size());

@@ -82,9 +82,11 @@ class KeyDictionary {
   static constexpr std::size_t kShards = 256;
   static std::uint64_t hash_of(std::string_view key) { return std::hash<std::string_view>{}(key); }
   static std::size_t shard_index(std::uint64_t h) { return static_cast<std::size_t>((h >> 56) % kShards); }
-  /// The slot holding key, or the empty slot where it would go (null for no table). Lock-free:
-  /// a slot seen empty may be filled concurrently, which orders this lookup before that insert.
-  static const Slot* probe(View t, std::uint64_t h, std::string_view key);
+  /// The slot holding key (*found true), or the empty slot where it would go (*found false);
+  /// null for no table. Lock-free: a slot seen empty may be filled concurrently, by another
+  /// key, which orders this lookup before that insert; so callers must trust *found and never
+  /// read the returned slot's key again to decide.
+  static const Slot* probe(View t, std::uint64_t h, std::string_view key, bool* found);
   /// Records id -> key (called under the key's shard lock, before the id is handed out).
   void publish(std::uint64_t index, const std::string* key);
 
