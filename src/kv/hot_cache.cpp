@@ -252,6 +252,61 @@ std::vector<HotCache::LogRecord> HotCache::log_snapshot() {
   return out;
 }
 
+std::vector<HotCache::LogRecord> HotCache::take_log() {
+  std::vector<std::uint64_t> keys;
+  {
+    std::lock_guard<std::mutex> lg(log_mutex_);
+    keys.swap(log_);
+  }
+  // From here an update of any of these keys finds it unlogged and appends it to the new log.
+  std::sort(keys.begin(), keys.end());  // bucket order is random anyway; sorted, the store's
+                                        // batch and a later settle see each key once
+  std::vector<LogRecord> out;
+  out.reserve(keys.size());
+  for (std::uint64_t k : keys) {
+    std::shared_lock<sched::StripedSharedMutex> rl(resize_);
+    Bucket& b = table_.load(std::memory_order_relaxed)->bucket(k);
+    WriteLock lk(b);
+    Node* n;
+    unsigned i;
+    const bool resident = find(b, k, &n, &i);
+    const bool logged = resident && (n->flags[i] & kLogged);
+    DUET_CHECK(logged, "update log holds key " + std::to_string(k) +
+                           (resident ? ", whose entry is not marked logged" : ", which is no longer in the cache"));
+    if (!logged) continue;
+    out.push_back({k, (n->flags[i] & kPresent) != 0, n->handles[i]});
+    racy_store(n->flags[i], static_cast<std::uint8_t>(n->flags[i] & kPresent));  // clean, unlogged
+  }
+  return out;
+}
+
+void HotCache::settle_unapplied(const std::vector<LogRecord>& records, const std::vector<std::uint8_t>& applied,
+                                std::vector<std::uint64_t>* orphans) {
+  for (std::size_t j = 0; j < records.size(); ++j) {
+    if (applied[j]) continue;
+    const LogRecord& r = records[j];
+    bool relog = false;
+    {
+      std::shared_lock<sched::StripedSharedMutex> rl(resize_);
+      Bucket& b = table_.load(std::memory_order_relaxed)->bucket(r.ikey);
+      WriteLock lk(b);
+      Node* n;
+      unsigned i;
+      // No eviction runs (the caller holds the switch lock), so the entry is resident.
+      const bool resident = find(b, r.ikey, &n, &i);
+      DUET_CHECK(resident, "key " + std::to_string(r.ikey) + " left the cache during an early replay");
+      if (resident && !(n->flags[i] & kDirty)) {
+        // Unchanged since take_log (every update sets kDirty): the cache owns its value again.
+        racy_store(n->flags[i], static_cast<std::uint8_t>(n->flags[i] | kDirty | kLogged));
+        relog = true;
+      } else if (r.present) {
+        orphans->push_back(r.handle);  // replaced meanwhile, never reached the store
+      }
+    }
+    if (relog) append_log(r.ikey);
+  }
+}
+
 void HotCache::mark_replayed(const std::vector<std::uint64_t>& keys) {
   {
     std::lock_guard<std::mutex> lk(log_mutex_);

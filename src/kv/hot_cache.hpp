@@ -76,6 +76,24 @@ class HotCache {
   /// applied their replay). Call only while updates are blocked.
   void mark_replayed(const std::vector<std::uint64_t>& keys);
 
+  /// Keys in the update log now (a hint: updates may be running).
+  std::size_t log_size() const {
+    std::lock_guard<std::mutex> lk(log_mutex_);
+    return log_.size();
+  }
+  /// The early replay, step 1 (updates may run meanwhile; the caller holds the switch lock, so
+  /// no switch, replay or eviction runs): empties the update log and returns each logged key's
+  /// current state, marking its entry clean and unlogged. The returned handles now belong to
+  /// the Canonical Store, which the caller must hand them to: an update meanwhile finds the
+  /// entry clean, does not report the handle as the cache's, and logs the key again.
+  std::vector<LogRecord> take_log();
+  /// The early replay, step 2, after the store ran the records of take_log(): records the store
+  /// did not apply (applied[j] false) are made dirty and logged again when their entry is
+  /// unchanged; when an update replaced the entry meanwhile, the record's value block belongs
+  /// to no one, and its handle is appended to *orphans for the caller to retire.
+  void settle_unapplied(const std::vector<LogRecord>& records, const std::vector<std::uint8_t>& applied,
+                        std::vector<std::uint64_t>* orphans);
+
   /// Removes every entry for which cold(ikey) is true; returns how many. Only clean entries
   /// may be cold (the switch protocol guarantees it; builds with DUET_CHECKS abort otherwise).
   std::uint64_t evict_if(const std::function<bool(std::uint64_t)>& cold);

@@ -684,9 +684,21 @@ void KvSpaceImpl::unblock() {
 
 Status KvSpaceImpl::checkpoint() {
   std::lock_guard<std::mutex> lk(switch_mutex_);
+  std::size_t early = 0;
+  if (Status s = replay_early(&early); !s.ok()) return s;
+  early_replayed_.fetch_add(early, std::memory_order_relaxed);
+  const std::uint64_t t0 = now_ns();
   block();
-  Status s = replay_log();
+  std::size_t late = 0;
+  Status s = replay_log(&late);
   unblock();
+  const std::uint64_t blocked_us = (now_ns() - t0) / 1000;
+  if (blocked_us > longest_block_us_.load(std::memory_order_relaxed))
+    longest_block_us_.store(blocked_us, std::memory_order_relaxed);
+  blocked_replayed_.fetch_add(late, std::memory_order_relaxed);
+  duet::log(blocked_us >= 1'000'000 ? LogLevel::kWarn : LogLevel::kDebug,
+            "kv '" + name_ + "': checkpoint replayed " + std::to_string(early) + " keys early and " +
+                std::to_string(late) + " with hot updates blocked for " + std::to_string(blocked_us) + " us");
   return s;
 }
 
@@ -727,8 +739,46 @@ Status KvSpaceImpl::scan(std::uint64_t cursor, std::size_t count, std::vector<st
   return Status::Ok();
 }
 
-Status KvSpaceImpl::replay_log() {
+Status KvSpaceImpl::replay_early(std::size_t* replayed) {
+  *replayed = 0;
+  // Each pass replays what the log held when it began; writers meanwhile dirty fewer keys than
+  // a pass replays, so the log shrinks pass by pass, and a few passes leave little for the
+  // replay under the block.
+  for (int pass = 0; pass < kEarlyReplayPasses && hot_.log_size() >= kBlockedReplayKeys; ++pass) {
+    const std::vector<HotCache::LogRecord> log = hot_.take_log();
+    if (log.empty()) break;
+    RequestGroup g;
+    for (const auto& rec : log) g.add(rec.present ? lslab::Op::kPut : lslab::Op::kDelete, rec.ikey, rec.handle);
+    store_->run(g);
+    const bool outcomes = g.error.ok() || g.error.code() == StatusCode::kResourceExhausted;
+    std::vector<std::uint8_t> applied(g.size(), 0);
+    std::size_t pslot;
+    mem::EpochManager::Participant* part = participants_.acquire(&pslot);
+    for (std::size_t j = 0; j < g.size(); ++j) {
+      // A device failure leaves every outcome unknown: the records go back to the cache (a
+      // block the store may also hold is then never freed by the cache, only leaked).
+      if (!outcomes || g.status[j] == lslab::OpStatus::kRetry) continue;
+      applied[j] = 1;
+      ++*replayed;
+      if (g.status[j] != lslab::OpStatus::kFound) continue;
+      DUET_CHECK(g.out[j] != g.values[j] || !is_block(g.out[j]),
+                 "early replay of key " + std::to_string(g.keys[j]) + " returned its own block as the previous value");
+      if (g.out[j] != g.values[j]) retire_value_block(part, g.out[j], "the early replay of the hot log");
+    }
+    std::vector<std::uint64_t> orphans;
+    hot_.settle_unapplied(log, applied, &orphans);
+    for (std::uint64_t h : orphans)
+      if (is_block(h)) retire_value_block(part, h, "an early replay's value the store could not take");
+    participants_.release(pslot);
+    if (!outcomes) return Status(g.error.code(), "early replay of the hot log failed: " + g.error.message());
+    if (*replayed < g.size()) break;  // the store is full: the blocked replay reports it
+  }
+  return Status::Ok();
+}
+
+Status KvSpaceImpl::replay_log(std::size_t* replayed) {
   const std::vector<HotCache::LogRecord> log = hot_.log_snapshot();
+  if (replayed) *replayed = log.size();
   if (log.empty()) return Status::Ok();
   RequestGroup g;
   for (const auto& rec : log) g.add(rec.present ? lslab::Op::kPut : lslab::Op::kDelete, rec.ikey, rec.handle);
@@ -764,15 +814,33 @@ Status KvSpaceImpl::replay_log() {
 }
 
 Status KvSpaceImpl::switch_locked(std::unique_ptr<RouterModel> next) {
-  const auto t0 = std::chrono::steady_clock::now();
+  using Clock = std::chrono::steady_clock;
+  const auto t0 = Clock::now();
+  auto us_since = [](Clock::time_point a) {
+    return static_cast<std::uint64_t>(std::chrono::duration_cast<std::chrono::microseconds>(Clock::now() - a).count());
+  };
+  // 0. Replay most of the update log while updates still run, so that the replay under the
+  //    block (which every hot update and load waits for) is short whatever the log held.
+  std::size_t early = 0;
+  if (Status s = replay_early(&early); !s.ok()) return Status(s.code(), "model switch: " + s.message());
+  early_replayed_.fetch_add(early, std::memory_order_relaxed);
+  const std::uint64_t early_us = us_since(t0);
   // 1. Block hot updates and loads; wait for the updates already running.
+  const auto tb = Clock::now();
   block();
+  const std::uint64_t block_us = us_since(tb);
   // 2. Replay the update log into the Canonical Store. On failure nothing is installed.
-  if (Status s = replay_log(); !s.ok()) {
+  const auto t1 = Clock::now();
+  std::size_t replayed = 0;
+  const Status replay = replay_log(&replayed);
+  blocked_replayed_.fetch_add(replayed, std::memory_order_relaxed);
+  if (!replay.ok()) {
     unblock();
-    return Status(s.code(), "model switch: " + s.message());
+    return Status(replay.code(), "model switch: " + replay.message());
   }
+  const std::uint64_t replay_us = us_since(t1);
   // 3. Install the new model; wait until nothing routed by the old one is in flight.
+  const auto t2 = Clock::now();
   const std::uint64_t e = gate_.epoch().load();
   const RouterModel* installed = next.get();
   model_slots_[(e + 1) & 1] = std::move(next);
@@ -780,15 +848,29 @@ Status KvSpaceImpl::switch_locked(std::unique_ptr<RouterModel> next) {
   gate_.advance();
   gate_.drain(e);
   unblock();
+  const std::uint64_t drain_us = us_since(t2);
   // 4. Evict keys the new model calls cold (all clean: they were replayed or loaded).
-  hot_.evict_if([installed](std::uint64_t ikey) { return !installed->hot(ikey); });
-  last_switch_ = std::chrono::steady_clock::now();
-  last_switch_us_.store(
-      static_cast<std::uint64_t>(std::chrono::duration_cast<std::chrono::microseconds>(last_switch_ - t0).count()),
-      std::memory_order_relaxed);
+  const auto t3 = Clock::now();
+  const std::uint64_t evicted = hot_.evict_if([installed](std::uint64_t ikey) { return !installed->hot(ikey); });
+  const std::uint64_t evict_us = us_since(t3);
+  last_switch_ = Clock::now();
+  const std::uint64_t total_us = us_since(t0);
+  last_switch_us_.store(total_us, std::memory_order_relaxed);
+  if (total_us > longest_switch_us_.load(std::memory_order_relaxed))
+    longest_switch_us_.store(total_us, std::memory_order_relaxed);
+  // Hot updates and loads wait from step 1 to the end of step 3: that is what requests feel.
+  const std::uint64_t blocked_us = block_us + replay_us + drain_us;
+  if (blocked_us > longest_block_us_.load(std::memory_order_relaxed))
+    longest_block_us_.store(blocked_us, std::memory_order_relaxed);
   switches_.fetch_add(1, std::memory_order_relaxed);
-  duet::log(LogLevel::kDebug, "kv '" + name_ + "': installed " + installed->describe() + " in " +
-                            std::to_string(last_switch_us_.load()) + " us");
+  const std::string parts = " (replayed " + std::to_string(early) + " keys early in " + std::to_string(early_us) +
+                            " us; hot updates blocked " + std::to_string(blocked_us) + " us: waiting for writers " +
+                            std::to_string(block_us) + ", replaying " + std::to_string(replayed) + " keys " +
+                            std::to_string(replay_us) + ", draining " + std::to_string(drain_us) + "; then evicting " +
+                            std::to_string(evicted) + " keys " + std::to_string(evict_us) + " us)";
+  // A switch that holds requests for long is worth a line at the default level.
+  duet::log(blocked_us >= 1'000'000 ? LogLevel::kWarn : LogLevel::kDebug,
+            "kv '" + name_ + "': installed " + installed->describe() + " in " + std::to_string(total_us) + " us" + parts);
   return Status::Ok();
 }
 
@@ -838,6 +920,10 @@ KvStats KvSpaceImpl::stats() const {
   }
   s.hot_entries = hot_.size();
   s.last_switch_us = last_switch_us_.load(std::memory_order_relaxed);
+  s.longest_switch_us = longest_switch_us_.load(std::memory_order_relaxed);
+  s.longest_switch_block_us = longest_block_us_.load(std::memory_order_relaxed);
+  s.replayed_early = early_replayed_.load(std::memory_order_relaxed);
+  s.replayed_blocked = blocked_replayed_.load(std::memory_order_relaxed);
   s.memory_bytes = budget_->used();
   s.store_backend = store_->backend();
   if (adaptive_) {

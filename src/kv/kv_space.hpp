@@ -105,7 +105,15 @@ class KvSpaceImpl final : public KvSpace, public std::enable_shared_from_this<Kv
   Status switch_locked(std::unique_ptr<RouterModel> next);
   /// Replays the Hot Cache's update log into the store; hot updates must be blocked and
   /// drained (caller holds switch_mutex_). On error, what was not applied stays dirty.
-  Status replay_log();
+  /// Writes the Hot Cache's update log into the Canonical Store (updates blocked); *replayed,
+  /// when given, gets the number of keys handed to the store.
+  Status replay_log(std::size_t* replayed = nullptr);
+  /// Replays the update log while hot updates still run (HotCache::take_log), in passes while
+  /// it holds at least kBlockedReplayKeys keys; *replayed gets the keys the store applied.
+  /// Caller holds switch_mutex_. Errors only for a failed device (the cache keeps its keys).
+  Status replay_early(std::size_t* replayed);
+  static constexpr std::size_t kBlockedReplayKeys = 4096;
+  static constexpr int kEarlyReplayPasses = 4;
   /// Blocks hot updates and loads and waits for the running updates; unblock() ends it.
   void block();
   void unblock();
@@ -153,6 +161,10 @@ class KvSpaceImpl final : public KvSpace, public std::enable_shared_from_this<Kv
   std::atomic<double> learned_ns_{0}, all_cold_ns_{0}, all_hot_ns_{0};
   // Statistics.
   std::atomic<std::uint64_t> hot_requests_{0}, hot_misses_{0}, cold_requests_{0}, switches_{0}, last_switch_us_{0};
+  /// The longest switch, and the longest time a switch held hot updates and loads, in µs.
+  std::atomic<std::uint64_t> longest_switch_us_{0}, longest_block_us_{0};
+  /// Keys replayed into the store before and under the block (switches and checkpoints).
+  std::atomic<std::uint64_t> early_replayed_{0}, blocked_replayed_{0};
   // The automatic switch thread.
   std::mutex auto_m_;
   std::condition_variable auto_cv_;
