@@ -9,9 +9,11 @@
 
 #include <algorithm>
 #include <cerrno>
+#include <cstdio>
 #include <cstring>
 #include <functional>
 
+#include "common/log.hpp"
 #include "server/server.hpp"
 
 namespace duet::server {
@@ -77,6 +79,25 @@ void IoThread::engine_done(void* self) {
   auto* t = static_cast<IoThread*>(self);
   t->engine_done_.store(true, std::memory_order_seq_cst);
   t->wake();
+}
+
+void IoThread::report_if_stuck() {
+  const std::uint64_t start = pass_start_ns_.load(std::memory_order_acquire);
+  if (start == 0 || start == reported_pass_ns_) return;
+  const std::uint64_t now = now_ns();
+  if (now < start + 1'000'000'000) return;
+  reported_pass_ns_ = start;
+  static constexpr const char* kStages[] = {"waiting", "reading sockets", "taking other threads' work",
+                                            "running engine batches", "sending replies", "housekeeping"};
+  char msg[256];
+  std::snprintf(msg, sizeof msg,
+                "server: I/O thread %u has been in one loop pass for %.1f s (%s; %u ops queued and %u engine "
+                "batches in flight when it began); its %llu clients get no replies meanwhile",
+                index_, static_cast<double>(now - start) / 1e9,
+                kStages[static_cast<unsigned>(stage_.load(std::memory_order_relaxed))],
+                pass_queued_.load(std::memory_order_relaxed), pass_in_flight_.load(std::memory_order_relaxed),
+                static_cast<unsigned long long>(metrics.open_connections.load(std::memory_order_relaxed)));
+  duet::log(LogLevel::kWarn, msg);
 }
 
 void IoThread::post_ops(std::vector<KeyOp*>& ops) {
@@ -168,6 +189,11 @@ void IoThread::loop() {
     if (has_work_.load(std::memory_order_seq_cst) || engine_done_.load(std::memory_order_seq_cst)) timeout = 0;
     const int n = ::epoll_wait(epfd_, evs, 256, timeout);
     sleeping_.store(false, std::memory_order_seq_cst);
+    const std::uint64_t pass_start = now_ns();
+    pass_queued_.store(static_cast<std::uint32_t>(pipeline_.queued()), std::memory_order_relaxed);
+    pass_in_flight_.store(static_cast<std::uint32_t>(pipeline_.in_flight()), std::memory_order_relaxed);
+    stage_.store(Stage::kSockets, std::memory_order_relaxed);
+    pass_start_ns_.store(pass_start, std::memory_order_release);
     const bool engine_woke = engine_done_.exchange(false, std::memory_order_acq_rel);
     for (int i = 0; i < n; ++i) {
       void* p = evs[i].data.ptr;
@@ -188,6 +214,7 @@ void IoThread::loop() {
       }
     }
     // Take what other threads sent.
+    stage_.store(Stage::kInbox, std::memory_order_relaxed);
     if (has_work_.load(std::memory_order_acquire)) {
       std::lock_guard<std::mutex> lk(m_);
       taken_.swap(inbox_);
@@ -218,6 +245,7 @@ void IoThread::loop() {
     // forever. So the threads together keep at most 512 in flight.
     const std::size_t max_flight = std::max<std::size_t>(
         1, std::min<std::size_t>(srv_->cfg_.max_batches_in_flight.load(), 512 / srv_->threads_.size()));
+    stage_.store(Stage::kEngine, std::memory_order_relaxed);
     bool progress = pipeline_.pump(*this, max_batch, max_flight);
     if (!progress && n == 0 && !took && !engine_woke && pipeline_.in_flight() > 0) wait_engine_ = true;
     metrics.overlapped.store(pipeline_.overlapped(), std::memory_order_relaxed);
@@ -225,12 +253,14 @@ void IoThread::loop() {
     post_outgoing();
     for (std::size_t s = 0; s < notes_out_.size(); ++s)
       if (!notes_out_[s].empty()) srv_->threads_[s]->post_notes(notes_out_[s]);
+    stage_.store(Stage::kReplies, std::memory_order_relaxed);
     for (std::size_t i = 0; i < dirty_.size(); ++i) {
       Conn* c = dirty_[i];
       c->in_flush_list = false;
       if (!c->dead()) flush(c);
     }
     dirty_.clear();
+    stage_.store(Stage::kHousekeeping, std::memory_order_relaxed);
     if (!lingering_.empty()) expire_lingering();
     expire_sessions();
     for (Conn* c : to_free_) {
@@ -238,6 +268,12 @@ void IoThread::loop() {
       delete c;
     }
     to_free_.clear();
+    const std::uint64_t pass_ns = now_ns() - pass_start;
+    if (pass_ns > metrics.longest_pass_ns.load(std::memory_order_relaxed))
+      metrics.longest_pass_ns.store(pass_ns, std::memory_order_relaxed);
+    if (pass_ns >= 1'000'000'000) bump(metrics.slow_passes, 1);
+    pass_start_ns_.store(0, std::memory_order_relaxed);
+    stage_.store(Stage::kWaiting, std::memory_order_relaxed);
   }
   // Exit. Batches in flight are finished first: the engine holds views of their requests, and
   // their ops point at connections and replies.

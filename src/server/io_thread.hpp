@@ -64,6 +64,13 @@ class IoThread final : public RequestSink, private KeyOpSink {
   /// Hands this thread a newly accepted client socket to serve (from the accepting thread).
   void post_connection(Accepted a);
 
+  /// Where a loop pass is (for report_if_stuck): set with relaxed stores as the pass moves on.
+  enum class Stage : std::uint8_t { kWaiting, kSockets, kInbox, kEngine, kReplies, kHousekeeping };
+  /// Called about once a second by another thread: logs a warning, once per pass, when this
+  /// thread has been in one loop pass for a second or more (its clients get no replies
+  /// meanwhile), naming the stage and what was queued when the pass began.
+  void report_if_stuck();
+
   ThreadMetrics metrics;
   /// Key ops this thread dispatched / completed (their difference, summed over threads, is
   /// the work in flight that a graceful stop waits for).
@@ -129,6 +136,13 @@ class IoThread final : public RequestSink, private KeyOpSink {
   std::atomic<bool> has_work_{false}, sleeping_{false};
   /// Set by engine_done: some batch in flight may be ready.
   std::atomic<bool> engine_done_{false};
+  /// The current pass's start (steady ns; 0 while waiting in epoll), its stage, the ops queued
+  /// and batches in flight in the engine pipeline when it began, and the start of the pass last
+  /// reported stuck (so each is reported once).
+  std::atomic<std::uint64_t> pass_start_ns_{0};
+  std::atomic<Stage> stage_{Stage::kWaiting};
+  std::atomic<std::uint32_t> pass_queued_{0}, pass_in_flight_{0};
+  std::uint64_t reported_pass_ns_ = 0;  ///< the reporting thread's own
   /// The last pass found batches in flight and nothing else to do: the next epoll_wait sleeps
   /// until a socket, another thread or the engine wakes the loop (at most kEngineWaitMs).
   bool wait_engine_ = false;

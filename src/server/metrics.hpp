@@ -50,6 +50,9 @@ struct ThreadMetrics {
   std::atomic<std::uint64_t> overlapped{0};
   /// Blind writes of another thread's key run here, without the hand-off to the owner.
   std::atomic<std::uint64_t> direct_writes{0};
+  /// The longest loop pass (from epoll_wait's return to the pass's end), and the passes that
+  /// took a second or more: a thread that long in one pass answers none of its clients.
+  std::atomic<std::uint64_t> longest_pass_ns{0}, slow_passes{0};
 };
 
 struct ServerStats;

@@ -177,6 +177,11 @@ ServerStats Server::stats() {
     t.batches += st.batches;
     t.batched_requests += st.batched_requests;
     t.model_switches += st.model_switches;
+    t.last_switch_us = std::max(t.last_switch_us, st.last_switch_us);
+    t.longest_switch_us = std::max(t.longest_switch_us, st.longest_switch_us);
+    t.longest_switch_block_us = std::max(t.longest_switch_block_us, st.longest_switch_block_us);
+    t.replayed_early += st.replayed_early;
+    t.replayed_blocked += st.replayed_blocked;
     t.store_busy_ns += st.store_busy_ns;
     t.hot_entries += st.hot_entries;
     t.memory_bytes = st.memory_bytes;  // the store's budget, shared by every keyspace
@@ -189,6 +194,8 @@ ServerStats Server::stats() {
     s.batched += t->metrics.batched.load(std::memory_order_relaxed);
     s.batches_overlapped += t->metrics.overlapped.load(std::memory_order_relaxed);
     s.direct_writes += t->metrics.direct_writes.load(std::memory_order_relaxed);
+    s.longest_pass_ns = std::max(s.longest_pass_ns, t->metrics.longest_pass_ns.load(std::memory_order_relaxed));
+    s.slow_passes += t->metrics.slow_passes.load(std::memory_order_relaxed);
     s.net_in += t->metrics.net_in.load(std::memory_order_relaxed);
     s.net_out += t->metrics.net_out.load(std::memory_order_relaxed);
   }
@@ -260,6 +267,7 @@ Status Server::start() {
         for (const auto& x : t->metrics.calls) calls += x.load(std::memory_order_relaxed);
       ops_per_sec_.store(calls - last);
       last = calls;
+      for (const auto& t : threads_) t->report_if_stuck();
     }
   });
   return Status::Ok();

@@ -36,6 +36,8 @@ struct ServerStats {
   std::uint64_t calls = 0, batches = 0, batched = 0, net_in = 0, net_out = 0;  ///< summed over I/O threads
   std::uint64_t batches_overlapped = 0;  ///< batches started while another of their thread was in flight
   std::uint64_t direct_writes = 0;       ///< blind writes run by a thread that does not own the key
+  std::uint64_t longest_pass_ns = 0;     ///< the longest loop pass of any I/O thread
+  std::uint64_t slow_passes = 0;         ///< loop passes that took a second or more, over all I/O threads
   std::uint64_t clients = 0, total_connections = 0, rejected = 0, ops_per_sec = 0;
   std::uint64_t maxclients = 0, maxmemory = 0;
   unsigned io_threads = 0;

@@ -187,3 +187,22 @@ def test_disconnect_mid_flight_loses_no_acknowledged_write(inflight_srv):
         def one_client():
             return c.call("INFO", "clients").decode().count("connected_clients:1\r")
         poll_until(one_client, 10, what="disconnected clients released")
+
+
+def test_info_reports_loop_passes_and_switch_pauses(inflight_srv):
+    """INFO duet says how long an I/O thread spent in its longest loop pass (a thread in one
+    pass answers none of its clients), how many passes took a second or more, and how long
+    model switches held hot updates; under a light load no pass takes a second."""
+    port = inflight_srv.port
+    with Conn(port) as c:
+        for i in range(200):
+            c.call("SET", f"pass-{i}", "v")
+            c.call("GET", f"pass-{i}")
+    info = info_duet(port)
+    for field in ("io_thread_longest_pass_us", "io_thread_slow_passes", "router_last_switch_us",
+                  "router_longest_switch_us", "router_longest_switch_block_us", "router_replayed_early",
+                  "router_replayed_blocked"):
+        assert field in info, field
+        assert int(info[field]) >= 0, (field, info[field])
+    assert 0 < int(info["io_thread_longest_pass_us"]) < 1_000_000
+    assert int(info["io_thread_slow_passes"]) == 0

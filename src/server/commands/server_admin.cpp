@@ -128,6 +128,13 @@ std::string render_info(const ServerStats& s, const std::vector<std::string>& se
     line("router_model", s.engine.router_model.empty() ? "none (no database opened yet)" : s.engine.router_model);
     line("router_choice", s.engine.router_choice.empty() ? "none (no database opened yet)" : s.engine.router_choice);
     line("model_switches", std::to_string(kv.model_switches));
+    line("router_last_switch_us", std::to_string(kv.last_switch_us));
+    line("router_longest_switch_us", std::to_string(kv.longest_switch_us));
+    line("router_longest_switch_block_us", std::to_string(kv.longest_switch_block_us));
+    line("router_replayed_early", std::to_string(kv.replayed_early));
+    line("router_replayed_blocked", std::to_string(kv.replayed_blocked));
+    line("io_thread_longest_pass_us", std::to_string(s.longest_pass_ns / 1000));
+    line("io_thread_slow_passes", std::to_string(s.slow_passes));
     line("avg_batch_size", avg);
     line("batches_overlapped", std::to_string(s.batches_overlapped));
     line("direct_writes", std::to_string(s.direct_writes));
