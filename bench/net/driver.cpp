@@ -1,10 +1,13 @@
 #include "driver.hpp"
 
 #include <fcntl.h>
+#include <linux/sockios.h>
 #include <netdb.h>
 #include <netinet/in.h>
 #include <netinet/tcp.h>
+#include <poll.h>
 #include <sys/epoll.h>
+#include <sys/ioctl.h>
 #include <sys/socket.h>
 #include <unistd.h>
 
@@ -48,6 +51,105 @@ std::string describe(const Reply& r) {
   for (char& ch : t)
     if (static_cast<unsigned char>(ch) < 0x20) ch = '?';
   return s + t + (r.text.size() > 80 ? "..." : "");
+}
+
+/// Waits up to `timeout_ms` for `events` on fd. >0: ready; 0: timed out; <0: poll failed (errno).
+int wait_fd(int fd, short events, int timeout_ms) {
+  const std::uint64_t deadline = now_ns() + static_cast<std::uint64_t>(timeout_ms) * 1000000ull;
+  for (;;) {
+    const std::uint64_t now = now_ns();
+    const int left = now >= deadline ? 0 : static_cast<int>((deadline - now + 999999) / 1000000);
+    pollfd pfd{fd, events, 0};
+    const int rc = ::poll(&pfd, 1, left);
+    if (rc < 0 && errno == EINTR) continue;
+    return rc;
+  }
+}
+
+/// Opens a fresh connection to the server at `addr`, sends INFO EVERYTHING (every section, on
+/// Redis as on duet) and prints the reply to stderr under a header. Connecting and reading each
+/// time out after 2 s; any failure is reported in the output, never fatal.
+void print_server_info(const sockaddr_storage& addr, socklen_t addr_len, const std::string& where) {
+  constexpr int kTimeoutMs = 2000;
+  std::fprintf(stderr, "duet_bench_net: ---- server state at the stall: INFO EVERYTHING from %s "
+               "(fresh connection, 2 s timeouts) ----\n", where.c_str());
+  std::fflush(stderr);
+  auto failed = [](const std::string& why) {
+    std::fprintf(stderr, "duet_bench_net: INFO failed: %s\n", why.c_str());
+    std::fprintf(stderr, "duet_bench_net: ---- end of INFO ----\n");
+    std::fflush(stderr);
+  };
+  if (addr_len == 0) return failed("no server address recorded");
+  const int fd = ::socket(addr.ss_family, SOCK_STREAM | SOCK_CLOEXEC | SOCK_NONBLOCK, 0);
+  if (fd < 0) return failed(std::string("socket: ") + std::strerror(errno));
+  struct Closer {
+    int fd;
+    ~Closer() { ::close(fd); }
+  } closer{fd};
+  if (::connect(fd, reinterpret_cast<const sockaddr*>(&addr), addr_len) != 0) {
+    if (errno != EINPROGRESS) return failed(std::string("connect: ") + std::strerror(errno));
+    const int rc = wait_fd(fd, POLLOUT, kTimeoutMs);
+    if (rc < 0) return failed(std::string("poll: ") + std::strerror(errno));
+    if (rc == 0) return failed("connect timed out after 2 s");
+    int err = 0;
+    socklen_t len = sizeof err;
+    if (::getsockopt(fd, SOL_SOCKET, SO_ERROR, &err, &len) != 0) err = errno;
+    if (err != 0) return failed(std::string("connect: ") + std::strerror(err));
+  }
+  const std::string request = "*2\r\n$4\r\nINFO\r\n$10\r\nEVERYTHING\r\n";
+  for (std::size_t off = 0; off < request.size();) {
+    const ssize_t n = ::send(fd, request.data() + off, request.size() - off, MSG_NOSIGNAL);
+    if (n > 0) {
+      off += static_cast<std::size_t>(n);
+    } else if (n < 0 && errno == EINTR) {
+      continue;
+    } else if (n < 0 && (errno == EAGAIN || errno == EWOULDBLOCK)) {
+      const int rc = wait_fd(fd, POLLOUT, kTimeoutMs);
+      if (rc < 0) return failed(std::string("poll: ") + std::strerror(errno));
+      if (rc == 0) return failed("send timed out after 2 s");
+    } else {
+      return failed(std::string("send: ") + std::strerror(errno));
+    }
+  }
+  // Read until one whole reply has arrived, 2 s at most in all.
+  const std::uint64_t deadline = now_ns() + static_cast<std::uint64_t>(kTimeoutMs) * 1000000ull;
+  std::string in;
+  char buf[64 * 1024];
+  for (;;) {
+    Reply r;
+    std::size_t used = 0;
+    std::string err;
+    const ParseResult pr = parse_reply(in.data(), in.size(), &used, &r, &err);
+    if (pr == ParseResult::kProtocolError) return failed("protocol error in the reply: " + err);
+    if (pr == ParseResult::kReply) {
+      if (r.type == '$' && !r.nil) {
+        std::string text(r.text);
+        std::string out;
+        out.reserve(text.size());
+        for (char ch : text)
+          if (ch != '\r') out.push_back(ch);
+        std::fputs(out.c_str(), stderr);
+        if (!out.empty() && out.back() != '\n') std::fputc('\n', stderr);
+        std::fprintf(stderr, "duet_bench_net: ---- end of INFO ----\n");
+        std::fflush(stderr);
+        return;
+      }
+      return failed("the server answered " + describe(r));
+    }
+    const std::uint64_t now = now_ns();
+    if (now >= deadline)
+      return failed("no complete reply within 2 s (" + std::to_string(in.size()) + " bytes received)");
+    const int rc = wait_fd(fd, POLLIN, static_cast<int>((deadline - now + 999999) / 1000000));
+    if (rc < 0) return failed(std::string("poll: ") + std::strerror(errno));
+    if (rc == 0) continue;  // the deadline check above reports it
+    const ssize_t n = ::recv(fd, buf, sizeof buf, 0);
+    if (n == 0) return failed("the server closed the connection (" + std::to_string(in.size()) + " bytes received)");
+    if (n < 0) {
+      if (errno == EINTR || errno == EAGAIN || errno == EWOULDBLOCK) continue;
+      return failed(std::string("recv: ") + std::strerror(errno));
+    }
+    in.append(buf, static_cast<std::size_t>(n));
+  }
 }
 
 }  // namespace
@@ -142,7 +244,13 @@ bool Driver::connect(std::string* error) {
         last_errno = errno;
         continue;
       }
-      if (::connect(fd, a->ai_addr, a->ai_addrlen) == 0) break;
+      if (::connect(fd, a->ai_addr, a->ai_addrlen) == 0) {
+        if (server_addr_len_ == 0 && a->ai_addrlen <= sizeof server_addr_) {
+          std::memcpy(&server_addr_, a->ai_addr, a->ai_addrlen);
+          server_addr_len_ = a->ai_addrlen;
+        }
+        break;
+      }
       last_errno = errno;
       ::close(fd);
       fd = -1;
@@ -232,7 +340,8 @@ void Driver::run_worker(Worker& w, Phase& p, PhaseStats* st) {
           epoll_event ev{};
           ev.events = EPOLLIN | EPOLLOUT;
           ev.data.ptr = &c;
-          epoll_ctl(w.ep, EPOLL_CTL_MOD, c.fd, &ev);
+          if (epoll_ctl(w.ep, EPOLL_CTL_MOD, c.fd, &ev) != 0)
+            fatal("epoll_ctl (EPOLLIN|EPOLLOUT) on connection " + std::to_string(c.id) + ": " + std::strerror(errno));
           c.writing = true;
         }
         return;
@@ -243,7 +352,8 @@ void Driver::run_worker(Worker& w, Phase& p, PhaseStats* st) {
       epoll_event ev{};
       ev.events = EPOLLIN;
       ev.data.ptr = &c;
-      epoll_ctl(w.ep, EPOLL_CTL_MOD, c.fd, &ev);
+      if (epoll_ctl(w.ep, EPOLL_CTL_MOD, c.fd, &ev) != 0)
+        fatal("epoll_ctl (EPOLLIN) on connection " + std::to_string(c.id) + ": " + std::strerror(errno));
       c.writing = false;
     }
   };
@@ -378,33 +488,107 @@ void Driver::run_worker(Worker& w, Phase& p, PhaseStats* st) {
       if (start_batch(*c, now)) ++active;
   }
   std::vector<epoll_event> events(std::max<std::size_t>(w.conns.size(), 1));
+  // The stall clock: the last time a connection of this thread finished a whole batch.
   std::uint64_t last_progress = now_ns();
+  // Set when the stall condition held after a pass: the next pass polls without waiting, and the
+  // stall is declared only if that pass makes no progress either.
+  bool recheck = false;
   while (active > 0) {
-    const int n = epoll_wait(w.ep, events.data(), static_cast<int>(events.size()), 200);
+    const int n = epoll_wait(w.ep, events.data(), static_cast<int>(events.size()), recheck ? 0 : 200);
     if (n < 0) {
       if (errno == EINTR) continue;
       fatal(std::string("epoll_wait: ") + std::strerror(errno));
-    }
-    const std::uint64_t now = now_ns();
-    if (now - last_progress > stall_ns)
-    {
-      char msg[160];
-      std::snprintf(msg, sizeof msg, "no reply for %g s (%zu connections of a client thread waiting)", o_.stall_seconds,
-                    active);
-      fatal(msg);
     }
     for (int e = 0; e < n; ++e) {
       Conn& c = *static_cast<Conn*>(events[e].data.ptr);
       if (events[e].events & EPOLLOUT) flush(c);
       if (events[e].events & (EPOLLIN | EPOLLHUP | EPOLLERR)) {
         if (on_readable(c)) {
-          last_progress = now;
+          last_progress = last_reply_ns;
           if (!start_batch(c, now_ns())) --active;
         }
       }
     }
+    // The stall check follows the pass, so that batches finished by replies that arrived while
+    // this thread was not running (descheduled, stopped) reset the clock before it is read. The
+    // confirming pass (recheck) closes the gap between the handling above and the clock read:
+    // a thread stopped in that gap finds its replies there before the stall is declared.
+    if (active == 0 || now_ns() - last_progress <= stall_ns) {
+      recheck = false;
+    } else if (!recheck) {
+      recheck = true;
+    } else {
+      report_stall(w, active);
+    }
   }
   st->seconds = static_cast<double>(last_reply_ns - p.start_ns) * 1e-9;
+}
+
+void Driver::report_stall(const Worker& w, std::size_t active) {
+  // One report per process: a second thread that stalls meanwhile waits for the first's exit.
+  static std::atomic<bool> reporting{false};
+  if (reporting.exchange(true)) {
+    for (;;) ::pause();
+  }
+  std::fflush(stdout);
+  std::fprintf(stderr,
+               "duet_bench_net: FATAL: stall: no connection of a client thread finished a batch for %g s "
+               "(--stall; %zu of its %zu connections waiting)\n",
+               o_.stall_seconds, active, w.conns.size());
+  std::fprintf(stderr,
+               "duet_bench_net: the waiting connections (replies received / batch size, request bytes sent / "
+               "queued, bytes read but not yet a whole reply, the socket's unread bytes (FIONREAD) and unsent "
+               "bytes (SIOCOUTQ)):\n");
+  constexpr std::size_t kMaxLines = 64;
+  std::size_t waiting = 0, with_unread = 0, unwritten = 0, unwritten_queue_empty = 0, with_unsent = 0;
+  for (const auto& cp : w.conns) {
+    const Conn& c = *cp;
+    if (c.next_reply >= c.keys.size()) continue;  // no batch in flight
+    int unread = 0, unsent = 0;
+    const bool unread_ok = ::ioctl(c.fd, FIONREAD, &unread) == 0;
+    const int unread_errno = errno;
+    const bool unsent_ok = ::ioctl(c.fd, SIOCOUTQ, &unsent) == 0;
+    const int unsent_errno = errno;
+    if (unread_ok && unread > 0) ++with_unread;
+    if (unsent_ok && unsent > 0) ++with_unsent;
+    if (c.out_off < c.out.size()) {
+      ++unwritten;
+      if (unsent_ok && unsent == 0) ++unwritten_queue_empty;
+    }
+    if (waiting++ < kMaxLines) {
+      const std::string unread_s = unread_ok ? std::to_string(unread) : std::string("? (") + std::strerror(unread_errno) + ")";
+      const std::string unsent_s = unsent_ok ? std::to_string(unsent) : std::string("? (") + std::strerror(unsent_errno) + ")";
+      std::fprintf(stderr,
+                   "  conn %u: replies %zu/%zu, request bytes sent %zu/%zu, buffered %zu, socket unread %s, "
+                   "unsent %s%s\n",
+                   c.id, c.next_reply, c.keys.size(), c.out_off, c.out.size(), c.in_end - c.in_beg, unread_s.c_str(),
+                   unsent_s.c_str(), c.writing ? " (waiting for EPOLLOUT)" : "");
+    }
+  }
+  if (waiting > kMaxLines) std::fprintf(stderr, "  ... and %zu more waiting connections\n", waiting - kMaxLines);
+  if (with_unread > 0)
+    std::fprintf(stderr,
+                 "duet_bench_net: connections with unread bytes in the socket: %zu of %zu waiting -- replies have "
+                 "arrived and the client did not read them (client at fault)\n",
+                 with_unread, waiting);
+  else
+    std::fprintf(stderr,
+                 "duet_bench_net: connections with unread bytes in the socket: none of %zu waiting -- the server has "
+                 "not answered\n",
+                 waiting);
+  if (unwritten > 0)
+    std::fprintf(stderr,
+                 "duet_bench_net: note: %zu waiting connections have request bytes the client has not written yet "
+                 "(%zu of them with an empty socket send queue, where the client, not the server, holds them back)\n",
+                 unwritten, unwritten_queue_empty);
+  if (with_unsent > 0)
+    std::fprintf(stderr,
+                 "duet_bench_net: note: %zu waiting connections have bytes in the socket's send queue (not yet "
+                 "acknowledged by the server's host)\n",
+                 with_unsent);
+  std::fflush(stderr);
+  print_server_info(server_addr_, server_addr_len_, o_.host + ":" + std::to_string(o_.port));
+  std::_Exit(1);
 }
 
 }  // namespace duet::bench::net

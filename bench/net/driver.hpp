@@ -3,6 +3,8 @@
 // writes `pipeline` requests at once, reads their replies, and only then sends the next batch.
 #pragma once
 
+#include <sys/socket.h>
+
 #include <cstdint>
 #include <memory>
 #include <string>
@@ -51,10 +53,14 @@ class Driver {
   struct Phase;
   void run_worker(Worker& w, Phase& phase, PhaseStats* stats);
   PhaseStats run_phase(Phase& phase);
+  /// Reports a stall of `w`'s thread: its waiting connections' state and the server's INFO, then exits 1.
+  [[noreturn]] void report_stall(const Worker& w, std::size_t active);
 
   Options o_;
   std::vector<std::unique_ptr<Worker>> workers_;
   std::unique_ptr<kv::ZipfianGenerator> zipf_;
+  sockaddr_storage server_addr_{};  ///< the address the connections reached (for the stall's INFO)
+  socklen_t server_addr_len_ = 0;
 };
 
 /// Monotonic time in nanoseconds.

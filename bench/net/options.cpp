@@ -46,7 +46,13 @@ Usage: duet_bench_net [options]
   --warmup S            unmeasured seconds of the mix after the load (default 1; 0 skips)
   --no-load             skip the initial SET of every key (GET values are then not checked)
   --allow-misses        do not fail when a GET of a loaded key finds nothing
-  --stall S             fail when no reply arrives for S seconds (default 10)
+  --stall S             fail when no connection of a client thread finishes a whole batch
+                        (receives the last of its P replies) for S seconds while some of the
+                        thread's connections wait; only a finished batch resets the clock, a
+                        reply that leaves its batch unfinished does not (default 10). On a
+                        stall the client prints, for each waiting connection, replies and
+                        request bytes so far and the socket's unread / unsent bytes, then the
+                        server's INFO from a fresh connection, and exits with status 1
   --seed N              random seed (default 1)
   --label NAME          the system's name in the records (default "server")
   --device NAME         the result file's device field (default "cpu")

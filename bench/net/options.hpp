@@ -25,7 +25,7 @@ struct Options {
   double warmup_seconds = 1;    ///< unmeasured mix run after the load
   bool load = true;             ///< SET every key before measuring
   bool allow_misses = false;    ///< a GET of a loaded key that finds nothing is a failure unless set
-  double stall_seconds = 10;    ///< fail when no reply arrives for this long
+  double stall_seconds = 10;    ///< fail when no connection of a client thread finishes a batch for this long
   std::uint64_t seed = 1;
   std::string label = "server";  ///< `system` of the records
   std::string device = "cpu";    ///< the result file's `device` (what the server runs on)
