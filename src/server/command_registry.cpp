@@ -15,13 +15,61 @@ void register_procedure_commands(CommandTable& t);  ///< commands/procedure.cpp
 
 namespace {
 
+/// ASCII lower case without the C library's locale lookup (command names are ASCII).
+inline unsigned char lower(unsigned char c) { return static_cast<unsigned char>(c + ((c - 'A' < 26u) << 5)); }
+
+/// Command names by name, lowered: open addressing over a power-of-two table at most a quarter
+/// full, keyed by FNV-1a of the lowered bytes, so that a lookup lowers and hashes the name in
+/// one pass and usually compares one entry (find_command runs for every request).
+class NameTable {
+ public:
+  static constexpr std::size_t kMaxName = 32;
+  void build(const std::vector<CommandDef>& defs) {
+    std::size_t size = 64;
+    while (size < 4 * defs.size()) size *= 2;
+    slots_.assign(size, nullptr);
+    for (const CommandDef& d : defs) {
+      const std::string_view name(d.name);
+      if (name.size() > kMaxName) continue;  // check_registry reports it
+      std::size_t i = hash(name) & (size - 1);
+      while (slots_[i]) i = (i + 1) & (size - 1);
+      slots_[i] = &d;
+    }
+  }
+  /// The command named `name` in any case, or null.
+  const CommandDef* find(std::string_view name) const {
+    if (name.size() > kMaxName || slots_.empty()) return nullptr;
+    char low[kMaxName];
+    std::uint64_t h = 0xcbf29ce484222325ull;
+    for (std::size_t i = 0; i < name.size(); ++i) {
+      low[i] = static_cast<char>(lower(static_cast<unsigned char>(name[i])));
+      h = (h ^ static_cast<unsigned char>(low[i])) * 0x100000001b3ull;
+    }
+    const std::size_t mask = slots_.size() - 1;
+    for (std::size_t i = h & mask;; i = (i + 1) & mask) {
+      const CommandDef* d = slots_[i];
+      if (!d) return nullptr;
+      if (std::string_view(d->name) == std::string_view(low, name.size())) return d;
+    }
+  }
+
+ private:
+  static std::uint64_t hash(std::string_view lowered) {
+    std::uint64_t h = 0xcbf29ce484222325ull;
+    for (char c : lowered) h = (h ^ static_cast<unsigned char>(c)) * 0x100000001b3ull;
+    return h;
+  }
+  std::vector<const CommandDef*> slots_;
+};
+
 struct Registry {
   std::vector<CommandDef> defs;
-  std::unordered_map<std::string_view, const CommandDef*> by_name;
+  NameTable by_name;
 };
 
 const Registry& registry() {
   static const Registry r = [] {
+    Registry out;
     CommandTable t;
     // The families, one file each under commands/. A new family is added here, once.
     register_connection_commands(t);
@@ -31,10 +79,9 @@ const Registry& registry() {
     register_batch_commands(t);
     register_txn_commands(t);
     register_procedure_commands(t);
-    Registry out;
     out.defs = std::move(t.defs());
     for (std::size_t i = 0; i < out.defs.size(); ++i) out.defs[i].id = static_cast<unsigned>(i);
-    for (const CommandDef& d : out.defs) out.by_name.emplace(d.name, &d);
+    out.by_name.build(out.defs);
     return out;
   }();
   return r;
@@ -66,14 +113,7 @@ void CommandContext::error(std::string_view msg) {
 
 const std::vector<CommandDef>& all_commands() { return registry().defs; }
 
-const CommandDef* find_command(std::string_view name) {
-  if (name.size() > 32) return nullptr;
-  char buf[32];
-  for (std::size_t i = 0; i < name.size(); ++i) buf[i] = static_cast<char>(std::tolower(static_cast<unsigned char>(name[i])));
-  const auto& m = registry().by_name;
-  const auto it = m.find(std::string_view(buf, name.size()));
-  return it == m.end() ? nullptr : it->second;
-}
+const CommandDef* find_command(std::string_view name) { return registry().by_name.find(name); }
 
 std::string check_registry(const std::vector<CommandDef>& defs) {
   std::string problems;
