@@ -220,6 +220,22 @@ void HotCache::append_log(std::uint64_t ikey) {
   log_.push_back(ikey);
 }
 
+bool HotCache::read_logged(std::uint64_t k, bool take, LogRecord* rec) {
+  std::shared_lock<sched::StripedSharedMutex> rl(resize_);
+  Bucket& b = table_.load(std::memory_order_relaxed)->bucket(k);
+  WriteLock lk(b);
+  Node* n;
+  unsigned i;
+  const bool resident = find(b, k, &n, &i);
+  const bool logged = resident && (n->flags[i] & kLogged);
+  DUET_CHECK(logged, "update log holds key " + std::to_string(k) +
+                         (resident ? ", whose entry is not marked logged" : ", which is no longer in the cache"));
+  if (!logged) return false;
+  *rec = {k, (n->flags[i] & kPresent) != 0, n->handles[i]};
+  if (take) racy_store(n->flags[i], static_cast<std::uint8_t>(n->flags[i] & kPresent));  // clean, unlogged
+  return true;
+}
+
 std::vector<HotCache::LogRecord> HotCache::log_snapshot() {
   std::lock_guard<std::mutex> lg(log_mutex_);
   // Every logged key appears once and is resident with its kLogged flag set: update() appends
@@ -235,17 +251,9 @@ std::vector<HotCache::LogRecord> HotCache::log_snapshot() {
   out.reserve(log_.size());
   std::size_t kept = 0;
   for (std::uint64_t k : log_) {
-    std::shared_lock<sched::StripedSharedMutex> rl(resize_);
-    const Bucket& b = table_.load(std::memory_order_relaxed)->bucket(k);
-    WriteLock lk(b);
-    Node* n;
-    unsigned i;
-    const bool resident = find(b, k, &n, &i);
-    const bool logged = resident && (n->flags[i] & kLogged);
-    DUET_CHECK(logged, "update log holds key " + std::to_string(k) +
-                           (resident ? ", whose entry is not marked logged" : ", which is no longer in the cache"));
-    if (!logged) continue;
-    out.push_back({k, (n->flags[i] & kPresent) != 0, n->handles[i]});
+    LogRecord rec;
+    if (!read_logged(k, false, &rec)) continue;
+    out.push_back(rec);
     log_[kept++] = k;
   }
   log_.resize(kept);
@@ -264,18 +272,8 @@ std::vector<HotCache::LogRecord> HotCache::take_log() {
   std::vector<LogRecord> out;
   out.reserve(keys.size());
   for (std::uint64_t k : keys) {
-    std::shared_lock<sched::StripedSharedMutex> rl(resize_);
-    Bucket& b = table_.load(std::memory_order_relaxed)->bucket(k);
-    WriteLock lk(b);
-    Node* n;
-    unsigned i;
-    const bool resident = find(b, k, &n, &i);
-    const bool logged = resident && (n->flags[i] & kLogged);
-    DUET_CHECK(logged, "update log holds key " + std::to_string(k) +
-                           (resident ? ", whose entry is not marked logged" : ", which is no longer in the cache"));
-    if (!logged) continue;
-    out.push_back({k, (n->flags[i] & kPresent) != 0, n->handles[i]});
-    racy_store(n->flags[i], static_cast<std::uint8_t>(n->flags[i] & kPresent));  // clean, unlogged
+    LogRecord rec;
+    if (read_logged(k, true, &rec)) out.push_back(rec);
   }
   return out;
 }

@@ -131,6 +131,10 @@ class HotCache {
   /// Inserts into a bucket known not to hold ikey (writer lock held or table private).
   static void insert(Bucket& b, std::uint64_t ikey, std::uint64_t handle, std::uint8_t flags);
   void append_log(std::uint64_t ikey);
+  /// The state of logged key k into *rec, under its bucket lock; with `take`, the entry is also
+  /// marked clean and unlogged. False (and, with DUET_CHECKS, an abort) for a key that is not
+  /// resident or not marked logged, which the switch protocol rules out.
+  bool read_logged(std::uint64_t k, bool take, LogRecord* rec);
   /// Grows the table if it is still at least as loaded as when the caller looked.
   void grow(mem::EpochManager::Participant* part);
 
