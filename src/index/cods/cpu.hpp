@@ -36,33 +36,30 @@ inline Status check_batch(const Batch& b, const BatchResult& r, bool needs_value
   return Status::Ok();
 }
 
-/// What the CPU set front ends share: sessions on their EpochManager (with the arena a planted
-/// bug needs), contains, insert, remove and the batch execute. Derived gives root() (the
-/// structure argument of Algo's calls) and the one-request execute(s, op, k).
-template <class Derived, class Algo>
-class CpuSet {
+/// The calls every set front end makes the same way, over any environment (CpuEnv here,
+/// RemoteEnv in remote_front.hpp): contains, insert, remove and the batch execute. Derived
+/// gives root() (the structure argument of Algo's calls), the one-request execute(s, op, k)
+/// and a static enter(s) whose result a call holds for its duration (an epoch pin, or a
+/// remote session's start).
+template <class Derived, class Algo, class Env>
+class SetCalls {
  public:
-  /// A session for the calling thread (hooks: tests only; a session with a planted bug must be
-  /// the first one opened, so every node goes to the arena).
-  std::unique_ptr<CpuEnv> session(const Hooks* hooks = nullptr) {
-    return std::make_unique<CpuEnv>(epoch_, hooks, arena_for(hooks));
-  }
-
-  bool contains(CpuEnv& s, std::uint64_t k) {
-    auto pin = s.pin();
+  bool contains(Env& s, std::uint64_t k) {
+    [[maybe_unused]] auto held = Derived::enter(s);
     return Algo::contains(CpuThread{}, s, self().root(), k);
   }
-  /// kNotFound: inserted; kFound: present already.
-  OpStatus insert(CpuEnv& s, std::uint64_t k) {
-    auto pin = s.pin();
+  /// kNotFound: inserted; kFound: present already (kRetry: remote regions full).
+  OpStatus insert(Env& s, std::uint64_t k) {
+    [[maybe_unused]] auto held = Derived::enter(s);
     return Algo::insert(CpuThread{}, s, self().root(), k);
   }
   /// kFound: removed; kNotFound: absent.
-  OpStatus remove(CpuEnv& s, std::uint64_t k) {
-    auto pin = s.pin();
+  OpStatus remove(Env& s, std::uint64_t k) {
+    [[maybe_unused]] auto held = Derived::enter(s);
     return Algo::remove(CpuThread{}, s, self().root(), k);
   }
-  Status execute(CpuEnv& s, const Batch& b, BatchResult& r) {
+  /// The batch in index order (the CPU twin's semantics, above).
+  Status execute(Env& s, const Batch& b, BatchResult& r) {
     Status st = check_batch(b, r, false);
     if (!st.ok()) return st;
     for (std::uint64_t i = 0; i < b.n; ++i) {
@@ -72,12 +69,41 @@ class CpuSet {
     return Status::Ok();
   }
 
+ private:
+  Derived& self() { return static_cast<Derived&>(*this); }
+};
+
+/// A tree's batch in index order over any environment: Tree gives execute(s, op, k, v).
+template <class Tree, class Env>
+Status execute_tree_batch(Tree& t, Env& s, const Batch& b, BatchResult& r) {
+  Status st = check_batch(b, r, true);
+  if (!st.ok()) return st;
+  for (std::uint64_t i = 0; i < b.n; ++i) {
+    const TreeResult x = t.execute(s, b.ops[i], b.keys[i], b.ops[i] == Op::kInsert ? b.values[i] : 0);
+    r.status[i] = x.status;
+    r.values[i] = x.status == OpStatus::kFound ? x.value : 0;
+  }
+  return Status::Ok();
+}
+
+/// What the CPU set front ends share beyond SetCalls: sessions on their EpochManager (with the
+/// arena a planted bug needs), and each call pinned.
+template <class Derived, class Algo>
+class CpuSet : public SetCalls<Derived, Algo, CpuEnv> {
+ public:
+  /// A session for the calling thread (hooks: tests only; a session with a planted bug must be
+  /// the first one opened, so every node goes to the arena).
+  std::unique_ptr<CpuEnv> session(const Hooks* hooks = nullptr) {
+    return std::make_unique<CpuEnv>(epoch_, hooks, arena_for(hooks));
+  }
+  /// What each call holds: an epoch pin.
+  static mem::EpochManager::Guard enter(CpuEnv& s) { return s.pin(); }
+
  protected:
   /// Nodes went to the arena (a planted bug): the arena frees them, not the structure.
   bool has_arena() const { return arena_ != nullptr; }
 
  private:
-  Derived& self() { return static_cast<Derived&>(*this); }
   Arena* arena_for(const Hooks* hooks) {
     std::lock_guard<std::mutex> lk(arena_mutex_);
     if (hooks && hooks->bug != Bug::kNone && !arena_) arena_ = std::make_unique<Arena>();
@@ -95,7 +121,7 @@ class CpuSet {
 template <unsigned K, Regime R>
 class CpuLazyList : public detail::CpuSet<CpuLazyList<K, R>, LazyList<K, CpuThread, R>> {
   using Base = detail::CpuSet<CpuLazyList<K, R>, LazyList<K, CpuThread, R>>;
-  friend Base;
+  friend detail::SetCalls<CpuLazyList, LazyList<K, CpuThread, R>, CpuEnv>;
 
  public:
   using Algo = LazyList<K, CpuThread, R>;
@@ -138,7 +164,7 @@ class CpuLazyList : public detail::CpuSet<CpuLazyList<K, R>, LazyList<K, CpuThre
 template <unsigned K, Regime R>
 class CpuHashSet : public detail::CpuSet<CpuHashSet<K, R>, HashSet<K, CpuThread, R>> {
   using Base = detail::CpuSet<CpuHashSet<K, R>, HashSet<K, CpuThread, R>>;
-  friend Base;
+  friend detail::SetCalls<CpuHashSet, HashSet<K, CpuThread, R>, CpuEnv>;
 
  public:
   using Algo = HashSet<K, CpuThread, R>;
@@ -212,17 +238,10 @@ class CpuBLinkTree {
   TreeResult insert(CpuEnv& s, std::uint64_t k, std::uint64_t v) { return Algo::insert(CpuThread{}, s, &root_, k, v); }
   /// kFound with the removed value, or kNotFound.
   TreeResult remove(CpuEnv& s, std::uint64_t k) { return Algo::remove(CpuThread{}, s, &root_, k); }
-  Status execute(CpuEnv& s, const Batch& b, BatchResult& r) {
-    Status st = detail::check_batch(b, r, true);
-    if (!st.ok()) return st;
-    for (std::uint64_t i = 0; i < b.n; ++i) {
-      const TreeResult t =
-          Algo::execute(CpuThread{}, s, &root_, b.ops[i], b.keys[i], b.ops[i] == Op::kInsert ? b.values[i] : 0);
-      r.status[i] = t.status;
-      r.values[i] = t.status == OpStatus::kFound ? t.value : 0;
-    }
-    return Status::Ok();
+  TreeResult execute(CpuEnv& s, Op op, std::uint64_t k, std::uint64_t v) {
+    return Algo::execute(CpuThread{}, s, &root_, op, k, v);
   }
+  Status execute(CpuEnv& s, const Batch& b, BatchResult& r) { return detail::execute_tree_batch(*this, s, b, r); }
   /// (key, value) in key order; false if a leaf invariant is broken. Quiescent tree only.
   bool entries(std::vector<std::pair<std::uint64_t, std::uint64_t>>* out) { return Algo::entries(&root_, *out); }
   unsigned height() { return Algo::height(&root_); }

@@ -24,42 +24,21 @@
 namespace duet::cods::ds {
 
 namespace detail {
-/// What the remote set front ends share: the memory, sessions, and the calls of CpuSet.
+/// What the remote set front ends share beyond SetCalls (cpu.hpp): the memory and sessions;
+/// each call starts its session's read count.
 template <class Derived, class Algo>
-class RemoteSet {
+class RemoteSet : public SetCalls<Derived, Algo, RemoteEnv> {
  public:
   std::unique_ptr<RemoteEnv> session(const Hooks* hooks = nullptr) { return std::make_unique<RemoteEnv>(*mem_, hooks); }
-  bool contains(RemoteEnv& s, std::uint64_t k) {
+  /// What each call does first: starts the session's count of reads.
+  static bool enter(RemoteEnv& s) {
     s.begin();
-    return Algo::contains(CpuThread{}, s, self().root(), k);
-  }
-  /// kNotFound: inserted; kFound: present already; kRetry: the regions are full.
-  OpStatus insert(RemoteEnv& s, std::uint64_t k) {
-    s.begin();
-    return Algo::insert(CpuThread{}, s, self().root(), k);
-  }
-  /// kFound: removed; kNotFound: absent.
-  OpStatus remove(RemoteEnv& s, std::uint64_t k) {
-    s.begin();
-    return Algo::remove(CpuThread{}, s, self().root(), k);
-  }
-  /// The batch in index order (the CPU twin's semantics; see cpu.hpp).
-  Status execute(RemoteEnv& s, const Batch& b, BatchResult& r) {
-    Status st = check_batch(b, r, false);
-    if (!st.ok()) return st;
-    for (std::uint64_t i = 0; i < b.n; ++i) {
-      r.status[i] = self().execute(s, b.ops[i], b.keys[i]);
-      r.values[i] = 0;
-    }
-    return Status::Ok();
+    return true;
   }
   RemoteMemory& memory() { return *mem_; }
 
  protected:
   std::unique_ptr<RemoteMemory> mem_;
-
- private:
-  Derived& self() { return static_cast<Derived&>(*this); }
 };
 }  // namespace detail
 
@@ -69,7 +48,7 @@ class RemoteSet {
 template <unsigned K, Regime R>
 class RemoteLazyList : public detail::RemoteSet<RemoteLazyList<K, R>, LazyList<K, CpuThread, R>> {
   using Base = detail::RemoteSet<RemoteLazyList<K, R>, LazyList<K, CpuThread, R>>;
-  friend Base;
+  friend detail::SetCalls<RemoteLazyList, LazyList<K, CpuThread, R>, RemoteEnv>;
 
  public:
   using Algo = LazyList<K, CpuThread, R>;
@@ -117,7 +96,7 @@ class RemoteLazyList : public detail::RemoteSet<RemoteLazyList<K, R>, LazyList<K
 template <unsigned K, Regime R>
 class RemoteHashSet : public detail::RemoteSet<RemoteHashSet<K, R>, HashSet<K, CpuThread, R>> {
   using Base = detail::RemoteSet<RemoteHashSet<K, R>, HashSet<K, CpuThread, R>>;
-  friend Base;
+  friend detail::SetCalls<RemoteHashSet, HashSet<K, CpuThread, R>, RemoteEnv>;
 
  public:
   using Algo = HashSet<K, CpuThread, R>;
@@ -207,16 +186,7 @@ class RemoteBLinkTree {
     s.begin();
     return Algo::execute(CpuThread{}, s, root_, op, k, v);
   }
-  Status execute(RemoteEnv& s, const Batch& b, BatchResult& r) {
-    Status st = detail::check_batch(b, r, true);
-    if (!st.ok()) return st;
-    for (std::uint64_t i = 0; i < b.n; ++i) {
-      const TreeResult t = execute(s, b.ops[i], b.keys[i], b.ops[i] == Op::kInsert ? b.values[i] : 0);
-      r.status[i] = t.status;
-      r.values[i] = t.status == OpStatus::kFound ? t.value : 0;
-    }
-    return Status::Ok();
-  }
+  Status execute(RemoteEnv& s, const Batch& b, BatchResult& r) { return detail::execute_tree_batch(*this, s, b, r); }
   /// (key, value) in key order; false if a leaf invariant is broken. Quiescent tree only.
   bool entries(std::vector<std::pair<std::uint64_t, std::uint64_t>>* out) { return Algo::entries(root_, *out); }
   unsigned height() { return Algo::height(root_); }
