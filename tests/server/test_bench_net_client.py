@@ -1,0 +1,57 @@
+"""The network benchmark's client (`duet_bench_net`) against a real server: a client thread that
+is descheduled or stopped for longer than `--stall` must not declare a stall when the replies
+are waiting in its sockets (it checked for a stall before reading the replies of its pass, and
+once failed a run so), while a server that stops answering must be reported as a stall, with
+the waiting connections' socket state."""
+
+import os
+import signal
+import subprocess
+import time
+from pathlib import Path
+
+import pytest
+
+from server_util import IS_REDIS, duet_bin
+
+pytestmark = pytest.mark.skipif(IS_REDIS, reason="duet's benchmark client against duet")
+
+
+def net_bin():
+    """duet_bench_net of the build that made DUET_BIN (built with the benchmarks)."""
+    p = duet_bin().parent / "bench" / "net" / "duet_bench_net"
+    if not p.exists():
+        pytest.skip(f"{p} is not built (DUET_BENCH off)")
+    return p
+
+
+def start_client(port, tmp_path, seconds):
+    args = [str(net_bin()), "--host", "127.0.0.1", "-p", str(port), "-t", "1", "-c", "4", "-P", "16",
+            "-k", "1000", "-s", str(seconds), "--warmup", "0", "--stall", "2", "--out", str(tmp_path), "-q"]
+    return subprocess.Popen(args, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+
+
+def test_a_stopped_client_does_not_report_a_stall(server_factory, tmp_path):
+    srv = server_factory(threads=2)
+    client = start_client(srv.port, tmp_path, seconds=6)
+    time.sleep(1.5)
+    os.kill(client.pid, signal.SIGSTOP)  # past --stall, with replies arriving meanwhile
+    time.sleep(3)
+    os.kill(client.pid, signal.SIGCONT)
+    out, err = client.communicate(timeout=60)
+    assert client.returncode == 0, err
+    assert "stall" not in err
+
+
+def test_a_stopped_server_is_reported_with_its_connections(server_factory, tmp_path):
+    srv = server_factory(threads=2)
+    client = start_client(srv.port, tmp_path, seconds=20)
+    time.sleep(1.5)
+    os.kill(srv.proc.pid, signal.SIGSTOP)
+    try:
+        out, err = client.communicate(timeout=30)
+    finally:
+        os.kill(srv.proc.pid, signal.SIGCONT)
+    assert client.returncode != 0
+    assert "stall" in err and "the server has not answered" in err, err
+    assert "INFO failed" in err, err  # the stopped server cannot answer the INFO either
