@@ -112,13 +112,14 @@ struct KvStats {
   std::uint64_t model_switches = 0;     ///< models installed
   std::uint64_t hot_bins = 0;           ///< bins the live model classifies hot
   std::uint64_t hot_entries = 0;        ///< entries resident in the Hot Cache
-  std::uint64_t last_switch_us = 0;     ///< duration of the last switch (block to clean)
+  std::uint64_t last_switch_us = 0;     ///< duration of the last switch (early replay to eviction)
   std::uint64_t longest_switch_us = 0;  ///< the longest switch since the keyspace opened
   /// The longest time one switch or checkpoint held hot updates and loads (blocking, replaying
   /// the hot log, draining): requests that need the Hot Cache's writers wait that long.
   std::uint64_t longest_switch_block_us = 0;
-  /// Hot Cache keys replayed into the Canonical Store by switches and checkpoints: early,
-  /// while hot updates still ran, and under the block (what the block's length depends on).
+  /// Hot Cache keys the Canonical Store applied from replays of switches and checkpoints:
+  /// early, while hot updates still ran, and under the block (what the block's length depends
+  /// on).
   std::uint64_t replayed_early = 0;
   std::uint64_t replayed_blocked = 0;
   std::uint64_t memory_bytes = 0;       ///< host bytes charged to the budget

@@ -266,7 +266,9 @@ std::vector<HotCache::LogRecord> HotCache::take_log() {
     std::lock_guard<std::mutex> lg(log_mutex_);
     keys.swap(log_);
   }
-  // From here an update of any of these keys finds it unlogged and appends it to the new log.
+  // From here an update of one of these keys either comes before read_logged takes it (it
+  // finds the entry still logged, appends nothing, and read_logged records its value) or after
+  // (it finds the entry clean and unlogged and appends the key to the new log).
   std::sort(keys.begin(), keys.end());  // bucket order is random anyway; sorted, the store's
                                         // batch and a later settle see each key once
   std::vector<LogRecord> out;

@@ -89,8 +89,9 @@ class HotCache {
   std::vector<LogRecord> take_log();
   /// The early replay, step 2, after the store ran the records of take_log(): records the store
   /// did not apply (applied[j] false) are made dirty and logged again when their entry is
-  /// unchanged; when an update replaced the entry meanwhile, the record's value block belongs
-  /// to no one, and its handle is appended to *orphans for the caller to retire.
+  /// unchanged; when an update replaced the entry meanwhile, the record's value block left the
+  /// cache, and its handle is appended to *orphans: the caller retires it when the store
+  /// refused it (kRetry), and leaks it when the store failed (it may hold the block).
   void settle_unapplied(const std::vector<LogRecord>& records, const std::vector<std::uint8_t>& applied,
                         std::vector<std::uint64_t>* orphans);
 

@@ -707,7 +707,8 @@ Status KvSpaceImpl::checkpoint() {
   blocked_replayed_.fetch_add(late, std::memory_order_relaxed);
   duet::log(blocked_us >= 1'000'000 ? LogLevel::kWarn : LogLevel::kDebug,
             "kv '" + name_ + "': checkpoint replayed " + std::to_string(early) + " keys early and " +
-                std::to_string(late) + " with hot updates blocked for " + std::to_string(blocked_us) + " us");
+                std::to_string(late) + " with hot updates blocked for " + std::to_string(blocked_us) + " us" +
+                (s.ok() ? std::string() : "; the blocked replay failed: " + s.to_string()));
   return s;
 }
 
@@ -761,33 +762,39 @@ Status KvSpaceImpl::replay_early(std::size_t* replayed) {
     store_->run(g);
     const bool outcomes = g.error.ok() || g.error.code() == StatusCode::kResourceExhausted;
     std::vector<std::uint8_t> applied(g.size(), 0);
+    std::size_t applied_now = 0;
     std::size_t pslot;
     mem::EpochManager::Participant* part = participants_.acquire(&pslot);
     for (std::size_t j = 0; j < g.size(); ++j) {
-      // A device failure leaves every outcome unknown: the records go back to the cache (a
-      // block the store may also hold is then never freed by the cache, only leaked).
+      // A device failure leaves every outcome unknown (the store may hold any of the blocks):
+      // the records go back to the cache, as after a failed blocked replay.
       if (!outcomes || g.status[j] == lslab::OpStatus::kRetry) continue;
       applied[j] = 1;
-      ++*replayed;
+      ++applied_now;
       if (g.status[j] != lslab::OpStatus::kFound) continue;
       DUET_CHECK(g.out[j] != g.values[j] || !is_block(g.out[j]),
                  "early replay of key " + std::to_string(g.keys[j]) + " returned its own block as the previous value");
       if (g.out[j] != g.values[j]) retire_value_block(part, g.out[j], "the early replay of the hot log");
     }
+    *replayed += applied_now;
     std::vector<std::uint64_t> orphans;
     hot_.settle_unapplied(log, applied, &orphans);
-    for (std::uint64_t h : orphans)
-      if (is_block(h)) retire_value_block(part, h, "an early replay's value the store could not take");
+    // A block replaced in the cache during the pass and refused by the store belongs to no one.
+    // After a device failure the store may hold it all the same: then it is leaked, never freed
+    // under the store.
+    if (outcomes)
+      for (std::uint64_t h : orphans)
+        if (is_block(h)) retire_value_block(part, h, "an early replay's value the store could not take");
     participants_.release(pslot);
     if (!outcomes) return Status(g.error.code(), "early replay of the hot log failed: " + g.error.message());
-    if (*replayed < g.size()) break;  // the store is full: the blocked replay reports it
+    if (applied_now < g.size()) break;  // the store is full: the blocked replay reports it
   }
   return Status::Ok();
 }
 
 Status KvSpaceImpl::replay_log(std::size_t* replayed) {
+  if (replayed) *replayed = 0;
   const std::vector<HotCache::LogRecord> log = hot_.log_snapshot();
-  if (replayed) *replayed = log.size();
   if (log.empty()) return Status::Ok();
   RequestGroup g;
   for (const auto& rec : log) g.add(rec.present ? lslab::Op::kPut : lslab::Op::kDelete, rec.ikey, rec.handle);
@@ -815,6 +822,7 @@ Status KvSpaceImpl::replay_log(std::size_t* replayed) {
     if (g.out[j] != g.values[j]) retire_value_block(part, g.out[j], "the replay of the hot log");
   }
   participants_.release(pslot);
+  if (replayed) *replayed = applied.size();
   hot_.mark_replayed(applied);
   if (applied.size() < g.size())  // the rest stay dirty in the log, for the next replay
     return Status::ResourceExhausted("the canonical store cannot grow for the replay of the hot log (" +
@@ -845,6 +853,12 @@ Status KvSpaceImpl::switch_locked(std::unique_ptr<RouterModel> next) {
   blocked_replayed_.fetch_add(replayed, std::memory_order_relaxed);
   if (!replay.ok()) {
     unblock();
+    const std::uint64_t blocked_us = us_since(tb);
+    if (blocked_us > longest_block_us_.load(std::memory_order_relaxed))
+      longest_block_us_.store(blocked_us, std::memory_order_relaxed);
+    duet::log(blocked_us >= 1'000'000 ? LogLevel::kWarn : LogLevel::kDebug,
+              "kv '" + name_ + "': a switch's replay failed after blocking hot updates for " +
+                  std::to_string(blocked_us) + " us: " + replay.to_string());
     return Status(replay.code(), "model switch: " + replay.message());
   }
   const std::uint64_t replay_us = us_since(t1);
