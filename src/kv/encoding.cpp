@@ -226,9 +226,14 @@ std::uint64_t retire_value_block(mem::EpochManager::Participant* part, std::uint
   (void)site;
 #endif
   const std::uint64_t size = b->size;
-  [[maybe_unused]] const std::uint64_t epoch = part->retire(b, free_value_block);
 #if DUET_CHECKS
-  std::atomic_ref<std::uint64_t>(b->retired_epoch).store(epoch);  // freed no sooner than two epochs on
+  // The epoch is written before the block is handed over: from then on it may be freed at any
+  // moment (even before retire() returns, when other threads advanced the epoch meanwhile).
+  part->retire(b, free_value_block, [](void* block, std::uint64_t epoch) {
+    std::atomic_ref<std::uint64_t>(static_cast<ValueBlock*>(block)->retired_epoch).store(epoch);
+  });
+#else
+  part->retire(b, free_value_block);
 #endif
   return size;
 }

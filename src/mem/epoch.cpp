@@ -49,11 +49,13 @@ void EpochManager::Participant::unpin() {
   static_cast<Slot*>(slot_ptr_)->local.store(kInactive, std::memory_order_release);
 }
 
-std::uint64_t EpochManager::Participant::retire(void* object, void (*deleter)(void*)) {
+std::uint64_t EpochManager::Participant::retire(void* object, void (*deleter)(void*),
+                                                void (*note)(void* object, std::uint64_t epoch)) {
   // The caller's unlink is ordered before reading the epoch it is retired at; otherwise the
   // epoch could be read as r while the unlink is still invisible to readers pinned at r + 1.
   std::atomic_thread_fence(std::memory_order_seq_cst);
   const std::uint64_t epoch = manager_->global_.load(std::memory_order_relaxed);
+  if (note) note(object, epoch);
   retired_.push_back({object, deleter, epoch});
   if (++since_collect_ >= kAdvanceEvery) collect();
   return epoch;

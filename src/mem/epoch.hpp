@@ -65,7 +65,11 @@ class EpochManager {
     /// might have seen it is still pinned. object must already be unreachable for new readers.
     /// Returns the epoch it was retired at: a reader pinned at a later epoch can no longer
     /// find it (a reader that does has found a structure still pointing at retired memory).
-    std::uint64_t retire(void* object, void (*deleter)(void*));
+    std::uint64_t retire(void* object, void (*deleter)(void*)) { return retire(object, deleter, nullptr); }
+    /// retire() that first calls note(object, epoch) with the epoch it is retired at, while the
+    /// object is still the caller's: once handed over it may be freed before retire() returns
+    /// (other threads may have advanced the epoch meanwhile), so the caller must not touch it.
+    std::uint64_t retire(void* object, void (*deleter)(void*), void (*note)(void* object, std::uint64_t epoch));
     template <class T>
     void retire(T* object) {
       retire(static_cast<void*>(object), [](void* p) { delete static_cast<T*>(p); });
