@@ -18,6 +18,12 @@ std::uint64_t now_ns() {
           .count());
 }
 
+/// Raises `longest` to `us` when `us` is larger. Not atomic as a whole: callers hold
+/// switch_mutex_, so there is one writer at a time (readers see either value).
+void raise_to(std::atomic<std::uint64_t>& longest, std::uint64_t us) {
+  if (us > longest.load(std::memory_order_relaxed)) longest.store(us, std::memory_order_relaxed);
+}
+
 lslab::Op to_lslab(KvRequest::Op op) {
   return op == KvRequest::Op::kGet ? lslab::Op::kGet : op == KvRequest::Op::kPut ? lslab::Op::kPut : lslab::Op::kDelete;
 }
@@ -695,16 +701,13 @@ Status KvSpaceImpl::checkpoint() {
   std::lock_guard<std::mutex> lk(switch_mutex_);
   std::size_t early = 0;
   if (Status s = replay_early(&early); !s.ok()) return s;
-  early_replayed_.fetch_add(early, std::memory_order_relaxed);
   const std::uint64_t t0 = now_ns();
   block();
   std::size_t late = 0;
   Status s = replay_log(&late);
   unblock();
   const std::uint64_t blocked_us = (now_ns() - t0) / 1000;
-  if (blocked_us > longest_block_us_.load(std::memory_order_relaxed))
-    longest_block_us_.store(blocked_us, std::memory_order_relaxed);
-  blocked_replayed_.fetch_add(late, std::memory_order_relaxed);
+  raise_to(longest_block_us_, blocked_us);
   duet::log(blocked_us >= 1'000'000 ? LogLevel::kWarn : LogLevel::kDebug,
             "kv '" + name_ + "': checkpoint replayed " + std::to_string(early) + " keys early and " +
                 std::to_string(late) + " with hot updates blocked for " + std::to_string(blocked_us) + " us" +
@@ -777,6 +780,7 @@ Status KvSpaceImpl::replay_early(std::size_t* replayed) {
       if (g.out[j] != g.values[j]) retire_value_block(part, g.out[j], "the early replay of the hot log");
     }
     *replayed += applied_now;
+    early_replayed_.fetch_add(applied_now, std::memory_order_relaxed);
     std::vector<std::uint64_t> orphans;
     hot_.settle_unapplied(log, applied, &orphans);
     // A block replaced in the cache during the pass and refused by the store belongs to no one.
@@ -823,6 +827,7 @@ Status KvSpaceImpl::replay_log(std::size_t* replayed) {
   }
   participants_.release(pslot);
   if (replayed) *replayed = applied.size();
+  blocked_replayed_.fetch_add(applied.size(), std::memory_order_relaxed);
   hot_.mark_replayed(applied);
   if (applied.size() < g.size())  // the rest stay dirty in the log, for the next replay
     return Status::ResourceExhausted("the canonical store cannot grow for the replay of the hot log (" +
@@ -840,7 +845,6 @@ Status KvSpaceImpl::switch_locked(std::unique_ptr<RouterModel> next) {
   //    block (which every hot update and load waits for) is short whatever the log held.
   std::size_t early = 0;
   if (Status s = replay_early(&early); !s.ok()) return Status(s.code(), "model switch: " + s.message());
-  early_replayed_.fetch_add(early, std::memory_order_relaxed);
   const std::uint64_t early_us = us_since(t0);
   // 1. Block hot updates and loads; wait for the updates already running.
   const auto tb = Clock::now();
@@ -850,12 +854,10 @@ Status KvSpaceImpl::switch_locked(std::unique_ptr<RouterModel> next) {
   const auto t1 = Clock::now();
   std::size_t replayed = 0;
   const Status replay = replay_log(&replayed);
-  blocked_replayed_.fetch_add(replayed, std::memory_order_relaxed);
   if (!replay.ok()) {
     unblock();
     const std::uint64_t blocked_us = us_since(tb);
-    if (blocked_us > longest_block_us_.load(std::memory_order_relaxed))
-      longest_block_us_.store(blocked_us, std::memory_order_relaxed);
+    raise_to(longest_block_us_, blocked_us);
     duet::log(blocked_us >= 1'000'000 ? LogLevel::kWarn : LogLevel::kDebug,
               "kv '" + name_ + "': a switch's replay failed after blocking hot updates for " +
                   std::to_string(blocked_us) + " us: " + replay.to_string());
@@ -879,12 +881,10 @@ Status KvSpaceImpl::switch_locked(std::unique_ptr<RouterModel> next) {
   last_switch_ = Clock::now();
   const std::uint64_t total_us = us_since(t0);
   last_switch_us_.store(total_us, std::memory_order_relaxed);
-  if (total_us > longest_switch_us_.load(std::memory_order_relaxed))
-    longest_switch_us_.store(total_us, std::memory_order_relaxed);
+  raise_to(longest_switch_us_, total_us);
   // Hot updates and loads wait from step 1 to the end of step 3: that is what requests feel.
   const std::uint64_t blocked_us = block_us + replay_us + drain_us;
-  if (blocked_us > longest_block_us_.load(std::memory_order_relaxed))
-    longest_block_us_.store(blocked_us, std::memory_order_relaxed);
+  raise_to(longest_block_us_, blocked_us);
   switches_.fetch_add(1, std::memory_order_relaxed);
   const std::string parts = " (replayed " + std::to_string(early) + " keys early in " + std::to_string(early_us) +
                             " us; hot updates blocked " + std::to_string(blocked_us) + " us: waiting for writers " +

@@ -103,13 +103,13 @@ class KvSpaceImpl final : public KvSpace, public std::enable_shared_from_this<Kv
   Status single(KvRequest::Op op, std::string_view key, std::string_view value, std::string* out, bool* found);
   /// The switch protocol; caller holds switch_mutex_. Installs `next`.
   Status switch_locked(std::unique_ptr<RouterModel> next);
-  /// Replays the Hot Cache's update log into the store; hot updates must be blocked and
-  /// drained (caller holds switch_mutex_). On error, what was not applied stays dirty.
-  /// Writes the Hot Cache's update log into the Canonical Store (updates blocked); *replayed,
-  /// when given, gets the number of keys handed to the store.
+  /// Writes the Hot Cache's update log into the Canonical Store; hot updates must be blocked
+  /// and drained (caller holds switch_mutex_). On error, what was not applied stays dirty.
+  /// *replayed, when given, gets the keys the store applied; they count in replayed_blocked.
   Status replay_log(std::size_t* replayed = nullptr);
   /// Replays the update log while hot updates still run (HotCache::take_log), in passes while
-  /// it holds at least kBlockedReplayKeys keys; *replayed gets the keys the store applied.
+  /// it holds at least kBlockedReplayKeys keys; *replayed gets the keys the store applied
+  /// (they count in replayed_early).
   /// Caller holds switch_mutex_. Errors only for a failed device (the cache keeps its keys).
   Status replay_early(std::size_t* replayed);
   static constexpr std::size_t kBlockedReplayKeys = 4096;

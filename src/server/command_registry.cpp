@@ -16,7 +16,10 @@ void register_procedure_commands(CommandTable& t);  ///< commands/procedure.cpp
 namespace {
 
 /// ASCII lower case without the C library's locale lookup (command names are ASCII).
-inline unsigned char lower(unsigned char c) { return static_cast<unsigned char>(c + ((c - 'A' < 26u) << 5)); }
+/// (c - 'A' as unsigned is below 26 exactly for 'A'..'Z': a byte below 'A' wraps to a large value.)
+inline unsigned char lower(unsigned char c) {
+  return static_cast<unsigned char>(c + ((static_cast<unsigned>(c - 'A') < 26u) << 5));
+}
 
 /// Command names by name, lowered: open addressing over a power-of-two table at most a quarter
 /// full, keyed by FNV-1a of the lowered bytes, so that a lookup lowers and hashes the name in
