@@ -94,6 +94,13 @@ Summary summarize(std::vector<double> xs) {
   return s;
 }
 
+double percentile(std::vector<double>& v, double p) {
+  if (v.empty()) return 0;
+  const std::size_t i = std::min(v.size() - 1, static_cast<std::size_t>(p * static_cast<double>(v.size())));
+  std::nth_element(v.begin(), v.begin() + static_cast<std::ptrdiff_t>(i), v.end());
+  return v[i];
+}
+
 Json result_document(const std::string& benchmark, const std::string& device, const std::string& commit,
                      const std::string& date, Json config, Json records) {
   Json doc = Json::object();

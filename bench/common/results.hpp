@@ -34,6 +34,10 @@ struct Summary {
 };
 Summary summarize(std::vector<double> xs);
 
+/// The p-quantile (0..1) of `v` by rank: the element at floor(p * n), clamped to the last; 0 for
+/// an empty sample. Reorders `v` (nth_element, linear time).
+double percentile(std::vector<double>& v, double p);
+
 /// Assembles the top-level document from its parts, in the convention's key order.
 Json result_document(const std::string& benchmark, const std::string& device, const std::string& commit,
                      const std::string& date, Json config, Json records);

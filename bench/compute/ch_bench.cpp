@@ -76,13 +76,6 @@ struct Options {
 
 double now_s() { return std::chrono::duration<double>(std::chrono::steady_clock::now().time_since_epoch()).count(); }
 
-double percentile(std::vector<double>& v, double p) {
-  if (v.empty()) return 0;
-  const std::size_t i = std::min(v.size() - 1, static_cast<std::size_t>(p * static_cast<double>(v.size())));
-  std::nth_element(v.begin(), v.begin() + static_cast<std::ptrdiff_t>(i), v.end());
-  return v[i];
-}
-
 // One run's figures.
 struct Run {
   double load_s = 0, secs = 0, tps = 0, qps = 0, p50_us = 0, p99_us = 0, q_p50_ms = 0, q_p99_ms = 0;

@@ -287,13 +287,6 @@ struct Measure {
   std::vector<double> lat_us;
 };
 
-double pct(std::vector<double>& v, double p) {
-  if (v.empty()) return 0;
-  const std::size_t i = std::min(v.size() - 1, static_cast<std::size_t>(p * v.size()));
-  std::nth_element(v.begin(), v.begin() + i, v.end());
-  return v[i];
-}
-
 void load(System& s, std::uint64_t keys, unsigned kb, const std::string& value) {
   auto c = s.client();
   for (std::uint64_t i = 0; i < keys;) {
@@ -362,7 +355,8 @@ struct Report {
       lat.insert(lat.end(), m.lat_us.begin(), m.lat_us.end());
     }
     const Summary t = summarize(tput), a = summarize(abort_rate);
-    const double p50 = pct(lat, 0.5), p99 = pct(lat, 0.99), p999 = pct(lat, 0.999);
+    const double p50 = duet::bench::percentile(lat, 0.5), p99 = duet::bench::percentile(lat, 0.99),
+                 p999 = duet::bench::percentile(lat, 0.999);
     std::printf("%-10s %-34s %-20s %3u %10.0f [%8.0f, %8.0f] %6.2f%% %8.1f %8.1f %9.1f\n", exp.c_str(), cfg.c_str(),
                 sys.c_str(), thr, t.median, t.min, t.max, 100 * a.median, p50, p99, p999);
     std::fflush(stdout);

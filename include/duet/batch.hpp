@@ -12,6 +12,7 @@
 
 #include <cstdint>
 #include <future>
+#include <memory>
 #include <span>
 #include <string>
 #include <string_view>
@@ -116,6 +117,101 @@ class BatchSpace : public Keyspace {
   virtual Status balance(std::uint64_t key, std::int64_t* out) = 0;
   virtual Status account(std::uint64_t key, AccountState* out) = 0;
   virtual BatchStats stats() const = 0;
+};
+
+}  // namespace duet
+
+// ---------------------------------------------------------------------------------------------
+// Epic (docs/epic.md): deterministic epochs of stored procedures over tables of fixed-size
+// records. Each txn declares its read and write keys and its args up front; txns are gathered
+// into epochs that close at `epoch_size` txns, after `epoch_max_wait`, or on flush(), and every
+// epoch's results equal serial execution of its txns in (submitting thread, counter) order: with
+// one submitting thread, submission order. Procedures are compiled in (one source for CPU
+// threads and GPU warps); a set is chosen when the database opens.
+
+namespace duet {
+
+/// The compiled-in procedure sets (src/batch/epic: workloads.hpp and tpcc.hpp say what each
+/// procedure reads, writes and outputs).
+enum class EpicProcedures : std::uint8_t {
+  kMix = 0,   ///< read-modify-write, delete, partial write over any tables (tests, examples)
+  kYcsb = 1,  ///< YCSB's ten-key read/update txn
+  kTpcc = 2,  ///< TPC-C's five transactions (new-order, payment, order-status, delivery, stock-level)
+};
+
+/// One table: records of `record_words` 32-bit words. A direct table's keys are 0..capacity-1;
+/// an indexed table maps any 64-bit key to one of `capacity` records (inserts and deletes free
+/// and reuse them).
+struct EpicTable {
+  std::string name;
+  std::uint32_t record_words = 1;
+  std::uint32_t capacity = 0;
+  bool indexed = false;
+};
+
+/// A declared key: a table (its position in EpicConfig::tables) and a key in it.
+struct EpicKey {
+  std::uint32_t table = 0;
+  std::uint64_t key = 0;
+};
+
+/// How a txn that ran ended.
+enum class EpicOutcome : std::uint8_t {
+  kCommitted = 0,
+  kAborted = 1,  ///< its procedure aborted before its first write: nothing of it applied
+  kIllegal = 3,  ///< its procedure broke the rules (an abort or a read after a write); the state
+                 ///< equals serial execution's, whose executor enforces the same rules
+};
+
+/// The result of one txn. `status` is not ok when the txn did not run: refused at submission
+/// (InvalidArgument: unknown procedure or table, a direct key out of range, too many keys, a
+/// write key declared twice; nothing queued) or its epoch failed (ResourceExhausted when an
+/// indexed table ran out of records, Internal otherwise; nothing of that epoch applied).
+struct EpicTxnResult {
+  Status status;
+  EpicOutcome outcome = EpicOutcome::kAborted;
+  std::uint32_t out[4] = {0, 0, 0, 0};  ///< the procedure's output words
+  std::uint32_t epoch = 0;     ///< the epoch it ran in
+  std::uint32_t position = 0;  ///< its place in that epoch's serial order
+  std::uint32_t attempts = 0;  ///< 1, plus one per rerun (declared keys found wrong)
+};
+
+struct EpicConfig {
+  EpicProcedures procedures = EpicProcedures::kMix;
+  std::vector<EpicTable> tables;
+  unsigned threads = 0;              ///< executing threads (0: one per hardware thread, at most 64)
+  std::size_t epoch_size = 100000;   ///< an epoch closes at this many txns (1 .. 2^19) ...
+  std::uint32_t epoch_max_wait_us = 1000;  ///< ... or when its first txn has waited this long
+};
+
+struct EpicStats {
+  std::uint64_t epochs = 0, txns = 0, refused = 0, failed_epochs = 0;
+  std::uint64_t closed_by_size = 0, closed_by_wait = 0, closed_by_flush = 0, rerun_epochs = 0;
+};
+
+/// An Epic database on the CPU (Epic-CPU's execution, the CPU twin's planning). Thread-safe:
+/// every member may be called from any number of threads at once.
+class EpicDatabase {
+ public:
+  virtual ~EpicDatabase() = default;  ///< runs what is queued, then stops
+  /// InvalidArgument (nothing opened) for no tables, a table of no records or words, more than
+  /// 255 tables or 2^32 - 2 records in all, or threads over 64.
+  static Status open(const EpicConfig& config, std::unique_ptr<EpicDatabase>* out);
+
+  /// Bulk load before the first submission: record `key` of `table` holds `record` (exactly
+  /// record_words words). InvalidArgument for an unknown table, a wrong length, a direct key out
+  /// of range or any call after the first submit; ResourceExhausted when an indexed table is full.
+  virtual Status load(std::uint32_t table, std::uint64_t key, std::span<const std::uint32_t> record) = 0;
+  /// Queues one txn of procedure `proc`; the future is ready when its epoch has run (or at once
+  /// when refused). Cost: a copy of keys and args into the calling thread's queue.
+  virtual std::future<EpicTxnResult> submit(std::uint32_t proc, std::span<const EpicKey> reads,
+                                            std::span<const EpicKey> writes, std::span<const std::uint32_t> args) = 0;
+  /// Closes the open epoch and returns once every txn submitted before the call has its result.
+  virtual void flush() = 0;
+  /// The record as of the last epoch that completed: NotFound when absent, InvalidArgument for an
+  /// unknown table.
+  virtual Status read(std::uint32_t table, std::uint64_t key, std::vector<std::uint32_t>* record) = 0;
+  virtual EpicStats stats() const = 0;
 };
 
 }  // namespace duet

@@ -21,6 +21,7 @@
 #include <thread>
 
 #include "batch/epic/engine.hpp"
+#include "batch/epic/epochs.hpp"
 #include "batch/epic/gpu.hpp"
 #include "batch/epic/serial.hpp"
 #include "batch/epic/tpcc_gen.hpp"
@@ -61,6 +62,7 @@ struct Sample {
   std::vector<double> retries;  ///< rocksdb: txns retried after a lock timeout or deadlock
   std::vector<double> exec_threads;  ///< CPU engines: threads that executed each epoch (wait fallback)
   std::vector<double> waited;        ///< CPU engines: ms the executing threads spent in long waits
+  std::vector<double> latency_us;    ///< epic-submit: each txn's submit-to-result time (epochs 2..N)
 };
 
 /// Per epoch, the threads that executed it (for the JSON), or nothing for systems without.
@@ -72,6 +74,59 @@ void set_exec_threads(b::Json& r, const Sample& s) {
   b::Json w = b::Json::array();
   for (double x : s.waited) w.push(x);
   r.set("long_wait_ms_per_epoch", w);
+}
+
+/// epic-submit's per-txn latency (submit to result), for the JSON and the table; "" for others.
+std::string set_latency(b::Json& r, const Sample& s) {
+  if (s.latency_us.empty()) return "";
+  std::vector<double> lat = s.latency_us;
+  const double q[2] = {b::percentile(lat, 0.5), b::percentile(lat, 0.99)};
+  r.set("latency_us_p50", q[0]).set("latency_us_p99", q[1]);
+  r.set("latency", "per txn, from submit() to its future's result, one submitting thread, epochs 2..N");
+  char buf[96];
+  std::snprintf(buf, sizeof buf, "  latency p50 %.0f us, p99 %.0f us", q[0], q[1]);
+  return buf;
+}
+
+/// epic-submit: the epoch's txns submitted one by one from this thread through the Epochs front
+/// end (an epoch closes at the epoch's size, so it runs the same epochs as epic-twin); the wall
+/// time covers submission, the epoch and collecting every result.
+template <class Procs>
+std::function<bool(const Batch&, Sample&)> submit_step(Engine<Procs>* engine, std::string* error) {
+  auto front = std::make_shared<std::unique_ptr<Epochs<Procs>>>();
+  auto seen = std::make_shared<int>(0);
+  return [engine, error, front, seen](const Batch& e, Sample& s) {
+    if (!*front) *front = std::make_unique<Epochs<Procs>>(*engine, EpochsConfig{e.size(), std::chrono::seconds(10)});
+    std::vector<std::future<TxnResult>> fs(e.size());
+    std::vector<std::chrono::steady_clock::time_point> at(e.size());
+    std::vector<Key> reads, writes;
+    std::vector<std::uint32_t> args;
+    const auto t0 = std::chrono::steady_clock::now();
+    for (std::size_t t = 0; t < e.size(); ++t) {
+      const std::uint32_t b0 = e.op_begin[t], b1 = e.op_begin[t + 1], r1 = b0 + e.nreads[t];
+      reads.assign(e.keys.begin() + b0, e.keys.begin() + r1);
+      writes.assign(e.keys.begin() + r1, e.keys.begin() + b1);
+      args.assign(e.args.begin() + e.arg_begin[t], e.args.begin() + e.arg_begin[t + 1]);
+      at[t] = std::chrono::steady_clock::now();
+      fs[t] = (*front)->submit(e.proc[t], reads, writes, args);
+    }
+    for (std::size_t t = 0; t < e.size(); ++t) {
+      const TxnResult r = fs[t].get();
+      if (!r.status.ok()) {
+        *error = r.status.message();
+        std::cerr << "epic-submit: txn " << t << ": " << *error << "\n";
+        return false;
+      }
+      if (*seen > 0)
+        s.latency_us.push_back(std::chrono::duration<double, std::micro>(std::chrono::steady_clock::now() - at[t]).count());
+    }
+    ++*seen;
+    const double ms = ms_since(t0);
+    s.formula.push_back(e.size() / ms * 1e3);
+    s.wall.push_back(e.size() / ms * 1e3);
+    s.index.push_back(0), s.transfer.push_back(0), s.plan.push_back(0), s.exec.push_back(ms), s.gc.push_back(0);
+    return true;
+  };
 }
 
 /// The RocksDB peer's run of one batch (empty when the peer is not built or not selected):
@@ -154,6 +209,10 @@ bool measure_systems(const std::vector<Batch>& epochs, SerialStore* serial, cons
   for (const auto& [name, eng] : cpus) {
     if (!eng) continue;
     Engine<Procs>* engine = eng;
+    if (name == "epic-submit") {
+      systems.push_back({name, submit_step<Procs>(engine, error), {}});
+      continue;
+    }
     systems.push_back({name, [engine, error](const Batch& e, Sample& s) {
                          EpochOutput out;
                          if (!engine->run_epoch(e, &out, error)) {
@@ -236,7 +295,7 @@ int main(int argc, char** argv) {
   if (!ok || help) {
     std::cerr << (ok ? "" : error + "\n")
               << "usage: duet_bench_epic [--quick] [--records N] [--epoch N] [--epoch-sizes N,N..] [--epochs N] [--threads N]\n"
-                 "  [--workloads A,B,C,F,U (U: ten read-updates)] [--abort-rates 0,0.25] [--thetas 0,0.99] [--split 0,1] [--systems serial,epic-twin,epic-cpu,epic-cpu-hostidx,epic-gpu,epic-gpu-perarray,epic-gpu-hostidx,rocksdb]\n"
+                 "  [--workloads A,B,C,F,U (U: ten read-updates)] [--abort-rates 0,0.25] [--thetas 0,0.99] [--split 0,1] [--systems serial,epic-twin,epic-submit,epic-cpu,epic-cpu-hostidx,epic-gpu,epic-gpu-perarray,epic-gpu-hostidx,rocksdb]\n"
                  "  [--out FILE] [--np WAREHOUSES: TPC-C instead of YCSB] [--mix np|full] [--gpu-backoff NS (4096)]\n";
     return ok ? 0 : 2;
   }
@@ -319,10 +378,11 @@ int main(int argc, char** argv) {
         };
       }
 #endif
-      std::unique_ptr<Engine<TpccProcs>> twin, epic_cpu, epic_cpu_h;
+      std::unique_ptr<Engine<TpccProcs>> twin, epic_cpu, epic_cpu_h, submit;
       std::unique_ptr<Database> gpu_db, gpu_hdb, gpu_pdb;
       if (has("serial")) serial = std::make_unique<SerialStore>(specs);
       if (has("epic-twin")) twin = std::make_unique<Engine<TpccProcs>>(specs, c.threads);
+      if (has("epic-submit")) submit = std::make_unique<Engine<TpccProcs>>(specs, c.threads);
       if (np_crunner) {
         epic_cpu = std::make_unique<Engine<TpccProcs>>(specs, c.threads);
         epic_cpu->set_device_planner(np_crunner);
@@ -338,6 +398,7 @@ int main(int argc, char** argv) {
         if (rocks && !rocks->load(t, k, d)) error = "rocksdb load failed";
 #endif
         if (twin) twin->db().load(t, k, d);
+        if (submit) submit->db().load(t, k, d);
         if (epic_cpu) epic_cpu->db().load(t, k, d);
         if (epic_cpu_h) epic_cpu_h->db().load(t, k, d);
         if (gpu_db) gpu_db->load(t, k, d);
@@ -382,6 +443,8 @@ int main(int argc, char** argv) {
         if (system.rfind("epic-gpu", 0) == 0) r.set("max_backoff_ns", c.backoff_ns);
         if (system == "rocksdb") r.set("retries_median", med(p.retries)), r.set("storage", "memtable only, WAL off, MemEnv");
         set_exec_threads(r, p);
+        const std::string lat = set_latency(r, p);
+        if (!lat.empty()) std::printf("%s\n", lat.c_str());
         describe(r, system);
         records.push(r);
       };
@@ -389,7 +452,7 @@ int main(int argc, char** argv) {
       // generator predicts every id, so none occur.
       if (!measure_systems<TpccProcs>(epochs, serial.get(), rocks_run,
                                       {{"epic-twin", twin.get()}, {"epic-cpu", epic_cpu.get()},
-                                       {"epic-cpu-hostidx", epic_cpu_h.get()}},
+                                       {"epic-cpu-hostidx", epic_cpu_h.get()}, {"epic-submit", submit.get()}},
                                       {{"epic-gpu", gpu_db.get(), np_runner.get()},
                                        {"epic-gpu-perarray", gpu_pdb.get(), np_prunner.get()},
                                        {"epic-gpu-hostidx", gpu_hdb.get(), np_hrunner.get()}},
@@ -430,7 +493,7 @@ int main(int argc, char** argv) {
         };
       }
 #endif
-      std::unique_ptr<Engine<YcsbProcs>> twin, epic_cpu, epic_cpu_h;
+      std::unique_ptr<Engine<YcsbProcs>> twin, epic_cpu, epic_cpu_h, submit;
       std::shared_ptr<GpuRunner> crunner, prunner;
       if (has("serial")) {
         serial = std::make_unique<SerialStore>(std::vector<TableSpec>{spec});
@@ -440,6 +503,10 @@ int main(int argc, char** argv) {
       if (has("epic-twin")) {
         twin = std::make_unique<Engine<YcsbProcs>>(std::vector<TableSpec>{spec}, c.threads);
         load(twin->db(), nullptr, spec);
+      }
+      if (has("epic-submit")) {
+        submit = std::make_unique<Engine<YcsbProcs>>(std::vector<TableSpec>{spec}, c.threads);
+        load(submit->db(), nullptr, spec);
       }
       if (has("epic-cpu") && gpu) {
         crunner.reset(make_gpu_runner(ProcSet::kYcsb, &why).release());
@@ -514,12 +581,14 @@ int main(int argc, char** argv) {
             if (system.rfind("epic-gpu", 0) == 0) r.set("max_backoff_ns", c.backoff_ns);
             if (system == "rocksdb") r.set("retries_median", med(s.retries)), r.set("storage", "memtable only, WAL off, MemEnv");
             set_exec_threads(r, s);
+            const std::string lat = set_latency(r, s);
+            if (!lat.empty()) std::printf("%s\n", lat.c_str());
             describe(r, system);
             records.push(r);
           };
           if (!measure_systems<YcsbProcs>(epochs, serial.get(), rocks_run,
                                           {{"epic-twin", twin.get()}, {"epic-cpu", epic_cpu.get()},
-                                           {"epic-cpu-hostidx", epic_cpu_h.get()}},
+                                           {"epic-cpu-hostidx", epic_cpu_h.get()}, {"epic-submit", submit.get()}},
                                           {{"epic-gpu", gpu_db.get(), runner.get()},
                                            {"epic-gpu-perarray", gpu_pdb.get(), prunner.get()},
                                            {"epic-gpu-hostidx", gpu_hdb.get(), hrunner.get()}},

@@ -7,7 +7,17 @@
 
 namespace duet::batch::epic {
 
-void Batch::clear() { *this = Batch{}; }
+void Batch::clear() {
+  // Keeps the vectors' capacity: a batch refilled again and again allocates once.
+  proc.clear();
+  op_begin.assign(1, 0);
+  nreads.clear();
+  keys.clear();
+  arg_begin.assign(1, 0);
+  args.clear();
+  attempt.clear();
+  tag.clear();
+}
 
 bool Batch::add(std::uint32_t p, const std::vector<Key>& reads, const std::vector<Key>& writes,
                 const std::vector<std::uint32_t>& a, std::uint64_t tg, std::uint32_t att) {
@@ -36,6 +46,18 @@ void Batch::add_from(const Batch& o, std::size_t t, std::uint32_t att) {
   arg_begin.push_back(static_cast<std::uint32_t>(args.size()));
   attempt.push_back(att);
   tag.push_back(o.tag[t]);
+}
+
+void Batch::pop_back() {
+  if (proc.empty()) return;
+  proc.pop_back();
+  nreads.pop_back();
+  op_begin.pop_back();
+  keys.resize(op_begin.back());
+  arg_begin.pop_back();
+  args.resize(arg_begin.back());
+  attempt.pop_back();
+  tag.pop_back();
 }
 
 void Scratch::reserve(std::uint32_t temps) {

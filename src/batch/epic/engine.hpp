@@ -110,6 +110,15 @@ class Engine {
   /// share 0.25, 8 epochs; 0 epochs turns it off.
   void set_wait_fallback(double share, int epochs) { fallback_share_ = share, fallback_epochs_ = epochs; }
   std::size_t pending_reruns() const { return reruns_.size(); }
+  /// Drops the txns waiting to run again (their tags in *tags when given): after a failed epoch,
+  /// a front end fails them rather than retrying an epoch that keeps failing.
+  void clear_reruns(std::vector<std::uint64_t>* tags = nullptr) {
+    if (tags) *tags = reruns_.tag;
+    reruns_ = Batch{};
+  }
+  /// True once an epoch failed after its execution began (a stuck wait, a failed device
+  /// release): the tables may hold partial writes and must be loaded again.
+  bool damaged() const { return damaged_; }
 
   /// "" if every txn of `b` names known tables, in-range direct keys and a known procedure.
   std::string check(const Batch& b) const {
@@ -186,13 +195,14 @@ class Engine {
     out->stats.waited_ns = waited;
     if (stuck) {
       *err = "stuck wait: txn " + std::to_string(stuck - 1) + " waited past the watchdog (a planning bug)";
+      damaged_ = true;
       return false;
     }
     out->stats.exec_ms = ms_since(t1);
     t1 = std::chrono::steady_clock::now();
     if (device_) {
       db_.end_epoch_collect(&freed_);
-      if (!device_->release(db_, freed_, err)) return false;
+      if (!device_->release(db_, freed_, err)) return damaged_ = true, false;
     } else {
       db_.end_epoch();
     }
@@ -214,7 +224,7 @@ class Engine {
   int threads_;
   Planner planner_;
   std::shared_ptr<DevicePlanner> device_;
-  bool attached_ = false, stale_ = false;
+  bool attached_ = false, stale_ = false, damaged_ = false;
   std::vector<std::vector<std::uint32_t>> freed_;
   Faults faults_;
   std::uint64_t watchdog_ns_ = 10000000000ull;

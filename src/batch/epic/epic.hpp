@@ -134,6 +134,8 @@ struct Batch {
            const std::vector<std::uint32_t>& a, std::uint64_t tg = 0, std::uint32_t att = 0);
   /// Appends txn t of `other`.
   void add_from(const Batch& other, std::size_t t, std::uint32_t att);
+  /// Removes the last txn (no-op on an empty batch).
+  void pop_back();
 };
 
 /// The indexed form of a batch: per op its table and record id (kInvalid for a missing read key)

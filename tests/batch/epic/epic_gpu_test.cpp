@@ -14,6 +14,7 @@
 
 #include "batch/epic/checker.hpp"
 #include "batch/epic/planner_compare.hpp"
+#include "batch/epic/mix_gen.hpp"
 #include "batch/epic/gpu.hpp"
 #include "batch/epic/tpcc_gen.hpp"
 #include "batch/epic/workloads.hpp"
@@ -23,57 +24,15 @@ namespace {
 
 using test::compare_state;
 using test::replay_epoch;
+using test::load_mix;
+using test::mix_tables;
+using test::MixGen;
 
 #define REQUIRE_GPU()                         \
   std::string why_;                           \
   if (!gpu_available(&why_)) {                \
     GTEST_SKIP() << "no GPU: " << why_;       \
   }
-
-std::vector<TableSpec> mix_tables() {
-  return {{"small", 1, 64, false}, {"wide", 4, 200, false}, {"indexed", 3, 400, true}};
-}
-
-void mix_txn(std::mt19937_64& rng, Batch* b, std::uint64_t tag) {
-  std::vector<Key> reads, writes;
-  const bool hot = rng() % 3 == 0;
-  auto key = [&](std::uint32_t t) -> std::uint64_t {
-    const std::uint64_t range = t == 0 ? 64 : t == 1 ? 200 : 300;
-    return hot ? rng() % 4 : rng() % range;
-  };
-  const int nr = static_cast<int>(rng() % 7), nw = static_cast<int>(rng() % 6);
-  for (int i = 0; i < nr; ++i) {
-    const auto t = static_cast<std::uint32_t>(rng() % 3);
-    reads.push_back({t, key(t)});
-  }
-  for (int i = 0; i < nw; ++i) {
-    const auto t = static_cast<std::uint32_t>(rng() % 3);
-    Key k{t, key(t)};
-    bool dup = false;
-    for (auto& w : writes) dup |= w.table == k.table && w.key == k.key;
-    if (!dup) writes.push_back(k);
-  }
-  const std::uint32_t r = static_cast<std::uint32_t>(rng() % 100);
-  const std::uint32_t proc = r < 70 ? MixProcs::kRmw : r < 85 ? MixProcs::kDelete : MixProcs::kPartial;
-  const std::uint32_t a = static_cast<std::uint32_t>(rng() % 100);
-  const std::uint32_t mode = a < 10 ? 1 : a < 15 ? 2 : a < 17 ? 3 : 0;
-  b->add(proc, reads, writes, {static_cast<std::uint32_t>(rng()), mode}, tag);
-}
-
-bool load_mix(Database& db, SerialStore& s) {
-  bool ok = true;
-  for (std::uint32_t t = 0; t < 3; ++t) {
-    const std::uint32_t w = db.table(t).spec.record_words;
-    const std::uint64_t n = t == 2 ? 300 : db.table(t).spec.capacity;
-    for (std::uint64_t k = 0; k < n; k += t == 2 ? 2 : 1) {
-      std::vector<std::uint32_t> d(w);
-      for (std::uint32_t i = 0; i < w; ++i) d[i] = static_cast<std::uint32_t>(k * 100 + i + t);
-      ok &= db.load(t, k, d.data());
-      s.put(t, k, d.data());
-    }
-  }
-  return ok;
-}
 
 std::vector<std::uint32_t> globals(const Batch& b, std::uint32_t span) {
   std::vector<std::uint32_t> g(b.keys.size());
@@ -193,13 +152,13 @@ TEST(EpicGpuIndex, ChurnEqualsHostIndexing) {
   ASSERT_TRUE(gh->upload(dh, &err)) << err;
   EXPECT_EQ(gd->index_on(), IndexOn::kGpu);
   EXPECT_EQ(gh->index_on(), IndexOn::kHost);
-  std::mt19937_64 rng(29);
+  MixGen rng(29);
   std::uint64_t tag = 0;
   std::size_t grew = 0, shrank = 0, ring = dh.table(2).free_ring.size();
   for (int ep = 0; ep < 40; ++ep) {
     Batch b;
-    const int n = 1 + static_cast<int>(rng() % 1500);
-    for (int i = 0; i < n; ++i) mix_txn(rng, &b, tag++);
+    const int n = 1 + static_cast<int>(rng.rng() % 1500);
+    for (int i = 0; i < n; ++i) rng.txn(&b, tag++);
     EpochOutput od, oh;
     ASSERT_TRUE(gd->run_epoch(dd, b, &od, &err)) << err;
     ASSERT_TRUE(gh->run_epoch(dh, b, &oh, &err)) << err;
@@ -226,10 +185,10 @@ TEST(EpicGpuPlan, EqualsTheCpuTwin) {
   std::string err;
   auto g = make_gpu_runner(ProcSet::kMix, &err);
   ASSERT_TRUE(g) << err;
-  std::mt19937_64 rng(3);
+  MixGen rng(3);
   for (std::size_t n : {1, 2, 3, 100, 1000, 4097, 20000, 100000}) {
     Batch b;
-    for (std::size_t t = 0; t < n; ++t) mix_txn(rng, &b, t);
+    for (std::size_t t = 0; t < n; ++t) rng.txn(&b, t);
     const auto gl = globals(b, 1000);
     Plan cpu, gpu;
     plan_cpu(b, gl, &cpu);
@@ -268,13 +227,13 @@ TEST(EpicGpuExec, MixEqualsSerial) {
   SerialStore s(mix_tables());
   ASSERT_TRUE(load_mix(db, s));
   ASSERT_TRUE(g->upload(db, &err)) << err;
-  std::mt19937_64 rng(17);
+  MixGen rng(17);
   Batch pending_gpu, pending_serial;
   std::uint64_t tag = 0;
   for (int ep = 0; ep < 60; ++ep) {
     Batch b;
-    const int n = 1 + static_cast<int>(rng() % 2000);
-    for (int i = 0; i < n; ++i) mix_txn(rng, &b, tag++);
+    const int n = 1 + static_cast<int>(rng.rng() % 2000);
+    for (int i = 0; i < n; ++i) rng.txn(&b, tag++);
     Batch run = pending_gpu;
     for (std::size_t t = 0; t < b.size(); ++t) run.add_from(b, t, 0);
     EpochOutput out;
@@ -302,13 +261,13 @@ TEST(EpicGpuExec, EpicCpuMixEqualsSerial) {
     if (device_index) e.set_device_planner(g);
     SerialStore s(mix_tables());
     ASSERT_TRUE(load_mix(e.db(), s));
-    std::mt19937_64 rng(23);
+    MixGen rng(23);
     Batch pending;
     std::uint64_t tag = 0;
     for (int ep = 0; ep < 40; ++ep) {
       Batch b;
-      const int n = 1 + static_cast<int>(rng() % 2000);
-      for (int i = 0; i < n; ++i) mix_txn(rng, &b, tag++);
+      const int n = 1 + static_cast<int>(rng.rng() % 2000);
+      for (int i = 0; i < n; ++i) rng.txn(&b, tag++);
       EpochOutput out;
       g->set_packed_transfers(ep % 3 != 0);
       ASSERT_TRUE(e.run_epoch(b, &out, &err)) << err;
@@ -332,12 +291,12 @@ TEST(EpicGpuPlan, DevicePlannerEqualsTheCpuTwin) {
     SerialStore s(mix_tables());
     return load_mix(db, s);
   };
-  std::mt19937_64 rng(31);
+  MixGen rng(31);
   std::vector<Batch> epochs;
   std::uint64_t tag = 0;
   for (std::size_t n : {1, 2, 3, 100, 1000, 4097, 20000, 7, 15000}) {
     epochs.emplace_back();
-    for (std::size_t t = 0; t < n; ++t) mix_txn(rng, &epochs.back(), tag++);
+    for (std::size_t t = 0; t < n; ++t) rng.txn(&epochs.back(), tag++);
   }
   for (bool packed : {true, false}) {
     g->set_packed_transfers(packed);

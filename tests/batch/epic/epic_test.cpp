@@ -14,11 +14,15 @@
 #include "batch/epic/workloads.hpp"
 #include "batch/epic/checker.hpp"
 #include "batch/epic/planner_compare.hpp"
+#include "batch/epic/mix_gen.hpp"
 
 namespace duet::batch::epic {
 namespace {
 
 using test::compare_state;
+using test::load_mix;
+using test::mix_tables;
+using test::MixGen;
 using test::replay_epoch;
 using test::test_scale;
 
@@ -87,40 +91,6 @@ TEST(EpicExec, AlgorithmOneCases) {
 }
 
 // ------------------------------------------------------------------ the random Mix workload
-std::vector<TableSpec> mix_tables() {
-  return {{"small", 1, 64, false}, {"wide", 4, 200, false}, {"indexed", 3, 400, true}};
-}
-
-struct MixGen {
-  std::mt19937_64 rng;
-  explicit MixGen(std::uint64_t seed) : rng(seed) {}
-  std::uint64_t key(std::uint32_t table, bool hot) {
-    const std::uint64_t range = table == 0 ? 64 : table == 1 ? 200 : 300;
-    return hot ? rng() % 4 : rng() % range;
-  }
-  void txn(Batch* b, std::uint64_t tag) {
-    std::vector<Key> reads, writes;
-    const bool hot = rng() % 3 == 0;
-    const int nr = static_cast<int>(rng() % 7), nw = static_cast<int>(rng() % 6);
-    for (int i = 0; i < nr; ++i) {
-      const auto t = static_cast<std::uint32_t>(rng() % 3);
-      reads.push_back({t, key(t, hot)});
-    }
-    for (int i = 0; i < nw; ++i) {
-      const auto t = static_cast<std::uint32_t>(rng() % 3);
-      Key k{t, key(t, hot)};
-      bool dup = false;
-      for (auto& w : writes) dup |= w.table == k.table && w.key == k.key;
-      if (!dup) writes.push_back(k);
-    }
-    const std::uint32_t r = static_cast<std::uint32_t>(rng() % 100);
-    const std::uint32_t proc = r < 70 ? MixProcs::kRmw : r < 85 ? MixProcs::kDelete : MixProcs::kPartial;
-    const std::uint32_t a = static_cast<std::uint32_t>(rng() % 100);
-    const std::uint32_t mode = a < 10 ? 1 : a < 15 ? 2 : a < 17 ? 3 : 0;
-    ASSERT_TRUE(b->add(proc, reads, writes, {static_cast<std::uint32_t>(rng()), mode}, tag));
-  }
-};
-
 // The multi-threaded CPU plan equals the sequential one bit for bit: contended Mix batches (hot
 // records span the threads' ranges; some reads name missing keys, whose record bits are all
 // ones) and a YCSB batch over 10^6 records. Multi-threaded index lookups give the same ids.
@@ -162,19 +132,6 @@ TEST(EpicPlan, ParallelEqualsSequential) {
   ASSERT_TRUE(par == seq);
 }
 
-void load_mix(Database& db, SerialStore& s) {
-  for (std::uint32_t t = 0; t < 3; ++t) {
-    const std::uint32_t w = db.table(t).spec.record_words;
-    const std::uint64_t n = t == 2 ? 300 : db.table(t).spec.capacity;
-    for (std::uint64_t k = 0; k < n; k += t == 2 ? 2 : 1) {
-      std::vector<std::uint32_t> d(w);
-      for (std::uint32_t i = 0; i < w; ++i) d[i] = static_cast<std::uint32_t>(k * 100 + i + t);
-      ASSERT_TRUE(db.load(t, k, d.data()));
-      s.put(t, k, d.data());
-    }
-  }
-}
-
 // Runs `epochs` random epochs of 1..max_size txns through an engine and the checker. Returns the
 // first difference, or "".
 std::string run_mix(std::uint64_t seed, int epochs, int max_size, int threads, const Faults& f, std::size_t* txns = nullptr,
@@ -188,14 +145,15 @@ std::string run_mix(std::uint64_t seed, int epochs, int max_size, int threads, c
   // that outlives a short watchdog is such a wait.
   if (threads == 1) e.set_watchdog_ms(50);
   SerialStore s(mix_tables());
-  load_mix(e.db(), s);
+  if (!load_mix(e.db(), s)) return "the bulk load refused a record";
   MixGen g(seed);
   Batch pending;
   std::uint64_t tag = 0;
   for (int ep = 0; ep < epochs; ++ep) {
     Batch b;
     const int n = 1 + static_cast<int>(g.rng() % max_size);
-    for (int i = 0; i < n; ++i) g.txn(&b, tag++);
+    for (int i = 0; i < n; ++i)
+      if (!g.txn(&b, tag++)) return "the batch refused a drawn txn";
     EpochOutput out;
     std::string err;
     if (!e.run_epoch(b, &out, &err)) return "run_epoch: " + err;
@@ -259,7 +217,7 @@ TEST(EpicOracle, UnfilledAbortSlotsAreCaught) {
 TEST(EpicOracle, CheckerCatchesACorruptRecordAndOutcome) {
   Engine<MixProcs> e(mix_tables(), 2);
   SerialStore s(mix_tables());
-  load_mix(e.db(), s);
+  ASSERT_TRUE(load_mix(e.db(), s));
   MixGen g(8);
   Batch b;
   for (int i = 0; i < 200; ++i) g.txn(&b, i);
@@ -442,8 +400,7 @@ std::vector<Batch> mix_epochs(std::uint64_t seed, int epochs, int max_size) {
 
 bool load_mix_keys(Database& db) {
   SerialStore s(mix_tables());
-  load_mix(db, s);
-  return !::testing::Test::HasFatalFailure();
+  return load_mix(db, s);
 }
 
 TEST(EpicDevicePlanner, HostPlannerEqualsTheReference) {
@@ -516,7 +473,7 @@ TEST(EpicOracle, TpccWrongPredictionsRerun) {
 TEST(EpicInput, BadInputIsRejectedAndNothingApplied) {
   Engine<MixProcs> e(mix_tables(), 2);
   SerialStore s(mix_tables());
-  load_mix(e.db(), s);
+  ASSERT_TRUE(load_mix(e.db(), s));
   std::string err;
   EpochOutput out;
   Batch unknown_proc;

@@ -1,0 +1,360 @@
+// Epic's submission front end: transactions are submitted one at a time from any number of
+// threads, gathered into epochs, and each gets a future resolved when its epoch has run.
+//
+// An epoch closes when `epoch_size` txns are queued, when its oldest txn has waited
+// `epoch_max_wait`, or on flush(). Each submitting thread has its own queue (no lock shared
+// between submitters); an epoch takes the queues in the order their threads first submitted, each
+// queue's txns in submission order: the serial order is (thread, counter). Results equal serial
+// execution of the epochs' txns in that order (the engine's guarantee), so with one submitting
+// thread, or with flush() between the phases of several, results are those of serial execution
+// in submission order, deterministically. Txns whose declared keys were wrong run again in the
+// next epoch (first, in their old order); their futures resolve when they finally run.
+#pragma once
+
+#include <array>
+#include <atomic>
+#include <chrono>
+#include <condition_variable>
+#include <cstdint>
+#include <future>
+#include <memory>
+#include <mutex>
+#include <string>
+#include <thread>
+#include <unordered_map>
+#include <vector>
+
+#include "batch/epic/engine.hpp"
+#include "duet/batch.hpp"
+
+namespace duet::batch::epic {
+
+/// When an epoch closes (whichever comes first).
+struct EpochsConfig {
+  std::size_t epoch_size = 100000;  ///< txns queued (1 .. kMaxTxns / 2; clamped)
+  std::chrono::microseconds epoch_max_wait{1000};  ///< the oldest queued txn's wait
+};
+
+/// The result of one submitted txn: the public type (include/duet/batch.hpp) says what each
+/// field means.
+using TxnResult = EpicTxnResult;
+static_assert(kMaxOut == sizeof(TxnResult::out) / sizeof(TxnResult::out[0]));
+
+/// Counters of an Epochs front end.
+struct EpochsStats {
+  std::uint64_t epochs = 0, txns = 0, refused = 0, failed_epochs = 0;
+  std::uint64_t closed_by_size = 0, closed_by_wait = 0, closed_by_flush = 0, rerun_epochs = 0;
+};
+
+/// The front end over an Engine<Procs>, which it drives from its own epoch thread (the engine
+/// must not be used otherwise while this object lives; its database may be read after flush()).
+/// Thread-safe: submit, flush and stats may be called from any thread.
+template <class Procs>
+class Epochs {
+ public:
+  Epochs(Engine<Procs>& engine, EpochsConfig cfg) : engine_(engine), cfg_(cfg) {
+    cfg_.epoch_size = std::clamp<std::size_t>(cfg_.epoch_size, 1, kMaxTxns / 2);
+    thread_ = std::thread([this] { epoch_loop(); });
+  }
+  /// Runs what is queued (flush), then stops the epoch thread.
+  ~Epochs() {
+    flush();
+    {
+      std::lock_guard<std::mutex> lk(m_);
+      stop_ = true;
+    }
+    cv_.notify_all();
+    thread_.join();
+  }
+  Epochs(const Epochs&) = delete;
+  Epochs& operator=(const Epochs&) = delete;
+
+  /// Queues one txn: procedure `proc` with its declared read and write keys and its args. The
+  /// future is ready at once, with `error` set and nothing queued, for an unknown procedure,
+  /// an unknown table, a direct key out of range, more than kMaxOps keys or kMaxWrites writes,
+  /// a write key declared twice, or after the engine failed for good; otherwise when the txn's
+  /// epoch has run. Cost: a copy of the keys and args into this thread's queue under its own lock.
+  std::future<TxnResult> submit(std::uint32_t proc, const std::vector<Key>& reads, const std::vector<Key>& writes,
+                                const std::vector<std::uint32_t>& args) {
+    std::promise<TxnResult> p;
+    std::future<TxnResult> f = p.get_future();
+    std::string err;  // why the txn is refused
+    if (!Procs::known(proc)) {
+      err = "unknown procedure " + std::to_string(proc);
+    } else {
+      // Checked in place at the queue's end (one copy of keys and args), taken back if refused.
+      Queue& q = my_queue();
+      std::lock_guard<std::mutex> lk(q.m);
+      if (!q.txns.add(proc, reads, writes, args)) {
+        err = "more than " + std::to_string(kMaxOps) + " keys or " + std::to_string(kMaxWrites) +
+              " writes, a write key declared twice, or this thread has 2^20 txns queued";
+      } else if (err = engine_.db().check_keys(q.txns, q.txns.size() - 1); !err.empty()) {
+        q.txns.pop_back();
+      } else if (failed_.load(std::memory_order_acquire)) {
+        q.txns.pop_back();
+        // failure_ was written once, before failed_ was released; m_ is not taken here (the
+        // epoch loop takes the queues' locks under it).
+        refused_.fetch_add(1, std::memory_order_relaxed);
+        p.set_value(error_result(Status::Internal("the engine failed and must be reloaded: " + failure_)));
+        return f;
+      } else {
+        q.promises.push_back(std::move(p));
+        // Numbered under the queue's lock: each queue's numbers rise from front to back.
+        q.seqs.push_back(seq_.fetch_add(1, std::memory_order_acq_rel));
+      }
+    }
+    if (!err.empty()) {
+      refused_.fetch_add(1, std::memory_order_relaxed);
+      p.set_value(error_result(Status::InvalidArgument(std::move(err))));
+      return f;
+    }
+    const std::size_t before = queued_.fetch_add(1, std::memory_order_acq_rel);
+    // Wake the epoch thread when the epoch opens (its wait clock starts) or fills.
+    if (before == 0 || before + 1 == cfg_.epoch_size) {
+      std::lock_guard<std::mutex> lk(m_);
+      if (before == 0 && !open_known_) open_since_ = std::chrono::steady_clock::now(), open_known_ = true;
+      cv_.notify_all();
+    }
+    return f;
+  }
+
+  /// Closes the open epoch now and returns once every txn whose submit() returned before this
+  /// call has its result (reruns included: it runs further epochs while any is pending).
+  void flush() {
+    std::unique_lock<std::mutex> lk(m_);
+    const std::uint64_t ticket = ++flush_wanted_;
+    flush_below_ = seq_.load(std::memory_order_acquire);
+    cv_.notify_all();
+    done_cv_.wait(lk, [&] { return flush_done_ >= ticket || stopped_; });
+  }
+
+  /// Calls f() while no epoch runs: the engine and its database are as of the last epoch that
+  /// completed (reads, or a bulk load before the first epoch). Blocks epochs while f runs.
+  template <class F>
+  void with_engine_idle(F f) {
+    std::lock_guard<std::mutex> lk(run_m_);
+    f();
+  }
+
+  EpochsStats stats() const {
+    std::lock_guard<std::mutex> lk(m_);
+    EpochsStats s = stats_;
+    s.refused = refused_.load(std::memory_order_relaxed);
+    return s;
+  }
+
+ private:
+  struct Queue {
+    std::mutex m;
+    Batch txns;
+    std::vector<std::promise<TxnResult>> promises;
+    std::vector<std::uint64_t> seqs;  ///< submission numbers (for flush)
+  };
+
+  /// This thread's queue, registered on its first submission (registration order is the
+  /// thread order of the serial order).
+  Queue& my_queue() {
+    thread_local std::vector<std::pair<std::uint64_t, Queue*>> mine;  // (front end id, queue)
+    for (const auto& [id, q] : mine)
+      if (id == id_) return *q;
+    std::lock_guard<std::mutex> lk(queues_m_);
+    queues_.push_back(std::make_unique<Queue>());
+    mine.emplace_back(id_, queues_.back().get());
+    return *queues_.back();
+  }
+
+  /// Moves up to epoch_size queued txns, thread by thread, into batch_ and promises_.
+  void take() {
+    batch_.clear();
+    promises_.clear();
+    seqs_.clear();
+    std::vector<Queue*> qs;
+    {
+      std::lock_guard<std::mutex> lk(queues_m_);
+      for (auto& q : queues_) qs.push_back(q.get());
+    }
+    for (Queue* q : qs) {
+      if (batch_.size() >= cfg_.epoch_size) break;
+      std::lock_guard<std::mutex> lk(q->m);
+      const std::size_t n = std::min(q->txns.size(), cfg_.epoch_size - batch_.size());
+      if (n == 0) continue;
+      if (n == q->txns.size() && batch_.size() == 0) {
+        std::swap(batch_, q->txns);
+        q->txns.clear();
+      } else {
+        for (std::size_t t = 0; t < n; ++t) batch_.add_from(q->txns, t, 0);
+        Batch rest;
+        for (std::size_t t = n; t < q->txns.size(); ++t) rest.add_from(q->txns, t, 0);
+        q->txns = std::move(rest);
+      }
+      for (std::size_t t = 0; t < n; ++t) promises_.push_back(std::move(q->promises[t]));
+      q->promises.erase(q->promises.begin(), q->promises.begin() + static_cast<std::ptrdiff_t>(n));
+      seqs_.insert(seqs_.end(), q->seqs.begin(), q->seqs.begin() + static_cast<std::ptrdiff_t>(n));
+      q->seqs.erase(q->seqs.begin(), q->seqs.begin() + static_cast<std::ptrdiff_t>(n));
+    }
+    // Tags: unique over the front end's life (reruns are found by them).
+    for (std::size_t t = 0; t < batch_.size(); ++t) batch_.tag[t] = next_tag_++;
+    queued_.fetch_sub(batch_.size(), std::memory_order_acq_rel);
+  }
+
+  /// Runs batch_ (and the engine's pending reruns) as one epoch and resolves what finished.
+  /// A failed epoch fails all its txns, pending reruns included (nothing of it was applied).
+  void run() {
+    if (failed_.load(std::memory_order_acquire)) {  // queued before the failure: refused now
+      std::lock_guard<std::mutex> lk(m_);
+      for (auto& p : promises_) p.set_value(error_result(Status::Internal("the engine failed and must be reloaded: " + failure_)));
+      return;
+    }
+    EpochOutput out;
+    std::string err;
+    const std::uint32_t eid = engine_.db().eid();
+    const bool ok = engine_.run_epoch(batch_, &out, &err);
+    std::lock_guard<std::mutex> lk(m_);
+    ++stats_.epochs;
+    if (!ok) {
+      ++stats_.failed_epochs;
+      // An indexed table out of records is a full table; anything else is the engine's failure.
+      const std::string msg = "epoch " + std::to_string(eid) + " failed, nothing of it applied: " + err;
+      const Status why = err.find(" is full") != std::string::npos ? Status::ResourceExhausted(msg) : Status::Internal(msg);
+      for (auto& p : promises_) p.set_value(error_result(why));
+      engine_.clear_reruns();
+      for (auto& [tag, r] : rerun_promises_) r.promise.set_value(error_result(why));
+      rerun_promises_.clear();
+      if (engine_.damaged()) {
+        failure_ = err;
+        failed_.store(true, std::memory_order_release);
+      }
+      return;
+    }
+    stats_.txns += out.tag.size();
+    const std::size_t reruns = out.tag.size() - batch_.size();
+    for (std::size_t j = 0; j < out.tag.size(); ++j) {
+      std::promise<TxnResult> p;
+      std::uint64_t seq;
+      if (j < reruns) {
+        auto it = rerun_promises_.find(out.tag[j]);
+        if (it == rerun_promises_.end()) continue;  // cannot be: the engine reruns only txns given to it
+        p = std::move(it->second.promise);
+        seq = it->second.seq;
+        rerun_promises_.erase(it);
+      } else {
+        p = std::move(promises_[j - reruns]);
+        seq = seqs_[j - reruns];
+      }
+      const std::uint32_t o = out.results.outcome[j];
+      if (o == kRerun) {
+        rerun_promises_.emplace(out.tag[j], Rerun{std::move(p), seq});
+        continue;
+      }
+      TxnResult r;
+      r.outcome = static_cast<EpicOutcome>(o);
+      for (std::uint32_t k = 0; k < kMaxOut; ++k) r.out[k] = out.results.out[j * kMaxOut + k];
+      r.epoch = eid;
+      r.position = static_cast<std::uint32_t>(j);
+      r.attempts = out.attempt[j] + 1;
+      p.set_value(std::move(r));
+    }
+  }
+
+  static TxnResult error_result(Status why) {
+    TxnResult r;
+    r.status = std::move(why);
+    return r;
+  }
+
+  /// True when every txn numbered below flush_below_ has its result. Caller holds m_.
+  bool flushed() {
+    for (const auto& [tag, r] : rerun_promises_)
+      if (r.seq < flush_below_) return false;
+    std::lock_guard<std::mutex> lk(queues_m_);
+    for (auto& q : queues_) {
+      std::lock_guard<std::mutex> ql(q->m);
+      if (!q->seqs.empty() && q->seqs.front() < flush_below_) return false;
+    }
+    return true;
+  }
+
+  void epoch_loop() {
+    std::unique_lock<std::mutex> lk(m_);
+    for (;;) {
+      if (flush_wanted_ > flush_done_ && flushed()) {
+        flush_done_ = flush_wanted_;
+        done_cv_.notify_all();
+      }
+      const bool flushing = flush_wanted_ > flush_done_;
+      const std::size_t queued = queued_.load(std::memory_order_acquire);
+      const bool reruns = !rerun_promises_.empty();
+      const auto now = std::chrono::steady_clock::now();
+      // open_known_ is false only between a take and the first submission after it, which sets
+      // the open time (under m_) and wakes this loop.
+      const bool late = queued > 0 && open_known_ && now >= open_since_ + cfg_.epoch_max_wait;
+      if (queued >= cfg_.epoch_size || late || (flushing && (queued > 0 || reruns)) || (reruns && queued == 0)) {
+        if (queued >= cfg_.epoch_size) ++stats_.closed_by_size;
+        else if (late) ++stats_.closed_by_wait;
+        else if (flushing && queued > 0) ++stats_.closed_by_flush;
+        else ++stats_.rerun_epochs;
+        open_known_ = false;
+        lk.unlock();
+        {
+          std::lock_guard<std::mutex> run_lk(run_m_);
+          take();
+          run();
+        }
+        lk.lock();
+        // Txns left queued (past epoch_size) start the next epoch's wait clock now.
+        if (!open_known_ && queued_.load(std::memory_order_acquire) > 0)
+          open_since_ = std::chrono::steady_clock::now(), open_known_ = true;
+        continue;
+      }
+      if (stop_) break;
+      if (queued > 0 && open_known_) {
+        cv_.wait_until(lk, open_since_ + cfg_.epoch_max_wait);
+      } else {
+        cv_.wait(lk);
+      }
+    }
+    stopped_ = true;
+    done_cv_.notify_all();
+  }
+
+  static std::uint64_t next_id() {
+    static std::atomic<std::uint64_t> ids{1};
+    return ids.fetch_add(1, std::memory_order_relaxed);
+  }
+
+  Engine<Procs>& engine_;
+  EpochsConfig cfg_;
+  const std::uint64_t id_ = next_id();  ///< tells this front end's thread-local queues apart
+
+  std::mutex queues_m_;
+  std::vector<std::unique_ptr<Queue>> queues_;  ///< in registration order
+  std::atomic<std::size_t> queued_{0};
+  std::atomic<std::uint64_t> seq_{0};  ///< submissions numbered so far
+  std::atomic<std::uint64_t> refused_{0};
+  std::atomic<bool> failed_{false};
+
+  // The epoch thread's own state (batch_, promises_, rerun_promises_ under m_ where shared).
+  Batch batch_;
+  std::vector<std::promise<TxnResult>> promises_;
+  std::vector<std::uint64_t> seqs_;  ///< batch_'s submission numbers
+  struct Rerun {
+    std::promise<TxnResult> promise;
+    std::uint64_t seq;
+  };
+  std::unordered_map<std::uint64_t, Rerun> rerun_promises_;  ///< by tag
+  std::uint64_t next_tag_ = 0;
+
+  std::mutex run_m_;  ///< held by the epoch thread while it takes and runs an epoch
+  mutable std::mutex m_;
+  std::condition_variable cv_, done_cv_;
+  std::chrono::steady_clock::time_point open_since_{};  ///< when the open epoch's first txn was queued
+  bool open_known_ = false;
+  std::uint64_t flush_wanted_ = 0, flush_done_ = 0;
+  std::uint64_t flush_below_ = 0;  ///< the latest flush waits for every txn numbered below this
+  bool stop_ = false, stopped_ = false;
+  std::string failure_;
+  EpochsStats stats_;
+  std::thread thread_;
+};
+
+}  // namespace duet::batch::epic

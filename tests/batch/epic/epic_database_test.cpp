@@ -1,0 +1,135 @@
+// The public Epic API (duet::EpicDatabase, include/duet/batch.hpp): opening checks its
+// configuration; bulk load before the first submission only; txns drawn by the Mix generator,
+// submitted through spans, equal serial execution in submission order, record by record; reads
+// see the last completed epoch; each procedure set is the one chosen.
+#include <gtest/gtest.h>
+
+#include "batch/epic/mix_gen.hpp"
+#include "duet/batch.hpp"
+
+namespace duet {
+namespace {
+
+using batch::epic::MixProcs;
+using batch::epic::SerialStore;
+using batch::epic::test::MixGen;
+using batch::epic::test::MixTxn;
+
+std::vector<EpicTable> mix_epic_tables() {
+  std::vector<EpicTable> t;
+  for (const auto& s : batch::epic::test::mix_tables()) t.push_back({s.name, s.record_words, s.capacity, s.indexed});
+  return t;
+}
+
+std::vector<EpicKey> keys(const std::vector<batch::epic::Key>& ks) {
+  std::vector<EpicKey> o;
+  for (const auto& k : ks) o.push_back({k.table, k.key});
+  return o;
+}
+
+TEST(EpicDatabase, OpenRefusesBadConfigurations) {
+  std::unique_ptr<EpicDatabase> db;
+  EpicConfig c;
+  EXPECT_EQ(EpicDatabase::open(c, &db).code(), StatusCode::kInvalidArgument) << "no tables";
+  c.tables = {{"t", 0, 10, false}};
+  EXPECT_EQ(EpicDatabase::open(c, &db).code(), StatusCode::kInvalidArgument) << "no words";
+  c.tables = {{"t", 1, 0, false}};
+  EXPECT_EQ(EpicDatabase::open(c, &db).code(), StatusCode::kInvalidArgument) << "no records";
+  c.tables = {{"a", 1, 0x80000000u, false}, {"b", 1, 0x80000000u, false}};
+  EXPECT_EQ(EpicDatabase::open(c, &db).code(), StatusCode::kInvalidArgument) << "2^32 records";
+  c.tables = {{"t", 1, 10, false}};
+  c.threads = 65;
+  EXPECT_EQ(EpicDatabase::open(c, &db).code(), StatusCode::kInvalidArgument) << "threads";
+  EXPECT_EQ(db, nullptr);
+  EXPECT_EQ(EpicDatabase::open(c, nullptr).code(), StatusCode::kInvalidArgument);
+}
+
+TEST(EpicDatabase, MixTxnsEqualSerialExecutionInSubmissionOrder) {
+  EpicConfig c;
+  c.procedures = EpicProcedures::kMix;
+  c.tables = mix_epic_tables();
+  c.threads = 2;
+  c.epoch_size = 40;
+  std::unique_ptr<EpicDatabase> db;
+  ASSERT_TRUE(EpicDatabase::open(c, &db).ok());
+  // Bulk load: the same records into the database and the serial store.
+  SerialStore s(batch::epic::test::mix_tables());
+  batch::epic::Database shadow(batch::epic::test::mix_tables());
+  ASSERT_TRUE(batch::epic::test::load_mix(shadow, s));
+  for (std::uint32_t t = 0; t < 3; ++t)
+    for (std::uint64_t k = 0; k < 300; ++k)
+      if (const std::uint32_t* r = s.get(t, k)) {
+        ASSERT_TRUE(db->load(t, k, std::span<const std::uint32_t>(r, c.tables[t].record_words)).ok());
+      }
+  const std::uint32_t rec[3] = {1, 2, 3};
+  EXPECT_EQ(db->load(9, 0, rec).code(), StatusCode::kInvalidArgument) << "unknown table";
+  EXPECT_EQ(db->load(2, 0, std::span<const std::uint32_t>(rec, 2)).code(), StatusCode::kInvalidArgument) << "length";
+  EXPECT_EQ(db->load(0, 64, std::span<const std::uint32_t>(rec, 1)).code(), StatusCode::kInvalidArgument) << "range";
+
+  MixGen g(5);
+  batch::epic::Batch serial_order;
+  std::vector<std::future<EpicTxnResult>> fs;
+  const int n = 1500;
+  for (int i = 0; i < n; ++i) {
+    MixTxn x = g.draw();
+    x.args[1] = x.args[1] == 2 ? 0 : x.args[1];  // no reruns: the serial order is submission order
+    ASSERT_TRUE(serial_order.add(x.proc, x.reads, x.writes, x.args, i));
+    const std::vector<EpicKey> r = keys(x.reads), w = keys(x.writes);
+    fs.push_back(db->submit(x.proc, r, w, x.args));
+  }
+  EXPECT_EQ(db->load(0, 1, std::span<const std::uint32_t>(rec, 1)).code(), StatusCode::kInvalidArgument)
+      << "load after a submission";
+  db->flush();
+  std::vector<std::uint32_t> outcome, out;
+  batch::epic::run_serial<MixProcs>(s, serial_order, &outcome, &out);
+  for (int i = 0; i < n; ++i) {
+    const EpicTxnResult r = fs[i].get();
+    ASSERT_TRUE(r.status.ok()) << r.status.message();
+    ASSERT_EQ(static_cast<std::uint32_t>(r.outcome), outcome[i]) << "txn " << i;
+    for (int k = 0; k < 4; ++k) ASSERT_EQ(r.out[k], out[i * 4 + k]) << "txn " << i << " word " << k;
+    EXPECT_EQ(r.attempts, 1u);
+  }
+  for (std::uint32_t t = 0; t < 3; ++t)
+    for (std::uint64_t k = 0; k < 300; ++k) {
+      std::vector<std::uint32_t> got;
+      const Status st = db->read(t, k, &got);
+      const std::uint32_t* want = s.get(t, k);
+      if (t < 2 && k >= c.tables[t].capacity) {
+        EXPECT_EQ(st.code(), want ? StatusCode::kOk : StatusCode::kNotFound);
+        continue;
+      }
+      if (!want) {
+        ASSERT_EQ(st.code(), StatusCode::kNotFound) << "table " << t << " key " << k;
+        continue;
+      }
+      ASSERT_TRUE(st.ok()) << "table " << t << " key " << k << ": " << st.message();
+      ASSERT_EQ(got, std::vector<std::uint32_t>(want, want + c.tables[t].record_words)) << "table " << t << " key " << k;
+    }
+  std::vector<std::uint32_t> got;
+  EXPECT_EQ(db->read(7, 0, &got).code(), StatusCode::kInvalidArgument);
+  const EpicStats st = db->stats();
+  EXPECT_EQ(st.txns, static_cast<std::uint64_t>(n));
+  EXPECT_GE(st.epochs, static_cast<std::uint64_t>(n / 40));
+}
+
+TEST(EpicDatabase, EachProcedureSetKnowsItsOwnProcedures) {
+  struct Case {
+    EpicProcedures set;
+    std::uint32_t known, unknown;
+  };
+  for (const Case& k : {Case{EpicProcedures::kMix, 0, 3}, Case{EpicProcedures::kYcsb, 0, 1}, Case{EpicProcedures::kTpcc, 4, 5}}) {
+    EpicConfig c;
+    c.procedures = k.set;
+    c.tables = {{"t", 4, 16, false}};
+    c.threads = 1;
+    std::unique_ptr<EpicDatabase> db;
+    ASSERT_TRUE(EpicDatabase::open(c, &db).ok());
+    const EpicKey key{0, 1};
+    auto bad = db->submit(k.unknown, {}, std::span<const EpicKey>(&key, 1), {});
+    EXPECT_EQ(bad.get().status.code(), StatusCode::kInvalidArgument) << "set " << static_cast<int>(k.set);
+    EXPECT_EQ(db->stats().refused, 1u);
+  }
+}
+
+}  // namespace
+}  // namespace duet

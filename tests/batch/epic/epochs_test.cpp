@@ -1,0 +1,259 @@
+// Epic's submission front end (src/batch/epic/epochs.hpp): txns submitted one at a time from
+// one or many threads equal serial execution in (epoch, position) order, which is submission
+// order for one submitter and (thread, counter) order within an epoch for several; epochs close
+// by size, by wait and on flush; bad input is refused at once; a failed epoch fails its txns
+// and applies nothing.
+#include <gtest/gtest.h>
+
+#include <algorithm>
+#include <future>
+#include <numeric>
+#include <thread>
+
+#include "batch/epic/checker.hpp"
+#include "batch/epic/epochs.hpp"
+#include "batch/epic/mix_gen.hpp"
+
+namespace duet::batch::epic {
+namespace {
+
+using test::compare_state;
+using test::load_mix;
+using test::mix_tables;
+using test::MixGen;
+using test::MixTxn;
+using test::test_scale;
+
+constexpr auto kNever = std::chrono::hours(1);
+
+/// Replays the txns that ran, in (eid, position) order and with their final attempt numbers, on
+/// a serial store loaded like the engine's, and compares every outcome and output, then the
+/// engine's tables. (A rerun's first attempt wrote nothing, so it is left out.) Returns the first
+/// difference, or "".
+std::string check_serial(const std::vector<MixTxn>& txns, const std::vector<TxnResult>& res, Database& db) {
+  std::vector<std::size_t> ran;
+  for (std::size_t i = 0; i < res.size(); ++i)
+    if (res[i].status.ok()) ran.push_back(i);
+  std::sort(ran.begin(), ran.end(), [&](std::size_t a, std::size_t b) {
+    return std::pair(res[a].epoch, res[a].position) < std::pair(res[b].epoch, res[b].position);
+  });
+  for (std::size_t k = 1; k < ran.size(); ++k)
+    if (res[ran[k]].epoch == res[ran[k - 1]].epoch && res[ran[k]].position == res[ran[k - 1]].position)
+      return "two txns share epoch " + std::to_string(res[ran[k]].epoch) + " position " + std::to_string(res[ran[k]].position);
+  Batch run;
+  for (std::size_t i : ran)
+    if (!run.add(txns[i].proc, txns[i].reads, txns[i].writes, txns[i].args, i, res[i].attempts - 1))
+      return "txn " + std::to_string(i) + " does not fit a batch";
+  SerialStore s(mix_tables());
+  Database unused(mix_tables());
+  load_mix(unused, s);
+  std::vector<std::uint32_t> outcome, out;
+  run_serial<MixProcs>(s, run, &outcome, &out);
+  for (std::size_t j = 0; j < ran.size(); ++j) {
+    const TxnResult& r = res[ran[j]];
+    if (outcome[j] != static_cast<std::uint32_t>(r.outcome))
+      return "txn " + std::to_string(ran[j]) + ": outcome " + std::to_string(static_cast<int>(r.outcome)) + ", serial " + std::to_string(outcome[j]);
+    for (std::uint32_t k = 0; k < kMaxOut; ++k)
+      if (out[j * kMaxOut + k] != r.out[k])
+        return "txn " + std::to_string(ran[j]) + ": output " + std::to_string(k) + " is " + std::to_string(r.out[k]) +
+               ", serial " + std::to_string(out[j * kMaxOut + k]);
+  }
+  return compare_state(db, s);
+}
+
+std::vector<TxnResult> get_all(std::vector<std::future<TxnResult>>& fs) {
+  std::vector<TxnResult> r;
+  for (auto& f : fs) r.push_back(f.get());
+  return r;
+}
+
+TEST(EpicEpochs, OneSubmitterEqualsSerialInSubmissionOrder) {
+  Engine<MixProcs> e(mix_tables(), 2);
+  SerialStore unused(mix_tables());
+  ASSERT_TRUE(load_mix(e.db(), unused));
+  const int n = std::max(400, static_cast<int>(4000 * test_scale()));
+  MixGen g(71);
+  std::vector<MixTxn> txns;
+  std::vector<std::future<TxnResult>> fs;
+  EpochsStats st;
+  {
+    Epochs<MixProcs> fe(e, {50, kNever});
+    for (int i = 0; i < n; ++i) {
+      txns.push_back(g.draw());
+      fs.push_back(fe.submit(txns.back().proc, txns.back().reads, txns.back().writes, txns.back().args));
+    }
+    fe.flush();
+    st = fe.stats();
+  }
+  const std::vector<TxnResult> res = get_all(fs);
+  std::size_t reruns = 0;
+  std::pair<std::uint32_t, std::uint32_t> last{0, 0};
+  for (const TxnResult& r : res) {
+    ASSERT_TRUE(r.status.ok()) << r.status.message();
+    reruns += r.attempts > 1;
+    if (r.attempts == 1) {  // first-attempt txns run in submission order
+      ASSERT_LT(last, std::pair(r.epoch, r.position));
+      last = {r.epoch, r.position};
+    }
+  }
+  EXPECT_GT(reruns, 0u) << "the Mix draws reruns (5%)";
+  EXPECT_EQ(st.txns, n + reruns) << "executed txns count each attempt";
+  EXPECT_GE(st.closed_by_size, static_cast<std::uint64_t>(n / 50 - 1));
+  EXPECT_EQ(st.closed_by_wait, 0u);
+  ASSERT_EQ(check_serial(txns, res, e.db()), "");
+  // The check can fail: a wrong output word, or two txns swapped in the serial order.
+  std::vector<TxnResult> bad = res;
+  bad[n / 2].out[1] ^= 1;
+  EXPECT_NE(check_serial(txns, bad, e.db()), "");
+  // Swapped: a committed read-modify-write and a later txn reading a key it wrote.
+  auto conflict = [&](std::size_t i, std::size_t j) {
+    if (txns[i].proc != MixProcs::kRmw || txns[i].args[1] != 0 || res[i].attempts != 1 || res[j].attempts != 1) return false;
+    for (const Key& w : txns[i].writes)
+      for (const Key& r : txns[j].reads)
+        if (w.table == r.table && w.key == r.key) return true;
+    return false;
+  };
+  std::size_t a = 0, b = 1;
+  while (!conflict(a, b)) b + 1 < res.size() ? ++b : (++a, b = a + 1);
+  bad = res;
+  std::swap(bad[a].position, bad[b].position);
+  std::swap(bad[a].epoch, bad[b].epoch);
+  EXPECT_NE(check_serial(txns, bad, e.db()), "");
+}
+
+// Four threads submit at once, one of them flushing now and then; epochs close by size and by a
+// short wait. Each thread's txns keep their order, and everything equals serial execution in
+// (epoch, position) order.
+TEST(EpicEpochs, ConcurrentSubmittersEqualSerialInThreadCounterOrder) {
+  Engine<MixProcs> e(mix_tables(), 2);
+  SerialStore unused(mix_tables());
+  ASSERT_TRUE(load_mix(e.db(), unused));
+  constexpr int kThreads = 4;
+  const int per = std::max(150, static_cast<int>(1500 * test_scale()));
+  std::vector<std::vector<MixTxn>> txns(kThreads);
+  std::vector<std::vector<std::future<TxnResult>>> fs(kThreads);
+  {
+    Epochs<MixProcs> fe(e, {64, std::chrono::microseconds(200)});
+    std::vector<std::thread> th;
+    for (int t = 0; t < kThreads; ++t)
+      th.emplace_back([&, t] {
+        MixGen g(100 + t);
+        for (int i = 0; i < per; ++i) {
+          txns[t].push_back(g.draw());
+          const MixTxn& x = txns[t].back();
+          fs[t].push_back(fe.submit(x.proc, x.reads, x.writes, x.args));
+          if (t == 0 && i % 100 == 99) fe.flush();
+        }
+      });
+    for (auto& x : th) x.join();
+  }  // the destructor flushes
+  std::vector<MixTxn> all;
+  std::vector<TxnResult> res;
+  for (int t = 0; t < kThreads; ++t) {
+    std::pair<std::uint32_t, std::uint32_t> last{0, 0};
+    for (int i = 0; i < per; ++i) {
+      ASSERT_EQ(fs[t][i].wait_for(std::chrono::seconds(0)), std::future_status::ready);
+      TxnResult r = fs[t][i].get();
+      ASSERT_TRUE(r.status.ok()) << r.status.message();
+      if (r.attempts == 1) {
+        ASSERT_LT(last, std::pair(r.epoch, r.position)) << "thread " << t << " txn " << i;
+        last = {r.epoch, r.position};
+      }
+      all.push_back(txns[t][i]);
+      res.push_back(r);
+    }
+  }
+  ASSERT_EQ(check_serial(all, res, e.db()), "");
+}
+
+TEST(EpicEpochs, EpochsCloseBySizeByWaitAndOnFlush) {
+  Engine<MixProcs> e(mix_tables(), 1);
+  SerialStore unused(mix_tables());
+  ASSERT_TRUE(load_mix(e.db(), unused));
+  auto rmw = [](Epochs<MixProcs>& fe, std::uint64_t key) {
+    return fe.submit(MixProcs::kRmw, {{0, key}}, {{0, key}}, {1, 0});
+  };
+  {  // by size: 30 txns in epochs of 10, no flush, no wait
+    Epochs<MixProcs> fe(e, {10, kNever});
+    std::vector<std::future<TxnResult>> fs;
+    for (std::uint64_t k = 0; k < 30; ++k) fs.push_back(rmw(fe, k));
+    const std::vector<TxnResult> res = get_all(fs);
+    for (std::size_t i = 0; i < res.size(); ++i) {
+      ASSERT_TRUE(res[i].status.ok()) << res[i].status.message();
+      EXPECT_EQ(res[i].position, i % 10);
+      EXPECT_EQ(res[i].epoch, res[0].epoch + i / 10);
+    }
+    EXPECT_EQ(fe.stats().closed_by_size, 3u);
+  }
+  {  // by wait: 5 txns, an epoch of 1000, 2 ms
+    Epochs<MixProcs> fe(e, {1000, std::chrono::milliseconds(2)});
+    std::vector<std::future<TxnResult>> fs;
+    for (std::uint64_t k = 0; k < 5; ++k) fs.push_back(rmw(fe, k));
+    for (const TxnResult& r : get_all(fs)) ASSERT_TRUE(r.status.ok()) << r.status.message();
+    const EpochsStats st = fe.stats();
+    EXPECT_GE(st.closed_by_wait, 1u);
+    EXPECT_EQ(st.closed_by_size + st.closed_by_flush, 0u);
+  }
+  {  // on flush: nothing closes before it
+    Epochs<MixProcs> fe(e, {1000, kNever});
+    std::vector<std::future<TxnResult>> fs;
+    for (std::uint64_t k = 0; k < 3; ++k) fs.push_back(rmw(fe, k));
+    for (auto& f : fs) EXPECT_EQ(f.wait_for(std::chrono::milliseconds(20)), std::future_status::timeout);
+    fe.flush();
+    for (auto& f : fs) ASSERT_EQ(f.wait_for(std::chrono::seconds(0)), std::future_status::ready);
+    EXPECT_EQ(fe.stats().closed_by_flush, 1u);
+    EXPECT_EQ(fe.stats().epochs, 1u);
+  }
+}
+
+TEST(EpicEpochs, BadInputIsRefusedAtOnceAndNothingApplied) {
+  Engine<MixProcs> e(mix_tables(), 2);
+  SerialStore s(mix_tables());
+  ASSERT_TRUE(load_mix(e.db(), s));
+  Epochs<MixProcs> fe(e, {1000, kNever});
+  std::vector<Key> many;
+  for (std::uint64_t k = 0; k <= kMaxWrites; ++k) many.push_back({1, k});
+  std::vector<std::future<TxnResult>> bad;
+  bad.push_back(fe.submit(99, {}, {{0, 1}}, {1, 0}));                     // unknown procedure
+  bad.push_back(fe.submit(MixProcs::kRmw, {}, {{7, 1}}, {1, 0}));         // unknown table
+  bad.push_back(fe.submit(MixProcs::kRmw, {}, {{0, 64}}, {1, 0}));        // direct key out of range
+  bad.push_back(fe.submit(MixProcs::kRmw, {}, many, {1, 0}));             // too many writes
+  bad.push_back(fe.submit(MixProcs::kRmw, {}, {{0, 3}, {0, 3}}, {1, 0}));  // a write key twice
+  for (auto& f : bad) {
+    ASSERT_EQ(f.wait_for(std::chrono::seconds(0)), std::future_status::ready);
+    EXPECT_EQ(f.get().status.code(), StatusCode::kInvalidArgument);
+  }
+  EXPECT_EQ(fe.stats().refused, 5u);
+  fe.flush();
+  EXPECT_EQ(fe.stats().epochs, 0u);
+  ASSERT_EQ(compare_state(e.db(), s), "");
+  auto ok = fe.submit(MixProcs::kRmw, {{0, 3}}, {{0, 3}}, {1, 0});
+  fe.flush();
+  EXPECT_TRUE(ok.get().status.ok());
+}
+
+// An epoch that inserts more keys than the indexed table has ids fails whole: every txn of it
+// gets the error and nothing is applied; the next epoch runs.
+TEST(EpicEpochs, AFailedEpochFailsItsTxnsAndAppliesNothing) {
+  Engine<MixProcs> e(mix_tables(), 2);
+  SerialStore s(mix_tables());
+  ASSERT_TRUE(load_mix(e.db(), s));  // 150 of the indexed table's 400 ids in use
+  Epochs<MixProcs> fe(e, {1000, kNever});
+  std::vector<std::future<TxnResult>> fs;
+  for (std::uint64_t k = 0; k < 300; ++k) fs.push_back(fe.submit(MixProcs::kRmw, {}, {{2, 1000 + k}}, {1, 0}));
+  fe.flush();
+  for (const TxnResult& r : get_all(fs)) {
+    EXPECT_EQ(r.status.code(), StatusCode::kResourceExhausted);
+    EXPECT_NE(r.status.message().find("failed, nothing of it applied"), std::string::npos) << r.status.message();
+  }
+  EXPECT_EQ(fe.stats().failed_epochs, 1u);
+  ASSERT_EQ(compare_state(e.db(), s), "");
+  auto ok = fe.submit(MixProcs::kRmw, {{2, 2}}, {{2, 2}}, {5, 0});
+  fe.flush();
+  const TxnResult r = ok.get();
+  EXPECT_TRUE(r.status.ok());
+  EXPECT_EQ(r.outcome, EpicOutcome::kCommitted);
+}
+
+}  // namespace
+}  // namespace duet::batch::epic
