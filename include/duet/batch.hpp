@@ -11,6 +11,7 @@
 #pragma once
 
 #include <cstdint>
+#include <functional>
 #include <future>
 #include <memory>
 #include <span>
@@ -206,6 +207,11 @@ class EpicDatabase {
   /// when refused). Cost: a copy of keys and args into the calling thread's queue.
   virtual std::future<EpicTxnResult> submit(std::uint32_t proc, std::span<const EpicKey> reads,
                                             std::span<const EpicKey> writes, std::span<const std::uint32_t> args) = 0;
+  /// As submit, but `done` gets the result: on the database's epoch thread once the txn's epoch
+  /// has run, or on the calling thread before this returns when the txn is refused. `done` must
+  /// not block (the rest of the epoch's results wait for it) nor call this database.
+  virtual void submit(std::uint32_t proc, std::span<const EpicKey> reads, std::span<const EpicKey> writes,
+                      std::span<const std::uint32_t> args, std::function<void(EpicTxnResult&&)> done) = 0;
   /// Closes the open epoch and returns once every txn submitted before the call has its result.
   virtual void flush() = 0;
   /// The record as of the last epoch that completed: NotFound when absent, InvalidArgument for an

@@ -57,6 +57,13 @@ class EpicDatabaseImpl final : public EpicDatabase {
     return epochs_.submit(proc, to_keys(reads), to_keys(writes), std::vector<std::uint32_t>(args.begin(), args.end()));
   }
 
+  void submit(std::uint32_t proc, std::span<const EpicKey> reads, std::span<const EpicKey> writes,
+              std::span<const std::uint32_t> args, std::function<void(EpicTxnResult&&)> done) override {
+    submitted_.store(true, std::memory_order_release);
+    epochs_.submit(proc, to_keys(reads), to_keys(writes), std::vector<std::uint32_t>(args.begin(), args.end()),
+                   std::move(done));
+  }
+
   void flush() override { epochs_.flush(); }
 
   Status read(std::uint32_t table, std::uint64_t key, std::vector<std::uint32_t>* record) override {

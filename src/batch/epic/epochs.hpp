@@ -16,6 +16,7 @@
 #include <chrono>
 #include <condition_variable>
 #include <cstdint>
+#include <functional>
 #include <future>
 #include <memory>
 #include <mutex>
@@ -70,52 +71,27 @@ class Epochs {
   Epochs& operator=(const Epochs&) = delete;
 
   /// Queues one txn: procedure `proc` with its declared read and write keys and its args. The
-  /// future is ready at once, with `error` set and nothing queued, for an unknown procedure,
-  /// an unknown table, a direct key out of range, more than kMaxOps keys or kMaxWrites writes,
-  /// a write key declared twice, or after the engine failed for good; otherwise when the txn's
-  /// epoch has run. Cost: a copy of the keys and args into this thread's queue under its own lock.
+  /// future is ready at once, with a status that is not ok and nothing queued, for an unknown
+  /// procedure, an unknown table, a direct key out of range, more than kMaxOps keys or
+  /// kMaxWrites writes, a write key declared twice, or after the engine failed for good;
+  /// otherwise when the txn's epoch has run. Cost: a copy of the keys and args into this thread's
+  /// queue under its own lock, and the future's shared state.
   std::future<TxnResult> submit(std::uint32_t proc, const std::vector<Key>& reads, const std::vector<Key>& writes,
                                 const std::vector<std::uint32_t>& args) {
-    std::promise<TxnResult> p;
-    std::future<TxnResult> f = p.get_future();
-    std::string err;  // why the txn is refused
-    if (!Procs::known(proc)) {
-      err = "unknown procedure " + std::to_string(proc);
-    } else {
-      // Checked in place at the queue's end (one copy of keys and args), taken back if refused.
-      Queue& q = my_queue();
-      std::lock_guard<std::mutex> lk(q.m);
-      if (!q.txns.add(proc, reads, writes, args)) {
-        err = "more than " + std::to_string(kMaxOps) + " keys or " + std::to_string(kMaxWrites) +
-              " writes, a write key declared twice, or this thread has 2^20 txns queued";
-      } else if (err = engine_.db().check_keys(q.txns, q.txns.size() - 1); !err.empty()) {
-        q.txns.pop_back();
-      } else if (failed_.load(std::memory_order_acquire)) {
-        q.txns.pop_back();
-        // failure_ was written once, before failed_ was released; m_ is not taken here (the
-        // epoch loop takes the queues' locks under it).
-        refused_.fetch_add(1, std::memory_order_relaxed);
-        p.set_value(error_result(Status::Internal("the engine failed and must be reloaded: " + failure_)));
-        return f;
-      } else {
-        q.promises.push_back(std::move(p));
-        // Numbered under the queue's lock: each queue's numbers rise from front to back.
-        q.seqs.push_back(seq_.fetch_add(1, std::memory_order_acq_rel));
-      }
-    }
-    if (!err.empty()) {
-      refused_.fetch_add(1, std::memory_order_relaxed);
-      p.set_value(error_result(Status::InvalidArgument(std::move(err))));
-      return f;
-    }
-    const std::size_t before = queued_.fetch_add(1, std::memory_order_acq_rel);
-    // Wake the epoch thread when the epoch opens (its wait clock starts) or fills.
-    if (before == 0 || before + 1 == cfg_.epoch_size) {
-      std::lock_guard<std::mutex> lk(m_);
-      if (before == 0 && !open_known_) open_since_ = std::chrono::steady_clock::now(), open_known_ = true;
-      cv_.notify_all();
-    }
+    Waiter w;
+    std::future<TxnResult> f = w.promise.get_future();
+    enqueue(proc, reads, writes, args, std::move(w));
     return f;
+  }
+
+  /// As submit, but `done` gets the result: on the epoch thread once the txn's epoch has run, or
+  /// on the calling thread, before this returns, when the txn is refused. `done` must not block
+  /// (every later txn of the epoch waits for it) and must not call back into this front end.
+  void submit(std::uint32_t proc, const std::vector<Key>& reads, const std::vector<Key>& writes,
+              const std::vector<std::uint32_t>& args, std::function<void(TxnResult&&)> done) {
+    Waiter w;
+    w.callback = std::move(done);
+    enqueue(proc, reads, writes, args, std::move(w));
   }
 
   /// Closes the open epoch now and returns once every txn whose submit() returned before this
@@ -144,12 +120,64 @@ class Epochs {
   }
 
  private:
+  /// Who gets a txn's result: its promise, or its callback when it has one.
+  struct Waiter {
+    std::promise<TxnResult> promise;
+    std::function<void(TxnResult&&)> callback;
+    void resolve(TxnResult&& r) {
+      if (callback) callback(std::move(r));
+      else promise.set_value(std::move(r));
+    }
+  };
+
   struct Queue {
     std::mutex m;
     Batch txns;
-    std::vector<std::promise<TxnResult>> promises;
+    std::vector<Waiter> waiters;
     std::vector<std::uint64_t> seqs;  ///< submission numbers (for flush)
   };
+
+  void enqueue(std::uint32_t proc, const std::vector<Key>& reads, const std::vector<Key>& writes,
+               const std::vector<std::uint32_t>& args, Waiter&& w) {
+    Status refusal;
+    if (!Procs::known(proc)) {
+      refusal = Status::InvalidArgument("unknown procedure " + std::to_string(proc));
+    } else {
+      // Checked in place at the queue's end (one copy of keys and args), taken back if refused.
+      Queue& q = my_queue();
+      std::lock_guard<std::mutex> lk(q.m);
+      std::string err;
+      if (!q.txns.add(proc, reads, writes, args)) {
+        refusal = Status::InvalidArgument("more than " + std::to_string(kMaxOps) + " keys or " +
+                                          std::to_string(kMaxWrites) +
+                                          " writes, a write key declared twice, or this thread has 2^20 txns queued");
+      } else if (err = engine_.db().check_keys(q.txns, q.txns.size() - 1); !err.empty()) {
+        q.txns.pop_back();
+        refusal = Status::InvalidArgument(std::move(err));
+      } else if (failed_.load(std::memory_order_acquire)) {
+        q.txns.pop_back();
+        // failure_ was written once, before failed_ was released; m_ is not taken here (the
+        // epoch loop takes the queues' locks under it).
+        refusal = Status::Internal("the engine failed and must be reloaded: " + failure_);
+      } else {
+        q.waiters.push_back(std::move(w));
+        // Numbered under the queue's lock: each queue's numbers rise from front to back.
+        q.seqs.push_back(seq_.fetch_add(1, std::memory_order_acq_rel));
+      }
+    }
+    if (!refusal.ok()) {  // resolved outside every lock
+      refused_.fetch_add(1, std::memory_order_relaxed);
+      w.resolve(error_result(std::move(refusal)));
+      return;
+    }
+    const std::size_t before = queued_.fetch_add(1, std::memory_order_acq_rel);
+    // Wake the epoch thread when the epoch opens (its wait clock starts) or fills.
+    if (before == 0 || before + 1 == cfg_.epoch_size) {
+      std::lock_guard<std::mutex> lk(m_);
+      if (before == 0 && !open_known_) open_since_ = std::chrono::steady_clock::now(), open_known_ = true;
+      cv_.notify_all();
+    }
+  }
 
   /// This thread's queue, registered on its first submission (registration order is the
   /// thread order of the serial order).
@@ -163,10 +191,10 @@ class Epochs {
     return *queues_.back();
   }
 
-  /// Moves up to epoch_size queued txns, thread by thread, into batch_ and promises_.
+  /// Moves up to epoch_size queued txns, thread by thread, into batch_ and waiters_.
   void take() {
     batch_.clear();
-    promises_.clear();
+    waiters_.clear();
     seqs_.clear();
     std::vector<Queue*> qs;
     {
@@ -187,8 +215,8 @@ class Epochs {
         for (std::size_t t = n; t < q->txns.size(); ++t) rest.add_from(q->txns, t, 0);
         q->txns = std::move(rest);
       }
-      for (std::size_t t = 0; t < n; ++t) promises_.push_back(std::move(q->promises[t]));
-      q->promises.erase(q->promises.begin(), q->promises.begin() + static_cast<std::ptrdiff_t>(n));
+      for (std::size_t t = 0; t < n; ++t) waiters_.push_back(std::move(q->waiters[t]));
+      q->waiters.erase(q->waiters.begin(), q->waiters.begin() + static_cast<std::ptrdiff_t>(n));
       seqs_.insert(seqs_.end(), q->seqs.begin(), q->seqs.begin() + static_cast<std::ptrdiff_t>(n));
       q->seqs.erase(q->seqs.begin(), q->seqs.begin() + static_cast<std::ptrdiff_t>(n));
     }
@@ -202,7 +230,7 @@ class Epochs {
   void run() {
     if (failed_.load(std::memory_order_acquire)) {  // queued before the failure: refused now
       std::lock_guard<std::mutex> lk(m_);
-      for (auto& p : promises_) p.set_value(error_result(Status::Internal("the engine failed and must be reloaded: " + failure_)));
+      for (auto& w : waiters_) w.resolve(error_result(Status::Internal("the engine failed and must be reloaded: " + failure_)));
       return;
     }
     EpochOutput out;
@@ -216,10 +244,10 @@ class Epochs {
       // An indexed table out of records is a full table; anything else is the engine's failure.
       const std::string msg = "epoch " + std::to_string(eid) + " failed, nothing of it applied: " + err;
       const Status why = err.find(" is full") != std::string::npos ? Status::ResourceExhausted(msg) : Status::Internal(msg);
-      for (auto& p : promises_) p.set_value(error_result(why));
+      for (auto& w : waiters_) w.resolve(error_result(why));
       engine_.clear_reruns();
-      for (auto& [tag, r] : rerun_promises_) r.promise.set_value(error_result(why));
-      rerun_promises_.clear();
+      for (auto& [tag, r] : reruns_) r.waiter.resolve(error_result(why));
+      reruns_.clear();
       if (engine_.damaged()) {
         failure_ = err;
         failed_.store(true, std::memory_order_release);
@@ -229,21 +257,21 @@ class Epochs {
     stats_.txns += out.tag.size();
     const std::size_t reruns = out.tag.size() - batch_.size();
     for (std::size_t j = 0; j < out.tag.size(); ++j) {
-      std::promise<TxnResult> p;
+      Waiter w;
       std::uint64_t seq;
       if (j < reruns) {
-        auto it = rerun_promises_.find(out.tag[j]);
-        if (it == rerun_promises_.end()) continue;  // cannot be: the engine reruns only txns given to it
-        p = std::move(it->second.promise);
+        auto it = reruns_.find(out.tag[j]);
+        if (it == reruns_.end()) continue;  // cannot be: the engine reruns only txns given to it
+        w = std::move(it->second.waiter);
         seq = it->second.seq;
-        rerun_promises_.erase(it);
+        reruns_.erase(it);
       } else {
-        p = std::move(promises_[j - reruns]);
+        w = std::move(waiters_[j - reruns]);
         seq = seqs_[j - reruns];
       }
       const std::uint32_t o = out.results.outcome[j];
       if (o == kRerun) {
-        rerun_promises_.emplace(out.tag[j], Rerun{std::move(p), seq});
+        reruns_.emplace(out.tag[j], Rerun{std::move(w), seq});
         continue;
       }
       TxnResult r;
@@ -252,7 +280,7 @@ class Epochs {
       r.epoch = eid;
       r.position = static_cast<std::uint32_t>(j);
       r.attempts = out.attempt[j] + 1;
-      p.set_value(std::move(r));
+      w.resolve(std::move(r));
     }
   }
 
@@ -264,7 +292,7 @@ class Epochs {
 
   /// True when every txn numbered below flush_below_ has its result. Caller holds m_.
   bool flushed() {
-    for (const auto& [tag, r] : rerun_promises_)
+    for (const auto& [tag, r] : reruns_)
       if (r.seq < flush_below_) return false;
     std::lock_guard<std::mutex> lk(queues_m_);
     for (auto& q : queues_) {
@@ -283,7 +311,7 @@ class Epochs {
       }
       const bool flushing = flush_wanted_ > flush_done_;
       const std::size_t queued = queued_.load(std::memory_order_acquire);
-      const bool reruns = !rerun_promises_.empty();
+      const bool reruns = !reruns_.empty();
       const auto now = std::chrono::steady_clock::now();
       // open_known_ is false only between a take and the first submission after it, which sets
       // the open time (under m_) and wakes this loop.
@@ -333,15 +361,15 @@ class Epochs {
   std::atomic<std::uint64_t> refused_{0};
   std::atomic<bool> failed_{false};
 
-  // The epoch thread's own state (batch_, promises_, rerun_promises_ under m_ where shared).
+  // The epoch thread's own state (batch_, waiters_, reruns_ under m_ where shared).
   Batch batch_;
-  std::vector<std::promise<TxnResult>> promises_;
+  std::vector<Waiter> waiters_;
   std::vector<std::uint64_t> seqs_;  ///< batch_'s submission numbers
   struct Rerun {
-    std::promise<TxnResult> promise;
+    Waiter waiter;
     std::uint64_t seq;
   };
-  std::unordered_map<std::uint64_t, Rerun> rerun_promises_;  ///< by tag
+  std::unordered_map<std::uint64_t, Rerun> reruns_;  ///< by tag
   std::uint64_t next_tag_ = 0;
 
   std::mutex run_m_;  ///< held by the epoch thread while it takes and runs an epoch
