@@ -12,6 +12,7 @@
 #include <string_view>
 #include <vector>
 
+#include "duet/batch.hpp"
 #include "duet/keyspace.hpp"
 #include "duet/kv.hpp"
 #include "duet/status.hpp"
@@ -69,6 +70,9 @@ struct StoreConfig {
   /// then gives both rates. `duet server` turns it on, with a probe of its I/O threads.
   bool measure_auto_device = false;
   DeviceProbe auto_probe;
+  /// `batch` keyspaces: the Epic database each one opens beside its accounts (none while
+  /// `epic.tables` is empty; docs/epic.md).
+  EpicConfig epic;
 };
 
 /// What measure_devices() found.

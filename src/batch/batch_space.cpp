@@ -92,6 +92,10 @@ class BatchSpaceImpl final : public BatchSpace {
   }
 
   Status init(bool gpu_allowed) {
+    if (!config_.epic.tables.empty()) {
+      Status e = EpicDatabase::open(config_.epic, &epic_);
+      if (!e.ok()) return Status(e.code(), "epic: " + e.message());
+    }
     orangutan::EngineConfig ec;
     Status s = orangutan::parse_mode(config_.mode, &ec.mode);
     if (!s.ok()) return s;
@@ -183,9 +187,12 @@ class BatchSpaceImpl final : public BatchSpace {
     return Status::Ok();
   }
 
+  EpicDatabase* epic() override { return epic_.get(); }
+
   BatchStats stats() const override {
     std::lock_guard<std::mutex> lk(stats_m_);
     BatchStats s = stats_;
+    if (epic_) s.epic_open = true, s.epic = epic_->stats();
     std::vector<double> l(latencies_.begin(), latencies_.end());
     if (!l.empty()) {
       std::sort(l.begin(), l.end());
@@ -377,6 +384,7 @@ class BatchSpaceImpl final : public BatchSpace {
   Singles singles_[2];
   bool stop_ = false;
   std::thread executor_;
+  std::unique_ptr<EpicDatabase> epic_;  ///< null without Epic tables
   // Statistics.
   mutable std::mutex stats_m_;
   BatchStats stats_;
@@ -394,9 +402,12 @@ Status open_batch_space(std::string name, const BatchConfig& config, bool gpu_al
   return Status::Ok();
 }
 
-Status make_batch_keyspace(std::string_view name, bool gpu_allowed, std::shared_ptr<Keyspace>* out) {
+Status make_batch_keyspace(std::string_view name, bool gpu_allowed, const EpicConfig& epic,
+                           std::shared_ptr<Keyspace>* out) {
   std::shared_ptr<BatchSpace> b;
-  Status s = open_batch_space(std::string(name), BatchConfig{}, gpu_allowed, &b);
+  BatchConfig config;
+  config.epic = epic;
+  Status s = open_batch_space(std::string(name), config, gpu_allowed, &b);
   if (s.ok()) *out = std::move(b);
   return s;
 }

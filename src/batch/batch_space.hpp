@@ -19,8 +19,10 @@ namespace duet::batch {
 Status open_batch_space(std::string name, const BatchConfig& config, bool gpu_allowed,
                         std::shared_ptr<BatchSpace>* out);
 
-/// Store's factory for KeyspaceKind::kBatch: open_batch_space with the default BatchConfig.
-Status make_batch_keyspace(std::string_view name, bool gpu_allowed, std::shared_ptr<Keyspace>* out);
+/// Store's factory for KeyspaceKind::kBatch: open_batch_space with the default BatchConfig and
+/// the store's Epic settings (StoreConfig::epic).
+Status make_batch_keyspace(std::string_view name, bool gpu_allowed, const EpicConfig& epic,
+                           std::shared_ptr<Keyspace>* out);
 
 /// Maps account keys to record ids: open addressing with linear probing, grown by rehashing.
 /// Not thread-safe for writers; lookups may run concurrently with each other.

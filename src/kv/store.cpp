@@ -205,7 +205,7 @@ class StoreImpl final : public Store {
     switch (kind) {
       case KeyspaceKind::kKv: return make_kv(name, out);
       case KeyspaceKind::kTxn: return txn::make_txn_space(name, config_, out);
-      case KeyspaceKind::kBatch: return batch::make_batch_keyspace(name, gpu_, out);
+      case KeyspaceKind::kBatch: return batch::make_batch_keyspace(name, gpu_, config_.epic, out);
     }
     return Status::InvalidArgument("unknown keyspace kind");
   }

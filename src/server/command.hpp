@@ -8,6 +8,7 @@
 #pragma once
 
 #include <cstdint>
+#include <functional>
 #include <span>
 #include <string>
 #include <string_view>
@@ -114,6 +115,11 @@ struct KeyCommand {
   bool multi_always = false;
 };
 
+/// Finishes a deferred reply (CommandContext::defer) from any thread, exactly once: `write` gets
+/// a writer in the client's protocol; `error` marks the reply an error for the metrics. The
+/// reply then goes out in its place in the connection's order.
+using DeferredReply = std::function<void(bool error, const std::function<void(ReplyWriter&)>& write)>;
+
 /// What a keyless command's handler gets: the server, the client's session, the arguments and
 /// the reply under construction.
 struct CommandContext {
@@ -124,6 +130,14 @@ struct CommandContext {
   PendingReply& reply;
   /// Replaces the reply with an error (msg starts with its code, e.g. "ERR ...").
   void error(std::string_view msg);
+  /// For a reply that another thread finishes later (BATCH.CALL, as with Redis's blocking
+  /// commands): the handler returns without a reply and the returned function finishes it. Only
+  /// this client waits: the connection's later commands still run, their replies queue behind
+  /// this one. Null where the caller cannot wait (then the handler must reply at once).
+  DeferredReply defer() { return deferrer ? deferrer(*this, deferrer_arg) : nullptr; }
+  DeferredReply (*deferrer)(CommandContext&, void*) = nullptr;  ///< set by the I/O thread
+  void* deferrer_arg = nullptr;
+  bool deferred = false;  ///< defer() was called: the reply is not final when the handler returns
 };
 
 /// The handler of a keyless command: writes the reply through ctx.out (or ctx.error).

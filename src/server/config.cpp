@@ -365,6 +365,23 @@ const std::vector<Setting>& settings() {
                    c->procedure_compute_device = compute::device_name(d);
                    return Status::Ok();
                  }});
+    // Epic's database in each `batch` database (BATCH.CALL; docs/epic.md): fixed at startup.
+    t.push_back({"epic-procedures", false,
+                 [](const ServerConfig& c) { return std::string(epic_procedures_name(c.store.epic.procedures)); },
+                 [](ServerConfig* c, std::string_view v) { return parse_epic_procedures(v, &c->store.epic.procedures); }});
+    t.push_back({"epic-tables", false, [](const ServerConfig& c) { return format_epic_tables(c.store.epic.tables); },
+                 [](ServerConfig* c, std::string_view v) { return parse_epic_tables(v, &c->store.epic.tables); }});
+    t.push_back({"epic-threads", false, [](const ServerConfig& c) { return std::to_string(c.store.epic.threads); },
+                 [](ServerConfig* c, std::string_view v) { return set_uint("epic-threads", v, &c->store.epic.threads, 0, 64); }});
+    t.push_back({"epic-epoch-size", false, [](const ServerConfig& c) { return std::to_string(c.store.epic.epoch_size); },
+                 [](ServerConfig* c, std::string_view v) {
+                   return set_uint("epic-epoch-size", v, &c->store.epic.epoch_size, 1, 1u << 19);
+                 }});
+    t.push_back({"epic-epoch-max-wait-us", false,
+                 [](const ServerConfig& c) { return std::to_string(c.store.epic.epoch_max_wait_us); },
+                 [](ServerConfig* c, std::string_view v) {
+                   return set_uint("epic-epoch-max-wait-us", v, &c->store.epic.epoch_max_wait_us, 0, 60'000'000);
+                 }});
     // Fixed answers clients and tools ask about (redis-benchmark reads these two).
     fixed("save", [](const ServerConfig&) { return std::string(); });
     fixed("appendonly", [](const ServerConfig&) { return std::string("no"); });

@@ -219,12 +219,13 @@ void IoThread::loop() {
       std::lock_guard<std::mutex> lk(m_);
       taken_.swap(inbox_);
       notes_taken_.swap(notes_in_);
+      deferred_taken_.swap(deferred_in_);
       fds_taken_.swap(fds_in_);
       has_work_.store(false, std::memory_order_relaxed);
     }
     for (Accepted& a : fds_taken_) adopt(std::move(a));
     fds_taken_.clear();
-    const bool took = !taken_.empty() || !notes_taken_.empty();
+    const bool took = !taken_.empty() || !notes_taken_.empty() || !deferred_taken_.empty();
     for (const Note& note : notes_taken_) {
       Conn* c = note.c;
       c->inflight -= note.n;
@@ -233,6 +234,13 @@ void IoThread::loop() {
       else mark_dirty(c);
     }
     notes_taken_.clear();
+    for (Conn* c : deferred_taken_) {  // a deferred reply is final (run_local, defer_reply)
+      c->inflight--;
+      bump(completed_);
+      if (c->dead()) maybe_free(c);
+      else mark_dirty(c);
+    }
+    deferred_taken_.clear();
     for (KeyOp* op : taken_) pipeline_.add(op);
     taken_.clear();
     // Send other shards their ops before running ours, so they work meanwhile.
@@ -643,14 +651,50 @@ void IoThread::maybe_free(Conn* c) {
   to_free_.push_back(c);  // deleted at the end of the loop pass: c may still be in a list
 }
 
+namespace {
+struct DeferArg {
+  IoThread* thread;
+  Conn* conn;
+};
+}  // namespace
+
 void IoThread::run_local(Conn* c, PendingReply* r, const CommandDef& def, Args args,
                          void (*key_handler)(CommandContext&, const CommandDef&)) {
   ReplyWriter w(&r->bytes, c->session.proto);
   CommandContext ctx{*srv_, c->session, args, w, *r};
+  DeferArg arg{this, c};
+  ctx.deferrer = &IoThread::defer_reply;
+  ctx.deferrer_arg = &arg;
   if (key_handler) key_handler(ctx, def);
   else def.local(ctx);
   if (c->session.close_requested && c->phase == ConnPhase::kOpen) c->phase = ConnPhase::kClosing;
-  r->done.store(true, std::memory_order_release);
+  if (!ctx.deferred) r->done.store(true, std::memory_order_release);
+}
+
+DeferredReply IoThread::defer_reply(CommandContext& ctx, void* conn_and_thread) {
+  const DeferArg a = *static_cast<DeferArg*>(conn_and_thread);
+  ctx.deferred = true;
+  a.conn->inflight++;
+  bump(a.thread->dispatched_);  // Server::stop waits for it like a key op
+  PendingReply* r = &ctx.reply;
+  const int proto = a.conn->session.proto;
+  return [t = a.thread, c = a.conn, r, proto](bool error, const std::function<void(ReplyWriter&)>& write) {
+    r->bytes.clear();
+    ReplyWriter w(&r->bytes, proto);
+    write(w);
+    r->error = error;
+    r->done.store(true, std::memory_order_release);
+    t->post_deferred(c);
+  };
+}
+
+void IoThread::post_deferred(Conn* c) {
+  {
+    std::lock_guard<std::mutex> lk(m_);
+    deferred_in_.push_back(c);
+    has_work_.store(true, std::memory_order_seq_cst);
+  }
+  wake();
 }
 
 }  // namespace duet::server

@@ -56,6 +56,8 @@ class IoThread final : public RequestSink, private KeyOpSink {
   void post_ops(std::vector<KeyOp*>& ops);
   /// Tells this thread that key ops of its connections completed elsewhere; clears `notes`.
   void post_notes(std::vector<Note>& notes);
+  /// Tells this thread that a deferred reply of connection `c` is final (any thread).
+  void post_deferred(Conn* c);
   /// A client socket accepted by one thread for another to serve.
   struct Accepted {
     int fd;
@@ -93,6 +95,9 @@ class IoThread final : public RequestSink, private KeyOpSink {
   /// command on a txn database).
   void run_local(Conn* c, PendingReply* r, const CommandDef& def, Args args,
                  void (*key_handler)(CommandContext&, const CommandDef&));
+  /// CommandContext::defer for run_local's commands: counts the reply in flight on its
+  /// connection (which then outlives a close until the reply is final) and returns its finisher.
+  static DeferredReply defer_reply(CommandContext& ctx, void* conn_and_thread);
   /// Lets each connection's session extension drop idle state (about ten times a second).
   void expire_sessions();
   void route(KeyOp* op);
@@ -132,6 +137,7 @@ class IoThread final : public RequestSink, private KeyOpSink {
   std::mutex m_;
   std::vector<KeyOp*> inbox_;
   std::vector<Note> notes_in_;
+  std::vector<Conn*> deferred_in_, deferred_taken_;  ///< connections with a deferred reply finished
   std::vector<Accepted> fds_in_, fds_taken_;  ///< accepted sockets dealt to this thread
   std::atomic<bool> has_work_{false}, sleeping_{false};
   /// Set by engine_done: some batch in flight may be ready.

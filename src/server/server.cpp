@@ -289,6 +289,17 @@ void Server::stop() {
   };
   while (in_flight() && std::chrono::steady_clock::now() < deadline)
     std::this_thread::sleep_for(std::chrono::milliseconds(5));
+  // Epic's callbacks finish BATCH.CALL replies on these threads: every call submitted must have
+  // run before the threads go (BATCH.CALL refuses new calls once draining).
+  for (auto& d : dbs_) {
+    std::shared_ptr<Keyspace> space;
+    {
+      std::lock_guard<std::mutex> lk(d->m);
+      space = d->space;
+    }
+    if (space && space->kind() == KeyspaceKind::kBatch)
+      if (EpicDatabase* e = static_cast<BatchSpace&>(*space).epic()) e->flush();
+  }
   exiting_.store(true, std::memory_order_release);
   for (auto& t : threads_) t->wake();
   for (auto& t : threads_) t->join();

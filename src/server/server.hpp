@@ -42,6 +42,8 @@ class Server {
   /// The store must outlive the server.
   Server(const ServerConfig& config, Store* store);
   ~Server();
+  /// True once the server stopped taking new work (shutting down).
+  bool draining() const { return draining_.load(std::memory_order_acquire); }
   /// Listens and starts the threads. InvalidArgument/Unavailable with a message when it cannot.
   [[nodiscard]] Status start();
   /// Graceful stop: stops accepting and reading, lets the commands already read finish and

@@ -1,6 +1,8 @@
 // duet::EpicDatabase (include/duet/batch.hpp): an Engine of the chosen procedure set on CPU
 // threads, driven by the Epochs front end.
 #include <algorithm>
+#include <cctype>
+#include <charconv>
 #include <thread>
 
 #include "batch/epic/epochs.hpp"
@@ -25,8 +27,11 @@ std::vector<Key> to_keys(std::span<const EpicKey> ks) {
 template <class Procs>
 class EpicDatabaseImpl final : public EpicDatabase {
  public:
-  EpicDatabaseImpl(std::vector<TableSpec> specs, int threads, batch::epic::EpochsConfig cfg)
-      : engine_(std::move(specs), threads), epochs_(engine_, cfg) {}
+  EpicDatabaseImpl(const EpicConfig& config, std::vector<TableSpec> specs, int threads, batch::epic::EpochsConfig cfg)
+      : config_(config), engine_(std::move(specs), threads), epochs_(engine_, cfg) {}
+
+  const std::vector<EpicTable>& tables() const override { return config_.tables; }
+  EpicProcedures procedures() const override { return config_.procedures; }
   ~EpicDatabaseImpl() override = default;  // epochs_ (declared last) flushes and stops first
 
   Status load(std::uint32_t table, std::uint64_t key, std::span<const std::uint32_t> record) override {
@@ -94,6 +99,7 @@ class EpicDatabaseImpl final : public EpicDatabase {
   }
 
  private:
+  const EpicConfig config_;
   Engine<Procs> engine_;
   std::atomic<bool> submitted_{false};
   Epochs<Procs> epochs_;
@@ -121,12 +127,78 @@ Status EpicDatabase::open(const EpicConfig& config, std::unique_ptr<EpicDatabase
   cfg.epoch_size = config.epoch_size;
   cfg.epoch_max_wait = std::chrono::microseconds(config.epoch_max_wait_us);
   switch (config.procedures) {
-    case EpicProcedures::kMix: *out = std::make_unique<EpicDatabaseImpl<batch::epic::MixProcs>>(specs, threads, cfg); break;
-    case EpicProcedures::kYcsb: *out = std::make_unique<EpicDatabaseImpl<batch::epic::YcsbProcs>>(specs, threads, cfg); break;
-    case EpicProcedures::kTpcc: *out = std::make_unique<EpicDatabaseImpl<batch::epic::TpccProcs>>(specs, threads, cfg); break;
+    case EpicProcedures::kMix:
+      *out = std::make_unique<EpicDatabaseImpl<batch::epic::MixProcs>>(config, specs, threads, cfg);
+      break;
+    case EpicProcedures::kYcsb:
+      *out = std::make_unique<EpicDatabaseImpl<batch::epic::YcsbProcs>>(config, specs, threads, cfg);
+      break;
+    case EpicProcedures::kTpcc:
+      *out = std::make_unique<EpicDatabaseImpl<batch::epic::TpccProcs>>(config, specs, threads, cfg);
+      break;
     default: return Status::InvalidArgument("unknown procedure set");
   }
   return Status::Ok();
+}
+
+const char* epic_procedures_name(EpicProcedures p) {
+  switch (p) {
+    case EpicProcedures::kMix: return "mix";
+    case EpicProcedures::kYcsb: return "ycsb";
+    case EpicProcedures::kTpcc: return "tpcc";
+  }
+  return "unknown";
+}
+
+Status parse_epic_procedures(std::string_view text, EpicProcedures* out) {
+  std::string t(text);
+  for (char& ch : t) ch = static_cast<char>(std::tolower(static_cast<unsigned char>(ch)));
+  for (EpicProcedures p : {EpicProcedures::kMix, EpicProcedures::kYcsb, EpicProcedures::kTpcc})
+    if (t == epic_procedures_name(p)) return *out = p, Status::Ok();
+  return Status::InvalidArgument("unknown Epic procedure set '" + std::string(text) + "' (expected mix, ycsb or tpcc)");
+}
+
+Status parse_epic_tables(std::string_view text, std::vector<EpicTable>* out) {
+  std::vector<EpicTable> tables;
+  auto number = [](std::string_view s, std::uint32_t* v) {
+    const auto r = std::from_chars(s.data(), s.data() + s.size(), *v);
+    return r.ec == std::errc() && r.ptr == s.data() + s.size() && !s.empty();
+  };
+  // Every comma-separated entry counts (an empty one, as after a trailing comma, is bad).
+  for (std::size_t at = 0; !text.empty() && at <= text.size();) {
+    std::size_t end = text.find(',', at);
+    if (end == std::string_view::npos) end = text.size();
+    const std::string_view entry = text.substr(at, end - at);
+    at = end + 1;
+    std::vector<std::string_view> parts;
+    for (std::size_t p = 0; p <= entry.size();) {
+      std::size_t q = entry.find(':', p);
+      if (q == std::string_view::npos) q = entry.size();
+      parts.push_back(entry.substr(p, q - p));
+      p = q + 1;
+    }
+    EpicTable t;
+    const bool indexed = parts.size() == 4 && parts[3] == "indexed";
+    if ((parts.size() != 3 && !indexed) || parts[0].empty() || !number(parts[1], &t.record_words) ||
+        !number(parts[2], &t.capacity) || t.record_words == 0 || t.capacity == 0)
+      return Status::InvalidArgument("bad Epic table '" + std::string(entry) +
+                                     "' (expected name:words:capacity or name:words:capacity:indexed, both numbers > 0)");
+    t.name = std::string(parts[0]);
+    t.indexed = indexed;
+    for (const EpicTable& o : tables)
+      if (o.name == t.name) return Status::InvalidArgument("Epic table '" + t.name + "' named twice");
+    tables.push_back(std::move(t));
+  }
+  *out = std::move(tables);
+  return Status::Ok();
+}
+
+std::string format_epic_tables(const std::vector<EpicTable>& tables) {
+  std::string s;
+  for (const EpicTable& t : tables)
+    s += (s.empty() ? "" : ",") + t.name + ":" + std::to_string(t.record_words) + ":" + std::to_string(t.capacity) +
+         (t.indexed ? ":indexed" : "");
+  return s;
 }
 
 }  // namespace duet

@@ -5,6 +5,15 @@
 //   BATCH.BALANCE account                                       -> integer
 //   BATCH.ACCOUNT account                                       -> map (RESP3) / flat array (RESP2)
 //   BATCH.STATS                                                 -> map: abort rate, fallback share, latency
+// and Epic's stored procedures, on a batch database opened with Epic tables (docs/epic.md):
+//   BATCH.CALL proc numreads key.. numwrites key.. [arg ...]    -> the output words, at its epoch's end
+//   BATCH.GET table key                                         -> the record's words, or nil
+//   BATCH.FLUSH                                                 -> OK once every earlier call has run
+//   BATCH.LOAD table key word [word ...]                        -> OK (bulk load, before the first call)
+// A key is `table:key` (the table by name or number, the key an unsigned 64-bit integer); args
+// are unsigned 32-bit integers. BATCH.CALL replies with the procedure's four output words when
+// it committed, `-ABORTED reason N` when its procedure aborted (N: out[0]), `-ILLEGAL ...` when
+// it broke the procedure rules; only the calling client waits for its epoch.
 // INFO duet adds a line per open batch database (append_batch_info).
 // Accounts are unsigned 64-bit integers; outcomes are "committed", "gas-only" and "aborted".
 // These handlers wait for their block on the client's thread (a block takes microseconds to
@@ -159,6 +168,132 @@ std::vector<std::pair<const char*, std::string>> stat_rows(const BatchStats& b) 
   };
 }
 
+/// The keyspace's Epic database, or null after writing the error.
+EpicDatabase* epic_of(CommandContext& ctx, std::shared_ptr<BatchSpace>* keep) {
+  *keep = space_of(ctx);
+  if (!*keep) return nullptr;
+  EpicDatabase* e = (*keep)->epic();
+  if (!e) ctx.error("ERR this batch database has no Epic tables (set epic-tables at startup)");
+  return e;
+}
+
+/// The table named `table` (a name or a number) into *out; false with *why otherwise.
+bool epic_table(const EpicDatabase& e, std::string_view table, std::uint32_t* out, std::string* why) {
+  const auto& tables = e.tables();
+  std::uint64_t t = 0;
+  if (parse_u64(table, &t)) {
+    if (t < tables.size()) return *out = static_cast<std::uint32_t>(t), true;
+    return *why = "no table " + std::to_string(t), false;
+  }
+  for (std::size_t k = 0; k < tables.size(); ++k)
+    if (tables[k].name == table) return *out = static_cast<std::uint32_t>(k), true;
+  return *why = "no table named '" + std::string(table.substr(0, 64)) + "'", false;
+}
+
+/// Parses `table:key` at args[i]; writes the error and returns false.
+bool epic_key_arg(CommandContext& ctx, const EpicDatabase& e, std::size_t i, EpicKey* out) {
+  const std::string_view a = ctx.args[i];
+  const std::size_t colon = a.rfind(':');
+  std::string why;
+  if (colon == std::string_view::npos) why = "expected table:key";
+  else if (!parse_u64(a.substr(colon + 1), &out->key)) why = "the key is not an unsigned 64-bit integer";
+  else if (epic_table(e, a.substr(0, colon), &out->table, &why)) return true;
+  ctx.error("ERR key '" + std::string(a.substr(0, 64)) + "': " + why);
+  return false;
+}
+
+void write_epic_result(ReplyWriter& w, const EpicTxnResult& r) {
+  if (!r.status.ok()) return w.error("ERR " + r.status.message());
+  if (r.outcome == EpicOutcome::kAborted) return w.error("ABORTED reason " + std::to_string(r.out[0]));
+  if (r.outcome == EpicOutcome::kIllegal)
+    return w.error("ILLEGAL the procedure broke the rules (an abort or a read after its first write)");
+  w.array(4);
+  for (std::uint32_t v : r.out) w.integer(v);
+}
+
+void call(CommandContext& ctx) {
+  std::shared_ptr<BatchSpace> keep;
+  EpicDatabase* e = epic_of(ctx, &keep);
+  if (!e) return;
+  std::uint64_t proc = 0, nr = 0, nw = 0;
+  if (!parse_u64(ctx.args[1], &proc) || proc > UINT32_MAX) return ctx.error("ERR proc is not an unsigned 32-bit integer");
+  std::size_t i = 2;
+  auto keys = [&](std::uint64_t* n, std::vector<EpicKey>* out, const char* what) {
+    if (i >= ctx.args.size() || !parse_u64(ctx.args[i], n) || *n > ctx.args.size() - i - 1) {
+      ctx.error(std::string("ERR num") + what + " is not a count of the keys that follow");
+      return false;
+    }
+    ++i;
+    out->resize(*n);
+    for (std::uint64_t k = 0; k < *n; ++k, ++i)
+      if (!epic_key_arg(ctx, *e, i, &(*out)[k])) return false;
+    return true;
+  };
+  std::vector<EpicKey> reads, writes;
+  if (!keys(&nr, &reads, "reads") || !keys(&nw, &writes, "writes")) return;
+  std::vector<std::uint32_t> args;
+  for (; i < ctx.args.size(); ++i) {
+    std::uint64_t v = 0;
+    if (!parse_u64(ctx.args[i], &v) || v > UINT32_MAX)
+      return ctx.error("ERR arg " + std::to_string(args.size()) + " is not an unsigned 32-bit integer");
+    args.push_back(static_cast<std::uint32_t>(v));
+  }
+  if (ctx.server.draining()) return ctx.error("ERR the server is shutting down");
+  DeferredReply finish = ctx.defer();
+  if (!finish) return ctx.error("ERR BATCH.CALL cannot run here (it waits for its epoch)");
+  // The callback holds no reference to the keyspace: dropping the keyspace (FLUSHDB) destroys
+  // the Epic database, which first runs every call queued (so each gets its reply), and a last
+  // reference released on the epoch thread would make that thread join itself.
+  e->submit(static_cast<std::uint32_t>(proc), reads, writes, args,
+            [finish = std::move(finish)](EpicTxnResult&& r) {
+              const bool failed = !r.status.ok() || r.outcome != EpicOutcome::kCommitted;
+              finish(failed, [&r](ReplyWriter& w) { write_epic_result(w, r); });
+            });
+}
+
+void epic_get(CommandContext& ctx) {
+  std::shared_ptr<BatchSpace> keep;
+  EpicDatabase* e = epic_of(ctx, &keep);
+  if (!e) return;
+  EpicKey k;
+  std::string why;
+  if (!epic_table(*e, ctx.args[1], &k.table, &why)) return ctx.error("ERR " + why);
+  if (!parse_u64(ctx.args[2], &k.key)) return ctx.error("ERR the key is not an unsigned 64-bit integer");
+  std::vector<std::uint32_t> rec;
+  const Status st = e->read(k.table, k.key, &rec);
+  if (st.code() == StatusCode::kNotFound) return ctx.out.null();
+  if (!st.ok()) return status_error(ctx, st);
+  ctx.out.array(rec.size());
+  for (std::uint32_t v : rec) ctx.out.integer(v);
+}
+
+void epic_load(CommandContext& ctx) {
+  std::shared_ptr<BatchSpace> keep;
+  EpicDatabase* e = epic_of(ctx, &keep);
+  if (!e) return;
+  EpicKey k;
+  std::string why;
+  if (!epic_table(*e, ctx.args[1], &k.table, &why)) return ctx.error("ERR " + why);
+  if (!parse_u64(ctx.args[2], &k.key)) return ctx.error("ERR the key is not an unsigned 64-bit integer");
+  std::vector<std::uint32_t> words;
+  for (std::size_t i = 3; i < ctx.args.size(); ++i) {
+    std::uint64_t v = 0;
+    if (!parse_u64(ctx.args[i], &v) || v > UINT32_MAX)
+      return ctx.error("ERR word " + std::to_string(i - 3) + " is not an unsigned 32-bit integer");
+    words.push_back(static_cast<std::uint32_t>(v));
+  }
+  if (Status st = e->load(k.table, k.key, words); !st.ok()) return status_error(ctx, st);
+  ctx.out.simple("OK");
+}
+
+void epic_flush(CommandContext& ctx) {
+  std::shared_ptr<BatchSpace> keep;
+  EpicDatabase* e = epic_of(ctx, &keep);
+  if (!e) return;
+  e->flush();
+  ctx.out.simple("OK");
+}
+
 void stats(CommandContext& ctx) {
   auto s = space_of(ctx);
   if (!s) return;
@@ -184,6 +319,14 @@ void append_batch_info(const ServerStats& s, std::string* out) {
     for (std::size_t i = 1; i < rows.size(); ++i) line += (i > 1 ? "," : "") + std::string(rows[i].first) + "=" + rows[i].second;
     *out += db + ":" + line + "\r\n";
     *out += db + "_engine:" + rows[0].second + "\r\n";
+    if (d.batch.epic_open) {
+      const EpicStats& e = d.batch.epic;
+      *out += db + "_epic:epochs=" + std::to_string(e.epochs) + ",txns=" + std::to_string(e.txns) +
+              ",refused=" + std::to_string(e.refused) + ",failed_epochs=" + std::to_string(e.failed_epochs) +
+              ",closed_by_size=" + std::to_string(e.closed_by_size) + ",closed_by_wait=" + std::to_string(e.closed_by_wait) +
+              ",closed_by_flush=" + std::to_string(e.closed_by_flush) + ",rerun_epochs=" + std::to_string(e.rerun_epochs) +
+              "\r\n";
+    }
   }
 }
 
@@ -217,6 +360,31 @@ void register_batch_commands(CommandTable& t) {
          .step = 0, .kinds = kBatchKind, .group = kGroup,
          .summary = "An account's fields as of the last committed block.", .since = "0.1.0", .complexity = "O(1)",
          .args = {acct}, .local = account});
+  t.add({.name = "batch.call", .arity = -4, .flags = kWrite | kKeyless, .first_key = 0, .last_key = 0, .step = 0,
+         .kinds = kBatchKind, .group = kGroup,
+         .summary = "Calls an Epic stored procedure with its declared keys; replies at its epoch's end.",
+         .since = "0.1.0", .complexity = "O(N) in the keys and args, plus the wait for the epoch",
+         .args = {{"proc", "integer", nullptr, false, false}, {"numreads", "integer", nullptr, false, false},
+                  {"key", "string", nullptr, true, true}, {"numwrites", "integer", nullptr, false, false},
+                  {"key", "string", nullptr, true, true}, {"arg", "integer", nullptr, true, true}},
+         .local = call});
+  t.add({.name = "batch.get", .arity = 3, .flags = kReadOnly | kKeyless | kBarrier, .first_key = 0, .last_key = 0,
+         .step = 0, .kinds = kBatchKind, .group = kGroup,
+         .summary = "An Epic record's words as of the last completed epoch (after this client's earlier calls).",
+         .since = "0.1.0", .complexity = "O(1)",
+         .args = {{"table", "string", nullptr, false, false}, {"key", "integer", nullptr, false, false}},
+         .local = epic_get});
+  t.add({.name = "batch.load", .arity = -4, .flags = kWrite | kKeyless | kDenyOom, .first_key = 0, .last_key = 0,
+         .step = 0, .kinds = kBatchKind, .group = kGroup,
+         .summary = "Bulk-loads one Epic record (before the first BATCH.CALL only).", .since = "0.1.0",
+         .complexity = "O(N) in the words",
+         .args = {{"table", "string", nullptr, false, false}, {"key", "integer", nullptr, false, false},
+                  {"word", "integer", nullptr, false, true}},
+         .local = epic_load});
+  t.add({.name = "batch.flush", .arity = 1, .flags = kWrite | kKeyless, .first_key = 0, .last_key = 0, .step = 0,
+         .kinds = kBatchKind, .group = kGroup,
+         .summary = "Closes the open Epic epoch and replies once every call before it has run.", .since = "0.1.0",
+         .complexity = "O(1) plus the wait for the epochs", .local = epic_flush});
   t.add({.name = "batch.stats", .arity = 1, .flags = kReadOnly | kKeyless, .first_key = 0, .last_key = 0, .step = 0,
          .kinds = kBatchKind, .group = kGroup,
          .summary = "Abort rate, fallback share and block latency of this database's transfers.", .since = "0.1.0",

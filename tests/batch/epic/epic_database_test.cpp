@@ -95,7 +95,9 @@ TEST(EpicDatabase, MixTxnsEqualSerialExecutionInSubmissionOrder) {
   std::vector<std::uint32_t> outcome, out;
   batch::epic::run_serial<MixProcs>(s, serial_order, &outcome, &out);
   for (int i = 0; i < n; ++i) {
-    if (i % 2) ASSERT_EQ(calls[i], 1) << "txn " << i;
+    if (i % 2) {
+      ASSERT_EQ(calls[i], 1) << "txn " << i;
+    }
     const EpicTxnResult r = i % 2 ? called[i] : fs[i].get();
     ASSERT_TRUE(r.status.ok()) << r.status.message();
     ASSERT_EQ(static_cast<std::uint32_t>(r.outcome), outcome[i]) << "txn " << i;
@@ -123,6 +125,27 @@ TEST(EpicDatabase, MixTxnsEqualSerialExecutionInSubmissionOrder) {
   const EpicStats st = db->stats();
   EXPECT_EQ(st.txns, static_cast<std::uint64_t>(n));
   EXPECT_GE(st.epochs, static_cast<std::uint64_t>(n / 40));
+}
+
+TEST(EpicDatabase, SettingsParseAndPrintBack) {
+  std::vector<EpicTable> t;
+  ASSERT_TRUE(parse_epic_tables("small:1:64,idx:3:400:indexed", &t).ok());
+  ASSERT_EQ(t.size(), 2u);
+  EXPECT_EQ(t[1].name, "idx");
+  EXPECT_EQ(t[1].record_words, 3u);
+  EXPECT_EQ(t[1].capacity, 400u);
+  EXPECT_TRUE(t[1].indexed);
+  EXPECT_FALSE(t[0].indexed);
+  EXPECT_EQ(format_epic_tables(t), "small:1:64,idx:3:400:indexed");
+  ASSERT_TRUE(parse_epic_tables("", &t).ok());
+  EXPECT_TRUE(t.empty());
+  for (const char* bad : {"a", "a:1", "a:0:5", "a:1:0", ":1:5", "a:x:5", "a:1:5:sorted", "a:1:5,a:2:5", "a:1:5,"})
+    EXPECT_EQ(parse_epic_tables(bad, &t).code(), StatusCode::kInvalidArgument) << bad;
+  EpicProcedures p;
+  ASSERT_TRUE(parse_epic_procedures("TPCC", &p).ok());
+  EXPECT_EQ(p, EpicProcedures::kTpcc);
+  EXPECT_STREQ(epic_procedures_name(p), "tpcc");
+  EXPECT_EQ(parse_epic_procedures("nope", &p).code(), StatusCode::kInvalidArgument);
 }
 
 TEST(EpicDatabase, EachProcedureSetKnowsItsOwnProcedures) {

@@ -1,0 +1,272 @@
+"""Epic's stored procedures over the server (BATCH.CALL, BATCH.GET, BATCH.LOAD, BATCH.FLUSH) on a
+`batch` database opened with Epic tables and the Mix procedure set, through redis-py: results
+equal a Python replay of the procedures in each client's order; only the calling client waits
+for its epoch; a client gone mid-wait loses nothing; a shutdown answers the calls waiting; bad
+input gets an error and changes nothing."""
+
+import socket
+import threading
+import time
+
+import pytest
+import redis
+
+from server_util import IS_REDIS
+
+pytestmark = pytest.mark.skipif(IS_REDIS, reason="Duet-specific (Epic on the batch keyspace)")
+
+TABLES = "small:1:64,wide:4:200,idx:3:400:indexed"
+WORDS = {"small": 1, "wide": 4, "idx": 3}
+M32 = 0xFFFFFFFF
+RMW, DELETE, PARTIAL = 0, 1, 2
+
+
+def epic_server(server_factory, max_wait_us=500, epoch_size=100000):
+    return server_factory(extra=["--database-kinds", "kv,1=batch", "--epic-procedures", "mix",
+                                 "--epic-tables", TABLES, "--epic-epoch-max-wait-us", str(max_wait_us),
+                                 "--epic-epoch-size", str(epoch_size)])
+
+
+def client(s, **kw):
+    return redis.Redis(port=s.port, db=1, decode_responses=True, **kw)
+
+
+class MixModel:
+    """MixProcs (src/batch/epic/workloads.hpp) replayed serially: records by (table, key)."""
+
+    def __init__(self):
+        self.rec = {}
+
+    def call(self, proc, reads, writes, args):
+        total, present = 0, 0
+        for t, k in reads:
+            r = self.rec.get((t, k))
+            if r is None:
+                continue
+            present += 1
+            for w in r:
+                total = (total * 31 + w) & M32
+        mode = args[1] if len(args) > 1 else 0
+        if mode == 1:
+            return ("ABORTED", 7)
+        v = (args[0] + total) & M32
+        wrote = False
+        for j, (t, k) in enumerate(writes):
+            if proc == DELETE and j % 2 == 0:
+                self.rec.pop((t, k), None)
+            elif proc == PARTIAL and j % 2 == 1:
+                continue
+            else:
+                self.rec[(t, k)] = [(v * 7 + j * 13 + w) & M32 for w in range(WORDS[t])]
+            wrote = True
+        if mode == 3:  # an abort after a write breaks the rules; before any, it is an abort
+            return ("ILLEGAL",) if wrote else ("ABORTED", 9)
+        return [0, total, present, v]
+
+
+def call_args(proc, reads, writes, args):
+    return (["BATCH.CALL", proc, len(reads)] + [f"{t}:{k}" for t, k in reads] + [len(writes)] +
+            [f"{t}:{k}" for t, k in writes] + list(args))
+
+
+def reply_of(r):
+    if isinstance(r, redis.ResponseError):
+        msg = str(r)
+        if msg.startswith("ABORTED"):
+            return ("ABORTED", int(msg.split()[-1]))
+        if msg.startswith("ILLEGAL"):
+            return ("ILLEGAL",)
+        raise AssertionError(f"unexpected error reply: {msg}")
+    return [int(x) for x in r]
+
+
+def draw(rng, keys):
+    """A random Mix txn over `keys` (list of (table, key)); mode 0 mostly, aborts and illegal
+    ones sometimes (no reruns: the serial order is then submission order)."""
+    reads = rng.sample(keys, rng.randint(0, 3))
+    writes = rng.sample(keys, rng.randint(0, 3))
+    proc = rng.choice([RMW, RMW, RMW, DELETE, PARTIAL])
+    a = rng.randrange(100)
+    mode = 1 if a < 10 else 3 if a < 13 else 0
+    return proc, reads, writes, [rng.randrange(1 << 32), mode]
+
+
+def test_pipelined_calls_equal_serial_replay(server_factory):
+    import random
+    s = epic_server(server_factory)
+    r = client(s)
+    rng = random.Random(7)
+    keys = [("small", k) for k in range(6)] + [("wide", k) for k in range(4)] + [("idx", k * 1000) for k in range(5)]
+    for k in range(3):  # a few loaded records
+        assert r.execute_command("BATCH.LOAD", "small", k, 100 + k) == "OK"
+    model = MixModel()
+    for k in range(3):
+        model.rec[("small", k)] = [100 + k]
+    txns = [draw(rng, keys) for _ in range(400)]
+    p = r.pipeline(transaction=False)
+    for t in txns:
+        p.execute_command(*call_args(*t))
+    got = p.execute(raise_on_error=False)
+    for i, (t, g) in enumerate(zip(txns, got)):
+        assert reply_of(g) == model.call(*t), f"txn {i}: {t}"
+    for (t, k) in keys:
+        want = model.rec.get((t, k))
+        g = r.execute_command("BATCH.GET", t, k)
+        assert (None if g is None else [int(x) for x in g]) == want, (t, k)
+
+
+def test_clients_on_their_own_keys_each_equal_their_replay(server_factory):
+    import random
+    s = epic_server(server_factory)
+    n_clients, per = 6, 120
+    results, errors = {}, []
+
+    def run(ci):
+        try:
+            rng = random.Random(100 + ci)
+            keys = [("wide", ci * 20 + k) for k in range(5)] + [("idx", 10_000 * (ci + 1) + k) for k in range(4)]
+            txns = [draw(rng, keys) for _ in range(per)]
+            r = client(s)
+            got = []
+            for i in range(0, per, 10):  # pipelines of 10
+                p = r.pipeline(transaction=False)
+                for t in txns[i:i + 10]:
+                    p.execute_command(*call_args(*t))
+                got += p.execute(raise_on_error=False)
+            results[ci] = (keys, txns, got)
+        except Exception as e:  # reported below
+            errors.append(repr(e))
+
+    threads = [threading.Thread(target=run, args=(ci,)) for ci in range(n_clients)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join(60)
+    assert not errors, errors
+    r = client(s)
+    for ci, (keys, txns, got) in results.items():
+        model = MixModel()
+        for i, (t, g) in enumerate(zip(txns, got)):
+            assert reply_of(g) == model.call(*t), f"client {ci} txn {i}"
+        for (t, k) in keys:
+            g = r.execute_command("BATCH.GET", t, k)
+            assert (None if g is None else [int(x) for x in g]) == model.rec.get((t, k))
+    info = r.info("duet")
+    assert info["batch_db1_epic"]["txns"] == n_clients * per
+
+
+def test_only_the_calling_client_waits_for_its_epoch(server_factory):
+    # Epochs close only on BATCH.FLUSH here: the call waits while other clients, on every I/O
+    # thread, are answered at once.
+    s = epic_server(server_factory, max_wait_us=60_000_000)
+    waiter = client(s)
+    box = {}
+
+    def call():
+        box["reply"] = waiter.execute_command(*call_args(RMW, [("small", 1)], [("small", 1)], [5, 0]))
+        box["at"] = time.monotonic()
+
+    t = threading.Thread(target=call)
+    t.start()
+    time.sleep(0.3)
+    assert t.is_alive() and "reply" not in box
+    others = [redis.Redis(port=s.port, db=0, decode_responses=True) for _ in range(6)]
+    t0 = time.monotonic()
+    for i, o in enumerate(others):
+        assert o.set(f"k{i}", "v") and o.get(f"k{i}") == "v"
+    assert time.monotonic() - t0 < 2.0
+    assert t.is_alive(), "the call must still wait for its epoch"
+    flushed_at = time.monotonic()
+    assert client(s).execute_command("BATCH.FLUSH") == "OK"
+    t.join(10)
+    assert [int(x) for x in box["reply"]] == [0, 0, 0, 5]
+    assert box["at"] >= flushed_at
+    assert [int(x) for x in client(s).execute_command("BATCH.GET", "small", 1)] == [35]
+
+
+def test_a_client_gone_mid_wait_loses_nothing(server_factory):
+    s = epic_server(server_factory, max_wait_us=60_000_000)
+    sock = socket.create_connection(("127.0.0.1", s.port))
+    cmd = ["SELECT", "1"]
+    payload = "".join(f"*{len(c)}\r\n" + "".join(f"${len(a)}\r\n{a}\r\n" for a in c)
+                      for c in (cmd, [str(x) for x in call_args(RMW, [], [("small", 9)], [1, 0])]))
+    sock.sendall(payload.encode())
+    time.sleep(0.2)
+    sock.close()
+    r = client(s)
+    assert r.execute_command("BATCH.FLUSH") == "OK"
+    assert [int(x) for x in r.execute_command("BATCH.GET", "small", 9)] == [7]
+    assert r.ping()
+
+
+def test_shutdown_answers_the_calls_waiting(server_factory):
+    s = epic_server(server_factory, max_wait_us=60_000_000)
+    r = client(s, socket_timeout=20)
+    box = {}
+
+    def call():
+        try:
+            box["reply"] = r.execute_command(*call_args(RMW, [], [("small", 2)], [3, 0]))
+        except Exception as e:
+            box["error"] = repr(e)
+
+    t = threading.Thread(target=call)
+    t.start()
+    time.sleep(0.3)
+    assert s.signal_and_wait() == 0
+    t.join(10)
+    assert [int(x) for x in box.get("reply", [])] == [0, 0, 0, 3], box
+
+
+def test_bad_input_is_refused_and_changes_nothing(server_factory):
+    s = epic_server(server_factory)
+    r = client(s)
+    assert r.execute_command("BATCH.LOAD", "wide", 3, 1, 2, 3, 4) == "OK"
+    bad = [
+        ["BATCH.CALL", "x", 0, 0],                              # proc not a number
+        ["BATCH.CALL", 0, 2, "small:1", 0],                     # numreads past the arguments
+        ["BATCH.CALL", 0, 0, 1, "small"],                       # key without a table
+        ["BATCH.CALL", 0, 0, 1, "nope:1"],                      # unknown table
+        ["BATCH.CALL", 0, 0, 1, "small:64"],                    # direct key out of range
+        ["BATCH.CALL", 0, 0, 1, "small:-1"],                    # key not unsigned
+        ["BATCH.CALL", 0, 0, 1, "wide:3", 1 << 32],             # arg over 32 bits
+        ["BATCH.CALL", 0, 0, 2, "wide:3", "wide:3", 1, 0],      # a write key twice
+        ["BATCH.CALL", 9, 0, 1, "wide:3", 1, 0],                # unknown procedure
+        ["BATCH.GET", "nope", 1],
+        ["BATCH.GET", "wide", "x"],
+        ["BATCH.LOAD", "wide", 4, 1, 2],                        # wrong length
+        ["BATCH.LOAD", "small", 64, 1],                         # out of range
+    ]
+    for b in bad:
+        with pytest.raises(redis.ResponseError):
+            r.execute_command(*b)
+    assert r.execute_command("BATCH.FLUSH") == "OK"
+    assert [int(x) for x in r.execute_command("BATCH.GET", "wide", 3)] == [1, 2, 3, 4]
+    assert r.execute_command("BATCH.GET", "wide", 4) is None
+    # Bulk load closes with the first call.
+    r.execute_command(*call_args(RMW, [("wide", 3)], [], [0, 0]))
+    with pytest.raises(redis.ResponseError, match="after the first submission"):
+        r.execute_command("BATCH.LOAD", "wide", 5, 1, 2, 3, 4)
+    # Settings are fixed at startup and reported.
+    cfg = r.config_get("epic-*")
+    assert cfg["epic-tables"] == TABLES and cfg["epic-procedures"] == "mix"
+    with pytest.raises(redis.ResponseError, match="immutable"):
+        r.config_set("epic-epoch-size", 10)
+
+
+def test_a_batch_database_without_epic_tables_says_so(server_factory):
+    s = server_factory(extra=["--database-kinds", "kv,1=batch"])
+    r = client(s)
+    with pytest.raises(redis.ResponseError, match="no Epic tables"):
+        r.execute_command("BATCH.CALL", 0, 0, 0)
+    with pytest.raises(redis.ResponseError, match="no Epic tables"):
+        r.execute_command("BATCH.FLUSH")
+
+
+def test_bad_epic_settings_stop_the_server_with_a_message(server_factory):
+    for extra in (["--epic-tables", "t:0:5"], ["--epic-tables", "t:1"], ["--epic-procedures", "nope"],
+                  ["--epic-epoch-size", "0"]):
+        s = server_factory(wait=False, extra=["--database-kinds", "kv,1=batch"] + extra)
+        rc = s.proc.wait(30)
+        s.returncode = rc
+        assert rc != 0, extra
