@@ -208,7 +208,10 @@ class CpuCtx {
       const int cs = curr_slot(both, v_.eid);
       std::uint32_t* dst = tb.data + (static_cast<std::size_t>(r) * 2 + cs) * tb.words;
       if (tb.indexed) tb.deleted[r] = valid ? 0 : 1;
-      if (v_.eid_before_data) sw.store(with_slot_word(both, cs, word), std::memory_order_release);
+      if (v_.eid_before_data) {  // planted: the eid first, and a pause that widens the window
+        sw.store(with_slot_word(both, cs, word), std::memory_order_release);
+        std::this_thread::sleep_for(std::chrono::microseconds(20));
+      }
       if (valid)
         for (std::uint32_t w = 0; w < tb.words; ++w) dst[w] = f(w);
       if (!v_.eid_before_data) sw.store(with_slot_word(both, cs, word), std::memory_order_release);
@@ -216,7 +219,10 @@ class CpuCtx {
     }
     std::uint32_t* dst = v_.scratch_data + static_cast<std::size_t>(loc) * v_.slot_words;
     std::atomic_ref<std::uint32_t> sw(v_.scratch_word[loc]);
-    if (v_.eid_before_data) sw.store(word, std::memory_order_release);
+    if (v_.eid_before_data) {
+      sw.store(word, std::memory_order_release);
+      std::this_thread::sleep_for(std::chrono::microseconds(20));
+    }
     if (valid)
       for (std::uint32_t w = 0; w < tb.words; ++w) dst[w] = f(w);
     if (!v_.eid_before_data) sw.store(word, std::memory_order_release);

@@ -361,11 +361,10 @@ class GpuCtx {
     } else {
       dst = v_.scratch_data + static_cast<std::size_t>(loc) * v_.slot_words;
     }
-    if (valid)
-      for (std::uint32_t w = lane_; w < tb.words; w += 32) dst[w] = f(w);
-    __threadfence();
-    __syncwarp();
-    if (lane_ == 0) {
+    // Data, fence, then the eid (lane 0). The planted eid_before_data publishes first and sleeps,
+    // so a waiting reader copies the old data.
+    auto publish = [&] {
+      if (lane_ != 0) return;
       if (loc == kCurr) {
         if (tb.indexed) tb.deleted[r] = valid ? 0 : 1;
         __threadfence();
@@ -374,7 +373,17 @@ class GpuCtx {
       } else {
         atomicExch(v_.scratch_word + loc, word);
       }
+    };
+    if (v_.eid_before_data) {
+      publish();
+      __syncwarp();
+      __nanosleep(20000);
     }
+    if (valid)
+      for (std::uint32_t w = lane_; w < tb.words; w += 32) dst[w] = f(w);
+    __threadfence();
+    __syncwarp();
+    if (!v_.eid_before_data) publish();
     __syncwarp();
   }
 
@@ -387,11 +396,15 @@ class GpuCtx {
 };
 
 template <class Procs>
-__global__ void exec_kernel(EpochView v, std::uint32_t* next, std::uint32_t block_index_order, std::uint64_t watchdog) {
+__global__ void exec_kernel(EpochView v, std::uint32_t* next, BlockOrder order, std::uint64_t watchdog) {
   __shared__ std::uint32_t base;
   const std::uint32_t wpb = blockDim.x / 32, warp = threadIdx.x / 32, lane = threadIdx.x % 32;
-  // Txns reach warps in serial order: a block grabs its range when it starts (never blockIdx).
-  if (threadIdx.x == 0) base = block_index_order ? blockIdx.x * wpb : atomicAdd(next, wpb);
+  // Txns reach warps in serial order: a block grabs its range when it starts (never blockIdx;
+  // the other orders are the negative control).
+  if (threadIdx.x == 0)
+    base = order == BlockOrder::kCounter      ? atomicAdd(next, wpb)
+           : order == BlockOrder::kBlockIndex ? blockIdx.x * wpb
+                                              : (gridDim.x - 1 - blockIdx.x) * wpb;
   __syncthreads();
   const std::uint32_t t = base + warp;
   if (t >= v.n) return;
@@ -496,8 +509,11 @@ class Runner final : public GpuRunner {
     return true;
   }
 
+  void set_faults(const Faults& f) override { faults_ = f; }
+  void set_watchdog_cycles(std::uint64_t cycles) override { watchdog_cycles_ = cycles; }
+
   bool run_epoch(Database& db, const Batch& b, EpochOutput* out, std::string* err, GpuTimes* times, int wpb,
-                 bool block_index_order) override {
+                 BlockOrder order) override {
     const auto t0 = std::chrono::steady_clock::now();
     if (tables_.empty()) return *err = "tables not uploaded", false;
     const std::size_t n = b.size(), m = b.keys.size();
@@ -568,10 +584,10 @@ class Runner final : public GpuRunner {
     v.out = outv_p;
     v.stuck = ctl_.p + 1;
     v.max_backoff_ns = max_backoff_ns_;
+    v.eid_before_data = faults_.eid_before_data;
     if (n) {
       const unsigned threads = 32u * static_cast<unsigned>(wpb);
-      exec_kernel<Procs><<<blocks_for(n, wpb), threads>>>(v, ctl_.p, block_index_order ? 1u : 0u,
-                                                          watchdog_cycles_);
+      exec_kernel<Procs><<<blocks_for(n, wpb), threads>>>(v, ctl_.p, order, watchdog_cycles_);
       EPIC_CUDA(cudaGetLastError());
     }
     EPIC_CUDA(cudaDeviceSynchronize());
@@ -708,6 +724,7 @@ class Runner final : public GpuRunner {
   }
 
   std::uint64_t watchdog_cycles_ = 0;
+  Faults faults_;
 
  private:
   unsigned max_backoff_ns_ = 4096;

@@ -16,6 +16,12 @@ namespace duet::batch::epic {
 
 /// Which procedure set the device executor runs (device code is compiled per set).
 enum class ProcSet { kMix, kYcsb, kTpcc };
+/// How a GPU epoch's txns reach warps. kCounter: each block takes the next range from a global
+/// counter when it starts, so txns start in serial order whatever order the hardware starts
+/// blocks in (the only correct one). kBlockIndex: block b runs txns b*wpb.. (the seed's "never"):
+/// wrong because CUDA does not promise to start blocks in index order; kReversedBlockIndex makes
+/// the worst such order certain, so the watchdog's report of the stuck wait is tested.
+enum class BlockOrder : std::uint32_t { kCounter = 0, kBlockIndex = 1, kReversedBlockIndex = 2 };
 
 /// GPU phase times of one epoch, in milliseconds (host clock around synchronised device work).
 /// index_ms is the device indexing time with GPU indexing and the host indexing time otherwise.
@@ -66,8 +72,15 @@ class GpuRunner : public DevicePlanner {
   /// One GPU epoch over the uploaded tables: index (see IndexOn), plan and execute on the device,
   /// deleted-bit scan on the device; freed ids return to the ring in id order (on the device
   /// with GPU indexing, else on the host database). Reruns are reported, not kept.
+  /// `order` says how txns reach warps: BlockOrder::kCounter in production; the other two are
+  /// the negative control of the seed's rule (never by block index).
   virtual bool run_epoch(Database& db, const Batch& b, EpochOutput* out, std::string* err, GpuTimes* times = nullptr,
-                         int warps_per_block = 4, bool block_index_order = false) = 0;
+                         int warps_per_block = 4, BlockOrder order = BlockOrder::kCounter) = 0;
+  /// Planted bugs for the negative controls (Faults::eid_before_data is the one the GPU honours;
+  /// it widens its window by sleeping 20 µs between the eid and the data).
+  virtual void set_faults(const Faults& f) = 0;
+  /// Cycles a waiting lane may wait before the epoch fails as a stuck wait (default about 10 s).
+  virtual void set_watchdog_cycles(std::uint64_t cycles) = 0;
   /// The longest sleep (ns) between two polls of a waiting lane (default 4096). Shorter sleeps
   /// pass versions along contended chains sooner and cost more polling traffic.
   virtual void set_max_backoff_ns(unsigned ns) = 0;

@@ -218,6 +218,73 @@ TEST(EpicGpuPlan, EqualsTheCpuTwin) {
       }
 }
 
+// Negative control: writers that publish the eid before the data (the planted fault sleeps 20 µs
+// between them) let a waiting reader copy the old data; the checker must see it within a few
+// contended epochs.
+TEST(EpicGpuExec, EidBeforeDataIsCaught) {
+  REQUIRE_GPU();
+  std::string err;
+  auto g = make_gpu_runner(ProcSet::kMix, &err);
+  ASSERT_TRUE(g) << err;
+  Faults f;
+  f.eid_before_data = true;
+  g->set_faults(f);
+  Database db(mix_tables());
+  SerialStore s(mix_tables());
+  ASSERT_TRUE(load_mix(db, s));
+  ASSERT_TRUE(g->upload(db, &err)) << err;
+  MixGen rng(23);
+  Batch pending_gpu, pending_serial;
+  std::uint64_t tag = 0;
+  std::string diff;
+  for (int ep = 0; ep < 10 && diff.empty(); ++ep) {
+    Batch b;
+    for (int i = 0; i < 2000; ++i) rng.txn(&b, tag++);
+    Batch run = pending_gpu;
+    for (std::size_t t = 0; t < b.size(); ++t) run.add_from(b, t, 0);
+    EpochOutput out;
+    ASSERT_TRUE(g->run_epoch(db, run, &out, &err)) << err;
+    pending_gpu = Batch{};
+    for (std::size_t t = 0; t < run.size(); ++t)
+      if (out.results.outcome[t] == kRerun) pending_gpu.add_from(run, t, run.attempt[t] + 1);
+    diff = replay_epoch<MixProcs>(s, pending_serial, b, out);
+    if (diff.empty()) {
+      ASSERT_TRUE(g->download(db, &err)) << err;
+      diff = compare_state(db, s);
+    }
+  }
+  EXPECT_NE(diff, "") << "the eid published before the data went unnoticed";
+}
+
+// Negative control: txns handed to warps by block index. CUDA may start blocks in any order; in
+// the reversed order every resident block waits for txns of blocks not yet started, and the
+// watchdog must report the stuck wait. The same chain with the global counter runs.
+TEST(EpicGpuExec, BlockIndexSchedulingIsCaughtByTheWatchdog) {
+  REQUIRE_GPU();
+  Batch chain;  // each txn reads and writes the same record: txn t waits for txn t - 1
+  for (std::uint64_t t = 0; t < 200000; ++t) ASSERT_TRUE(chain.add(MixProcs::kRmw, {{0, 5}}, {{0, 5}}, {1, 0}, t));
+  for (BlockOrder order : {BlockOrder::kReversedBlockIndex, BlockOrder::kCounter}) {
+    std::string err;
+    auto g = make_gpu_runner(ProcSet::kMix, &err);
+    ASSERT_TRUE(g) << err;
+    g->set_watchdog_cycles(2'000'000'000ull);  // about a second
+    Database db(mix_tables());
+    SerialStore s(mix_tables());
+    ASSERT_TRUE(load_mix(db, s));
+    ASSERT_TRUE(g->upload(db, &err)) << err;
+    EpochOutput out;
+    const bool ok = g->run_epoch(db, chain, &out, &err, nullptr, 4, order);
+    if (order == BlockOrder::kCounter) {
+      ASSERT_TRUE(ok) << err;
+      Batch none;
+      ASSERT_EQ(replay_epoch<MixProcs>(s, none, chain, out), "");
+    } else {
+      EXPECT_FALSE(ok);
+      EXPECT_NE(err.find("stuck wait"), std::string::npos) << err;
+    }
+  }
+}
+
 TEST(EpicGpuExec, MixEqualsSerial) {
   REQUIRE_GPU();
   std::string err;

@@ -214,6 +214,14 @@ TEST(EpicOracle, UnfilledAbortSlotsAreCaught) {
   EXPECT_NE(run_mix(6, 5, 500, 1, f), "");
 }
 
+// Writers that publish the eid before the data (the planted fault pauses 20 µs between them):
+// a reader waiting on that version on another thread copies the old data.
+TEST(EpicOracle, EidBeforeDataIsCaught) {
+  Faults f;
+  f.eid_before_data = true;
+  EXPECT_NE(run_mix(7, 8, 500, 4, f), "");
+}
+
 TEST(EpicOracle, CheckerCatchesACorruptRecordAndOutcome) {
   Engine<MixProcs> e(mix_tables(), 2);
   SerialStore s(mix_tables());
