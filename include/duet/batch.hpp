@@ -68,8 +68,10 @@ enum class EpicOutcome : std::uint8_t {
 
 /// The result of one txn. `status` is not ok when the txn did not run: refused at submission
 /// (InvalidArgument: unknown procedure or table, a direct key out of range, too many keys, a
-/// write key declared twice; nothing queued) or its epoch failed (ResourceExhausted when an
-/// indexed table ran out of records, Internal otherwise; nothing of that epoch applied).
+/// write key declared twice; Internal after a failure that left the database needing a new
+/// load, i.e. a new EpicDatabase; nothing queued), its epoch failed (ResourceExhausted when an
+/// indexed table ran out of records, Internal otherwise; nothing of that epoch applied), or its
+/// procedure asked to rerun `max_attempts` times (InvalidArgument: its declared keys are wrong).
 struct EpicTxnResult {
   Status status;
   EpicOutcome outcome = EpicOutcome::kAborted;
@@ -85,6 +87,7 @@ struct EpicConfig {
   unsigned threads = 0;              ///< executing threads (0: one per hardware thread, at most 64)
   std::size_t epoch_size = 100000;   ///< an epoch closes at this many txns (1 .. 2^19) ...
   std::uint32_t epoch_max_wait_us = 1000;  ///< ... or when its first txn has waited this long
+  std::uint32_t max_attempts = 8;  ///< tries of a txn whose procedure asks to rerun (1 .. 1000)
 };
 
 struct EpicStats {
@@ -97,13 +100,18 @@ struct EpicStats {
 class EpicDatabase {
  public:
   virtual ~EpicDatabase() = default;  ///< runs what is queued, then stops
-  /// InvalidArgument (nothing opened) for no tables, a table of no records or words, more than
-  /// 255 tables or 2^32 - 2 records in all, or threads over 64.
+  /// InvalidArgument (nothing opened) for a configuration check() refuses; ResourceExhausted
+  /// when the tables do not fit in memory.
   static Status open(const EpicConfig& config, std::unique_ptr<EpicDatabase>* out);
+  /// InvalidArgument for no tables, a table of no records or words, more than 255 tables or
+  /// 2^32 - 2 records in all, threads over 64, an epoch size outside 1 .. 2^19 or max_attempts
+  /// outside 1 .. 1000; Ok otherwise. What open checks first (servers check at startup).
+  static Status check(const EpicConfig& config);
 
   /// Bulk load before the first submission: record `key` of `table` holds `record` (exactly
   /// record_words words). InvalidArgument for an unknown table, a wrong length, a direct key out
-  /// of range or any call after the first submit; ResourceExhausted when an indexed table is full.
+  /// of range or any call after the first txn was queued (refused ones do not count);
+  /// ResourceExhausted when an indexed table is full.
   virtual Status load(std::uint32_t table, std::uint64_t key, std::span<const std::uint32_t> record) = 0;
   /// Queues one txn of procedure `proc`; the future is ready when its epoch has run (or at once
   /// when refused). Cost: a copy of keys and args into the calling thread's queue.
@@ -116,8 +124,11 @@ class EpicDatabase {
                       std::span<const std::uint32_t> args, std::function<void(EpicTxnResult&&)> done) = 0;
   /// Closes the open epoch and returns once every txn submitted before the call has its result.
   virtual void flush() = 0;
-  /// The record as of the last epoch that completed: NotFound when absent, InvalidArgument for an
-  /// unknown table.
+  /// As flush(), without waiting: `done` runs on the epoch thread once they have (it must not
+  /// block nor call this database).
+  virtual void flush(std::function<void()> done) = 0;
+  /// The record as of the last epoch that completed (it waits for a running epoch to end):
+  /// NotFound when absent, InvalidArgument for an unknown table.
   virtual Status read(std::uint32_t table, std::uint64_t key, std::vector<std::uint32_t>* record) = 0;
   virtual EpicStats stats() const = 0;
   /// The tables it was opened with, in table-id order.
@@ -130,7 +141,9 @@ class EpicDatabase {
 const char* epic_procedures_name(EpicProcedures p);
 Status parse_epic_procedures(std::string_view text, EpicProcedures* out);
 /// Tables as `name:words:capacity[:indexed]`, comma-separated ("" is no table); InvalidArgument
-/// naming the entry for a bad one. format_epic_tables writes the same form.
+/// naming the entry for a bad one (names are not all digits: BATCH.CALL reads those as table
+/// numbers), or for more than 255 tables or 2^32 - 2 records in all. format_epic_tables writes
+/// the same form.
 Status parse_epic_tables(std::string_view text, std::vector<EpicTable>* out);
 std::string format_epic_tables(const std::vector<EpicTable>& tables);
 

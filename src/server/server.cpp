@@ -221,6 +221,8 @@ std::string Server::metrics_text() {
 
 Status Server::start() {
   started_ = std::chrono::steady_clock::now();
+  if (!cfg_.store.epic.tables.empty())
+    if (Status s = EpicDatabase::check(cfg_.store.epic); !s.ok()) return Status(s.code(), "epic settings: " + s.message());
   addrinfo hints{};
   hints.ai_family = AF_UNSPEC;
   hints.ai_socktype = SOCK_STREAM;
@@ -273,6 +275,18 @@ Status Server::start() {
   return Status::Ok();
 }
 
+void Server::flush_epic() {
+  for (auto& d : dbs_) {
+    std::shared_ptr<Keyspace> space;
+    {
+      std::lock_guard<std::mutex> lk(d->m);
+      space = d->space;
+    }
+    if (space && space->kind() == KeyspaceKind::kBatch)
+      if (EpicDatabase* e = static_cast<BatchSpace&>(*space).epic()) e->flush();
+  }
+}
+
 void Server::stop() {
   if (threads_.empty() || exiting_.load()) return;
   draining_.store(true, std::memory_order_release);
@@ -287,22 +301,17 @@ void Server::stop() {
     }
     return d > c;
   };
+  // Epic's callbacks finish BATCH.CALL replies on these threads, so every call submitted must
+  // have run while they are alive. New calls are refused once draining: the calls waiting run
+  // now (their replies then go out in the wait below), and a call that slipped in before the
+  // refusal runs at the second flush, after the threads stopped and before they are freed.
+  flush_epic();
   while (in_flight() && std::chrono::steady_clock::now() < deadline)
     std::this_thread::sleep_for(std::chrono::milliseconds(5));
-  // Epic's callbacks finish BATCH.CALL replies on these threads: every call submitted must have
-  // run before the threads go (BATCH.CALL refuses new calls once draining).
-  for (auto& d : dbs_) {
-    std::shared_ptr<Keyspace> space;
-    {
-      std::lock_guard<std::mutex> lk(d->m);
-      space = d->space;
-    }
-    if (space && space->kind() == KeyspaceKind::kBatch)
-      if (EpicDatabase* e = static_cast<BatchSpace&>(*space).epic()) e->flush();
-  }
   exiting_.store(true, std::memory_order_release);
   for (auto& t : threads_) t->wake();
   for (auto& t : threads_) t->join();
+  flush_epic();
   if (ticker_.joinable()) ticker_.join();
   if (metrics_) metrics_->stop();
   if (listen_fd_ >= 0) ::close(listen_fd_);

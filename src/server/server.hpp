@@ -85,6 +85,9 @@ class Server {
     KeyspaceKind kind = KeyspaceKind::kKv;
     std::shared_ptr<Keyspace> space;  ///< null until first used or after FLUSHDB
   };
+  /// Runs every Epic call queued in the open batch databases (their replies are posted to the
+  /// I/O threads); Server::stop's part.
+  void flush_epic();
   void add_client(const std::shared_ptr<ClientInfo>& info);
   void remove_client(const std::shared_ptr<ClientInfo>& info);
   std::string metrics_text();

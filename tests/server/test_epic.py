@@ -142,7 +142,9 @@ def test_clients_on_their_own_keys_each_equal_their_replay(server_factory):
         t.start()
     for t in threads:
         t.join(60)
+    assert not any(t.is_alive() for t in threads), "a client still waits for its replies"
     assert not errors, errors
+    assert len(results) == n_clients
     r = client(s)
     for ci, (keys, txns, got) in results.items():
         model = MixModel()
@@ -224,7 +226,7 @@ def test_bad_input_is_refused_and_changes_nothing(server_factory):
     assert r.execute_command("BATCH.LOAD", "wide", 3, 1, 2, 3, 4) == "OK"
     bad = [
         ["BATCH.CALL", "x", 0, 0],                              # proc not a number
-        ["BATCH.CALL", 0, 2, "small:1", 0],                     # numreads past the arguments
+        ["BATCH.CALL", 0, 3, "small:1", 0],                     # numreads past the arguments
         ["BATCH.CALL", 0, 0, 1, "small"],                       # key without a table
         ["BATCH.CALL", 0, 0, 1, "nope:1"],                      # unknown table
         ["BATCH.CALL", 0, 0, 1, "small:64"],                    # direct key out of range
@@ -243,7 +245,8 @@ def test_bad_input_is_refused_and_changes_nothing(server_factory):
     assert r.execute_command("BATCH.FLUSH") == "OK"
     assert [int(x) for x in r.execute_command("BATCH.GET", "wide", 3)] == [1, 2, 3, 4]
     assert r.execute_command("BATCH.GET", "wide", 4) is None
-    # Bulk load closes with the first call.
+    # Refused calls leave bulk load open; the first call that is queued closes it.
+    assert r.execute_command("BATCH.LOAD", "wide", 6, 5, 6, 7, 8) == "OK"
     r.execute_command(*call_args(RMW, [("wide", 3)], [], [0, 0]))
     with pytest.raises(redis.ResponseError, match="after the first submission"):
         r.execute_command("BATCH.LOAD", "wide", 5, 1, 2, 3, 4)
@@ -252,6 +255,17 @@ def test_bad_input_is_refused_and_changes_nothing(server_factory):
     assert cfg["epic-tables"] == TABLES and cfg["epic-procedures"] == "mix"
     with pytest.raises(redis.ResponseError, match="immutable"):
         r.config_set("epic-epoch-size", 10)
+
+
+def test_a_call_whose_keys_stay_wrong_gets_an_error_after_its_attempts(server_factory):
+    # Mix's mode 4 asks to rerun on every attempt (declared keys that never become right).
+    s = epic_server(server_factory)
+    r = client(s)
+    with pytest.raises(redis.ResponseError, match="declared keys are wrong"):
+        r.execute_command(*call_args(RMW, [("small", 4)], [("small", 4)], [1, 4]))
+    assert r.execute_command("BATCH.FLUSH") == "OK"
+    assert r.execute_command("BATCH.GET", "small", 4) is None
+    assert r.execute_command(*call_args(RMW, [], [("small", 4)], [1, 0])) == [0, 0, 0, 1]
 
 
 def test_a_batch_database_without_epic_tables_says_so(server_factory):

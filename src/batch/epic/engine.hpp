@@ -110,6 +110,9 @@ class Engine {
   /// share 0.25, 8 epochs; 0 epochs turns it off.
   void set_wait_fallback(double share, int epochs) { fallback_share_ = share, fallback_epochs_ = epochs; }
   std::size_t pending_reruns() const { return reruns_.size(); }
+  /// A txn that asked to rerun `n` times is not run again (its outcome stays kRerun in its last
+  /// epoch's output); 0, the default, reruns without a bound.
+  void set_max_attempts(std::uint32_t n) { max_attempts_ = n; }
   /// Drops the txns waiting to run again (their tags in *tags when given): after a failed epoch,
   /// a front end fails them rather than retrying an epoch that keeps failing.
   void clear_reruns(std::vector<std::uint64_t>* tags = nullptr) {
@@ -211,7 +214,8 @@ class Engine {
     out->attempt = run->attempt;
     Batch next;
     for (std::size_t t = 0; t < run->size(); ++t)
-      if (out->results.outcome[t] == kRerun) next.add_from(*run, t, run->attempt[t] + 1);
+      if (out->results.outcome[t] == kRerun && (max_attempts_ == 0 || run->attempt[t] + 1 < max_attempts_))
+        next.add_from(*run, t, run->attempt[t] + 1);
     reruns_ = std::move(next);
     out->stats.txns = run->size();
     out->stats.temp_count = temp_count;
@@ -225,6 +229,7 @@ class Engine {
   Planner planner_;
   std::shared_ptr<DevicePlanner> device_;
   bool attached_ = false, stale_ = false, damaged_ = false;
+  std::uint32_t max_attempts_ = 0;
   std::vector<std::vector<std::uint32_t>> freed_;
   Faults faults_;
   std::uint64_t watchdog_ns_ = 10000000000ull;

@@ -25,6 +25,7 @@
 #include <vector>
 
 #include "cods/hd.hpp"
+#include "duet/batch.hpp"
 
 namespace duet::batch::epic {
 
@@ -101,18 +102,11 @@ enum Outcome : std::uint32_t {
 /// One table: fixed-size records of `record_words` 32-bit words, ids 0..capacity-1. A direct
 /// table's keys are its record ids (no index; bulk-loaded); an indexed table maps 64-bit keys to
 /// ids through a hash index with a FIFO free ring and back-links, and frees deleted records.
-struct TableSpec {
-  std::string name;
-  std::uint32_t record_words = 1;
-  std::uint32_t capacity = 0;
-  bool indexed = false;
-};
+/// The public API's type (duet::EpicTable), so the engine takes a user's tables as they are.
+using TableSpec = ::duet::EpicTable;
 
-/// A key as a procedure declares it.
-struct Key {
-  std::uint32_t table = 0;
-  std::uint64_t key = 0;
-};
+/// A key as a procedure declares it: a table and a key (duet::EpicKey).
+using Key = ::duet::EpicKey;
 
 /// The transactions of one epoch, in serial order, flattened. Reads come before writes in each
 /// txn's key list. Build with add().

@@ -3,6 +3,8 @@
 #include <algorithm>
 #include <cctype>
 #include <charconv>
+#include <new>
+#include <system_error>
 #include <thread>
 
 #include "batch/epic/epochs.hpp"
@@ -18,17 +20,11 @@ using batch::epic::Epochs;
 using batch::epic::Key;
 using batch::epic::TableSpec;
 
-std::vector<Key> to_keys(std::span<const EpicKey> ks) {
-  std::vector<Key> out(ks.size());
-  for (std::size_t i = 0; i < ks.size(); ++i) out[i] = Key{ks[i].table, ks[i].key};
-  return out;
-}
-
 template <class Procs>
 class EpicDatabaseImpl final : public EpicDatabase {
  public:
-  EpicDatabaseImpl(const EpicConfig& config, std::vector<TableSpec> specs, int threads, batch::epic::EpochsConfig cfg)
-      : config_(config), engine_(std::move(specs), threads), epochs_(engine_, cfg) {}
+  EpicDatabaseImpl(const EpicConfig& config, int threads, batch::epic::EpochsConfig cfg)
+      : config_(config), engine_(config.tables, threads), epochs_(engine_, cfg) {}
 
   const std::vector<EpicTable>& tables() const override { return config_.tables; }
   EpicProcedures procedures() const override { return config_.procedures; }
@@ -58,18 +54,22 @@ class EpicDatabaseImpl final : public EpicDatabase {
 
   std::future<EpicTxnResult> submit(std::uint32_t proc, std::span<const EpicKey> reads, std::span<const EpicKey> writes,
                                     std::span<const std::uint32_t> args) override {
-    submitted_.store(true, std::memory_order_release);
-    return epochs_.submit(proc, to_keys(reads), to_keys(writes), std::vector<std::uint32_t>(args.begin(), args.end()));
+    bool accepted = false;
+    auto f = epochs_.submit(proc, std::vector<Key>(reads.begin(), reads.end()), std::vector<Key>(writes.begin(), writes.end()),
+                            std::vector<std::uint32_t>(args.begin(), args.end()), &accepted);
+    if (accepted) submitted_.store(true, std::memory_order_release);
+    return f;
   }
 
   void submit(std::uint32_t proc, std::span<const EpicKey> reads, std::span<const EpicKey> writes,
               std::span<const std::uint32_t> args, std::function<void(EpicTxnResult&&)> done) override {
-    submitted_.store(true, std::memory_order_release);
-    epochs_.submit(proc, to_keys(reads), to_keys(writes), std::vector<std::uint32_t>(args.begin(), args.end()),
-                   std::move(done));
+    if (epochs_.submit(proc, std::vector<Key>(reads.begin(), reads.end()), std::vector<Key>(writes.begin(), writes.end()),
+                       std::vector<std::uint32_t>(args.begin(), args.end()), std::move(done)))
+      submitted_.store(true, std::memory_order_release);
   }
 
   void flush() override { epochs_.flush(); }
+  void flush(std::function<void()> done) override { epochs_.flush(std::move(done)); }
 
   Status read(std::uint32_t table, std::uint64_t key, std::vector<std::uint32_t>* record) override {
     Status s;
@@ -107,36 +107,50 @@ class EpicDatabaseImpl final : public EpicDatabase {
 
 }  // namespace
 
-Status EpicDatabase::open(const EpicConfig& config, std::unique_ptr<EpicDatabase>* out) {
-  if (!out) return Status::InvalidArgument("null output");
+Status EpicDatabase::check(const EpicConfig& config) {
   if (config.tables.empty()) return Status::InvalidArgument("an Epic database needs at least one table");
   if (config.tables.size() > 255) return Status::InvalidArgument("more than 255 tables");
   std::uint64_t records = 0;
-  std::vector<TableSpec> specs;
   for (const EpicTable& t : config.tables) {
     if (t.record_words == 0 || t.capacity == 0)
       return Status::InvalidArgument("table '" + t.name + "' has no records or no words per record");
     records += t.capacity;
-    specs.push_back(TableSpec{t.name, t.record_words, t.capacity, t.indexed});
   }
   if (records > 0xFFFFFFFDull) return Status::InvalidArgument("more than 2^32 - 2 records in all");
   if (config.threads > 64) return Status::InvalidArgument("threads over 64");
+  if (config.epoch_size < 1 || config.epoch_size > (1u << 19))
+    return Status::InvalidArgument("epoch size " + std::to_string(config.epoch_size) + " is outside 1 .. 2^19");
+  if (config.max_attempts < 1 || config.max_attempts > 1000)
+    return Status::InvalidArgument("max_attempts " + std::to_string(config.max_attempts) + " is outside 1 .. 1000");
+  return Status::Ok();
+}
+
+Status EpicDatabase::open(const EpicConfig& config, std::unique_ptr<EpicDatabase>* out) {
+  if (!out) return Status::InvalidArgument("null output");
+  if (Status s = check(config); !s.ok()) return s;
   const int threads = config.threads ? static_cast<int>(config.threads)
                                      : static_cast<int>(std::clamp(std::thread::hardware_concurrency(), 1u, 64u));
   batch::epic::EpochsConfig cfg;
   cfg.epoch_size = config.epoch_size;
   cfg.epoch_max_wait = std::chrono::microseconds(config.epoch_max_wait_us);
-  switch (config.procedures) {
-    case EpicProcedures::kMix:
-      *out = std::make_unique<EpicDatabaseImpl<batch::epic::MixProcs>>(config, specs, threads, cfg);
-      break;
-    case EpicProcedures::kYcsb:
-      *out = std::make_unique<EpicDatabaseImpl<batch::epic::YcsbProcs>>(config, specs, threads, cfg);
-      break;
-    case EpicProcedures::kTpcc:
-      *out = std::make_unique<EpicDatabaseImpl<batch::epic::TpccProcs>>(config, specs, threads, cfg);
-      break;
-    default: return Status::InvalidArgument("unknown procedure set");
+  cfg.max_attempts = config.max_attempts;
+  try {
+    switch (config.procedures) {
+      case EpicProcedures::kMix:
+        *out = std::make_unique<EpicDatabaseImpl<batch::epic::MixProcs>>(config, threads, cfg);
+        break;
+      case EpicProcedures::kYcsb:
+        *out = std::make_unique<EpicDatabaseImpl<batch::epic::YcsbProcs>>(config, threads, cfg);
+        break;
+      case EpicProcedures::kTpcc:
+        *out = std::make_unique<EpicDatabaseImpl<batch::epic::TpccProcs>>(config, threads, cfg);
+        break;
+      default: return Status::InvalidArgument("unknown procedure set");
+    }
+  } catch (const std::bad_alloc&) {
+    return Status::ResourceExhausted("the Epic tables do not fit in memory");
+  } catch (const std::system_error& e) {
+    return Status::ResourceExhausted(std::string("cannot start the Epic database's threads: ") + e.what());
   }
   return Status::Ok();
 }
@@ -185,10 +199,16 @@ Status parse_epic_tables(std::string_view text, std::vector<EpicTable>* out) {
                                      "' (expected name:words:capacity or name:words:capacity:indexed, both numbers > 0)");
     t.name = std::string(parts[0]);
     t.indexed = indexed;
+    if (t.name.find_first_not_of("0123456789") == std::string::npos)
+      return Status::InvalidArgument("Epic table name '" + t.name + "' is all digits (keys name tables by number too)");
     for (const EpicTable& o : tables)
       if (o.name == t.name) return Status::InvalidArgument("Epic table '" + t.name + "' named twice");
     tables.push_back(std::move(t));
   }
+  EpicConfig probe;
+  probe.tables = tables;
+  if (!tables.empty())
+    if (Status s = EpicDatabase::check(probe); !s.ok()) return s;
   *out = std::move(tables);
   return Status::Ok();
 }

@@ -8,7 +8,8 @@
 // execution of the epochs' txns in that order (the engine's guarantee), so with one submitting
 // thread, or with flush() between the phases of several, results are those of serial execution
 // in submission order, deterministically. Txns whose declared keys were wrong run again in the
-// next epoch (first, in their old order); their futures resolve when they finally run.
+// next epoch (first, in their old order); their futures resolve when they finally run, or with
+// an error after `max_attempts` tries.
 #pragma once
 
 #include <array>
@@ -30,10 +31,13 @@
 
 namespace duet::batch::epic {
 
-/// When an epoch closes (whichever comes first).
+/// When an epoch closes (whichever comes first), and how often a txn may run again.
 struct EpochsConfig {
   std::size_t epoch_size = 100000;  ///< txns queued (1 .. kMaxTxns / 2; clamped)
   std::chrono::microseconds epoch_max_wait{1000};  ///< the oldest queued txn's wait
+  /// Tries of a txn whose procedure asks to rerun (its declared keys were wrong); past them it
+  /// gets InvalidArgument (1 .. 1000; clamped).
+  std::uint32_t max_attempts = 8;
 };
 
 /// The result of one submitted txn: the public type (include/duet/batch.hpp) says what each
@@ -48,13 +52,15 @@ struct EpochsStats {
 };
 
 /// The front end over an Engine<Procs>, which it drives from its own epoch thread (the engine
-/// must not be used otherwise while this object lives; its database may be read after flush()).
-/// Thread-safe: submit, flush and stats may be called from any thread.
+/// must not be used otherwise while this object lives; with_engine_idle lends it out between
+/// epochs). Thread-safe: submit, flush and stats may be called from any thread.
 template <class Procs>
 class Epochs {
  public:
   Epochs(Engine<Procs>& engine, EpochsConfig cfg) : engine_(engine), cfg_(cfg) {
     cfg_.epoch_size = std::clamp<std::size_t>(cfg_.epoch_size, 1, kMaxTxns / 2);
+    cfg_.max_attempts = std::clamp<std::uint32_t>(cfg_.max_attempts, 1, 1000);
+    engine_.set_max_attempts(cfg_.max_attempts);
     thread_ = std::thread([this] { epoch_loop(); });
   }
   /// Runs what is queued (flush), then stops the epoch thread.
@@ -73,39 +79,62 @@ class Epochs {
   /// Queues one txn: procedure `proc` with its declared read and write keys and its args. The
   /// future is ready at once, with a status that is not ok and nothing queued, for an unknown
   /// procedure, an unknown table, a direct key out of range, more than kMaxOps keys or
-  /// kMaxWrites writes, a write key declared twice, or after the engine failed for good;
-  /// otherwise when the txn's epoch has run. Cost: a copy of the keys and args into this thread's
-  /// queue under its own lock, and the future's shared state.
+  /// kMaxWrites writes, a write key declared twice (InvalidArgument), or after the engine failed
+  /// for good (Internal); otherwise when the txn's epoch has run. *accepted, when given, says
+  /// whether it was queued. Cost: a copy of the keys and args into this thread's queue under its
+  /// own lock, and the future's shared state.
   std::future<TxnResult> submit(std::uint32_t proc, const std::vector<Key>& reads, const std::vector<Key>& writes,
-                                const std::vector<std::uint32_t>& args) {
+                                const std::vector<std::uint32_t>& args, bool* accepted = nullptr) {
     Waiter w;
     std::future<TxnResult> f = w.promise.get_future();
-    enqueue(proc, reads, writes, args, std::move(w));
+    const bool ok = enqueue(proc, reads, writes, args, std::move(w));
+    if (accepted) *accepted = ok;
     return f;
   }
 
   /// As submit, but `done` gets the result: on the epoch thread once the txn's epoch has run, or
   /// on the calling thread, before this returns, when the txn is refused. `done` must not block
-  /// (every later txn of the epoch waits for it) and must not call back into this front end.
-  void submit(std::uint32_t proc, const std::vector<Key>& reads, const std::vector<Key>& writes,
+  /// (the rest of the epoch's results wait for it) and must not call back into this front end.
+  bool submit(std::uint32_t proc, const std::vector<Key>& reads, const std::vector<Key>& writes,
               const std::vector<std::uint32_t>& args, std::function<void(TxnResult&&)> done) {
     Waiter w;
     w.callback = std::move(done);
-    enqueue(proc, reads, writes, args, std::move(w));
+    return enqueue(proc, reads, writes, args, std::move(w));
   }
 
   /// Closes the open epoch now and returns once every txn whose submit() returned before this
   /// call has its result (reruns included: it runs further epochs while any is pending).
   void flush() {
-    std::unique_lock<std::mutex> lk(m_);
-    const std::uint64_t ticket = ++flush_wanted_;
-    flush_below_ = seq_.load(std::memory_order_acquire);
-    cv_.notify_all();
-    done_cv_.wait(lk, [&] { return flush_done_ >= ticket || stopped_; });
+    std::mutex dm;
+    std::condition_variable dcv;
+    bool done = false;
+    flush([&] {
+      std::lock_guard<std::mutex> lk(dm);
+      done = true;
+      dcv.notify_all();
+    });
+    std::unique_lock<std::mutex> lk(dm);
+    dcv.wait(lk, [&] { return done; });
+  }
+
+  /// As flush(), without waiting: `done` runs on the epoch thread once every txn submitted
+  /// before this call has its result (on this thread if the front end has stopped). It must not
+  /// block nor call back into this front end.
+  void flush(std::function<void()> done) {
+    {
+      std::lock_guard<std::mutex> lk(m_);
+      if (!stopped_) {
+        flushes_.push_back(FlushWaiter{seq_.load(std::memory_order_acquire), std::move(done)});
+        cv_.notify_all();
+        return;
+      }
+    }
+    done();
   }
 
   /// Calls f() while no epoch runs: the engine and its database are as of the last epoch that
-  /// completed (reads, or a bulk load before the first epoch). Blocks epochs while f runs.
+  /// completed (reads, or a bulk load before the first epoch). Waits for a running epoch; blocks
+  /// epochs while f runs.
   template <class F>
   void with_engine_idle(F f) {
     std::lock_guard<std::mutex> lk(run_m_);
@@ -137,9 +166,16 @@ class Epochs {
     std::vector<std::uint64_t> seqs;  ///< submission numbers (for flush)
   };
 
-  void enqueue(std::uint32_t proc, const std::vector<Key>& reads, const std::vector<Key>& writes,
+  /// A flush waiting for every txn numbered below `below` to have its result.
+  struct FlushWaiter {
+    std::uint64_t below;
+    std::function<void()> done;
+  };
+
+  bool enqueue(std::uint32_t proc, const std::vector<Key>& reads, const std::vector<Key>& writes,
                const std::vector<std::uint32_t>& args, Waiter&& w) {
     Status refusal;
+    std::size_t before = 0;
     if (!Procs::known(proc)) {
       refusal = Status::InvalidArgument("unknown procedure " + std::to_string(proc));
     } else {
@@ -161,26 +197,28 @@ class Epochs {
         refusal = Status::Internal("the engine failed and must be reloaded: " + failure_);
       } else {
         q.waiters.push_back(std::move(w));
-        // Numbered under the queue's lock: each queue's numbers rise from front to back.
+        // Numbered and counted under the queue's lock: each queue's numbers rise from front to
+        // back, and take() never takes a txn queued_ does not count yet.
         q.seqs.push_back(seq_.fetch_add(1, std::memory_order_acq_rel));
+        before = queued_.fetch_add(1, std::memory_order_acq_rel);
       }
     }
     if (!refusal.ok()) {  // resolved outside every lock
       refused_.fetch_add(1, std::memory_order_relaxed);
       w.resolve(error_result(std::move(refusal)));
-      return;
+      return false;
     }
-    const std::size_t before = queued_.fetch_add(1, std::memory_order_acq_rel);
     // Wake the epoch thread when the epoch opens (its wait clock starts) or fills.
     if (before == 0 || before + 1 == cfg_.epoch_size) {
       std::lock_guard<std::mutex> lk(m_);
       if (before == 0 && !open_known_) open_since_ = std::chrono::steady_clock::now(), open_known_ = true;
       cv_.notify_all();
     }
+    return true;
   }
 
   /// This thread's queue, registered on its first submission (registration order is the
-  /// thread order of the serial order).
+  /// thread order of the serial order). A thread keeps one entry per front end it submitted to.
   Queue& my_queue() {
     thread_local std::vector<std::pair<std::uint64_t, Queue*>> mine;  // (front end id, queue)
     for (const auto& [id, q] : mine)
@@ -191,20 +229,23 @@ class Epochs {
     return *queues_.back();
   }
 
-  /// Moves up to epoch_size queued txns, thread by thread, into batch_ and waiters_.
+  /// Moves queued txns, thread by thread, into batch_ and waiters_: at most epoch_size, and no
+  /// more than the engine's pending reruns leave room for in an epoch.
   void take() {
     batch_.clear();
     waiters_.clear();
     seqs_.clear();
+    const std::size_t room = kMaxTxns - std::min<std::size_t>(kMaxTxns, engine_.pending_reruns());
+    const std::size_t limit = std::min(cfg_.epoch_size, room);
     std::vector<Queue*> qs;
     {
       std::lock_guard<std::mutex> lk(queues_m_);
       for (auto& q : queues_) qs.push_back(q.get());
     }
     for (Queue* q : qs) {
-      if (batch_.size() >= cfg_.epoch_size) break;
+      if (batch_.size() >= limit) break;
       std::lock_guard<std::mutex> lk(q->m);
-      const std::size_t n = std::min(q->txns.size(), cfg_.epoch_size - batch_.size());
+      const std::size_t n = std::min(q->txns.size(), limit - batch_.size());
       if (n == 0) continue;
       if (n == q->txns.size() && batch_.size() == 0) {
         std::swap(batch_, q->txns);
@@ -225,11 +266,12 @@ class Epochs {
     queued_.fetch_sub(batch_.size(), std::memory_order_acq_rel);
   }
 
-  /// Runs batch_ (and the engine's pending reruns) as one epoch and resolves what finished.
-  /// A failed epoch fails all its txns, pending reruns included (nothing of it was applied).
+  /// Runs batch_ (and the engine's pending reruns) as one epoch and resolves what finished,
+  /// outside m_ (callbacks may take other locks and make system calls). A failed epoch fails all
+  /// its txns, pending reruns included (nothing of it was applied).
   void run() {
+    std::vector<std::pair<Waiter, TxnResult>> ready;
     if (failed_.load(std::memory_order_acquire)) {  // queued before the failure: refused now
-      std::lock_guard<std::mutex> lk(m_);
       for (auto& w : waiters_) w.resolve(error_result(Status::Internal("the engine failed and must be reloaded: " + failure_)));
       return;
     }
@@ -237,25 +279,27 @@ class Epochs {
     std::string err;
     const std::uint32_t eid = engine_.db().eid();
     const bool ok = engine_.run_epoch(batch_, &out, &err);
-    std::lock_guard<std::mutex> lk(m_);
-    ++stats_.epochs;
     if (!ok) {
-      ++stats_.failed_epochs;
       // An indexed table out of records is a full table; anything else is the engine's failure.
       const std::string msg = "epoch " + std::to_string(eid) + " failed, nothing of it applied: " + err;
       const Status why = err.find(" is full") != std::string::npos ? Status::ResourceExhausted(msg) : Status::Internal(msg);
-      for (auto& w : waiters_) w.resolve(error_result(why));
       engine_.clear_reruns();
+      {
+        std::lock_guard<std::mutex> lk(m_);
+        ++stats_.epochs;
+        ++stats_.failed_epochs;
+        if (engine_.damaged()) {
+          failure_ = err;
+          failed_.store(true, std::memory_order_release);
+        }
+      }
+      for (auto& w : waiters_) w.resolve(error_result(why));
       for (auto& [tag, r] : reruns_) r.waiter.resolve(error_result(why));
       reruns_.clear();
-      if (engine_.damaged()) {
-        failure_ = err;
-        failed_.store(true, std::memory_order_release);
-      }
       return;
     }
-    stats_.txns += out.tag.size();
     const std::size_t reruns = out.tag.size() - batch_.size();
+    ready.reserve(out.tag.size());
     for (std::size_t j = 0; j < out.tag.size(); ++j) {
       Waiter w;
       std::uint64_t seq;
@@ -270,18 +314,30 @@ class Epochs {
         seq = seqs_[j - reruns];
       }
       const std::uint32_t o = out.results.outcome[j];
-      if (o == kRerun) {
+      const std::uint32_t attempts = out.attempt[j] + 1;
+      if (o == kRerun && attempts < cfg_.max_attempts) {  // the engine runs it again next epoch
         reruns_.emplace(out.tag[j], Rerun{std::move(w), seq});
         continue;
       }
       TxnResult r;
-      r.outcome = static_cast<EpicOutcome>(o);
-      for (std::uint32_t k = 0; k < kMaxOut; ++k) r.out[k] = out.results.out[j * kMaxOut + k];
-      r.epoch = eid;
-      r.position = static_cast<std::uint32_t>(j);
-      r.attempts = out.attempt[j] + 1;
-      w.resolve(std::move(r));
+      if (o == kRerun) {  // the engine dropped it (Engine::set_max_attempts)
+        r.status = Status::InvalidArgument("its procedure asked to rerun " + std::to_string(attempts) +
+                                           " times: the declared keys are wrong");
+      } else {
+        r.outcome = static_cast<EpicOutcome>(o);
+        for (std::uint32_t k = 0; k < kMaxOut; ++k) r.out[k] = out.results.out[j * kMaxOut + k];
+        r.epoch = eid;
+        r.position = static_cast<std::uint32_t>(j);
+      }
+      r.attempts = attempts;
+      ready.emplace_back(std::move(w), std::move(r));
     }
+    {
+      std::lock_guard<std::mutex> lk(m_);
+      ++stats_.epochs;
+      stats_.txns += out.tag.size();
+    }
+    for (auto& [w, r] : ready) w.resolve(std::move(r));
   }
 
   static TxnResult error_result(Status why) {
@@ -290,38 +346,48 @@ class Epochs {
     return r;
   }
 
-  /// True when every txn numbered below flush_below_ has its result. Caller holds m_.
-  bool flushed() {
-    for (const auto& [tag, r] : reruns_)
-      if (r.seq < flush_below_) return false;
+  /// The lowest submission number without a result (queued or waiting to rerun); UINT64_MAX
+  /// when none. Caller holds m_ (reruns_ belongs to this thread; the queues lock themselves).
+  std::uint64_t lowest_pending() {
+    std::uint64_t low = UINT64_MAX;
+    for (const auto& [tag, r] : reruns_) low = std::min(low, r.seq);
     std::lock_guard<std::mutex> lk(queues_m_);
     for (auto& q : queues_) {
       std::lock_guard<std::mutex> ql(q->m);
-      if (!q->seqs.empty() && q->seqs.front() < flush_below_) return false;
+      if (!q->seqs.empty()) low = std::min(low, q->seqs.front());
     }
-    return true;
+    return low;
   }
 
   void epoch_loop() {
     std::unique_lock<std::mutex> lk(m_);
     for (;;) {
-      if (flush_wanted_ > flush_done_ && flushed()) {
-        flush_done_ = flush_wanted_;
-        done_cv_.notify_all();
+      if (!flushes_.empty()) {  // run the flushes whose txns all have results, outside m_
+        const std::uint64_t low = lowest_pending();
+        std::vector<std::function<void()>> done;
+        std::size_t keep = 0;
+        for (auto& f : flushes_) {
+          if (f.below <= low) done.push_back(std::move(f.done));
+          else flushes_[keep++] = std::move(f);
+        }
+        flushes_.resize(keep);
+        if (!done.empty()) {
+          lk.unlock();
+          for (auto& d : done) d();
+          lk.lock();
+          continue;
+        }
       }
-      const bool flushing = flush_wanted_ > flush_done_;
+      const bool flushing = !flushes_.empty();
       const std::size_t queued = queued_.load(std::memory_order_acquire);
       const bool reruns = !reruns_.empty();
       const auto now = std::chrono::steady_clock::now();
-      // open_known_ is false only between a take and the first submission after it, which sets
-      // the open time (under m_) and wakes this loop.
       const bool late = queued > 0 && open_known_ && now >= open_since_ + cfg_.epoch_max_wait;
       if (queued >= cfg_.epoch_size || late || (flushing && (queued > 0 || reruns)) || (reruns && queued == 0)) {
         if (queued >= cfg_.epoch_size) ++stats_.closed_by_size;
         else if (late) ++stats_.closed_by_wait;
         else if (flushing && queued > 0) ++stats_.closed_by_flush;
         else ++stats_.rerun_epochs;
-        open_known_ = false;
         lk.unlock();
         {
           std::lock_guard<std::mutex> run_lk(run_m_);
@@ -329,9 +395,11 @@ class Epochs {
           run();
         }
         lk.lock();
-        // Txns left queued (past epoch_size) start the next epoch's wait clock now.
-        if (!open_known_ && queued_.load(std::memory_order_acquire) > 0)
-          open_since_ = std::chrono::steady_clock::now(), open_known_ = true;
+        // The wait clock: off when nothing is queued (the next submission starts it); for txns
+        // left queued (past epoch_size, or queued while the epoch ran) it starts now unless a
+        // submission after the take already started it.
+        if (queued_.load(std::memory_order_acquire) == 0) open_known_ = false;
+        else if (!open_known_) open_since_ = std::chrono::steady_clock::now(), open_known_ = true;
         continue;
       }
       if (stop_) break;
@@ -342,7 +410,10 @@ class Epochs {
       }
     }
     stopped_ = true;
-    done_cv_.notify_all();
+    std::vector<FlushWaiter> left = std::move(flushes_);
+    flushes_.clear();
+    lk.unlock();
+    for (auto& f : left) f.done();
   }
 
   static std::uint64_t next_id() {
@@ -361,7 +432,7 @@ class Epochs {
   std::atomic<std::uint64_t> refused_{0};
   std::atomic<bool> failed_{false};
 
-  // The epoch thread's own state (batch_, waiters_, reruns_ under m_ where shared).
+  // The epoch thread's own state.
   Batch batch_;
   std::vector<Waiter> waiters_;
   std::vector<std::uint64_t> seqs_;  ///< batch_'s submission numbers
@@ -374,11 +445,10 @@ class Epochs {
 
   std::mutex run_m_;  ///< held by the epoch thread while it takes and runs an epoch
   mutable std::mutex m_;
-  std::condition_variable cv_, done_cv_;
+  std::condition_variable cv_;
   std::chrono::steady_clock::time_point open_since_{};  ///< when the open epoch's first txn was queued
   bool open_known_ = false;
-  std::uint64_t flush_wanted_ = 0, flush_done_ = 0;
-  std::uint64_t flush_below_ = 0;  ///< the latest flush waits for every txn numbered below this
+  std::vector<FlushWaiter> flushes_;
   bool stop_ = false, stopped_ = false;
   std::string failure_;
   EpochsStats stats_;

@@ -15,7 +15,8 @@ namespace duet::batch::epic {
 
 // ---------------------------------------------------------------- Mix
 /// Procedures over any tables. Args: [0] kind-specific value, [1] abort mode (0 none, 1 abort
-/// before writing, 2 rerun on the first attempt, 3 write then abort: kIllegal).
+/// before writing, 2 rerun on the first attempt, 3 write then abort: kIllegal, 4 rerun on every
+/// attempt: declared keys that never become right).
 struct MixProcs {
   enum : std::uint32_t { kRmw = 0, kDelete = 1, kPartial = 2, kCount = 3 };
   static bool known(std::uint32_t p) { return p < kCount; }
@@ -36,7 +37,7 @@ struct MixProcs {
   DUET_HD static bool decide(Ctx& c) {
     const std::uint32_t mode = c.arg(1);
     if (mode == 1) return c.abort(7), false;
-    if (mode == 2 && c.attempt() == 0) return c.rerun(), false;
+    if ((mode == 2 && c.attempt() == 0) || mode == 4) return c.rerun(), false;
     return true;
   }
   template <class Ctx>

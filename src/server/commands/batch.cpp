@@ -8,7 +8,7 @@
 // and Epic's stored procedures, on a batch database opened with Epic tables (docs/epic.md):
 //   BATCH.CALL proc numreads key.. numwrites key.. [arg ...]    -> the output words, at its epoch's end
 //   BATCH.GET table key                                         -> the record's words, or nil
-//   BATCH.FLUSH                                                 -> OK once every earlier call has run
+//   BATCH.FLUSH                                                 -> OK once every earlier call has run (deferred too)
 //   BATCH.LOAD table key word [word ...]                        -> OK (bulk load, before the first call)
 // A key is `table:key` (the table by name or number, the key an unsigned 64-bit integer); args
 // are unsigned 32-bit integers. BATCH.CALL replies with the procedure's four output words when
@@ -202,6 +202,14 @@ bool epic_key_arg(CommandContext& ctx, const EpicDatabase& e, std::size_t i, Epi
   return false;
 }
 
+/// Reads `table key` from args[1] and args[2]; writes the error and returns false.
+bool epic_record_args(CommandContext& ctx, const EpicDatabase& e, EpicKey* out) {
+  std::string why;
+  if (!epic_table(e, ctx.args[1], &out->table, &why)) return ctx.error("ERR " + why), false;
+  if (!parse_u64(ctx.args[2], &out->key)) return ctx.error("ERR the key is not an unsigned 64-bit integer"), false;
+  return true;
+}
+
 void write_epic_result(ReplyWriter& w, const EpicTxnResult& r) {
   if (!r.status.ok()) return w.error("ERR " + r.status.message());
   if (r.outcome == EpicOutcome::kAborted) return w.error("ABORTED reason " + std::to_string(r.out[0]));
@@ -256,9 +264,7 @@ void epic_get(CommandContext& ctx) {
   EpicDatabase* e = epic_of(ctx, &keep);
   if (!e) return;
   EpicKey k;
-  std::string why;
-  if (!epic_table(*e, ctx.args[1], &k.table, &why)) return ctx.error("ERR " + why);
-  if (!parse_u64(ctx.args[2], &k.key)) return ctx.error("ERR the key is not an unsigned 64-bit integer");
+  if (!epic_record_args(ctx, *e, &k)) return;
   std::vector<std::uint32_t> rec;
   const Status st = e->read(k.table, k.key, &rec);
   if (st.code() == StatusCode::kNotFound) return ctx.out.null();
@@ -272,9 +278,7 @@ void epic_load(CommandContext& ctx) {
   EpicDatabase* e = epic_of(ctx, &keep);
   if (!e) return;
   EpicKey k;
-  std::string why;
-  if (!epic_table(*e, ctx.args[1], &k.table, &why)) return ctx.error("ERR " + why);
-  if (!parse_u64(ctx.args[2], &k.key)) return ctx.error("ERR the key is not an unsigned 64-bit integer");
+  if (!epic_record_args(ctx, *e, &k)) return;
   std::vector<std::uint32_t> words;
   for (std::size_t i = 3; i < ctx.args.size(); ++i) {
     std::uint64_t v = 0;
@@ -290,8 +294,10 @@ void epic_flush(CommandContext& ctx) {
   std::shared_ptr<BatchSpace> keep;
   EpicDatabase* e = epic_of(ctx, &keep);
   if (!e) return;
-  e->flush();
-  ctx.out.simple("OK");
+  if (ctx.server.draining()) return ctx.error("ERR the server is shutting down");
+  DeferredReply finish = ctx.defer();
+  if (!finish) return ctx.error("ERR BATCH.FLUSH cannot run here (it waits for the epochs)");
+  e->flush([finish = std::move(finish)] { finish(false, [](ReplyWriter& w) { w.simple("OK"); }); });
 }
 
 void stats(CommandContext& ctx) {

@@ -15,17 +15,6 @@ using batch::epic::SerialStore;
 using batch::epic::test::MixGen;
 using batch::epic::test::MixTxn;
 
-std::vector<EpicTable> mix_epic_tables() {
-  std::vector<EpicTable> t;
-  for (const auto& s : batch::epic::test::mix_tables()) t.push_back({s.name, s.record_words, s.capacity, s.indexed});
-  return t;
-}
-
-std::vector<EpicKey> keys(const std::vector<batch::epic::Key>& ks) {
-  std::vector<EpicKey> o;
-  for (const auto& k : ks) o.push_back({k.table, k.key});
-  return o;
-}
 
 TEST(EpicDatabase, OpenRefusesBadConfigurations) {
   std::unique_ptr<EpicDatabase> db;
@@ -47,7 +36,7 @@ TEST(EpicDatabase, OpenRefusesBadConfigurations) {
 TEST(EpicDatabase, MixTxnsEqualSerialExecutionInSubmissionOrder) {
   EpicConfig c;
   c.procedures = EpicProcedures::kMix;
-  c.tables = mix_epic_tables();
+  c.tables = batch::epic::test::mix_tables();  // the engine's TableSpec is EpicTable
   c.threads = 2;
   c.epoch_size = 40;
   std::unique_ptr<EpicDatabase> db;
@@ -78,7 +67,8 @@ TEST(EpicDatabase, MixTxnsEqualSerialExecutionInSubmissionOrder) {
     MixTxn x = g.draw();
     x.args[1] = x.args[1] == 2 ? 0 : x.args[1];  // no reruns: the serial order is submission order
     ASSERT_TRUE(serial_order.add(x.proc, x.reads, x.writes, x.args, i));
-    const std::vector<EpicKey> r = keys(x.reads), w = keys(x.writes);
+    const std::vector<EpicKey>& r = x.reads;  // batch::epic::Key is EpicKey
+    const std::vector<EpicKey>& w = x.writes;
     if (i % 2 == 0) {
       fs.push_back(db->submit(x.proc, r, w, x.args));
     } else {

@@ -114,7 +114,8 @@ TEST(EpicEpochs, OneSubmitterEqualsSerialInSubmissionOrder) {
     return false;
   };
   std::size_t a = 0, b = 1;
-  while (!conflict(a, b)) b + 1 < res.size() ? ++b : (++a, b = a + 1);
+  while (a + 1 < res.size() && !conflict(a, b)) b + 1 < res.size() ? ++b : (++a, b = a + 1);
+  ASSERT_LT(a + 1, res.size()) << "no conflicting pair to swap";
   bad = res;
   std::swap(bad[a].position, bad[b].position);
   std::swap(bad[a].epoch, bad[b].epoch);
@@ -204,6 +205,43 @@ TEST(EpicEpochs, EpochsCloseBySizeByWaitAndOnFlush) {
     EXPECT_EQ(fe.stats().closed_by_flush, 1u);
     EXPECT_EQ(fe.stats().epochs, 1u);
   }
+}
+
+// A txn whose procedure asks to rerun on every attempt (Mix mode 4) gets an error after
+// max_attempts tries; the txns around it run, and flush returns.
+TEST(EpicEpochs, ATxnThatAlwaysRerunsGetsAnErrorAfterItsAttempts) {
+  Engine<MixProcs> e(mix_tables(), 2);
+  SerialStore s(mix_tables());
+  ASSERT_TRUE(load_mix(e.db(), s));
+  EpochsConfig cfg{100, kNever};
+  cfg.max_attempts = 5;
+  Epochs<MixProcs> fe(e, cfg);
+  auto stuck = fe.submit(MixProcs::kRmw, {{0, 1}}, {{0, 1}}, {1, 4});
+  auto fine = fe.submit(MixProcs::kRmw, {{0, 2}}, {{0, 2}}, {1, 0});
+  fe.flush();
+  ASSERT_EQ(stuck.wait_for(std::chrono::seconds(0)), std::future_status::ready);
+  const TxnResult r = stuck.get();
+  EXPECT_EQ(r.status.code(), StatusCode::kInvalidArgument);
+  EXPECT_NE(r.status.message().find("declared keys are wrong"), std::string::npos) << r.status.message();
+  EXPECT_EQ(r.attempts, 5u);
+  EXPECT_TRUE(fine.get().status.ok());
+  EXPECT_EQ(e.pending_reruns(), 0u);
+}
+
+// flush(done) does not wait: `done` runs once every earlier txn has its result.
+TEST(EpicEpochs, AnAsyncFlushRunsItsCallbackAfterTheEarlierTxns) {
+  Engine<MixProcs> e(mix_tables(), 1);
+  SerialStore s(mix_tables());
+  ASSERT_TRUE(load_mix(e.db(), s));
+  Epochs<MixProcs> fe(e, {1000, kNever});
+  auto f = fe.submit(MixProcs::kRmw, {{0, 3}}, {{0, 3}}, {1, 0});
+  std::promise<bool> flushed;
+  fe.flush([&] { flushed.set_value(true); });
+  ASSERT_TRUE(flushed.get_future().get());
+  EXPECT_EQ(f.wait_for(std::chrono::seconds(0)), std::future_status::ready);
+  std::promise<bool> again;  // nothing pending: it still runs
+  fe.flush([&] { again.set_value(true); });
+  EXPECT_TRUE(again.get_future().get());
 }
 
 TEST(EpicEpochs, BadInputIsRefusedAtOnceAndNothingApplied) {
