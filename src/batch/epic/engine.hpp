@@ -113,12 +113,9 @@ class Engine {
   /// A txn that asked to rerun `n` times is not run again (its outcome stays kRerun in its last
   /// epoch's output); 0, the default, reruns without a bound.
   void set_max_attempts(std::uint32_t n) { max_attempts_ = n; }
-  /// Drops the txns waiting to run again (their tags in *tags when given): after a failed epoch,
-  /// a front end fails them rather than retrying an epoch that keeps failing.
-  void clear_reruns(std::vector<std::uint64_t>* tags = nullptr) {
-    if (tags) *tags = reruns_.tag;
-    reruns_ = Batch{};
-  }
+  /// Drops the txns waiting to run again: after a failed epoch, a front end fails them rather
+  /// than retrying an epoch that keeps failing.
+  void clear_reruns() { reruns_ = Batch{}; }
   /// True once an epoch failed after its execution began (a stuck wait, a failed device
   /// release): the tables may hold partial writes and must be loaded again.
   bool damaged() const { return damaged_; }

@@ -12,7 +12,6 @@
 // an error after `max_attempts` tries.
 #pragma once
 
-#include <array>
 #include <atomic>
 #include <chrono>
 #include <condition_variable>

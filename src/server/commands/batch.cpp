@@ -210,6 +210,28 @@ bool epic_record_args(CommandContext& ctx, const EpicDatabase& e, EpicKey* out) 
   return true;
 }
 
+/// Parses args[from..] as unsigned 32-bit integers (`what` N names a bad one); writes the error
+/// and returns false.
+bool u32_args(CommandContext& ctx, std::size_t from, const char* what, std::vector<std::uint32_t>* out) {
+  for (std::size_t i = from; i < ctx.args.size(); ++i) {
+    std::uint64_t v = 0;
+    if (!parse_u64(ctx.args[i], &v) || v > UINT32_MAX)
+      return ctx.error("ERR " + std::string(what) + " " + std::to_string(i - from) + " is not an unsigned 32-bit integer"),
+             false;
+    out->push_back(static_cast<std::uint32_t>(v));
+  }
+  return true;
+}
+
+/// The finisher of a reply that waits for Epic's epochs (CommandContext::defer), or null after
+/// writing the error: new waits are refused while the server shuts down.
+DeferredReply defer_for_epic(CommandContext& ctx, const char* command) {
+  if (ctx.server.draining()) return ctx.error("ERR the server is shutting down"), nullptr;
+  DeferredReply finish = ctx.defer();
+  if (!finish) ctx.error("ERR " + std::string(command) + " cannot run here (it waits for the epochs)");
+  return finish;
+}
+
 void write_epic_result(ReplyWriter& w, const EpicTxnResult& r) {
   if (!r.status.ok()) return w.error("ERR " + r.status.message());
   if (r.outcome == EpicOutcome::kAborted) return w.error("ABORTED reason " + std::to_string(r.out[0]));
@@ -240,15 +262,9 @@ void call(CommandContext& ctx) {
   std::vector<EpicKey> reads, writes;
   if (!keys(&nr, &reads, "reads") || !keys(&nw, &writes, "writes")) return;
   std::vector<std::uint32_t> args;
-  for (; i < ctx.args.size(); ++i) {
-    std::uint64_t v = 0;
-    if (!parse_u64(ctx.args[i], &v) || v > UINT32_MAX)
-      return ctx.error("ERR arg " + std::to_string(args.size()) + " is not an unsigned 32-bit integer");
-    args.push_back(static_cast<std::uint32_t>(v));
-  }
-  if (ctx.server.draining()) return ctx.error("ERR the server is shutting down");
-  DeferredReply finish = ctx.defer();
-  if (!finish) return ctx.error("ERR BATCH.CALL cannot run here (it waits for its epoch)");
+  if (!u32_args(ctx, i, "arg", &args)) return;
+  DeferredReply finish = defer_for_epic(ctx, "BATCH.CALL");
+  if (!finish) return;
   // The callback holds no reference to the keyspace: dropping the keyspace (FLUSHDB) destroys
   // the Epic database, which first runs every call queued (so each gets its reply), and a last
   // reference released on the epoch thread would make that thread join itself.
@@ -280,12 +296,7 @@ void epic_load(CommandContext& ctx) {
   EpicKey k;
   if (!epic_record_args(ctx, *e, &k)) return;
   std::vector<std::uint32_t> words;
-  for (std::size_t i = 3; i < ctx.args.size(); ++i) {
-    std::uint64_t v = 0;
-    if (!parse_u64(ctx.args[i], &v) || v > UINT32_MAX)
-      return ctx.error("ERR word " + std::to_string(i - 3) + " is not an unsigned 32-bit integer");
-    words.push_back(static_cast<std::uint32_t>(v));
-  }
+  if (!u32_args(ctx, 3, "word", &words)) return;
   if (Status st = e->load(k.table, k.key, words); !st.ok()) return status_error(ctx, st);
   ctx.out.simple("OK");
 }
@@ -294,9 +305,8 @@ void epic_flush(CommandContext& ctx) {
   std::shared_ptr<BatchSpace> keep;
   EpicDatabase* e = epic_of(ctx, &keep);
   if (!e) return;
-  if (ctx.server.draining()) return ctx.error("ERR the server is shutting down");
-  DeferredReply finish = ctx.defer();
-  if (!finish) return ctx.error("ERR BATCH.FLUSH cannot run here (it waits for the epochs)");
+  DeferredReply finish = defer_for_epic(ctx, "BATCH.FLUSH");
+  if (!finish) return;
   e->flush([finish = std::move(finish)] { finish(false, [](ReplyWriter& w) { w.simple("OK"); }); });
 }
 
@@ -317,21 +327,37 @@ void stats(CommandContext& ctx) {
 /// (Redis's keyspace-line style: the BATCH.STATS figures but the engine) and
 /// `batch_dbN_engine:<description>`.
 void append_batch_info(const ServerStats& s, std::string* out) {
+  // `name:k=v,k=v,...` from rows[from..], appended piece by piece (GCC 12's -Wrestrict misfires
+  // on chained temporaries here).
+  auto line = [out](const std::string& name, const std::vector<std::pair<const char*, std::string>>& rows, std::size_t from) {
+    *out += name;
+    *out += ':';
+    for (std::size_t i = from; i < rows.size(); ++i) {
+      if (i > from) *out += ',';
+      *out += rows[i].first;
+      *out += '=';
+      *out += rows[i].second;
+    }
+    *out += "\r\n";
+  };
   for (const auto& d : s.engine.databases) {
     if (d.kind != KeyspaceKind::kBatch) continue;
     const std::string db = "batch_db" + std::to_string(d.db);
     const auto rows = stat_rows(d.batch);
-    std::string line;
-    for (std::size_t i = 1; i < rows.size(); ++i) line += (i > 1 ? "," : "") + std::string(rows[i].first) + "=" + rows[i].second;
-    *out += db + ":" + line + "\r\n";
+    line(db, rows, 1);
     *out += db + "_engine:" + rows[0].second + "\r\n";
     if (d.batch.epic_open) {
       const EpicStats& e = d.batch.epic;
-      *out += db + "_epic:epochs=" + std::to_string(e.epochs) + ",txns=" + std::to_string(e.txns) +
-              ",refused=" + std::to_string(e.refused) + ",failed_epochs=" + std::to_string(e.failed_epochs) +
-              ",closed_by_size=" + std::to_string(e.closed_by_size) + ",closed_by_wait=" + std::to_string(e.closed_by_wait) +
-              ",closed_by_flush=" + std::to_string(e.closed_by_flush) + ",rerun_epochs=" + std::to_string(e.rerun_epochs) +
-              "\r\n";
+      line(db + "_epic",
+           {{"epochs", std::to_string(e.epochs)},
+            {"txns", std::to_string(e.txns)},
+            {"refused", std::to_string(e.refused)},
+            {"failed_epochs", std::to_string(e.failed_epochs)},
+            {"closed_by_size", std::to_string(e.closed_by_size)},
+            {"closed_by_wait", std::to_string(e.closed_by_wait)},
+            {"closed_by_flush", std::to_string(e.closed_by_flush)},
+            {"rerun_epochs", std::to_string(e.rerun_epochs)}},
+           0);
     }
   }
 }
