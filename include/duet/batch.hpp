@@ -81,8 +81,22 @@ struct EpicTxnResult {
   std::uint32_t attempts = 0;  ///< 1, plus one per rerun (declared keys found wrong)
 };
 
+/// Where an Epic database indexes and plans its epochs (execution always runs on its CPU
+/// threads over host tables, so reads and loads touch host memory only).
+enum class EpicPlacement : std::uint8_t {
+  kAuto = 0,  ///< kGpu when a CUDA device is usable, else kCpu
+  kCpu = 1,   ///< indexing and planning on the CPU threads (the CPU twin)
+  kGpu = 2,   ///< Epic-CPU: the GPU indexes on L-Slab and plans, the CPU threads execute; an
+              ///< epoch too big for the device's free memory is indexed and planned on the CPU
+  kGpuTwin = 3,  ///< kGpu's path with the GPU replaced by its CPU twin (tests the path without a GPU)
+};
+
 struct EpicConfig {
   EpicProcedures procedures = EpicProcedures::kMix;
+  EpicPlacement placement = EpicPlacement::kAuto;
+  /// Epochs of more ops (declared keys) than this are planned on the CPU even with kGpu (0: as
+  /// many as the device's free memory holds).
+  std::uint64_t max_device_epoch_ops = 0;
   std::vector<EpicTable> tables;
   unsigned threads = 0;              ///< executing threads (0: one per hardware thread, at most 64)
   std::size_t epoch_size = 100000;   ///< an epoch closes at this many txns (1 .. 2^19) ...
@@ -93,15 +107,19 @@ struct EpicConfig {
 struct EpicStats {
   std::uint64_t epochs = 0, txns = 0, refused = 0, failed_epochs = 0;
   std::uint64_t closed_by_size = 0, closed_by_wait = 0, closed_by_flush = 0, rerun_epochs = 0;
+  EpicPlacement placement = EpicPlacement::kCpu;  ///< the placement in use (never kAuto)
+  std::uint64_t host_planned_epochs = 0;  ///< kGpu epochs planned on the CPU (too big for the device)
 };
 
-/// An Epic database on the CPU (Epic-CPU's execution, the CPU twin's planning). Thread-safe:
-/// every member may be called from any number of threads at once.
+/// An Epic database: epochs indexed and planned per EpicPlacement, executed on CPU threads over
+/// host tables (Epic-CPU). Thread-safe: every member may be called from any number of threads
+/// at once.
 class EpicDatabase {
  public:
   virtual ~EpicDatabase() = default;  ///< runs what is queued, then stops
-  /// InvalidArgument (nothing opened) for a configuration check() refuses; ResourceExhausted
-  /// when the tables do not fit in memory.
+  /// InvalidArgument (nothing opened) for a configuration check() refuses or for placement kGpu
+  /// without a usable CUDA device (the reason given); ResourceExhausted when the tables do not
+  /// fit in memory.
   static Status open(const EpicConfig& config, std::unique_ptr<EpicDatabase>* out);
   /// InvalidArgument for no tables, a table of no records or words, more than 255 tables or
   /// 2^32 - 2 records in all, threads over 64, an epoch size outside 1 .. 2^19 or max_attempts
@@ -136,6 +154,11 @@ class EpicDatabase {
   /// The procedure set it was opened with.
   virtual EpicProcedures procedures() const = 0;
 };
+
+/// "auto", "cpu", "gpu", "gpu-twin"; parse_epic_placement accepts them in any case
+/// (InvalidArgument else).
+const char* epic_placement_name(EpicPlacement p);
+Status parse_epic_placement(std::string_view text, EpicPlacement* out);
 
 /// "mix", "ycsb", "tpcc"; parse_epic_procedures accepts them in any case (InvalidArgument else).
 const char* epic_procedures_name(EpicProcedures p);

@@ -93,7 +93,13 @@ class BatchSpaceImpl final : public BatchSpace {
 
   Status init(bool gpu_allowed) {
     if (!config_.epic.tables.empty()) {
-      Status e = EpicDatabase::open(config_.epic, &epic_);
+      EpicConfig ec = config_.epic;
+      if (!gpu_allowed) {  // the store runs on the CPU: so does Epic's planning
+        if (ec.placement == EpicPlacement::kGpu)
+          return Status::Unavailable("epic placement gpu was requested but the store runs on the CPU");
+        if (ec.placement == EpicPlacement::kAuto) ec.placement = EpicPlacement::kCpu;
+      }
+      Status e = EpicDatabase::open(ec, &epic_);
       if (!e.ok()) return Status(e.code(), "epic: " + e.message());
     }
     orangutan::EngineConfig ec;

@@ -221,8 +221,13 @@ std::string Server::metrics_text() {
 
 Status Server::start() {
   started_ = std::chrono::steady_clock::now();
-  if (!cfg_.store.epic.tables.empty())
+  if (!cfg_.store.epic.tables.empty()) {
     if (Status s = EpicDatabase::check(cfg_.store.epic); !s.ok()) return Status(s.code(), "epic settings: " + s.message());
+    // Batch databases open on first use; a placement they would refuse is refused now.
+    const std::string device = store_->device_description();
+    if (cfg_.store.epic.placement == EpicPlacement::kGpu && device.rfind("gpu", 0) != 0)
+      return Status::Unavailable("epic placement gpu was requested but the store runs on the CPU (" + device + ")");
+  }
   addrinfo hints{};
   hints.ai_family = AF_UNSPEC;
   hints.ai_socktype = SOCK_STREAM;

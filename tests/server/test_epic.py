@@ -21,10 +21,10 @@ M32 = 0xFFFFFFFF
 RMW, DELETE, PARTIAL = 0, 1, 2
 
 
-def epic_server(server_factory, max_wait_us=500, epoch_size=100000):
+def epic_server(server_factory, max_wait_us=500, epoch_size=100000, placement="auto"):
     return server_factory(extra=["--database-kinds", "kv,1=batch", "--epic-procedures", "mix",
                                  "--epic-tables", TABLES, "--epic-epoch-max-wait-us", str(max_wait_us),
-                                 "--epic-epoch-size", str(epoch_size)])
+                                 "--epic-epoch-size", str(epoch_size), "--epic-placement", placement])
 
 
 def client(s, **kw):
@@ -91,9 +91,12 @@ def draw(rng, keys):
     return proc, reads, writes, [rng.randrange(1 << 32), mode]
 
 
-def test_pipelined_calls_equal_serial_replay(server_factory):
+# auto: the GPU planner on a machine with a GPU, the CPU twin elsewhere; gpu-twin: the GPU
+# placement's path (the index kept by the planner) with its CPU twin.
+@pytest.mark.parametrize("placement", ["auto", "gpu-twin"])
+def test_pipelined_calls_equal_serial_replay(server_factory, placement):
     import random
-    s = epic_server(server_factory)
+    s = epic_server(server_factory, placement=placement)
     r = client(s)
     rng = random.Random(7)
     keys = [("small", k) for k in range(6)] + [("wide", k) for k in range(4)] + [("idx", k * 1000) for k in range(5)]
@@ -113,6 +116,9 @@ def test_pipelined_calls_equal_serial_replay(server_factory):
         want = model.rec.get((t, k))
         g = r.execute_command("BATCH.GET", t, k)
         assert (None if g is None else [int(x) for x in g]) == want, (t, k)
+    info = r.info("duet")["batch_db1_epic"]
+    assert info["placement"] in (("gpu", "cpu") if placement == "auto" else (placement,)), info
+    assert info["host_planned_epochs"] == 0, info
 
 
 def test_clients_on_their_own_keys_each_equal_their_replay(server_factory):
@@ -279,8 +285,14 @@ def test_a_batch_database_without_epic_tables_says_so(server_factory):
 
 def test_bad_epic_settings_stop_the_server_with_a_message(server_factory):
     for extra in (["--epic-tables", "t:0:5"], ["--epic-tables", "t:1"], ["--epic-procedures", "nope"],
-                  ["--epic-epoch-size", "0"]):
+                  ["--epic-epoch-size", "0"], ["--epic-tables", "t:1:5", "--epic-placement", "tpu"]):
         s = server_factory(wait=False, extra=["--database-kinds", "kv,1=batch"] + extra)
         rc = s.proc.wait(30)
         s.returncode = rc
         assert rc != 0, extra
+    # A server kept on the CPU (`--device cpu`) refuses GPU planning, on any machine.
+    s = server_factory(wait=False, extra=["--database-kinds", "kv,1=batch", "--device", "cpu", "--epic-tables",
+                                          "t:1:5", "--epic-placement", "gpu"])
+    s.returncode = s.proc.wait(30)
+    assert s.returncode != 0
+    assert "epic placement gpu was requested but the store runs on the CPU" in s.stderr_text()

@@ -156,7 +156,7 @@ struct GpuSystem {
 /// Where each system indexes, plans, executes, and how its inputs cross the bus (for the JSON).
 void describe(b::Json& r, const std::string& system) {
   const char *index = "cpu", *plan = "cpu", *exec = "cpu", *xfer = "none";
-  if (system == "epic-cpu") index = "gpu", plan = "gpu", xfer = "packed";
+  if (system == "epic-cpu" || system == "epic-submit-gpu") index = "gpu", plan = "gpu", xfer = "packed";
   else if (system == "epic-cpu-hostidx") plan = "gpu", xfer = "per-array";
   else if (system == "epic-gpu") index = "gpu", plan = "gpu", exec = "gpu", xfer = "packed";
   else if (system == "epic-gpu-perarray") index = "gpu", plan = "gpu", exec = "gpu", xfer = "per-array";
@@ -209,7 +209,7 @@ bool measure_systems(const std::vector<Batch>& epochs, SerialStore* serial, cons
   for (const auto& [name, eng] : cpus) {
     if (!eng) continue;
     Engine<Procs>* engine = eng;
-    if (name == "epic-submit") {
+    if (name == "epic-submit" || name == "epic-submit-gpu") {
       systems.push_back({name, submit_step<Procs>(engine, error), {}});
       continue;
     }
@@ -295,7 +295,7 @@ int main(int argc, char** argv) {
   if (!ok || help) {
     std::cerr << (ok ? "" : error + "\n")
               << "usage: duet_bench_epic [--quick] [--records N] [--epoch N] [--epoch-sizes N,N..] [--epochs N] [--threads N]\n"
-                 "  [--workloads A,B,C,F,U (U: ten read-updates)] [--abort-rates 0,0.25] [--thetas 0,0.99] [--split 0,1] [--systems serial,epic-twin,epic-submit,epic-cpu,epic-cpu-hostidx,epic-gpu,epic-gpu-perarray,epic-gpu-hostidx,rocksdb]\n"
+                 "  [--workloads A,B,C,F,U (U: ten read-updates)] [--abort-rates 0,0.25] [--thetas 0,0.99] [--split 0,1] [--systems serial,epic-twin,epic-submit,epic-submit-gpu,epic-cpu,epic-cpu-hostidx,epic-gpu,epic-gpu-perarray,epic-gpu-hostidx,rocksdb]\n"
                  "  [--out FILE] [--np WAREHOUSES: TPC-C instead of YCSB] [--mix np|full] [--gpu-backoff NS (4096)]\n";
     return ok ? 0 : 2;
   }
@@ -355,6 +355,11 @@ int main(int argc, char** argv) {
         np_crunner.reset(make_gpu_runner(ProcSet::kTpcc, &why).release());
         if (np_crunner) np_crunner->set_host_threads(c.threads);
       }
+      std::shared_ptr<GpuRunner> np_srunner;  // epic-submit-gpu's (it holds its own index)
+      if (gpu && has("epic-submit-gpu")) {
+        np_srunner.reset(make_gpu_runner(ProcSet::kTpcc, &why).release());
+        if (np_srunner) np_srunner->set_host_threads(c.threads);
+      }
       if (gpu && has("epic-gpu-perarray")) {
         np_prunner.reset(make_gpu_runner(ProcSet::kTpcc, &why).release());
         if (np_prunner) np_prunner->set_max_backoff_ns(c.backoff_ns), np_prunner->set_packed_transfers(false);
@@ -378,11 +383,15 @@ int main(int argc, char** argv) {
         };
       }
 #endif
-      std::unique_ptr<Engine<TpccProcs>> twin, epic_cpu, epic_cpu_h, submit;
+      std::unique_ptr<Engine<TpccProcs>> twin, epic_cpu, epic_cpu_h, submit, submit_gpu;
       std::unique_ptr<Database> gpu_db, gpu_hdb, gpu_pdb;
       if (has("serial")) serial = std::make_unique<SerialStore>(specs);
       if (has("epic-twin")) twin = std::make_unique<Engine<TpccProcs>>(specs, c.threads);
       if (has("epic-submit")) submit = std::make_unique<Engine<TpccProcs>>(specs, c.threads);
+      if (np_srunner) {
+        submit_gpu = std::make_unique<Engine<TpccProcs>>(specs, c.threads);
+        submit_gpu->set_device_planner(np_srunner);
+      }
       if (np_crunner) {
         epic_cpu = std::make_unique<Engine<TpccProcs>>(specs, c.threads);
         epic_cpu->set_device_planner(np_crunner);
@@ -399,6 +408,7 @@ int main(int argc, char** argv) {
 #endif
         if (twin) twin->db().load(t, k, d);
         if (submit) submit->db().load(t, k, d);
+        if (submit_gpu) submit_gpu->db().load(t, k, d);
         if (epic_cpu) epic_cpu->db().load(t, k, d);
         if (epic_cpu_h) epic_cpu_h->db().load(t, k, d);
         if (gpu_db) gpu_db->load(t, k, d);
@@ -452,7 +462,8 @@ int main(int argc, char** argv) {
       // generator predicts every id, so none occur.
       if (!measure_systems<TpccProcs>(epochs, serial.get(), rocks_run,
                                       {{"epic-twin", twin.get()}, {"epic-cpu", epic_cpu.get()},
-                                       {"epic-cpu-hostidx", epic_cpu_h.get()}, {"epic-submit", submit.get()}},
+                                       {"epic-cpu-hostidx", epic_cpu_h.get()}, {"epic-submit", submit.get()},
+                                       {"epic-submit-gpu", submit_gpu.get()}},
                                       {{"epic-gpu", gpu_db.get(), np_runner.get()},
                                        {"epic-gpu-perarray", gpu_pdb.get(), np_prunner.get()},
                                        {"epic-gpu-hostidx", gpu_hdb.get(), np_hrunner.get()}},
@@ -493,8 +504,8 @@ int main(int argc, char** argv) {
         };
       }
 #endif
-      std::unique_ptr<Engine<YcsbProcs>> twin, epic_cpu, epic_cpu_h, submit;
-      std::shared_ptr<GpuRunner> crunner, prunner;
+      std::unique_ptr<Engine<YcsbProcs>> twin, epic_cpu, epic_cpu_h, submit, submit_gpu;
+      std::shared_ptr<GpuRunner> crunner, prunner, srunner;
       if (has("serial")) {
         serial = std::make_unique<SerialStore>(std::vector<TableSpec>{spec});
         Database dummy({});
@@ -507,6 +518,15 @@ int main(int argc, char** argv) {
       if (has("epic-submit")) {
         submit = std::make_unique<Engine<YcsbProcs>>(std::vector<TableSpec>{spec}, c.threads);
         load(submit->db(), nullptr, spec);
+      }
+      if (has("epic-submit-gpu") && gpu) {
+        srunner.reset(make_gpu_runner(ProcSet::kYcsb, &why).release());
+        if (srunner) {
+          srunner->set_host_threads(c.threads);
+          submit_gpu = std::make_unique<Engine<YcsbProcs>>(std::vector<TableSpec>{spec}, c.threads);
+          submit_gpu->set_device_planner(srunner);
+          load(submit_gpu->db(), nullptr, spec);
+        }
       }
       if (has("epic-cpu") && gpu) {
         crunner.reset(make_gpu_runner(ProcSet::kYcsb, &why).release());
@@ -588,7 +608,8 @@ int main(int argc, char** argv) {
           };
           if (!measure_systems<YcsbProcs>(epochs, serial.get(), rocks_run,
                                           {{"epic-twin", twin.get()}, {"epic-cpu", epic_cpu.get()},
-                                           {"epic-cpu-hostidx", epic_cpu_h.get()}, {"epic-submit", submit.get()}},
+                                           {"epic-cpu-hostidx", epic_cpu_h.get()}, {"epic-submit", submit.get()},
+                                           {"epic-submit-gpu", submit_gpu.get()}},
                                           {{"epic-gpu", gpu_db.get(), runner.get()},
                                            {"epic-gpu-perarray", gpu_pdb.get(), prunner.get()},
                                            {"epic-gpu-hostidx", gpu_hdb.get(), hrunner.get()}},

@@ -208,8 +208,11 @@ bool Database::index(const Batch& b, Indexed* out, std::string* err, int threads
 
 const std::uint32_t* Database::get(std::uint32_t table, std::uint64_t key) const {
   if (table >= tables_.size()) return nullptr;
-  const std::uint32_t r = lookup(table, key);
-  if (r == kInvalid) return nullptr;
+  return get_at(table, lookup(table, key));
+}
+
+const std::uint32_t* Database::get_at(std::uint32_t table, std::uint32_t r) const {
+  if (table >= tables_.size() || r == kInvalid || r >= tables_[table].spec.capacity) return nullptr;
   const TableStore& t = tables_[table];
   const std::uint64_t both = t.slots[r];
   // After an epoch, the newest slot is the one with the larger eid (both 0: never written).

@@ -81,6 +81,9 @@ class Database {
 
   /// The committed value of a key after the last finished epoch, or nullptr if absent.
   const std::uint32_t* get(std::uint32_t table, std::uint64_t key) const;
+  /// The committed value of record id `r` after the last finished epoch, or nullptr if absent
+  /// (or `r` is kInvalid or out of the table). For callers whose index lives elsewhere.
+  const std::uint32_t* get_at(std::uint32_t table, std::uint32_t r) const;
   /// The record id a key maps to, or kInvalid.
   std::uint32_t lookup(std::uint32_t table, std::uint64_t key) const;
 

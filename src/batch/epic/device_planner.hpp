@@ -46,6 +46,28 @@ class DevicePlanner {
                        std::string* err) = 0;
   /// Copies the planner's index (entries, ring, back-links) into the database's.
   virtual bool sync(Database& db, std::string* err) = 0;
+  /// The record id `key` of indexed table `table` maps to in the planner's index (kInvalid when
+  /// absent). One key: for point reads between epochs, without a sync().
+  virtual bool lookup(std::uint32_t table, std::uint64_t key, std::uint32_t* rid, std::string* err) = 0;
+  /// Whether an epoch of `b` fits the planner's memory. True means every buffer that
+  /// index_and_plan needs for it is held, so it cannot run out of memory midway (apart from the
+  /// index's own growth on inserts). False (with *why) changes nothing: the Engine then indexes
+  /// and plans that epoch on the host. Epochs of more ops than set_max_epoch_ops allows never fit.
+  virtual bool fits(const Batch& b, std::string* why) { return within_max_ops(b, why); }
+  /// Caps the ops of an epoch the planner takes (0, the default: no cap beyond its memory). For
+  /// tests of the host fallback and for leaving device memory to others.
+  void set_max_epoch_ops(std::size_t n) { max_epoch_ops_ = n; }
+
+ protected:
+  bool within_max_ops(const Batch& b, std::string* why) const {
+    if (max_epoch_ops_ == 0 || b.keys.size() <= max_epoch_ops_) return true;
+    *why = "an epoch of " + std::to_string(b.keys.size()) + " ops is over the planner's cap of " +
+           std::to_string(max_epoch_ops_);
+    return false;
+  }
+
+ private:
+  std::size_t max_epoch_ops_ = 0;
 };
 
 /// The CPU twin of the GPU's DevicePlanner: Database::index over an index-only shadow of the
@@ -82,6 +104,11 @@ class HostPlanner final : public DevicePlanner {
   bool sync(Database& db, std::string* err) override {
     if (!shadow_ || shadow_->num_tables() != db.num_tables()) return *err = "planner not attached", false;
     copy_index(*shadow_, db);
+    return true;
+  }
+  bool lookup(std::uint32_t table, std::uint64_t key, std::uint32_t* rid, std::string* err) override {
+    if (!shadow_ || table >= shadow_->num_tables()) return *err = "planner not attached", false;
+    *rid = shadow_->lookup(table, key);
     return true;
   }
 

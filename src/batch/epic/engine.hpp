@@ -5,6 +5,7 @@
 // the new txns, in their old relative order.
 #pragma once
 
+#include <atomic>
 #include <chrono>
 #include <functional>
 #include <string>
@@ -22,6 +23,7 @@ struct EpochStats {
   double transfer_ms = 0;  ///< with a DevicePlanner: keys to the device and plans back (else 0)
   int exec_threads = 0;    ///< threads that executed the epoch (see Engine::set_wait_fallback)
   std::uint64_t waited_ns = 0;  ///< time the executing threads spent in long waits (EpochView::waited)
+  bool planned_on_host = false;  ///< a DevicePlanner could not take the epoch (DevicePlanner::fits)
 };
 
 /// What an epoch returns: per executed txn (pending reruns first) its tag, outcome and outputs.
@@ -89,7 +91,9 @@ class Engine {
   /// Bulk load only before the first epoch.
   Database& db() { return db_; }
   /// Epic-CPU: indexing and planning of every epoch go to `d` (the GPU runner, or HostPlanner).
-  /// Set before the first epoch.
+  /// Set before the first epoch. An epoch `d` cannot take (DevicePlanner::fits: too big for the
+  /// device's free memory) is indexed and planned on the host instead: the index is synced back
+  /// first and handed to `d` again at the next epoch that fits (a copy of the index each way).
   void set_device_planner(std::shared_ptr<DevicePlanner> d) { device_ = std::move(d); }
   /// Copies the device planner's index into the host database (no-op without one or when current).
   bool sync(std::string* err) {
@@ -119,6 +123,23 @@ class Engine {
   /// True once an epoch failed after its execution began (a stuck wait, a failed device
   /// release): the tables may hold partial writes and must be loaded again.
   bool damaged() const { return damaged_; }
+  /// Epochs a DevicePlanner could not take, which were indexed and planned on the host.
+  std::uint64_t host_planned_epochs() const { return host_planned_.load(std::memory_order_relaxed); }
+
+  /// The committed record of `key` after the last epoch (*rec = nullptr when absent). With a
+  /// DevicePlanner holding the index, an indexed table's key is looked up there (one key, no
+  /// sync). False with *err for an unknown table or a failed lookup. Not during an epoch.
+  bool get(std::uint32_t table, std::uint64_t key, const std::uint32_t** rec, std::string* err) {
+    if (table >= db_.num_tables()) return *err = "unknown table " + std::to_string(table), false;
+    std::uint32_t r = kInvalid;
+    if (device_ && stale_ && db_.table(table).spec.indexed) {
+      if (!device_->lookup(table, key, &r, err)) return false;
+    } else {
+      r = db_.lookup(table, key);
+    }
+    *rec = db_.get_at(table, r);
+    return true;
+  }
 
   /// "" if every txn of `b` names known tables, in-range direct keys and a known procedure.
   std::string check(const Batch& b) const {
@@ -148,14 +169,27 @@ class Engine {
     const std::uint8_t* op_table;
     const std::uint32_t *rid, *loc, *copy;
     std::uint32_t temp_count;
+    bool on_device = false;
     if (device_) {
+      std::string why;
+      on_device = device_->fits(*run, &why);
+      if (!on_device) {
+        // The host takes this epoch over its own index, synced from the planner's; the planner
+        // gets it back at the next epoch that fits.
+        if (!sync(err)) return false;
+        attached_ = false;
+        out->stats.planned_on_host = true;
+        host_planned_.fetch_add(1, std::memory_order_relaxed);
+      }
+    }
+    if (on_device) {
       if (!attached_) {
         if (!device_->attach(db_, err)) return false;
         attached_ = true;
       }
+      stale_ = true;  // from here the planner's index is the one (a failed epoch may have inserted)
       DevicePlan dp;
       if (!device_->index_and_plan(db_, *run, &dp, err)) return false;
-      stale_ = true;
       out->stats.index_ms = dp.index_ms;
       out->stats.plan_ms = dp.plan_ms;
       out->stats.transfer_ms = dp.h2d_ms + dp.d2h_ms;
@@ -200,7 +234,7 @@ class Engine {
     }
     out->stats.exec_ms = ms_since(t1);
     t1 = std::chrono::steady_clock::now();
-    if (device_) {
+    if (on_device) {
       db_.end_epoch_collect(&freed_);
       if (!device_->release(db_, freed_, err)) return damaged_ = true, false;
     } else {
@@ -226,6 +260,7 @@ class Engine {
   Planner planner_;
   std::shared_ptr<DevicePlanner> device_;
   bool attached_ = false, stale_ = false, damaged_ = false;
+  std::atomic<std::uint64_t> host_planned_{0};
   std::uint32_t max_attempts_ = 0;
   std::vector<std::vector<std::uint32_t>> freed_;
   Faults faults_;

@@ -1,5 +1,6 @@
 // duet::EpicDatabase (include/duet/batch.hpp): an Engine of the chosen procedure set on CPU
-// threads, driven by the Epochs front end.
+// threads, driven by the Epochs front end; with placement kGpu (or kGpuTwin) the engine indexes
+// and plans through a DevicePlanner (the GPU runner, or HostPlanner, its CPU twin).
 #include <algorithm>
 #include <cctype>
 #include <charconv>
@@ -8,6 +9,7 @@
 #include <thread>
 
 #include "batch/epic/epochs.hpp"
+#include "batch/epic/gpu.hpp"
 #include "batch/epic/tpcc.hpp"
 #include "batch/epic/workloads.hpp"
 #include "duet/batch.hpp"
@@ -23,8 +25,15 @@ using batch::epic::TableSpec;
 template <class Procs>
 class EpicDatabaseImpl final : public EpicDatabase {
  public:
-  EpicDatabaseImpl(const EpicConfig& config, int threads, batch::epic::EpochsConfig cfg)
-      : config_(config), engine_(config.tables, threads), epochs_(engine_, cfg) {}
+  /// `planner` (may be null: the CPU twin plans) indexes and plans every epoch that fits it.
+  EpicDatabaseImpl(const EpicConfig& config, int threads, batch::epic::EpochsConfig cfg,
+                   std::shared_ptr<batch::epic::DevicePlanner> planner, EpicPlacement placement)
+      : config_(config), placement_(placement), engine_(config.tables, threads), epochs_(engine_, cfg) {
+    if (planner) {
+      planner->set_max_epoch_ops(config.max_device_epoch_ops);
+      engine_.set_device_planner(std::move(planner));
+    }
+  }
 
   const std::vector<EpicTable>& tables() const override { return config_.tables; }
   EpicProcedures procedures() const override { return config_.procedures; }
@@ -79,7 +88,11 @@ class EpicDatabaseImpl final : public EpicDatabase {
         s = Status::InvalidArgument("unknown table " + std::to_string(table));
         return;
       }
-      const std::uint32_t* r = db.get(table, key);
+      const std::uint32_t* r = nullptr;
+      if (std::string err; !engine_.get(table, key, &r, &err)) {
+        s = Status::Internal("Epic read: " + err);
+        return;
+      }
       if (!r) {
         s = Status::NotFound("no record " + std::to_string(key) + " in table " + db.table(table).spec.name);
         return;
@@ -95,11 +108,14 @@ class EpicDatabaseImpl final : public EpicDatabase {
     s.epochs = e.epochs, s.txns = e.txns, s.refused = e.refused, s.failed_epochs = e.failed_epochs;
     s.closed_by_size = e.closed_by_size, s.closed_by_wait = e.closed_by_wait;
     s.closed_by_flush = e.closed_by_flush, s.rerun_epochs = e.rerun_epochs;
+    s.placement = placement_;
+    s.host_planned_epochs = engine_.host_planned_epochs();
     return s;
   }
 
  private:
   const EpicConfig config_;
+  const EpicPlacement placement_;
   Engine<Procs> engine_;
   std::atomic<bool> submitted_{false};
   Epochs<Procs> epochs_;
@@ -135,15 +151,33 @@ Status EpicDatabase::open(const EpicConfig& config, std::unique_ptr<EpicDatabase
   cfg.epoch_max_wait = std::chrono::microseconds(config.epoch_max_wait_us);
   cfg.max_attempts = config.max_attempts;
   try {
+    // The planner: the GPU runner of the procedure set (kGpu, or kAuto with a usable device),
+    // its CPU twin (kGpuTwin), or none (kCpu: the engine's own CPU twin).
+    std::shared_ptr<batch::epic::DevicePlanner> planner;
+    EpicPlacement placement = config.placement;
+    if (placement == EpicPlacement::kAuto || placement == EpicPlacement::kGpu) {
+      const batch::epic::ProcSet set = config.procedures == EpicProcedures::kTpcc   ? batch::epic::ProcSet::kTpcc
+                                       : config.procedures == EpicProcedures::kYcsb ? batch::epic::ProcSet::kYcsb
+                                                                                    : batch::epic::ProcSet::kMix;
+      std::string why;
+      planner = batch::epic::make_gpu_runner(set, &why);
+      if (!planner && placement == EpicPlacement::kGpu)
+        return Status::InvalidArgument("Epic placement gpu: no usable GPU (" + why + ")");
+      placement = planner ? EpicPlacement::kGpu : EpicPlacement::kCpu;
+    } else if (placement == EpicPlacement::kGpuTwin) {
+      planner = std::make_shared<batch::epic::HostPlanner>(threads);
+    } else if (placement != EpicPlacement::kCpu) {
+      return Status::InvalidArgument("unknown Epic placement");
+    }
     switch (config.procedures) {
       case EpicProcedures::kMix:
-        *out = std::make_unique<EpicDatabaseImpl<batch::epic::MixProcs>>(config, threads, cfg);
+        *out = std::make_unique<EpicDatabaseImpl<batch::epic::MixProcs>>(config, threads, cfg, planner, placement);
         break;
       case EpicProcedures::kYcsb:
-        *out = std::make_unique<EpicDatabaseImpl<batch::epic::YcsbProcs>>(config, threads, cfg);
+        *out = std::make_unique<EpicDatabaseImpl<batch::epic::YcsbProcs>>(config, threads, cfg, planner, placement);
         break;
       case EpicProcedures::kTpcc:
-        *out = std::make_unique<EpicDatabaseImpl<batch::epic::TpccProcs>>(config, threads, cfg);
+        *out = std::make_unique<EpicDatabaseImpl<batch::epic::TpccProcs>>(config, threads, cfg, planner, placement);
         break;
       default: return Status::InvalidArgument("unknown procedure set");
     }
@@ -164,12 +198,40 @@ const char* epic_procedures_name(EpicProcedures p) {
   return "unknown";
 }
 
-Status parse_epic_procedures(std::string_view text, EpicProcedures* out) {
-  std::string t(text);
+namespace {
+// Finds `text` (any case) among the names of `values`; InvalidArgument naming `what` and the
+// expected names otherwise.
+template <class E, class NameOf>
+Status parse_named(std::string_view text, std::initializer_list<E> values, NameOf name_of, const char* what, E* out) {
+  std::string t(text), expected;
   for (char& ch : t) ch = static_cast<char>(std::tolower(static_cast<unsigned char>(ch)));
-  for (EpicProcedures p : {EpicProcedures::kMix, EpicProcedures::kYcsb, EpicProcedures::kTpcc})
-    if (t == epic_procedures_name(p)) return *out = p, Status::Ok();
-  return Status::InvalidArgument("unknown Epic procedure set '" + std::string(text) + "' (expected mix, ycsb or tpcc)");
+  for (E v : values) {
+    if (t == name_of(v)) return *out = v, Status::Ok();
+    expected += (expected.empty() ? "" : ", ") + std::string(name_of(v));
+  }
+  return Status::InvalidArgument(std::string("unknown ") + what + " '" + std::string(text) + "' (expected one of " +
+                                 expected + ")");
+}
+}  // namespace
+
+Status parse_epic_procedures(std::string_view text, EpicProcedures* out) {
+  return parse_named(text, {EpicProcedures::kMix, EpicProcedures::kYcsb, EpicProcedures::kTpcc}, epic_procedures_name,
+                     "Epic procedure set", out);
+}
+
+const char* epic_placement_name(EpicPlacement p) {
+  switch (p) {
+    case EpicPlacement::kAuto: return "auto";
+    case EpicPlacement::kCpu: return "cpu";
+    case EpicPlacement::kGpu: return "gpu";
+    case EpicPlacement::kGpuTwin: return "gpu-twin";
+  }
+  return "unknown";
+}
+
+Status parse_epic_placement(std::string_view text, EpicPlacement* out) {
+  return parse_named(text, {EpicPlacement::kAuto, EpicPlacement::kCpu, EpicPlacement::kGpu, EpicPlacement::kGpuTwin},
+                     epic_placement_name, "Epic placement", out);
 }
 
 Status parse_epic_tables(std::string_view text, std::vector<EpicTable>* out) {

@@ -23,6 +23,7 @@
 #include "batch/epic/gpu.hpp"
 #include "batch/epic/tpcc.hpp"
 #include "batch/epic/workloads.hpp"
+#include "gpu/device.hpp"
 #include "index/lslab/map.hpp"
 
 namespace duet::batch::epic {
@@ -656,7 +657,75 @@ class Runner final : public GpuRunner {
     return true;
   }
 
+  // Thrust reports a failed allocation by throwing; the planner's callers get it as an error.
   bool index_and_plan(const Database& db, const Batch& b, DevicePlan* out, std::string* err) override {
+    try {
+      return index_and_plan_on_device(db, b, out, err);
+    } catch (const std::exception& e) {
+      cudaGetLastError();
+      return *err = std::string("GPU planning: ") + e.what(), false;
+    }
+  }
+
+  // Reserves every buffer an Epic-CPU epoch of `b` needs before anything changes, then asks for
+  // headroom for Thrust's temporaries and L-Slab's growth on inserts (16 bytes per op and 64 MiB).
+  bool fits(const Batch& b, std::string* why) override {
+    if (!within_max_ops(b, why)) return false;
+    const std::size_t n = b.size(), m = b.keys.size();
+    std::size_t writes = 0;
+    for (std::size_t t = 0; t < n; ++t) writes += b.op_begin[t + 1] - b.op_begin[t] - b.nreads[t];
+    std::string err;
+    auto fail = [&](const std::string& what) {
+      cudaGetLastError();  // an allocation failure is not sticky; clear it for later calls
+      *why = "an epoch of " + std::to_string(m) + " ops does not fit in device memory (" + what + ")";
+      return false;
+    };
+    const std::size_t staged = ((m * 8 + 15) & ~std::size_t{15}) + ((m + 15) & ~std::size_t{15}) +
+                               (((n + 1) * 4 + 15) & ~std::size_t{15}) + ((n * 2 + 15) & ~std::size_t{15});
+    std::size_t sort_bytes = 0, b2 = 0, b3 = 0;
+    const int mi = static_cast<int>(m);
+    if (cub::DeviceRadixSort::SortPairs(nullptr, sort_bytes, mkey_.p, skey_.p, mpos_.p, spos_.p, mi) != cudaSuccess ||
+        cub::DeviceRadixSort::SortPairs(nullptr, b2, spos_.p, mpos_.p, skey_.p, kbuf_.p, mi) != cudaSuccess ||
+        cub::DeviceRadixSort::SortKeys(nullptr, b3, ops_.p, sorted_.p, mi, 32, 64) != cudaSuccess)
+      return fail("sort sizes");
+    sort_bytes = std::max({sort_bytes, b2, b3});
+    bool ok = (!packed_ || (hup_.reserve(staged, &err) && dup_.reserve(staged, &err))) &&
+              op_table_.reserve(m, &err) && isw_.reserve(m, &err) && rid_.reserve(m, &err) && global_.reserve(m, &err) &&
+              sel_.reserve(m, &err) && mj_.reserve(m, &err) && kbuf_.reserve(m, &err) && mkey_.reserve(m, &err) &&
+              skey_.reserve(m, &err) && mpos_.reserve(m, &err) && spos_.reserve(m, &err) && ids_.reserve(m, &err) &&
+              lops_.reserve(m, &err) && lst_.reserve(m, &err) && lout_.reserve(m, &err) && cub_tmp_.reserve(sort_bytes, &err) &&
+              loc_.reserve(m, &err) && copy_.reserve(m, &err) && ops_.reserve(m, &err) && sorted_.reserve(m, &err) &&
+              wb_.reserve(m, &err) && wa_.reserve(m, &err) && type_.reserve(m, &err) && is_temp_.reserve(m, &err) &&
+              tw_.reserve(m, &err) && hdown_.reserve(13 * m, &err) && (!packed_ || ddown_.reserve(13 * m, &err)) &&
+              gc_list_.reserve(writes, &err);
+    for (auto& d : dix_)
+      if (ok && d->map) ok = d->fresh.reserve(writes, &err);
+    if (!ok) return fail(err);
+    std::size_t free_bytes = 0, total = 0;
+    if (cudaMemGetInfo(&free_bytes, &total) != cudaSuccess) return fail("cudaMemGetInfo");
+    const std::size_t headroom = 16 * m + (std::size_t{64} << 20);
+    if (free_bytes < headroom)
+      return fail(std::to_string(free_bytes >> 20) + " MiB free, " + std::to_string(headroom >> 20) + " MiB of headroom wanted");
+    return true;
+  }
+
+  bool lookup(std::uint32_t table, std::uint64_t key, std::uint32_t* rid, std::string* err) override {
+    if (!attached_ || table >= dix_.size()) return *err = "GPU planner not attached", false;
+    DevIndex& d = *dix_[table];
+    *rid = kInvalid;
+    if (!d.map || key == lslab::kReservedKey) return true;  // a key the index never holds
+    const lslab::Op op = lslab::Op::kGet;
+    lslab::OpStatus st = lslab::OpStatus::kNotFound;
+    std::uint64_t v = 0;
+    lslab::BatchResult res{&st, &v};
+    const Status s = d.map->execute(lslab::Batch{&op, &key, nullptr, 1}, res);
+    if (!s.ok()) return *err = "L-Slab lookup: " + s.to_string(), false;
+    if (st == lslab::OpStatus::kFound) *rid = static_cast<std::uint32_t>(v);
+    return true;
+  }
+
+ private:
+  bool index_and_plan_on_device(const Database& db, const Batch& b, DevicePlan* out, std::string* err) {
     if (!attached_ || dix_.size() != db.num_tables()) return *err = "GPU planner not attached", false;
     const std::size_t n = b.size(), m = b.keys.size();
     auto t1 = std::chrono::steady_clock::now();
@@ -700,6 +769,8 @@ class Runner final : public GpuRunner {
     return true;
   }
 
+
+ public:
   bool release(const Database& db, const std::vector<std::vector<std::uint32_t>>& freed, std::string* err) override {
     if (!attached_ || dix_.size() != db.num_tables()) return *err = "GPU planner not attached", false;
     for (std::uint32_t tb = 0; tb < dix_.size() && tb < freed.size(); ++tb) {
@@ -1059,21 +1130,12 @@ class Runner final : public GpuRunner {
 }  // namespace
 
 bool gpu_available(std::string* why) {
-  int count = 0;
-  const cudaError_t e = cudaGetDeviceCount(&count);
-  if (e != cudaSuccess || count == 0) {
-    if (why) *why = e != cudaSuccess ? cudaGetErrorString(e) : "no CUDA device";
-    return false;
-  }
-  return true;
+  const gpu::DeviceInfo& d = gpu::device();  // honours DUET_NO_GPU, as the rest of Duet does
+  if (!d.present && why) *why = d.reason;
+  return d.present;
 }
 
-std::string gpu_name() {
-  if (!gpu_available(nullptr)) return "cpu";
-  cudaDeviceProp p{};
-  if (cudaGetDeviceProperties(&p, 0) != cudaSuccess) return "unknown";
-  return p.name;
-}
+std::string gpu_name() { return gpu_available(nullptr) ? gpu::device().name : "cpu"; }
 
 std::unique_ptr<GpuRunner> make_gpu_runner(ProcSet set, std::string* err) {
   if (!gpu_available(err)) return nullptr;

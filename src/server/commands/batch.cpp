@@ -356,7 +356,9 @@ void append_batch_info(const ServerStats& s, std::string* out) {
             {"closed_by_size", std::to_string(e.closed_by_size)},
             {"closed_by_wait", std::to_string(e.closed_by_wait)},
             {"closed_by_flush", std::to_string(e.closed_by_flush)},
-            {"rerun_epochs", std::to_string(e.rerun_epochs)}},
+            {"rerun_epochs", std::to_string(e.rerun_epochs)},
+            {"placement", epic_placement_name(e.placement)},
+            {"host_planned_epochs", std::to_string(e.host_planned_epochs)}},
            0);
     }
   }

@@ -4,6 +4,7 @@
 // see the last completed epoch; each procedure set is the one chosen.
 #include <gtest/gtest.h>
 
+#include "batch/epic/gpu.hpp"
 #include "batch/epic/mix_gen.hpp"
 #include "duet/batch.hpp"
 
@@ -33,12 +34,16 @@ TEST(EpicDatabase, OpenRefusesBadConfigurations) {
   EXPECT_EQ(EpicDatabase::open(c, nullptr).code(), StatusCode::kInvalidArgument);
 }
 
-TEST(EpicDatabase, MixTxnsEqualSerialExecutionInSubmissionOrder) {
+// Submits 1500 Mix txns (epochs of 40) to a database opened with `placement` and compares every
+// result and every record with serial execution in submission order; *stats gets its stats.
+void mix_equals_serial(EpicPlacement placement, std::uint64_t max_device_epoch_ops, EpicStats* stats) {
   EpicConfig c;
   c.procedures = EpicProcedures::kMix;
   c.tables = batch::epic::test::mix_tables();  // the engine's TableSpec is EpicTable
   c.threads = 2;
   c.epoch_size = 40;
+  c.placement = placement;
+  c.max_device_epoch_ops = max_device_epoch_ops;
   std::unique_ptr<EpicDatabase> db;
   ASSERT_TRUE(EpicDatabase::open(c, &db).ok());
   // Bulk load: the same records into the database and the serial store.
@@ -115,6 +120,58 @@ TEST(EpicDatabase, MixTxnsEqualSerialExecutionInSubmissionOrder) {
   const EpicStats st = db->stats();
   EXPECT_EQ(st.txns, static_cast<std::uint64_t>(n));
   EXPECT_GE(st.epochs, static_cast<std::uint64_t>(n / 40));
+  *stats = st;
+}
+
+TEST(EpicDatabase, MixTxnsEqualSerialExecutionInSubmissionOrder) {
+  EpicStats st;
+  mix_equals_serial(EpicPlacement::kCpu, 0, &st);
+  EXPECT_EQ(st.placement, EpicPlacement::kCpu);
+  EXPECT_EQ(st.host_planned_epochs, 0u);
+}
+
+// kAuto takes the GPU planner where a GPU is usable (the GPU machine runs this suite too) and
+// the CPU twin elsewhere; either way the results are serial execution's.
+TEST(EpicDatabase, AutoPlacementEqualsSerialExecution) {
+  EpicStats st;
+  mix_equals_serial(EpicPlacement::kAuto, 0, &st);
+  std::string why;
+  EXPECT_EQ(st.placement, batch::epic::gpu_available(&why) ? EpicPlacement::kGpu : EpicPlacement::kCpu);
+  EXPECT_EQ(st.host_planned_epochs, 0u);
+}
+
+// The device-planner path (the index lives with the planner; reads of indexed keys ask it).
+TEST(EpicDatabase, GpuPlacementPathEqualsSerialExecution) {
+  EpicStats st;
+  mix_equals_serial(EpicPlacement::kGpuTwin, 0, &st);
+  EXPECT_EQ(st.placement, EpicPlacement::kGpuTwin);
+  EXPECT_EQ(st.host_planned_epochs, 0u);
+}
+
+// Epochs the planner cannot take (here: over its op cap, as an epoch too big for device memory
+// would be) are indexed and planned on the host over the synced index, and the planner takes the
+// index back at the next epoch that fits; the results stay serial execution's. On a GPU the
+// real runner does the same.
+TEST(EpicDatabase, EpochsTooBigForTheDevicePlannerRunOnTheHost) {
+  std::string why;
+  std::vector<EpicPlacement> ps = {EpicPlacement::kGpuTwin};
+  if (batch::epic::gpu_available(&why)) ps.push_back(EpicPlacement::kGpu);
+  for (EpicPlacement p : ps) {
+    SCOPED_TRACE(epic_placement_name(p));
+    EpicStats st;
+    mix_equals_serial(p, 150, &st);
+    EXPECT_GT(st.host_planned_epochs, 0u);
+    EXPECT_LT(st.host_planned_epochs, st.epochs) << "every epoch was over the cap: the test lost its alternation";
+  }
+  EpicConfig c;
+  c.tables = {{"t", 1, 10, false}};
+  c.placement = EpicPlacement::kGpu;
+  std::unique_ptr<EpicDatabase> db;
+  if (!batch::epic::gpu_available(&why)) {
+    const Status s = EpicDatabase::open(c, &db);
+    EXPECT_EQ(s.code(), StatusCode::kInvalidArgument) << "placement gpu without a GPU";
+    EXPECT_NE(s.message().find("no usable GPU"), std::string::npos) << s.message();
+  }
 }
 
 TEST(EpicDatabase, SettingsParseAndPrintBack) {
@@ -136,6 +193,16 @@ TEST(EpicDatabase, SettingsParseAndPrintBack) {
   EXPECT_EQ(p, EpicProcedures::kTpcc);
   EXPECT_STREQ(epic_procedures_name(p), "tpcc");
   EXPECT_EQ(parse_epic_procedures("nope", &p).code(), StatusCode::kInvalidArgument);
+  EpicPlacement pl;
+  for (EpicPlacement want : {EpicPlacement::kAuto, EpicPlacement::kCpu, EpicPlacement::kGpu, EpicPlacement::kGpuTwin}) {
+    ASSERT_TRUE(parse_epic_placement(epic_placement_name(want), &pl).ok());
+    EXPECT_EQ(pl, want);
+  }
+  ASSERT_TRUE(parse_epic_placement("GPU", &pl).ok());
+  EXPECT_EQ(pl, EpicPlacement::kGpu);
+  const Status bad = parse_epic_placement("tpu", &pl);
+  EXPECT_EQ(bad.code(), StatusCode::kInvalidArgument);
+  EXPECT_NE(bad.message().find("auto, cpu, gpu, gpu-twin"), std::string::npos) << bad.message();
 }
 
 TEST(EpicDatabase, EachProcedureSetKnowsItsOwnProcedures) {

@@ -7,6 +7,7 @@
 // (tests/batch/epic/planner_compare.hpp, which CI runs with HostPlanner) and, driving an Engine,
 // the serial checker; packed and per-array transfers alternate.
 // Without a GPU every test reports itself skipped.
+#include <cuda_runtime.h>
 #include <gtest/gtest.h>
 
 #include <memory>
@@ -343,6 +344,50 @@ TEST(EpicGpuExec, EpicCpuMixEqualsSerial) {
       ASSERT_EQ(compare_state(e.db(), s), "") << "epoch " << ep;
     }
   }
+}
+
+// An epoch that finds the device's memory taken (all but 16 MiB held by another allocation) is
+// indexed and planned on the host over the synced index, nothing of it touching the device; once
+// the memory is back the device takes the index again. Every epoch equals serial execution.
+TEST(EpicGpuExec, AnEpochTooBigForDeviceMemoryIsPlannedOnTheHost) {
+  REQUIRE_GPU();
+  std::string err;
+  std::shared_ptr<GpuRunner> g(make_gpu_runner(ProcSet::kMix, &err).release());
+  ASSERT_TRUE(g) << err;
+  Engine<MixProcs> e(mix_tables(), 8);
+  e.set_device_planner(g);
+  SerialStore s(mix_tables());
+  ASSERT_TRUE(load_mix(e.db(), s));
+  MixGen rng(29);
+  Batch pending;
+  std::uint64_t tag = 0;
+  void* hog = nullptr;
+  for (int ep = 0; ep < 14; ++ep) {
+    const bool starved = ep >= 4 && ep < 9;
+    if (starved && !hog) {
+      std::size_t free_bytes = 0, total = 0;
+      ASSERT_EQ(cudaMemGetInfo(&free_bytes, &total), cudaSuccess);
+      ASSERT_GT(free_bytes, std::size_t{16} << 20);
+      ASSERT_EQ(cudaMalloc(&hog, free_bytes - (std::size_t{16} << 20)), cudaSuccess);
+    } else if (!starved && hog) {
+      ASSERT_EQ(cudaFree(hog), cudaSuccess);
+      hog = nullptr;
+    }
+    Batch b;
+    const int n = 1000 + static_cast<int>(rng.rng() % 1000);
+    for (int i = 0; i < n; ++i) rng.txn(&b, tag++);
+    EpochOutput out;
+    ASSERT_TRUE(e.run_epoch(b, &out, &err)) << "epoch " << ep << ": " << err;
+    EXPECT_EQ(out.stats.planned_on_host, starved) << "epoch " << ep;
+    ASSERT_EQ(replay_epoch<MixProcs>(s, pending, b, out), "") << "epoch " << ep;
+    if (ep % 3 == 2) {  // reads through the device's index, and the index compared after a sync
+      ASSERT_TRUE(e.sync(&err)) << err;
+      ASSERT_EQ(compare_state(e.db(), s), "") << "epoch " << ep;
+    }
+  }
+  EXPECT_EQ(e.host_planned_epochs(), 5u);
+  ASSERT_TRUE(e.sync(&err)) << err;
+  ASSERT_EQ(compare_state(e.db(), s), "");
 }
 
 // The device planner (GPU indexing on L-Slab, GPU planning, the plan copied back) against the CPU

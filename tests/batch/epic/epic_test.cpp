@@ -136,7 +136,8 @@ TEST(EpicPlan, ParallelEqualsSequential) {
 // first difference, or "".
 std::string run_mix(std::uint64_t seed, int epochs, int max_size, int threads, const Faults& f, std::size_t* txns = nullptr,
                     std::shared_ptr<DevicePlanner> dev = nullptr,
-                    const std::function<void(Engine<MixProcs>&)>& setup = {}, std::vector<int>* exec_threads = nullptr) {
+                    const std::function<void(Engine<MixProcs>&)>& setup = {}, std::vector<int>* exec_threads = nullptr,
+                    std::uint64_t* host_planned = nullptr) {
   Engine<MixProcs> e(mix_tables(), threads);
   if (setup) setup(e);
   e.faults() = f;
@@ -164,6 +165,7 @@ std::string run_mix(std::uint64_t seed, int epochs, int max_size, int threads, c
     if (d.empty()) d = compare_state(e.db(), s);
     if (!d.empty()) return "epoch " + std::to_string(ep) + ": " + d;
   }
+  if (host_planned) *host_planned = e.host_planned_epochs();
   return "";
 }
 
@@ -366,6 +368,21 @@ TEST(EpicDevicePlanner, EngineEqualsSerial) {
   }
 }
 
+// Epochs over the planner's cap (standing in for an epoch too big for device memory) are indexed
+// and planned on the host over the synced index; the planner takes the index back at the next
+// epoch that fits. Epochs of 1-2000 txns against a cap of 4000 ops alternate between the two.
+TEST(EpicDevicePlanner, EpochsThePlannerCannotTakeRunOnTheHost) {
+  const int epochs = std::max(6, static_cast<int>(20 * test_scale()));
+  for (int threads : {1, 3}) {
+    auto planner = std::make_shared<HostPlanner>(threads);
+    planner->set_max_epoch_ops(4000);
+    std::uint64_t on_host = 0;
+    ASSERT_EQ(run_mix(12, epochs, 2000, threads, {}, nullptr, planner, {}, nullptr, &on_host), "") << "threads " << threads;
+    EXPECT_GT(on_host, 0u);
+    EXPECT_LT(on_host, static_cast<std::uint64_t>(epochs)) << "every epoch was over the cap";
+  }
+}
+
 // The plan comparison the GPU test runs (tests/batch/epic/planner_compare.hpp), here with the CPU
 // twin as the planner: equal plans and, after frees between epochs, equal indexes. A planner that
 // plants a bug (an inclusive scan) is caught.
@@ -389,6 +406,9 @@ class PlantedPlanner final : public DevicePlanner {
     return inner_.release(db, f, err);
   }
   bool sync(Database& db, std::string* err) override { return inner_.sync(db, err); }
+  bool lookup(std::uint32_t t, std::uint64_t k, std::uint32_t* rid, std::string* err) override {
+    return inner_.lookup(t, k, rid, err);
+  }
 
  private:
   HostPlanner inner_;
