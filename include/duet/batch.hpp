@@ -97,6 +97,10 @@ struct EpicConfig {
   /// Epochs of more ops (declared keys) than this are planned on the CPU even with kGpu (0: as
   /// many as the device's free memory holds).
   std::uint64_t max_device_epoch_ops = 0;
+  /// With kGpu: epochs of fewer ops are planned on the CPU, which is faster for them (the GPU's
+  /// fixed cost per epoch is about 1.5 ms; docs/epic.md), while the indexed tables hold at most
+  /// 65536 records in all (each move between the two copies the index). 0: every epoch on the GPU.
+  std::uint64_t min_device_epoch_ops = 16384;
   std::vector<EpicTable> tables;
   unsigned threads = 0;              ///< executing threads (0: one per hardware thread, at most 64)
   std::size_t epoch_size = 100000;   ///< an epoch closes at this many txns (1 .. 2^19) ...
@@ -109,6 +113,7 @@ struct EpicStats {
   std::uint64_t closed_by_size = 0, closed_by_wait = 0, closed_by_flush = 0, rerun_epochs = 0;
   EpicPlacement placement = EpicPlacement::kCpu;  ///< the placement in use (never kAuto)
   std::uint64_t host_planned_epochs = 0;  ///< kGpu epochs planned on the CPU (too big for the device)
+  std::uint64_t small_epochs_on_host = 0;  ///< kGpu epochs planned on the CPU (under min_device_epoch_ops)
 };
 
 /// An Epic database: epochs indexed and planned per EpicPlacement, executed on CPU threads over

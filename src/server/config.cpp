@@ -372,6 +372,11 @@ const std::vector<Setting>& settings() {
     t.push_back({"epic-placement", false,
                  [](const ServerConfig& c) { return std::string(epic_placement_name(c.store.epic.placement)); },
                  [](ServerConfig* c, std::string_view v) { return parse_epic_placement(v, &c->store.epic.placement); }});
+    t.push_back({"epic-min-device-epoch-ops", false,
+                 [](const ServerConfig& c) { return std::to_string(c.store.epic.min_device_epoch_ops); },
+                 [](ServerConfig* c, std::string_view v) {
+                   return set_uint("epic-min-device-epoch-ops", v, &c->store.epic.min_device_epoch_ops, 0, 1ull << 40);
+                 }});
     t.push_back({"epic-tables", false, [](const ServerConfig& c) { return format_epic_tables(c.store.epic.tables); },
                  [](ServerConfig* c, std::string_view v) { return parse_epic_tables(v, &c->store.epic.tables); }});
     t.push_back({"epic-threads", false, [](const ServerConfig& c) { return std::to_string(c.store.epic.threads); },

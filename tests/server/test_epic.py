@@ -21,10 +21,11 @@ M32 = 0xFFFFFFFF
 RMW, DELETE, PARTIAL = 0, 1, 2
 
 
-def epic_server(server_factory, max_wait_us=500, epoch_size=100000, placement="auto"):
+def epic_server(server_factory, max_wait_us=500, epoch_size=100000, placement="auto", min_device_ops=16384):
     return server_factory(extra=["--database-kinds", "kv,1=batch", "--epic-procedures", "mix",
                                  "--epic-tables", TABLES, "--epic-epoch-max-wait-us", str(max_wait_us),
-                                 "--epic-epoch-size", str(epoch_size), "--epic-placement", placement])
+                                 "--epic-epoch-size", str(epoch_size), "--epic-placement", placement,
+                                 "--epic-min-device-epoch-ops", str(min_device_ops)])
 
 
 def client(s, **kw):
@@ -92,11 +93,12 @@ def draw(rng, keys):
 
 
 # auto: the GPU planner on a machine with a GPU, the CPU twin elsewhere; gpu-twin: the GPU
-# placement's path (the index kept by the planner) with its CPU twin.
-@pytest.mark.parametrize("placement", ["auto", "gpu-twin"])
-def test_pipelined_calls_equal_serial_replay(server_factory, placement):
+# placement's path (the index kept by the planner) with its CPU twin, every epoch (min 0) or the
+# small ones on the CPU (min 20 ops: the epochs here are of 1 to 400 calls).
+@pytest.mark.parametrize("placement,min_ops", [("auto", 0), ("gpu-twin", 0), ("gpu-twin", 20)])
+def test_pipelined_calls_equal_serial_replay(server_factory, placement, min_ops):
     import random
-    s = epic_server(server_factory, placement=placement)
+    s = epic_server(server_factory, placement=placement, min_device_ops=min_ops)
     r = client(s)
     rng = random.Random(7)
     keys = [("small", k) for k in range(6)] + [("wide", k) for k in range(4)] + [("idx", k * 1000) for k in range(5)]
@@ -119,6 +121,8 @@ def test_pipelined_calls_equal_serial_replay(server_factory, placement):
     info = r.info("duet")["batch_db1_epic"]
     assert info["placement"] in (("gpu", "cpu") if placement == "auto" else (placement,)), info
     assert info["host_planned_epochs"] == 0, info
+    if min_ops == 0:
+        assert info["small_epochs_on_host"] == 0, info
 
 
 def test_clients_on_their_own_keys_each_equal_their_replay(server_factory):

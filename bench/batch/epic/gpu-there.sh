@@ -12,6 +12,9 @@
 #   sweep   the latency sweep: epoch sizes 500-200K on NP (w 1, 64) and YCSB-F (θ 0, 0.99),
 #           epic-twin, epic-cpu and epic-gpu
 #   aborts  ten read-updates per txn, θ 0.8, injected aborts 0-50%: serial, epic-cpu, epic-gpu
+#   small   the front end at small and large epochs (500-100K txns), CPU planning (epic-submit)
+#           against GPU planning with small epochs on the CPU (epic-submit-gpu, EpicDatabase's
+#           default), beside epic-twin and epic-cpu: YCSB-F θ 0 and TPC-C NP w 1
 # Logs and JSON go to $OUT.
 set -uo pipefail
 OUT=${OUT:-/tmp/epic-out}
@@ -51,6 +54,9 @@ SW="--epoch-sizes 500,2000,10000,50000,100000,200000 --systems epic-twin,epic-cp
 step sweep && run epic-sweep-np-w1 150 --np 1 $SW
 step sweep && run epic-sweep-np-w64 150 --np 64 $SW
 step sweep && run epic-sweep-ycsb-f 150 --records 1000000 --workloads F --thetas 0,0.99 --split 0 $SW
+SM="--epoch-sizes 500,2000,10000,100000 --systems epic-twin,epic-submit,epic-submit-gpu,epic-cpu"
+step small && run epic-small-ycsb-f 150 --records 1000000 --workloads F --thetas 0 --split 0 $SM
+step small && run epic-small-np-w1 150 --np 1 $SM
 step aborts && run epic-aborts 120 --records 1000000 --workloads U --thetas 0.8 --split 0 \
   --abort-rates 0,0.1,0.25,0.5 --systems serial,epic-cpu,epic-gpu
 cat "$L"

@@ -28,6 +28,7 @@
 #include "batch/epic/workloads.hpp"
 #include "common/parse.hpp"
 #include "common/results.hpp"
+#include "duet/batch.hpp"
 #ifdef DUET_HAVE_ROCKSDB
 #include "bench/batch/epic/rocksdb_peer.hpp"
 #endif
@@ -391,6 +392,7 @@ int main(int argc, char** argv) {
       if (np_srunner) {
         submit_gpu = std::make_unique<Engine<TpccProcs>>(specs, c.threads);
         submit_gpu->set_device_planner(np_srunner);
+        submit_gpu->set_min_device_epoch_ops(duet::EpicConfig{}.min_device_epoch_ops);  // as EpicDatabase
       }
       if (np_crunner) {
         epic_cpu = std::make_unique<Engine<TpccProcs>>(specs, c.threads);
@@ -525,6 +527,7 @@ int main(int argc, char** argv) {
           srunner->set_host_threads(c.threads);
           submit_gpu = std::make_unique<Engine<YcsbProcs>>(std::vector<TableSpec>{spec}, c.threads);
           submit_gpu->set_device_planner(srunner);
+          submit_gpu->set_min_device_epoch_ops(duet::EpicConfig{}.min_device_epoch_ops);  // as EpicDatabase
           load(submit_gpu->db(), nullptr, spec);
         }
       }

@@ -24,6 +24,7 @@ struct EpochStats {
   int exec_threads = 0;    ///< threads that executed the epoch (see Engine::set_wait_fallback)
   std::uint64_t waited_ns = 0;  ///< time the executing threads spent in long waits (EpochView::waited)
   bool planned_on_host = false;  ///< a DevicePlanner could not take the epoch (DevicePlanner::fits)
+  bool small_on_host = false;    ///< planned on the host as a small epoch (set_min_device_epoch_ops)
 };
 
 /// What an epoch returns: per executed txn (pending reruns first) its tag, outcome and outputs.
@@ -125,6 +126,21 @@ class Engine {
   bool damaged() const { return damaged_; }
   /// Epochs a DevicePlanner could not take, which were indexed and planned on the host.
   std::uint64_t host_planned_epochs() const { return host_planned_.load(std::memory_order_relaxed); }
+  /// Epochs a DevicePlanner would have taken that were planned on the host as small ones.
+  std::uint64_t small_epochs_on_host() const { return small_on_host_.load(std::memory_order_relaxed); }
+  /// With a DevicePlanner: epochs of fewer than `ops` declared keys are indexed and planned on the
+  /// host, where a small epoch costs less than the device's fixed per-epoch cost (kernel launches
+  /// and copies: about 1.5 ms on the H200 machine, where the two break even near 2000 TPC-C txns).
+  /// Moving between the two moves the index (a copy each way), so this applies only while the
+  /// indexed tables hold at most `max_indexed_records` records in all (their capacity); above
+  /// that every epoch that fits goes to the planner. 0 ops (the default): every epoch that fits.
+  void set_min_device_epoch_ops(std::size_t ops, std::uint64_t max_indexed_records = 65536) {
+    min_device_ops_ = ops;
+    std::uint64_t indexed = 0;
+    for (std::uint32_t t = 0; t < db_.num_tables(); ++t)
+      if (db_.table(t).spec.indexed) indexed += db_.table(t).spec.capacity;
+    small_moves_ = indexed <= max_indexed_records;
+  }
 
   /// The committed record of `key` after the last epoch (*rec = nullptr when absent). With a
   /// DevicePlanner holding the index, an indexed table's key is looked up there (one key, no
@@ -172,14 +188,20 @@ class Engine {
     bool on_device = false;
     if (device_) {
       std::string why;
-      on_device = device_->fits(*run, &why);
+      const bool small = small_moves_ && run->keys.size() < min_device_ops_;
+      on_device = !small && device_->fits(*run, &why);
       if (!on_device) {
         // The host takes this epoch over its own index, synced from the planner's; the planner
-        // gets it back at the next epoch that fits.
+        // gets it back at the next epoch it takes.
         if (!sync(err)) return false;
         attached_ = false;
-        out->stats.planned_on_host = true;
-        host_planned_.fetch_add(1, std::memory_order_relaxed);
+        if (small) {
+          out->stats.small_on_host = true;
+          small_on_host_.fetch_add(1, std::memory_order_relaxed);
+        } else {
+          out->stats.planned_on_host = true;
+          host_planned_.fetch_add(1, std::memory_order_relaxed);
+        }
       }
     }
     if (on_device) {
@@ -260,7 +282,9 @@ class Engine {
   Planner planner_;
   std::shared_ptr<DevicePlanner> device_;
   bool attached_ = false, stale_ = false, damaged_ = false;
-  std::atomic<std::uint64_t> host_planned_{0};
+  std::atomic<std::uint64_t> host_planned_{0}, small_on_host_{0};
+  std::size_t min_device_ops_ = 0;
+  bool small_moves_ = false;
   std::uint32_t max_attempts_ = 0;
   std::vector<std::vector<std::uint32_t>> freed_;
   Faults faults_;

@@ -32,6 +32,7 @@ class EpicDatabaseImpl final : public EpicDatabase {
     if (planner) {
       planner->set_max_epoch_ops(config.max_device_epoch_ops);
       engine_.set_device_planner(std::move(planner));
+      engine_.set_min_device_epoch_ops(config.min_device_epoch_ops);
     }
   }
 
@@ -110,6 +111,7 @@ class EpicDatabaseImpl final : public EpicDatabase {
     s.closed_by_flush = e.closed_by_flush, s.rerun_epochs = e.rerun_epochs;
     s.placement = placement_;
     s.host_planned_epochs = engine_.host_planned_epochs();
+    s.small_epochs_on_host = engine_.small_epochs_on_host();
     return s;
   }
 

@@ -358,7 +358,8 @@ void append_batch_info(const ServerStats& s, std::string* out) {
             {"closed_by_flush", std::to_string(e.closed_by_flush)},
             {"rerun_epochs", std::to_string(e.rerun_epochs)},
             {"placement", epic_placement_name(e.placement)},
-            {"host_planned_epochs", std::to_string(e.host_planned_epochs)}},
+            {"host_planned_epochs", std::to_string(e.host_planned_epochs)},
+            {"small_epochs_on_host", std::to_string(e.small_epochs_on_host)}},
            0);
     }
   }

@@ -36,7 +36,8 @@ TEST(EpicDatabase, OpenRefusesBadConfigurations) {
 
 // Submits 1500 Mix txns (epochs of 40) to a database opened with `placement` and compares every
 // result and every record with serial execution in submission order; *stats gets its stats.
-void mix_equals_serial(EpicPlacement placement, std::uint64_t max_device_epoch_ops, EpicStats* stats) {
+void mix_equals_serial(EpicPlacement placement, std::uint64_t max_device_epoch_ops, EpicStats* stats,
+                       std::uint64_t min_device_epoch_ops = 0) {
   EpicConfig c;
   c.procedures = EpicProcedures::kMix;
   c.tables = batch::epic::test::mix_tables();  // the engine's TableSpec is EpicTable
@@ -44,6 +45,7 @@ void mix_equals_serial(EpicPlacement placement, std::uint64_t max_device_epoch_o
   c.epoch_size = 40;
   c.placement = placement;
   c.max_device_epoch_ops = max_device_epoch_ops;
+  c.min_device_epoch_ops = min_device_epoch_ops;
   std::unique_ptr<EpicDatabase> db;
   ASSERT_TRUE(EpicDatabase::open(c, &db).ok());
   // Bulk load: the same records into the database and the serial store.
@@ -162,6 +164,12 @@ TEST(EpicDatabase, EpochsTooBigForTheDevicePlannerRunOnTheHost) {
     mix_equals_serial(p, 150, &st);
     EXPECT_GT(st.host_planned_epochs, 0u);
     EXPECT_LT(st.host_planned_epochs, st.epochs) << "every epoch was over the cap: the test lost its alternation";
+    EXPECT_EQ(st.small_epochs_on_host, 0u);
+    // Small epochs (here: under 150 ops) go to the host the same way.
+    mix_equals_serial(p, 0, &st, 150);
+    EXPECT_GT(st.small_epochs_on_host, 0u);
+    EXPECT_LT(st.small_epochs_on_host, st.epochs) << "every epoch was small: the test lost its alternation";
+    EXPECT_EQ(st.host_planned_epochs, 0u);
   }
   EpicConfig c;
   c.tables = {{"t", 1, 10, false}};

@@ -137,7 +137,7 @@ TEST(EpicPlan, ParallelEqualsSequential) {
 std::string run_mix(std::uint64_t seed, int epochs, int max_size, int threads, const Faults& f, std::size_t* txns = nullptr,
                     std::shared_ptr<DevicePlanner> dev = nullptr,
                     const std::function<void(Engine<MixProcs>&)>& setup = {}, std::vector<int>* exec_threads = nullptr,
-                    std::uint64_t* host_planned = nullptr) {
+                    std::uint64_t* host_planned = nullptr, bool count_small = false) {
   Engine<MixProcs> e(mix_tables(), threads);
   if (setup) setup(e);
   e.faults() = f;
@@ -165,7 +165,7 @@ std::string run_mix(std::uint64_t seed, int epochs, int max_size, int threads, c
     if (d.empty()) d = compare_state(e.db(), s);
     if (!d.empty()) return "epoch " + std::to_string(ep) + ": " + d;
   }
-  if (host_planned) *host_planned = e.host_planned_epochs();
+  if (host_planned) *host_planned = count_small ? e.small_epochs_on_host() : e.host_planned_epochs();
   return "";
 }
 
@@ -371,16 +371,44 @@ TEST(EpicDevicePlanner, EngineEqualsSerial) {
 // Epochs over the planner's cap (standing in for an epoch too big for device memory) are indexed
 // and planned on the host over the synced index; the planner takes the index back at the next
 // epoch that fits. Epochs of 1-2000 txns against a cap of 4000 ops alternate between the two.
+// Small epochs (under set_min_device_epoch_ops) move the same way, from the other side.
 TEST(EpicDevicePlanner, EpochsThePlannerCannotTakeRunOnTheHost) {
   const int epochs = std::max(6, static_cast<int>(20 * test_scale()));
-  for (int threads : {1, 3}) {
-    auto planner = std::make_shared<HostPlanner>(threads);
-    planner->set_max_epoch_ops(4000);
-    std::uint64_t on_host = 0;
-    ASSERT_EQ(run_mix(12, epochs, 2000, threads, {}, nullptr, planner, {}, nullptr, &on_host), "") << "threads " << threads;
-    EXPECT_GT(on_host, 0u);
-    EXPECT_LT(on_host, static_cast<std::uint64_t>(epochs)) << "every epoch was over the cap";
+  for (bool small : {false, true})
+    for (int threads : {1, 3}) {
+      SCOPED_TRACE(small ? "small epochs on the host" : "epochs over the cap on the host");
+      auto planner = std::make_shared<HostPlanner>(threads);
+      if (!small) planner->set_max_epoch_ops(4000);
+      std::uint64_t on_host = 0;
+      auto setup = [small](Engine<MixProcs>& e) {
+        if (small) e.set_min_device_epoch_ops(4000);
+      };
+      ASSERT_EQ(run_mix(12, epochs, 2000, threads, {}, nullptr, planner, setup, nullptr, &on_host, small), "")
+          << "threads " << threads;
+      EXPECT_GT(on_host, 0u);
+      EXPECT_LT(on_host, static_cast<std::uint64_t>(epochs)) << "every epoch went to the host";
+    }
+}
+
+// Moving the index costs a copy each way, so small epochs stay with the planner when the indexed
+// tables are large.
+TEST(EpicDevicePlanner, SmallEpochsStayWithThePlannerWhenTheIndexIsLarge) {
+  Engine<MixProcs> e(mix_tables(), 1);
+  e.set_device_planner(std::make_shared<HostPlanner>(1));
+  e.set_min_device_epoch_ops(1u << 30, 399);  // the indexed table holds 400 records
+  SerialStore s(mix_tables());
+  ASSERT_TRUE(load_mix(e.db(), s));
+  MixGen g(3);
+  std::uint64_t tag = 0;
+  for (int ep = 0; ep < 3; ++ep) {
+    Batch b;
+    for (int i = 0; i < 20; ++i) ASSERT_TRUE(g.txn(&b, tag++));
+    EpochOutput out;
+    std::string err;
+    ASSERT_TRUE(e.run_epoch(b, &out, &err)) << err;
+    EXPECT_FALSE(out.stats.small_on_host);
   }
+  EXPECT_EQ(e.small_epochs_on_host(), 0u);
 }
 
 // The plan comparison the GPU test runs (tests/batch/epic/planner_compare.hpp), here with the CPU
