@@ -64,7 +64,19 @@ struct Sample {
   std::vector<double> exec_threads;  ///< CPU engines: threads that executed each epoch (wait fallback)
   std::vector<double> waited;        ///< CPU engines: ms the executing threads spent in long waits
   std::vector<double> latency_us;    ///< epic-submit: each txn's submit-to-result time (epochs 2..N)
+  std::vector<double> pack, h2d, d2h;  ///< GPU epochs: the transfer phase's parts per epoch (ms)
 };
+
+/// GPU epochs: the transfer phase per epoch, split (host packing is part of h2d).
+void set_transfer_split(b::Json& r, const Sample& s) {
+  if (s.h2d.empty()) return;
+  auto arr = [](const std::vector<double>& xs) {
+    b::Json a = b::Json::array();
+    for (double x : xs) a.push(x);
+    return a;
+  };
+  r.set("pack_ms_per_epoch", arr(s.pack)).set("h2d_ms_per_epoch", arr(s.h2d)).set("d2h_ms_per_epoch", arr(s.d2h));
+}
 
 /// Per epoch, the threads that executed it (for the JSON), or nothing for systems without.
 void set_exec_threads(b::Json& r, const Sample& s) {
@@ -249,6 +261,7 @@ bool measure_systems(const std::vector<Batch>& epochs, SerialStore* serial, cons
                          s.wall.push_back(st.txns / wall * 1e3);
                          s.index.push_back(st.index_ms), s.transfer.push_back(gt.h2d_ms + gt.d2h_ms), s.plan.push_back(gt.plan_ms);
                          s.exec.push_back(gt.exec_ms), s.gc.push_back(gt.gc_ms);
+                         s.pack.push_back(gt.pack_ms), s.h2d.push_back(gt.h2d_ms), s.d2h.push_back(gt.d2h_ms);
                          return true;
                        }, {}});
   }
@@ -455,6 +468,7 @@ int main(int argc, char** argv) {
         if (system.rfind("epic-gpu", 0) == 0) r.set("max_backoff_ns", c.backoff_ns);
         if (system == "rocksdb") r.set("retries_median", med(p.retries)), r.set("storage", "memtable only, WAL off, MemEnv");
         set_exec_threads(r, p);
+        set_transfer_split(r, p);
         const std::string lat = set_latency(r, p);
         if (!lat.empty()) std::printf("%s\n", lat.c_str());
         describe(r, system);
@@ -604,6 +618,7 @@ int main(int argc, char** argv) {
             if (system.rfind("epic-gpu", 0) == 0) r.set("max_backoff_ns", c.backoff_ns);
             if (system == "rocksdb") r.set("retries_median", med(s.retries)), r.set("storage", "memtable only, WAL off, MemEnv");
             set_exec_threads(r, s);
+            set_transfer_split(r, s);
             const std::string lat = set_latency(r, s);
             if (!lat.empty()) std::printf("%s\n", lat.c_str());
             describe(r, system);

@@ -640,7 +640,7 @@ class Runner final : public GpuRunner {
     out->stats.exec_ms = exec;
     out->stats.gc_ms = gc;
     out->stats.total_ms = ms_since(t0);
-    if (times) *times = GpuTimes{h2d, plan, d2h, exec, gc, index_ms};
+    if (times) *times = GpuTimes{h2d, plan, d2h, exec, gc, index_ms, packed_ && gpu_index_ ? pack_ms_ : 0.0};
     return true;
   }
 
@@ -809,6 +809,7 @@ class Runner final : public GpuRunner {
                       *d_attempt_ = nullptr;
   const std::uint16_t* d_nreads_ = nullptr;
   bool packed_ = true;
+  double pack_ms_ = 0;  ///< the last put_keys' host packing time
   int host_threads_ = static_cast<int>(std::min(16u, std::max(1u, std::thread::hardware_concurrency())));
   PinnedBuf hup_, hdown_;
   DevBuf<unsigned char> dup_, ddown_;
@@ -858,6 +859,7 @@ class Runner final : public GpuRunner {
     const std::size_t o_key = take(m * 8), o_tab = take(m), o_ob = take((n + 1) * 4), o_nr = take(n * 2);
     std::size_t o_proc = 0, o_ab = 0, o_args = 0, o_att = 0;
     if (exec) o_proc = take(n * 4), o_ab = take((n + 1) * 4), o_args = take(na * 4), o_att = take(n * 4);
+    const auto t_pack = std::chrono::steady_clock::now();
     if (!hup_.reserve(size, err) || !dup_.reserve(size, err)) return false;
     unsigned char* h = hup_.p;
     auto* hk = reinterpret_cast<std::uint64_t*>(h + o_key);
@@ -876,6 +878,7 @@ class Runner final : public GpuRunner {
       std::memcpy(h + o_ab, b.arg_begin.data(), (n + 1) * 4);
       if (na) std::memcpy(h + o_args, b.args.data(), na * 4);
     }
+    pack_ms_ = ms_since(t_pack);
     EPIC_CUDA(cudaMemcpyAsync(dup_.p, h, size, cudaMemcpyHostToDevice, 0));
     unsigned char* d = dup_.p;
     d_key_ = reinterpret_cast<const std::uint64_t*>(d + o_key);

@@ -27,6 +27,7 @@ enum class BlockOrder : std::uint32_t { kCounter = 0, kBlockIndex = 1, kReversed
 /// index_ms is the device indexing time with GPU indexing and the host indexing time otherwise.
 struct GpuTimes {
   double h2d_ms = 0, plan_ms = 0, d2h_ms = 0, exec_ms = 0, gc_ms = 0, index_ms = 0;
+  double pack_ms = 0;  ///< the host's packing of the staging buffer, part of h2d_ms (packed transfers)
 };
 
 /// Where a GPU epoch indexes its keys. kGpu: the batch's keys go to the device once; missing
