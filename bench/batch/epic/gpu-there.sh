@@ -12,6 +12,9 @@
 #   sweep   the latency sweep: epoch sizes 500-200K on NP (w 1, 64) and YCSB-F (θ 0, 0.99),
 #           epic-twin, epic-cpu and epic-gpu
 #   aborts  ten read-updates per txn, θ 0.8, injected aborts 0-50%: serial, epic-cpu, epic-gpu
+#   xfer    the transfer phase of GPU epochs split (host packing, copy, results back): YCSB-A and
+#           YCSB-C θ 0 plain, 10 epochs, packed against per-array transfers; with nsys present,
+#           a CUDA API and memcpy summary of YCSB-C (nsys-ycsb-c.txt)
 #   small   the front end at small and large epochs (500-100K txns), CPU planning (epic-submit)
 #           against GPU planning with small epochs on the CPU (epic-submit-gpu, EpicDatabase's
 #           default), beside epic-twin and epic-cpu: YCSB-F θ 0 and TPC-C NP w 1
@@ -57,6 +60,19 @@ step sweep && run epic-sweep-ycsb-f 150 --records 1000000 --workloads F --thetas
 SM="--epoch-sizes 500,2000,10000,100000 --systems epic-twin,epic-submit,epic-submit-gpu,epic-cpu"
 step small && run epic-small-ycsb-f 150 --records 1000000 --workloads F --thetas 0 --split 0 $SM
 step small && run epic-small-np-w1 150 --np 1 $SM
+step xfer && run epic-xfer-ycsb 120 --records 1000000 --workloads A,C --thetas 0 --split 0 --epochs 10 \
+  --systems epic-gpu,epic-gpu-perarray
+if step xfer; then
+  NSYS=$(command -v nsys || ls /usr/local/cuda/bin/nsys /opt/nvidia/nsight-systems/*/bin/nsys 2>/dev/null | head -1)
+  if [ -n "$NSYS" ]; then
+    timeout 150 "$NSYS" profile -o /tmp/epic-prof --force-overwrite true --stats=true -t cuda,osrt \
+      build-gpu/bench/duet_bench_epic --epoch 100000 --epochs 6 --threads 16 --records 1000000 --workloads C \
+      --thetas 0 --split 0 --systems epic-gpu --out /tmp/epic-prof.json > "$OUT/nsys-ycsb-c.txt" 2>&1
+    echo "nsys rc=$? (${SECONDS}s)" | tee -a "$L"
+  else
+    echo "no nsys on this machine" | tee -a "$L"
+  fi
+fi
 step aborts && run epic-aborts 120 --records 1000000 --workloads U --thetas 0.8 --split 0 \
   --abort-rates 0,0.1,0.25,0.5 --systems serial,epic-cpu,epic-gpu
 cat "$L"
