@@ -162,7 +162,10 @@ Status EpicDatabase::open(const EpicConfig& config, std::unique_ptr<EpicDatabase
                                        : config.procedures == EpicProcedures::kYcsb ? batch::epic::ProcSet::kYcsb
                                                                                     : batch::epic::ProcSet::kMix;
       std::string why;
-      planner = batch::epic::make_gpu_runner(set, &why);
+      std::unique_ptr<batch::epic::GpuRunner> runner = batch::epic::make_gpu_runner(set, &why);
+      // The runner packs transfers on the engine's worker pool: the same thread count shares it.
+      if (runner) runner->set_host_threads(threads);
+      planner = std::move(runner);
       if (!planner && placement == EpicPlacement::kGpu)
         return Status::InvalidArgument("Epic placement gpu: no usable GPU (" + why + ")");
       placement = planner ? EpicPlacement::kGpu : EpicPlacement::kCpu;

@@ -87,7 +87,10 @@ class GpuRunner : public DevicePlanner {
   virtual void set_max_backoff_ns(unsigned ns) = 0;
   /// Packed transfers through pinned staging (true, the default) or one pageable copy per array.
   virtual void set_packed_transfers(bool packed) = 0;
-  /// Host threads that pack the staging buffer (default: the hardware's, at most 16).
+  /// Host threads that pack the staging buffer (default: the hardware's, at most 16). They are
+  /// the calling thread's WorkPool (pool.hpp), which an Engine on that thread shares when its
+  /// thread count is the same; set it to the engine's threads (a pool is rebuilt when a thread
+  /// asks for another size).
   virtual void set_host_threads(int threads) = 0;
 };
 
