@@ -14,6 +14,9 @@
 #      indexing and GPU planning (epic-cpu-hostidx) and with host indexing and planning (epic-twin),
 #      and GPU epochs with packed transfers (epic-gpu) against per-array ones (epic-gpu-perarray):
 #      YCSB-A θ 0 and 0.99 plain, TPC-C NP at 1 and 64 warehouses
+#  10. (step "peers") the RocksDB TransactionDB peer beside serial, epic-twin, epic-cpu and epic-gpu on
+#      the same epochs and threads: TPC-C NP and the full mix at 1 and 64 warehouses, YCSB-A and C
+#      at θ 0 and 0.99 plain (the pack carries librocksdb when the build found it)
 # GTEST_FILTER, if set, narrows step 1.
 # epic-twin (the CPU planning twin, the CI path) is left out here to keep the run short.
 # STEPS (default "tests ycsb np backoff"; also "full", "sweep" and "aborts") picks steps.
@@ -59,4 +62,10 @@ step sweep && run epic-sweep-np64-h100 240 --np 64 $SW
 step sweep && run epic-sweep-ycsbf-h100 240 --records 1000000 --workloads F --split 0 $SW
 step aborts && run epic-aborts-h100 240 --records 1000000 --workloads U --thetas 0.8 --split 0 \
   --abort-rates 0,0.1,0.25,0.5 --systems serial,epic-cpu,epic-gpu
+PR="--systems serial,rocksdb,epic-twin,epic-cpu,epic-gpu"
+step peers && run epic-peers-np-w1 70 --np 1 $PR
+step peers && run epic-peers-np-w64 80 --np 64 $PR
+step peers && run epic-peers-ycsb 150 --records 1000000 --workloads A,C --thetas 0,0.99 --split 0 $PR
+step peers && run epic-peers-full-w1 50 --np 1 --mix full $PR
+step peers && run epic-peers-full-w64 60 --np 64 --mix full $PR
 cat "$L"
