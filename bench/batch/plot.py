@@ -11,18 +11,18 @@ Needs matplotlib (Debian: python3-matplotlib); without it this says so and exits
 """
 import json
 import sys
+from pathlib import Path
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "common"))
+from plotting import pyplot  # noqa: E402
 
 
 def main():
     if len(sys.argv) < 3:
         print(__doc__)
         return 2
-    try:
-        import matplotlib
-        matplotlib.use("Agg")
-        import matplotlib.pyplot as plt
-    except ImportError:
-        print("matplotlib is not installed; no plots drawn")
+    plt = pyplot()
+    if plt is None:
         return 0
     prefix = sys.argv[1]
     runs = []

@@ -14,6 +14,10 @@ without it this says so and exits 0.
 """
 import json
 import sys
+from pathlib import Path
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[2] / "common"))
+from plotting import pyplot  # noqa: E402
 from collections import defaultdict
 
 
@@ -36,12 +40,8 @@ def main():
     if len(sys.argv) < 3:
         print(__doc__)
         return 2
-    try:
-        import matplotlib
-        matplotlib.use("Agg")
-        import matplotlib.pyplot as plt
-    except ImportError:
-        print("matplotlib is not installed; no plots drawn")
+    plt = pyplot()
+    if plt is None:
         return 0
     prefix = sys.argv[1]
     recs = load(sys.argv[2:])

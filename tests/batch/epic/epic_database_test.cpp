@@ -125,29 +125,22 @@ void mix_equals_serial(EpicPlacement placement, std::uint64_t max_device_epoch_o
   *stats = st;
 }
 
-TEST(EpicDatabase, MixTxnsEqualSerialExecutionInSubmissionOrder) {
-  EpicStats st;
-  mix_equals_serial(EpicPlacement::kCpu, 0, &st);
-  EXPECT_EQ(st.placement, EpicPlacement::kCpu);
-  EXPECT_EQ(st.host_planned_epochs, 0u);
-}
-
-// kAuto takes the GPU planner where a GPU is usable (the GPU machine runs this suite too) and
-// the CPU twin elsewhere; either way the results are serial execution's.
-TEST(EpicDatabase, AutoPlacementEqualsSerialExecution) {
-  EpicStats st;
-  mix_equals_serial(EpicPlacement::kAuto, 0, &st);
+// Every placement gives serial execution's results: kCpu; kAuto, which takes the GPU planner
+// where a GPU is usable (the GPU machine runs this suite too) and the CPU twin elsewhere; and
+// kGpuTwin, the device-planner path (the index lives with the planner; reads of indexed keys ask
+// it), every epoch on the planner.
+TEST(EpicDatabase, MixTxnsEqualSerialExecutionInSubmissionOrderInEveryPlacement) {
   std::string why;
-  EXPECT_EQ(st.placement, batch::epic::gpu_available(&why) ? EpicPlacement::kGpu : EpicPlacement::kCpu);
-  EXPECT_EQ(st.host_planned_epochs, 0u);
-}
-
-// The device-planner path (the index lives with the planner; reads of indexed keys ask it).
-TEST(EpicDatabase, GpuPlacementPathEqualsSerialExecution) {
-  EpicStats st;
-  mix_equals_serial(EpicPlacement::kGpuTwin, 0, &st);
-  EXPECT_EQ(st.placement, EpicPlacement::kGpuTwin);
-  EXPECT_EQ(st.host_planned_epochs, 0u);
+  const EpicPlacement auto_gets = batch::epic::gpu_available(&why) ? EpicPlacement::kGpu : EpicPlacement::kCpu;
+  for (auto [asked, got] : {std::pair{EpicPlacement::kCpu, EpicPlacement::kCpu}, std::pair{EpicPlacement::kAuto, auto_gets},
+                            std::pair{EpicPlacement::kGpuTwin, EpicPlacement::kGpuTwin}}) {
+    SCOPED_TRACE(epic_placement_name(asked));
+    EpicStats st;
+    mix_equals_serial(asked, 0, &st);
+    EXPECT_EQ(st.placement, got);
+    EXPECT_EQ(st.host_planned_epochs, 0u);
+    EXPECT_EQ(st.small_epochs_on_host, 0u);
+  }
 }
 
 // Epochs the planner cannot take (here: over its op cap, as an epoch too big for device memory
