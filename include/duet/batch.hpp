@@ -153,6 +153,11 @@ class EpicDatabase {
   /// The record as of the last epoch that completed (it waits for a running epoch to end):
   /// NotFound when absent, InvalidArgument for an unknown table.
   virtual Status read(std::uint32_t table, std::uint64_t key, std::vector<std::uint32_t>* record) = 0;
+  /// As read, without waiting for a running epoch: `done` gets the status and the record on this
+  /// thread before this returns when no epoch runs, else on the epoch thread once the running
+  /// epoch has ended (it must not block nor call this database).
+  virtual void read(std::uint32_t table, std::uint64_t key,
+                    std::function<void(Status, std::vector<std::uint32_t>&&)> done) = 0;
   virtual EpicStats stats() const = 0;
   /// The tables it was opened with, in table-id order.
   virtual const std::vector<EpicTable>& tables() const = 0;

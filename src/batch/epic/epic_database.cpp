@@ -41,6 +41,8 @@ class EpicDatabaseImpl final : public EpicDatabase {
   ~EpicDatabaseImpl() override = default;  // epochs_ (declared last) flushes and stops first
 
   Status load(std::uint32_t table, std::uint64_t key, std::span<const std::uint32_t> record) override {
+    if (submitted_.load(std::memory_order_acquire))  // refused without waiting for a running epoch
+      return Status::InvalidArgument("bulk load after the first submission");
     Status s;
     epochs_.with_engine_idle([&] {
       batch::epic::Database& db = engine_.db();
@@ -83,24 +85,17 @@ class EpicDatabaseImpl final : public EpicDatabase {
 
   Status read(std::uint32_t table, std::uint64_t key, std::vector<std::uint32_t>* record) override {
     Status s;
-    epochs_.with_engine_idle([&] {
-      batch::epic::Database& db = engine_.db();
-      if (table >= db.num_tables()) {
-        s = Status::InvalidArgument("unknown table " + std::to_string(table));
-        return;
-      }
-      const std::uint32_t* r = nullptr;
-      if (std::string err; !engine_.get(table, key, &r, &err)) {
-        s = Status::Internal("Epic read: " + err);
-        return;
-      }
-      if (!r) {
-        s = Status::NotFound("no record " + std::to_string(key) + " in table " + db.table(table).spec.name);
-        return;
-      }
-      record->assign(r, r + db.table(table).spec.record_words);
-    });
+    epochs_.with_engine_idle([&] { s = read_idle(table, key, record); });
     return s;
+  }
+
+  void read(std::uint32_t table, std::uint64_t key,
+            std::function<void(Status, std::vector<std::uint32_t>&&)> done) override {
+    epochs_.when_idle([this, table, key, done = std::move(done)] {
+      std::vector<std::uint32_t> record;
+      Status s = read_idle(table, key, &record);
+      done(std::move(s), std::move(record));
+    });
   }
 
   EpicStats stats() const override {
@@ -116,6 +111,17 @@ class EpicDatabaseImpl final : public EpicDatabase {
   }
 
  private:
+  // A committed record while no epoch runs (the caller holds the engine idle).
+  Status read_idle(std::uint32_t table, std::uint64_t key, std::vector<std::uint32_t>* record) {
+    batch::epic::Database& db = engine_.db();
+    if (table >= db.num_tables()) return Status::InvalidArgument("unknown table " + std::to_string(table));
+    const std::uint32_t* r = nullptr;
+    if (std::string err; !engine_.get(table, key, &r, &err)) return Status::Internal("Epic read: " + err);
+    if (!r) return Status::NotFound("no record " + std::to_string(key) + " in table " + db.table(table).spec.name);
+    record->assign(r, r + db.table(table).spec.record_words);
+    return Status::Ok();
+  }
+
   const EpicConfig config_;
   const EpicPlacement placement_;
   Engine<Procs> engine_;

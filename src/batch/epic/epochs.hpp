@@ -16,6 +16,8 @@
 #include <chrono>
 #include <condition_variable>
 #include <cstdint>
+#include <cstdio>
+#include <exception>
 #include <functional>
 #include <future>
 #include <memory>
@@ -140,6 +142,28 @@ class Epochs {
     f();
   }
 
+  /// As with_engine_idle, without waiting: f runs now on this thread when no epoch runs, else
+  /// on the epoch thread as soon as the running epoch has ended (before the next one starts).
+  /// It must not block nor call back into this front end.
+  void when_idle(std::function<void()> f) {
+    {
+      std::unique_lock<std::mutex> run_lk(run_m_, std::try_to_lock);
+      if (run_lk.owns_lock()) {
+        f();
+        return;
+      }
+    }
+    {
+      std::lock_guard<std::mutex> lk(m_);
+      if (!stopped_) {
+        idle_tasks_.push_back(std::move(f));
+        cv_.notify_all();
+        return;
+      }
+    }
+    with_engine_idle(f);
+  }
+
   EpochsStats stats() const {
     std::lock_guard<std::mutex> lk(m_);
     EpochsStats s = stats_;
@@ -152,9 +176,17 @@ class Epochs {
   struct Waiter {
     std::promise<TxnResult> promise;
     std::function<void(TxnResult&&)> callback;
+    // A callback that throws would end the epoch thread, and the process with it: the exception
+    // is reported on stderr and dropped, and the epoch's other results are still delivered.
     void resolve(TxnResult&& r) {
-      if (callback) callback(std::move(r));
-      else promise.set_value(std::move(r));
+      if (!callback) return promise.set_value(std::move(r));
+      try {
+        callback(std::move(r));
+      } catch (const std::exception& e) {
+        std::fprintf(stderr, "duet: an Epic result callback threw (dropped): %s\n", e.what());
+      } catch (...) {
+        std::fprintf(stderr, "duet: an Epic result callback threw (dropped)\n");
+      }
     }
   };
 
@@ -361,6 +393,17 @@ class Epochs {
   void epoch_loop() {
     std::unique_lock<std::mutex> lk(m_);
     for (;;) {
+      if (!idle_tasks_.empty()) {  // when_idle's tasks, between epochs and outside m_
+        std::vector<std::function<void()>> tasks = std::move(idle_tasks_);
+        idle_tasks_.clear();
+        lk.unlock();
+        {
+          std::lock_guard<std::mutex> run_lk(run_m_);
+          for (auto& t : tasks) t();
+        }
+        lk.lock();
+        continue;
+      }
       if (!flushes_.empty()) {  // run the flushes whose txns all have results, outside m_
         const std::uint64_t low = lowest_pending();
         std::vector<std::function<void()>> done;
@@ -411,8 +454,11 @@ class Epochs {
     stopped_ = true;
     std::vector<FlushWaiter> left = std::move(flushes_);
     flushes_.clear();
+    std::vector<std::function<void()>> tasks = std::move(idle_tasks_);
+    idle_tasks_.clear();
     lk.unlock();
     for (auto& f : left) f.done();
+    for (auto& t : tasks) with_engine_idle(t);
   }
 
   static std::uint64_t next_id() {
@@ -448,6 +494,7 @@ class Epochs {
   std::chrono::steady_clock::time_point open_since_{};  ///< when the open epoch's first txn was queued
   bool open_known_ = false;
   std::vector<FlushWaiter> flushes_;
+  std::vector<std::function<void()>> idle_tasks_;  ///< when_idle's, for the epoch thread
   bool stop_ = false, stopped_ = false;
   std::string failure_;
   EpochsStats stats_;

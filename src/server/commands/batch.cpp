@@ -281,12 +281,27 @@ void epic_get(CommandContext& ctx) {
   if (!e) return;
   EpicKey k;
   if (!epic_record_args(ctx, *e, &k)) return;
-  std::vector<std::uint32_t> rec;
-  const Status st = e->read(k.table, k.key, &rec);
-  if (st.code() == StatusCode::kNotFound) return ctx.out.null();
-  if (!st.ok()) return status_error(ctx, st);
-  ctx.out.array(rec.size());
-  for (std::uint32_t v : rec) ctx.out.integer(v);
+  // The record, or null when absent; false for an error.
+  auto write = [](ReplyWriter& w, const Status& st, const std::vector<std::uint32_t>& rec) {
+    if (st.code() == StatusCode::kNotFound) return w.null(), true;
+    if (!st.ok()) return w.error("ERR " + st.message()), false;
+    w.array(rec.size());
+    for (std::uint32_t v : rec) w.integer(v);
+    return true;
+  };
+  // A running epoch is waited for off this thread (its other clients go on); where no reply can
+  // wait (inside MULTI, while shutting down), the read waits here.
+  DeferredReply finish = ctx.server.draining() ? nullptr : ctx.defer();
+  if (!finish) {
+    std::vector<std::uint32_t> rec;
+    const Status st = e->read(k.table, k.key, &rec);
+    if (!st.ok() && st.code() != StatusCode::kNotFound) return status_error(ctx, st);
+    write(ctx.out, st, rec);
+    return;
+  }
+  e->read(k.table, k.key, [finish = std::move(finish), write](Status st, std::vector<std::uint32_t>&& rec) {
+    finish(!st.ok() && st.code() != StatusCode::kNotFound, [&](ReplyWriter& w) { write(w, st, rec); });
+  });
 }
 
 void epic_load(CommandContext& ctx) {

@@ -4,6 +4,9 @@
 // see the last completed epoch; each procedure set is the one chosen.
 #include <gtest/gtest.h>
 
+#include <atomic>
+#include <future>
+
 #include "batch/epic/gpu.hpp"
 #include "batch/epic/mix_gen.hpp"
 #include "duet/batch.hpp"
@@ -173,6 +176,52 @@ TEST(EpicDatabase, EpochsTooBigForTheDevicePlannerRunOnTheHost) {
     EXPECT_EQ(s.code(), StatusCode::kInvalidArgument) << "placement gpu without a GPU";
     EXPECT_NE(s.message().find("no usable GPU"), std::string::npos) << s.message();
   }
+}
+
+// The waiting-free read: with no epoch running it answers on the calling thread before it
+// returns; while an epoch runs (held here by a txn's callback, which runs inside the epoch) it
+// returns at once and answers on the epoch thread once that epoch has ended, with its writes.
+TEST(EpicDatabase, AReadDuringAnEpochIsAnsweredWhenTheEpochEnds) {
+  EpicConfig c;
+  c.procedures = EpicProcedures::kMix;
+  c.tables = {{"t", 1, 16, false}};
+  c.threads = 1;
+  c.epoch_size = 1000;
+  std::unique_ptr<EpicDatabase> db;
+  ASSERT_TRUE(EpicDatabase::open(c, &db).ok());
+  const std::uint32_t one = 7;
+  ASSERT_TRUE(db->load(0, 3, std::span<const std::uint32_t>(&one, 1)).ok());
+  bool answered = false;
+  db->read(0, 3, [&](Status st, std::vector<std::uint32_t>&& rec) {
+    answered = st.ok() && rec == std::vector<std::uint32_t>{7};
+  });
+  EXPECT_TRUE(answered) << "no epoch ran: the read answers before it returns";
+
+  std::promise<void> entered, release;
+  std::shared_future<void> go = release.get_future().share();
+  const EpicKey key{0, 3};
+  const std::uint32_t args[2] = {5, 0};  // Mix read-modify-write: the record becomes a function of 7 and 5
+  db->submit(0, std::span<const EpicKey>(&key, 1), std::span<const EpicKey>(&key, 1), args,
+             [&entered, go](EpicTxnResult&&) {
+               entered.set_value();
+               go.wait();  // holds the epoch open
+             });
+  db->flush([] {});
+  entered.get_future().wait();
+  std::promise<std::vector<std::uint32_t>> got;
+  std::atomic<bool> called{false};
+  db->read(0, 3, [&](Status st, std::vector<std::uint32_t>&& rec) {
+    called = true;
+    EXPECT_TRUE(st.ok()) << st.message();
+    got.set_value(std::move(rec));
+  });
+  EXPECT_FALSE(called.load()) << "the read waited for the running epoch on the calling thread";
+  release.set_value();
+  const std::vector<std::uint32_t> after = got.get_future().get();
+  std::vector<std::uint32_t> now;
+  ASSERT_TRUE(db->read(0, 3, &now).ok());
+  EXPECT_EQ(after, now);
+  EXPECT_NE(after, std::vector<std::uint32_t>{7}) << "the read did not see the epoch's write";
 }
 
 TEST(EpicDatabase, SettingsParseAndPrintBack) {

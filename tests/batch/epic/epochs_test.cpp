@@ -8,6 +8,7 @@
 #include <algorithm>
 #include <future>
 #include <numeric>
+#include <stdexcept>
 #include <thread>
 
 #include "batch/epic/checker.hpp"
@@ -226,6 +227,21 @@ TEST(EpicEpochs, ATxnThatAlwaysRerunsGetsAnErrorAfterItsAttempts) {
   EXPECT_EQ(r.attempts, 5u);
   EXPECT_TRUE(fine.get().status.ok());
   EXPECT_EQ(e.pending_reruns(), 0u);
+}
+
+// A callback that throws loses its own result only: the epoch's other txns get theirs and later
+// epochs run.
+TEST(EpicEpochs, ACallbackThatThrowsDoesNotStopTheOthers) {
+  Engine<MixProcs> e(mix_tables(), 1);
+  SerialStore s(mix_tables());
+  ASSERT_TRUE(load_mix(e.db(), s));
+  Epochs<MixProcs> front(e, EpochsConfig{100, std::chrono::milliseconds(1)});
+  const std::vector<Key> k = {{0, 1}};
+  front.submit(MixProcs::kRmw, k, k, {1, 0}, [](TxnResult&&) { throw std::runtime_error("planted"); });
+  auto later = front.submit(MixProcs::kRmw, k, k, {2, 0});
+  front.flush();
+  EXPECT_TRUE(later.get().status.ok());
+  EXPECT_TRUE(front.submit(MixProcs::kRmw, k, k, {3, 0}).get().status.ok()) << "a later epoch ran";
 }
 
 // flush(done) does not wait: `done` runs once every earlier txn has its result.
