@@ -249,16 +249,30 @@ class Epochs {
   }
 
   /// This thread's queue, registered on its first submission (registration order is the
-  /// thread order of the serial order). A thread keeps one entry per front end it submitted to.
+  /// thread order of the serial order). A thread keeps one entry per live front end it submitted
+  /// to: entries of front ends since destroyed are dropped when it registers with a new one.
+  using QueueList = std::vector<std::pair<std::uint64_t, std::weak_ptr<Queue>>>;  // (front end id, queue)
+  static QueueList& my_queues() {
+    thread_local QueueList mine;
+    return mine;
+  }
   Queue& my_queue() {
-    thread_local std::vector<std::pair<std::uint64_t, Queue*>> mine;  // (front end id, queue)
+    QueueList& mine = my_queues();
     for (const auto& [id, q] : mine)
-      if (id == id_) return *q;
+      if (id == id_)
+        if (std::shared_ptr<Queue> live = q.lock()) return *live;  // queues_ holds it while this lives
+    std::erase_if(mine, [](const auto& e) { return e.second.expired(); });
     std::lock_guard<std::mutex> lk(queues_m_);
-    queues_.push_back(std::make_unique<Queue>());
-    mine.emplace_back(id_, queues_.back().get());
+    queues_.push_back(std::make_shared<Queue>());
+    mine.emplace_back(id_, queues_.back());
     return *queues_.back();
   }
+
+ public:
+  /// Entries in this thread's list of queues (one per live front end it submitted to); for tests.
+  static std::size_t queues_of_this_thread_for_tests() { return my_queues().size(); }
+
+ private:
 
   /// Moves queued txns, thread by thread, into batch_ and waiters_: at most epoch_size, and no
   /// more than the engine's pending reruns leave room for in an epoch.
@@ -471,7 +485,7 @@ class Epochs {
   const std::uint64_t id_ = next_id();  ///< tells this front end's thread-local queues apart
 
   std::mutex queues_m_;
-  std::vector<std::unique_ptr<Queue>> queues_;  ///< in registration order
+  std::vector<std::shared_ptr<Queue>> queues_;  ///< in registration order
   std::atomic<std::size_t> queued_{0};
   std::atomic<std::uint64_t> seq_{0};  ///< submissions numbered so far
   std::atomic<std::uint64_t> refused_{0};

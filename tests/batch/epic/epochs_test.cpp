@@ -229,6 +229,20 @@ TEST(EpicEpochs, ATxnThatAlwaysRerunsGetsAnErrorAfterItsAttempts) {
   EXPECT_EQ(e.pending_reruns(), 0u);
 }
 
+// A thread that submitted to a front end since destroyed (a batch database dropped by FLUSHDB)
+// keeps no entry for it once it submits to another.
+TEST(EpicEpochs, AThreadKeepsNoQueueOfADestroyedFrontEnd) {
+  Engine<MixProcs> e(mix_tables(), 1);
+  SerialStore s(mix_tables());
+  ASSERT_TRUE(load_mix(e.db(), s));
+  const std::vector<Key> k = {{0, 1}};
+  for (int i = 0; i < 5; ++i) {
+    Epochs<MixProcs> front(e, EpochsConfig{100, std::chrono::milliseconds(1)});
+    EXPECT_TRUE(front.submit(MixProcs::kRmw, k, k, {1, 0}).get().status.ok());
+    EXPECT_EQ(Epochs<MixProcs>::queues_of_this_thread_for_tests(), 1u) << "front end " << i;
+  }
+}
+
 // A callback that throws loses its own result only: the epoch's other txns get theirs and later
 // epochs run.
 TEST(EpicEpochs, ACallbackThatThrowsDoesNotStopTheOthers) {
