@@ -129,8 +129,9 @@ class Engine {
   /// Epochs a DevicePlanner would have taken that were planned on the host as small ones.
   std::uint64_t small_epochs_on_host() const { return small_on_host_.load(std::memory_order_relaxed); }
   /// With a DevicePlanner: epochs of fewer than `ops` declared keys are indexed and planned on the
-  /// host, where a small epoch costs less than the device's fixed per-epoch cost (kernel launches
-  /// and copies: about 1.5 ms on the H200 machine, where the two break even near 2000 TPC-C txns).
+  /// host, where a small epoch costs less than the device's fixed per-epoch cost (kernel launches,
+  /// L-Slab batches and copies; on the H200 machine about 0.3 ms with YCSB's direct table, where
+  /// the two break even near 5,000 ops, and 1.5 ms with TPC-C's indexed tables).
   /// Moving between the two moves the index (a copy each way), so this applies only while the
   /// indexed tables hold at most `max_indexed_records` records in all (their capacity); above
   /// that every epoch that fits goes to the planner. 0 ops (the default): every epoch that fits.
