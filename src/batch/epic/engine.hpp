@@ -113,7 +113,16 @@ class Engine {
   /// slice), the next `epochs` epochs execute on the calling thread alone, where no read ever
   /// waits; then all threads are tried again. Indexing and planning keep every thread. Default:
   /// share 0.25, 8 epochs; 0 epochs turns it off.
+  /// The fallback is kept only while it pays: an epoch on one thread that costs more per txn than
+  /// the all-thread epoch that started the fallback ends it at once, and the next `epochs`
+  /// all-thread epochs start no other. (On the H200 machine's 16 threads one thread ran a
+  /// contended epoch about 11x slower than all of them, long waits included, and eight such
+  /// epochs followed each trigger.)
   void set_wait_fallback(double share, int epochs) { fallback_share_ = share, fallback_epochs_ = epochs; }
+  /// For tests of the fallback: each epoch's cost per txn (ns) becomes cost(threads, measured).
+  void set_fallback_cost_for_tests(std::function<double(int threads, double ns_per_txn)> cost) {
+    fallback_cost_ = std::move(cost);
+  }
   std::size_t pending_reruns() const { return reruns_.size(); }
   /// A txn that asked to rerun `n` times is not run again (its outcome stays kRerun in its last
   /// epoch's output); 0, the default, reruns without a bound.
@@ -242,11 +251,19 @@ class Engine {
     v.waited = &waited;
     const int exec_threads = single_left_ > 0 ? 1 : threads_;
     execute_cpu<Procs>(v, exec_threads);
+    const double exec_ns = ms_since(t_exec) * 1e6;
+    double cost = run->size() ? exec_ns / static_cast<double>(run->size()) : 0.0;
+    if (fallback_cost_) cost = fallback_cost_(exec_threads, cost);
     if (single_left_ > 0) {
       --single_left_;
-    } else if (exec_threads > 1 && fallback_epochs_ > 0 &&
-               static_cast<double>(waited) > fallback_share_ * ms_since(t_exec) * 1e6 * exec_threads) {
-      single_left_ = fallback_epochs_;
+      if (cost > trigger_cost_) single_left_ = 0, hold_off_ = fallback_epochs_;  // one thread costs more
+    } else if (exec_threads > 1 && fallback_epochs_ > 0) {
+      if (hold_off_ > 0) {
+        --hold_off_;
+      } else if (static_cast<double>(waited) > fallback_share_ * exec_ns * exec_threads) {
+        single_left_ = fallback_epochs_;
+        trigger_cost_ = cost;
+      }
     }
     out->stats.exec_threads = exec_threads;
     out->stats.waited_ns = waited;
@@ -292,6 +309,9 @@ class Engine {
   std::uint64_t watchdog_ns_ = 10000000000ull;
   double fallback_share_ = 0.25;
   int fallback_epochs_ = 8, single_left_ = 0;
+  int hold_off_ = 0;          ///< all-thread epochs left that start no fallback (one thread cost more)
+  double trigger_cost_ = 0;   ///< cost per txn (ns) of the all-thread epoch that started the fallback
+  std::function<double(int, double)> fallback_cost_;
   Scratch scratch_;
   std::vector<TableView> tv_;
   Batch reruns_;
