@@ -14,19 +14,16 @@ import sys
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "common"))
-from plotting import pyplot  # noqa: E402
+from plotting import start  # noqa: E402
 
 
 def main():
-    if len(sys.argv) < 3:
-        print(__doc__)
-        return 2
-    plt = pyplot()
-    if plt is None:
-        return 0
-    prefix = sys.argv[1]
+    got = start(__doc__, sys.argv)
+    if isinstance(got, int):
+        return got
+    plt, prefix, paths = got
     runs = []
-    for path in sys.argv[2:]:
+    for path in paths:
         with open(path) as f:
             runs += [r for r in json.load(f)["records"] if r.get("kind") == "run"]
     if not runs:

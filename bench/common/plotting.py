@@ -14,3 +14,15 @@ def pyplot():
     except ImportError:
         print("matplotlib is not installed; no plots drawn")
         return None
+
+
+def start(doc, argv):
+    """For `plot.py OUT_PREFIX RESULT.json...`: (pyplot, out prefix, result paths), or the exit
+    code to return: 2 after printing `doc` when arguments are missing, 0 without matplotlib."""
+    if len(argv) < 3:
+        print(doc)
+        return 2
+    plt = pyplot()
+    if plt is None:
+        return 0
+    return plt, argv[1], argv[2:]

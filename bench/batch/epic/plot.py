@@ -17,7 +17,7 @@ import sys
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[2] / "common"))
-from plotting import pyplot  # noqa: E402
+from plotting import start  # noqa: E402
 from collections import defaultdict
 
 
@@ -37,14 +37,11 @@ def load(paths):
 
 
 def main():
-    if len(sys.argv) < 3:
-        print(__doc__)
-        return 2
-    plt = pyplot()
-    if plt is None:
-        return 0
-    prefix = sys.argv[1]
-    recs = load(sys.argv[2:])
+    got = start(__doc__, sys.argv)
+    if isinstance(got, int):
+        return got
+    plt, prefix, paths = got
+    recs = load(paths)
 
     # Group: workload label -> system -> [(x, record)] by epoch size and by abort rate.
     by_size = defaultdict(lambda: defaultdict(dict))
