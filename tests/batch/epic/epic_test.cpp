@@ -188,23 +188,22 @@ TEST(EpicOracle, RandomContendedEpochsEqualSerial) {
 // results equal serial throughout. With the fallback off, every epoch uses every thread.
 TEST(EpicOracle, WaitFallbackRunsOnOneThreadAndBack) {
   std::vector<int> used;
-  // Forced by a threshold every epoch exceeds. Where one thread costs less per txn, the fallback
-  // runs its two epochs each time.
-  auto one_thread_cheaper = [](Engine<MixProcs>& e) {
-    e.set_wait_fallback(-1, 2);
-    e.set_fallback_cost_for_tests([](int threads, double) { return threads == 1 ? 1.0 : 2.0; });
+  // Forced by a threshold every epoch exceeds, with the costs per txn set: where one thread costs
+  // less, the fallback runs its two epochs each time; where it costs more, the fallback ends
+  // after its first epoch and the next two all-thread epochs start none.
+  struct Case {
+    double one_thread_cost;
+    std::vector<int> threads;
   };
-  ASSERT_EQ(run_mix(4, 9, 500, 3, {}, nullptr, nullptr, one_thread_cheaper, &used), "");
-  EXPECT_EQ(used, (std::vector<int>{3, 1, 1, 3, 1, 1, 3, 1, 1}));
-  used.clear();
-  // Where one thread costs more, the fallback ends after its first epoch and the next two
-  // all-thread epochs start none.
-  auto one_thread_dearer = [](Engine<MixProcs>& e) {
-    e.set_wait_fallback(-1, 2);
-    e.set_fallback_cost_for_tests([](int threads, double) { return threads == 1 ? 2.0 : 1.0; });
-  };
-  ASSERT_EQ(run_mix(4, 9, 500, 3, {}, nullptr, nullptr, one_thread_dearer, &used), "");
-  EXPECT_EQ(used, (std::vector<int>{3, 1, 3, 3, 3, 1, 3, 3, 3}));
+  for (const Case& c : {Case{1.0, {3, 1, 1, 3, 1, 1, 3, 1, 1}}, Case{4.0, {3, 1, 3, 3, 3, 1, 3, 3, 3}}}) {
+    auto setup = [&c](Engine<MixProcs>& e) {
+      e.set_wait_fallback(-1, 2);
+      e.set_fallback_cost_for_tests([&c](int threads, double) { return threads == 1 ? c.one_thread_cost : 2.0; });
+    };
+    used.clear();
+    ASSERT_EQ(run_mix(4, 9, 500, 3, {}, nullptr, nullptr, setup, &used), "");
+    EXPECT_EQ(used, c.threads) << "one thread's cost " << c.one_thread_cost;
+  }
   used.clear();
   ASSERT_EQ(run_mix(4, 4, 500, 3, {}, nullptr, nullptr, [](Engine<MixProcs>& e) { e.set_wait_fallback(-1, 0); }, &used), "");
   EXPECT_EQ(used, (std::vector<int>{3, 3, 3, 3}));
