@@ -167,6 +167,22 @@ struct GpuSystem {
 };
 
 /// Where each system indexes, plans, executes, and how its inputs cross the bus (for the JSON).
+/// An Epic-CPU engine: `threads` CPU threads over `specs`, indexing and planning on a GPU runner
+/// of its own (a runner holds one index); with `small_on_host`, epochs under EpicDatabase's
+/// default min_device_epoch_ops plan on the host, as EpicDatabase does. Null without a GPU.
+template <class Procs>
+std::unique_ptr<Engine<Procs>> epic_cpu_engine(const std::vector<TableSpec>& specs, int threads, ProcSet set,
+                                               bool small_on_host) {
+  std::string why;
+  std::shared_ptr<GpuRunner> runner(make_gpu_runner(set, &why).release());
+  if (!runner) return nullptr;
+  runner->set_host_threads(threads);
+  auto e = std::make_unique<Engine<Procs>>(specs, threads);
+  e->set_device_planner(std::move(runner));
+  if (small_on_host) e->set_min_device_epoch_ops(duet::EpicConfig{}.min_device_epoch_ops);
+  return e;
+}
+
 void describe(b::Json& r, const std::string& system) {
   const char *index = "cpu", *plan = "cpu", *exec = "cpu", *xfer = "none";
   if (system == "epic-cpu" || system == "epic-submit-gpu") index = "gpu", plan = "gpu", xfer = "packed";
@@ -346,7 +362,7 @@ int main(int argc, char** argv) {
       // TPC-C NP: every system gets its own tables, loaded alike, and runs the same epochs.
       const std::uint32_t orders = static_cast<std::uint32_t>(c.epoch * c.epochs / 2 + 1000);
       const auto specs = tpcc_tables(c.np, orders, orders);
-      std::shared_ptr<GpuRunner> np_runner, np_hrunner, np_crunner, np_prunner;
+      std::shared_ptr<GpuRunner> np_runner, np_hrunner, np_prunner;
       if (gpu && (has("epic-cpu-hostidx") || has("epic-gpu"))) {
         np_runner.reset(make_gpu_runner(ProcSet::kTpcc, &why).release());
         if (!np_runner) {
@@ -364,16 +380,7 @@ int main(int argc, char** argv) {
         np_hrunner->set_max_backoff_ns(c.backoff_ns);
         np_hrunner->set_index_on(IndexOn::kHost);
       }
-      // Epic-CPU with device indexing and per-array GPU epochs each hold an index: own runners.
-      if (gpu && has("epic-cpu")) {
-        np_crunner.reset(make_gpu_runner(ProcSet::kTpcc, &why).release());
-        if (np_crunner) np_crunner->set_host_threads(c.threads);
-      }
-      std::shared_ptr<GpuRunner> np_srunner;  // epic-submit-gpu's (it holds its own index)
-      if (gpu && has("epic-submit-gpu")) {
-        np_srunner.reset(make_gpu_runner(ProcSet::kTpcc, &why).release());
-        if (np_srunner) np_srunner->set_host_threads(c.threads);
-      }
+      // Per-array GPU epochs hold an index: their own runner (as each Epic-CPU engine has).
       if (gpu && has("epic-gpu-perarray")) {
         np_prunner.reset(make_gpu_runner(ProcSet::kTpcc, &why).release());
         if (np_prunner) np_prunner->set_max_backoff_ns(c.backoff_ns), np_prunner->set_packed_transfers(false);
@@ -402,15 +409,8 @@ int main(int argc, char** argv) {
       if (has("serial")) serial = std::make_unique<SerialStore>(specs);
       if (has("epic-twin")) twin = std::make_unique<Engine<TpccProcs>>(specs, c.threads);
       if (has("epic-submit")) submit = std::make_unique<Engine<TpccProcs>>(specs, c.threads);
-      if (np_srunner) {
-        submit_gpu = std::make_unique<Engine<TpccProcs>>(specs, c.threads);
-        submit_gpu->set_device_planner(np_srunner);
-        submit_gpu->set_min_device_epoch_ops(duet::EpicConfig{}.min_device_epoch_ops);  // as EpicDatabase
-      }
-      if (np_crunner) {
-        epic_cpu = std::make_unique<Engine<TpccProcs>>(specs, c.threads);
-        epic_cpu->set_device_planner(np_crunner);
-      }
+      if (gpu && has("epic-submit-gpu")) submit_gpu = epic_cpu_engine<TpccProcs>(specs, c.threads, ProcSet::kTpcc, true);
+      if (gpu && has("epic-cpu")) epic_cpu = epic_cpu_engine<TpccProcs>(specs, c.threads, ProcSet::kTpcc, false);
       if (np_runner && has("epic-cpu-hostidx"))
         epic_cpu_h = std::make_unique<Engine<TpccProcs>>(specs, c.threads, gpu_planner(np_runner));
       if (np_runner && has("epic-gpu")) gpu_db = std::make_unique<Database>(specs);
@@ -521,7 +521,7 @@ int main(int argc, char** argv) {
       }
 #endif
       std::unique_ptr<Engine<YcsbProcs>> twin, epic_cpu, epic_cpu_h, submit, submit_gpu;
-      std::shared_ptr<GpuRunner> crunner, prunner, srunner;
+      std::shared_ptr<GpuRunner> prunner;
       if (has("serial")) {
         serial = std::make_unique<SerialStore>(std::vector<TableSpec>{spec});
         Database dummy({});
@@ -535,25 +535,10 @@ int main(int argc, char** argv) {
         submit = std::make_unique<Engine<YcsbProcs>>(std::vector<TableSpec>{spec}, c.threads);
         load(submit->db(), nullptr, spec);
       }
-      if (has("epic-submit-gpu") && gpu) {
-        srunner.reset(make_gpu_runner(ProcSet::kYcsb, &why).release());
-        if (srunner) {
-          srunner->set_host_threads(c.threads);
-          submit_gpu = std::make_unique<Engine<YcsbProcs>>(std::vector<TableSpec>{spec}, c.threads);
-          submit_gpu->set_device_planner(srunner);
-          submit_gpu->set_min_device_epoch_ops(duet::EpicConfig{}.min_device_epoch_ops);  // as EpicDatabase
-          load(submit_gpu->db(), nullptr, spec);
-        }
-      }
-      if (has("epic-cpu") && gpu) {
-        crunner.reset(make_gpu_runner(ProcSet::kYcsb, &why).release());
-        if (crunner) {
-          crunner->set_host_threads(c.threads);
-          epic_cpu = std::make_unique<Engine<YcsbProcs>>(std::vector<TableSpec>{spec}, c.threads);
-          epic_cpu->set_device_planner(crunner);
-          load(epic_cpu->db(), nullptr, spec);
-        }
-      }
+      for (auto [name, engine, small_on_host] : {std::tuple{"epic-submit-gpu", &submit_gpu, true},
+                                                  std::tuple{"epic-cpu", &epic_cpu, false}})
+        if (gpu && has(name) && (*engine = epic_cpu_engine<YcsbProcs>({spec}, c.threads, ProcSet::kYcsb, small_on_host)))
+          load((*engine)->db(), nullptr, spec);
       if (has("epic-cpu-hostidx") && runner) {
         epic_cpu_h = std::make_unique<Engine<YcsbProcs>>(std::vector<TableSpec>{spec}, c.threads, gpu_planner(runner));
         load(epic_cpu_h->db(), nullptr, spec);
