@@ -168,8 +168,9 @@ class KvInFlight {
 /// Registers, for the calling thread, fn(arg), which the engine calls from one of its own
 /// threads each time a batch this thread submitted (KvSpace::submit) may have become ready. An
 /// event loop can then sleep (in epoll, say) with batches in flight instead of blocking in
-/// finish(). fn must be cheap, must not block, and must stay callable until every batch the
-/// thread submitted is finished. A null fn unregisters. Batches that run inside submit() (no
+/// finish(). Each call comes after the batch is ready() and before its finish() can return.
+/// fn must be cheap, must not block, and must stay callable until every batch the thread
+/// submitted is finished. A null fn unregisters. Batches that run inside submit() (no
 /// orchestrator threads) are ready when it returns and call nothing.
 void set_completion_waker(void (*fn)(void*), void* arg);
 

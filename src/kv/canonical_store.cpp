@@ -81,7 +81,7 @@ void CanonicalStore::submit(RequestGroup& g) {
 
 void CanonicalStore::wait(RequestGroup& g) {
   if (threads_.empty() || g.size() == 0) return;  // ran inline in submit()
-  // 1: outcomes written, waking; 2: the orchestrator no longer touches g (see orchestrate).
+  // 1: outcomes written, waker running; 2: the orchestrator no longer touches g (see orchestrate).
   g.done.wait(0, std::memory_order_acquire);
   while (g.done.load(std::memory_order_acquire) != 2) std::this_thread::yield();
 }
@@ -192,10 +192,13 @@ void CanonicalStore::orchestrate(lslab::Lane* lane) {
       if (g->gate) g->gate->leave(g->gate_ticket);
       void (*const waker)(void*) = g->waker;
       void* const waker_arg = g->waker_arg;
+      // 1: outcomes published, so ready() holds; the waker runs only after that, so an event
+      // loop it wakes finds the batch ready. 2 comes after the waker returns, so finish() (which
+      // waits for 2) never returns while the waker still runs on this batch's behalf.
       g->done.store(1, std::memory_order_release);
       g->done.notify_one();
-      g->done.store(2, std::memory_order_release);  // last touch: the submitter may now free g
       if (waker) waker(waker_arg);
+      g->done.store(2, std::memory_order_release);  // last touch: the submitter may now free g
     }
   }
 }

@@ -38,8 +38,8 @@ struct RequestGroup {
   /// When set, the store releases this epoch hold once the group has run (before done).
   sched::EpochGate* gate = nullptr;
   sched::EpochGate::Ticket gate_ticket;
-  /// The submitting thread's completion waker (set_completion_waker), called once the group is
-  /// done; set by submit().
+  /// The submitting thread's completion waker (set_completion_waker), called once the group's
+  /// outcomes are written (done 1) and before done turns 2; set by submit().
   void (*waker)(void*) = nullptr;
   void* waker_arg = nullptr;
 

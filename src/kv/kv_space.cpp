@@ -212,8 +212,9 @@ Status KvSpaceImpl::finish(std::unique_ptr<KvInFlight> handle) {
 bool KvSpaceImpl::ready(const KvInFlight& handle) const {
   const auto& f = static_cast<const InFlight&>(handle);
   if (f.owner != this || inline_store_ || f.pending.empty()) return true;
-  // A submitted group's done turns 2 once its orchestrator no longer touches it (wait()'s test).
-  auto done = [](const RequestGroup& g) { return g.size() == 0 || g.done.load(std::memory_order_acquire) == 2; };
+  // A submitted group's done turns 1 once its outcomes are written, before its waker runs;
+  // finish() then waits for 2, which follows the waker (CanonicalStore::orchestrate).
+  auto done = [](const RequestGroup& g) { return g.size() == 0 || g.done.load(std::memory_order_acquire) >= 1; };
   return done(f.cold) && done(f.loads);
 }
 

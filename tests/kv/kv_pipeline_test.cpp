@@ -196,6 +196,7 @@ TEST(KvPipelineHandles, CompletionWakerRunsOnceBatchesAreReady) {
     std::thread::id thread;
     bool from_submitter = false;
   } wakes;
+  wakes.thread = std::this_thread::get_id();
   set_completion_waker(
       [](void* arg) {
         auto* w = static_cast<Wakes*>(arg);
@@ -205,7 +206,6 @@ TEST(KvPipelineHandles, CompletionWakerRunsOnceBatchesAreReady) {
         w->cv.notify_all();
       },
       &wakes);
-  wakes.thread = std::this_thread::get_id();
   constexpr int kBatches = 200, kDepth = 4;
   std::deque<std::unique_ptr<KvInFlight>> flight;
   std::deque<std::vector<KvRequest>> reqs;
@@ -235,6 +235,9 @@ TEST(KvPipelineHandles, CompletionWakerRunsOnceBatchesAreReady) {
     flight.pop_front();
     reqs.pop_front();
     ++finished;
+    // Each batch here is one group, whose waker call ends before its finish() returns.
+    std::lock_guard<std::mutex> lk(wakes.m);
+    ASSERT_GE(wakes.n, static_cast<std::uint64_t>(finished)) << "finish() returned before its batch's waker ran";
   }
   set_completion_waker(nullptr, nullptr);
   EXPECT_EQ(finished, kBatches);
