@@ -14,6 +14,7 @@
 #include <cstring>
 
 #include "common/log.hpp"
+#include "sched/thread_name.hpp"
 #include "server/connection.hpp"
 #include "server/io_thread.hpp"
 
@@ -199,6 +200,8 @@ ServerStats Server::stats() {
     s.net_in += t->metrics.net_in.load(std::memory_order_relaxed);
     s.net_out += t->metrics.net_out.load(std::memory_order_relaxed);
   }
+  s.background_done = background_done_.load(std::memory_order_acquire);  // before tasks: never done > tasks
+  s.background_tasks = background_tasks_.load(std::memory_order_acquire);
   s.clients = clients_.load();
   s.total_connections = total_connections_.load();
   s.rejected = rejected_.load();
@@ -264,7 +267,21 @@ Status Server::start() {
       return Status::Unavailable("metrics endpoint: " + why);
   }
   keyspace(0);  // open database 0 now, so a bad device or budget shows at startup
-  for (auto& t : threads_) t->start();
+  background_ = std::thread([this] {
+    sched::name_this_thread("duet-background");
+    std::unique_lock<std::mutex> lk(background_m_);
+    for (;;) {
+      background_cv_.wait(lk, [&] { return stop_background_ || !background_queue_.empty(); });
+      if (background_queue_.empty()) return;  // stopping, and nothing is left to run
+      std::function<void()> task = std::move(background_queue_.front());
+      background_queue_.pop_front();
+      lk.unlock();
+      task();
+      background_done_.fetch_add(1, std::memory_order_release);
+      lk.lock();
+    }
+  });
+  for (auto& t : threads_) t->start();  // after background_ exists: their commands may queue tasks
   ticker_ = std::thread([this] {
     std::uint64_t last = 0;
     while (!draining_.load()) {
@@ -292,6 +309,17 @@ void Server::flush_epic() {
   }
 }
 
+bool Server::run_in_background(std::function<void()> task) {
+  {
+    std::lock_guard<std::mutex> lk(background_m_);
+    if (stop_background_ || !background_.joinable()) return false;
+    background_queue_.push_back(std::move(task));
+    background_tasks_.fetch_add(1, std::memory_order_release);
+  }
+  background_cv_.notify_one();
+  return true;
+}
+
 void Server::stop() {
   if (threads_.empty() || exiting_.load()) return;
   draining_.store(true, std::memory_order_release);
@@ -313,6 +341,13 @@ void Server::stop() {
   flush_epic();
   while (in_flight() && std::chrono::steady_clock::now() < deadline)
     std::this_thread::sleep_for(std::chrono::milliseconds(5));
+  // Background tasks finish deferred replies on the I/O threads: they all run while those live.
+  {
+    std::lock_guard<std::mutex> lk(background_m_);
+    stop_background_ = true;
+  }
+  background_cv_.notify_all();
+  if (background_.joinable()) background_.join();
   exiting_.store(true, std::memory_order_release);
   for (auto& t : threads_) t->wake();
   for (auto& t : threads_) t->join();

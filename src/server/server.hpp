@@ -20,6 +20,9 @@
 
 #include <atomic>
 #include <chrono>
+#include <condition_variable>
+#include <deque>
+#include <functional>
 #include <memory>
 #include <mutex>
 #include <string>
@@ -77,6 +80,12 @@ class Server {
   std::string client_list();
   /// The server-wide statistics (the aggregator INFO and /metrics both read).
   ServerStats stats();
+  /// Queues task to run on the server's background thread, in order, off every I/O thread
+  /// (work too long for one, such as SCAN's checkpoint, whose reply is deferred). Returns false,
+  /// running nothing, before start() or once stop() began: the caller then runs it itself.
+  /// stop() runs every queued task before it stops the I/O threads, so a task may finish a
+  /// deferred reply. task must not throw.
+  bool run_in_background(std::function<void()> task);
 
  private:
   friend class IoThread;
@@ -110,6 +119,13 @@ class Server {
   std::vector<std::shared_ptr<ClientInfo>> client_table_;
   std::unique_ptr<MetricsEndpoint> metrics_;
   std::thread ticker_;  ///< once a second: instantaneous ops/s
+  /// run_in_background's thread and queue; stop_background_ is set by stop().
+  std::thread background_;
+  std::mutex background_m_;
+  std::condition_variable background_cv_;
+  std::deque<std::function<void()>> background_queue_;
+  bool stop_background_ = false;
+  std::atomic<std::uint64_t> background_tasks_{0}, background_done_{0};  ///< INFO's counts
 };
 
 /// `duet server ARGS...`: parses the settings, opens the store, serves until SIGTERM or

@@ -38,6 +38,8 @@ struct ServerStats {
   std::uint64_t direct_writes = 0;       ///< blind writes run by a thread that does not own the key
   std::uint64_t longest_pass_ns = 0;     ///< the longest loop pass of any I/O thread
   std::uint64_t slow_passes = 0;         ///< loop passes that took a second or more, over all I/O threads
+  std::uint64_t background_tasks = 0;    ///< tasks given to the background thread (SCAN 0's checkpoints)
+  std::uint64_t background_done = 0;     ///< of those, the ones that have finished
   std::uint64_t clients = 0, total_connections = 0, rejected = 0, ops_per_sec = 0;
   std::uint64_t maxclients = 0, maxmemory = 0;
   unsigned io_threads = 0;

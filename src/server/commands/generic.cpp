@@ -65,50 +65,90 @@ void flushall(CommandContext& ctx) {
 }
 
 // ---- SCAN cursor [MATCH pattern] [COUNT count] [TYPE type] ----
+/// A SCAN call's options, owned (a deferred call outlives the request's buffer).
+struct ScanRequest {
+  std::uint64_t cursor = 0;
+  std::string pattern;
+  std::size_t count = 10;
+  bool type_ok = true;  ///< TYPE names a type this server holds (string)
+};
+
+/// One SCAN step's outcome: the keys kept by MATCH and TYPE and the next cursor, or an error.
+struct ScanResult {
+  Status status;
+  std::vector<std::string> keys;
+  std::uint64_t next = 0;
+};
+
+/// Walks one SCAN step of space (null: an empty database).
+ScanResult walk_scan(Keyspace* space, const ScanRequest& q) {
+  ScanResult r;
+  if (space) r.status = space->scan(q.cursor, q.count, &r.keys, &r.next);
+  if (!r.status.ok()) return r;
+  std::size_t kept = 0;
+  for (std::size_t i = 0; i < r.keys.size(); ++i) {
+    if (!q.type_ok || !(q.pattern.empty() || q.pattern == "*" || glob_match(q.pattern, r.keys[i]))) continue;
+    if (kept != i) r.keys[kept] = std::move(r.keys[i]);
+    ++kept;
+  }
+  r.keys.resize(kept);
+  return r;
+}
+
+/// SCAN's reply: [next cursor, [keys...]], or the error.
+void write_scan(ReplyWriter& w, const ScanResult& r) {
+  if (!r.status.ok()) return w.error("ERR " + r.status.message());
+  w.array(2);
+  w.bulk(std::to_string(r.next));
+  w.array(r.keys.size());
+  for (const auto& k : r.keys) w.bulk(k);
+}
+
 void scan(CommandContext& ctx) {
   const Args args = ctx.args;
-  std::uint64_t cursor = 0;
-  auto rc = std::from_chars(args[1].data(), args[1].data() + args[1].size(), cursor);
+  ScanRequest q;
+  auto rc = std::from_chars(args[1].data(), args[1].data() + args[1].size(), q.cursor);
   if (rc.ec != std::errc() || rc.ptr != args[1].data() + args[1].size()) return ctx.error("ERR invalid cursor");
-  std::string_view pattern;
   long long count = 10;
-  bool type_ok = true, bad = false;
+  bool bad = false;
   for (std::size_t i = 2; i < args.size(); i += 2) {
     if (i + 1 >= args.size()) {
       bad = true;
       break;
     }
-    if (iequals(args[i], "match")) pattern = args[i + 1];
+    if (iequals(args[i], "match")) q.pattern = std::string(args[i + 1]);
     else if (iequals(args[i], "count")) {
       if (!parse_int64(args[i + 1], &count)) {
         count = -1;  // reported below, as Redis does
         break;
       }
       if (count < 1) bad = true;
-    } else if (iequals(args[i], "type")) type_ok = iequals(args[i + 1], "string");
+    } else if (iequals(args[i], "type")) q.type_ok = iequals(args[i + 1], "string");
     else bad = true;
   }
   if (count == -1) return ctx.error("ERR value is not an integer or out of range");
   if (bad) return ctx.error("ERR syntax error");
-  std::vector<std::string> keys;
-  std::uint64_t next = 0;
-  if (auto space = ctx.server.keyspace(ctx.session.db)) {
-    const Status st = space->scan(cursor, static_cast<std::size_t>(std::min<long long>(count, 1 << 20)), &keys, &next);
-    if (!st.ok()) return ctx.error("ERR " + st.message());
+  q.count = static_cast<std::size_t>(std::min<long long>(count, 1 << 20));
+  std::shared_ptr<Keyspace> space = ctx.server.keyspace(ctx.session.db);
+  // Cursor 0 first brings every key written through the Hot Cache to the store (a
+  // checkpoint), which can take seconds with millions of dirty keys: it runs on the server's
+  // background thread, so this I/O thread's other clients go on meanwhile. Later cursors read
+  // a bounded number of slabs here.
+  if (q.cursor == 0 && space && space->size() != 0 && !ctx.server.draining()) {
+    DeferredReply finish = ctx.defer();
+    if (finish) {
+      auto task = [space, q, finish] {
+        const ScanResult r = walk_scan(space.get(), q);
+        finish(!r.status.ok(), [&](ReplyWriter& w) { write_scan(w, r); });
+      };
+      if (!ctx.server.run_in_background(task)) task();  // the server is stopping: run it here
+      return;
+    }
   }
-  std::size_t kept = 0;
-  for (std::size_t i = 0; i < keys.size(); ++i) {
-    if (!type_ok || !(pattern.empty() || pattern == "*" || glob_match(pattern, keys[i]))) continue;
-    if (kept != i) keys[kept] = std::move(keys[i]);
-    ++kept;
-  }
-  keys.resize(kept);
-  ctx.out.array(2);
-  ctx.out.bulk(std::to_string(next));
-  ctx.out.array(keys.size());
-  for (const auto& k : keys) ctx.out.bulk(k);
+  const ScanResult r = walk_scan(space.get(), q);
+  if (!r.status.ok()) return ctx.error("ERR " + r.status.message());
+  write_scan(ctx.out, r);
 }
-
 }  // namespace
 
 void register_generic_commands(CommandTable& t) {

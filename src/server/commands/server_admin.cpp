@@ -135,6 +135,8 @@ std::string render_info(const ServerStats& s, const std::vector<std::string>& se
     line("router_replayed_blocked", std::to_string(kv.replayed_blocked));
     line("io_thread_longest_pass_us", std::to_string(s.longest_pass_ns / 1000));
     line("io_thread_slow_passes", std::to_string(s.slow_passes));
+    line("background_tasks", std::to_string(s.background_tasks));
+    line("background_tasks_done", std::to_string(s.background_done));
     line("avg_batch_size", avg);
     line("batches_overlapped", std::to_string(s.batches_overlapped));
     line("direct_writes", std::to_string(s.direct_writes));
