@@ -112,6 +112,11 @@ struct KvStats {
   std::uint64_t model_switches = 0;     ///< models installed
   std::uint64_t hot_bins = 0;           ///< bins the live model classifies hot
   std::uint64_t hot_entries = 0;        ///< entries resident in the Hot Cache
+  std::uint64_t hot_grows = 0;          ///< times the Hot Cache's table grew
+  /// Buckets the Hot Cache's grows copied a second time with writers held off (written during
+  /// the first copy, which runs beside them).
+  std::uint64_t hot_grow_recopied = 0;
+  std::uint64_t hot_grow_longest_blocked_us = 0;  ///< the longest time a grow held Hot Cache writers off
   std::uint64_t last_switch_us = 0;     ///< duration of the last switch (early replay to eviction)
   std::uint64_t longest_switch_us = 0;  ///< the longest switch since the keyspace opened
   /// The longest time one switch or checkpoint held hot updates and loads (blocking, replaying

@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <bit>
+#include <chrono>
 #include <shared_mutex>
 
 #include "common/check.hpp"
@@ -50,9 +51,9 @@ class HotCache::WriteLock {
 };
 
 /// A consistent read of a bucket without locking, validated by its version (a sequence lock).
-/// `read` runs until it sees a version no writer held or changed meanwhile.
+/// `read` runs until it sees a version no writer held or changed meanwhile; returns that version.
 template <class Read>
-static void read_validated(const std::atomic<std::uint32_t>& lock, Read read) {
+static std::uint32_t read_validated(const std::atomic<std::uint32_t>& lock, Read read) {
   for (;;) {
     const std::uint32_t v1 = lock.load(std::memory_order_acquire);
     if (v1 & 1) {
@@ -61,7 +62,7 @@ static void read_validated(const std::atomic<std::uint32_t>& lock, Read read) {
     }
     read();
     std::atomic_thread_fence(std::memory_order_acquire);
-    if (lock.load(std::memory_order_relaxed) == v1) return;
+    if (lock.load(std::memory_order_relaxed) == v1) return v1;
   }
 }
 
@@ -202,17 +203,94 @@ void HotCache::insert(Bucket& b, std::uint64_t ikey, std::uint64_t handle, std::
   racy_store(last->next, fresh);
 }
 
+void HotCache::clear_bucket(Bucket& b) {
+  Node* n = b.head.next;
+  while (n) {
+    Node* next = n->next;
+    delete n;
+    n = next;
+  }
+  b.head = Node();
+}
+
 void HotCache::grow(mem::EpochManager::Participant* part) {
-  std::unique_lock<sched::StripedSharedMutex> wl(resize_);
+  // One grow at a time; a thread that finds one running leaves it the work (a table still
+  // crowded after it grows again at a later insert) instead of waiting.
+  std::unique_lock<std::mutex> one(grow_mutex_, std::try_to_lock);
+  if (!one.owns_lock()) return;
   Table* old = table_.load(std::memory_order_relaxed);
   if (size_.load(std::memory_order_relaxed) <= 4 * (old->mask + 1)) return;  // another thread grew it
-  auto* fresh = new Table((old->mask + 1) * 4);
-  for (std::uint64_t bi = 0; bi <= old->mask; ++bi)
-    for (const Node* n = &old->buckets[bi].head; n; n = n->next)
+  const std::uint64_t n = old->mask + 1;
+  using Clock = std::chrono::steady_clock;
+  const auto t0 = Clock::now();
+  auto* fresh = new Table(n * 4);
+  // Old bucket bi's keys land in new buckets bi, bi + n, bi + 2n and bi + 3n (the hash's low
+  // bits select both), and only its keys do.
+  auto copy = [&](const Node* from) {
+    for (const Node* m = from; m; m = m->next)
       for (unsigned i = 0; i < 8; ++i)
-        if (n->keys[i] != kEmpty) insert(fresh->bucket(n->keys[i]), n->keys[i], n->handles[i], n->flags[i]);
+        if (m->keys[i] != kEmpty) insert(fresh->bucket(m->keys[i]), m->keys[i], m->handles[i], m->flags[i]);
+  };
+  // Pass 1, writers running: copy each bucket as of a version no writer held, and remember it.
+  std::vector<std::uint32_t> copied(n);
+  Node snap;
+  std::vector<Node> overflow;
+  for (std::uint64_t bi = 0; bi < n; ++bi) {
+    const Bucket& b = old->buckets[bi];
+    copied[bi] = read_validated(b.lock, [&] {
+      overflow.clear();
+      for (unsigned i = 0; i < 8; ++i) {
+        snap.keys[i] = racy_load(b.head.keys[i]);
+        snap.handles[i] = racy_load(b.head.handles[i]);
+        snap.flags[i] = racy_load(b.head.flags[i]);
+      }
+      for (const Node* m = racy_load(b.head.next); m; m = racy_load(m->next)) {
+        Node& c = overflow.emplace_back();
+        for (unsigned i = 0; i < 8; ++i) {
+          c.keys[i] = racy_load(m->keys[i]);
+          c.handles[i] = racy_load(m->handles[i]);
+          c.flags[i] = racy_load(m->flags[i]);
+        }
+      }
+    });
+    snap.next = nullptr;
+    copy(&snap);
+    for (const Node& c : overflow) copy(&c);
+  }
+  if (grow_pause_for_tests_) grow_pause_for_tests_();
+  // Pass 2, writers held off: copy again each bucket written since pass 1 read it (its version
+  // moved on). Under the exclusive hold no writer holds a bucket lock, so the reads are exact.
+  const auto t1 = Clock::now();
+  std::unique_lock<sched::StripedSharedMutex> wl(resize_);
+  const auto t2 = Clock::now();
+  std::uint64_t recopied = 0;
+  for (std::uint64_t bi = 0; bi < n; ++bi) {
+    const Bucket& b = old->buckets[bi];
+    if (b.lock.load(std::memory_order_relaxed) == copied[bi]) continue;
+    for (std::uint64_t q = 0; q < 4; ++q) clear_bucket(fresh->buckets[bi + q * n]);
+    copy(&b.head);
+    ++recopied;
+  }
+  grow_recopied_.fetch_add(recopied, std::memory_order_relaxed);
+  grows_.fetch_add(1, std::memory_order_relaxed);
   table_.store(fresh, std::memory_order_release);
+  wl.unlock();
   part->retire(old);  // readers may still be in it
+  auto us = [](Clock::duration d) { return static_cast<std::uint64_t>(std::chrono::duration_cast<std::chrono::microseconds>(d).count()); };
+  const GrowTimes t{n * 4, size_.load(std::memory_order_relaxed), us(t1 - t0), us(Clock::now() - t2), recopied};
+  std::lock_guard<std::mutex> lk(grow_times_m_);
+  last_grow_ = t;
+  longest_grow_blocked_us_ = std::max(longest_grow_blocked_us_, t.blocked_us);
+}
+
+HotCache::GrowTimes HotCache::last_grow() const {
+  std::lock_guard<std::mutex> lk(grow_times_m_);
+  return last_grow_;
+}
+
+std::uint64_t HotCache::longest_grow_blocked_us() const {
+  std::lock_guard<std::mutex> lk(grow_times_m_);
+  return longest_grow_blocked_us_;
 }
 
 void HotCache::append_log(std::uint64_t ikey) {

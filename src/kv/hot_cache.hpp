@@ -2,8 +2,10 @@
 //
 // Layout: a power-of-two table of buckets, each a lock word and a chain of 8-entry nodes (the
 // head node inline, overflow nodes allocated on collision and kept). When the entries reach
-// four per bucket, the table is rebuilt at four times the size with every writer held off
-// (readers go on reading the old table, which stays valid until the epoch manager frees it).
+// four per bucket, the table is rebuilt at four times the size: a first pass copies every
+// bucket while writers go on, a second, with writers held off, copies again only the buckets
+// written meanwhile (their version moved), then the new table is published. Readers go on
+// reading the old table, which stays valid until the epoch manager frees it.
 // Entries map an index key to a value handle (encoding.hpp) or to a tombstone (the key is
 // known absent). Each entry also says whether its handle is *dirty* (written here and not
 // yet replayed into the Canonical Store); the dirty keys of the current epoch form the update
@@ -101,6 +103,20 @@ class HotCache {
 
   /// Resident entries (values and tombstones).
   std::uint64_t size() const { return size_.load(std::memory_order_relaxed); }
+  /// Times the table grew, and buckets its grows copied again with writers held off.
+  std::uint64_t grows() const { return grows_.load(std::memory_order_relaxed); }
+  std::uint64_t grow_recopied_buckets() const { return grow_recopied_.load(std::memory_order_relaxed); }
+  /// One grow's figures: the new bucket count, the entries after it, the first pass (writers
+  /// running) and the time writers were held off (the second pass and the publication).
+  struct GrowTimes {
+    std::uint64_t buckets = 0, entries = 0, copy_us = 0, blocked_us = 0, recopied = 0;
+  };
+  GrowTimes last_grow() const;
+  /// The longest time a grow held writers off.
+  std::uint64_t longest_grow_blocked_us() const;
+  /// Tests only: runs between a grow's two passes, on the growing thread, with writers free to
+  /// run (set before the cache is shared).
+  void set_grow_pause_for_tests(std::function<void()> fn) { grow_pause_for_tests_ = std::move(fn); }
 
  private:
   static constexpr std::uint64_t kEmpty = ~std::uint64_t(0);
@@ -138,10 +154,18 @@ class HotCache {
   bool read_logged(std::uint64_t k, bool take, LogRecord* rec);
   /// Grows the table if it is still at least as loaded as when the caller looked.
   void grow(mem::EpochManager::Participant* part);
+  /// Empties a bucket of a table no other thread sees, freeing its overflow nodes.
+  static void clear_bucket(Bucket& b);
 
   std::atomic<Table*> table_;
   /// Writers hold it shared (with a bucket lock); grow() holds it exclusively.
   mutable sched::StripedSharedMutex resize_;
+  std::mutex grow_mutex_;  ///< one grow at a time (its first pass runs without resize_)
+  std::atomic<std::uint64_t> grows_{0}, grow_recopied_{0};
+  std::function<void()> grow_pause_for_tests_;
+  mutable std::mutex grow_times_m_;
+  GrowTimes last_grow_;
+  std::uint64_t longest_grow_blocked_us_ = 0;
   std::atomic<std::uint64_t> size_{0};
   mutable std::mutex log_mutex_;
   std::vector<std::uint64_t> log_;

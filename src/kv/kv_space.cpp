@@ -557,6 +557,13 @@ void KvSpaceImpl::complete_round(InFlight& f) {
         f.next.push_back(i);  // the key is resident now (or a switch intervened): retry
       }
     }
+    if (const std::uint64_t grows = hot_.grows(); logged_grows_.exchange(grows, std::memory_order_relaxed) != grows) {
+      const HotCache::GrowTimes t = hot_.last_grow();
+      duet::log(LogLevel::kDebug, "kv '" + name_ + "': Hot Cache grew to " + std::to_string(t.buckets) + " buckets (" +
+                                      std::to_string(t.entries) + " entries): copied in " + std::to_string(t.copy_us) +
+                                      " us beside writers, then " + std::to_string(t.recopied) +
+                                      " buckets again with writers held off for " + std::to_string(t.blocked_us) + " us");
+    }
   }
   f.pin.reset();
 }
@@ -943,6 +950,9 @@ KvStats KvSpaceImpl::stats() const {
     s.router_model = live ? live->describe() : "";
   }
   s.hot_entries = hot_.size();
+  s.hot_grows = hot_.grows();
+  s.hot_grow_recopied = hot_.grow_recopied_buckets();
+  s.hot_grow_longest_blocked_us = hot_.longest_grow_blocked_us();
   s.last_switch_us = last_switch_us_.load(std::memory_order_relaxed);
   s.longest_switch_us = longest_switch_us_.load(std::memory_order_relaxed);
   s.longest_switch_block_us = longest_block_us_.load(std::memory_order_relaxed);

@@ -163,6 +163,7 @@ class KvSpaceImpl final : public KvSpace, public std::enable_shared_from_this<Kv
   std::atomic<std::uint64_t> hot_requests_{0}, hot_misses_{0}, cold_requests_{0}, switches_{0}, last_switch_us_{0};
   /// The longest switch, and the longest time a switch held hot updates and loads, in µs.
   std::atomic<std::uint64_t> longest_switch_us_{0}, longest_block_us_{0};
+  std::atomic<std::uint64_t> logged_grows_{0};  ///< the Hot Cache grows already logged
   /// Keys replayed into the store before and under the block (switches and checkpoints).
   std::atomic<std::uint64_t> early_replayed_{0}, blocked_replayed_{0};
   // The automatic switch thread.

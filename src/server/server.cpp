@@ -185,6 +185,9 @@ ServerStats Server::stats() {
     t.replayed_blocked += st.replayed_blocked;
     t.store_busy_ns += st.store_busy_ns;
     t.hot_entries += st.hot_entries;
+    t.hot_grows += st.hot_grows;
+    t.hot_grow_recopied += st.hot_grow_recopied;
+    t.hot_grow_longest_blocked_us = std::max(t.hot_grow_longest_blocked_us, st.hot_grow_longest_blocked_us);
     t.memory_bytes = st.memory_bytes;  // the store's budget, shared by every keyspace
     if (s.engine.router_model.empty()) s.engine.router_model = st.router_model;
     if (s.engine.router_choice.empty()) s.engine.router_choice = st.router_choice;

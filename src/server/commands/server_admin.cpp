@@ -125,6 +125,9 @@ std::string render_info(const ServerStats& s, const std::vector<std::string>& se
     line("hot_misses", std::to_string(kv.hot_misses));
     line("cold_requests", std::to_string(kv.cold_requests));
     line("hot_cache_entries", std::to_string(kv.hot_entries));
+    line("hot_cache_grows", std::to_string(kv.hot_grows));
+    line("hot_cache_grow_recopied_buckets", std::to_string(kv.hot_grow_recopied));
+    line("hot_cache_grow_longest_blocked_us", std::to_string(kv.hot_grow_longest_blocked_us));
     line("router_model", s.engine.router_model.empty() ? "none (no database opened yet)" : s.engine.router_model);
     line("router_choice", s.engine.router_choice.empty() ? "none (no database opened yet)" : s.engine.router_choice);
     line("model_switches", std::to_string(kv.model_switches));
