@@ -7,6 +7,7 @@
 
 #include "common/check.hpp"
 #include "cods/atomic.hpp"
+#include "sched/thread_name.hpp"
 
 namespace duet::kv {
 
@@ -93,7 +94,10 @@ HotCache::Bucket& HotCache::Table::bucket(std::uint64_t ikey) const { return buc
 HotCache::HotCache(std::uint64_t expected_entries)
     : table_(new Table(std::bit_ceil(std::max<std::uint64_t>(expected_entries / 4, 64)))) {}
 
-HotCache::~HotCache() { delete table_.load(); }
+HotCache::~HotCache() {
+  wait_for_grow();
+  delete table_.load();
+}
 
 bool HotCache::find(const Bucket& b, std::uint64_t ikey, Node** node, unsigned* slot) {
   for (Node* n = const_cast<Node*>(&b.head); n; n = n->next) {
@@ -179,8 +183,27 @@ bool HotCache::populate(std::uint64_t ikey, bool present, std::uint64_t handle,
     insert(b, ikey, present ? handle : 0, present ? kPresent : 0);
     crowded = size_.fetch_add(1, std::memory_order_relaxed) + 1 > 4 * (t->mask + 1);
   }
-  if (crowded) grow(part);
+  if (crowded) start_grow(part->manager());
   return true;
+}
+
+void HotCache::start_grow(mem::EpochManager* epochs) {
+  if (growing_.exchange(true, std::memory_order_acq_rel)) return;  // one is starting or running
+  std::lock_guard<std::mutex> lk(grower_m_);
+  if (grower_.joinable()) grower_.join();  // the last grow's thread, done (it cleared growing_)
+  grower_ = std::thread([this, epochs] {
+    sched::name_this_thread("duet-hot-grow");
+    {
+      auto part = epochs->join();
+      grow(part.get());
+    }
+    growing_.store(false, std::memory_order_release);
+  });
+}
+
+void HotCache::wait_for_grow() {
+  std::lock_guard<std::mutex> lk(grower_m_);
+  if (grower_.joinable()) grower_.join();
 }
 
 void HotCache::insert(Bucket& b, std::uint64_t ikey, std::uint64_t handle, std::uint8_t flags) {

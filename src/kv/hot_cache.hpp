@@ -2,10 +2,12 @@
 //
 // Layout: a power-of-two table of buckets, each a lock word and a chain of 8-entry nodes (the
 // head node inline, overflow nodes allocated on collision and kept). When the entries reach
-// four per bucket, the table is rebuilt at four times the size: a first pass copies every
-// bucket while writers go on, a second, with writers held off, copies again only the buckets
-// written meanwhile (their version moved), then the new table is published. Readers go on
-// reading the old table, which stays valid until the epoch manager frees it.
+// four per bucket, the table is rebuilt at four times the size on a thread of its own (the
+// insert that crowded it returns at once; inserts meanwhile lengthen the old table's chains): a
+// first pass copies every bucket while writers go on, a second, with writers held off, copies
+// again only the buckets written meanwhile (their version moved), then the new table is
+// published. Readers go on reading the old table, which stays valid until the epoch manager
+// frees it.
 // Entries map an index key to a value handle (encoding.hpp) or to a tombstone (the key is
 // known absent). Each entry also says whether its handle is *dirty* (written here and not
 // yet replayed into the Canonical Store); the dirty keys of the current epoch form the update
@@ -27,6 +29,7 @@
 #include <functional>
 #include <memory>
 #include <mutex>
+#include <thread>
 #include <vector>
 
 #include "mem/epoch.hpp"
@@ -59,8 +62,9 @@ class HotCache {
 
   /// Inserts a clean entry loaded from the Canonical Store (present with handle, or a
   /// tombstone) unless ikey is already resident, and only while `epoch` still equals
-  /// `expected` (checked under the bucket lock). Returns whether it inserted. May grow the
-  /// table, retiring the old one through `part` (the caller is pinned).
+  /// `expected` (checked under the bucket lock). Returns whether it inserted. May start a grow
+  /// of the table on its own thread, which joins part's epoch manager to retire the old table;
+  /// the manager must outlive the cache.
   bool populate(std::uint64_t ikey, bool present, std::uint64_t handle, const std::atomic<std::uint64_t>& epoch,
                 std::uint64_t expected, mem::EpochManager::Participant* part);
 
@@ -114,6 +118,8 @@ class HotCache {
   GrowTimes last_grow() const;
   /// The longest time a grow held writers off.
   std::uint64_t longest_grow_blocked_us() const;
+  /// Waits until no grow runs (the destructor does too).
+  void wait_for_grow();
   /// Tests only: runs between a grow's two passes, on the growing thread, with writers free to
   /// run (set before the cache is shared).
   void set_grow_pause_for_tests(std::function<void()> fn) { grow_pause_for_tests_ = std::move(fn); }
@@ -154,6 +160,8 @@ class HotCache {
   bool read_logged(std::uint64_t k, bool take, LogRecord* rec);
   /// Grows the table if it is still at least as loaded as when the caller looked.
   void grow(mem::EpochManager::Participant* part);
+  /// Starts grow() on the grower thread unless a grow is starting or running.
+  void start_grow(mem::EpochManager* epochs);
   /// Empties a bucket of a table no other thread sees, freeing its overflow nodes.
   static void clear_bucket(Bucket& b);
 
@@ -161,6 +169,9 @@ class HotCache {
   /// Writers hold it shared (with a bucket lock); grow() holds it exclusively.
   mutable sched::StripedSharedMutex resize_;
   std::mutex grow_mutex_;  ///< one grow at a time (its first pass runs without resize_)
+  std::atomic<bool> growing_{false};  ///< a grower thread is starting or running
+  std::mutex grower_m_;
+  std::thread grower_;  ///< the last grow's thread
   std::atomic<std::uint64_t> grows_{0}, grow_recopied_{0};
   std::function<void()> grow_pause_for_tests_;
   mutable std::mutex grow_times_m_;

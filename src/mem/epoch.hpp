@@ -80,6 +80,8 @@ class EpochManager {
     std::uint64_t pinned_epoch() const;
     /// Objects retired by this participant and not yet freed.
     std::size_t pending() const { return retired_.size(); }
+    /// The manager this participant belongs to (another thread may join() it).
+    EpochManager* manager() const { return manager_; }
 
    private:
     friend class EpochManager;

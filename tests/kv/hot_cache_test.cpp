@@ -1,6 +1,6 @@
-// The Hot Cache's grow: its first pass copies the table while writers go on, its second copies
-// again, with writers held off, only the buckets written meanwhile. Writers that run between
-// the passes must neither wait for the grow nor lose their writes. Handles here are plain
+// The Hot Cache's grow, on a thread of its own: its first pass copies the table while writers
+// go on, its second copies again, with writers held off, only the buckets written meanwhile.
+// Writers that run between the passes must neither wait for the grow nor lose their writes. Handles here are plain
 // numbers: the cache stores them and never dereferences them.
 #include <gtest/gtest.h>
 
@@ -59,7 +59,8 @@ TEST(HotCacheGrow, WritersBetweenThePassesNeitherWaitNorLoseTheirWrites) {
     }
     writer.join();
   });
-  ASSERT_TRUE(cache.populate(kFull, true, handle_of(kFull, 0), epoch, 1, part.get()));  // grows
+  ASSERT_TRUE(cache.populate(kFull, true, handle_of(kFull, 0), epoch, 1, part.get()));  // starts a grow
+  cache.wait_for_grow();
   EXPECT_TRUE(paused);
   EXPECT_EQ(cache.grows(), 1u);
   EXPECT_GT(cache.grow_recopied_buckets(), 0u);
@@ -113,8 +114,9 @@ TEST(HotCacheGrow, ConcurrentWritersAndReadersAcrossGrows) {
   for (unsigned w = 0; w < kWriters; ++w) threads[w].join();
   writing.store(false);
   for (unsigned r = 0; r < kReaders; ++r) threads[kWriters + r].join();
+  cache.wait_for_grow();
   EXPECT_EQ(bad_reads.load(), 0u);
-  EXPECT_GE(cache.grows(), 2u);
+  EXPECT_GE(cache.grows(), 1u);
   for (unsigned w = 0; w < kWriters; ++w) {
     const std::uint64_t base = 1'000'000 * (w + 1);
     for (std::uint64_t i = 0; i < per_writer; ++i) {
