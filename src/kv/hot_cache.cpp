@@ -188,7 +188,9 @@ bool HotCache::populate(std::uint64_t ikey, bool present, std::uint64_t handle,
 }
 
 void HotCache::start_grow(mem::EpochManager* epochs) {
-  if (growing_.exchange(true, std::memory_order_acq_rel)) return;  // one is starting or running
+  // One is starting or running: a shared read first, so the inserts a long grow meets do not
+  // all write one line.
+  if (growing_.load(std::memory_order_relaxed) || growing_.exchange(true, std::memory_order_acq_rel)) return;
   std::lock_guard<std::mutex> lk(grower_m_);
   if (grower_.joinable()) grower_.join();  // the last grow's thread, done (it cleared growing_)
   grower_ = std::thread([this, epochs] {

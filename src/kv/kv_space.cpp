@@ -557,7 +557,9 @@ void KvSpaceImpl::complete_round(InFlight& f) {
         f.next.push_back(i);  // the key is resident now (or a switch intervened): retry
       }
     }
-    if (const std::uint64_t grows = hot_.grows(); logged_grows_.exchange(grows, std::memory_order_relaxed) != grows) {
+    if (const std::uint64_t grows = hot_.grows();
+        grows != logged_grows_.load(std::memory_order_relaxed) &&  // a shared read on the common path
+        logged_grows_.exchange(grows, std::memory_order_relaxed) != grows) {
       const HotCache::GrowTimes t = hot_.last_grow();
       duet::log(LogLevel::kDebug, "kv '" + name_ + "': Hot Cache grew to " + std::to_string(t.buckets) + " buckets (" +
                                       std::to_string(t.entries) + " entries): copied in " + std::to_string(t.copy_us) +
