@@ -198,6 +198,13 @@ void HotCache::start_grow(mem::EpochManager* epochs) {
     {
       auto part = epochs->join();
       grow(part.get());
+      // Free the old table here once its readers are gone, rather than leave it to whichever
+      // I/O thread collects next: its destructor walks and unmaps the whole table (tens of ms
+      // at a million buckets). Bounded: what is left goes to the manager's orphans.
+      for (int i = 0; i < 500 && part->pending() != 0; ++i) {
+        part->collect();
+        if (part->pending() != 0) std::this_thread::sleep_for(std::chrono::milliseconds(1));
+      }
     }
     growing_.store(false, std::memory_order_release);
   });
