@@ -4,6 +4,7 @@
 // see the last completed epoch; each procedure set is the one chosen.
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <atomic>
 #include <future>
 
@@ -37,6 +38,22 @@ TEST(EpicDatabase, OpenRefusesBadConfigurations) {
   EXPECT_EQ(EpicDatabase::open(c, nullptr).code(), StatusCode::kInvalidArgument);
 }
 
+constexpr int kMixTxns = 1500;
+constexpr std::size_t kMixEpochTxns = 40;
+
+// The op counts (declared keys) of the epochs mix_equals_serial's txns form: every epoch closes
+// at kMixEpochTxns txns (its wait is too long to close one earlier), the last at flush().
+std::vector<std::uint64_t> mix_epoch_ops() {
+  MixGen g(5);
+  std::vector<std::uint64_t> ops;
+  for (int i = 0; i < kMixTxns; ++i) {
+    if (i % kMixEpochTxns == 0) ops.push_back(0);
+    const MixTxn x = g.draw();
+    ops.back() += x.reads.size() + x.writes.size();
+  }
+  return ops;
+}
+
 // Submits 1500 Mix txns (epochs of 40) to a database opened with `placement` and compares every
 // result and every record with serial execution in submission order; *stats gets its stats.
 void mix_equals_serial(EpicPlacement placement, std::uint64_t max_device_epoch_ops, EpicStats* stats,
@@ -45,7 +62,8 @@ void mix_equals_serial(EpicPlacement placement, std::uint64_t max_device_epoch_o
   c.procedures = EpicProcedures::kMix;
   c.tables = batch::epic::test::mix_tables();  // the engine's TableSpec is EpicTable
   c.threads = 2;
-  c.epoch_size = 40;
+  c.epoch_size = kMixEpochTxns;
+  c.epoch_max_wait_us = 60'000'000;  // epochs close at their size only: mix_epoch_ops() knows them
   c.placement = placement;
   c.max_device_epoch_ops = max_device_epoch_ops;
   c.min_device_epoch_ops = min_device_epoch_ops;
@@ -70,7 +88,7 @@ void mix_equals_serial(EpicPlacement placement, std::uint64_t max_device_epoch_o
   // Even txns get a future, odd ones a callback (run on the epoch thread; flush() orders it
   // before the reads below).
   std::vector<std::future<EpicTxnResult>> fs;
-  const int n = 1500;
+  const int n = kMixTxns;
   std::vector<EpicTxnResult> called(n);
   std::vector<int> calls(n, 0);
   for (int i = 0; i < n; ++i) {
@@ -154,17 +172,23 @@ TEST(EpicDatabase, EpochsTooBigForTheDevicePlannerRunOnTheHost) {
   std::string why;
   std::vector<EpicPlacement> ps = {EpicPlacement::kGpuTwin};
   if (batch::epic::gpu_available(&why)) ps.push_back(EpicPlacement::kGpu);
+  // The cap is the median epoch's op count, so the epochs alternate between the two sides; the
+  // counts are known in advance (the epochs close at their size, not on a timer).
+  std::vector<std::uint64_t> ops = mix_epoch_ops();
+  std::sort(ops.begin(), ops.end());
+  const std::uint64_t median = ops[ops.size() / 2];
+  const auto over = static_cast<std::uint64_t>(std::count_if(ops.begin(), ops.end(), [&](auto o) { return o > median; }));
+  ASSERT_GT(over, 0u) << "the generated epochs all have the same op count";
   for (EpicPlacement p : ps) {
     SCOPED_TRACE(epic_placement_name(p));
     EpicStats st;
-    mix_equals_serial(p, 150, &st);
-    EXPECT_GT(st.host_planned_epochs, 0u);
-    EXPECT_LT(st.host_planned_epochs, st.epochs) << "every epoch was over the cap: the test lost its alternation";
+    mix_equals_serial(p, median, &st);
+    EXPECT_EQ(st.epochs, ops.size());
+    EXPECT_EQ(st.host_planned_epochs, over) << "the epochs over the cap, and only they, plan on the host";
     EXPECT_EQ(st.small_epochs_on_host, 0u);
-    // Small epochs (here: under 150 ops) go to the host the same way.
-    mix_equals_serial(p, 0, &st, 150);
-    EXPECT_GT(st.small_epochs_on_host, 0u);
-    EXPECT_LT(st.small_epochs_on_host, st.epochs) << "every epoch was small: the test lost its alternation";
+    // Small epochs (here: at most the median) go to the host the same way.
+    mix_equals_serial(p, 0, &st, median + 1);
+    EXPECT_EQ(st.small_epochs_on_host, ops.size() - over);
     EXPECT_EQ(st.host_planned_epochs, 0u);
   }
   EpicConfig c;
