@@ -246,8 +246,8 @@ void HotCache::clear_bucket(Bucket& b) {
 }
 
 void HotCache::grow(mem::EpochManager::Participant* part) {
-  // One grow at a time; a thread that finds one running leaves it the work (a table still
-  // crowded after it grows again at a later insert) instead of waiting.
+  // One grow at a time (start_grow runs one grower thread at a time already; a second caller
+  // would leave the work to the running grow instead of waiting for it).
   std::unique_lock<std::mutex> one(grow_mutex_, std::try_to_lock);
   if (!one.owns_lock()) return;
   Table* old = table_.load(std::memory_order_relaxed);
