@@ -75,6 +75,17 @@ template <class T>
 static void racy_store(T& x, T v) {
   std::atomic_ref<T>(x).store(v, std::memory_order_relaxed);
 }
+/// Chain links (Node::next), followed without the bucket lock: a link is stored with release
+/// after its node is written and loaded with acquire, so a reader that follows a link just
+/// made sees the node initialized, never as the allocator left it.
+template <class T>
+static T* load_link(T* const& link) {
+  return std::atomic_ref<T*>(const_cast<T*&>(link)).load(std::memory_order_acquire);
+}
+template <class T>
+static void store_link(T*& link, T* node) {
+  std::atomic_ref<T*>(link).store(node, std::memory_order_release);
+}
 
 HotCache::Table::Table(std::uint64_t n) : mask(n - 1), buckets(std::make_unique<Bucket[]>(n)) {}
 
@@ -119,7 +130,7 @@ HotCache::Found HotCache::get(std::uint64_t ikey, std::uint64_t* handle) const {
     const Bucket& b = t->bucket(ikey);
     read_validated(b.lock, [&] {
     found = Found::kMiss;
-    for (const Node* n = &b.head; n; n = racy_load(n->next)) {
+    for (const Node* n = &b.head; n; n = load_link(n->next)) {
       for (unsigned i = 0; i < 8; ++i) {
         if (racy_load(n->keys[i]) == ikey) {
           const std::uint8_t f = racy_load(n->flags[i]);
@@ -232,7 +243,7 @@ void HotCache::insert(Bucket& b, std::uint64_t ikey, std::uint64_t handle, std::
   fresh->keys[0] = ikey;
   fresh->handles[0] = handle;
   fresh->flags[0] = flags;
-  racy_store(last->next, fresh);
+  store_link(last->next, fresh);  // after fresh is written: readers follow links without the lock
 }
 
 void HotCache::clear_bucket(Bucket& b) {
@@ -276,7 +287,7 @@ void HotCache::grow(mem::EpochManager::Participant* part) {
         snap.handles[i] = racy_load(b.head.handles[i]);
         snap.flags[i] = racy_load(b.head.flags[i]);
       }
-      for (const Node* m = racy_load(b.head.next); m; m = racy_load(m->next)) {
+      for (const Node* m = load_link(b.head.next); m; m = load_link(m->next)) {
         Node& c = overflow.emplace_back();
         for (unsigned i = 0; i < 8; ++i) {
           c.keys[i] = racy_load(m->keys[i]);
