@@ -222,13 +222,37 @@ __global__ void free_kernel(const std::uint32_t* list, std::size_t f, std::uint8
 __device__ inline std::uint64_t vload64(const std::uint64_t* p) { return *reinterpret_cast<const volatile std::uint64_t*>(p); }
 __device__ inline std::uint32_t vload32(const std::uint32_t* p) { return *reinterpret_cast<const volatile std::uint32_t*>(p); }
 
-/// The warp's procedure context: every lane runs the procedure with the same values; lane 0
-/// resolves versions and spins, lanes copy record words strided by 32.
+/// The warp's procedure context: every lane runs the procedure with the same values. Before the
+/// procedure runs, gather() has the lanes wait for the versions of all its reads at once (lane
+/// i waits for reads i, i + 32, ...) and keeps where the first 64 reads and the slot words of
+/// the writes are; lanes copy record words strided by 32. Writes store their data at once and
+/// publish their eids together when the txn finishes: data, one fence, then each write's eid
+/// from its own lane. So a txn's critical path is one wait and one fence, not one per key
+/// (a chain of txns on a hot record pays it per link).
 class GpuCtx {
  public:
   __device__ GpuCtx(const EpochView& v, std::uint32_t t, std::uint32_t lane, std::uint64_t watchdog)
       : v_(v), t_(t), lane_(lane), ob_(v.op_begin[t]), nr_(v.nreads[t]), nw_(v.op_begin[t + 1] - v.op_begin[t] - v.nreads[t]),
         ab_(v.arg_begin[t]), na_(v.arg_begin[t + 1] - v.arg_begin[t]), watchdog_(watchdog) {}
+  /// Waits for every read's version (all lanes at once, each with its own watchdog), keeps the
+  /// locations of reads 0..63 and the slot words of kCurr writes (at most kMaxWrites = 64), then
+  /// fences and syncs the warp, so every lane may read the data. Call once, before the procedure.
+  __device__ void gather() {
+    for (std::uint32_t i = lane_; i < nr_; i += 32) {
+      const std::uint32_t op = ob_ + i;
+      unsigned long long p = 0;
+      std::uint32_t ok = 0;
+      if (v_.rid[op] != kInvalid) locate(op, v_.loc[op], &p, &ok);
+      if (i < 32) rptr_[0] = p, rok_ |= ok;
+      else if (i < 64) rptr_[1] = p, rok_ |= ok << 1;
+    }
+    for (std::uint32_t j = lane_; j < nw_; j += 32) {
+      const std::uint32_t op = ob_ + nr_ + j;
+      if (v_.loc[op] == kCurr) wboth_[j / 32] = vload64(v_.tables[v_.op_table[op]].slots + v_.rid[op]);
+    }
+    if (nr_) __threadfence();
+    __syncwarp();
+  }
   __device__ std::uint32_t nreads() const { return nr_; }
   __device__ std::uint32_t nwrites() const { return nw_; }
   __device__ std::uint32_t nargs() const { return na_; }
@@ -240,10 +264,15 @@ class GpuCtx {
   }
   __device__ const std::uint32_t* read(std::uint32_t i) {
     if (i >= nr_ || wrote_) return illegal(), nullptr;
+    if (i < 64) {  // gathered: lane i % 32 holds it (i is the same on every lane)
+      const unsigned long long p = __shfl_sync(0xFFFFFFFFu, rptr_[i / 32], i % 32);
+      const std::uint32_t ok = __shfl_sync(0xFFFFFFFFu, rok_ >> (i / 32) & 1u, i % 32);
+      return ok ? reinterpret_cast<const std::uint32_t*>(p) : nullptr;
+    }
     const std::uint32_t op = ob_ + i;
     if (v_.rid[op] == kInvalid) return nullptr;
     bool valid;
-    const std::uint32_t* d = resolve(op, v_.loc[op], &valid);
+    const std::uint32_t* d = resolve(op, v_.loc[op], &valid);  // gather() waited: no spin
     return valid ? d : nullptr;
   }
   template <class F>
@@ -265,6 +294,9 @@ class GpuCtx {
   }
   __device__ bool stopped() const { return aborted_; }
   __device__ void set_outcome(std::uint32_t o) { outcome_ = o; aborted_ = true; }
+  /// Fills the writes the procedure left (copies of the previous versions), then publishes every
+  /// write: the warp syncs, each lane fences (cumulative over the warp's data stores), and the
+  /// lane holding write j stores its eid.
   __device__ void finish() {
     if (!v_.skip_abort_fill || !aborted_)
       for (std::uint32_t i = 0; i < nw_; ++i) {
@@ -274,6 +306,12 @@ class GpuCtx {
         const std::uint32_t* src = resolve(op, v_.copy[op], &valid);
         put(i, valid ? 1u : 0u, [src](std::uint32_t w) { return src[w]; });
       }
+    if (nw_ && !v_.eid_before_data) {
+      __syncwarp();
+      __threadfence();
+      for (std::uint32_t j = lane_; j < nw_; j += 32)
+        if (filled_ >> j & 1u) publish(j, static_cast<std::uint32_t>(valid_ >> j & 1u));
+    }
     if (lane_ == 0) v_.outcome[t_] = outcome_;
   }
 
@@ -291,8 +329,8 @@ class GpuCtx {
     outcome_ = o;
     out(0, reason);
   }
-  // Lane 0 spins with a growing sleep (spinning warps would otherwise take issue slots and memory
-  // bandwidth from the warps they wait on); false once the watchdog fired.
+  // A spinning lane sleeps longer each time (spinning warps would otherwise take issue slots and
+  // memory bandwidth from the warps they wait on); false once the watchdog fired.
   __device__ bool wait_step(long long start, unsigned& spins) {
     const unsigned ns = spins < 8 ? 32u << spins : 4096u;
     __nanosleep(ns < v_.max_backoff_ns ? ns : v_.max_backoff_ns);
@@ -304,86 +342,96 @@ class GpuCtx {
     }
     return true;
   }
+  // On the calling lane alone: waits for op's version at `loc` (its eid is this epoch's, or it is
+  // kPrev) and gives its data and valid bit. No fence: the caller fences before anyone reads it.
+  __device__ void locate(std::uint32_t op, std::uint32_t loc, unsigned long long* ptr, std::uint32_t* ok) {
+    const TableView& tb = v_.tables[v_.op_table[op]];
+    const std::uint32_t r = v_.rid[op];
+    const long long start = clock64();
+    unsigned spins = 0;
+    if (loc != kPrev && loc != kCurr) {
+      std::uint32_t x;
+      while (((x = vload32(v_.scratch_word + loc)) >> 1) != v_.eid)
+        if (!wait_step(start, spins)) break;
+      *ok = x & 1u;
+      *ptr = reinterpret_cast<unsigned long long>(v_.scratch_data + static_cast<std::size_t>(loc) * v_.slot_words);
+      return;
+    }
+    std::uint64_t both = vload64(tb.slots + r);
+    const int cs = curr_slot(both, v_.eid);
+    const int s = loc == kPrev ? 1 - cs : cs;
+    if (loc == kCurr)
+      while ((slot_word(both, s) >> 1) != v_.eid) {
+        if (!wait_step(start, spins)) break;
+        both = vload64(tb.slots + r);
+      }
+    *ok = slot_word(both, s) & 1u;
+    *ptr = reinterpret_cast<unsigned long long>(tb.data + (static_cast<std::size_t>(r) * 2 + s) * tb.words);
+  }
+  // locate() on lane 0, fenced, and given to every lane.
   __device__ const std::uint32_t* resolve(std::uint32_t op, std::uint32_t loc, bool* valid) {
     unsigned long long ptr = 0;
     std::uint32_t ok = 0;
     if (lane_ == 0) {
-      const TableView& tb = v_.tables[v_.op_table[op]];
-      const std::uint32_t r = v_.rid[op];
-      const long long start = clock64();
-      unsigned spins = 0;
-      if (loc != kPrev && loc != kCurr) {
-        std::uint32_t x;
-        while (((x = vload32(v_.scratch_word + loc)) >> 1) != v_.eid)
-          if (!wait_step(start, spins)) break;
-        __threadfence();
-        ok = x & 1u;
-        ptr = reinterpret_cast<unsigned long long>(v_.scratch_data + static_cast<std::size_t>(loc) * v_.slot_words);
-      } else {
-        std::uint64_t both = vload64(tb.slots + r);
-        const int cs = curr_slot(both, v_.eid);
-        const int s = loc == kPrev ? 1 - cs : cs;
-        if (loc == kCurr)
-          while ((slot_word(both, s) >> 1) != v_.eid) {
-            if (!wait_step(start, spins)) break;
-            both = vload64(tb.slots + r);
-          }
-        __threadfence();
-        ok = slot_word(both, s) & 1u;
-        ptr = reinterpret_cast<unsigned long long>(tb.data + (static_cast<std::size_t>(r) * 2 + s) * tb.words);
-      }
+      locate(op, loc, &ptr, &ok);
+      __threadfence();
     }
+    __syncwarp();
     ptr = __shfl_sync(0xFFFFFFFFu, ptr, 0);
     ok = __shfl_sync(0xFFFFFFFFu, ok, 0);
     *valid = ok;
     return reinterpret_cast<const std::uint32_t*>(ptr);
   }
+  // Write i's slot word as gather() read it (kCurr writes only; lane i % 32 holds it). Only this
+  // txn changes that word during the epoch.
+  __device__ std::uint64_t write_both(std::uint32_t i) const { return __shfl_sync(0xFFFFFFFFu, wboth_[i / 32], i % 32); }
+  // Stores write i's eid (with `valid`) on the calling lane, which must hold its slot word.
+  __device__ void publish(std::uint32_t i, std::uint32_t valid) {
+    const std::uint32_t op = ob_ + nr_ + i, loc = v_.loc[op], word = (v_.eid << 1) | valid;
+    if (loc == kCurr) {
+      const std::uint64_t both = wboth_[i / 32];
+      atomicExch(reinterpret_cast<unsigned long long*>(v_.tables[v_.op_table[op]].slots + v_.rid[op]),
+                 static_cast<unsigned long long>(with_slot_word(both, curr_slot(both, v_.eid), word)));
+    } else {
+      atomicExch(v_.scratch_word + loc, word);
+    }
+  }
+  // Stores write i's data (and for a kCurr row of an indexed table its deleted bit); finish()
+  // publishes it. The planted eid_before_data publishes first and sleeps, so a waiting reader
+  // copies the old data.
   template <class F>
   __device__ void put(std::uint32_t i, std::uint32_t valid, F f) {
     const std::uint32_t op = ob_ + nr_ + i;
     const TableView& tb = v_.tables[v_.op_table[op]];
-    const std::uint32_t r = v_.rid[op], loc = v_.loc[op], word = (v_.eid << 1) | valid;
+    const std::uint32_t r = v_.rid[op], loc = v_.loc[op];
     filled_ |= 1ull << i;
+    valid_ |= static_cast<std::uint64_t>(valid) << i;
     std::uint32_t* dst;
-    std::uint64_t both = 0;
-    int cs = 0;
     if (loc == kCurr) {
-      both = vload64(tb.slots + r);  // only this txn changes this word during the epoch
-      cs = curr_slot(both, v_.eid);
-      dst = tb.data + (static_cast<std::size_t>(r) * 2 + cs) * tb.words;
+      const std::uint64_t both = write_both(i);
+      dst = tb.data + (static_cast<std::size_t>(r) * 2 + curr_slot(both, v_.eid)) * tb.words;
+      if (tb.indexed && lane_ == 0) tb.deleted[r] = valid ? 0 : 1;
     } else {
       dst = v_.scratch_data + static_cast<std::size_t>(loc) * v_.slot_words;
     }
-    // Data, fence, then the eid (lane 0). The planted eid_before_data publishes first and sleeps,
-    // so a waiting reader copies the old data.
-    auto publish = [&] {
-      if (lane_ != 0) return;
-      if (loc == kCurr) {
-        if (tb.indexed) tb.deleted[r] = valid ? 0 : 1;
-        __threadfence();
-        atomicExch(reinterpret_cast<unsigned long long*>(tb.slots + r),
-                   static_cast<unsigned long long>(with_slot_word(both, cs, word)));
-      } else {
-        atomicExch(v_.scratch_word + loc, word);
-      }
-    };
     if (v_.eid_before_data) {
-      publish();
+      __syncwarp();
+      if (lane_ == i % 32) publish(i, valid);
       __syncwarp();
       __nanosleep(20000);
     }
     if (valid)
       for (std::uint32_t w = lane_; w < tb.words; w += 32) dst[w] = f(w);
-    __threadfence();
-    __syncwarp();
-    if (!v_.eid_before_data) publish();
-    __syncwarp();
+    if (v_.eid_before_data) __threadfence();
   }
 
   const EpochView& v_;
   std::uint32_t t_, lane_, ob_, nr_, nw_, ab_, na_;
   std::uint64_t watchdog_;
-  std::uint64_t filled_ = 0;
+  std::uint64_t filled_ = 0, valid_ = 0;
+  unsigned long long rptr_[2] = {0, 0};  ///< this lane's gathered reads lane and lane + 32
+  std::uint32_t rok_ = 0;                ///< their valid bits (bit 0: read lane, bit 1: lane + 32)
+  std::uint64_t wboth_[2] = {0, 0};      ///< slot words of this lane's kCurr writes lane and lane + 32
   bool wrote_ = false, aborted_ = false;
   std::uint32_t outcome_ = kCommitted;
 };
@@ -402,6 +450,7 @@ __global__ void exec_kernel(EpochView v, std::uint32_t* next, BlockOrder order, 
   const std::uint32_t t = base + warp;
   if (t >= v.n) return;
   GpuCtx c(v, t, lane, watchdog);
+  c.gather();
   if (!Procs::dispatch(v.proc[t], c)) c.set_outcome(kUnknownProc);
   c.finish();
 }
