@@ -10,15 +10,18 @@
 # Environment:
 #   DUET_COMMIT, BASE_COMMIT  the two commits (recorded in each JSON)
 #   STEPS    any of "build tests bench" (default all three)
-#   ORDER    the builds in each round (default "base new")
+#   VARIANTS lines "label|base or new|extra benchmark arguments", run in this order in each round
+#            (default: base, then new)
 #   ROUNDS   rounds of every case (default 1)
 #   CASES    lines "name|benchmark arguments" (default below); SYSTEMS (default epic-gpu)
-# Logs and JSON go to $OUT (default /tmp/epic-ab): <case>-<base|new>-r<round>.json and ab.log.
+# Logs go to $OUT (default /tmp/epic-ab; ab.log, build and test logs), and the JSON of every run,
+# <case>-<label>-r<round>.json, into $OUT/ab-json.tar.gz.
 set -uo pipefail
 OUT=${OUT:-/tmp/epic-ab}
 BASE_SRC=${BASE_SRC:-build-ab-base}
 STEPS=${STEPS:-build tests bench}
-ORDER=${ORDER:-base new}
+VARIANTS=${VARIANTS:-"base|base|
+new|new|"}
 ROUNDS=${ROUNDS:-1}
 SYSTEMS=${SYSTEMS:-epic-gpu}
 CASES=${CASES:-"np-w1|--np 1
@@ -28,12 +31,13 @@ full-w64|--np 64 --mix full
 ycsb-a|--records 1000000 --workloads A --thetas 0,0.99 --split 0
 ycsb-c|--records 1000000 --workloads C --thetas 0,0.99 --split 0
 ycsb-f-split|--records 1000000 --workloads F --thetas 0,0.99 --split 1"}
+J=$(mktemp -d)
 mkdir -p "$OUT"
 if ! command -v nvcc >/dev/null; then export PATH="/usr/local/cuda/bin:$PATH"; fi
 step() { [[ " $STEPS " == *" $1 "* ]]; }
 L="$OUT/ab.log"
 { nvidia-smi --query-gpu=name,memory.total,clocks.max.sm --format=csv; nproc
-  echo "new ${DUET_COMMIT:-unknown} base ${BASE_COMMIT:-unknown} steps $STEPS order $ORDER rounds $ROUNDS"; } >> "$L" 2>&1
+  echo "new ${DUET_COMMIT:-unknown} base ${BASE_COMMIT:-unknown} steps $STEPS rounds $ROUNDS"; echo "variants: $VARIANTS"; } >> "$L" 2>&1
 SECONDS=0
 build() {  # source dir
   cmake -S "$1" -B "$1/build-gpu" -G Ninja -DCMAKE_BUILD_TYPE=Release -DDUET_CUDA=ON -DCMAKE_CUDA_ARCHITECTURES=90 \
@@ -57,16 +61,17 @@ if step bench; then
   for r in $(seq 1 "$ROUNDS"); do
     while IFS='|' read -r name args; do
       [ -n "$name" ] || continue
-      for which in $ORDER; do
+      while IFS='|' read -r label which extra; do
+        [ -n "$label" ] || continue
         if [ "$which" = base ]; then bin="$BASE_SRC/build-gpu/bench/duet_bench_epic"; commit=${BASE_COMMIT:-unknown}
         else bin=build-gpu/bench/duet_bench_epic; commit=${DUET_COMMIT:-unknown}; fi
-        tag=$r; while [ -e "$OUT/$name-$which-r$tag.json" ]; do tag="${tag}b"; done
-        echo "== $name $which round $tag: duet_bench_epic --epoch 100000 --epochs 6 --threads 16 $args --systems $SYSTEMS" >> "$L"
+        echo "== $name $label round $r: duet_bench_epic --epoch 100000 --epochs 6 --threads 16 $args $extra --systems $SYSTEMS" >> "$L"
         # shellcheck disable=SC2086
-        DUET_COMMIT=$commit timeout 150 "$bin" --epoch 100000 --epochs 6 --threads 16 $args --systems "$SYSTEMS" \
-          --out "$OUT/$name-$which-r$tag.json" >> "$L" 2>&1
-        echo "$name $which rc=$? (${SECONDS}s)" | tee -a "$L"
-      done
+        DUET_COMMIT=$commit timeout 150 "$bin" --epoch 100000 --epochs 6 --threads 16 $args $extra --systems "$SYSTEMS" \
+          --out "$J/$name-$label-r$r.json" < /dev/null >> "$L" 2>&1
+        echo "$name $label rc=$? (${SECONDS}s)" | tee -a "$L"
+      done <<< "$VARIANTS"
     done <<< "$CASES"
   done
+  tar -czf "$OUT/ab-json.tar.gz" -C "$J" .
 fi

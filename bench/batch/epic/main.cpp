@@ -55,7 +55,14 @@ struct Config {
   std::vector<std::size_t> sizes;  ///< --epoch-sizes: one pass per epoch size
   std::vector<double> abort_rates{0.0};  ///< --abort-rates: YCSB's injected abort shares
   unsigned backoff_ns = 4096;  ///< the GPU executor's longest sleep between polls
+  bool gather_reads = true;    ///< the GPU executor waits for a txn's reads at once (GpuRunner::set_gather_reads)
 };
+
+/// The GPU executor's settings from the command line (every GPU runner of a run gets the same).
+void tune_gpu(GpuRunner& r, const Config& c) {
+  r.set_max_backoff_ns(c.backoff_ns);
+  r.set_gather_reads(c.gather_reads);
+}
 
 struct Sample {
   std::vector<double> formula, wall;
@@ -315,6 +322,10 @@ int main(int argc, char** argv) {
     } else if (f == "--systems") c.systems = list(v);
     else if (f == "--out") c.out = v;
     else if (f == "--gpu-backoff") c.backoff_ns = static_cast<unsigned>(b::parse_count(v).value_or(0));
+    else if (f == "--gpu-gather") {
+      if (v != "0" && v != "1") return error = "--gpu-gather takes 0 or 1", false;
+      c.gather_reads = v == "1";
+    }
     else if (f == "--mix") {
       if (v != "np" && v != "full") return error = "--mix takes np or full", false;
       c.full = v == "full";
@@ -326,7 +337,7 @@ int main(int argc, char** argv) {
     std::cerr << (ok ? "" : error + "\n")
               << "usage: duet_bench_epic [--quick] [--records N] [--epoch N] [--epoch-sizes N,N..] [--epochs N] [--threads N]\n"
                  "  [--workloads A,B,C,F,U (U: ten read-updates)] [--abort-rates 0,0.25] [--thetas 0,0.99] [--split 0,1] [--systems serial,epic-twin,epic-submit,epic-submit-gpu,epic-cpu,epic-cpu-hostidx,epic-gpu,epic-gpu-perarray,epic-gpu-hostidx,rocksdb]\n"
-                 "  [--out FILE] [--np WAREHOUSES: TPC-C instead of YCSB] [--mix np|full] [--gpu-backoff NS (4096)]\n";
+                 "  [--out FILE] [--np WAREHOUSES: TPC-C instead of YCSB] [--mix np|full] [--gpu-backoff NS (4096)] [--gpu-gather 0|1 (1)]\n";
     return ok ? 0 : 2;
   }
   if (quick) c.records = 100000, c.epoch = 10000, c.epochs = 4;
@@ -340,12 +351,12 @@ int main(int argc, char** argv) {
   const bool gpu = gpu_available(&why);
   std::shared_ptr<GpuRunner> runner;
   if (gpu) runner.reset(make_gpu_runner(ProcSet::kYcsb, &why).release());
-  if (runner) runner->set_max_backoff_ns(c.backoff_ns);
+  if (runner) tune_gpu(*runner, c);
   // The host-indexing GPU runner (epic-gpu-hostidx), for comparison in the same run.
   std::shared_ptr<GpuRunner> hrunner;
   if (gpu && std::find(c.systems.begin(), c.systems.end(), "epic-gpu-hostidx") != c.systems.end() && !c.np) {
     hrunner.reset(make_gpu_runner(ProcSet::kYcsb, &why).release());
-    if (hrunner) hrunner->set_max_backoff_ns(c.backoff_ns), hrunner->set_index_on(IndexOn::kHost);
+    if (hrunner) tune_gpu(*hrunner, c), hrunner->set_index_on(IndexOn::kHost);
   }
   const std::string date = b::utc_now(), device = gpu_name();
   b::Json records = b::Json::array();
@@ -369,7 +380,7 @@ int main(int argc, char** argv) {
           std::cerr << "gpu runner: " << why << "\n";
           return 1;
         }
-        np_runner->set_max_backoff_ns(c.backoff_ns);
+        tune_gpu(*np_runner, c);
       }
       if (gpu && has("epic-gpu-hostidx")) {
         np_hrunner.reset(make_gpu_runner(ProcSet::kTpcc, &why).release());
@@ -377,13 +388,13 @@ int main(int argc, char** argv) {
           std::cerr << "gpu runner: " << why << "\n";
           return 1;
         }
-        np_hrunner->set_max_backoff_ns(c.backoff_ns);
+        tune_gpu(*np_hrunner, c);
         np_hrunner->set_index_on(IndexOn::kHost);
       }
       // Per-array GPU epochs hold an index: their own runner (as each Epic-CPU engine has).
       if (gpu && has("epic-gpu-perarray")) {
         np_prunner.reset(make_gpu_runner(ProcSet::kTpcc, &why).release());
-        if (np_prunner) np_prunner->set_max_backoff_ns(c.backoff_ns), np_prunner->set_packed_transfers(false);
+        if (np_prunner) tune_gpu(*np_prunner, c), np_prunner->set_packed_transfers(false);
       }
       std::unique_ptr<SerialStore> serial;
       PeerRun rocks_run;
@@ -465,7 +476,7 @@ int main(int argc, char** argv) {
         r.set("epoch_wall_ms_median", ws.median > 0 ? c.epoch / ws.median * 1e3 : 0.0);
         r.set("index_ms_median", med(p.index)).set("transfer_ms_median", med(p.transfer));
         r.set("plan_ms_median", med(p.plan)).set("exec_ms_median", med(p.exec)).set("gc_ms_median", med(p.gc));
-        if (system.rfind("epic-gpu", 0) == 0) r.set("max_backoff_ns", c.backoff_ns);
+        if (system.rfind("epic-gpu", 0) == 0) r.set("max_backoff_ns", c.backoff_ns).set("gather_reads", c.gather_reads);
         if (system == "rocksdb") r.set("retries_median", med(p.retries)), r.set("storage", "memtable only, WAL off, MemEnv");
         set_exec_threads(r, p);
         set_transfer_split(r, p);
@@ -546,7 +557,7 @@ int main(int argc, char** argv) {
       if (has("epic-gpu-perarray") && gpu) {
         prunner.reset(make_gpu_runner(ProcSet::kYcsb, &why).release());
         if (prunner) {
-          prunner->set_max_backoff_ns(c.backoff_ns);
+          tune_gpu(*prunner, c);
           prunner->set_packed_transfers(false);
           gpu_pdb = std::make_unique<Database>(std::vector<TableSpec>{spec});
           load(*gpu_pdb, nullptr, spec);
@@ -600,7 +611,7 @@ int main(int argc, char** argv) {
             r.set("epoch_wall_ms_median", ws.median > 0 ? c.epoch / ws.median * 1e3 : 0.0);
             r.set("index_ms_median", med(s.index)).set("transfer_ms_median", med(s.transfer));
             r.set("plan_ms_median", med(s.plan)).set("exec_ms_median", med(s.exec)).set("gc_ms_median", med(s.gc));
-            if (system.rfind("epic-gpu", 0) == 0) r.set("max_backoff_ns", c.backoff_ns);
+            if (system.rfind("epic-gpu", 0) == 0) r.set("max_backoff_ns", c.backoff_ns).set("gather_reads", c.gather_reads);
             if (system == "rocksdb") r.set("retries_median", med(s.retries)), r.set("storage", "memtable only, WAL off, MemEnv");
             set_exec_threads(r, s);
             set_transfer_split(r, s);
@@ -626,7 +637,7 @@ int main(int argc, char** argv) {
   for (auto x : sizes) size_list.push(static_cast<std::uint64_t>(x));
   config.set("records", c.records).set("epoch_txns", static_cast<std::uint64_t>(c.epoch)).set("epoch_sizes", size_list).set("epochs", c.epochs);
   config.set("threads", c.threads).set("ops_per_txn", 10).set("record_bytes", 1000).set("field_bytes", 100);
-  config.set("np_warehouses", c.np).set("tpcc_mix", c.full ? "full" : "np").set("gpu_max_backoff_ns", c.backoff_ns).set("median_over", "epochs 2..N").set("gpu", gpu ? device : "none: " + why);
+  config.set("np_warehouses", c.np).set("tpcc_mix", c.full ? "full" : "np").set("gpu_max_backoff_ns", c.backoff_ns).set("gpu_gather_reads", c.gather_reads).set("median_over", "epochs 2..N").set("gpu", gpu ? device : "none: " + why);
   config.set("command", "bench/batch/epic: duet_bench_epic" + std::string(quick ? " --quick" : ""));
 #ifdef DUET_HAVE_ROCKSDB
   config.set("rocksdb", "RocksDB " + std::to_string(ROCKSDB_MAJOR) + "." + std::to_string(ROCKSDB_MINOR) + "." +

@@ -59,6 +59,9 @@ struct EpochView {
   std::uint64_t watchdog_ns = 0;
   std::uint32_t* stuck = nullptr;
   std::uint32_t max_backoff_ns = 4096;  ///< GPU only: the longest sleep between two polls
+  /// GPU only: a txn's lanes wait for all its reads at once before its procedure runs (0: lane 0
+  /// waits for each read when the procedure asks for it).
+  std::uint32_t gather_reads = 1;
   /// CPU only, optional: execute_cpu adds here the nanoseconds its threads spent in long waits
   /// for versions (waits that yielded at least once, timed from their first yield).
   std::uint64_t* waited = nullptr;

@@ -224,11 +224,9 @@ __device__ inline std::uint32_t vload32(const std::uint32_t* p) { return *reinte
 
 /// The warp's procedure context: every lane runs the procedure with the same values. Before the
 /// procedure runs, gather() has the lanes wait for the versions of all its reads at once (lane
-/// i waits for reads i, i + 32, ...) and keeps where the first 64 reads and the slot words of
-/// the writes are; lanes copy record words strided by 32. Writes store their data at once and
-/// publish their eids together when the txn finishes: data, one fence, then each write's eid
-/// from its own lane. So a txn's critical path is one wait and one fence, not one per key
-/// (a chain of txns on a hot record pays it per link).
+/// i waits for reads i, i + 32, ...) and keeps where the first 64 reads are, and the slot words
+/// of the writes; lanes copy record words strided by 32, and each write is published as soon as
+/// its data is stored. So a txn waits once for all its reads, not once per key in turn.
 class GpuCtx {
  public:
   __device__ GpuCtx(const EpochView& v, std::uint32_t t, std::uint32_t lane, std::uint64_t watchdog)
@@ -238,7 +236,7 @@ class GpuCtx {
   /// locations of reads 0..63 and the slot words of kCurr writes (at most kMaxWrites = 64), then
   /// fences and syncs the warp, so every lane may read the data. Call once, before the procedure.
   __device__ void gather() {
-    for (std::uint32_t i = lane_; i < nr_; i += 32) {
+    for (std::uint32_t i = lane_; v_.gather_reads && i < nr_; i += 32) {
       const std::uint32_t op = ob_ + i;
       unsigned long long p = 0;
       std::uint32_t ok = 0;
@@ -250,7 +248,7 @@ class GpuCtx {
       const std::uint32_t op = ob_ + nr_ + j;
       if (v_.loc[op] == kCurr) wboth_[j / 32] = vload64(v_.tables[v_.op_table[op]].slots + v_.rid[op]);
     }
-    if (nr_) __threadfence();
+    if (nr_ && v_.gather_reads) __threadfence();
     __syncwarp();
   }
   __device__ std::uint32_t nreads() const { return nr_; }
@@ -264,7 +262,7 @@ class GpuCtx {
   }
   __device__ const std::uint32_t* read(std::uint32_t i) {
     if (i >= nr_ || wrote_) return illegal(), nullptr;
-    if (i < 64) {  // gathered: lane i % 32 holds it (i is the same on every lane)
+    if (i < 64 && v_.gather_reads) {  // gathered: lane i % 32 holds it (i is the same on every lane)
       const unsigned long long p = __shfl_sync(0xFFFFFFFFu, rptr_[i / 32], i % 32);
       const std::uint32_t ok = __shfl_sync(0xFFFFFFFFu, rok_ >> (i / 32) & 1u, i % 32);
       return ok ? reinterpret_cast<const std::uint32_t*>(p) : nullptr;
@@ -294,9 +292,8 @@ class GpuCtx {
   }
   __device__ bool stopped() const { return aborted_; }
   __device__ void set_outcome(std::uint32_t o) { outcome_ = o; aborted_ = true; }
-  /// Fills the writes the procedure left (copies of the previous versions), then publishes every
-  /// write: the warp syncs, each lane fences (cumulative over the warp's data stores), and the
-  /// lane holding write j stores its eid.
+  /// Fills the writes the procedure left with copies of the previous versions, and stores the
+  /// outcome.
   __device__ void finish() {
     if (!v_.skip_abort_fill || !aborted_)
       for (std::uint32_t i = 0; i < nw_; ++i) {
@@ -306,12 +303,6 @@ class GpuCtx {
         const std::uint32_t* src = resolve(op, v_.copy[op], &valid);
         put(i, valid ? 1u : 0u, [src](std::uint32_t w) { return src[w]; });
       }
-    if (nw_ && !v_.eid_before_data) {
-      __syncwarp();
-      __threadfence();
-      for (std::uint32_t j = lane_; j < nw_; j += 32)
-        if (filled_ >> j & 1u) publish(j, static_cast<std::uint32_t>(valid_ >> j & 1u));
-    }
     if (lane_ == 0) v_.outcome[t_] = outcome_;
   }
 
@@ -396,16 +387,17 @@ class GpuCtx {
       atomicExch(v_.scratch_word + loc, word);
     }
   }
-  // Stores write i's data (and for a kCurr row of an indexed table its deleted bit); finish()
-  // publishes it. The planted eid_before_data publishes first and sleeps, so a waiting reader
-  // copies the old data.
+  // Stores write i's data (and for a kCurr row of an indexed table its deleted bit), then
+  // publishes it: the warp syncs, the lane holding the write's slot word fences (cumulative over
+  // the warp's stores) and stores the eid. Each write is published at once: a chain through this
+  // record goes on while the txn writes its other keys. The planted eid_before_data publishes
+  // first and sleeps, so a waiting reader copies the old data.
   template <class F>
   __device__ void put(std::uint32_t i, std::uint32_t valid, F f) {
     const std::uint32_t op = ob_ + nr_ + i;
     const TableView& tb = v_.tables[v_.op_table[op]];
     const std::uint32_t r = v_.rid[op], loc = v_.loc[op];
     filled_ |= 1ull << i;
-    valid_ |= static_cast<std::uint64_t>(valid) << i;
     std::uint32_t* dst;
     if (loc == kCurr) {
       const std::uint64_t both = write_both(i);
@@ -415,20 +407,24 @@ class GpuCtx {
       dst = v_.scratch_data + static_cast<std::size_t>(loc) * v_.slot_words;
     }
     if (v_.eid_before_data) {
-      __syncwarp();
       if (lane_ == i % 32) publish(i, valid);
       __syncwarp();
       __nanosleep(20000);
     }
     if (valid)
       for (std::uint32_t w = lane_; w < tb.words; w += 32) dst[w] = f(w);
-    if (v_.eid_before_data) __threadfence();
+    __syncwarp();
+    if (lane_ == i % 32) {
+      __threadfence();
+      if (!v_.eid_before_data) publish(i, valid);
+    }
+    __syncwarp();
   }
 
   const EpochView& v_;
   std::uint32_t t_, lane_, ob_, nr_, nw_, ab_, na_;
   std::uint64_t watchdog_;
-  std::uint64_t filled_ = 0, valid_ = 0;
+  std::uint64_t filled_ = 0;
   unsigned long long rptr_[2] = {0, 0};  ///< this lane's gathered reads lane and lane + 32
   std::uint32_t rok_ = 0;                ///< their valid bits (bit 0: read lane, bit 1: lane + 32)
   std::uint64_t wboth_[2] = {0, 0};      ///< slot words of this lane's kCurr writes lane and lane + 32
@@ -626,6 +622,7 @@ class Runner final : public GpuRunner {
     v.out = outv_p;
     v.stuck = ctl_.p + 1;
     v.max_backoff_ns = max_backoff_ns_;
+    v.gather_reads = gather_reads_;
     v.eid_before_data = faults_.eid_before_data;
     if (n) {
       const unsigned threads = 32u * static_cast<unsigned>(wpb);
@@ -686,6 +683,7 @@ class Runner final : public GpuRunner {
   }
 
   void set_max_backoff_ns(unsigned ns) override { max_backoff_ns_ = ns; }
+  void set_gather_reads(bool on) override { gather_reads_ = on; }
   void set_packed_transfers(bool packed) override { packed_ = packed; }
   void set_host_threads(int threads) override { host_threads_ = std::max(1, threads); }
 
@@ -840,6 +838,7 @@ class Runner final : public GpuRunner {
 
  private:
   unsigned max_backoff_ns_ = 4096;
+  bool gather_reads_ = true;
   std::uint32_t last_eid_ = 0;  ///< the eid of the last epoch run (scratch words older than it are stale)
   // ---- Transfers. Kernels read the epoch's inputs through the d_* pointers: into the device
   // staging buffer (packed mode, one copy from one pinned buffer) or into per-array buffers (the

@@ -85,6 +85,10 @@ class GpuRunner : public DevicePlanner {
   /// The longest sleep (ns) between two polls of a waiting lane (default 4096). Shorter sleeps
   /// pass versions along contended chains sooner and cost more polling traffic.
   virtual void set_max_backoff_ns(unsigned ns) = 0;
+  /// Whether a txn's lanes wait for all its reads at once before its procedure runs (true, the
+  /// default), or lane 0 waits for each read when the procedure asks for it (false: the earlier
+  /// executor, kept for A/B runs). Results are the same either way.
+  virtual void set_gather_reads(bool on) = 0;
   /// Packed transfers through pinned staging (true, the default) or one pageable copy per array.
   virtual void set_packed_transfers(bool packed) = 0;
   /// Host threads that pack the staging buffer (default: the hardware's, at most 16). They are
