@@ -68,8 +68,8 @@ if step bench; then
         echo "== $name $label round $r: duet_bench_epic --epoch 100000 --epochs 6 --threads 16 $args $extra --systems $SYSTEMS" >> "$L"
         # shellcheck disable=SC2086
         DUET_COMMIT=$commit timeout 150 "$bin" --epoch 100000 --epochs 6 --threads 16 $args $extra --systems "$SYSTEMS" \
-          --out "$J/$name-$label-r$r.json" < /dev/null >> "$L" 2>&1
-        echo "$name $label rc=$? (${SECONDS}s)" | tee -a "$L"
+          --out "$J/$name-$label-r$r.json" < /dev/null 2>&1 | sed "s|$J/||" >> "$L"
+        echo "$name $label rc=${PIPESTATUS[0]} (${SECONDS}s)" | tee -a "$L"
       done <<< "$VARIANTS"
     done <<< "$CASES"
   done

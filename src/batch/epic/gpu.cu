@@ -388,8 +388,8 @@ class GpuCtx {
     }
   }
   // Stores write i's data (and for a kCurr row of an indexed table its deleted bit), then
-  // publishes it: the warp syncs, the lane holding the write's slot word fences (cumulative over
-  // the warp's stores) and stores the eid. Each write is published at once: a chain through this
+  // publishes it: each lane fences its stores, the warp syncs, and the lane holding the write's
+  // slot word stores the eid. Each write is published at once: a chain through this
   // record goes on while the txn writes its other keys. The planted eid_before_data publishes
   // first and sleeps, so a waiting reader copies the old data.
   template <class F>
@@ -413,11 +413,9 @@ class GpuCtx {
     }
     if (valid)
       for (std::uint32_t w = lane_; w < tb.words; w += 32) dst[w] = f(w);
+    __threadfence();
     __syncwarp();
-    if (lane_ == i % 32) {
-      __threadfence();
-      if (!v_.eid_before_data) publish(i, valid);
-    }
+    if (lane_ == i % 32 && !v_.eid_before_data) publish(i, valid);
     __syncwarp();
   }
 
