@@ -257,10 +257,8 @@ void HotCache::clear_bucket(Bucket& b) {
 }
 
 void HotCache::grow(mem::EpochManager::Participant* part) {
-  // One grow at a time (start_grow runs one grower thread at a time already; a second caller
-  // would leave the work to the running grow instead of waiting for it).
-  std::unique_lock<std::mutex> one(grow_mutex_, std::try_to_lock);
-  if (!one.owns_lock()) return;
+  // Only the grower thread calls this, one grow at a time (growing_), so the first pass may run
+  // without resize_.
   Table* old = table_.load(std::memory_order_relaxed);
   if (size_.load(std::memory_order_relaxed) <= 4 * (old->mask + 1)) return;  // another thread grew it
   const std::uint64_t n = old->mask + 1;

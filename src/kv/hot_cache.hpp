@@ -158,7 +158,8 @@ class HotCache {
   /// marked clean and unlogged. False (and, with DUET_CHECKS, an abort) for a key that is not
   /// resident or not marked logged, which the switch protocol rules out.
   bool read_logged(std::uint64_t k, bool take, LogRecord* rec);
-  /// Grows the table if it is still at least as loaded as when the caller looked.
+  /// Grows the table if it is still at least as loaded as when the caller looked. Called only
+  /// on the grower thread that start_grow runs (one at a time).
   void grow(mem::EpochManager::Participant* part);
   /// Starts grow() on the grower thread unless a grow is starting or running.
   void start_grow(mem::EpochManager* epochs);
@@ -168,7 +169,6 @@ class HotCache {
   std::atomic<Table*> table_;
   /// Writers hold it shared (with a bucket lock); grow() holds it exclusively.
   mutable sched::StripedSharedMutex resize_;
-  std::mutex grow_mutex_;  ///< one grow at a time (its first pass runs without resize_)
   std::atomic<bool> growing_{false};  ///< a grower thread is starting or running
   std::mutex grower_m_;
   std::thread grower_;  ///< the last grow's thread

@@ -284,3 +284,18 @@ class Conn:
             if not chunk:
                 return bytes(data), True
             data += chunk
+
+
+def set_keys(port, n, value, chunk=20_000, timeout=60.0):
+    """SETs key:0..n-1 to value(i) on one connection, `chunk` commands pipelined at a time.
+    Returns the replies that were not OK (empty when every SET succeeded)."""
+    bad = []
+    with Conn(port, timeout=timeout) as c:
+        for start in range(0, n, chunk):
+            cmds = [("SET", f"key:{i}", value(i)) for i in range(start, min(n, start + chunk))]
+            c.send(encode_many(cmds))
+            for _ in cmds:
+                reply = c.read_reply()
+                if reply != "OK":
+                    bad.append(reply)
+    return bad
