@@ -426,8 +426,8 @@ class GpuCtx {
   std::uint32_t t_, lane_, ob_, nr_, nw_, ab_, na_;
   std::uint64_t watchdog_;
   std::uint64_t filled_ = 0;
-  // Scalars, not arrays: an array indexed at run time would put the whole context in local
-  // memory (the stack frame grew by 280 bytes, and the executor slowed by a fifth).
+  // Scalars, not arrays: arrays indexed at run time put the context in local memory (280 more
+  // bytes of stack frame per thread, by ptxas -v).
   unsigned long long rptr0_ = 0, rptr1_ = 0;  ///< this lane's gathered reads lane and lane + 32
   std::uint32_t rok_ = 0;                     ///< their valid bits (bit 0: read lane, bit 1: lane + 32)
   std::uint64_t wboth0_ = 0, wboth1_ = 0;     ///< slot words of this lane's kCurr writes lane and lane + 32
