@@ -260,7 +260,7 @@ void HotCache::grow(mem::EpochManager::Participant* part) {
   // Only the grower thread calls this, one grow at a time (growing_), so the first pass may run
   // without resize_.
   Table* old = table_.load(std::memory_order_relaxed);
-  if (size_.load(std::memory_order_relaxed) <= 4 * (old->mask + 1)) return;  // another thread grew it
+  if (size_.load(std::memory_order_relaxed) <= 4 * (old->mask + 1)) return;  // no longer crowded (an eviction or a grow since the insert that asked)
   const std::uint64_t n = old->mask + 1;
   using Clock = std::chrono::steady_clock;
   const auto t0 = Clock::now();

@@ -273,7 +273,7 @@ class GpuCtx {
     const std::uint32_t op = ob_ + i;
     if (v_.rid[op] == kInvalid) return nullptr;
     bool valid;
-    const std::uint32_t* d = resolve(op, v_.loc[op], &valid);  // gather() waited: no spin
+    const std::uint32_t* d = resolve(op, v_.loc[op], &valid);  // with gather_reads, gather() waited: no spin
     return valid ? d : nullptr;
   }
   template <class F>
