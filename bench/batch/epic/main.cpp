@@ -54,7 +54,7 @@ struct Config {
   bool full = false;     ///< TPC-C's full mix instead of NP
   std::vector<std::size_t> sizes;  ///< --epoch-sizes: one pass per epoch size
   std::vector<double> abort_rates{0.0};  ///< --abort-rates: YCSB's injected abort shares
-  unsigned backoff_ns = 4096;  ///< the GPU executor's longest sleep between polls
+  unsigned backoff_ns = 1024;  ///< the GPU executor's longest sleep between polls
   bool gather_reads = true;    ///< the GPU executor waits for a txn's reads at once (GpuRunner::set_gather_reads)
 };
 
@@ -337,7 +337,7 @@ int main(int argc, char** argv) {
     std::cerr << (ok ? "" : error + "\n")
               << "usage: duet_bench_epic [--quick] [--records N] [--epoch N] [--epoch-sizes N,N..] [--epochs N] [--threads N]\n"
                  "  [--workloads A,B,C,F,U (U: ten read-updates)] [--abort-rates 0,0.25] [--thetas 0,0.99] [--split 0,1] [--systems serial,epic-twin,epic-submit,epic-submit-gpu,epic-cpu,epic-cpu-hostidx,epic-gpu,epic-gpu-perarray,epic-gpu-hostidx,rocksdb]\n"
-                 "  [--out FILE] [--np WAREHOUSES: TPC-C instead of YCSB] [--mix np|full] [--gpu-backoff NS (4096)] [--gpu-gather 0|1 (1)]\n";
+                 "  [--out FILE] [--np WAREHOUSES: TPC-C instead of YCSB] [--mix np|full] [--gpu-backoff NS (1024)] [--gpu-gather 0|1 (1)]\n";
     return ok ? 0 : 2;
   }
   if (quick) c.records = 100000, c.epoch = 10000, c.epochs = 4;

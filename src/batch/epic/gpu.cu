@@ -326,7 +326,7 @@ class GpuCtx {
   // A spinning lane sleeps longer each time (spinning warps would otherwise take issue slots and
   // memory bandwidth from the warps they wait on); false once the watchdog fired.
   __device__ bool wait_step(long long start, unsigned& spins) {
-    const unsigned ns = spins < 8 ? 32u << spins : 4096u;
+    const unsigned ns = spins < 8 ? 32u << spins : 4096u;  // then capped at max_backoff_ns
     __nanosleep(ns < v_.max_backoff_ns ? ns : v_.max_backoff_ns);
     if (!v_.stuck || ++spins % 16 != 0) return true;
     if (vload32(v_.stuck)) return false;
@@ -840,7 +840,7 @@ class Runner final : public GpuRunner {
   Faults faults_;
 
  private:
-  unsigned max_backoff_ns_ = 4096;
+  unsigned max_backoff_ns_ = 1024;
   bool gather_reads_ = true;
   std::uint32_t last_eid_ = 0;  ///< the eid of the last epoch run (scratch words older than it are stale)
   // ---- Transfers. Kernels read the epoch's inputs through the d_* pointers: into the device
