@@ -38,6 +38,8 @@ namespace b = duet::bench;
 
 namespace {
 
+const char* layout_name(TpccLayout l) { return l == TpccLayout::kSplit ? "split" : "records"; }
+
 struct Config {
   std::uint64_t records = 1000000;
   std::size_t epoch = 100000;
@@ -52,6 +54,8 @@ struct Config {
   std::string out;
   std::uint32_t np = 0;  ///< > 0: TPC-C with this many warehouses instead of YCSB
   bool full = false;     ///< TPC-C's full mix instead of NP
+  /// TPC-C's warehouse, district and customer rows one item per field (Epic's field splitting).
+  TpccLayout layout = TpccLayout::kSplit;
   std::vector<std::size_t> sizes;  ///< --epoch-sizes: one pass per epoch size
   std::vector<double> abort_rates{0.0};  ///< --abort-rates: YCSB's injected abort shares
   unsigned backoff_ns = 1024;  ///< the GPU executor's longest sleep between polls
@@ -326,7 +330,10 @@ int main(int argc, char** argv) {
       if (v != "0" && v != "1") return error = "--gpu-gather takes 0 or 1", false;
       c.gather_reads = v == "1";
     }
-    else if (f == "--mix") {
+    else if (f == "--tpcc-layout") {
+      if (v != "records" && v != "split") return error = "--tpcc-layout takes records or split", false;
+      c.layout = v == "split" ? TpccLayout::kSplit : TpccLayout::kRecords;
+    } else if (f == "--mix") {
       if (v != "np" && v != "full") return error = "--mix takes np or full", false;
       c.full = v == "full";
     } else if (f == "--np") c.np = static_cast<std::uint32_t>(b::parse_count(v).value_or(0));
@@ -337,7 +344,7 @@ int main(int argc, char** argv) {
     std::cerr << (ok ? "" : error + "\n")
               << "usage: duet_bench_epic [--quick] [--records N] [--epoch N] [--epoch-sizes N,N..] [--epochs N] [--threads N]\n"
                  "  [--workloads A,B,C,F,U (U: ten read-updates)] [--abort-rates 0,0.25] [--thetas 0,0.99] [--split 0,1] [--systems serial,epic-twin,epic-submit,epic-submit-gpu,epic-cpu,epic-cpu-hostidx,epic-gpu,epic-gpu-perarray,epic-gpu-hostidx,rocksdb]\n"
-                 "  [--out FILE] [--np WAREHOUSES: TPC-C instead of YCSB] [--mix np|full] [--gpu-backoff NS (1024)] [--gpu-gather 0|1 (1)]\n";
+                 "  [--out FILE] [--np WAREHOUSES: TPC-C instead of YCSB] [--mix np|full] [--tpcc-layout records|split (split)]\n  [--gpu-backoff NS (1024)] [--gpu-gather 0|1 (1)]\n";
     return ok ? 0 : 2;
   }
   if (quick) c.records = 100000, c.epoch = 10000, c.epochs = 4;
@@ -372,7 +379,7 @@ int main(int argc, char** argv) {
     if (c.np) {
       // TPC-C NP: every system gets its own tables, loaded alike, and runs the same epochs.
       const std::uint32_t orders = static_cast<std::uint32_t>(c.epoch * c.epochs / 2 + 1000);
-      const auto specs = tpcc_tables(c.np, orders, orders);
+      const auto specs = tpcc_tables(c.np, orders, orders, c.layout);
       std::shared_ptr<GpuRunner> np_runner, np_hrunner, np_prunner;
       if (gpu && (has("epic-cpu-hostidx") || has("epic-gpu"))) {
         np_runner.reset(make_gpu_runner(ProcSet::kTpcc, &why).release());
@@ -440,7 +447,7 @@ int main(int argc, char** argv) {
         if (gpu_db) gpu_db->load(t, k, d);
         if (gpu_hdb) gpu_hdb->load(t, k, d);
         if (gpu_pdb) gpu_pdb->load(t, k, d);
-      });
+      }, c.layout);
       if ((gpu_db && !np_runner->upload(*gpu_db, &error)) || (gpu_hdb && !np_hrunner->upload(*gpu_hdb, &error)) ||
           (gpu_pdb && !np_prunner->upload(*gpu_pdb, &error))) {
         std::cerr << "upload: " << error << "\n";
@@ -450,7 +457,7 @@ int main(int argc, char** argv) {
         std::cerr << error << "\n";
         return 1;
       }
-      TpccGenerator gen(c.np, 42, c.full ? TpccMix::kFull : TpccMix::kNp);
+      TpccGenerator gen(c.np, 42, c.full ? TpccMix::kFull : TpccMix::kNp, c.layout);
       if (!gen.error().empty()) {
         std::cerr << gen.error() << "\n";
         return 1;
@@ -470,7 +477,7 @@ int main(int argc, char** argv) {
         std::fflush(stdout);
         b::Json r = b::Json::object();
         r.set("name", wl).set("system", system).set("workload", wl).set("op", "txn");
-        r.set("warehouses", c.np).set("epoch_txns", static_cast<std::uint64_t>(c.epoch));
+        r.set("warehouses", c.np).set("epoch_txns", static_cast<std::uint64_t>(c.epoch)).set("tpcc_layout", layout_name(c.layout));
         r.set("formula_ops_per_s", fs.median).set("formula_ops_per_s_min", fs.min).set("formula_ops_per_s_max", fs.max);
         r.set("wall_ops_per_s", ws.median).set("wall_ops_per_s_min", ws.min).set("wall_ops_per_s_max", ws.max);
         r.set("epoch_wall_ms_median", ws.median > 0 ? c.epoch / ws.median * 1e3 : 0.0);
@@ -637,7 +644,7 @@ int main(int argc, char** argv) {
   for (auto x : sizes) size_list.push(static_cast<std::uint64_t>(x));
   config.set("records", c.records).set("epoch_txns", static_cast<std::uint64_t>(c.epoch)).set("epoch_sizes", size_list).set("epochs", c.epochs);
   config.set("threads", c.threads).set("ops_per_txn", 10).set("record_bytes", 1000).set("field_bytes", 100);
-  config.set("np_warehouses", c.np).set("tpcc_mix", c.full ? "full" : "np").set("gpu_max_backoff_ns", c.backoff_ns).set("gpu_gather_reads", c.gather_reads).set("median_over", "epochs 2..N").set("gpu", gpu ? device : "none: " + why);
+  config.set("np_warehouses", c.np).set("tpcc_mix", c.full ? "full" : "np").set("tpcc_layout", layout_name(c.layout)).set("gpu_max_backoff_ns", c.backoff_ns).set("gpu_gather_reads", c.gather_reads).set("median_over", "epochs 2..N").set("gpu", gpu ? device : "none: " + why);
   config.set("command", "bench/batch/epic: duet_bench_epic" + std::string(quick ? " --quick" : ""));
 #ifdef DUET_HAVE_ROCKSDB
   config.set("rocksdb", "RocksDB " + std::to_string(ROCKSDB_MAJOR) + "." + std::to_string(ROCKSDB_MINOR) + "." +

@@ -4,6 +4,15 @@
 // customer, a new-order entry still present) and rerun when it was wrong. Delivery runs as one
 // txn per district (TPC-C's deferred delivery), so each stays under kMaxWrites.
 // Host and device code: the GPU executor compiles these procedures (ProcSet::kTpcc).
+//
+// Two layouts (Epic's field splitting, per table). kRecords: each warehouse, district and
+// customer row is one item, so an update copies the whole row and every txn that touches a row
+// waits for the row's previous writer. kSplit: each field of those three tables is an item of its
+// own (key = row key * fields + field), so NewOrder, which reads the taxes, the discount and the
+// district's next order id, no longer waits for the Payments that update the year-to-date sums
+// and balances of the same rows. At one warehouse that cuts the one chain of versions through the
+// warehouse row into a chain of Payments and, per district, a chain of NewOrders. A procedure id
+// with kSplit set runs against the split layout; the other tables are the same in both.
 #pragma once
 
 #include <cstdint>
@@ -17,11 +26,24 @@ enum TpccTable : std::uint32_t { kWarehouse, kDistrict, kCustomer, kItem, kStock
 
 inline constexpr std::uint32_t kItems = 100000, kCustomersPerDistrict = 3000, kFirstOrderId = 3001;
 
-/// Tables for `w` warehouses with room for `orders` new orders and `payments` history rows.
-inline std::vector<TableSpec> tpcc_tables(std::uint32_t w, std::uint32_t orders, std::uint32_t payments) {
-  return {{"warehouse", 2, w, false},                  // ytd, tax
-          {"district", 3, w * 10, false},              // next_o_id, ytd, tax
-          {"customer", 5, w * 10 * kCustomersPerDistrict, false},  // balance, ytd_payment, payment_cnt, discount, delivery_cnt
+/// Whether warehouse, district and customer rows are one item each or one item per field.
+enum class TpccLayout { kRecords, kSplit };
+
+/// The fields of the three tables that kSplit splits, in their row order.
+enum WarehouseField : std::uint32_t { kWYtd, kWTax };
+enum DistrictField : std::uint32_t { kDNextOrderId, kDYtd, kDTax };
+enum CustomerField : std::uint32_t { kCBalance, kCYtdPayment, kCPaymentCnt, kCDiscount, kCDeliveryCnt };
+inline constexpr std::uint32_t kWarehouseFields = 2, kDistrictFields = 3, kCustomerFields = 5;
+
+/// Tables for `w` warehouses with room for `orders` new orders and `payments` history rows, in
+/// `layout` (kSplit: warehouse, district and customer hold one-word items, `fields` per row).
+inline std::vector<TableSpec> tpcc_tables(std::uint32_t w, std::uint32_t orders, std::uint32_t payments,
+                                          TpccLayout layout = TpccLayout::kRecords) {
+  const bool split = layout == TpccLayout::kSplit;
+  const std::uint32_t customers = w * 10 * kCustomersPerDistrict;
+  return {{"warehouse", split ? 1 : kWarehouseFields, split ? w * kWarehouseFields : w, false},
+          {"district", split ? 1 : kDistrictFields, split ? w * 10 * kDistrictFields : w * 10, false},
+          {"customer", split ? 1 : kCustomerFields, split ? customers * kCustomerFields : customers, false},
           {"item", 2, kItems, false},                  // price, i_id
           {"stock", 4, w * kItems, false},             // quantity, ytd, order_cnt, remote_cnt
           {"order", 4, orders, true},                  // c_id, ol_cnt, all_local, carrier_id
@@ -33,6 +55,10 @@ inline std::uint64_t district_key(std::uint32_t w, std::uint32_t d) { return w *
 inline std::uint64_t customer_key(std::uint32_t w, std::uint32_t d, std::uint32_t c) {
   return district_key(w, d) * kCustomersPerDistrict + c;
 }
+/// The key of a row's field in the split layout (rows of `fields` fields), or of the row itself.
+inline std::uint64_t field_key(std::uint64_t row, std::uint32_t fields, std::uint32_t f, TpccLayout layout) {
+  return layout == TpccLayout::kSplit ? row * fields + f : row;
+}
 inline std::uint64_t order_key(std::uint32_t w, std::uint32_t d, std::uint32_t o) { return (district_key(w, d) << 32) | o; }
 inline std::uint64_t order_line_key(std::uint32_t w, std::uint32_t d, std::uint32_t o, std::uint32_t l) {
   return (order_key(w, d, o) << 4) | l;
@@ -40,31 +66,41 @@ inline std::uint64_t order_line_key(std::uint32_t w, std::uint32_t d, std::uint3
 
 struct TpccProcs {
   enum : std::uint32_t { kNewOrderProc = 0, kPaymentProc = 1, kOrderStatusProc = 2, kDeliveryProc = 3, kStockLevelProc = 4 };
-  static bool known(std::uint32_t p) { return p < 5; }
+  /// Set in a procedure id: the procedure runs against the split layout (TpccLayout::kSplit).
+  static constexpr std::uint32_t kSplit = 8;
+  /// The procedure of an id, without the layout bit.
+  DUET_HD static std::uint32_t base(std::uint32_t p) { return p & ~kSplit; }
+  static bool known(std::uint32_t p) { return base(p) < 5; }
 
-  // NewOrder. Reads: warehouse, district, customer, items[n], stocks[n]. Writes: district,
-  // stocks[n], order, new_order, order_lines[n]. Args: n, o_id, home warehouse, then per line
-  // quantity and supply warehouse, then the customer id. Outputs: 1 amount, 2 order id.
+  // NewOrder. Reads: warehouse, district, customer, items[n], stocks[n] (split: the warehouse's
+  // tax, the district's next order id and tax, the customer's discount, items, stocks). Writes:
+  // district (split: its next order id), stocks[n], order, new_order, order_lines[n]. Args: n,
+  // o_id, home warehouse, then per line quantity and supply warehouse, then the customer id.
+  // Outputs: 1 amount, 2 order id.
   template <class Ctx>
-  DUET_HD static void new_order(Ctx& c) {
-    const std::uint32_t n = c.arg(0), o_id = c.arg(1);
+  DUET_HD static void new_order(Ctx& c, bool split) {
+    const std::uint32_t n = c.arg(0), o_id = c.arg(1), first_item = split ? 4 : 3;
     const std::uint32_t* wh = c.read(0);
     const std::uint32_t* di = c.read(1);
-    const std::uint32_t* cu = c.read(2);
+    const std::uint32_t* dt = split ? c.read(2) : di;
+    const std::uint32_t* cu = c.read(split ? 3 : 2);
     std::uint32_t total = 0, price[15], item_id[15];
     if (n > 15) return c.abort(3);
     for (std::uint32_t l = 0; l < n; ++l) {
-      const std::uint32_t* it = c.read(3 + l);
+      const std::uint32_t* it = c.read(first_item + l);
       if (!it) return c.abort(1);  // unused item: the 1% rollback
       price[l] = it[0];
       item_id[l] = it[1];
       total += it[0] * c.arg(3 + 2 * l);
     }
-    if (!wh || !di || !cu) return c.abort(2);
+    if (!wh || !di || !dt || !cu) return c.abort(2);
     if (di[0] != o_id) return c.rerun();  // reconnaissance predicted another order id
     const std::uint32_t* st[15] = {};
-    for (std::uint32_t l = 0; l < n; ++l) st[l] = c.read(3 + n + l);
-    const std::uint32_t amount = total * (100 - cu[3]) / 100 * (100 + wh[1] + di[2]) / 100;
+    for (std::uint32_t l = 0; l < n; ++l) st[l] = c.read(first_item + n + l);
+    const std::uint32_t w_tax = split ? wh[0] : wh[kWTax], d_tax = split ? dt[0] : di[kDTax];
+    const std::uint32_t discount = split ? cu[0] : cu[kCDiscount];
+    const std::uint32_t amount = total * (100 - discount) / 100 * (100 + w_tax + d_tax) / 100;
+    // Split, the district item is its next order id alone (one word).
     c.write(0, [di](std::uint32_t w) { return w == 0 ? di[0] + 1 : di[w]; });
     for (std::uint32_t l = 0; l < n; ++l) {
       const std::uint32_t* s = st[l];
@@ -87,10 +123,28 @@ struct TpccProcs {
     c.out(1, amount);
     c.out(2, o_id);
   }
-  // Payment. Reads and writes warehouse, district, customer; inserts a history row. Arg: amount.
+  // Payment. Reads and writes warehouse, district, customer (split: the warehouse's and the
+  // district's ytd, the customer's balance, ytd_payment and payment_cnt); inserts a history row.
+  // Arg: amount. Output: 1 the customer's new balance.
   template <class Ctx>
-  DUET_HD static void payment(Ctx& c) {
+  DUET_HD static void payment(Ctx& c, bool split) {
     const std::uint32_t amt = c.arg(0);
+    if (split) {
+      const std::uint32_t* wy = c.read(0);
+      const std::uint32_t* dy = c.read(1);
+      const std::uint32_t* balance = c.read(2);
+      const std::uint32_t* paid = c.read(3);
+      const std::uint32_t* count = c.read(4);
+      if (!wy || !dy || !balance || !paid || !count) return c.abort(2);
+      const std::uint32_t bal = balance[0] - amt;
+      c.write(0, [wy, amt](std::uint32_t) { return wy[0] + amt; });
+      c.write(1, [dy, amt](std::uint32_t) { return dy[0] + amt; });
+      c.write(2, [bal](std::uint32_t) { return bal; });
+      c.write(3, [paid, amt](std::uint32_t) { return paid[0] + amt; });
+      c.write(4, [count](std::uint32_t) { return count[0] + 1; });
+      c.write(5, [bal, amt](std::uint32_t w) { return w == 0 ? bal : w == 1 ? amt : 0u; });
+      return c.out(1, bal);
+    }
     const std::uint32_t* wh = c.read(0);
     const std::uint32_t* di = c.read(1);
     const std::uint32_t* cu = c.read(2);
@@ -104,7 +158,7 @@ struct TpccProcs {
     c.write(3, [bal, amt](std::uint32_t w) { return w == 0 ? bal : w == 1 ? amt : 0u; });
     c.out(1, bal);
   }
-  // OrderStatus (read-only). Reads: customer, then (when reconnaissance found an order) the
+  // OrderStatus (read-only). Reads: customer (split: its balance), then (when reconnaissance found an order) the
   // customer's last order and its n order lines. Args: customer id, has_order, n. Outputs: 1
   // balance, 2 the order's line count, 3 the sum of its line amounts. Reruns when the order is
   // absent or not the customer's.
@@ -128,13 +182,14 @@ struct TpccProcs {
     c.out(3, sum);
   }
   // Delivery of one district's oldest undelivered order. Reads: new_order, order, order_lines[n],
-  // customer. Writes: new_order (deleted), order (carrier set), order_lines[n] (delivery date
-  // set), customer (balance plus the amounts, delivery count plus one). Args: customer id, n,
+  // customer (split: its balance and delivery_cnt). Writes: new_order (deleted), order (carrier
+  // set), order_lines[n] (delivery date set), customer (balance plus the amounts, delivery count
+  // plus one). Args: customer id, n,
   // carrier, date. Outputs: 1 the amount delivered. Without keys (no undelivered order) it does
   // nothing. Reruns when the entry is gone or the order
   // is not the declared customer's.
   template <class Ctx>
-  DUET_HD static void delivery(Ctx& c) {
+  DUET_HD static void delivery(Ctx& c, bool split) {
     const std::uint32_t cid = c.arg(0), n = c.arg(1), carrier = c.arg(2), date = c.arg(3);
     if (c.nreads() == 0) return c.out(1, 0);  // no undelivered order in the district
     const std::uint32_t* no = c.read(0);
@@ -148,17 +203,25 @@ struct TpccProcs {
       sum += lines[l][3];
     }
     const std::uint32_t* cu = c.read(2 + n);
-    if (!cu) return c.abort(2);
+    const std::uint32_t* delivered = split ? c.read(3 + n) : cu;
+    if (!cu || !delivered) return c.abort(2);
     c.remove(0);
     c.write(1, [o, carrier](std::uint32_t w) { return w == 3 ? carrier : o[w]; });
     for (std::uint32_t l = 0; l < n; ++l) {
       const std::uint32_t* ol = lines[l];
       c.write(2 + l, [ol, date](std::uint32_t w) { return w == 4 ? date : ol[w]; });
     }
-    c.write(2 + n, [cu, sum](std::uint32_t w) { return w == 0 ? cu[0] + sum : w == 4 ? cu[4] + 1 : cu[w]; });
+    if (split) {
+      c.write(2 + n, [cu, sum](std::uint32_t) { return cu[0] + sum; });
+      c.write(3 + n, [delivered](std::uint32_t) { return delivered[0] + 1; });
+    } else {
+      c.write(2 + n, [cu, sum](std::uint32_t w) {
+        return w == kCBalance ? cu[w] + sum : w == kCDeliveryCnt ? cu[w] + 1 : cu[w];
+      });
+    }
     c.out(1, sum);
   }
-  // StockLevel (read-only). Reads: district, the order lines of the district's last 20 orders,
+  // StockLevel (read-only). Reads: district (split: its next order id), the order lines of the district's last 20 orders,
   // the stock of each distinct item among them. Args: threshold, the predicted next order id,
   // the number of order lines k. Output: 1 the number of items whose stock quantity is below the
   // threshold. Reruns when the district's next order id is not the predicted one.
@@ -179,28 +242,38 @@ struct TpccProcs {
   }
   template <class Ctx>
   DUET_HD static bool dispatch(std::uint32_t p, Ctx& c) {
-    if (p == kNewOrderProc) return new_order(c), true;
-    if (p == kPaymentProc) return payment(c), true;
+    const bool split = (p & kSplit) != 0;
+    p = base(p);
+    if (p == kNewOrderProc) return new_order(c, split), true;
+    if (p == kPaymentProc) return payment(c, split), true;
     if (p == kOrderStatusProc) return order_status(c), true;
-    if (p == kDeliveryProc) return delivery(c), true;
+    if (p == kDeliveryProc) return delivery(c, split), true;
     if (p == kStockLevelProc) return stock_level(c), true;
     return false;
   }
 };
 
-/// Loads the static tables (warehouse, district, customer, item, stock).
+/// Loads the static tables (warehouse, district, customer, item, stock) in `layout`:
+/// load(table, key, words) once per row, or once per field of a split row.
 template <class Load>
-void tpcc_load(std::uint32_t warehouses, Load load) {
+void tpcc_load(std::uint32_t warehouses, Load load, TpccLayout layout = TpccLayout::kRecords) {
   std::vector<std::uint32_t> r(5);
+  const auto row = [&](std::uint32_t table, std::uint64_t key) {
+    if (layout == TpccLayout::kRecords) {
+      load(table, key, r.data());
+      return;
+    }
+    for (std::uint32_t f = 0; f < r.size(); ++f) load(table, key * r.size() + f, r.data() + f);
+  };
   for (std::uint32_t w = 0; w < warehouses; ++w) {
     r = {0, 5 + w % 10};
-    load(kWarehouse, w, r.data());
+    row(kWarehouse, w);
     for (std::uint32_t d = 0; d < 10; ++d) {
       r = {kFirstOrderId, 0, 3 + d};
-      load(kDistrict, district_key(w, d), r.data());
+      row(kDistrict, district_key(w, d));
       for (std::uint32_t cc = 0; cc < kCustomersPerDistrict; ++cc) {
         r = {100000, 0, 0, cc % 50, 0};
-        load(kCustomer, customer_key(w, d, cc), r.data());
+        row(kCustomer, customer_key(w, d, cc));
       }
     }
     for (std::uint32_t i = 0; i < kItems; ++i) {

@@ -2,6 +2,7 @@
 // (NewOrder 45, Payment 43, OrderStatus 4, Delivery 4, StockLevel 4). Customers are chosen by id.
 // 1% of NewOrders name an unused item and roll back; 1% of order lines come from a remote
 // warehouse and 15% of payments pay a remote customer, when there is more than one warehouse.
+// The txns address the tables of one layout (TpccLayout, tpcc.hpp): rows, or split rows' fields.
 //
 // Reconnaissance. Every key a txn declares, the data-dependent ones included, is found before its
 // epoch runs, from the generator's model of the committed state after every txn generated
@@ -34,8 +35,9 @@ enum class TpccMix { kNp, kFull };
 /// Generates TPC-C txns into batches, in serial order, with reconnaissance (see above).
 class TpccGenerator {
  public:
-  TpccGenerator(std::uint32_t warehouses, std::uint64_t seed, TpccMix mix = TpccMix::kNp)
-      : w_(warehouses), mix_(mix), rng_(seed), next_o_(warehouses * 10, kFirstOrderId),
+  TpccGenerator(std::uint32_t warehouses, std::uint64_t seed, TpccMix mix = TpccMix::kNp,
+                TpccLayout layout = TpccLayout::kRecords)
+      : w_(warehouses), mix_(mix), layout_(layout), rng_(seed), next_o_(warehouses * 10, kFirstOrderId),
         deliver_next_(warehouses * 10, kFirstOrderId), orders_(warehouses * 10) {
     if (mix_ != TpccMix::kFull) return;
     lit::Config c;
@@ -104,7 +106,9 @@ class TpccGenerator {
     std::uint32_t& ctr = next_o_[dk];
     const std::uint32_t o = ctr;
     std::vector<std::uint32_t> a = {lines, o, w};
-    r = {{kWarehouse, w}, {kDistrict, dk}, {kCustomer, customer_key(w, d, cid)}};
+    const std::uint64_t ck = customer_key(w, d, cid);
+    if (split()) r = {warehouse(w, kWTax), district(dk, kDNextOrderId), district(dk, kDTax), customer(ck, kCDiscount)};
+    else r = {{kWarehouse, w}, {kDistrict, dk}, {kCustomer, ck}};
     for (auto i : items) r.push_back({kItem, i});
     std::vector<std::uint32_t> supply;
     for (std::size_t l = 0; l < items.size(); ++l) {
@@ -115,12 +119,12 @@ class TpccGenerator {
     }
     a.push_back(cid);
     for (std::size_t l = 0; l < items.size(); ++l) r.push_back({kStock, static_cast<std::uint64_t>(supply[l]) * kItems + items[l]});
-    wr.push_back({kDistrict, dk});
+    wr.push_back(district(dk, kDNextOrderId));
     for (std::size_t l = 0; l < items.size(); ++l) wr.push_back({kStock, static_cast<std::uint64_t>(supply[l]) * kItems + items[l]});
     wr.push_back({kOrder, order_key(w, d, o)});
     wr.push_back({kNewOrder, order_key(w, d, o)});
     for (std::uint32_t l = 0; l < lines; ++l) wr.push_back({kOrderLine, order_line_key(w, d, o, l)});
-    b->add(TpccProcs::kNewOrderProc, r, wr, a, tag);
+    b->add(proc(TpccProcs::kNewOrderProc), r, wr, a, tag);
     if (rollback) return;  // reconnaissance: only orders that will commit take an id
     ++ctr;
     if (mix_ != TpccMix::kFull) return;
@@ -132,15 +136,20 @@ class TpccGenerator {
   void payment(std::uint32_t w, std::uint32_t d, std::uint32_t cid, Batch* b, std::uint64_t tag) {
     const std::uint32_t cw = (w_ > 1 && pick(100) < 15) ? (w + 1 + pick(w_ - 1)) % w_ : w;
     const std::uint32_t cd = cw == w ? d : pick(10);
-    std::vector<Key> r = {{kWarehouse, w}, {kDistrict, district_key(w, d)}, {kCustomer, customer_key(cw, cd, cid)}};
+    const std::uint64_t dk = district_key(w, d), ck = customer_key(cw, cd, cid);
+    std::vector<Key> r;
+    if (split())
+      r = {warehouse(w, kWYtd), district(dk, kDYtd), customer(ck, kCBalance), customer(ck, kCYtdPayment),
+           customer(ck, kCPaymentCnt)};
+    else r = {{kWarehouse, w}, {kDistrict, dk}, {kCustomer, ck}};
     std::vector<Key> wr = r;
     wr.push_back({kHistory, history_++});
-    b->add(TpccProcs::kPaymentProc, r, wr, {1 + pick(5000)}, tag);
+    b->add(proc(TpccProcs::kPaymentProc), r, wr, {1 + pick(5000)}, tag);
   }
 
   void order_status(std::uint32_t w, std::uint32_t d, std::uint32_t cid, Batch* b, std::uint64_t tag) {
     const std::uint64_t ck = customer_key(w, d, cid);
-    std::vector<Key> r = {{kCustomer, ck}};
+    std::vector<Key> r = {customer(ck, kCBalance)};
     std::uint32_t has = 0, n = 0;
     found_.clear();
     lit::RangePage page;
@@ -151,14 +160,14 @@ class TpccGenerator {
       r.push_back({kOrder, order_key(w, d, o)});
       for (std::uint32_t l = 0; l < n; ++l) r.push_back({kOrderLine, order_line_key(w, d, o, l)});
     }
-    b->add(TpccProcs::kOrderStatusProc, r, {}, {cid, has, n}, tag);
+    b->add(proc(TpccProcs::kOrderStatusProc), r, {}, {cid, has, n}, tag);
   }
 
   void delivery_piece(const Piece& p, Batch* b, std::uint64_t tag) {
     const std::uint64_t dk = district_key(p.w, p.d);
     std::uint32_t& head = deliver_next_[dk];
     if (head == next_o_[dk]) {  // nothing to deliver in this district: an empty txn keeps the count
-      b->add(TpccProcs::kDeliveryProc, {}, {}, {0, 0, p.carrier, p.date}, tag);
+      b->add(proc(TpccProcs::kDeliveryProc), {}, {}, {0, 0, p.carrier, p.date}, tag);
       return;
     }
     const std::uint32_t o = head++;
@@ -166,14 +175,16 @@ class TpccGenerator {
     const std::uint32_t n = static_cast<std::uint32_t>(ord.items.size());
     std::vector<Key> r = {{kNewOrder, order_key(p.w, p.d, o)}, {kOrder, order_key(p.w, p.d, o)}};
     for (std::uint32_t l = 0; l < n; ++l) r.push_back({kOrderLine, order_line_key(p.w, p.d, o, l)});
-    r.push_back({kCustomer, customer_key(p.w, p.d, ord.cid)});
-    b->add(TpccProcs::kDeliveryProc, r, r, {ord.cid, n, p.carrier, p.date}, tag);
+    const std::uint64_t ck = customer_key(p.w, p.d, ord.cid);
+    r.push_back(customer(ck, kCBalance));
+    if (split()) r.push_back(customer(ck, kCDeliveryCnt));
+    b->add(proc(TpccProcs::kDeliveryProc), r, r, {ord.cid, n, p.carrier, p.date}, tag);
   }
 
   void stock_level(std::uint32_t w, std::uint32_t d, Batch* b, std::uint64_t tag) {
     const std::uint64_t dk = district_key(w, d);
     const std::uint32_t next = next_o_[dk], first = next >= kFirstOrderId + 20 ? next - 20 : kFirstOrderId;
-    std::vector<Key> r = {{kDistrict, dk}};
+    std::vector<Key> r = {district(dk, kDNextOrderId)};
     std::vector<std::uint32_t> items;
     for (std::uint32_t o = first; o < next; ++o) {
       const Order& ord = orders_[dk][o - kFirstOrderId];
@@ -184,12 +195,20 @@ class TpccGenerator {
     }
     const std::uint32_t k = static_cast<std::uint32_t>(r.size() - 1);
     for (auto i : items) r.push_back({kStock, static_cast<std::uint64_t>(w) * kItems + i});
-    b->add(TpccProcs::kStockLevelProc, r, {}, {10 + pick(11), next, k}, tag);
+    b->add(proc(TpccProcs::kStockLevelProc), r, {}, {10 + pick(11), next, k}, tag);
   }
+
+  bool split() const { return layout_ == TpccLayout::kSplit; }
+  std::uint32_t proc(std::uint32_t p) const { return split() ? p | TpccProcs::kSplit : p; }
+  // The item of a row's field: the row itself in the record layout.
+  Key warehouse(std::uint64_t w, std::uint32_t f) const { return {kWarehouse, field_key(w, kWarehouseFields, f, layout_)}; }
+  Key district(std::uint64_t dk, std::uint32_t f) const { return {kDistrict, field_key(dk, kDistrictFields, f, layout_)}; }
+  Key customer(std::uint64_t ck, std::uint32_t f) const { return {kCustomer, field_key(ck, kCustomerFields, f, layout_)}; }
 
   std::uint32_t pick(std::uint32_t n) { return static_cast<std::uint32_t>(rng_() % n); }
   std::uint32_t w_;
   TpccMix mix_;
+  TpccLayout layout_;
   std::mt19937_64 rng_;
   std::vector<std::uint32_t> next_o_, deliver_next_;
   std::vector<std::vector<Order>> orders_;  ///< per district, by order id - kFirstOrderId (full mix)

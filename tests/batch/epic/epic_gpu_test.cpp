@@ -494,9 +494,10 @@ TEST(EpicGpuExec, YcsbAt100KEqualsSerial) {
       }
 }
 
-// TPC-C (NP and the full mix) at 1 and 4 warehouses, 100K-txn epochs, on the GPU (GPU indexing)
-// and on Epic-CPU (GPU plan, CPU threads). On NP a GPU runner indexing on the host runs the same
-// epochs: outcomes, outputs, index entries, rings and back-links equal the GPU-indexed run's.
+// TPC-C (NP and the full mix) at 1 and 4 warehouses, in both layouts (rows, and rows split by
+// field), 100K-txn epochs, on the GPU (GPU indexing) and on Epic-CPU (GPU plan, CPU threads). On
+// NP a GPU runner indexing on the host runs the same epochs: outcomes, outputs, index entries,
+// rings and back-links equal the GPU-indexed run's.
 TEST(EpicGpuExec, TpccAt100KEqualsSerial) {
   REQUIRE_GPU();
   std::string err;
@@ -505,10 +506,11 @@ TEST(EpicGpuExec, TpccAt100KEqualsSerial) {
   auto gh = make_gpu_runner(ProcSet::kTpcc, &err);
   ASSERT_TRUE(gh) << err;
   gh->set_index_on(IndexOn::kHost);
+  for (TpccLayout layout : {TpccLayout::kRecords, TpccLayout::kSplit})
   for (TpccMix mix : {TpccMix::kNp, TpccMix::kFull})
   for (std::uint32_t w : {1u, 4u}) {
-    SCOPED_TRACE(mix == TpccMix::kFull ? "full mix" : "NP");
-    const auto specs = tpcc_tables(w, 120000, 120000);
+    SCOPED_TRACE(std::string(mix == TpccMix::kFull ? "full mix" : "NP") + (layout == TpccLayout::kSplit ? ", split" : ""));
+    const auto specs = tpcc_tables(w, 120000, 120000, layout);
     Database db(specs), dbh(specs);
     const bool twin_index = mix == TpccMix::kNp;
     // Epic-CPU indexes on its own runner: a runner holds one index at a time.
@@ -517,18 +519,21 @@ TEST(EpicGpuExec, TpccAt100KEqualsSerial) {
     Engine<TpccProcs> cpu(specs, 8);
     cpu.set_device_planner(gc);
     SerialStore s(specs);
-    tpcc_load(w, [&](std::uint32_t t, std::uint64_t k, const std::uint32_t* d) {
-      db.load(t, k, d);
-      if (twin_index) dbh.load(t, k, d);
-      cpu.db().load(t, k, d);
-      s.put(t, k, d);
-    });
+    tpcc_load(
+        w,
+        [&](std::uint32_t t, std::uint64_t k, const std::uint32_t* d) {
+          db.load(t, k, d);
+          if (twin_index) dbh.load(t, k, d);
+          cpu.db().load(t, k, d);
+          s.put(t, k, d);
+        },
+        layout);
     SerialStore s2 = s;
     ASSERT_TRUE(g->upload(db, &err)) << err;
     if (twin_index) {
       ASSERT_TRUE(gh->upload(dbh, &err)) << err;
     }
-    TpccGenerator gen(w, 91 + w, mix);
+    TpccGenerator gen(w, 91 + w, mix, layout);
     ASSERT_EQ(gen.error(), "");
     Batch pending, pending2;
     for (int ep = 0; ep < 2; ++ep) {

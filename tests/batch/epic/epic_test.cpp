@@ -5,8 +5,11 @@
 // here with HostPlanner, the CPU twin of the GPU planner, against the checker and the reference.
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <functional>
+#include <memory>
 #include <random>
+#include <set>
 
 #include "batch/epic/engine.hpp"
 #include "batch/epic/serial.hpp"
@@ -306,20 +309,23 @@ TEST(EpicOracle, YcsbEqualsSerial) {
 }
 
 // ------------------------------------------------------------------ TPC-C
-// NP and the full mix against the checker (1 and 4 warehouses). Reconnaissance must predict every data-dependent key
-// (no txn reruns); every procedure commits at least once; NewOrders roll back; deliveries free
-// new-order ids, which later orders reuse.
+// NP and the full mix against the checker (1 and 4 warehouses), in either layout. Reconnaissance
+// must predict every data-dependent key (no txn reruns); every procedure commits at least once;
+// NewOrders roll back; deliveries free new-order ids, which later orders reuse.
 std::string run_tpcc(std::uint32_t warehouses, TpccMix mix, int epochs, int max_size, int threads,
-                     std::shared_ptr<DevicePlanner> dev = nullptr) {
-  const auto specs = tpcc_tables(warehouses, 40000, 40000);
+                     std::shared_ptr<DevicePlanner> dev = nullptr, TpccLayout layout = TpccLayout::kRecords) {
+  const auto specs = tpcc_tables(warehouses, 40000, 40000, layout);
   Engine<TpccProcs> e(specs, threads);
   if (dev) e.set_device_planner(dev);
   SerialStore s(specs);
-  tpcc_load(warehouses, [&](std::uint32_t t, std::uint64_t k, const std::uint32_t* d) {
-    e.db().load(t, k, d);
-    s.put(t, k, d);
-  });
-  TpccGenerator g(warehouses, 77 + warehouses, mix);
+  tpcc_load(
+      warehouses,
+      [&](std::uint32_t t, std::uint64_t k, const std::uint32_t* d) {
+        e.db().load(t, k, d);
+        s.put(t, k, d);
+      },
+      layout);
+  TpccGenerator g(warehouses, 77 + warehouses, mix, layout);
   if (!g.error().empty()) return g.error();
   std::mt19937_64 rng(5);
   Batch pending;
@@ -336,12 +342,13 @@ std::string run_tpcc(std::uint32_t warehouses, TpccMix mix, int epochs, int max_
     std::string err;
     if (!e.run_epoch(b, &out, &err)) return err;
     for (std::size_t t = 0; t < b.size(); ++t) {
-      const std::uint32_t o = out.results.outcome[t];
+      const std::uint32_t o = out.results.outcome[t], p = TpccProcs::base(b.proc[t]);
       if (o == kRerun || o == kIllegal) return "txn " + std::to_string(t) + " (proc " + std::to_string(b.proc[t]) + "): outcome " + std::to_string(o);
+      if ((b.proc[t] != p) != (layout == TpccLayout::kSplit)) return "txn " + std::to_string(t) + ": proc " + std::to_string(b.proc[t]) + " of the other layout";
       aborted += o == kAborted;
-      if (o == kCommitted) ++committed[b.proc[t]];
-      if (o == kCommitted && b.proc[t] == TpccProcs::kDeliveryProc) delivered += out.results.out[t * kMaxOut + 1] != 0;
-      if (o == kCommitted && b.proc[t] == TpccProcs::kStockLevelProc) low_stock += out.results.out[t * kMaxOut + 1];
+      if (o == kCommitted) ++committed[p];
+      if (o == kCommitted && p == TpccProcs::kDeliveryProc) delivered += out.results.out[t * kMaxOut + 1] != 0;
+      if (o == kCommitted && p == TpccProcs::kStockLevelProc) low_stock += out.results.out[t * kMaxOut + 1];
     }
     std::string d = replay_epoch<TpccProcs>(s, pending, b, out);
     if (d.empty() && (ep % 5 == 4 || ep + 1 == epochs)) {
@@ -497,6 +504,89 @@ TEST(EpicOracle, TpccFullMixEqualsSerial) {
   const int epochs = std::max(2, static_cast<int>(20 * test_scale()));
   ASSERT_EQ(run_tpcc(1, TpccMix::kFull, epochs, 2000, 4), "");
   ASSERT_EQ(run_tpcc(many_warehouses(), TpccMix::kFull, epochs, 2000, 3), "");
+}
+
+// The split layout (warehouse, district and customer one item per field) against the checker:
+// NP at one warehouse, the full mix at several.
+TEST(EpicOracle, TpccSplitEqualsSerial) {
+  const int epochs = std::max(2, static_cast<int>(12 * test_scale()));
+  ASSERT_EQ(run_tpcc(1, TpccMix::kNp, epochs, 2000, 4, nullptr, TpccLayout::kSplit), "");
+  ASSERT_EQ(run_tpcc(many_warehouses(), TpccMix::kFull, epochs, 2000, 3, nullptr, TpccLayout::kSplit), "");
+}
+
+// What the split layout is for: a NewOrder reads no item that a Payment writes (in the record
+// layout it reads the warehouse and district rows every Payment writes). And it is the same
+// database: the same txns give the same outcomes and outputs in both layouts, and every split
+// row's fields hold its row's words in the record layout.
+TEST(EpicOracle, TpccSplitDecouplesNewOrderFromPayment) {
+  std::vector<EpochOutput> outs(2);
+  std::vector<Batch> batches(2);
+  std::vector<std::unique_ptr<Engine<TpccProcs>>> engines;
+  std::string err;
+  for (TpccLayout layout : {TpccLayout::kRecords, TpccLayout::kSplit}) {
+    const int i = layout == TpccLayout::kSplit;
+    engines.push_back(std::make_unique<Engine<TpccProcs>>(tpcc_tables(1, 20000, 20000, layout), 2));
+    Engine<TpccProcs>& e = *engines.back();
+    tpcc_load(1, [&](std::uint32_t t, std::uint64_t k, const std::uint32_t* d) { e.db().load(t, k, d); }, layout);
+    TpccGenerator g(1, 13, TpccMix::kFull, layout);
+    for (int ep = 0; ep < 2; ++ep) {  // two epochs: the second reads what the first wrote
+      Batch b;
+      g.generate(3000, &b, ep * 3000);
+      EpochOutput out;
+      ASSERT_TRUE(e.run_epoch(b, &out, &err)) << err;
+      for (std::size_t t = 0; t < b.size(); ++t) batches[i].add_from(b, t, 0);
+      outs[i].results.outcome.insert(outs[i].results.outcome.end(), out.results.outcome.begin(), out.results.outcome.end());
+      outs[i].results.out.insert(outs[i].results.out.end(), out.results.out.begin(), out.results.out.end());
+    }
+    ASSERT_TRUE(e.sync(&err)) << err;
+  }
+  std::set<std::pair<std::uint32_t, std::uint64_t>> paid[2], ordered[2];
+  for (int i = 0; i < 2; ++i) {
+    const Batch& b = batches[i];
+    for (std::size_t t = 0; t < b.size(); ++t) {
+      const std::uint32_t p = TpccProcs::base(b.proc[t]);
+      for (std::uint32_t k = b.op_begin[t]; k < b.op_begin[t + 1]; ++k) {
+        const bool read = k < b.op_begin[t] + b.nreads[t];
+        if (p == TpccProcs::kPaymentProc && !read && b.keys[k].table != kHistory) paid[i].insert({b.keys[k].table, b.keys[k].key});
+        if (p == TpccProcs::kNewOrderProc && read) ordered[i].insert({b.keys[k].table, b.keys[k].key});
+      }
+    }
+  }
+  auto shared = [&](int i) {
+    std::size_t n = 0;
+    for (const auto& k : ordered[i]) n += paid[i].count(k);
+    return n;
+  };
+  EXPECT_GE(shared(0), 11u);  // the warehouse and its ten districts, at least
+  EXPECT_EQ(shared(1), 0u);
+  ASSERT_EQ(batches[0].size(), batches[1].size());
+  for (std::size_t t = 0; t < batches[0].size(); ++t) {
+    ASSERT_EQ(TpccProcs::base(batches[0].proc[t]), TpccProcs::base(batches[1].proc[t])) << t;
+    ASSERT_EQ(outs[0].results.outcome[t], outs[1].results.outcome[t]) << t;
+    for (std::uint32_t w = 0; w < kMaxOut; ++w)
+      ASSERT_EQ(outs[0].results.out[t * kMaxOut + w], outs[1].results.out[t * kMaxOut + w]) << "txn " << t << " word " << w;
+  }
+  const Database &rows = engines[0]->db(), &fields = engines[1]->db();
+  const std::uint32_t count[3] = {1, 10, 10 * kCustomersPerDistrict}, width[3] = {kWarehouseFields, kDistrictFields, kCustomerFields};
+  for (std::uint32_t table : {kWarehouse, kDistrict, kCustomer})
+    for (std::uint64_t r = 0; r < count[table]; ++r) {
+      const std::uint32_t* row = rows.get(table, r);
+      ASSERT_NE(row, nullptr) << table << " " << r;
+      for (std::uint32_t f = 0; f < width[table]; ++f) {
+        const std::uint32_t* field = fields.get(table, r * width[table] + f);
+        ASSERT_NE(field, nullptr) << table << " " << r << " " << f;
+        ASSERT_EQ(*field, row[f]) << "table " << table << " row " << r << " field " << f;
+      }
+    }
+  for (std::size_t k = 0; k < batches[0].keys.size(); ++k) {  // every other item a txn named
+    const Key key = batches[0].keys[k];
+    if (key.table == kWarehouse || key.table == kDistrict || key.table == kCustomer) continue;
+    const std::uint32_t *a = rows.get(key.table, key.key), *b = fields.get(key.table, key.key);
+    ASSERT_EQ(a == nullptr, b == nullptr) << key.table << " " << key.key;
+    if (a) {
+      ASSERT_TRUE(std::equal(a, a + rows.table(key.table).spec.record_words, b)) << key.table << " " << key.key;
+    }
+  }
 }
 
 // Negative control for reconnaissance: a wrong prediction (an OrderStatus's line count, a
