@@ -6,6 +6,8 @@
 
 #include <algorithm>
 #include <chrono>
+#include <cstdio>
+#include <cstdlib>
 #include <cstring>
 #include <thread>
 #include <vector>
@@ -1033,6 +1035,33 @@ class Runner final : public GpuRunner {
     return true;
   }
 
+  // With DUET_EPIC_INDEX_TIMES=1 in the environment, device_index synchronises after each step
+  // and prints the steps' milliseconds per epoch to stderr (a diagnostic: the syncs cost time).
+  struct IndexTimes {
+    bool on = std::getenv("DUET_EPIC_INDEX_TIMES") != nullptr;
+    std::chrono::steady_clock::time_point last;
+    double ms[8] = {};
+    static constexpr const char* kNames[8] = {"prep", "select", "get-writes", "missing", "sort-unique", "assign", "put",
+                                              "lookup"};
+    void start() {
+      if (on) cudaDeviceSynchronize(), last = std::chrono::steady_clock::now(), std::fill(ms, ms + 8, 0.0);
+    }
+    void mark(int step) {
+      if (!on) return;
+      cudaDeviceSynchronize();
+      const auto now = std::chrono::steady_clock::now();
+      ms[step] += std::chrono::duration<double, std::milli>(now - last).count();
+      last = now;
+    }
+    void print(std::size_t m) const {
+      if (!on) return;
+      std::fprintf(stderr, "epic index ms (%zu ops):", m);
+      for (int i = 0; i < 8; ++i) std::fprintf(stderr, " %s %.3f", kNames[i], ms[i]);
+      std::fprintf(stderr, "\n");
+    }
+  };
+  IndexTimes itimes_;
+
   // Insert-first indexing over keys_/op_begin_/nreads_ on the device; fills op_table_, rid_ and
   // global_. Every table is checked for room before any key is inserted.
   bool device_index(const Database& db, std::size_t n, std::size_t m, std::string* err) {
@@ -1041,10 +1070,13 @@ class Runner final : public GpuRunner {
         !skey_.reserve(m, err) || !mpos_.reserve(m, err) || !spos_.reserve(m, err) || !ids_.reserve(m, err))
       return false;
     if (m == 0) return true;
+    IndexTimes& it = itimes_;
+    it.start();
     prep_kernel<<<blocks_for(n, 256), 256>>>(d_key_, d_ktable_, d_op_begin_, d_nreads_, static_cast<std::uint32_t>(n), meta_.p,
                                              static_cast<std::uint32_t>(dix_.size()), op_table_.p, isw_.p, rid_.p,
                                              global_.p);
     EPIC_CUDA(cudaGetLastError());
+    it.mark(0);
     const thrust::counting_iterator<std::uint32_t> zero(0);
     // 1. Per indexed table: the missing write keys, uniquified, in first-occurrence order.
     for (std::uint32_t tb = 0; tb < dix_.size(); ++tb) {
@@ -1053,10 +1085,12 @@ class Runner final : public GpuRunner {
       if (!d.map) continue;
       const std::size_t ns =
           thrust::copy_if(thrust::device, zero, zero + m, sel_.p, OpOfTable{op_table_.p, isw_.p, tb, true}) - sel_.p;
+      it.mark(1);
       if (ns == 0) continue;
       gather_keys_kernel<<<blocks_for(ns, 256), 256>>>(d_key_, sel_.p, ns, kbuf_.p);
       EPIC_CUDA(cudaGetLastError());
       if (!lslab_run(*d.map, lslab::Op::kGet, kbuf_.p, nullptr, ns, err)) return false;
+      it.mark(2);
       if (thrust::count_if(thrust::device, zero, zero + ns, StatusIs{lst_.p, lslab::OpStatus::kInvalid}))
         return *err = "table " + db.table(tb).spec.name + ": write key 2^64-1 cannot be GPU-indexed", false;
       const std::size_t nm =
@@ -1064,6 +1098,7 @@ class Runner final : public GpuRunner {
       if (nm == 0) continue;
       gather_missing_kernel<<<blocks_for(nm, 256), 256>>>(mj_.p, nm, sel_.p, kbuf_.p, mkey_.p, mpos_.p);
       EPIC_CUDA(cudaGetLastError());
+      it.mark(3);
       // Radix sorts are stable: within one key the positions stay ascending, so unique keeps
       // each key's first occurrence.
       std::size_t bytes = 0;
@@ -1078,6 +1113,7 @@ class Runner final : public GpuRunner {
       EPIC_CUDA(cub::DeviceRadixSort::SortPairs(cub_tmp_.p, bytes, spos_.p, mpos_.p, skey_.p, d.fresh.p, static_cast<int>(u)));
       if (u > d.count) return *err = "table " + db.table(tb).spec.name + " is full", false;
       d.fresh_n = u;
+      it.mark(4);
     }
     // 2. Ids from the ring's head, back-links, inserts.
     for (std::uint32_t tb = 0; tb < dix_.size(); ++tb) {
@@ -1086,7 +1122,9 @@ class Runner final : public GpuRunner {
       assign_kernel<<<blocks_for(d.fresh_n, 256), 256>>>(d.fresh.p, d.fresh_n, d.ring.p, d.cap, d.head, d.backlink.p,
                                                          ids_.p);
       EPIC_CUDA(cudaGetLastError());
+      it.mark(5);
       if (!lslab_run(*d.map, lslab::Op::kPut, d.fresh.p, ids_.p, d.fresh_n, err)) return false;
+      it.mark(6);
       d.head = static_cast<std::uint32_t>((static_cast<std::size_t>(d.head) + d.fresh_n) % d.cap);
       d.count -= static_cast<std::uint32_t>(d.fresh_n);
     }
@@ -1105,6 +1143,8 @@ class Runner final : public GpuRunner {
       EPIC_CUDA(cudaGetLastError());
     }
     EPIC_CUDA(cudaDeviceSynchronize());
+    it.mark(7);
+    it.print(m);
     return true;
   }
 
