@@ -1059,6 +1059,15 @@ class Runner final : public GpuRunner {
       for (int i = 0; i < 8; ++i) std::fprintf(stderr, " %s %.3f", kNames[i], ms[i]);
       std::fprintf(stderr, "\n");
     }
+    // One table's insert step: its keys, milliseconds and the map's slab pool afterwards.
+    void print_put(const std::string& table, std::size_t keys, double put_ms, const lslab::PoolStats& p) const {
+      std::fprintf(stderr,
+                   "epic index put %s: %zu keys %.3f ms; buckets %llu, pool %llu slabs, handed out %llu, free %llu, "
+                   "grows %llu\n",
+                   table.c_str(), keys, put_ms, static_cast<unsigned long long>(p.buckets),
+                   static_cast<unsigned long long>(p.pool_capacity), static_cast<unsigned long long>(p.pool_handed_out),
+                   static_cast<unsigned long long>(p.pool_free), static_cast<unsigned long long>(p.pool_grows));
+    }
   };
   IndexTimes itimes_;
 
@@ -1124,7 +1133,9 @@ class Runner final : public GpuRunner {
       EPIC_CUDA(cudaGetLastError());
       it.mark(5);
       if (!lslab_run(*d.map, lslab::Op::kPut, d.fresh.p, ids_.p, d.fresh_n, err)) return false;
+      const double before = it.ms[6];
       it.mark(6);
+      if (it.on) it.print_put(db.table(tb).spec.name, d.fresh_n, it.ms[6] - before, d.map->stats());
       d.head = static_cast<std::uint32_t>((static_cast<std::size_t>(d.head) + d.fresh_n) % d.cap);
       d.count -= static_cast<std::uint32_t>(d.fresh_n);
     }
