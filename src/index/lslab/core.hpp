@@ -96,14 +96,22 @@ struct alignas(32) FreeStripe {
 
 /// The pool's shared state, in memory both the driver and the groups can reach.
 struct PoolCounters {
-  std::uint64_t fresh_next;  ///< next never-used slab index
-  std::uint64_t capacity;    ///< slabs committed in chunks; fresh_next never passes it
+  /// Next never-used slab index. Passes capacity only while a taker that found the pool used up
+  /// is between its add and its subtract (alloc_slab): read it through handed_out().
+  std::uint64_t fresh_next;
+  std::uint64_t capacity;    ///< slabs committed in chunks
   std::uint64_t retries;     ///< operations that found the pool empty (reset per batch)
   FreeStripe stripes[kFreeStripes];
 
   /// Sets every free list empty (host side, before first use).
   void clear_free_lists() {
     for (auto& st : stripes) st = {kNullSlab, 0};
+  }
+  /// Fresh slabs taken so far: indices below it have been handed out (host side, any time).
+  std::uint64_t handed_out() const {
+    const std::uint64_t f = cods::atomic_load(&fresh_next, cods::Order::acquire);
+    const std::uint64_t c = cods::atomic_load(&capacity, cods::Order::acquire);
+    return f < c ? f : c;
   }
   /// Slabs on all free lists (host side, for statistics).
   std::uint64_t free_slabs() const {
@@ -221,6 +229,23 @@ DUET_HD DUET_INLINE std::uint32_t alloc_slab(const Group& g, const MapView<W>& m
     for (unsigned s = 0; s < kNearStripes && got == kNullSlab; ++s)
       got = pop_free(m, p->stripes[(stripe + s) % kFreeStripes]);
     if (got == kNullSlab) {
+#if DUET_DEVICE_PASS
+      const std::uint64_t cap = cods::atomic_load(&p->capacity, cods::Order::acquire);
+      // On the GPU one fetch-and-add, not a compare-and-swap loop: thousands of groups take fresh
+      // slabs at once in a batch of inserts, and a CAS loop let one in per round, so a batch's
+      // allocation cost grew with the square of its new slabs (TPC-C's order lines: 0.2 ms at 45
+      // new slabs, 51 ms at 14,000; docs/lslab.md). A taker that finds the pool used up gives its
+      // ticket back: the counter exceeds capacity only between such a taker's add and subtract,
+      // so no index below capacity is handed out twice. That needs capacity fixed while a kernel
+      // runs, which the driver guarantees (it grows the pool between launches only).
+      if (cods::atomic_load(&p->fresh_next, cods::Order::relaxed) < cap) {
+        const std::uint64_t f = cods::atomic_add(&p->fresh_next, 1, cods::Order::acq_rel);
+        if (f < cap) got = f;
+        else cods::atomic_add(&p->fresh_next, ~std::uint64_t(0), cods::Order::relaxed);  // minus one
+      }
+#else
+      // On the CPU the pool grows while other threads take slabs, which the ticket scheme above
+      // cannot allow; a handful of threads contend little on the CAS.
       std::uint64_t f = cods::atomic_load(&p->fresh_next, cods::Order::relaxed);
       while (f < cods::atomic_load(&p->capacity, cods::Order::acquire)) {
         if (cods::atomic_cas(&p->fresh_next, f, f + 1, cods::Order::acq_rel)) {
@@ -228,6 +253,7 @@ DUET_HD DUET_INLINE std::uint32_t alloc_slab(const Group& g, const MapView<W>& m
           break;
         }
       }
+#endif
     }
     // Fresh memory is used up: look at every free list before reporting exhaustion.
     for (unsigned s = kNearStripes; s < kFreeStripes && got == kNullSlab; ++s)

@@ -98,7 +98,7 @@ class CpuMap final : public Map {
     PoolStats s;
     s.buckets = buckets_;
     s.pool_capacity = cods::atomic_load(&counters_->capacity);
-    s.pool_handed_out = cods::atomic_load(&counters_->fresh_next);
+    s.pool_handed_out = counters_->handed_out();
     s.pool_free = counters_->free_slabs();
     s.pool_grows = grows_.load();
     s.slab_bytes = sizeof(Slab<W>);
@@ -134,7 +134,7 @@ class CpuMap final : public Map {
 
   Status export_entries(std::vector<std::uint64_t>* keys, std::vector<std::uint64_t>* values) override {
     for (std::uint64_t b = 0; b < buckets_; ++b) export_slab(view_.heads[b], keys, values);
-    const std::uint64_t used = cods::atomic_load(&counters_->fresh_next, cods::Order::acquire);
+    const std::uint64_t used = counters_->handed_out();
     for (std::uint64_t i = 0; i < used; ++i)
       if (Slab<W>* sl = view_.resolve(i)) export_slab(*sl, keys, values);
     return Status::Ok();
@@ -142,7 +142,7 @@ class CpuMap final : public Map {
 
   Status export_range(std::uint64_t from, std::uint64_t max_slabs, std::vector<std::uint64_t>* keys,
                       std::vector<std::uint64_t>* values, std::uint64_t* next) override {
-    const std::uint64_t used = cods::atomic_load(&counters_->fresh_next, cods::Order::acquire);
+    const std::uint64_t used = counters_->handed_out();
     const std::uint64_t total = buckets_ + used;
     const std::uint64_t end = from < total ? from + std::min(max_slabs, total - from) : from;
     std::uint64_t at = from;

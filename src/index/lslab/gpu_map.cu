@@ -254,7 +254,7 @@ class GpuMap final : public Map {
     PoolStats s;
     s.buckets = buckets_;
     s.pool_capacity = h_counters_->capacity;
-    s.pool_handed_out = h_counters_->fresh_next;
+    s.pool_handed_out = h_counters_->handed_out();
     s.pool_free = h_counters_->free_slabs();
     s.pool_grows = grows_;
     s.slab_bytes = sizeof(Slab<W>);
@@ -280,7 +280,7 @@ class GpuMap final : public Map {
       return Status::Ok();
     };
     Status s = scan(view_.heads, buckets_);
-    const std::uint64_t used = h_counters_->fresh_next;
+    const std::uint64_t used = h_counters_->handed_out();
     const std::uint64_t per_chunk = std::uint64_t(1) << chunk_shift_;
     for (std::size_t c = 0; s.ok() && c < h_chunks_.size() && c * per_chunk < used; ++c)
       s = scan(h_chunks_[c], std::min(per_chunk, used - c * per_chunk));
@@ -292,7 +292,7 @@ class GpuMap final : public Map {
     std::shared_lock<std::shared_mutex> lk(mutex_);  // lanes keep running; growth waits
     PoolCounters counters;
     DUET_CUDA_TRY(cudaMemcpy(&counters, d_counters_, sizeof(PoolCounters), cudaMemcpyDeviceToHost));
-    const std::uint64_t total = buckets_ + counters.fresh_next;
+    const std::uint64_t total = buckets_ + counters.handed_out();
     const std::uint64_t end = from < total ? from + std::min(max_slabs, total - from) : from;
     const std::uint64_t per_chunk = std::uint64_t(1) << chunk_shift_;
     std::vector<Slab<W>> buf;
@@ -330,12 +330,12 @@ class GpuMap final : public Map {
       DUET_CUDA_TRY(cudaMemcpyAsync(h_counters_, d_counters_, sizeof(PoolCounters), cudaMemcpyDeviceToHost,
                                     stream_handle_));
       DUET_CUDA_TRY(cudaStreamSynchronize(stream_handle_));
-      std::uint64_t avail = h_counters_->capacity - h_counters_->fresh_next + h_counters_->free_slabs();
+      std::uint64_t avail = h_counters_->capacity - h_counters_->handed_out() + h_counters_->free_slabs();
       const std::uint64_t want = std::max<std::uint64_t>(std::uint64_t(need) * 8, 1u << 14);
       if (avail < want) {
         Status s = grow(h_counters_->capacity + (want - avail));
         if (!s.ok() && s.code() != StatusCode::kResourceExhausted) return s;
-        avail = h_counters_->capacity - h_counters_->fresh_next + h_counters_->free_slabs();
+        avail = h_counters_->capacity - h_counters_->handed_out() + h_counters_->free_slabs();
       }
       // Keep a margin: other lanes' kernels may have consumed slabs the copy did not see.
       lane_budget_.store(static_cast<std::int64_t>(avail) / 2, std::memory_order_relaxed);
@@ -392,7 +392,7 @@ class GpuMap final : public Map {
   /// that found it empty until none remain. Leaves h_counters_ current. Caller holds mutex_.
   Status run_locked(const Batch& b, BatchResult& r) {
     // Keep headroom for this batch's new slabs so re-runs stay rare.
-    const std::uint64_t avail = h_counters_->capacity - h_counters_->fresh_next + h_counters_->free_slabs();
+    const std::uint64_t avail = h_counters_->capacity - h_counters_->handed_out() + h_counters_->free_slabs();
     const std::uint64_t headroom = b.n / Slab<W>::kKeySlots + 1024;
     if (avail < headroom) {
       Status s = grow(h_counters_->capacity + (headroom - avail));
