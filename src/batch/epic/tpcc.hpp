@@ -158,10 +158,10 @@ struct TpccProcs {
     c.write(3, [bal, amt](std::uint32_t w) { return w == 0 ? bal : w == 1 ? amt : 0u; });
     c.out(1, bal);
   }
-  // OrderStatus (read-only). Reads: customer (split: its balance), then (when reconnaissance found an order) the
-  // customer's last order and its n order lines. Args: customer id, has_order, n. Outputs: 1
-  // balance, 2 the order's line count, 3 the sum of its line amounts. Reruns when the order is
-  // absent or not the customer's.
+  // OrderStatus (read-only). Reads: customer (split: its balance), then (when reconnaissance
+  // found an order) the customer's last order and its n order lines. Args: customer id,
+  // has_order, n. Outputs: 1 balance, 2 the order's line count, 3 the sum of its line amounts.
+  // Reruns when the order is absent or not the customer's.
   template <class Ctx>
   DUET_HD static void order_status(Ctx& c) {
     const std::uint32_t cid = c.arg(0), has = c.arg(1), n = c.arg(2);
@@ -184,10 +184,9 @@ struct TpccProcs {
   // Delivery of one district's oldest undelivered order. Reads: new_order, order, order_lines[n],
   // customer (split: its balance and delivery_cnt). Writes: new_order (deleted), order (carrier
   // set), order_lines[n] (delivery date set), customer (balance plus the amounts, delivery count
-  // plus one). Args: customer id, n,
-  // carrier, date. Outputs: 1 the amount delivered. Without keys (no undelivered order) it does
-  // nothing. Reruns when the entry is gone or the order
-  // is not the declared customer's.
+  // plus one). Args: customer id, n, carrier, date. Outputs: 1 the amount delivered. Without
+  // keys (no undelivered order) it does nothing. Reruns when the entry is gone or the order is
+  // not the declared customer's.
   template <class Ctx>
   DUET_HD static void delivery(Ctx& c, bool split) {
     const std::uint32_t cid = c.arg(0), n = c.arg(1), carrier = c.arg(2), date = c.arg(3);
@@ -221,9 +220,9 @@ struct TpccProcs {
     }
     c.out(1, sum);
   }
-  // StockLevel (read-only). Reads: district (split: its next order id), the order lines of the district's last 20 orders,
-  // the stock of each distinct item among them. Args: threshold, the predicted next order id,
-  // the number of order lines k. Output: 1 the number of items whose stock quantity is below the
+  // StockLevel (read-only). Reads: district (split: its next order id), the order lines of the
+  // district's last 20 orders, the stock of each distinct item among them. Args: threshold, the
+  // predicted next order id, the number of order lines k. Output: 1 the number of items whose stock quantity is below the
   // threshold. Reruns when the district's next order id is not the predicted one.
   template <class Ctx>
   DUET_HD static void stock_level(Ctx& c) {
