@@ -12,6 +12,7 @@
 #include <thread>
 #include <vector>
 #include <cub/device/device_radix_sort.cuh>
+#include <cuda/atomic>
 #include <thrust/copy.h>
 #include <thrust/count.h>
 #include <thrust/device_ptr.h>
@@ -223,6 +224,17 @@ __global__ void free_kernel(const std::uint32_t* list, std::size_t f, std::uint8
 // ---------------------------------------------------------------- execution
 __device__ inline std::uint64_t vload64(const std::uint64_t* p) { return *reinterpret_cast<const volatile std::uint64_t*>(p); }
 __device__ inline std::uint32_t vload32(const std::uint32_t* p) { return *reinterpret_cast<const volatile std::uint32_t*>(p); }
+// A version's slot word is read with acquire and stored with release (device scope): a reader
+// that sees a write's eid sees its data, with no full fence on either side (a fence.sc costs a
+// round trip to L2 on every link of a chain of txns through one record).
+template <class T>
+__device__ inline T acquire_load(const T* p) {
+  return cuda::atomic_ref<T, cuda::thread_scope_device>(*const_cast<T*>(p)).load(cuda::memory_order_acquire);
+}
+template <class T>
+__device__ inline void release_exchange(T* p, T v) {
+  cuda::atomic_ref<T, cuda::thread_scope_device>(*p).exchange(v, cuda::memory_order_release);
+}
 
 /// The warp's procedure context: every lane runs the procedure with the same values. Before the
 /// procedure runs, gather() has the lanes wait for the versions of all its reads at once (lane
@@ -253,8 +265,7 @@ class GpuCtx {
       if (j < 32) wboth0_ = both;
       else wboth1_ = both;
     }
-    if (nr_ && v_.gather_reads) __threadfence();
-    __syncwarp();
+    __syncwarp();  // each lane's acquire load, then the warp's barrier: every lane sees the data
   }
   __device__ std::uint32_t nreads() const { return nr_; }
   __device__ std::uint32_t nwrites() const { return nw_; }
@@ -339,7 +350,8 @@ class GpuCtx {
     return true;
   }
   // On the calling lane alone: waits for op's version at `loc` (its eid is this epoch's, or it is
-  // kPrev) and gives its data and valid bit. No fence: the caller fences before anyone reads it.
+  // kPrev) and gives its data and valid bit. Its slot word is read with acquire, so once the
+  // warp syncs every lane sees the data.
   __device__ void locate(std::uint32_t op, std::uint32_t loc, unsigned long long* ptr, std::uint32_t* ok) {
     const TableView& tb = v_.tables[v_.op_table[op]];
     const std::uint32_t r = v_.rid[op];
@@ -347,31 +359,28 @@ class GpuCtx {
     unsigned spins = 0;
     if (loc != kPrev && loc != kCurr) {
       std::uint32_t x;
-      while (((x = vload32(v_.scratch_word + loc)) >> 1) != v_.eid)
+      while (((x = acquire_load(v_.scratch_word + loc)) >> 1) != v_.eid)
         if (!wait_step(start, spins)) break;
       *ok = x & 1u;
       *ptr = reinterpret_cast<unsigned long long>(v_.scratch_data + static_cast<std::size_t>(loc) * v_.slot_words);
       return;
     }
-    std::uint64_t both = vload64(tb.slots + r);
+    std::uint64_t both = acquire_load(tb.slots + r);
     const int cs = curr_slot(both, v_.eid);
     const int s = loc == kPrev ? 1 - cs : cs;
     if (loc == kCurr)
       while ((slot_word(both, s) >> 1) != v_.eid) {
         if (!wait_step(start, spins)) break;
-        both = vload64(tb.slots + r);
+        both = acquire_load(tb.slots + r);
       }
     *ok = slot_word(both, s) & 1u;
     *ptr = reinterpret_cast<unsigned long long>(tb.data + (static_cast<std::size_t>(r) * 2 + s) * tb.words);
   }
-  // locate() on lane 0, fenced, and given to every lane.
+  // locate() on lane 0, given to every lane after the warp's barrier.
   __device__ const std::uint32_t* resolve(std::uint32_t op, std::uint32_t loc, bool* valid) {
     unsigned long long ptr = 0;
     std::uint32_t ok = 0;
-    if (lane_ == 0) {
-      locate(op, loc, &ptr, &ok);
-      __threadfence();
-    }
+    if (lane_ == 0) locate(op, loc, &ptr, &ok);
     __syncwarp();
     ptr = __shfl_sync(0xFFFFFFFFu, ptr, 0);
     ok = __shfl_sync(0xFFFFFFFFu, ok, 0);
@@ -386,15 +395,14 @@ class GpuCtx {
     const std::uint32_t op = ob_ + nr_ + i, loc = v_.loc[op], word = (v_.eid << 1) | valid;
     if (loc == kCurr) {
       const std::uint64_t both = i < 32 ? wboth0_ : wboth1_;
-      atomicExch(reinterpret_cast<unsigned long long*>(v_.tables[v_.op_table[op]].slots + v_.rid[op]),
-                 static_cast<unsigned long long>(with_slot_word(both, curr_slot(both, v_.eid), word)));
+      release_exchange(v_.tables[v_.op_table[op]].slots + v_.rid[op], with_slot_word(both, curr_slot(both, v_.eid), word));
     } else {
-      atomicExch(v_.scratch_word + loc, word);
+      release_exchange(v_.scratch_word + loc, word);
     }
   }
   // Stores write i's data (and for a kCurr row of an indexed table its deleted bit), then
-  // publishes it: each lane fences its stores, the warp syncs, and the lane holding the write's
-  // slot word stores the eid. Each write is published at once: a chain through this
+  // publishes it: the warp syncs (ordering every lane's stores before the next step), and the
+  // lane holding the write's slot word stores the eid with release. Each write is published at once: a chain through this
   // record goes on while the txn writes its other keys. The planted eid_before_data publishes
   // first and sleeps, so a waiting reader copies the old data.
   template <class F>
@@ -418,7 +426,6 @@ class GpuCtx {
     }
     if (valid)
       for (std::uint32_t w = lane_; w < tb.words; w += 32) dst[w] = f(w);
-    __threadfence();
     __syncwarp();
     if (lane_ == i % 32 && !v_.eid_before_data) publish(i, valid);
     __syncwarp();
