@@ -65,6 +65,9 @@ struct EpochView {
   /// CPU only, optional: execute_cpu adds here the nanoseconds its threads spent in long waits
   /// for versions (waits that yielded at least once, timed from their first yield).
   std::uint64_t* waited = nullptr;
+  /// GPU only, optional (DUET_EPIC_EXEC_TIMES): four globaltimer stamps (ns) per txn: start,
+  /// reads gathered, first write published (0 if none), end.
+  std::uint64_t* exec_times = nullptr;
 };
 
 inline void cpu_relax(unsigned& spins) {

@@ -7,6 +7,7 @@
 #include <algorithm>
 #include <chrono>
 #include <cstdio>
+#include <cstdint>
 #include <cstdlib>
 #include <cstring>
 #include <thread>
@@ -227,6 +228,11 @@ __device__ inline std::uint32_t vload32(const std::uint32_t* p) { return *reinte
 // A version's slot word is read with acquire and stored with release (device scope): a reader
 // that sees a write's eid sees its data, with no full fence on either side (a fence.sc costs a
 // round trip to L2 on every link of a chain of txns through one record).
+__device__ inline std::uint64_t global_ns() {
+  std::uint64_t t;
+  asm volatile("mov.u64 %0, %%globaltimer;" : "=l"(t));
+  return t;
+}
 template <class T>
 __device__ inline T acquire_load(const T* p) {
   return cuda::atomic_ref<T, cuda::thread_scope_device>(*const_cast<T*>(p)).load(cuda::memory_order_acquire);
@@ -429,6 +435,7 @@ class GpuCtx {
     __syncwarp();
     if (lane_ == i % 32 && !v_.eid_before_data) publish(i, valid);
     __syncwarp();
+    if (v_.exec_times && !first_publish_) first_publish_ = global_ns();
   }
 
   const EpochView& v_;
@@ -442,6 +449,9 @@ class GpuCtx {
   std::uint64_t wboth0_ = 0, wboth1_ = 0;     ///< slot words of this lane's kCurr writes lane and lane + 32
   bool wrote_ = false, aborted_ = false;
   std::uint32_t outcome_ = kCommitted;
+
+ public:
+  std::uint64_t first_publish_ = 0;  ///< when the first write was published (exec_times only)
 };
 
 template <class Procs>
@@ -457,10 +467,16 @@ __global__ void exec_kernel(EpochView v, std::uint32_t* next, BlockOrder order, 
   __syncthreads();
   const std::uint32_t t = base + warp;
   if (t >= v.n) return;
+  const std::uint64_t start = v.exec_times ? global_ns() : 0;
   GpuCtx c(v, t, lane, watchdog);
   c.gather();
+  const std::uint64_t gathered = v.exec_times ? global_ns() : 0;
   if (!Procs::dispatch(v.proc[t], c)) c.set_outcome(kUnknownProc);
   c.finish();
+  if (v.exec_times && lane == 0) {
+    std::uint64_t* ts = v.exec_times + static_cast<std::size_t>(t) * 4;
+    ts[0] = start, ts[1] = gathered, ts[2] = c.first_publish_, ts[3] = global_ns();
+  }
 }
 
 __global__ void gc_kernel(std::uint8_t* deleted, std::uint32_t cap, std::uint32_t* list, std::uint32_t* count) {
@@ -636,6 +652,10 @@ class Runner final : public GpuRunner {
     v.max_backoff_ns = max_backoff_ns_;
     v.gather_reads = gather_reads_;
     v.eid_before_data = faults_.eid_before_data;
+    if (exec_times_on_) {
+      if (!exec_times_.reserve(n * 4, err)) return false;
+      v.exec_times = exec_times_.p;
+    }
     if (n) {
       const unsigned threads = 32u * static_cast<unsigned>(wpb);
       exec_kernel<Procs><<<blocks_for(n, wpb), threads>>>(v, ctl_.p, order, watchdog_cycles_);
@@ -646,6 +666,7 @@ class Runner final : public GpuRunner {
     std::uint32_t stuck = 0;
     EPIC_CUDA(cudaMemcpy(&stuck, ctl_.p + 1, 4, cudaMemcpyDeviceToHost));
     if (stuck) return *err = "stuck wait: txn " + std::to_string(stuck - 1) + " waited past the watchdog", false;
+    if (exec_times_on_ && n && !print_exec_times(b, err)) return false;
     t1 = std::chrono::steady_clock::now();
     out->results.resize(n);
     if (packed_) {
@@ -849,6 +870,55 @@ class Runner final : public GpuRunner {
   Faults faults_;
 
  private:
+  // With DUET_EPIC_EXEC_TIMES=1 in the environment, each GPU execution stamps every txn (start,
+  // reads gathered, first write published, end; globaltimer ns) and prints per procedure id to
+  // stderr the mean wait for its reads, the mean time from then to its first published write,
+  // and, over consecutive txns of that procedure in serial order, the mean gap between their
+  // first published writes and between the previous one's and this one's reads gathered (on a
+  // chain through one record: the link time and the time a waiter takes to see its version).
+  // A diagnostic: the stamps cost time.
+  bool exec_times_on_ = std::getenv("DUET_EPIC_EXEC_TIMES") != nullptr;
+  DevBuf<std::uint64_t> exec_times_;
+  bool print_exec_times(const Batch& b, std::string* err) {
+    const std::size_t n = b.size();
+    std::vector<std::uint64_t> ts(n * 4);
+    if (!exec_times_.get(ts.data(), n * 4, err)) return false;
+    EPIC_CUDA(cudaDeviceSynchronize());
+    struct Sum { std::size_t count = 0, published = 0, links = 0; double wait = 0, to_publish = 0, link = 0, seen = 0; };
+    std::vector<Sum> sums;
+    std::vector<std::size_t> last(256, SIZE_MAX);
+    std::uint64_t lo = ~0ull, hi = 0;
+    for (std::size_t t = 0; t < n; ++t) {
+      const std::uint64_t* s = &ts[t * 4];
+      const std::uint32_t p = b.proc[t] & 0xFF;
+      if (sums.size() <= p) sums.resize(p + 1);
+      Sum& u = sums[p];
+      ++u.count;
+      u.wait += double(s[1] - s[0]);
+      lo = std::min(lo, s[0]), hi = std::max(hi, s[3]);
+      if (!s[2]) continue;
+      ++u.published;
+      u.to_publish += double(s[2] - s[1]);
+      if (last[p] != SIZE_MAX) {
+        const std::uint64_t* q = &ts[last[p] * 4];
+        ++u.links;
+        u.link += double(s[2]) - double(q[2]);
+        u.seen += double(s[1]) - double(q[2]);
+      }
+      last[p] = t;
+    }
+    std::fprintf(stderr, "epic exec times (%zu txns, kernel span %.3f ms):", n, double(hi - lo) / 1e6);
+    for (std::size_t p = 0; p < sums.size(); ++p) {
+      const Sum& u = sums[p];
+      if (!u.count) continue;
+      std::fprintf(stderr, " | proc %zu: %zu txns, wait %.2f us, to first write %.2f us, link %.2f us, seen %.2f us", p,
+                   u.count, u.wait / u.count / 1e3, u.published ? u.to_publish / u.published / 1e3 : 0.0,
+                   u.links ? u.link / u.links / 1e3 : 0.0, u.links ? u.seen / u.links / 1e3 : 0.0);
+    }
+    std::fprintf(stderr, "\n");
+    return true;
+  }
+
   unsigned max_backoff_ns_ = 1024;
   bool gather_reads_ = true;
   std::uint32_t last_eid_ = 0;  ///< the eid of the last epoch run (scratch words older than it are stale)
