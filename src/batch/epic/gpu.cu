@@ -237,9 +237,14 @@ template <class T>
 __device__ inline T acquire_load(const T* p) {
   return cuda::atomic_ref<T, cuda::thread_scope_device>(*const_cast<T*>(p)).load(cuda::memory_order_acquire);
 }
+// A store, not an exchange: the writer does not wait for a reply before its next write.
 template <class T>
-__device__ inline void release_exchange(T* p, T v) {
-  cuda::atomic_ref<T, cuda::thread_scope_device>(*p).exchange(v, cuda::memory_order_release);
+__device__ inline void release_store(T* p, T v) {
+  cuda::atomic_ref<T, cuda::thread_scope_device>(*p).store(v, cuda::memory_order_release);
+}
+// Asks L2 for the lines of [p, p + words) and does not wait for them.
+__device__ inline void prefetch_l2(const std::uint32_t* p, std::uint32_t words) {
+  for (std::uint32_t w = 0; w < words; w += 32) asm volatile("prefetch.global.L2 [%0];" ::"l"(p + w));
 }
 
 /// The warp's procedure context: every lane runs the procedure with the same values. Before the
@@ -260,7 +265,12 @@ class GpuCtx {
       const std::uint32_t op = ob_ + i;
       unsigned long long p = 0;
       std::uint32_t ok = 0;
-      if (v_.rid[op] != kInvalid) locate(op, v_.loc[op], &p, &ok);
+      if (v_.rid[op] != kInvalid) {
+        locate(op, v_.loc[op], &p, &ok);
+        // The data's lines start on their way to L2 while other lanes still wait (a row read
+        // for the first time this epoch is in device memory, not in L2).
+        if (ok) prefetch_l2(reinterpret_cast<const std::uint32_t*>(p), v_.tables[v_.op_table[op]].words);
+      }
       if (i < 32) rptr0_ = p, rok_ |= ok;
       else if (i < 64) rptr1_ = p, rok_ |= ok << 1;
     }
@@ -401,9 +411,9 @@ class GpuCtx {
     const std::uint32_t op = ob_ + nr_ + i, loc = v_.loc[op], word = (v_.eid << 1) | valid;
     if (loc == kCurr) {
       const std::uint64_t both = i < 32 ? wboth0_ : wboth1_;
-      release_exchange(v_.tables[v_.op_table[op]].slots + v_.rid[op], with_slot_word(both, curr_slot(both, v_.eid), word));
+      release_store(v_.tables[v_.op_table[op]].slots + v_.rid[op], with_slot_word(both, curr_slot(both, v_.eid), word));
     } else {
-      release_exchange(v_.scratch_word + loc, word);
+      release_store(v_.scratch_word + loc, word);
     }
   }
   // Stores write i's data (and for a kCurr row of an indexed table its deleted bit), then

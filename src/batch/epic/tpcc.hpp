@@ -136,9 +136,11 @@ struct TpccProcs {
       const std::uint32_t* paid = c.read(3);
       const std::uint32_t* count = c.read(4);
       if (!wy || !dy || !balance || !paid || !count) return c.abort(2);
-      const std::uint32_t bal = balance[0] - amt;
+      // The ytd sums first: the chains of Payments through them go on before this txn loads
+      // its customer's fields.
       c.write(0, [wy, amt](std::uint32_t) { return wy[0] + amt; });
       c.write(1, [dy, amt](std::uint32_t) { return dy[0] + amt; });
+      const std::uint32_t bal = balance[0] - amt;
       c.write(2, [bal](std::uint32_t) { return bal; });
       c.write(3, [paid, amt](std::uint32_t) { return paid[0] + amt; });
       c.write(4, [count](std::uint32_t) { return count[0] + 1; });
