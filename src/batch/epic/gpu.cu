@@ -242,10 +242,6 @@ template <class T>
 __device__ inline void release_store(T* p, T v) {
   cuda::atomic_ref<T, cuda::thread_scope_device>(*p).store(v, cuda::memory_order_release);
 }
-// Asks L2 for the lines of [p, p + words) and does not wait for them.
-__device__ inline void prefetch_l2(const std::uint32_t* p, std::uint32_t words) {
-  for (std::uint32_t w = 0; w < words; w += 32) asm volatile("prefetch.global.L2 [%0];" ::"l"(p + w));
-}
 
 /// The warp's procedure context: every lane runs the procedure with the same values. Before the
 /// procedure runs, gather() has the lanes wait for the versions of all its reads at once (lane
@@ -265,12 +261,7 @@ class GpuCtx {
       const std::uint32_t op = ob_ + i;
       unsigned long long p = 0;
       std::uint32_t ok = 0;
-      if (v_.rid[op] != kInvalid) {
-        locate(op, v_.loc[op], &p, &ok);
-        // The data's lines start on their way to L2 while other lanes still wait (a row read
-        // for the first time this epoch is in device memory, not in L2).
-        if (ok) prefetch_l2(reinterpret_cast<const std::uint32_t*>(p), v_.tables[v_.op_table[op]].words);
-      }
+      if (v_.rid[op] != kInvalid) locate(op, v_.loc[op], &p, &ok);
       if (i < 32) rptr0_ = p, rok_ |= ok;
       else if (i < 64) rptr1_ = p, rok_ |= ok << 1;
     }
@@ -668,7 +659,11 @@ class Runner final : public GpuRunner {
     }
     if (n) {
       const unsigned threads = 32u * static_cast<unsigned>(wpb);
-      exec_kernel<Procs><<<blocks_for(n, wpb), threads>>>(v, ctl_.p, order, watchdog_cycles_);
+      // DUET_EPIC_EXEC_SMEM (bytes of shared memory per block, a diagnostic) caps the blocks
+      // resident on an SM, and with them the txns polling at once.
+      if (exec_smem_ > 48 * 1024)
+        EPIC_CUDA(cudaFuncSetAttribute(exec_kernel<Procs>, cudaFuncAttributeMaxDynamicSharedMemorySize, exec_smem_));
+      exec_kernel<Procs><<<blocks_for(n, wpb), threads, exec_smem_>>>(v, ctl_.p, order, watchdog_cycles_);
       EPIC_CUDA(cudaGetLastError());
     }
     EPIC_CUDA(cudaDeviceSynchronize());
@@ -888,6 +883,7 @@ class Runner final : public GpuRunner {
   // chain through one record: the link time and the time a waiter takes to see its version).
   // A diagnostic: the stamps cost time.
   bool exec_times_on_ = std::getenv("DUET_EPIC_EXEC_TIMES") != nullptr;
+  int exec_smem_ = std::getenv("DUET_EPIC_EXEC_SMEM") ? std::atoi(std::getenv("DUET_EPIC_EXEC_SMEM")) : 0;
   DevBuf<std::uint64_t> exec_times_;
   bool print_exec_times(const Batch& b, std::string* err) {
     const std::size_t n = b.size();
