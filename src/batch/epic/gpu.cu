@@ -225,14 +225,15 @@ __global__ void free_kernel(const std::uint32_t* list, std::size_t f, std::uint8
 // ---------------------------------------------------------------- execution
 __device__ inline std::uint64_t vload64(const std::uint64_t* p) { return *reinterpret_cast<const volatile std::uint64_t*>(p); }
 __device__ inline std::uint32_t vload32(const std::uint32_t* p) { return *reinterpret_cast<const volatile std::uint32_t*>(p); }
-// A version's slot word is read with acquire and stored with release (device scope): a reader
-// that sees a write's eid sees its data, with no full fence on either side (a fence.sc costs a
-// round trip to L2 on every link of a chain of txns through one record).
+// The GPU's global nanosecond timer (the same clock on every SM; DUET_EPIC_EXEC_TIMES).
 __device__ inline std::uint64_t global_ns() {
   std::uint64_t t;
   asm volatile("mov.u64 %0, %%globaltimer;" : "=l"(t));
   return t;
 }
+// A version's slot word is read with acquire and stored with release (device scope): a reader
+// that sees a write's eid sees its data, with no full fence on either side (a fence.sc costs a
+// round trip to L2 on every link of a chain of txns through one record).
 template <class T>
 __device__ inline T acquire_load(const T* p) {
   return cuda::atomic_ref<T, cuda::thread_scope_device>(*const_cast<T*>(p)).load(cuda::memory_order_acquire);
@@ -409,8 +410,8 @@ class GpuCtx {
   }
   // Stores write i's data (and for a kCurr row of an indexed table its deleted bit), then
   // publishes it: the warp syncs (ordering every lane's stores before the next step), and the
-  // lane holding the write's slot word stores the eid with release. Each write is published at once: a chain through this
-  // record goes on while the txn writes its other keys. The planted eid_before_data publishes
+  // lane holding the write's slot word stores the eid with release. Each write is published at
+  // once: a chain through this record goes on while the txn writes its other keys. The planted eid_before_data publishes
   // first and sleeps, so a waiting reader copies the old data.
   template <class F>
   __device__ void put(std::uint32_t i, std::uint32_t valid, F f) {
@@ -661,7 +662,7 @@ class Runner final : public GpuRunner {
       const unsigned threads = 32u * static_cast<unsigned>(wpb);
       // DUET_EPIC_EXEC_SMEM (bytes of shared memory per block, a diagnostic) caps the blocks
       // resident on an SM, and with them the txns polling at once.
-      if (exec_smem_ > 48 * 1024)
+      if (exec_smem_ > 0)  // the kernel's own shared word counts against the default 48 KB
         EPIC_CUDA(cudaFuncSetAttribute(exec_kernel<Procs>, cudaFuncAttributeMaxDynamicSharedMemorySize, exec_smem_));
       exec_kernel<Procs><<<blocks_for(n, wpb), threads, exec_smem_>>>(v, ctl_.p, order, watchdog_cycles_);
       EPIC_CUDA(cudaGetLastError());
