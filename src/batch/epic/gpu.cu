@@ -15,10 +15,8 @@
 #include <cub/device/device_radix_sort.cuh>
 #include <cuda/atomic>
 #include <thrust/copy.h>
-#include <thrust/count.h>
 #include <thrust/device_ptr.h>
 #include <thrust/iterator/counting_iterator.h>
-#include <thrust/unique.h>
 #include <thrust/execution_policy.h>
 #include <thrust/iterator/reverse_iterator.h>
 #include <thrust/iterator/transform_iterator.h>
@@ -131,46 +129,88 @@ struct TableMeta {
 };
 
 // Per txn: each op's table and write flag; direct tables' ids (key < capacity, else kInvalid) and
-// global ids. Indexed tables' ops are filled by lookup_scatter_kernel.
+// global ids. Indexed tables' ops are filled by lookup_scatter_kernel. Each op also gets its
+// segment (indexed table t: 2t for a write, 2t + 1 for a read; 2 * ntables for every other op) and
+// its position, for the one stable sort that groups every indexed table's ops; a write of the
+// reserved key to an indexed table records max(ntables - t) in *bad (the lowest such table).
 __global__ void prep_kernel(const std::uint64_t* key, const std::uint8_t* ktable, const std::uint32_t* op_begin,
                             const std::uint16_t* nreads, std::uint32_t n, const TableMeta* meta, std::uint32_t ntables,
-                            std::uint8_t* table, std::uint8_t* isw, std::uint32_t* rid, std::uint32_t* global) {
+                            std::uint8_t* table, std::uint8_t* isw, std::uint32_t* rid, std::uint32_t* global,
+                            std::uint16_t* seg, std::uint32_t* pos, std::uint32_t* bad) {
   const std::uint32_t t = blockIdx.x * blockDim.x + threadIdx.x;
   if (t >= n) return;
   const std::uint32_t b = op_begin[t], e = op_begin[t + 1], nr = nreads[t];
   for (std::uint32_t i = b; i < e; ++i) {
     const Key k{ktable[i], key[i]};
+    const bool w = i - b >= nr;
     table[i] = static_cast<std::uint8_t>(k.table);
-    isw[i] = i - b >= nr;
+    isw[i] = w;
+    const bool indexed = k.table < ntables && meta[k.table].indexed;
     std::uint32_t r = kInvalid;
-    if (k.table < ntables && !meta[k.table].indexed && k.key < meta[k.table].cap) r = static_cast<std::uint32_t>(k.key);
+    if (k.table < ntables && !indexed && k.key < meta[k.table].cap) r = static_cast<std::uint32_t>(k.key);
     rid[i] = r;
     global[i] = r == kInvalid ? kInvalid : meta[k.table < ntables ? k.table : 0].base + r;
+    seg[i] = static_cast<std::uint16_t>(indexed ? 2 * k.table + (w ? 0 : 1) : 2 * ntables);
+    pos[i] = i;
+    if (indexed && w && k.key == lslab::kReservedKey) atomicMax(bad, ntables - k.table);
   }
 }
 
-/// Selects op i when it is of table t (and a write, if writes_only).
-struct OpOfTable {
-  const std::uint8_t* table;
-  const std::uint8_t* isw;
-  std::uint32_t t;
-  bool writes_only;
-  __host__ __device__ bool operator()(std::uint32_t i) const { return table[i] == t && (!writes_only || isw[i]); }
-};
-/// Selects request j whose L-Slab outcome is `want`.
-struct StatusIs {
-  const lslab::OpStatus* s;
-  lslab::OpStatus want;
-  __host__ __device__ bool operator()(std::uint32_t j) const { return s[j] == want; }
-};
+// Over the ops sorted by segment: each segment's [start, end) (both 0 when it is empty), and the
+// keys in sorted order.
+__global__ void segment_bounds_kernel(const std::uint16_t* sseg, const std::uint32_t* spos, const std::uint64_t* key,
+                                      std::size_t m, std::uint32_t nseg, std::uint32_t* start, std::uint32_t* end,
+                                      std::uint64_t* skey) {
+  const std::size_t i = blockIdx.x * static_cast<std::size_t>(blockDim.x) + threadIdx.x;
+  if (i >= m) return;
+  const std::uint16_t s = sseg[i];
+  skey[i] = key[spos[i]];
+  if (s >= nseg) return;
+  if (i == 0 || sseg[i - 1] != s) start[s] = static_cast<std::uint32_t>(i);
+  if (i + 1 == m || sseg[i + 1] != s) end[s] = static_cast<std::uint32_t>(i + 1);
+}
+
+// First-occurrence deduplication of one table's missing write keys, without sorting: a probe table
+// of `mask + 1` slots (keys kEmptyKey, firsts ~0u) keeps each key's lowest request index. A
+// request whose L-Slab outcome is not kNotFound takes no part (the reserved key never reaches it).
+__device__ inline std::uint64_t mix64(std::uint64_t x) {
+  x ^= x >> 30;
+  x *= 0xbf58476d1ce4e5b9ull;
+  x ^= x >> 27;
+  x *= 0x94d049bb133111ebull;
+  return x ^ (x >> 31);
+}
+constexpr std::uint64_t kEmptyKey = ~std::uint64_t{0};
+__global__ void dedup_insert_kernel(const std::uint64_t* keys, const lslab::OpStatus* st, std::size_t n,
+                                    std::uint64_t* hkey, std::uint32_t* hfirst, std::uint64_t mask, std::uint32_t* slot) {
+  const std::size_t j = blockIdx.x * static_cast<std::size_t>(blockDim.x) + threadIdx.x;
+  if (j >= n) return;
+  if (st[j] != lslab::OpStatus::kNotFound) {
+    slot[j] = kInvalid;
+    return;
+  }
+  const std::uint64_t k = keys[j];
+  for (std::uint64_t h = mix64(k) & mask;; h = (h + 1) & mask) {
+    const unsigned long long prev = atomicCAS(reinterpret_cast<unsigned long long*>(hkey + h),
+                                              static_cast<unsigned long long>(kEmptyKey), static_cast<unsigned long long>(k));
+    if (prev == kEmptyKey || prev == k) {
+      atomicMin(hfirst + h, static_cast<std::uint32_t>(j));
+      slot[j] = static_cast<std::uint32_t>(h);
+      return;
+    }
+  }
+}
+__global__ void dedup_mark_kernel(const std::uint32_t* slot, const std::uint32_t* hfirst, std::size_t n,
+                                  std::uint8_t* first) {
+  const std::size_t j = blockIdx.x * static_cast<std::size_t>(blockDim.x) + threadIdx.x;
+  if (j >= n) return;
+  first[j] = slot[j] != kInvalid && hfirst[slot[j]] == j;
+}
+
 struct NonZero {
   __host__ __device__ bool operator()(std::uint8_t x) const { return x != 0; }
 };
 
-__global__ void gather_keys_kernel(const std::uint64_t* keys, const std::uint32_t* sel, std::size_t n, std::uint64_t* out) {
-  const std::size_t j = blockIdx.x * static_cast<std::size_t>(blockDim.x) + threadIdx.x;
-  if (j < n) out[j] = keys[sel[j]];
-}
 // The per-array transfer mode uploads Key structs as they are; this splits them as the packed
 // mode uploads them (8-byte keys, 1-byte tables).
 __global__ void split_keys_kernel(const Key* keys, std::size_t m, std::uint64_t* key, std::uint8_t* table) {
@@ -182,14 +222,6 @@ __global__ void split_keys_kernel(const Key* keys, std::size_t m, std::uint64_t*
 __global__ void fill_ops_kernel(lslab::Op* ops, std::size_t n, lslab::Op op) {
   const std::size_t j = blockIdx.x * static_cast<std::size_t>(blockDim.x) + threadIdx.x;
   if (j < n) ops[j] = op;
-}
-// The missing write requests (positions mj into sel/kbuf) as (key, op position) pairs.
-__global__ void gather_missing_kernel(const std::uint32_t* mj, std::size_t n, const std::uint32_t* sel,
-                                      const std::uint64_t* kbuf, std::uint64_t* mkey, std::uint32_t* mpos) {
-  const std::size_t i = blockIdx.x * static_cast<std::size_t>(blockDim.x) + threadIdx.x;
-  if (i >= n) return;
-  mkey[i] = kbuf[mj[i]];
-  mpos[i] = sel[mj[i]];
 }
 // The i-th new key (first-occurrence order) takes the ring's i-th id from the head.
 __global__ void assign_kernel(const std::uint64_t* keys, std::size_t u, const std::uint32_t* ring, std::uint32_t cap,
@@ -760,17 +792,20 @@ class Runner final : public GpuRunner {
     };
     const std::size_t staged = ((m * 8 + 15) & ~std::size_t{15}) + ((m + 15) & ~std::size_t{15}) +
                                (((n + 1) * 4 + 15) & ~std::size_t{15}) + ((n * 2 + 15) & ~std::size_t{15});
-    std::size_t sort_bytes = 0, b2 = 0, b3 = 0;
+    std::size_t sort_bytes = 0, b2 = 0;
     const int mi = static_cast<int>(m);
-    if (cub::DeviceRadixSort::SortPairs(nullptr, sort_bytes, mkey_.p, skey_.p, mpos_.p, spos_.p, mi) != cudaSuccess ||
-        cub::DeviceRadixSort::SortPairs(nullptr, b2, spos_.p, mpos_.p, skey_.p, kbuf_.p, mi) != cudaSuccess ||
-        cub::DeviceRadixSort::SortKeys(nullptr, b3, ops_.p, sorted_.p, mi, 32, 64) != cudaSuccess)
+    if (cub::DeviceRadixSort::SortPairs(nullptr, sort_bytes, seg_.p, sseg_.p, pos_.p, spos_.p, mi, 0, 9) != cudaSuccess ||
+        cub::DeviceRadixSort::SortKeys(nullptr, b2, ops_.p, sorted_.p, mi, 32, 64) != cudaSuccess)
       return fail("sort sizes");
-    sort_bytes = std::max({sort_bytes, b2, b3});
+    sort_bytes = std::max(sort_bytes, b2);
+    std::size_t slots = 2;
+    while (slots < 2 * writes) slots <<= 1;
     bool ok = (!packed_ || (hup_.reserve(staged, &err) && dup_.reserve(staged, &err))) &&
               op_table_.reserve(m, &err) && isw_.reserve(m, &err) && rid_.reserve(m, &err) && global_.reserve(m, &err) &&
-              sel_.reserve(m, &err) && mj_.reserve(m, &err) && kbuf_.reserve(m, &err) && mkey_.reserve(m, &err) &&
-              skey_.reserve(m, &err) && mpos_.reserve(m, &err) && spos_.reserve(m, &err) && ids_.reserve(m, &err) &&
+              seg_.reserve(m, &err) && sseg_.reserve(m, &err) && pos_.reserve(m, &err) && spos_.reserve(m, &err) &&
+              skey_.reserve(m, &err) && ids_.reserve(m, &err) && bounds_.reserve(4 * dix_.size() + 1, &err) &&
+              dedup_key_.reserve(slots, &err) && dedup_first_.reserve(slots, &err) && dedup_slot_.reserve(writes, &err) &&
+              dedup_is_first_.reserve(writes, &err) &&
               lops_.reserve(m, &err) && lst_.reserve(m, &err) && lout_.reserve(m, &err) && cub_tmp_.reserve(sort_bytes, &err) &&
               loc_.reserve(m, &err) && copy_.reserve(m, &err) && ops_.reserve(m, &err) && sorted_.reserve(m, &err) &&
               wb_.reserve(m, &err) && wa_.reserve(m, &err) && type_.reserve(m, &err) && is_temp_.reserve(m, &err) &&
@@ -1124,11 +1159,11 @@ class Runner final : public GpuRunner {
   struct IndexTimes {
     bool on = std::getenv("DUET_EPIC_INDEX_TIMES") != nullptr;
     std::chrono::steady_clock::time_point last;
-    double ms[8] = {};
-    static constexpr const char* kNames[8] = {"prep", "select", "get-writes", "missing", "sort-unique", "assign", "put",
-                                              "lookup"};
+    static constexpr int kSteps = 7;
+    double ms[kSteps] = {};
+    static constexpr const char* kNames[kSteps] = {"prep", "group", "get-writes", "dedup", "assign", "put", "lookup"};
     void start() {
-      if (on) cudaDeviceSynchronize(), last = std::chrono::steady_clock::now(), std::fill(ms, ms + 8, 0.0);
+      if (on) cudaDeviceSynchronize(), last = std::chrono::steady_clock::now(), std::fill(ms, ms + kSteps, 0.0);
     }
     void mark(int step) {
       if (!on) return;
@@ -1140,7 +1175,7 @@ class Runner final : public GpuRunner {
     void print(std::size_t m) const {
       if (!on) return;
       std::fprintf(stderr, "epic index ms (%zu ops):", m);
-      for (int i = 0; i < 8; ++i) std::fprintf(stderr, " %s %.3f", kNames[i], ms[i]);
+      for (int i = 0; i < kSteps; ++i) std::fprintf(stderr, " %s %.3f", kNames[i], ms[i]);
       std::fprintf(stderr, "\n");
     }
     // One table's insert step: its keys, milliseconds and the map's slab pool afterwards.
@@ -1156,89 +1191,101 @@ class Runner final : public GpuRunner {
   IndexTimes itimes_;
 
   // Insert-first indexing over keys_/op_begin_/nreads_ on the device; fills op_table_, rid_ and
-  // global_. Every table is checked for room before any key is inserted.
+  // global_. Every table is checked for room before any key is inserted. One stable sort by
+  // segment groups each indexed table's writes and reads (in op order), so the host learns every
+  // table's slice in one copy; each table then costs its L-Slab batches and one compaction.
   bool device_index(const Database& db, std::size_t n, std::size_t m, std::string* err) {
+    const auto ntables = static_cast<std::uint32_t>(dix_.size());
+    const std::uint32_t nseg = 2 * ntables;  // segments 0..nseg-1; nseg marks the unindexed ops
     if (!op_table_.reserve(m, err) || !isw_.reserve(m, err) || !rid_.reserve(m, err) || !global_.reserve(m, err) ||
-        !sel_.reserve(m, err) || !mj_.reserve(m, err) || !kbuf_.reserve(m, err) || !mkey_.reserve(m, err) ||
-        !skey_.reserve(m, err) || !mpos_.reserve(m, err) || !spos_.reserve(m, err) || !ids_.reserve(m, err))
+        !seg_.reserve(m, err) || !sseg_.reserve(m, err) || !pos_.reserve(m, err) || !spos_.reserve(m, err) ||
+        !skey_.reserve(m, err) || !ids_.reserve(m, err) || !bounds_.reserve(2 * nseg + 1, err))
       return false;
     if (m == 0) return true;
     IndexTimes& it = itimes_;
     it.start();
-    prep_kernel<<<blocks_for(n, 256), 256>>>(d_key_, d_ktable_, d_op_begin_, d_nreads_, static_cast<std::uint32_t>(n), meta_.p,
-                                             static_cast<std::uint32_t>(dix_.size()), op_table_.p, isw_.p, rid_.p,
-                                             global_.p);
+    EPIC_CUDA(cudaMemsetAsync(bounds_.p, 0, (2 * nseg + 1) * sizeof(std::uint32_t)));
+    prep_kernel<<<blocks_for(n, 256), 256>>>(d_key_, d_ktable_, d_op_begin_, d_nreads_, static_cast<std::uint32_t>(n),
+                                             meta_.p, ntables, op_table_.p, isw_.p, rid_.p, global_.p, seg_.p, pos_.p,
+                                             bounds_.p + 2 * nseg);
     EPIC_CUDA(cudaGetLastError());
     it.mark(0);
-    const thrust::counting_iterator<std::uint32_t> zero(0);
-    // 1. Per indexed table: the missing write keys, uniquified, in first-occurrence order.
-    for (std::uint32_t tb = 0; tb < dix_.size(); ++tb) {
+    int end_bit = 1;
+    while ((1u << end_bit) <= nseg) ++end_bit;
+    std::size_t bytes = 0;
+    const int mi = static_cast<int>(m);
+    EPIC_CUDA(cub::DeviceRadixSort::SortPairs(nullptr, bytes, seg_.p, sseg_.p, pos_.p, spos_.p, mi, 0, end_bit));
+    if (!cub_tmp_.reserve(bytes, err)) return false;
+    EPIC_CUDA(cub::DeviceRadixSort::SortPairs(cub_tmp_.p, bytes, seg_.p, sseg_.p, pos_.p, spos_.p, mi, 0, end_bit));
+    segment_bounds_kernel<<<blocks_for(m, 256), 256>>>(sseg_.p, spos_.p, d_key_, m, nseg, bounds_.p, bounds_.p + nseg,
+                                                       skey_.p);
+    EPIC_CUDA(cudaGetLastError());
+    std::vector<std::uint32_t> bounds(2 * nseg + 1);
+    EPIC_CUDA(cudaMemcpy(bounds.data(), bounds_.p, bounds.size() * sizeof(std::uint32_t), cudaMemcpyDeviceToHost));
+    const std::uint32_t* start = bounds.data();
+    const std::uint32_t* end = bounds.data() + nseg;
+    const std::uint32_t bad_table = bounds[2 * nseg] ? ntables - bounds[2 * nseg] : ntables;
+    it.mark(1);
+    // 1. Per indexed table: the missing write keys, deduplicated, in first-occurrence order.
+    for (std::uint32_t tb = 0; tb < ntables; ++tb) {
       DevIndex& d = *dix_[tb];
       d.fresh_n = 0;
       if (!d.map) continue;
-      const std::size_t ns =
-          thrust::copy_if(thrust::device, zero, zero + m, sel_.p, OpOfTable{op_table_.p, isw_.p, tb, true}) - sel_.p;
-      it.mark(1);
-      if (ns == 0) continue;
-      gather_keys_kernel<<<blocks_for(ns, 256), 256>>>(d_key_, sel_.p, ns, kbuf_.p);
-      EPIC_CUDA(cudaGetLastError());
-      if (!lslab_run(*d.map, lslab::Op::kGet, kbuf_.p, nullptr, ns, err)) return false;
-      it.mark(2);
-      if (thrust::count_if(thrust::device, zero, zero + ns, StatusIs{lst_.p, lslab::OpStatus::kInvalid}))
+      if (tb == bad_table)
         return *err = "table " + db.table(tb).spec.name + ": write key 2^64-1 cannot be GPU-indexed", false;
-      const std::size_t nm =
-          thrust::copy_if(thrust::device, zero, zero + ns, mj_.p, StatusIs{lst_.p, lslab::OpStatus::kNotFound}) - mj_.p;
-      if (nm == 0) continue;
-      gather_missing_kernel<<<blocks_for(nm, 256), 256>>>(mj_.p, nm, sel_.p, kbuf_.p, mkey_.p, mpos_.p);
+      const std::size_t ns = end[2 * tb] - start[2 * tb];
+      if (ns == 0) continue;
+      const std::uint64_t* keys = skey_.p + start[2 * tb];
+      if (!lslab_run(*d.map, lslab::Op::kGet, keys, nullptr, ns, err)) return false;
+      it.mark(2);
+      std::uint64_t slots = 2;
+      while (slots < 2 * ns) slots <<= 1;
+      if (!dedup_key_.reserve(slots, err) || !dedup_first_.reserve(slots, err) || !dedup_slot_.reserve(ns, err) ||
+          !dedup_is_first_.reserve(ns, err) || !d.fresh.reserve(ns, err))
+        return false;
+      EPIC_CUDA(cudaMemsetAsync(dedup_key_.p, 0xff, slots * sizeof(std::uint64_t)));
+      EPIC_CUDA(cudaMemsetAsync(dedup_first_.p, 0xff, slots * sizeof(std::uint32_t)));
+      dedup_insert_kernel<<<blocks_for(ns, 256), 256>>>(keys, lst_.p, ns, dedup_key_.p, dedup_first_.p, slots - 1,
+                                                        dedup_slot_.p);
       EPIC_CUDA(cudaGetLastError());
-      it.mark(3);
-      // Radix sorts are stable: within one key the positions stay ascending, so unique keeps
-      // each key's first occurrence.
-      std::size_t bytes = 0;
-      EPIC_CUDA(cub::DeviceRadixSort::SortPairs(nullptr, bytes, mkey_.p, skey_.p, mpos_.p, spos_.p, static_cast<int>(nm)));
-      if (!cub_tmp_.reserve(bytes, err)) return false;
-      EPIC_CUDA(cub::DeviceRadixSort::SortPairs(cub_tmp_.p, bytes, mkey_.p, skey_.p, mpos_.p, spos_.p, static_cast<int>(nm)));
-      const std::size_t u = thrust::unique_by_key(thrust::device, skey_.p, skey_.p + nm, spos_.p).first - skey_.p;
-      if (!d.fresh.reserve(u, err)) return false;
-      bytes = 0;
-      EPIC_CUDA(cub::DeviceRadixSort::SortPairs(nullptr, bytes, spos_.p, mpos_.p, skey_.p, d.fresh.p, static_cast<int>(u)));
-      if (!cub_tmp_.reserve(bytes, err)) return false;
-      EPIC_CUDA(cub::DeviceRadixSort::SortPairs(cub_tmp_.p, bytes, spos_.p, mpos_.p, skey_.p, d.fresh.p, static_cast<int>(u)));
+      dedup_mark_kernel<<<blocks_for(ns, 256), 256>>>(dedup_slot_.p, dedup_first_.p, ns, dedup_is_first_.p);
+      EPIC_CUDA(cudaGetLastError());
+      const std::size_t u =
+          thrust::copy_if(thrust::device, keys, keys + ns, dedup_is_first_.p, d.fresh.p, NonZero{}) - d.fresh.p;
       if (u > d.count) return *err = "table " + db.table(tb).spec.name + " is full", false;
       d.fresh_n = u;
-      it.mark(4);
+      it.mark(3);
     }
     // 2. Ids from the ring's head, back-links, inserts.
-    for (std::uint32_t tb = 0; tb < dix_.size(); ++tb) {
+    for (std::uint32_t tb = 0; tb < ntables; ++tb) {
       DevIndex& d = *dix_[tb];
       if (!d.map || d.fresh_n == 0) continue;
       assign_kernel<<<blocks_for(d.fresh_n, 256), 256>>>(d.fresh.p, d.fresh_n, d.ring.p, d.cap, d.head, d.backlink.p,
                                                          ids_.p);
       EPIC_CUDA(cudaGetLastError());
-      it.mark(5);
+      it.mark(4);
       if (!lslab_run(*d.map, lslab::Op::kPut, d.fresh.p, ids_.p, d.fresh_n, err)) return false;
-      const double before = it.ms[6];
-      it.mark(6);
-      if (it.on) it.print_put(db.table(tb).spec.name, d.fresh_n, it.ms[6] - before, d.map->stats());
+      const double before = it.ms[5];
+      it.mark(5);
+      if (it.on) it.print_put(db.table(tb).spec.name, d.fresh_n, it.ms[5] - before, d.map->stats());
       d.head = static_cast<std::uint32_t>((static_cast<std::size_t>(d.head) + d.fresh_n) % d.cap);
       d.count -= static_cast<std::uint32_t>(d.fresh_n);
     }
-    // 3. Every key of an indexed table looked up; a missing one (a read) gets kInvalid.
-    for (std::uint32_t tb = 0; tb < dix_.size(); ++tb) {
+    // 3. Every key of an indexed table (its writes' and reads' segments, adjacent in the sorted
+    // order) looked up; a missing one (a read) gets kInvalid.
+    for (std::uint32_t tb = 0; tb < ntables; ++tb) {
       DevIndex& d = *dix_[tb];
       if (!d.map) continue;
-      const std::size_t ns =
-          thrust::copy_if(thrust::device, zero, zero + m, sel_.p, OpOfTable{op_table_.p, isw_.p, tb, false}) - sel_.p;
-      if (ns == 0) continue;
-      gather_keys_kernel<<<blocks_for(ns, 256), 256>>>(d_key_, sel_.p, ns, kbuf_.p);
-      EPIC_CUDA(cudaGetLastError());
-      if (!lslab_run(*d.map, lslab::Op::kGet, kbuf_.p, nullptr, ns, err)) return false;
-      lookup_scatter_kernel<<<blocks_for(ns, 256), 256>>>(sel_.p, ns, lst_.p, lout_.p, db.table(tb).base, rid_.p,
-                                                          global_.p);
+      const std::size_t nw = end[2 * tb] - start[2 * tb], nr = end[2 * tb + 1] - start[2 * tb + 1];
+      const std::size_t lo = nw ? start[2 * tb] : start[2 * tb + 1];
+      if (nw + nr == 0) continue;
+      if (!lslab_run(*d.map, lslab::Op::kGet, skey_.p + lo, nullptr, nw + nr, err)) return false;
+      lookup_scatter_kernel<<<blocks_for(nw + nr, 256), 256>>>(spos_.p + lo, nw + nr, lst_.p, lout_.p,
+                                                               db.table(tb).base, rid_.p, global_.p);
       EPIC_CUDA(cudaGetLastError());
     }
     EPIC_CUDA(cudaDeviceSynchronize());
-    it.mark(7);
+    it.mark(6);
     it.print(m);
     return true;
   }
@@ -1304,8 +1351,12 @@ class Runner final : public GpuRunner {
   DevBuf<TableMeta> meta_;
   DevBuf<Key> keys_;
   DevBuf<std::uint8_t> isw_;
-  DevBuf<std::uint32_t> sel_, mj_, mpos_, spos_;
-  DevBuf<std::uint64_t> kbuf_, mkey_, skey_, ids_, lout_;
+  // device_index: ops' segments and positions, both sorted by segment, the keys in that order,
+  // the segment bounds (+ the reserved-key word), and the deduplication's probe table.
+  DevBuf<std::uint16_t> seg_, sseg_;
+  DevBuf<std::uint32_t> pos_, spos_, bounds_, dedup_first_, dedup_slot_;
+  DevBuf<std::uint8_t> dedup_is_first_;
+  DevBuf<std::uint64_t> kbuf_, skey_, dedup_key_, ids_, lout_;
   DevBuf<lslab::Op> lops_;
   DevBuf<lslab::OpStatus> lst_;
   Indexed host_ix_;
