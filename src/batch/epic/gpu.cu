@@ -94,12 +94,18 @@ struct WriteOf {
   __host__ __device__ std::uint32_t operator()(std::uint64_t op) const { return op_is_write(op) ? 1u : 0u; }
 };
 
+// Kernels over every op of every txn run a warp per txn, its lanes striding over the txn's ops, so
+// the per-op arrays are written in whole lines (a thread per txn wrote one element per line).
+constexpr unsigned kWarpsPerBlock = 8;
+inline unsigned blocks_for_warps(std::size_t n) { return static_cast<unsigned>((n + kWarpsPerBlock - 1) / kWarpsPerBlock); }
+__device__ inline std::uint32_t warp_txn() { return (blockIdx.x * blockDim.x + threadIdx.x) / 32; }
+
 __global__ void pack_kernel(const std::uint32_t* global, const std::uint32_t* op_begin, const std::uint16_t* nreads,
                             std::uint32_t n, std::uint64_t* ops) {
-  const std::uint32_t t = blockIdx.x * blockDim.x + threadIdx.x;
+  const std::uint32_t t = warp_txn();
   if (t >= n) return;
   const std::uint32_t b = op_begin[t], e = op_begin[t + 1], nr = nreads[t];
-  for (std::uint32_t i = 0; i < e - b; ++i) ops[b + i] = pack_op(global[b + i], t, i >= nr, i);
+  for (std::uint32_t i = threadIdx.x % 32; i < e - b; i += 32) ops[b + i] = pack_op(global[b + i], t, i >= nr, i);
 }
 
 __global__ void classify_kernel(const std::uint64_t* ops, const std::uint32_t* wb, const std::uint32_t* wa,
@@ -129,18 +135,18 @@ struct TableMeta {
 };
 
 // Per txn: each op's table and write flag; direct tables' ids (key < capacity, else kInvalid) and
-// global ids. Indexed tables' ops are filled by lookup_scatter_kernel. Each op also gets its
-// segment (indexed table t: 2t for a write, 2t + 1 for a read; 2 * ntables for every other op) and
+// global ids. Indexed tables' ops are filled by lookup_scatter_kernel. Where `seg` is not null (some
+// table is indexed), each op also gets its segment (indexed table t: 2t for a write, 2t + 1 for a read; 2 * ntables for every other op) and
 // its position, for the one stable sort that groups every indexed table's ops; a write of the
 // reserved key to an indexed table records max(ntables - t) in *bad (the lowest such table).
 __global__ void prep_kernel(const std::uint64_t* key, const std::uint8_t* ktable, const std::uint32_t* op_begin,
                             const std::uint16_t* nreads, std::uint32_t n, const TableMeta* meta, std::uint32_t ntables,
                             std::uint8_t* table, std::uint8_t* isw, std::uint32_t* rid, std::uint32_t* global,
                             std::uint16_t* seg, std::uint32_t* pos, std::uint32_t* bad) {
-  const std::uint32_t t = blockIdx.x * blockDim.x + threadIdx.x;
+  const std::uint32_t t = warp_txn();
   if (t >= n) return;
   const std::uint32_t b = op_begin[t], e = op_begin[t + 1], nr = nreads[t];
-  for (std::uint32_t i = b; i < e; ++i) {
+  for (std::uint32_t i = b + threadIdx.x % 32; i < e; i += 32) {
     const Key k{ktable[i], key[i]};
     const bool w = i - b >= nr;
     table[i] = static_cast<std::uint8_t>(k.table);
@@ -150,6 +156,7 @@ __global__ void prep_kernel(const std::uint64_t* key, const std::uint8_t* ktable
     if (k.table < ntables && !indexed && k.key < meta[k.table].cap) r = static_cast<std::uint32_t>(k.key);
     rid[i] = r;
     global[i] = r == kInvalid ? kInvalid : meta[k.table < ntables ? k.table : 0].base + r;
+    if (!seg) continue;
     seg[i] = static_cast<std::uint16_t>(indexed ? 2 * k.table + (w ? 0 : 1) : 2 * ntables);
     pos[i] = i;
     if (indexed && w && k.key == lslab::kReservedKey) atomicMax(bad, ntables - k.table);
@@ -1205,11 +1212,17 @@ class Runner final : public GpuRunner {
     IndexTimes& it = itimes_;
     it.start();
     EPIC_CUDA(cudaMemsetAsync(bounds_.p, 0, (2 * nseg + 1) * sizeof(std::uint32_t)));
-    prep_kernel<<<blocks_for(n, 256), 256>>>(d_key_, d_ktable_, d_op_begin_, d_nreads_, static_cast<std::uint32_t>(n),
-                                             meta_.p, ntables, op_table_.p, isw_.p, rid_.p, global_.p, seg_.p, pos_.p,
-                                             bounds_.p + 2 * nseg);
+    const bool any_indexed = std::any_of(dix_.begin(), dix_.end(), [](const auto& d) { return d->map != nullptr; });
+    prep_kernel<<<blocks_for_warps(n), 32 * kWarpsPerBlock>>>(
+        d_key_, d_ktable_, d_op_begin_, d_nreads_, static_cast<std::uint32_t>(n), meta_.p, ntables, op_table_.p, isw_.p,
+        rid_.p, global_.p, any_indexed ? seg_.p : nullptr, pos_.p, bounds_.p + 2 * nseg);
     EPIC_CUDA(cudaGetLastError());
     it.mark(0);
+    if (!any_indexed) {  // direct tables only: prep did all there is
+      EPIC_CUDA(cudaDeviceSynchronize());
+      it.print(m);
+      return true;
+    }
     int end_bit = 1;
     while ((1u << end_bit) <= nseg) ++end_bit;
     std::size_t bytes = 0;
@@ -1320,7 +1333,7 @@ class Runner final : public GpuRunner {
     if (!ops_.reserve(m, err) || !sorted_.reserve(m, err) || !wb_.reserve(m, err) || !wa_.reserve(m, err) ||
         !type_.reserve(m, err) || !is_temp_.reserve(m, err) || !tw_.reserve(m, err))
       return false;
-    pack_kernel<<<blocks_for(n, 256), 256>>>(global_.p, d_op_begin_, d_nreads_, static_cast<std::uint32_t>(n), ops_.p);
+    pack_kernel<<<blocks_for_warps(n), 32 * kWarpsPerBlock>>>(global_.p, d_op_begin_, d_nreads_, static_cast<std::uint32_t>(n), ops_.p);
     EPIC_CUDA(cudaGetLastError());
     std::size_t bytes = 0;
     EPIC_CUDA(cub::DeviceRadixSort::SortKeys(nullptr, bytes, ops_.p, sorted_.p, static_cast<int>(m), 32, 64));
