@@ -30,6 +30,10 @@ struct TableView {
   std::uint8_t* deleted = nullptr;
   std::uint32_t words = 0;
   std::uint32_t indexed = 0;
+  /// GPU only, one-word tables: per record two words, slot s at [2r + s], each (data << 32) |
+  /// slot word, so one 64-bit store publishes a version and one load reads it (slots and data
+  /// are then unused).
+  std::uint64_t* pairs = nullptr;
 };
 
 /// Everything one epoch's execution reads and writes, as raw pointers (host or device).

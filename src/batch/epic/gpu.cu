@@ -264,6 +264,7 @@ __global__ void free_kernel(const std::uint32_t* list, std::size_t f, std::uint8
 // ---------------------------------------------------------------- execution
 __device__ inline std::uint64_t vload64(const std::uint64_t* p) { return *reinterpret_cast<const volatile std::uint64_t*>(p); }
 __device__ inline std::uint32_t vload32(const std::uint32_t* p) { return *reinterpret_cast<const volatile std::uint32_t*>(p); }
+__device__ inline void vstore64(std::uint64_t* p, std::uint64_t v) { *reinterpret_cast<volatile std::uint64_t*>(p) = v; }
 // The GPU's global nanosecond timer (the same clock on every SM; DUET_EPIC_EXEC_TIMES).
 __device__ inline std::uint64_t global_ns() {
   std::uint64_t t;
@@ -290,8 +291,9 @@ __device__ inline void release_store(T* p, T v) {
 /// its data is stored. So a txn waits once for all its reads, not once per key in turn.
 class GpuCtx {
  public:
-  __device__ GpuCtx(const EpochView& v, std::uint32_t t, std::uint32_t lane, std::uint64_t watchdog)
-      : v_(v), t_(t), lane_(lane), ob_(v.op_begin[t]), nr_(v.nreads[t]), nw_(v.op_begin[t + 1] - v.op_begin[t] - v.nreads[t]),
+  /// `stash` is the warp's 64 words of shared memory.
+  __device__ GpuCtx(const EpochView& v, std::uint32_t t, std::uint32_t lane, std::uint64_t watchdog, std::uint32_t* stash)
+      : v_(v), stash_(stash), t_(t), lane_(lane), ob_(v.op_begin[t]), nr_(v.nreads[t]), nw_(v.op_begin[t + 1] - v.op_begin[t] - v.nreads[t]),
         ab_(v.arg_begin[t]), na_(v.arg_begin[t + 1] - v.arg_begin[t]), watchdog_(watchdog) {}
   /// Waits for every read's version (all lanes at once, each with its own watchdog), keeps the
   /// locations of reads 0..63 and the slot words of kCurr writes (at most kMaxWrites = 64), then
@@ -301,14 +303,19 @@ class GpuCtx {
       const std::uint32_t op = ob_ + i;
       unsigned long long p = 0;
       std::uint32_t ok = 0;
-      if (v_.rid[op] != kInvalid) locate(op, v_.loc[op], &p, &ok);
+      if (v_.rid[op] != kInvalid) {
+        std::uint32_t word;
+        // A paired version's data came with its poll: keep it in the warp's stash, so the
+        // procedure does not load it again.
+        if (locate(op, v_.loc[op], &p, &ok, &word) && i < 64) stash_[i] = word, p = reinterpret_cast<unsigned long long>(stash_ + i);
+      }
       if (i < 32) rptr0_ = p, rok_ |= ok;
       else if (i < 64) rptr1_ = p, rok_ |= ok << 1;
     }
     for (std::uint32_t j = lane_; j < nw_; j += 32) {
       const std::uint32_t op = ob_ + nr_ + j;
       if (v_.loc[op] != kCurr) continue;
-      const std::uint64_t both = vload64(v_.tables[v_.op_table[op]].slots + v_.rid[op]);
+      const std::uint64_t both = both_of(v_.tables[v_.op_table[op]], v_.rid[op]);
       if (j < 32) wboth0_ = both;
       else wboth1_ = both;
     }
@@ -398,8 +405,11 @@ class GpuCtx {
   }
   // On the calling lane alone: waits for op's version at `loc` (its eid is this epoch's, or it is
   // kPrev) and gives its data and valid bit. Its slot word is read with acquire, so once the
-  // warp syncs every lane sees the data.
-  __device__ void locate(std::uint32_t op, std::uint32_t loc, unsigned long long* ptr, std::uint32_t* ok) {
+  // warp syncs every lane sees the data. A paired (one-word) version is read whole, data and eid
+  // in one 64-bit acquire load; then *word is its data (given `word`) and it returns true, and
+  // the pointer (to the word's high half) is safe too, for the writer stored it with release.
+  __device__ bool locate(std::uint32_t op, std::uint32_t loc, unsigned long long* ptr, std::uint32_t* ok,
+                         std::uint32_t* word = nullptr) {
     const TableView& tb = v_.tables[v_.op_table[op]];
     const std::uint32_t r = v_.rid[op];
     const long long start = clock64();
@@ -410,7 +420,24 @@ class GpuCtx {
         if (!wait_step(start, spins)) break;
       *ok = x & 1u;
       *ptr = reinterpret_cast<unsigned long long>(v_.scratch_data + static_cast<std::size_t>(loc) * v_.slot_words);
-      return;
+      return false;
+    }
+    if (tb.pairs) {
+      const std::uint64_t* pr = tb.pairs + static_cast<std::size_t>(r) * 2;
+      // Two separate loads may see the curr slot before or after its write: either way the
+      // curr slot is the same (Alg. 1), and the prev slot does not change this epoch.
+      const int cs = curr_slot(both_of(tb, r), v_.eid);
+      const int s = loc == kPrev ? 1 - cs : cs;
+      std::uint64_t x = loc == kCurr ? acquire_load(pr + s) : vload64(pr + s);  // prev: an earlier epoch's
+      if (loc == kCurr)
+        while ((static_cast<std::uint32_t>(x) >> 1) != v_.eid) {
+          if (!wait_step(start, spins)) break;
+          x = acquire_load(pr + s);
+        }
+      *ok = static_cast<std::uint32_t>(x) & 1u;
+      *ptr = reinterpret_cast<unsigned long long>(reinterpret_cast<const std::uint32_t*>(pr + s) + 1);
+      if (word) *word = static_cast<std::uint32_t>(x >> 32);
+      return word != nullptr;
     }
     std::uint64_t both = acquire_load(tb.slots + r);
     const int cs = curr_slot(both, v_.eid);
@@ -422,6 +449,13 @@ class GpuCtx {
       }
     *ok = slot_word(both, s) & 1u;
     *ptr = reinterpret_cast<unsigned long long>(tb.data + (static_cast<std::size_t>(r) * 2 + s) * tb.words);
+    return false;
+  }
+  // Both slot words of record r (slot 0 in the low half), packed or not.
+  __device__ static std::uint64_t both_of(const TableView& tb, std::uint32_t r) {
+    if (!tb.pairs) return vload64(tb.slots + r);
+    const std::uint64_t* pr = tb.pairs + static_cast<std::size_t>(r) * 2;
+    return static_cast<std::uint32_t>(vload64(pr)) | (static_cast<std::uint64_t>(vload64(pr + 1)) << 32);
   }
   // locate() on lane 0, given to every lane after the warp's barrier.
   __device__ const std::uint32_t* resolve(std::uint32_t op, std::uint32_t loc, bool* valid) {
@@ -437,6 +471,8 @@ class GpuCtx {
   // Write i's slot word as gather() read it (kCurr writes only; lane i % 32 holds it). Only this
   // txn changes that word during the epoch.
   __device__ std::uint64_t write_both(std::uint32_t i) const { return __shfl_sync(0xFFFFFFFFu, i < 32 ? wboth0_ : wboth1_, i % 32); }
+  // The same, on lane i % 32 alone.
+  __device__ std::uint64_t wboth(std::uint32_t i) const { return i < 32 ? wboth0_ : wboth1_; }
   // Stores write i's eid (with `valid`) on the calling lane, which must hold its slot word.
   __device__ void publish(std::uint32_t i, std::uint32_t valid) {
     const std::uint32_t op = ob_ + nr_ + i, loc = v_.loc[op], word = (v_.eid << 1) | valid;
@@ -458,6 +494,22 @@ class GpuCtx {
     const TableView& tb = v_.tables[v_.op_table[op]];
     const std::uint32_t r = v_.rid[op], loc = v_.loc[op];
     filled_ |= 1ull << i;
+    if (loc == kCurr && tb.pairs) {  // one 64-bit store publishes data and eid together
+      if (tb.indexed && lane_ == 0) tb.deleted[r] = valid ? 0 : 1;
+      if (lane_ == i % 32) {
+        std::uint64_t* pr = tb.pairs + static_cast<std::size_t>(r) * 2 + curr_slot(wboth(i), v_.eid);
+        const std::uint32_t word = (v_.eid << 1) | valid;
+        const std::uint64_t old = vload64(pr) >> 32;
+        if (v_.eid_before_data) {  // planted: the eid first, with the old data
+          vstore64(pr, (old << 32) | word);
+          __nanosleep(20000);
+        }
+        release_store(pr, (static_cast<std::uint64_t>(valid ? f(0) : static_cast<std::uint32_t>(old)) << 32) | word);
+      }
+      __syncwarp();
+      if (v_.exec_times && !first_publish_) first_publish_ = global_ns();
+      return;
+    }
     std::uint32_t* dst;
     if (loc == kCurr) {
       const std::uint64_t both = write_both(i);
@@ -480,6 +532,7 @@ class GpuCtx {
   }
 
   const EpochView& v_;
+  std::uint32_t* stash_;
   std::uint32_t t_, lane_, ob_, nr_, nw_, ab_, na_;
   std::uint64_t watchdog_;
   std::uint64_t filled_ = 0;
@@ -509,7 +562,8 @@ __global__ void exec_kernel(EpochView v, std::uint32_t* next, BlockOrder order, 
   const std::uint32_t t = base + warp;
   if (t >= v.n) return;
   const std::uint64_t start = v.exec_times ? global_ns() : 0;
-  GpuCtx c(v, t, lane, watchdog);
+  extern __shared__ std::uint32_t stash[];  // 64 words per warp, then DUET_EPIC_EXEC_SMEM's bytes
+  GpuCtx c(v, t, lane, watchdog, stash + warp * 64);
   c.gather();
   const std::uint64_t gathered = v.exec_times ? global_ns() : 0;
   if (!Procs::dispatch(v.proc[t], c)) c.set_outcome(kUnknownProc);
@@ -533,11 +587,14 @@ template <class Procs>
 class Runner final : public GpuRunner {
  public:
   ~Runner() override {
-    for (auto& t : tables_) {
-      if (t.slots) cudaFree(t.slots);
-      if (t.data) cudaFree(t.data);
-      if (t.deleted) cudaFree(t.deleted);
-    }
+    for (auto& t : tables_) free_table(t);
+  }
+  // Frees a device table's arrays and clears its pointers.
+  static void free_table(TableView& t) {
+    for (void* p : {static_cast<void*>(t.slots), static_cast<void*>(t.data), static_cast<void*>(t.deleted),
+                    static_cast<void*>(t.pairs)})
+      if (p) cudaFree(p);
+    t.slots = nullptr, t.data = nullptr, t.deleted = nullptr, t.pairs = nullptr;
   }
 
   bool plan(const Batch& b, const std::vector<std::uint32_t>& global, Plan* out, std::string* err,
@@ -568,17 +625,24 @@ class Runner final : public GpuRunner {
     for (std::size_t i = 0; i < tables_.size(); ++i) {
       const TableStore& t = db.table(static_cast<std::uint32_t>(i));
       TableView& d = tables_[i];
-      if (d.slots) cudaFree(d.slots), cudaFree(d.data), cudaFree(d.deleted);
-      {
-        EPIC_CUDA(cudaMalloc(&d.slots, std::max<std::size_t>(1, t.slots.size()) * 8));
-        EPIC_CUDA(cudaMalloc(&d.data, std::max<std::size_t>(1, t.data.size()) * 4));
-        EPIC_CUDA(cudaMalloc(&d.deleted, std::max<std::size_t>(1, t.deleted.size())));
-      }
+      free_table(d);
       d.words = t.spec.record_words;
       d.indexed = t.spec.indexed;
+      EPIC_CUDA(cudaMalloc(&d.deleted, std::max<std::size_t>(1, t.deleted.size())));
+      EPIC_CUDA(cudaMemcpy(d.deleted, t.deleted.data(), t.deleted.size(), cudaMemcpyHostToDevice));
+      if (d.words == 1) {  // paired: (data << 32) | slot word per slot
+        std::vector<std::uint64_t> pairs(t.slots.size() * 2);
+        for (std::size_t r = 0; r < t.slots.size(); ++r)
+          for (int s = 0; s < 2; ++s)
+            pairs[2 * r + s] = (static_cast<std::uint64_t>(t.data[2 * r + s]) << 32) | slot_word(t.slots[r], s);
+        EPIC_CUDA(cudaMalloc(&d.pairs, std::max<std::size_t>(1, pairs.size()) * 8));
+        EPIC_CUDA(cudaMemcpy(d.pairs, pairs.data(), pairs.size() * 8, cudaMemcpyHostToDevice));
+        continue;
+      }
+      EPIC_CUDA(cudaMalloc(&d.slots, std::max<std::size_t>(1, t.slots.size()) * 8));
+      EPIC_CUDA(cudaMalloc(&d.data, std::max<std::size_t>(1, t.data.size()) * 4));
       EPIC_CUDA(cudaMemcpy(d.slots, t.slots.data(), t.slots.size() * 8, cudaMemcpyHostToDevice));
       EPIC_CUDA(cudaMemcpy(d.data, t.data.data(), t.data.size() * 4, cudaMemcpyHostToDevice));
-      EPIC_CUDA(cudaMemcpy(d.deleted, t.deleted.data(), t.deleted.size(), cudaMemcpyHostToDevice));
     }
     if (!dtables_.put(tables_.data(), tables_.size(), err)) return false;
     slot_words_ = db.max_words();
@@ -592,6 +656,15 @@ class Runner final : public GpuRunner {
   bool download(Database& db, std::string* err) override {
     for (std::size_t i = 0; i < tables_.size(); ++i) {
       TableStore& t = db.table(static_cast<std::uint32_t>(i));
+      if (tables_[i].pairs) {
+        std::vector<std::uint64_t> pairs(t.slots.size() * 2);
+        EPIC_CUDA(cudaMemcpy(pairs.data(), tables_[i].pairs, pairs.size() * 8, cudaMemcpyDeviceToHost));
+        for (std::size_t r = 0; r < t.slots.size(); ++r) {
+          t.slots[r] = static_cast<std::uint32_t>(pairs[2 * r]) | (pairs[2 * r + 1] << 32);
+          for (int s = 0; s < 2; ++s) t.data[2 * r + s] = static_cast<std::uint32_t>(pairs[2 * r + s] >> 32);
+        }
+        continue;
+      }
       EPIC_CUDA(cudaMemcpy(t.slots.data(), tables_[i].slots, t.slots.size() * 8, cudaMemcpyDeviceToHost));
       EPIC_CUDA(cudaMemcpy(t.data.data(), tables_[i].data, t.data.size() * 4, cudaMemcpyDeviceToHost));
     }
@@ -701,9 +774,11 @@ class Runner final : public GpuRunner {
       const unsigned threads = 32u * static_cast<unsigned>(wpb);
       // DUET_EPIC_EXEC_SMEM (bytes of shared memory per block, a diagnostic) caps the blocks
       // resident on an SM, and with them the txns polling at once.
-      if (exec_smem_ > 0)  // the kernel's own shared word counts against the default 48 KB
-        EPIC_CUDA(cudaFuncSetAttribute(exec_kernel<Procs>, cudaFuncAttributeMaxDynamicSharedMemorySize, exec_smem_));
-      exec_kernel<Procs><<<blocks_for(n, wpb), threads, exec_smem_>>>(v, ctl_.p, order, watchdog_cycles_);
+      // Each warp has 64 words of shared memory for the paired reads it gathers.
+      const int smem = wpb * 64 * 4 + std::max(exec_smem_, 0);
+      if (smem > (48 << 10) - 16)  // the kernel's own shared word counts against the default 48 KB
+        EPIC_CUDA(cudaFuncSetAttribute(exec_kernel<Procs>, cudaFuncAttributeMaxDynamicSharedMemorySize, smem));
+      exec_kernel<Procs><<<blocks_for(n, wpb), threads, smem>>>(v, ctl_.p, order, watchdog_cycles_);
       EPIC_CUDA(cudaGetLastError());
     }
     EPIC_CUDA(cudaDeviceSynchronize());
