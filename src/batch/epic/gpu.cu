@@ -295,10 +295,13 @@ class GpuCtx {
   __device__ GpuCtx(const EpochView& v, std::uint32_t t, std::uint32_t lane, std::uint64_t watchdog, std::uint32_t* stash)
       : v_(v), stash_(stash), t_(t), lane_(lane), ob_(v.op_begin[t]), nr_(v.nreads[t]), nw_(v.op_begin[t + 1] - v.op_begin[t] - v.nreads[t]),
         ab_(v.arg_begin[t]), na_(v.arg_begin[t + 1] - v.arg_begin[t]), watchdog_(watchdog) {}
-  /// Waits for every read's version (all lanes at once, each with its own watchdog), keeps the
-  /// locations of reads 0..63 and the slot words of kCurr writes (at most kMaxWrites = 64), then
-  /// fences and syncs the warp, so every lane may read the data. Call once, before the procedure.
+  /// Resolves where writes 0..31 go (lane j holds write j's target; later writes resolve theirs
+  /// when written), then waits for every read's version (all lanes at once, each with its own
+  /// watchdog), keeps the locations of reads 0..63, and syncs the warp, so every lane may read
+  /// the data. Call once, before the procedure. The targets' loads are issued before the waits,
+  /// so a txn at the head of a chain stores without a round trip to memory first.
   __device__ void gather() {
+    if (lane_ < nw_) wt_ = target(lane_);
     for (std::uint32_t i = lane_; v_.gather_reads && i < nr_; i += 32) {
       const std::uint32_t op = ob_ + i;
       unsigned long long p = 0;
@@ -311,13 +314,6 @@ class GpuCtx {
       }
       if (i < 32) rptr0_ = p, rok_ |= ok;
       else if (i < 64) rptr1_ = p, rok_ |= ok << 1;
-    }
-    for (std::uint32_t j = lane_; j < nw_; j += 32) {
-      const std::uint32_t op = ob_ + nr_ + j;
-      if (v_.loc[op] != kCurr) continue;
-      const std::uint64_t both = both_of(v_.tables[v_.op_table[op]], v_.rid[op]);
-      if (j < 32) wboth0_ = both;
-      else wboth1_ = both;
     }
     __syncwarp();  // each lane's acquire load, then the warp's barrier: every lane sees the data
   }
@@ -373,6 +369,13 @@ class GpuCtx {
         const std::uint32_t* src = resolve(op, v_.copy[op], &valid);
         put(i, valid ? 1u : 0u, [src](std::uint32_t w) { return src[w]; });
       }
+    // Deleted bits of indexed rows (read only at the epoch's end), after every write is published.
+    for (std::uint32_t j = lane_; j < nw_; j += 32) {
+      const std::uint32_t op = ob_ + nr_ + j;
+      if (!(filled_ >> j & 1u) || v_.loc[op] != kCurr) continue;
+      const TableView& tb = v_.tables[v_.op_table[op]];
+      if (tb.indexed) tb.deleted[v_.rid[op]] = (valid_ >> j & 1u) ? 0 : 1;
+    }
     if (lane_ == 0) v_.outcome[t_] = outcome_;
   }
 
@@ -410,7 +413,7 @@ class GpuCtx {
   // the pointer (to the word's high half) is safe too, for the writer stored it with release.
   __device__ bool locate(std::uint32_t op, std::uint32_t loc, unsigned long long* ptr, std::uint32_t* ok,
                          std::uint32_t* word = nullptr) {
-    const TableView& tb = v_.tables[v_.op_table[op]];
+    const TableView tb = v_.tables[v_.op_table[op]];  // a copy: every field loaded at once
     const std::uint32_t r = v_.rid[op];
     const long long start = clock64();
     unsigned spins = 0;
@@ -468,65 +471,92 @@ class GpuCtx {
     *valid = ok;
     return reinterpret_cast<const std::uint32_t*>(ptr);
   }
-  // Write i's slot word as gather() read it (kCurr writes only; lane i % 32 holds it). Only this
-  // txn changes that word during the epoch.
-  __device__ std::uint64_t write_both(std::uint32_t i) const { return __shfl_sync(0xFFFFFFFFu, i < 32 ? wboth0_ : wboth1_, i % 32); }
-  // The same, on lane i % 32 alone.
-  __device__ std::uint64_t wboth(std::uint32_t i) const { return i < 32 ? wboth0_ : wboth1_; }
-  // Stores write i's eid (with `valid`) on the calling lane, which must hold its slot word.
-  __device__ void publish(std::uint32_t i, std::uint32_t valid) {
-    const std::uint32_t op = ob_ + nr_ + i, loc = v_.loc[op], word = (v_.eid << 1) | valid;
-    if (loc == kCurr) {
-      const std::uint64_t both = i < 32 ? wboth0_ : wboth1_;
-      release_store(v_.tables[v_.op_table[op]].slots + v_.rid[op], with_slot_word(both, curr_slot(both, v_.eid), word));
-    } else {
-      release_store(v_.scratch_word + loc, word);
+  // Where a write goes: its data (`dst`: the data slot, the scratchpad data, or for a paired
+  // table the slot's 64-bit word), where its eid is published (`pub`: the record's slot words or
+  // the scratchpad word; unused when paired), the record's slot words as first read (`both`,
+  // kCurr only: only this txn changes them this epoch) and `meta` (words, kCurr, paired).
+  struct Target {
+    unsigned long long dst = 0, pub = 0;
+    std::uint64_t both = 0;
+    std::uint32_t meta = 0;
+  };
+  static constexpr std::uint32_t kTargetCurr = 1u << 31, kTargetPaired = 1u << 30, kTargetWords = (1u << 30) - 1;
+  // Write j's target, from memory (on the calling lane).
+  __device__ Target target(std::uint32_t j) const {
+    const std::uint32_t op = ob_ + nr_ + j, loc = v_.loc[op];
+    const TableView tb = v_.tables[v_.op_table[op]];
+    Target w;
+    if (loc != kCurr) {
+      w.dst = reinterpret_cast<unsigned long long>(v_.scratch_data + static_cast<std::size_t>(loc) * v_.slot_words);
+      w.pub = reinterpret_cast<unsigned long long>(v_.scratch_word + loc);
+      w.meta = tb.words;
+      return w;
     }
+    const std::uint32_t r = v_.rid[op];
+    w.both = both_of(tb, r);
+    const int cs = curr_slot(w.both, v_.eid);
+    if (tb.pairs) {
+      w.dst = reinterpret_cast<unsigned long long>(tb.pairs + static_cast<std::size_t>(r) * 2 + cs);
+      w.meta = 1u | kTargetCurr | kTargetPaired;
+    } else {
+      w.dst = reinterpret_cast<unsigned long long>(tb.data + (static_cast<std::size_t>(r) * 2 + cs) * tb.words);
+      w.pub = reinterpret_cast<unsigned long long>(tb.slots + r);
+      w.meta = tb.words | kTargetCurr;
+    }
+    return w;
   }
-  // Stores write i's data (and for a kCurr row of an indexed table its deleted bit), then
-  // publishes it: the warp syncs (ordering every lane's stores before the next step), and the
-  // lane holding the write's slot word stores the eid with release. Each write is published at
-  // once: a chain through this record goes on while the txn writes its other keys. The planted eid_before_data publishes
-  // first and sleeps, so a waiting reader copies the old data.
+  // Write i's target on every lane: from lane i's registers for i < 32, else from memory.
+  __device__ Target target_of(std::uint32_t i) const {
+    if (i >= 32) return target(i);
+    Target w;
+    w.dst = __shfl_sync(0xFFFFFFFFu, wt_.dst, i);
+    w.pub = __shfl_sync(0xFFFFFFFFu, wt_.pub, i);
+    w.both = __shfl_sync(0xFFFFFFFFu, wt_.both, i);
+    w.meta = __shfl_sync(0xFFFFFFFFu, wt_.meta, i);
+    return w;
+  }
+  // Stores a (not paired) write's eid (with `valid`) on the calling lane.
+  __device__ void publish(const Target& w, std::uint32_t valid) const {
+    const std::uint32_t word = (v_.eid << 1) | valid;
+    if (w.meta & kTargetCurr)
+      release_store(reinterpret_cast<std::uint64_t*>(w.pub), with_slot_word(w.both, curr_slot(w.both, v_.eid), word));
+    else
+      release_store(reinterpret_cast<std::uint32_t*>(w.pub), word);
+  }
+  // Stores write i's data, then publishes it: the warp syncs (ordering every lane's stores
+  // before the next step), and lane i % 32 stores the eid with release. A paired write is one
+  // release store of data and eid together. Each write is published at once: a chain through
+  // this record goes on while the txn writes its other keys. The planted eid_before_data
+  // publishes first (a paired write: with the old data) and sleeps, so a waiting reader copies
+  // the old data.
   template <class F>
   __device__ void put(std::uint32_t i, std::uint32_t valid, F f) {
-    const std::uint32_t op = ob_ + nr_ + i;
-    const TableView& tb = v_.tables[v_.op_table[op]];
-    const std::uint32_t r = v_.rid[op], loc = v_.loc[op];
     filled_ |= 1ull << i;
-    if (loc == kCurr && tb.pairs) {  // one 64-bit store publishes data and eid together
-      if (tb.indexed && lane_ == 0) tb.deleted[r] = valid ? 0 : 1;
+    if (valid) valid_ |= 1ull << i;
+    const Target w = target_of(i);
+    if (w.meta & kTargetPaired) {
       if (lane_ == i % 32) {
-        std::uint64_t* pr = tb.pairs + static_cast<std::size_t>(r) * 2 + curr_slot(wboth(i), v_.eid);
+        auto* pr = reinterpret_cast<std::uint64_t*>(w.dst);
         const std::uint32_t word = (v_.eid << 1) | valid;
-        const std::uint64_t old = vload64(pr) >> 32;
-        if (v_.eid_before_data) {  // planted: the eid first, with the old data
-          vstore64(pr, (old << 32) | word);
+        const std::uint32_t old = !valid || v_.eid_before_data ? static_cast<std::uint32_t>(vload64(pr) >> 32) : 0;
+        if (v_.eid_before_data) {
+          vstore64(pr, (static_cast<std::uint64_t>(old) << 32) | word);
           __nanosleep(20000);
         }
-        release_store(pr, (static_cast<std::uint64_t>(valid ? f(0) : static_cast<std::uint32_t>(old)) << 32) | word);
+        release_store(pr, (static_cast<std::uint64_t>(valid ? f(0) : old) << 32) | word);
       }
-      __syncwarp();
-      if (v_.exec_times && !first_publish_) first_publish_ = global_ns();
-      return;
-    }
-    std::uint32_t* dst;
-    if (loc == kCurr) {
-      const std::uint64_t both = write_both(i);
-      dst = tb.data + (static_cast<std::size_t>(r) * 2 + curr_slot(both, v_.eid)) * tb.words;
-      if (tb.indexed && lane_ == 0) tb.deleted[r] = valid ? 0 : 1;
     } else {
-      dst = v_.scratch_data + static_cast<std::size_t>(loc) * v_.slot_words;
-    }
-    if (v_.eid_before_data) {
-      if (lane_ == i % 32) publish(i, valid);
+      auto* dst = reinterpret_cast<std::uint32_t*>(w.dst);
+      if (v_.eid_before_data) {
+        if (lane_ == i % 32) publish(w, valid);
+        __syncwarp();
+        __nanosleep(20000);
+      }
+      if (valid)
+        for (std::uint32_t k = lane_; k < (w.meta & kTargetWords); k += 32) dst[k] = f(k);
       __syncwarp();
-      __nanosleep(20000);
+      if (lane_ == i % 32 && !v_.eid_before_data) publish(w, valid);
     }
-    if (valid)
-      for (std::uint32_t w = lane_; w < tb.words; w += 32) dst[w] = f(w);
-    __syncwarp();
-    if (lane_ == i % 32 && !v_.eid_before_data) publish(i, valid);
     __syncwarp();
     if (v_.exec_times && !first_publish_) first_publish_ = global_ns();
   }
@@ -540,7 +570,8 @@ class GpuCtx {
   // bytes of stack frame per thread, by ptxas -v).
   unsigned long long rptr0_ = 0, rptr1_ = 0;  ///< this lane's gathered reads lane and lane + 32
   std::uint32_t rok_ = 0;                     ///< their valid bits (bit 0: read lane, bit 1: lane + 32)
-  std::uint64_t wboth0_ = 0, wboth1_ = 0;     ///< slot words of this lane's kCurr writes lane and lane + 32
+  Target wt_;                                 ///< write `lane`'s target (lanes below nw_)
+  std::uint64_t valid_ = 0;                   ///< the valid bit each filled write stored
   bool wrote_ = false, aborted_ = false;
   std::uint32_t outcome_ = kCommitted;
 
