@@ -677,6 +677,7 @@ class Runner final : public GpuRunner {
     }
     if (!dtables_.put(tables_.data(), tables_.size(), err)) return false;
     slot_words_ = db.max_words();
+    any_paired_ = std::any_of(tables_.begin(), tables_.end(), [](const TableView& t) { return t.pairs != nullptr; });
     gpu_index_ = index_on_ == IndexOn::kGpu;
     attached_ = false;
     if (gpu_index_ && !upload_index(db, err)) return false;
@@ -805,8 +806,9 @@ class Runner final : public GpuRunner {
       const unsigned threads = 32u * static_cast<unsigned>(wpb);
       // DUET_EPIC_EXEC_SMEM (bytes of shared memory per block, a diagnostic) caps the blocks
       // resident on an SM, and with them the txns polling at once.
-      // Each warp has 64 words of shared memory for the paired reads it gathers.
-      const int smem = wpb * 64 * 4 + std::max(exec_smem_, 0);
+      // Each warp has 64 words of shared memory for the paired reads it gathers (none without a
+      // paired table: the stash is then never touched).
+      const int smem = (any_paired_ ? wpb * 64 * 4 : 0) + std::max(exec_smem_, 0);
       if (smem > (48 << 10) - 16)  // the kernel's own shared word counts against the default 48 KB
         EPIC_CUDA(cudaFuncSetAttribute(exec_kernel<Procs>, cudaFuncAttributeMaxDynamicSharedMemorySize, smem));
       exec_kernel<Procs><<<blocks_for(n, wpb), threads, smem>>>(v, ctl_.p, order, watchdog_cycles_);
@@ -1032,6 +1034,7 @@ class Runner final : public GpuRunner {
   // chain through one record: the link time and the time a waiter takes to see its version).
   // A diagnostic: the stamps cost time.
   bool exec_times_on_ = std::getenv("DUET_EPIC_EXEC_TIMES") != nullptr;
+  bool any_paired_ = false;  ///< some table is one word wide (TableView::pairs)
   int exec_smem_ = std::getenv("DUET_EPIC_EXEC_SMEM") ? std::atoi(std::getenv("DUET_EPIC_EXEC_SMEM")) : 0;
   DevBuf<std::uint64_t> exec_times_;
   bool print_exec_times(const Batch& b, std::string* err) {
