@@ -135,10 +135,11 @@ struct TableMeta {
 };
 
 // Per txn: each op's table and write flag; direct tables' ids (key < capacity, else kInvalid) and
-// global ids. Indexed tables' ops are filled by lookup_scatter_kernel. Where `seg` is not null (some
-// table is indexed), each op also gets its segment (indexed table t: 2t for a write, 2t + 1 for a read; 2 * ntables for every other op) and
-// its position, for the one stable sort that groups every indexed table's ops; a write of the
-// reserved key to an indexed table records max(ntables - t) in *bad (the lowest such table).
+// global ids. Indexed tables' ops are filled by lookup_scatter_kernel. Where `seg` is not null
+// (some table is indexed), each op also gets its segment (indexed table t: 2t for a write, 2t + 1
+// for a read; 2 * ntables for every other op) and its position, for the one stable sort that
+// groups every indexed table's ops; a write of the reserved key to an indexed table records
+// max(ntables - t) in *bad (the lowest such table).
 __global__ void prep_kernel(const std::uint64_t* key, const std::uint8_t* ktable, const std::uint32_t* op_begin,
                             const std::uint16_t* nreads, std::uint32_t n, const TableMeta* meta, std::uint32_t ntables,
                             std::uint8_t* table, std::uint8_t* isw, std::uint32_t* rid, std::uint32_t* global,
