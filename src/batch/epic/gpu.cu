@@ -358,6 +358,8 @@ class GpuCtx {
     if (k < kMaxOut && lane_ == 0) v_.out[static_cast<std::size_t>(t_) * kMaxOut + k] = val;
   }
   __device__ bool stopped() const { return aborted_; }
+  /// When the txn's first write was published (globaltimer ns; 0 unless exec_times is on).
+  __device__ std::uint64_t first_publish() const { return first_publish_; }
   __device__ void set_outcome(std::uint32_t o) { outcome_ = o; aborted_ = true; }
   /// Fills the writes the procedure left with copies of the previous versions, and stores the
   /// outcome.
@@ -575,8 +577,6 @@ class GpuCtx {
   std::uint64_t valid_ = 0;                   ///< the valid bit each filled write stored
   bool wrote_ = false, aborted_ = false;
   std::uint32_t outcome_ = kCommitted;
-
- public:
   std::uint64_t first_publish_ = 0;  ///< when the first write was published (exec_times only)
 };
 
@@ -602,7 +602,7 @@ __global__ void exec_kernel(EpochView v, std::uint32_t* next, BlockOrder order, 
   c.finish();
   if (v.exec_times && lane == 0) {
     std::uint64_t* ts = v.exec_times + static_cast<std::size_t>(t) * 4;
-    ts[0] = start, ts[1] = gathered, ts[2] = c.first_publish_, ts[3] = global_ns();
+    ts[0] = start, ts[1] = gathered, ts[2] = c.first_publish(), ts[3] = global_ns();
   }
 }
 
