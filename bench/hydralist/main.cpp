@@ -110,6 +110,16 @@ bool parse(int argc, char** argv, Options* o) {
         std::exit(2);
       }
     };
+    if (a == "--help" || a == "-h") {
+      std::printf(
+          "usage: duet_bench_hydralist [--keys-int N] [--keys-str N] [--ops N] [--threads 1,2,4]\n"
+          "         [--ops-e N (default ops / 10)] [--reps R] [--key-types int,str] [--workloads load,a,b,c,d,e]\n"
+          "         [--dists uniform,zipf] [--systems hydralist,tbb,libcds,libcuckoo,lit,hl-sync,...]\n"
+          "         [--load-once] [--fork [--child-timeout S]] [--rss] [--sweep 100000,1000000] [--seed S] [--out PATH]\n"
+          "Hydralist against ordered peers on identical pre-generated YCSB work (docs/hydralist.md;\n"
+          "the schedules are described at the top of bench/hydralist/main.cpp).\n");
+      std::exit(0);
+    }
     if (a == "--keys-int") o->keys_int = num(val());
     else if (a == "--keys-str") o->keys_str = num(val());
     else if (a == "--ops") o->ops = num(val());

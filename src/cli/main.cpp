@@ -1,10 +1,13 @@
 // `duet`: the command-line entry point. `duet demo` (the default) opens a Store with one `kv`
 // keyspace on the best available processor, runs a few batches of PUT, GET and DELETE and
 // prints what each did and where it ran; `duet info` prints what the build and the machine
-// offer; `duet bench kv` runs the key-value benchmark, `duet bench transfer` the batch
-// keyspace's transfer blocks and `duet bench olda` the OLDA fraud-detection transactions
-// (builds with benchmarks only).
+// offer; `duet bench NAME` runs a benchmark (builds with benchmarks only): kv, transfer, olda and
+// ch in this process, the others (batch, cods, lit, ...) as their own programs beside `duet`.
+#include <unistd.h>
+
+#include <cerrno>
 #include <chrono>
+#include <cstring>
 #include <cstdio>
 #include <cstdlib>
 #include <memory>
@@ -32,10 +35,51 @@ namespace {
 
 using duet::KvRequest;
 
+/// A benchmark built as a program of its own (CMake's build/bench/...), which `duet bench NAME`
+/// runs in place of this process. `path` is relative to the directory holding `duet`.
+struct ProgramBench {
+  const char* name;
+  const char* path;
+  const char* about;
+};
+constexpr ProgramBench kProgramBenches[] = {
+    {"batch", "bench/duet_bench_epic", "Epic's epochs on YCSB and TPC-C: GPU, Epic-CPU, serial, RocksDB (docs/epic.md)"},
+    {"cods", "bench/duet_bench_cods", "CODS list, hash set and B-link tree: CPU, GPU, simulated remote (docs/cods.md)"},
+    {"lit", "bench/duet_bench_lit", "LIT, the ordered map, against libcds and oneTBB (docs/lit.md)"},
+    {"lslab", "bench/duet_bench_lslab", "L-Slab hash map batches against peer hash maps (docs/lslab.md)"},
+    {"mvrlu", "bench/duet_bench_mvrlu", "MV-RLU against RLU, liburcu, libcds and locks (docs/mvrlu.md)"},
+    {"hydralist", "bench/duet_bench_hydralist", "Hydralist against ordered peers on YCSB (docs/hydralist.md)"},
+    {"txn", "bench/duet_bench_txn", "the txn keyspace on YCSB-T and SmallBank against RocksDB (docs/txn.md)"},
+    {"compute", "bench/duet_bench_compute", "the compute operators on the CPU and the GPU (docs/compute.md)"},
+    {"net", "bench/net/duet_bench_net", "a RESP load driver for duet server or Redis (docs/server.md)"},
+};
+
+/// Runs the program benchmark `b` (exec: it replaces this process) with args[0..n). Returns only
+/// on failure: 2 when this build has no such program (benchmarks not built), 1 when exec fails.
+int run_program_bench(const ProgramBench& b, int n, char** args) {
+  std::string self(4096, '\0');
+  const ssize_t len = readlink("/proc/self/exe", self.data(), self.size() - 1);
+  std::string dir = len > 0 ? self.substr(0, static_cast<std::size_t>(len)) : std::string();
+  dir = dir.substr(0, dir.find_last_of('/') + 1);
+  const std::string path = dir + b.path;
+  if (access(path.c_str(), X_OK) != 0) {
+    std::fprintf(stderr, "duet bench: this build has no %s benchmark (%s is missing; configure with -DDUET_BENCH=ON)\n",
+                 b.name, path.c_str());
+    return 2;
+  }
+  std::vector<char*> argv{const_cast<char*>(path.c_str())};
+  argv.insert(argv.end(), args, args + n);
+  argv.push_back(nullptr);
+  std::fflush(nullptr);
+  execv(path.c_str(), argv.data());
+  std::fprintf(stderr, "duet bench: cannot run %s: %s\n", path.c_str(), std::strerror(errno));
+  return 1;
+}
+
 int usage(FILE* f) {
   std::fprintf(f,
                "usage: duet [demo [--device auto|cpu|gpu] [--keys N]] | server [settings] | info [--measure-devices] |\n"
-               "       bench kv|transfer|olda|ch [options] | help\n"
+               "       bench NAME [options] | help\n"
                "  server    serve the Redis protocol (RESP2/RESP3) on 127.0.0.1:6379 (duet server --help)\n"
                "  demo      open a store with a kv keyspace, run PUT/GET/DELETE batches, print what\n"
                "            happened (default)\n"
@@ -45,6 +89,8 @@ int usage(FILE* f) {
                "  bench transfer  OranguTAN's transfer blocks in every batch mode (docs/batch.md)\n"
                "  bench olda  OLDA fraud detection: one transaction per payment with inference (docs/compute.md)\n"
                "  bench ch  CH-benCHmark: TPC-C transactions with Q1/Q3/Q6 on snapshots (docs/compute.md)\n");
+  for (const ProgramBench& b : kProgramBenches) std::fprintf(f, "  bench %s  %s\n", b.name, b.about);
+  std::fprintf(f, "  (every benchmark takes --help)\n");
   return f == stderr ? 2 : 0;
 }
 
@@ -217,7 +263,10 @@ int bench(int argc, char** argv) {
     std::fprintf(stderr, "duet bench: this build has no %s benchmark (configure with -DDUET_BENCH=ON)\n", e.name);
     return 2;
   }
-  std::fprintf(stderr, "duet bench: the benchmark to run is `kv`, `transfer`, `olda` or `ch` (duet bench kv --help)\n");
+  for (const ProgramBench& b : kProgramBenches)
+    if (name == b.name || (name == "epic" && std::string(b.name) == "batch")) return run_program_bench(b, argc - 3, argv + 3);
+  if (name.empty()) std::fprintf(stderr, "duet bench: name the benchmark to run:\n");
+  else std::fprintf(stderr, "duet bench: '%s' is not a benchmark; they are:\n", name.c_str());
   return usage(stderr);
 }
 
