@@ -313,6 +313,22 @@ TEST(CodsGpuDriver, ExhaustedPoolLeavesNothingHalfApplied) {
   EXPECT_GT(retried, 0u);
 }
 
+// The named makers set the kind: a list has one bucket whatever the config says, a hash set
+// keeps the bucket check, and every maker checks its output pointer.
+TEST(CodsGpuDriver, NamedMakersSetTheKind) {
+  GpuConfig c;
+  c.buckets = 0;  // bad for a hash set, ignored for a list
+  std::unique_ptr<GpuStructure> out;
+  EXPECT_EQ(make_gpu_hash_set(c, &out).code(), StatusCode::kInvalidArgument);
+  const StatusCode good = duet::gpu::device().present ? StatusCode::kOk : StatusCode::kUnavailable;
+  EXPECT_EQ(make_gpu_list(c, &out).code(), good);
+  EXPECT_EQ(make_gpu_blink_tree(c, &out).code(), good);
+  c.buckets = 16;
+  EXPECT_EQ(make_gpu_hash_set(c, &out).code(), good);
+  EXPECT_EQ(make_gpu_list(c, nullptr).code(), StatusCode::kInvalidArgument);
+  EXPECT_EQ(make_gpu_blink_tree(c, nullptr).code(), StatusCode::kInvalidArgument);
+}
+
 TEST(CodsGpuDriver, BadInput) {
   GpuConfig c;
   std::unique_ptr<GpuStructure> out;

@@ -67,4 +67,20 @@ class GpuStructure {
 /// ResourceExhausted when GPU memory is short.
 Status make_gpu_structure(const GpuConfig& config, std::unique_ptr<GpuStructure>* out);
 
+/// make_gpu_structure by name, in L-Slab's style: `config`'s kind is the name's (a list has one
+/// bucket, whatever config.buckets says); the other fields, the errors and the costs are as above.
+inline Status make_gpu_list(GpuConfig config, std::unique_ptr<GpuStructure>* out) {
+  config.kind = GpuKind::kList;
+  config.buckets = 1;
+  return make_gpu_structure(config, out);
+}
+inline Status make_gpu_hash_set(GpuConfig config, std::unique_ptr<GpuStructure>* out) {
+  config.kind = GpuKind::kHashSet;
+  return make_gpu_structure(config, out);
+}
+inline Status make_gpu_blink_tree(GpuConfig config, std::unique_ptr<GpuStructure>* out) {
+  config.kind = GpuKind::kTree;
+  return make_gpu_structure(config, out);
+}
+
 }  // namespace duet::cods::ds
