@@ -7,9 +7,9 @@
 
 #include <cerrno>
 #include <chrono>
-#include <cstring>
 #include <cstdio>
 #include <cstdlib>
+#include <cstring>
 #include <memory>
 #include <string>
 #include <thread>
@@ -35,33 +35,63 @@ namespace {
 
 using duet::KvRequest;
 
-/// A benchmark built as a program of its own (CMake's build/bench/...), which `duet bench NAME`
-/// runs in place of this process. `path` is relative to the directory holding `duet`.
-struct ProgramBench {
+/// A benchmark `duet bench NAME` runs: in this process (`run`, linked in builds with benchmarks)
+/// or, for one built as a program of its own under CMake's build/bench/, that program in place
+/// of this process (`program`, relative to the directory holding `duet`).
+struct Benchmark {
   const char* name;
-  const char* path;
   const char* about;
+  int (*run)(int, char**);          ///< in-process; null for a program, or when not built
+  const char* program = nullptr;    ///< null for an in-process benchmark
+  const char* alias = nullptr;      ///< a second name
 };
-constexpr ProgramBench kProgramBenches[] = {
-    {"batch", "bench/duet_bench_epic", "Epic's epochs on YCSB and TPC-C: GPU, Epic-CPU, serial, RocksDB (docs/epic.md)"},
-    {"cods", "bench/duet_bench_cods", "CODS list, hash set and B-link tree: CPU, GPU, simulated remote (docs/cods.md)"},
-    {"lit", "bench/duet_bench_lit", "LIT, the ordered map, against libcds and oneTBB (docs/lit.md)"},
-    {"lslab", "bench/duet_bench_lslab", "L-Slab hash map batches against peer hash maps (docs/lslab.md)"},
-    {"mvrlu", "bench/duet_bench_mvrlu", "MV-RLU against RLU, liburcu, libcds and locks (docs/mvrlu.md)"},
-    {"hydralist", "bench/duet_bench_hydralist", "Hydralist against ordered peers on YCSB (docs/hydralist.md)"},
-    {"txn", "bench/duet_bench_txn", "the txn keyspace on YCSB-T and SmallBank against RocksDB (docs/txn.md)"},
-    {"compute", "bench/duet_bench_compute", "the compute operators on the CPU and the GPU (docs/compute.md)"},
-    {"net", "bench/net/duet_bench_net", "a RESP load driver for duet server or Redis (docs/server.md)"},
+#if DUET_HAVE_BENCH_KV
+constexpr int (*kRunKv)(int, char**) = duet::bench::run_kv_bench;
+#else
+constexpr int (*kRunKv)(int, char**) = nullptr;
+#endif
+#if DUET_HAVE_BENCH_TRANSFER
+constexpr int (*kRunTransfer)(int, char**) = duet::bench::run_transfer_bench;
+#else
+constexpr int (*kRunTransfer)(int, char**) = nullptr;
+#endif
+#if DUET_HAVE_BENCH_OLDA
+constexpr int (*kRunOlda)(int, char**) = duet::bench::run_olda_bench;
+#else
+constexpr int (*kRunOlda)(int, char**) = nullptr;
+#endif
+#if DUET_HAVE_BENCH_CH
+constexpr int (*kRunCh)(int, char**) = duet::bench::run_ch_bench;
+#else
+constexpr int (*kRunCh)(int, char**) = nullptr;
+#endif
+const Benchmark kBenchmarks[] = {
+    {"kv", "YCSB workloads and KVCG's experiments (docs/kv.md)", kRunKv},
+    {"transfer", "OranguTAN's transfer blocks in every batch mode (docs/batch.md)", kRunTransfer},
+    {"olda", "OLDA fraud detection: one transaction per payment with inference (docs/compute.md)", kRunOlda},
+    {"ch", "CH-benCHmark: TPC-C transactions with Q1/Q3/Q6 on snapshots (docs/compute.md)", kRunCh},
+    {"batch", "Epic's epochs on YCSB and TPC-C: GPU, Epic-CPU, serial, RocksDB (docs/epic.md)", nullptr,
+     "bench/duet_bench_epic", "epic"},
+    {"cods", "CODS list, hash set and B-link tree: CPU, GPU, simulated remote (docs/cods.md)", nullptr,
+     "bench/duet_bench_cods"},
+    {"lit", "LIT, the ordered map, against libcds and oneTBB (docs/lit.md)", nullptr, "bench/duet_bench_lit"},
+    {"lslab", "L-Slab hash map batches against peer hash maps (docs/lslab.md)", nullptr, "bench/duet_bench_lslab"},
+    {"mvrlu", "MV-RLU against RLU, liburcu, libcds and locks (docs/mvrlu.md)", nullptr, "bench/duet_bench_mvrlu"},
+    {"hydralist", "Hydralist against ordered peers on YCSB (docs/hydralist.md)", nullptr,
+     "bench/duet_bench_hydralist"},
+    {"txn", "the txn keyspace on YCSB-T and SmallBank against RocksDB (docs/txn.md)", nullptr, "bench/duet_bench_txn"},
+    {"compute", "the compute operators on the CPU and the GPU (docs/compute.md)", nullptr, "bench/duet_bench_compute"},
+    {"net", "a RESP load driver for duet server or Redis (docs/server.md)", nullptr, "bench/net/duet_bench_net"},
 };
 
 /// Runs the program benchmark `b` (exec: it replaces this process) with args[0..n). Returns only
 /// on failure: 2 when this build has no such program (benchmarks not built), 1 when exec fails.
-int run_program_bench(const ProgramBench& b, int n, char** args) {
+int run_program_bench(const Benchmark& b, int n, char** args) {
   std::string self(4096, '\0');
   const ssize_t len = readlink("/proc/self/exe", self.data(), self.size() - 1);
   std::string dir = len > 0 ? self.substr(0, static_cast<std::size_t>(len)) : std::string();
   dir = dir.substr(0, dir.find_last_of('/') + 1);
-  const std::string path = dir + b.path;
+  const std::string path = dir + b.program;
   if (access(path.c_str(), X_OK) != 0) {
     std::fprintf(stderr, "duet bench: this build has no %s benchmark (%s is missing; configure with -DDUET_BENCH=ON)\n",
                  b.name, path.c_str());
@@ -84,12 +114,8 @@ int usage(FILE* f) {
                "  demo      open a store with a kv keyspace, run PUT/GET/DELETE batches, print what\n"
                "            happened (default)\n"
                "  info      print the build's and the machine's capabilities; --measure-devices: also\n"
-               "            run the same probe workload on the GPU and the CPU store and say which is faster\n"
-               "  bench kv  YCSB workloads and KVCG's experiments (duet bench kv --help)\n"
-               "  bench transfer  OranguTAN's transfer blocks in every batch mode (docs/batch.md)\n"
-               "  bench olda  OLDA fraud detection: one transaction per payment with inference (docs/compute.md)\n"
-               "  bench ch  CH-benCHmark: TPC-C transactions with Q1/Q3/Q6 on snapshots (docs/compute.md)\n");
-  for (const ProgramBench& b : kProgramBenches) std::fprintf(f, "  bench %s  %s\n", b.name, b.about);
+               "            run the same probe workload on the GPU and the CPU store and say which is faster\n");
+  for (const Benchmark& b : kBenchmarks) std::fprintf(f, "  bench %s  %s\n", b.name, b.about);
   std::fprintf(f, "  (every benchmark takes --help)\n");
   return f == stderr ? 2 : 0;
 }
@@ -230,41 +256,14 @@ int demo(duet::DeviceChoice device, std::uint64_t keys) {
 /// `duet bench NAME [options]`: runs the named benchmark, or says which exist; a build without
 /// benchmarks (-DDUET_BENCH=OFF) says so and returns 2.
 int bench(int argc, char** argv) {
-  struct Entry {
-    const char* name;
-    int (*run)(int, char**);  // null when this build lacks it
-  };
-  const Entry benches[] = {
-#if DUET_HAVE_BENCH_KV
-      {"kv", duet::bench::run_kv_bench},
-#else
-      {"kv", nullptr},
-#endif
-#if DUET_HAVE_BENCH_TRANSFER
-      {"transfer", duet::bench::run_transfer_bench},
-#else
-      {"transfer", nullptr},
-#endif
-#if DUET_HAVE_BENCH_OLDA
-      {"olda", duet::bench::run_olda_bench},
-#else
-      {"olda", nullptr},
-#endif
-#if DUET_HAVE_BENCH_CH
-      {"ch", duet::bench::run_ch_bench},
-#else
-      {"ch", nullptr},
-#endif
-  };
   const std::string name = argc >= 3 ? argv[2] : "";
-  for (const Entry& e : benches) {
-    if (name != e.name) continue;
-    if (e.run) return e.run(argc - 2, argv + 2);
-    std::fprintf(stderr, "duet bench: this build has no %s benchmark (configure with -DDUET_BENCH=ON)\n", e.name);
+  for (const Benchmark& b : kBenchmarks) {
+    if (name != b.name && !(b.alias && name == b.alias)) continue;
+    if (b.program) return run_program_bench(b, argc - 3, argv + 3);
+    if (b.run) return b.run(argc - 2, argv + 2);
+    std::fprintf(stderr, "duet bench: this build has no %s benchmark (configure with -DDUET_BENCH=ON)\n", b.name);
     return 2;
   }
-  for (const ProgramBench& b : kProgramBenches)
-    if (name == b.name || (name == "epic" && std::string(b.name) == "batch")) return run_program_bench(b, argc - 3, argv + 3);
   if (name.empty()) std::fprintf(stderr, "duet bench: name the benchmark to run:\n");
   else std::fprintf(stderr, "duet bench: '%s' is not a benchmark; they are:\n", name.c_str());
   return usage(stderr);
