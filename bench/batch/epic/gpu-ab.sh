@@ -10,8 +10,10 @@
 # Environment:
 #   DUET_COMMIT, BASE_COMMIT  the two commits (recorded in each JSON)
 #   STEPS    any of "build tests bench" (default all three)
-#   VARIANTS lines "label|base or new|extra benchmark arguments", run in this order in each round
-#            (default: base, then new)
+#   VARIANTS lines "label|tree|extra benchmark arguments", run in this order in each round
+#            (default: base, then new); tree is base ($BASE_SRC), new (this tree) or another
+#            source directory made like the base tree (built in <dir>/build-gpu; its JSON's
+#            commit is "$DUET_COMMIT+<dir>")
 #   ROUNDS   rounds of every case (default 1)
 #   CASES    lines "name|benchmark arguments" (default below); SYSTEMS (default epic-gpu)
 # Logs go to $OUT (default /tmp/epic-ab; ab.log, build and test logs), and the JSON of every run,
@@ -44,17 +46,15 @@ build() {  # source dir
     -DDUET_TESTS=ON -DDUET_BENCH=ON > "$OUT/build-$2.log" 2>&1 &&
     cmake --build "$1/build-gpu" -j "${JOBS:-$(( $(nproc) / 2 ))}" --target duet_epic_gpu_tests duet_bench_epic >> "$OUT/build-$2.log" 2>&1
 }
+# The other trees the variants run (besides this one), built at once, sharing the cores.
+mapfile -t others < <(awk -F'|' -v b="$BASE_SRC" '$2 == "base" {print b} $2 != "" && $2 != "base" && $2 != "new" {print $2}' \
+  <<< "$VARIANTS" | sort -u)
 if step build; then
-  # The base tree is built only when a variant runs it; else this tree gets every core.
-  if grep -q '^[^|]*|base|' <<< "$VARIANTS"; then
-    build . new & pn=$!
-    build "$BASE_SRC" base & pb=$!
-    wait $pn; rn=$?; wait $pb; rb=$?
-  else
-    JOBS=$(nproc) build . new; rn=$?; rb=0
-  fi
-  echo "built new rc=$rn base rc=$rb in ${SECONDS}s" | tee -a "$L"
-  if [ $rn -ne 0 ] || [ $rb -ne 0 ]; then tail -30 "$OUT"/build-*.log; exit 1; fi
+  JOBS=${JOBS:-$(( $(nproc) / (1 + ${#others[@]}) ))} build . new & pids=($!)
+  for d in "${others[@]}"; do JOBS=${JOBS:-$(( $(nproc) / (1 + ${#others[@]}) ))} build "$d" "$(basename "$d")" & pids+=($!); done
+  rc=0; for p in "${pids[@]}"; do wait "$p" || rc=1; done
+  echo "built this tree and ${others[*]:-nothing else}: rc=$rc in ${SECONDS}s" | tee -a "$L"
+  if [ $rc -ne 0 ]; then tail -30 "$OUT"/build-*.log; exit 1; fi
 fi
 if step tests; then
   timeout 240 build-gpu/tests/batch/epic/duet_epic_gpu_tests > "$OUT/epic_gpu_tests.log" 2>&1
@@ -69,7 +69,8 @@ if step bench; then
       while IFS='|' read -r label which extra; do
         [ -n "$label" ] || continue
         if [ "$which" = base ]; then bin="$BASE_SRC/build-gpu/bench/duet_bench_epic"; commit=${BASE_COMMIT:-unknown}
-        else bin=build-gpu/bench/duet_bench_epic; commit=${DUET_COMMIT:-unknown}; fi
+        elif [ "$which" = new ]; then bin=build-gpu/bench/duet_bench_epic; commit=${DUET_COMMIT:-unknown}
+        else bin="$which/build-gpu/bench/duet_bench_epic"; commit="${DUET_COMMIT:-unknown}+$(basename "$which")"; fi
         echo "== $name $label round $r: duet_bench_epic --epoch 100000 --epochs 6 --threads 16 $args $extra --systems $SYSTEMS" >> "$L"
         # shellcheck disable=SC2086
         DUET_COMMIT=$commit timeout 150 "$bin" --epoch 100000 --epochs 6 --threads 16 $args $extra --systems "$SYSTEMS" \
