@@ -23,7 +23,10 @@
 
 namespace duet::batch::epic {
 
-/// One table as execution sees it (host or device pointers).
+/// One table as execution sees it (host or device pointers). Padded to 64 bytes: in the device's
+/// array (256-byte aligned) a lane's copy of one touches two sectors of one line, never sectors
+/// of two lines, as 40 bytes at a 40-byte stride would. (Padded, not alignas(64): that would
+/// align every copy on a thread's stack too, 120 more bytes of the TPC-C kernel's frame.)
 struct TableView {
   std::uint64_t* slots = nullptr;
   std::uint32_t* data = nullptr;
@@ -34,7 +37,9 @@ struct TableView {
   /// slot word, so one 64-bit store publishes a version and one load reads it (slots and data
   /// are then unused).
   std::uint64_t* pairs = nullptr;
+  std::uint32_t padding[6] = {};
 };
+static_assert(sizeof(TableView) == 64, "TableView is one 64-byte piece of a cache line");
 
 /// Everything one epoch's execution reads and writes, as raw pointers (host or device).
 struct EpochView {

@@ -287,8 +287,8 @@ __device__ inline void release_store(T* p, T v) {
 
 /// The warp's procedure context: every lane runs the procedure with the same values. Before the
 /// procedure runs, gather() has the lanes wait for the versions of all its reads at once (lane
-/// i waits for reads i, i + 32, ...) and keeps where the first 64 reads are, and the slot words
-/// of the writes; lanes copy record words strided by 32, and each write is published as soon as
+/// i waits for reads i, i + 32, ...) and keeps where the first 128 reads are and their record
+/// sizes, and the slot words of the writes; lanes copy record words strided by 32, and each write is published as soon as
 /// its data is stored. So a txn waits once for all its reads, not once per key in turn.
 class GpuCtx {
  public:
@@ -298,23 +298,30 @@ class GpuCtx {
         ab_(v.arg_begin[t]), na_(v.arg_begin[t + 1] - v.arg_begin[t]), watchdog_(watchdog) {}
   /// Resolves where writes 0..31 go (lane j holds write j's target; later writes resolve theirs
   /// when written), then waits for every read's version (all lanes at once, each with its own
-  /// watchdog), keeps the locations of reads 0..63, and syncs the warp, so every lane may read
-  /// the data. Call once, before the procedure. The targets' loads are issued before the waits,
+  /// watchdog), keeps the locations and word counts of reads 0..127 in registers (lane l holds
+  /// reads l, l + 32, l + 64 and l + 96), and syncs the warp, so every lane may read the data. Call once, before the procedure. The targets' loads are issued before the waits,
   /// so a txn at the head of a chain stores without a round trip to memory first.
   __device__ void gather() {
     if (lane_ < nw_) wt_ = target(lane_);
     for (std::uint32_t i = lane_; v_.gather_reads && i < nr_; i += 32) {
       const std::uint32_t op = ob_ + i;
       unsigned long long p = 0;
-      std::uint32_t ok = 0;
+      std::uint32_t ok = 0, words;
       if (v_.rid[op] != kInvalid) {
         std::uint32_t word;
         // A paired version's data came with its poll: keep it in the warp's stash, so the
         // procedure does not load it again.
-        if (locate(op, v_.loc[op], &p, &ok, &word) && i < 64) stash_[i] = word, p = reinterpret_cast<unsigned long long>(stash_ + i);
+        if (locate(op, v_.loc[op], &p, &ok, &word, &words) && i < 64)
+          stash_[i] = word, p = reinterpret_cast<unsigned long long>(stash_ + i);
+      } else {
+        words = v_.tables[v_.op_table[op]].words;
       }
-      if (i < 32) rptr0_ = p, rok_ |= ok;
-      else if (i < 64) rptr1_ = p, rok_ |= ok << 1;
+      // Scalars chosen by a branch on the uniform i / 32: an indexed array would live in local
+      // memory.
+      if (i < 32) rptr0_ = p, rw0_ = words, rok_ |= ok;
+      else if (i < 64) rptr1_ = p, rw1_ = words, rok_ |= ok << 1;
+      else if (i < 96) rptr2_ = p, rw2_ = words, rok_ |= ok << 2;
+      else if (i < kGathered) rptr3_ = p, rw3_ = words, rok_ |= ok << 3;
     }
     __syncwarp();  // each lane's acquire load, then the warp's barrier: every lane sees the data
   }
@@ -323,14 +330,21 @@ class GpuCtx {
   __device__ std::uint32_t nargs() const { return na_; }
   __device__ std::uint32_t arg(std::uint32_t i) const { return i < na_ ? v_.args[ab_ + i] : 0; }
   __device__ std::uint32_t attempt() const { return v_.attempt[t_]; }
-  __device__ std::uint32_t read_words(std::uint32_t i) const { return i < nr_ ? v_.tables[v_.op_table[ob_ + i]].words : 0; }
+  /// Read i's record size in words (0 past the reads). A gathered read's comes from its lane's
+  /// registers: no load (a table byte, then the table's size: two dependent L2 round trips).
+  /// Called on every lane with the same i, as read().
+  __device__ std::uint32_t read_words(std::uint32_t i) const {
+    if (i >= nr_) return 0;
+    if (i < kGathered && v_.gather_reads) return __shfl_sync(0xFFFFFFFFu, pick(i / 32, rw0_, rw1_, rw2_, rw3_), i % 32);
+    return v_.tables[v_.op_table[ob_ + i]].words;
+  }
   __device__ std::uint32_t write_words(std::uint32_t i) const {
     return i < nw_ ? v_.tables[v_.op_table[ob_ + nr_ + i]].words : 0;
   }
   __device__ const std::uint32_t* read(std::uint32_t i) {
     if (i >= nr_ || wrote_) return illegal(), nullptr;
-    if (i < 64 && v_.gather_reads) {  // gathered: lane i % 32 holds it (i is the same on every lane)
-      const unsigned long long p = __shfl_sync(0xFFFFFFFFu, i < 32 ? rptr0_ : rptr1_, i % 32);
+    if (i < kGathered && v_.gather_reads) {  // gathered: lane i % 32 holds it (i is the same on every lane)
+      const unsigned long long p = __shfl_sync(0xFFFFFFFFu, pick(i / 32, rptr0_, rptr1_, rptr2_, rptr3_), i % 32);
       const std::uint32_t ok = __shfl_sync(0xFFFFFFFFu, rok_ >> (i / 32) & 1u, i % 32);
       return ok ? reinterpret_cast<const std::uint32_t*>(p) : nullptr;
     }
@@ -383,6 +397,9 @@ class GpuCtx {
   }
 
  private:
+  static constexpr std::uint32_t kGathered = 128;  ///< reads whose place gather() keeps in registers
+  template <class T>
+  __device__ static T pick(std::uint32_t q, T a, T b, T c, T d) { return q == 0 ? a : q == 1 ? b : q == 2 ? c : d; }
   __device__ void illegal() { outcome_ = kIllegal; }
   __device__ bool writable(std::uint32_t i) {
     if (aborted_ || i >= nw_ || (filled_ >> i & 1u)) return illegal(), false;
@@ -415,8 +432,9 @@ class GpuCtx {
   // in one 64-bit acquire load; then *word is its data (given `word`) and it returns true, and
   // the pointer (to the word's high half) is safe too, for the writer stored it with release.
   __device__ bool locate(std::uint32_t op, std::uint32_t loc, unsigned long long* ptr, std::uint32_t* ok,
-                         std::uint32_t* word = nullptr) {
+                         std::uint32_t* word = nullptr, std::uint32_t* words = nullptr) {
     const TableView tb = v_.tables[v_.op_table[op]];  // a copy: every field loaded at once
+    if (words) *words = tb.words;
     const std::uint32_t r = v_.rid[op];
     const long long start = clock64();
     unsigned spins = 0;
@@ -571,8 +589,9 @@ class GpuCtx {
   std::uint64_t filled_ = 0;
   // Scalars, not arrays: arrays indexed at run time put the context in local memory (280 more
   // bytes of stack frame per thread, by ptxas -v).
-  unsigned long long rptr0_ = 0, rptr1_ = 0;  ///< this lane's gathered reads lane and lane + 32
-  std::uint32_t rok_ = 0;                     ///< their valid bits (bit 0: read lane, bit 1: lane + 32)
+  unsigned long long rptr0_ = 0, rptr1_ = 0, rptr2_ = 0, rptr3_ = 0;  ///< gathered reads lane + 32 q, q = 0..3
+  std::uint32_t rw0_ = 0, rw1_ = 0, rw2_ = 0, rw3_ = 0;              ///< their record sizes in words
+  std::uint32_t rok_ = 0;  ///< their valid bits (bit q: read lane + 32 q)
   Target wt_;                                 ///< write `lane`'s target (lanes below nw_)
   std::uint64_t valid_ = 0;                   ///< the valid bit each filled write stored
   bool wrote_ = false, aborted_ = false;
