@@ -6,11 +6,26 @@
 # Expects gpu-pack-codsx/ (ignored) holding new.tar.gz and base.tar.gz, each a folder of
 # duet_bench_cods (new: and duet_gpu_tests) with the shared libraries it needs, packed here by
 #   bench/cods/gpu-ab.sh --pack NEW_BUILD_DIR BASE_BUILD_DIR
+# Or, on the GPU machine, `bench/cods/gpu-ab.sh --build-here BASE_SRC` builds both there first
+# (this tree and BASE_SRC, a source tree made by `git archive`, each into its build-gpu/, at
+# sm_90) and packs them; DUET_COMMIT and BASE_COMMIT name them where git cannot.
 # Logs and JSON go to $OUT (default bench/results/cods-h100-atomic128/after-compile-time-switches).
 # ROWS (a --gpu-filter list) and SHAPES pick the rows; ROUNDS the number of base/new pairs.
 set -uo pipefail
 cd "$(dirname "$0")/../.."
 pack=gpu-pack-codsx
+if [ "${1:-}" = "--build-here" ]; then
+  base_src=${2:?usage: bench/cods/gpu-ab.sh --build-here BASE_SRC}
+  export PATH="/usr/local/cuda/bin:$PATH"
+  for t in . "$base_src"; do
+    (cmake -S "$t" -B "$t/build-gpu" -G Ninja -DCMAKE_BUILD_TYPE=Release -DDUET_CUDA=ON -DCMAKE_CUDA_ARCHITECTURES=90 \
+      -DDUET_TESTS=ON -DDUET_BENCH=ON && cmake --build "$t/build-gpu" -j $(( $(nproc) / 2 )) --target duet_gpu_tests \
+      duet_bench_cods) > "$t/build-gpu.log" 2>&1 &
+  done
+  wait
+  for t in . "$base_src"; do tail -n 2 "$t/build-gpu.log"; done
+  "$0" --pack build-gpu "$base_src/build-gpu" || exit 1
+fi
 if [ "${1:-}" = "--pack" ]; then
   set -e
   rm -rf "$pack" && mkdir -p "$pack"
@@ -25,7 +40,8 @@ if [ "${1:-}" = "--pack" ]; then
     done | sort -u | while read -r lib; do cp -L "$lib" "$d/"; done
     strip --strip-debug "$d"/* 2>/dev/null || true
     src=$(sed -n 's/^CMAKE_HOME_DIRECTORY:INTERNAL=//p' "$build/CMakeCache.txt")
-    git -C "$src" rev-parse HEAD > "$d/COMMIT"
+    fallback=${DUET_COMMIT:-unknown}; [ "$side" = base ] && fallback=${BASE_COMMIT:-unknown}
+    git -C "$src" rev-parse --short HEAD > "$d/COMMIT" 2>/dev/null || echo "$fallback" > "$d/COMMIT"
     tar -czf "$pack/$side.tar.gz" -C "$(dirname "$d")" "$side"
     rm -rf "$(dirname "$d")"
   done

@@ -277,8 +277,11 @@ INSTANTIATE_TEST_SUITE_P(
     [](const ::testing::TestParamInfo<Planted>& i) { return std::string(i.param.shape.name); });
 
 // A pool too small for a batch's inserts: execute() says ResourceExhausted, requests marked
-// kRetry changed nothing (their keys are absent), the others took effect.
-TEST(CodsGpuDriver, ExhaustedPoolLeavesNothingHalfApplied) {
+// kRetry changed nothing (their keys are absent), the others took effect. The pool is fixed (64
+// nodes at most) or grows once (to 128) and is then exhausted all the same.
+class CodsGpuPool : public ::testing::TestWithParam<std::uint64_t> {};
+INSTANTIATE_TEST_SUITE_P(MaxNodes, CodsGpuPool, ::testing::Values(64u, 128u));
+TEST_P(CodsGpuPool, ExhaustedPoolLeavesNothingHalfApplied) {
   SKIP_WITHOUT_GPU();
   GpuConfig c;
   c.kind = GpuKind::kHashSet;
@@ -287,6 +290,7 @@ TEST(CodsGpuDriver, ExhaustedPoolLeavesNothingHalfApplied) {
   c.regime = Regime::kElementwise;
   c.buckets = 4;
   c.pool_nodes = 64;
+  c.pool_max_nodes = GetParam();  // a fixed pool, or one that may double once
   std::unique_ptr<GpuStructure> gpu;
   ASSERT_TRUE(make_gpu_structure(c, &gpu).ok());
   const std::size_t n = 2000;
@@ -311,6 +315,84 @@ TEST(CodsGpuDriver, ExhaustedPoolLeavesNothingHalfApplied) {
     }
   }
   EXPECT_GT(retried, 0u);
+  EXPECT_EQ(gpu->pool_capacity(), GetParam());
+}
+
+/// One structure per kind and mode whose pool starts at 64 nodes and may grow.
+struct GrowShape {
+  const char* name;
+  GpuKind kind;
+  unsigned keys_per_node, group;
+  Regime regime;
+  GpuMode mode;
+};
+void PrintTo(const GrowShape& s, std::ostream* os) { *os << s.name; }
+class CodsGpuPoolGrows : public ::testing::TestWithParam<GrowShape> {};
+INSTANTIATE_TEST_SUITE_P(
+    Shapes, CodsGpuPoolGrows,
+    ::testing::Values(GrowShape{"list_ew_k6_g8", GpuKind::kList, 6, 8, Regime::kElementwise, GpuMode::kGroup},
+                      GrowShape{"hash_fa_k14_g16", GpuKind::kHashSet, 14, 16, Regime::kFullyAtomic, GpuMode::kGroup},
+                      GrowShape{"hash_ew_k14_g16_mixed", GpuKind::kHashSet, 14, 16, Regime::kElementwise, GpuMode::kMixed},
+                      GrowShape{"tree_fa_k14_g16", GpuKind::kTree, 14, 16, Regime::kFullyAtomic, GpuMode::kGroup},
+                      GrowShape{"tree_ew_k6_lane", GpuKind::kTree, 6, 1, Regime::kElementwise, GpuMode::kGroup}),
+    [](const auto& info) { return std::string(info.param.name); });
+
+// A pool of 64 nodes takes 6,000 inserts in one batch, then removes and inserts again: the
+// driver grows it (nodes never move) and runs the requests that found no node again, so every
+// request applies, each once (the outcomes equal the CPU twin's), and the in-kernel history of
+// the batch, with the retried requests' second intervals, is well formed.
+TEST_P(CodsGpuPoolGrows, EveryRequestAppliesOnce) {
+  SKIP_WITHOUT_GPU();
+  const GrowShape& sh = GetParam();
+  GpuConfig c;
+  c.kind = sh.kind;
+  c.keys_per_node = sh.keys_per_node;
+  c.group = sh.group;
+  c.regime = sh.regime;
+  c.mode = sh.mode;
+  c.buckets = 16;
+  c.pool_nodes = 64;
+  std::unique_ptr<GpuStructure> gpu;
+  ASSERT_TRUE(make_gpu_structure(c, &gpu).ok());
+  std::unique_ptr<Twin> cpu = twin_for(c);
+  ASSERT_TRUE(cpu != nullptr);
+  const std::size_t n = 6000;
+  std::vector<std::uint64_t> keys(n), vals(n), gv(n), cv(n), stamps(2 * n);
+  std::vector<OpStatus> gs(n), cs(n);
+  for (std::size_t i = 0; i < n; ++i) keys[i] = i * 2654435761u + 3, vals[i] = i + 1;
+  std::mt19937_64 rng(7);
+  for (int round = 0; round < 3; ++round) {
+    std::vector<Op> ops(n);
+    for (std::size_t i = 0; i < n; ++i)
+      ops[i] = round == 0 ? Op::kInsert : round == 1 ? (rng() % 2 ? Op::kRemove : Op::kGet) : Op::kInsert;
+    std::shuffle(keys.begin(), keys.end(), rng);
+    const Batch b{ops.data(), keys.data(), vals.data(), n};
+    // Rounds 0 and 2 record the in-kernel history (the test kernels); round 1 runs the
+    // production kernels.
+    const bool stamped = round != 1;
+    BatchResult gr{gs.data(), gv.data(), stamped ? stamps.data() : nullptr}, cr{cs.data(), cv.data()};
+    const Status s = gpu->execute(b, gr);
+    ASSERT_TRUE(s.ok()) << "round " << round << ": " << s.to_string();
+    ASSERT_TRUE(cpu->execute(b, cr).ok());
+    for (std::size_t i = 0; i < n; ++i) {
+      ASSERT_EQ(gs[i], cs[i]) << "round " << round << " request " << i << " key " << keys[i];
+      ASSERT_EQ(gv[i], cv[i]) << "round " << round << " request " << i << " key " << keys[i];
+      if (stamped) ASSERT_LT(stamps[2 * i], stamps[2 * i + 1]) << "request " << i << " responded before it was invoked";
+    }
+  }
+  EXPECT_GT(gpu->pool_capacity(), 64u);
+  EXPECT_GT(gpu->nodes_used(), 64u);
+}
+
+// A maximum below the first size is refused.
+TEST(CodsGpuDriver, PoolMaximumBelowItsSizeIsRefused) {
+  GpuConfig c;
+  c.pool_nodes = 1024;
+  c.pool_max_nodes = 1000;
+  std::unique_ptr<GpuStructure> out;
+  const Status s = make_gpu_structure(c, &out);
+  EXPECT_EQ(s.code(), StatusCode::kInvalidArgument);
+  EXPECT_NE(s.message().find("pool_max_nodes"), std::string::npos) << s.message();
 }
 
 // The named makers set the kind: a list has one bucket whatever the config says, a hash set

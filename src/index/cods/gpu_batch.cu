@@ -228,7 +228,7 @@ class GpuImpl final : public GpuStructure {
 
   Status init() {
     // The tree takes node 0 as its first leaf.
-    const Status pooled = pool_.init(config_.pool_nodes, kIsTree ? 1 : 0);
+    const Status pooled = pool_.init(config_.pool_nodes, kIsTree ? 1 : 0, config_.pool_max_nodes);
     if (!pooled.ok()) return pooled;
     DUET_CUDA_TRY(cudaMalloc(&ticket_, 8));
     DUET_CUDA_TRY(cudaMemset(ticket_, 0, 8));
@@ -284,6 +284,7 @@ class GpuImpl final : public GpuStructure {
   }
 
   std::uint64_t nodes_used() const override { return pool_.used(); }
+  std::uint64_t pool_capacity() const override { return pool_.capacity(); }
 
  private:
   /// The host-side argument check of execute() (arrays in host memory).
@@ -297,7 +298,7 @@ class GpuImpl final : public GpuStructure {
     return Status::Ok();
   }
 
-  Status exhausted(std::uint64_t retries) const { return gpu_pool::exhausted(config_.pool_nodes, retries); }
+  Status exhausted(std::uint64_t retries) const { return gpu_pool::exhausted(pool_.capacity(), retries); }
 
   /// Launches the batch's kernel on `stream` with environment E and history recorder S (the
   /// production pair PoolEnv<Node, false> and NoStamps, or the tests' PoolEnv<Node, true> and
@@ -329,9 +330,67 @@ class GpuImpl final : public GpuStructure {
     }
   }
 
+  /// Runs a batch whose arrays are on the device (run_once); while requests come back kRetry
+  /// because the pool's fresh nodes ran out, grows the pool (no batch in flight) and runs those
+  /// requests again, as a batch of their own. They changed nothing the first time, and every
+  /// request of a batch is concurrent with the others, so running them later is one of the
+  /// batch's orders. Stops when none is left, when the pool cannot grow (at its maximum, or GPU
+  /// memory is short: *retries stay marked), or when requests give up for another reason.
+  Status run(const Batch& d, BatchResult& dr, std::uint64_t* retries) {
+    Status s = run_once(d, dr, retries);
+    while (s.ok() && *retries > 0) {
+      {
+        std::unique_lock<std::shared_mutex> lk(mutex_);
+        if (!pool_.fresh_exhausted() || !pool_.grow().ok()) break;
+      }
+      s = run_retries(d, dr, retries);
+    }
+    return s;
+  }
+
+  /// Runs again the requests of a batch marked kRetry (*retries of them), gathered into a batch
+  /// of their own, and scatters their outcomes back; *retries becomes the new count.
+  Status run_retries(const Batch& d, BatchResult& dr, std::uint64_t* retries) {
+    const std::uint64_t m = *retries;
+    DeviceArray idx, count, ops, keys, values, status, out, stamps;
+    DUET_CUDA_TRY(idx.alloc(m * 8));
+    DUET_CUDA_TRY(count.alloc(8));
+    DUET_CUDA_TRY(ops.alloc(m * sizeof(Op)));
+    DUET_CUDA_TRY(keys.alloc(m * 8));
+    if (d.values) DUET_CUDA_TRY(values.alloc(m * 8));
+    DUET_CUDA_TRY(status.alloc(m * sizeof(OpStatus)));
+    DUET_CUDA_TRY(out.alloc(m * 8));
+    if (dr.stamps) DUET_CUDA_TRY(stamps.alloc(m * 16));
+    BatchStream stream;
+    DUET_CUDA_TRY(cudaStreamCreateWithFlags(&stream.s, cudaStreamNonBlocking));
+    const cudaStream_t st = stream.s;
+    const unsigned grid = std::max(1, gpu::device().sm_count) * 4;
+    auto* ix = static_cast<std::uint64_t*>(idx.p);
+    DUET_CUDA_TRY(cudaMemsetAsync(count.p, 0, 8, st));
+    gpu_pool::find_retries_kernel<<<grid, kBlockThreads, 0, st>>>(dr.status, d.n, ix, static_cast<std::uint64_t*>(count.p));
+    gpu_pool::gather_kernel<<<grid, kBlockThreads, 0, st>>>(d.ops, ix, static_cast<Op*>(ops.p), m, 1);
+    gpu_pool::gather_kernel<<<grid, kBlockThreads, 0, st>>>(d.keys, ix, static_cast<std::uint64_t*>(keys.p), m, 1);
+    if (d.values)
+      gpu_pool::gather_kernel<<<grid, kBlockThreads, 0, st>>>(d.values, ix, static_cast<std::uint64_t*>(values.p), m, 1);
+    DUET_CUDA_TRY(cudaGetLastError());
+    DUET_CUDA_TRY(cudaStreamSynchronize(st));
+    const Batch sub{static_cast<const Op*>(ops.p), static_cast<const std::uint64_t*>(keys.p),
+                    d.values ? static_cast<const std::uint64_t*>(values.p) : nullptr, m};
+    BatchResult subr{static_cast<OpStatus*>(status.p), static_cast<std::uint64_t*>(out.p),
+                     dr.stamps ? static_cast<std::uint64_t*>(stamps.p) : nullptr};
+    const Status ran = run_once(sub, subr, retries);
+    if (!ran.ok()) return ran;
+    gpu_pool::scatter_kernel<<<grid, kBlockThreads, 0, st>>>(subr.status, ix, dr.status, m, 1);
+    gpu_pool::scatter_kernel<<<grid, kBlockThreads, 0, st>>>(subr.values, ix, dr.values, m, 1);
+    if (dr.stamps) gpu_pool::scatter_kernel<<<grid, kBlockThreads, 0, st>>>(subr.stamps, ix, dr.stamps, m, 2);
+    DUET_CUDA_TRY(cudaGetLastError());
+    DUET_CUDA_TRY(cudaStreamSynchronize(st));
+    return Status::Ok();
+  }
+
   /// Runs a batch whose arrays are on the device, on a stream of its own, then recycles the
   /// pool when no other batch is in flight.
-  Status run(const Batch& d, BatchResult& dr, std::uint64_t* retries) {
+  Status run_once(const Batch& d, BatchResult& dr, std::uint64_t* retries) {
     {
       std::shared_lock<std::shared_mutex> lk(mutex_);
       BatchStream stream;
@@ -403,6 +462,9 @@ Status make_gpu_structure(const GpuConfig& c, std::unique_ptr<GpuStructure>* out
     return Status::InvalidArgument("bucket count " + std::to_string(c.buckets) + " is outside [1, 2^32]");
   if (c.pool_nodes == 0 || c.pool_nodes > (std::uint64_t(1) << 32))
     return Status::InvalidArgument("pool_nodes " + std::to_string(c.pool_nodes) + " is outside [1, 2^32]");
+  if (c.pool_max_nodes < c.pool_nodes || c.pool_max_nodes > (std::uint64_t(1) << 32))
+    return Status::InvalidArgument("pool_max_nodes " + std::to_string(c.pool_max_nodes) + " is outside [pool_nodes " +
+                                   std::to_string(c.pool_nodes) + ", 2^32]");
   if (c.mode != GpuMode::kGroup && c.mode != GpuMode::kMixed) return Status::InvalidArgument("unknown mode");
   const unsigned k = c.keys_per_node, g = c.group;
   const bool lane = g == 1 && (k == 6 || k == 14 || k == 30);

@@ -6,10 +6,13 @@
 // concurrently, so two requests on one key in one batch take effect in some serial order. Each
 // execute() runs on a stream of its own; concurrent execute() calls may overlap on the device.
 //
-// Nodes come from a fixed pool in GPU memory. Nodes an update discards or replaces are reused only
-// after every batch that could still read them has ended (the driver recycles them when no batch
-// is in flight). A request that needs a node when the pool is empty reports kRetry having changed
-// nothing, and execute() returns ResourceExhausted.
+// Nodes come from a pool in GPU memory of `pool_nodes` nodes that grows, doubling, up to
+// `pool_max_nodes`. Nodes an update discards or replaces are reused only after every batch that
+// could still read them has ended (the driver recycles them when no batch is in flight). A
+// request that needs a node when the pool is empty reports kRetry having changed nothing; the
+// driver then grows the pool (between batches: nodes never move) and runs those requests again
+// within the same execute(). Only when the pool cannot grow (its maximum, or GPU memory is short)
+// do requests stay kRetry, and execute() returns ResourceExhausted.
 #pragma once
 
 #include <cstdint>
@@ -39,7 +42,10 @@ struct GpuConfig {
   GpuMode mode = GpuMode::kGroup;
   Regime regime = Regime::kFullyAtomic;
   std::uint64_t buckets = 1024;      ///< hash set only (a list has 1); 1 to 2^32
-  std::uint64_t pool_nodes = 1u << 20;  ///< nodes in the pool, 1 to 2^32
+  std::uint64_t pool_nodes = 1u << 20;  ///< nodes in the pool at first, 1 to 2^32
+  /// The most nodes the pool may grow to (pool_nodes to 2^32; GPU memory may stop it sooner).
+  /// Set it to pool_nodes for a fixed pool.
+  std::uint64_t pool_max_nodes = std::uint64_t(1) << 32;
   /// Tests only: a negative control (Bug::kNone otherwise). Under a planted bug an operation that
   /// loops gives up with kRetry after a bounded number of steps per GPU thread; not with kMixed.
   /// A structure with a planted bug runs the test instantiation of the kernels (as does a batch
@@ -53,13 +59,15 @@ class GpuStructure {
   /// Runs a batch held in host memory (sets ignore values; tree inserts need them); with
   /// result.stamps set, records each request's tickets (common.hpp, BatchResult). Errors:
   /// InvalidArgument for a null array the batch needs (nothing runs), ResourceExhausted when the
-  /// pool ran out (requests marked kRetry changed nothing; the others ran), Internal on a CUDA
-  /// failure. Unknown op codes are kInvalid per request.
+  /// pool ran out and could not grow (requests marked kRetry changed nothing; the others ran),
+  /// Internal on a CUDA failure. Unknown op codes are kInvalid per request.
   virtual Status execute(const Batch& batch, BatchResult& result) = 0;
   /// As execute(), with every array in GPU memory (no copies across the bus), stamps included.
   virtual Status execute_resident(const Batch& batch, BatchResult& result) = 0;
   /// Nodes taken from the pool's fresh memory so far.
   virtual std::uint64_t nodes_used() const = 0;
+  /// Nodes in the pool now (pool_nodes, more once it grew).
+  virtual std::uint64_t pool_capacity() const = 0;
 };
 
 /// Creates a structure on the current GPU. Unavailable without a GPU (or in a build without

@@ -1,6 +1,11 @@
-// The node pool of the CODS GPU drivers (gpu_batch.cu, gpu_versioned.cu): a fixed array of
-// nodes in GPU memory, handed out to the algorithms through the environment interface of
-// cpu_env.hpp, and reused only once no batch can read them. CUDA only (included by .cu files).
+// The node pool of the CODS GPU drivers (gpu_batch.cu, gpu_versioned.cu): nodes in GPU memory,
+// handed out to the algorithms through the environment interface of cpu_env.hpp, and reused
+// only once no batch can read them. CUDA only (included by .cu files).
+//
+// The nodes lie in chunks: the first of `pool_nodes`, and each grow() (between batches) adds one
+// as large as the pool so far, so a node never moves. Fresh node f is in the chunk whose range
+// of fresh numbers holds it (a scan of at most kMaxChunks bounds, constant while batches run);
+// the free and retired lists hold node addresses, so a node's chunk is never looked up again.
 //
 // `fresh_next` hands out never-used nodes; `free_list` holds recycled ones, which batches take
 // from the top by a ticket (`free_taken`, one atomic add: free_list and free_count do not change
@@ -21,6 +26,7 @@
 #include <cuda_runtime.h>
 
 #include <algorithm>
+#include <atomic>
 #include <cstdint>
 #include <memory>
 #include <string>
@@ -34,15 +40,22 @@ namespace duet::cods::ds::gpu_pool {
 namespace {
 
 constexpr std::uint64_t kNone = ~std::uint64_t(0);
+/// Chunks a pool may have: the first, then one per doubling (2^32 nodes from one node).
+constexpr unsigned kMaxChunks = 34;
 
-/// The pool's counters, in GPU memory.
+/// The pool's counters and chunks, in GPU memory.
 struct PoolState {
   std::uint64_t fresh_next;     ///< next never-used node (may run past capacity: clamp)
-  std::uint64_t capacity;       ///< nodes in the pool
+  std::uint64_t capacity;       ///< nodes in the pool (all chunks)
   std::uint64_t free_count;     ///< recycled nodes on free_list (constant while batches run)
   std::uint64_t retired_count;  ///< nodes discarded or retired since the last recycle
   std::uint64_t free_taken;     ///< tickets drawn on free_list since the last recycle (may pass free_count)
   std::uint64_t recycled;       ///< nodes recycled so far (statistics)
+  std::uint64_t chunks;         ///< chunks in use
+  /// Chunk c holds fresh nodes [chunk_end[c - 1], chunk_end[c]) (from 0 for c = 0) at address
+  /// chunk_base[c]; constant while batches run.
+  std::uint64_t chunk_end[kMaxChunks];
+  std::uint64_t chunk_base[kMaxChunks];
 };
 
 /// The test-only state of an environment (kTest): the planted bug and a thread's give-up count.
@@ -65,35 +78,35 @@ struct PlantedState<true> {
 /// to it, so the algorithms compile as if the controls did not exist.
 template <class PoolNode, bool kTest = false>
 struct PoolEnv : PlantedState<kTest> {
-  PoolNode* nodes = nullptr;
-  std::uint64_t* free_list = nullptr;
-  std::uint64_t* retired = nullptr;
+  PoolNode* nodes = nullptr;           ///< the first chunk (node 0 is its first slot)
+  std::uint64_t* free_list = nullptr;  ///< node addresses
+  std::uint64_t* retired = nullptr;    ///< node addresses
   PoolState* st = nullptr;
 
   /// A zeroed slot (lock and version words included), or null when the pool is empty.
   template <class Node, class Group>
   __device__ Node* alloc(const Group& g) {
     static_assert(sizeof(Node) <= sizeof(PoolNode) && alignof(PoolNode) % alignof(Node) == 0, "a node fits a slot");
-    std::uint64_t idx = kNone;
+    std::uint64_t at = 0;  // the node's address
     if (g.is_leader()) {
       const std::uint64_t c = st->free_count;  // constant while batches run
       if (c > 0 && atomic_load(&st->free_taken, Order::relaxed) < c) {
         const std::uint64_t t = atomic_add(&st->free_taken, 1, Order::relaxed);
-        if (t < c) idx = free_list[c - 1 - t];
+        if (t < c) at = free_list[c - 1 - t];
       }
-      if (idx == kNone) {
+      if (at == 0) {
         const std::uint64_t f = atomic_add(&st->fresh_next, 1, Order::relaxed);
-        if (f < st->capacity) idx = f;
+        if (f < st->capacity) at = fresh_address(f);
       }
     }
-    idx = g.shfl(idx, 0);
-    if (idx == kNone) return nullptr;
+    at = g.shfl(at, 0);
+    if (at == 0) return nullptr;
     // Unreachable until published: plain zeroing, then a release fence.
-    auto* w = reinterpret_cast<std::uint64_t*>(nodes + idx);
+    auto* w = reinterpret_cast<std::uint64_t*>(at);
     for (std::size_t i = g.lane(); i < sizeof(PoolNode) / 8; i += Group::kSize) w[i] = 0;
     fence(Order::release);
     g.sync();
-    return reinterpret_cast<Node*>(nodes + idx);
+    return reinterpret_cast<Node*>(at);
   }
   /// A node never published: reused after the batch, like a retired one.
   template <class Node, class Group>
@@ -105,9 +118,15 @@ struct PoolEnv : PlantedState<kTest> {
   __device__ void retire(const Group& g, Node* n) {
     if (g.is_leader()) {
       const std::uint64_t i = atomic_add(&st->retired_count, 1, Order::relaxed);
-      if (i < st->capacity) retired[i] = static_cast<std::uint64_t>(reinterpret_cast<PoolNode*>(n) - nodes);
+      if (i < st->capacity) retired[i] = reinterpret_cast<std::uint64_t>(n);
     }
     g.sync();
+  }
+  /// The address of fresh node f (f < capacity).
+  __device__ std::uint64_t fresh_address(std::uint64_t f) const {
+    std::uint64_t c = 0, begin = 0;
+    while (c + 1 < st->chunks && f >= st->chunk_end[c]) begin = st->chunk_end[c++];
+    return st->chunk_base[c] + (f - begin) * sizeof(PoolNode);
   }
   __device__ void node_read() {}
   __device__ void after_search() {}
@@ -200,21 +219,72 @@ class Pool {
   Pool(const Pool&) = delete;
   Pool& operator=(const Pool&) = delete;
   ~Pool() {
-    cudaFree(env_.nodes);
+    for (std::uint64_t c = 0; c < host_.chunks; ++c) cudaFree(reinterpret_cast<void*>(host_.chunk_base[c]));
     cudaFree(env_.free_list);
     cudaFree(env_.retired);
     cudaFree(env_.st);
   }
 
   /// Allocates `capacity` nodes (uninitialised) and the lists; `fresh_next` starts at `taken`
-  /// (nodes the caller initialises itself, such as a tree's first leaf).
-  Status init(std::uint64_t capacity, std::uint64_t taken = 0) {
+  /// (nodes the caller initialises itself, such as a tree's first leaf). grow() may take the pool
+  /// to `max_capacity` nodes (at least capacity).
+  Status init(std::uint64_t capacity, std::uint64_t taken = 0, std::uint64_t max_capacity = 0) {
+    max_capacity_ = std::max(capacity, max_capacity);
     DUET_CUDA_TRY(cudaMalloc(&env_.nodes, sizeof(PoolNode) * capacity));
+    host_ = PoolState{};
+    host_.fresh_next = taken;
+    host_.capacity = capacity;
+    host_.chunks = 1;
+    host_.chunk_end[0] = capacity;
+    host_.chunk_base[0] = reinterpret_cast<std::uint64_t>(env_.nodes);
     DUET_CUDA_TRY(cudaMalloc(&env_.free_list, 8 * capacity));
     DUET_CUDA_TRY(cudaMalloc(&env_.retired, 8 * capacity));
     DUET_CUDA_TRY(cudaMalloc(&env_.st, sizeof(PoolState)));
-    const PoolState st{taken, capacity, 0, 0, 0, 0};
+    DUET_CUDA_TRY(cudaMemcpy(env_.st, &host_, sizeof(host_), cudaMemcpyHostToDevice));
+    capacity_.store(capacity, std::memory_order_relaxed);
+    return Status::Ok();
+  }
+  /// Whether every fresh node has been handed out (so a request's kRetry may be for want of a
+  /// node, not a planted give-up).
+  bool fresh_exhausted() const {
+    const PoolState st = state();
+    return st.capacity != 0 && st.fresh_next >= st.capacity;
+  }
+  /// Nodes in the pool now (any thread, any time).
+  std::uint64_t capacity() const { return capacity_.load(std::memory_order_relaxed); }
+  /// Adds a chunk as large as the pool so far (less at the maximum): the nodes in use stay where
+  /// they are; the free and retired lists move to arrays of the new capacity. No batch may be in
+  /// flight. ResourceExhausted at the maximum or when GPU memory is short (the pool is then as
+  /// it was); costs one allocation, a copy of the lists and a synchronisation.
+  Status grow() {
+    PoolState st = state();
+    if (st.capacity == 0) return Status::Internal("the node pool's state could not be read");
+    const std::uint64_t add = std::min(st.capacity, max_capacity_ - std::min(max_capacity_, st.capacity));
+    if (add == 0 || st.chunks >= kMaxChunks)
+      return Status::ResourceExhausted("node pool is at its maximum of " + std::to_string(st.capacity) + " nodes");
+    const std::uint64_t cap = st.capacity + add;
+    void *chunk = nullptr, *free_list = nullptr, *retired = nullptr;
+    if (cudaMalloc(&chunk, sizeof(PoolNode) * add) != cudaSuccess || cudaMalloc(&free_list, 8 * cap) != cudaSuccess ||
+        cudaMalloc(&retired, 8 * cap) != cudaSuccess) {
+      cudaGetLastError();  // clear the allocation error
+      cudaFree(chunk), cudaFree(free_list), cudaFree(retired);
+      return Status::ResourceExhausted("GPU memory is short: the node pool of " + std::to_string(st.capacity) +
+                                       " nodes could not grow by " + std::to_string(add));
+    }
+    DUET_CUDA_TRY(cudaMemcpy(free_list, env_.free_list, 8 * st.free_count, cudaMemcpyDeviceToDevice));
+    DUET_CUDA_TRY(cudaMemcpy(retired, env_.retired, 8 * std::min(st.retired_count, st.capacity),
+                             cudaMemcpyDeviceToDevice));
+    st.chunk_end[st.chunks] = cap;
+    st.chunk_base[st.chunks] = reinterpret_cast<std::uint64_t>(chunk);
+    ++st.chunks;
+    st.capacity = cap;
     DUET_CUDA_TRY(cudaMemcpy(env_.st, &st, sizeof(st), cudaMemcpyHostToDevice));
+    cudaFree(env_.free_list);
+    cudaFree(env_.retired);
+    env_.free_list = static_cast<std::uint64_t*>(free_list);
+    env_.retired = static_cast<std::uint64_t*>(retired);
+    host_ = st;
+    capacity_.store(cap, std::memory_order_relaxed);
     return Status::Ok();
   }
   /// Moves retired nodes to the free list on `stream`. No batch may be in flight.
@@ -239,6 +309,9 @@ class Pool {
 
  private:
   PoolEnv<PoolNode> env_{};
+  PoolState host_{};  ///< the chunks as last set by the host (counters not kept up to date)
+  std::uint64_t max_capacity_ = 0;
+  std::atomic<std::uint64_t> capacity_{0};
 };
 
 /// The status of a batch that left `retries` requests marked kRetry in a pool of `pool_nodes`.
@@ -246,6 +319,27 @@ Status exhausted(std::uint64_t pool_nodes, std::uint64_t retries) {
   if (retries == 0) return Status::Ok();
   return Status::ResourceExhausted("node pool of " + std::to_string(pool_nodes) + " nodes is exhausted; " +
                                    std::to_string(retries) + " requests marked retry were not applied");
+}
+
+/// Puts the indexes of the requests marked kRetry in idx[0, *count) (in no particular order).
+__global__ void find_retries_kernel(const OpStatus* status, std::uint64_t n, std::uint64_t* idx, std::uint64_t* count) {
+  for (std::uint64_t i = blockIdx.x * std::uint64_t(blockDim.x) + threadIdx.x; i < n;
+       i += std::uint64_t(gridDim.x) * blockDim.x)
+    if (status[i] == OpStatus::kRetry) idx[atomic_add(count, 1, Order::relaxed)] = i;
+}
+/// dst[j] = src[idx[j] * w + k] for k < w (gather: w items per request).
+template <class T>
+__global__ void gather_kernel(const T* src, const std::uint64_t* idx, T* dst, std::uint64_t m, unsigned w) {
+  for (std::uint64_t j = blockIdx.x * std::uint64_t(blockDim.x) + threadIdx.x; j < m;
+       j += std::uint64_t(gridDim.x) * blockDim.x)
+    for (unsigned k = 0; k < w; ++k) dst[j * w + k] = src[idx[j] * w + k];
+}
+/// dst[idx[j] * w + k] = src[j * w + k] for k < w (the scatter back).
+template <class T>
+__global__ void scatter_kernel(const T* src, const std::uint64_t* idx, T* dst, std::uint64_t m, unsigned w) {
+  for (std::uint64_t j = blockIdx.x * std::uint64_t(blockDim.x) + threadIdx.x; j < m;
+       j += std::uint64_t(gridDim.x) * blockDim.x)
+    for (unsigned k = 0; k < w; ++k) dst[idx[j] * w + k] = src[j * w + k];
 }
 
 /// Initialises a driver and hands it to *out when that succeeded (make_gpu_* functions).
