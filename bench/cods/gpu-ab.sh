@@ -8,7 +8,7 @@
 #   bench/cods/gpu-ab.sh --pack NEW_BUILD_DIR BASE_BUILD_DIR
 # Or, on the GPU machine, `bench/cods/gpu-ab.sh --build-here BASE_SRC` builds both there first
 # (this tree and BASE_SRC, a source tree made by `git archive`, each into its build-gpu/, at
-# sm_90) and packs them; DUET_COMMIT and BASE_COMMIT name them where git cannot.
+# sm_90) and packs them; DUET_COMMIT and BASE_COMMIT name the two sides (else git does).
 # Logs and JSON go to $OUT (default bench/results/cods-h100-atomic128/after-compile-time-switches).
 # ROWS (a --gpu-filter list) and SHAPES pick the rows; ROUNDS the number of base/new pairs.
 set -uo pipefail
@@ -40,8 +40,10 @@ if [ "${1:-}" = "--pack" ]; then
     done | sort -u | while read -r lib; do cp -L "$lib" "$d/"; done
     strip --strip-debug "$d"/* 2>/dev/null || true
     src=$(sed -n 's/^CMAKE_HOME_DIRECTORY:INTERNAL=//p' "$build/CMakeCache.txt")
-    fallback=${DUET_COMMIT:-unknown}; [ "$side" = base ] && fallback=${BASE_COMMIT:-unknown}
-    git -C "$src" rev-parse --short HEAD > "$d/COMMIT" 2>/dev/null || echo "$fallback" > "$d/COMMIT"
+    # DUET_COMMIT and BASE_COMMIT, when set, name the sides (a tree made by git archive has no
+    # history of its own: git would name the repository around it).
+    named=${DUET_COMMIT:-}; [ "$side" = base ] && named=${BASE_COMMIT:-}
+    if [ -n "$named" ]; then echo "$named" > "$d/COMMIT"; else git -C "$src" rev-parse --short HEAD > "$d/COMMIT"; fi
     tar -czf "$pack/$side.tar.gz" -C "$(dirname "$d")" "$side"
     rm -rf "$(dirname "$d")"
   done
