@@ -129,17 +129,25 @@ void parse_input(Conn& c, const InputLimits& limits, RequestSink& sink) {
     c.replies.push_back(std::move(r));
     c.phase = ConnPhase::kClosing;
   };
+  auto over_limit = [&] {
+    return "ERR client query buffer limit of " + std::to_string(limits.query_buffer_limit) + " bytes reached";
+  };
   while (c.phase == ConnPhase::kOpen) {
     std::size_t consumed = 0;
     const auto res = c.parser.parse(c.in.data.get() + c.in_off, c.in.len - c.in_off, &consumed);
+    // Input over the limit is refused however it arrived: a request seen whole in one read (its
+    // bytes were all waiting in the socket) as much as one still arriving, or one whose headers
+    // already say it will need more.
     if (res == RequestParser::Result::kIncomplete) {
-      if (c.in.len - c.in_off > limits.query_buffer_limit)
-        fail_and_close("ERR client query buffer limit of " + std::to_string(limits.query_buffer_limit) +
-                       " bytes reached");
+      if (std::max(c.in.len - c.in_off, c.parser.wanted()) > limits.query_buffer_limit) fail_and_close(over_limit());
       break;
     }
     if (res == RequestParser::Result::kError) {
       fail_and_close(c.parser.error());
+      break;
+    }
+    if (consumed > limits.query_buffer_limit) {
+      fail_and_close(over_limit());
       break;
     }
     const auto& args = c.parser.args();
@@ -161,6 +169,13 @@ void parse_input(Conn& c, const InputLimits& limits, RequestSink& sink) {
     }
     c.in_off += consumed;
     sink.on_request(c, def, Args(args.data(), args.size()), arrival_ns);
+    // A barrier whose reply is not final yet (SCAN 0 handed to the background thread) holds the
+    // client's later commands back until it has replied: they must not take effect before it
+    // has seen the keyspace (a pipelined DEL could otherwise hide a key from the SCAN before it).
+    if (def && def->has(kBarrier) && !c.replies.empty() && !c.replies.back()->done.load(std::memory_order_acquire)) {
+      c.parse_state = ParseState::kBarrierWait;
+      break;
+    }
     if (c.replies.size() >= limits.max_pending_replies) {  // a huge pipeline: answer some first
       c.parse_state = ParseState::kPaused;
       break;
