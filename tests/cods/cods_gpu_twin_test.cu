@@ -318,23 +318,15 @@ TEST_P(CodsGpuPool, ExhaustedPoolLeavesNothingHalfApplied) {
   EXPECT_EQ(gpu->pool_capacity(), GetParam());
 }
 
-/// One structure per kind and mode whose pool starts at 64 nodes and may grow.
-struct GrowShape {
-  const char* name;
-  GpuKind kind;
-  unsigned keys_per_node, group;
-  Regime regime;
-  GpuMode mode;
-};
-void PrintTo(const GrowShape& s, std::ostream* os) { *os << s.name; }
-class CodsGpuPoolGrows : public ::testing::TestWithParam<GrowShape> {};
+/// One structure per kind and mode (16 buckets) whose pool starts at 64 nodes and may grow.
+class CodsGpuPoolGrows : public ::testing::TestWithParam<Shape> {};
 INSTANTIATE_TEST_SUITE_P(
     Shapes, CodsGpuPoolGrows,
-    ::testing::Values(GrowShape{"list_ew_k6_g8", GpuKind::kList, 6, 8, Regime::kElementwise, GpuMode::kGroup},
-                      GrowShape{"hash_fa_k14_g16", GpuKind::kHashSet, 14, 16, Regime::kFullyAtomic, GpuMode::kGroup},
-                      GrowShape{"hash_ew_k14_g16_mixed", GpuKind::kHashSet, 14, 16, Regime::kElementwise, GpuMode::kMixed},
-                      GrowShape{"tree_fa_k14_g16", GpuKind::kTree, 14, 16, Regime::kFullyAtomic, GpuMode::kGroup},
-                      GrowShape{"tree_ew_k6_lane", GpuKind::kTree, 6, 1, Regime::kElementwise, GpuMode::kGroup}),
+    ::testing::Values(Shape{"list_ew_k6_g8", GpuKind::kList, 6, 8, Regime::kElementwise, 1, 0},
+                      Shape{"hash_fa_k14_g16", GpuKind::kHashSet, 14, 16, Regime::kFullyAtomic, 16, 0},
+                      Shape{"hash_ew_k14_g16_mixed", GpuKind::kHashSet, 14, 16, Regime::kElementwise, 16, 0, GpuMode::kMixed},
+                      Shape{"tree_fa_k14_g16", GpuKind::kTree, 14, 16, Regime::kFullyAtomic, 1, 0},
+                      Shape{"tree_ew_k6_lane", GpuKind::kTree, 6, 1, Regime::kElementwise, 1, 0}),
     [](const auto& info) { return std::string(info.param.name); });
 
 // A pool of 64 nodes takes 6,000 inserts in one batch, then removes and inserts again: the
@@ -343,14 +335,7 @@ INSTANTIATE_TEST_SUITE_P(
 // the batch, with the retried requests' second intervals, is well formed.
 TEST_P(CodsGpuPoolGrows, EveryRequestAppliesOnce) {
   SKIP_WITHOUT_GPU();
-  const GrowShape& sh = GetParam();
-  GpuConfig c;
-  c.kind = sh.kind;
-  c.keys_per_node = sh.keys_per_node;
-  c.group = sh.group;
-  c.regime = sh.regime;
-  c.mode = sh.mode;
-  c.buckets = 16;
+  GpuConfig c = config_of(GetParam());
   c.pool_nodes = 64;
   std::unique_ptr<GpuStructure> gpu;
   ASSERT_TRUE(make_gpu_structure(c, &gpu).ok());
