@@ -158,7 +158,8 @@ void parse_input(Conn& c, const InputLimits& limits, RequestSink& sink) {
     // Barrier commands (DBSIZE, FLUSHDB, FLUSHALL, SCAN) see the effects of the client's
     // earlier commands.
     const CommandDef* def = find_command(args[0]);
-    if (def && def->has(kBarrier)) {
+    const bool barrier = def && def->has(kBarrier);
+    if (barrier) {
       bool all_done = true;
       for (const auto& r : c.replies)
         if (!r->done.load(std::memory_order_acquire)) all_done = false;
@@ -172,7 +173,7 @@ void parse_input(Conn& c, const InputLimits& limits, RequestSink& sink) {
     // A barrier whose reply is not final yet (SCAN 0 handed to the background thread) holds the
     // client's later commands back until it has replied: they must not take effect before it
     // has seen the keyspace (a pipelined DEL could otherwise hide a key from the SCAN before it).
-    if (def && def->has(kBarrier) && !c.replies.empty() && !c.replies.back()->done.load(std::memory_order_acquire)) {
+    if (barrier && !c.replies.empty() && !c.replies.back()->done.load(std::memory_order_acquire)) {
       c.parse_state = ParseState::kBarrierWait;
       break;
     }

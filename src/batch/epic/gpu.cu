@@ -288,8 +288,8 @@ __device__ inline void release_store(T* p, T v) {
 /// The warp's procedure context: every lane runs the procedure with the same values. Before the
 /// procedure runs, gather() has the lanes wait for the versions of all its reads at once (lane
 /// i waits for reads i, i + 32, ...) and keeps where the first 128 reads are and their record
-/// sizes, and the slot words of the writes; lanes copy record words strided by 32, and each write is published as soon as
-/// its data is stored. So a txn waits once for all its reads, not once per key in turn.
+/// sizes, and the slot words of the writes; lanes copy record words strided by 32, and each
+/// write is published as soon as its data is stored. So a txn waits once for all its reads, not once per key in turn.
 class GpuCtx {
  public:
   /// `stash` is the warp's 64 words of shared memory.
@@ -299,8 +299,9 @@ class GpuCtx {
   /// Resolves where writes 0..31 go (lane j holds write j's target; later writes resolve theirs
   /// when written), then waits for every read's version (all lanes at once, each with its own
   /// watchdog), keeps the locations and word counts of reads 0..127 in registers (lane l holds
-  /// reads l, l + 32, l + 64 and l + 96), and syncs the warp, so every lane may read the data. Call once, before the procedure. The targets' loads are issued before the waits,
-  /// so a txn at the head of a chain stores without a round trip to memory first.
+  /// reads l, l + 32, l + 64 and l + 96), and syncs the warp, so every lane may read the data.
+  /// Call once, before the procedure. The targets' loads are issued before the waits, so a txn
+  /// at the head of a chain stores without a round trip to memory first.
   __device__ void gather() {
     if (lane_ < nw_) wt_ = target(lane_);
     for (std::uint32_t i = lane_; v_.gather_reads && i < nr_; i += 32) {
