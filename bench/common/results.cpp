@@ -111,6 +111,12 @@ Json result_document(const std::string& benchmark, const std::string& device, co
   doc.set("benchmark", benchmark);
   doc.set("config", std::move(config));
   doc.set("records", std::move(records));
+#ifdef DUET_BENCH_COMPILE_CHECK
+  // The test command's build (bench/CMakeLists.txt): the numbers are not comparable to any other.
+  std::fprintf(stderr, "duet bench %s: built with DUET_BENCH_COMPILE_CHECK (benchmark code at -O0): "
+               "not for measurement; run scripts/build first\n", benchmark.c_str());
+  doc.set("build", "DUET_BENCH_COMPILE_CHECK: benchmark code at -O0, not for measurement");
+#endif
   return doc;
 }
 

@@ -8,6 +8,8 @@
 //   benchmark the benchmark's name, e.g. "lslab"
 //   config    every parameter of the run
 //   records   one object per measurement (fields are benchmark-specific; see each benchmark)
+//   build     present only in a DUET_BENCH_COMPILE_CHECK build (the test command's): its numbers
+//             are not measurements (bench/CMakeLists.txt)
 #pragma once
 
 #include <cstdint>
