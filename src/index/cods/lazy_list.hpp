@@ -2,8 +2,8 @@
 //
 // A node is one c-object of W = round_up(K + 2, G) words:
 //   [ K keys, sorted, packed from slot 0 | presence bitset (bit i: slot i holds a key) | next ]
-// and, elementwise, a lock word beside it; fully atomic nodes (K <= 30) keep their lock and
-// version in the bitset word (FoldedMeta), so K = 14 on 16 words is one 128 B node.
+// and the node's lock is a bit of the bitset word (fully atomic nodes, K <= 30, keep their
+// version there too: FoldedMeta), so K = 14 on 16 words is one 128 B node in both regimes.
 // The next word is a node address whose low bit is the DELETED mark. Keys of a node are all
 // smaller than the keys of its successor. A sentinel head node holds no keys and is never
 // removed. No key value is reserved: presence is the bitset's.
@@ -81,34 +81,30 @@ struct FoldedMeta {
   static constexpr unsigned kMaxKeys = 30;
 };
 
-/// A list node. Elementwise: a lock word (outside the c-object) and the keys c-object. Fully
-/// atomic: the c-object alone, its lock and version folded into the bitset word (FoldedMeta).
+/// A list node: its c-object alone, the lock a bit of the meta word (kLock) in both regimes, so
+/// a K = 14 node on 16 words is 128 B. Fully atomic: the meta word is FoldedMeta (bitset, lock,
+/// version). Elementwise: the bitset and, at bit 63, the lock; a published node's meta word is
+/// never rewritten (updates copy the node), so only lock attempts and releases change it, and
+/// readers mask the bit away (keys_of).
 template <unsigned K, unsigned G, Regime R>
 struct ListNode {
   using Shape = ListShape<K, G>;
-  static constexpr bool kFolded = false;
-  std::uint64_t lock;
-  CObject<Shape::kWords> obj;
-
-  DUET_HD DUET_INLINE CObject<Shape::kWords>& data() { return obj; }
-};
-
-template <unsigned K, unsigned G>
-struct ListNode<K, G, Regime::kFullyAtomic> {
-  using Shape = ListShape<K, G>;
-  static_assert(K <= FoldedMeta::kMaxKeys,
+  static_assert(R == Regime::kElementwise || K <= FoldedMeta::kMaxKeys,
                 "a fully atomic list node holds 1 to 30 keys (its bitset shares a word with the lock and version)");
-  static constexpr bool kFolded = true;
+  static constexpr std::uint64_t kLock =
+      R == Regime::kFullyAtomic ? FoldedMeta::kLock : std::uint64_t(1) << 63;  // above the K <= 61 bits
   CObject<Shape::kWords> obj;
 
   DUET_HD DUET_INLINE CObject<Shape::kWords>& data() { return obj; }
   DUET_HD DUET_INLINE std::uint64_t* meta() { return &obj.elem[Shape::kMeta]; }
 };
 
-// The 14-key fully atomic node of the GPU's half warp fits one 128 B line (issue 18, item 5).
+// The 14-key node of the GPU's half warp fits one 128 B line in both regimes (issue 18, item 5).
 static_assert(sizeof(ListNode<14, 16, Regime::kFullyAtomic>) == 128, "K = 14 fully atomic node is 128 B");
 static_assert(sizeof(ListNode<14, 1, Regime::kFullyAtomic>) == 128, "K = 14 fully atomic node is 128 B");
 static_assert(sizeof(ListNode<6, 8, Regime::kFullyAtomic>) == 64, "K = 6 fully atomic node is 64 B");
+static_assert(sizeof(ListNode<14, 16, Regime::kElementwise>) == 128, "K = 14 elementwise node is 128 B");
+static_assert(sizeof(ListNode<14, 1, Regime::kElementwise>) == 128, "K = 14 elementwise node is 128 B");
 
 /// The list algorithm over nodes of K keys, for a Group in regime R. Stateless: the list is
 /// its head node, which the caller owns (a hash set is an array of heads).
@@ -213,7 +209,6 @@ DUET_UNROLL
 
   /// Initializes a head (or any node) as empty with no successor. Host or device, before sharing.
   DUET_HD static void init_head(Node* head) {
-    if constexpr (!Node::kFolded) head->lock = 0;
     for (unsigned i = 0; i < kW; ++i) head->data().elem[i] = 0;
   }
 
@@ -351,24 +346,20 @@ DUET_UNROLL
   }
 
  private:
-  // Node locks: the lock word (elementwise) or the meta word's lock bit (fully atomic). Each
-  // attempt is one CAS and each release one write over remote memory, in both layouts.
+  // Node locks: the meta word's lock bit (Node::kLock), taken by a leader CAS and released by
+  // the holder's store. Each attempt is one CAS and each release one write over remote memory.
   template <class Env>
   DUET_HD static DUET_INLINE bool try_lock_node(const Group& g, Env& env, Node* n) {
-    if constexpr (Node::kFolded) {
-      remote_cas(env);
-      bool got = false;
-      if (g.is_leader()) {
-        std::uint64_t v = atomic_load(n->meta(), Order::relaxed);
-        got = !(v & FoldedMeta::kLock) && atomic_cas(n->meta(), v, v | FoldedMeta::kLock, Order::acquire);
-      }
-      got = g.shfl(got, 0);
-      g.sync();
-      fence(Order::seq_cst);  // the lock is ordered before every access of the critical section
-      return got;
-    } else {
-      return try_lock(g, env, &n->lock);
+    remote_cas(env);
+    bool got = false;
+    if (g.is_leader()) {
+      std::uint64_t v = atomic_load(n->meta(), Order::relaxed);
+      got = !(v & Node::kLock) && atomic_cas(n->meta(), v, v | Node::kLock, Order::acquire);
     }
+    got = g.shfl(got, 0);
+    g.sync();
+    fence(Order::seq_cst);  // the lock is ordered before every access of the critical section
+    return got;
   }
   /// Blocking (the caller holds no other lock).
   template <class Env>
@@ -386,16 +377,12 @@ DUET_UNROLL
   }
   template <class Env>
   DUET_HD static DUET_INLINE void unlock_node(const Group& g, Env& env, Node* n) {
-    if constexpr (Node::kFolded) {
-      remote_write(env);
-      fence(Order::release);
-      g.sync();
-      if (g.is_leader())  // only the holder stores the word
-        atomic_store(n->meta(), atomic_load(n->meta(), Order::relaxed) & ~FoldedMeta::kLock, Order::release);
-      g.sync();
-    } else {
-      unlock(g, env, &n->lock);
-    }
+    remote_write(env);
+    fence(Order::release);
+    g.sync();
+    if (g.is_leader())  // only the holder stores the word
+      atomic_store(n->meta(), atomic_load(n->meta(), Order::relaxed) & ~Node::kLock, Order::release);
+    g.sync();
   }
 
   /// Releases locks taken in order (last first).
