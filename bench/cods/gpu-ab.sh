@@ -17,10 +17,12 @@ pack=gpu-pack-codsx
 if [ "${1:-}" = "--build-here" ]; then
   base_src=${2:?usage: bench/cods/gpu-ab.sh --build-here BASE_SRC}
   export PATH="/usr/local/cuda/bin:$PATH"
+  # The base side needs only the benchmark; the tests run on the new side alone.
   for t in . "$base_src"; do
+    targets=(duet_bench_cods); [ "$t" = . ] && targets+=(duet_gpu_tests)
     (cmake -S "$t" -B "$t/build-gpu" -G Ninja -DCMAKE_BUILD_TYPE=Release -DDUET_CUDA=ON -DCMAKE_CUDA_ARCHITECTURES=90 \
-      -DDUET_TESTS=ON -DDUET_BENCH=ON && cmake --build "$t/build-gpu" -j $(( $(nproc) / 2 )) --target duet_gpu_tests \
-      duet_bench_cods) > "$t/build-gpu.log" 2>&1 &
+      -DDUET_TESTS=ON -DDUET_BENCH=ON && cmake --build "$t/build-gpu" -j "$(nproc)" --target "${targets[@]}") \
+      > "$t/build-gpu.log" 2>&1 &
   done
   wait
   for t in . "$base_src"; do tail -n 2 "$t/build-gpu.log"; done
