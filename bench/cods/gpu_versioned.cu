@@ -123,14 +123,16 @@ struct Times {
 };
 
 /// One system on one mix: versioned (true) or the plain tree.
-Status run_system(bool versioned, bool fully_atomic, const VersionedBenchOptions& o, const Mix& m, Work& w,
-                  Times* t) {
+Status run_system(bool versioned, bool fully_atomic, unsigned k, unsigned group, const VersionedBenchOptions& o,
+                  const Mix& m, Work& w, Times* t) {
   const ds::Regime regime = fully_atomic ? ds::Regime::kFullyAtomic : ds::Regime::kElementwise;
   for (unsigned r = 0; r < o.repeats; ++r) {
     std::unique_ptr<ds::GpuVersionedTree> vt;
     std::unique_ptr<ds::GpuStructure> pt;
     if (versioned) {
       ds::GpuVersionedConfig c;
+      c.keys_per_node = k;
+      c.group = group;
       c.regime = regime;
       c.pool_nodes = 2 * (w.pre + w.updates) / 7 + (m.rng ? w.pre / 4 : 0) + 65536;
       const Status s = ds::make_gpu_versioned_tree(c, &vt);
@@ -138,6 +140,8 @@ Status run_system(bool versioned, bool fully_atomic, const VersionedBenchOptions
     } else {
       ds::GpuConfig c;
       c.kind = ds::GpuKind::kTree;
+      c.keys_per_node = k;
+      c.group = group;
       c.regime = regime;
       c.pool_nodes = 2 * (w.pre + w.updates) / 7 + 65536;
       const Status s = ds::make_gpu_structure(c, &pt);
@@ -207,65 +211,71 @@ Status gpu_versioned_figures(const VersionedBenchOptions& o,
     Work w;
     Status s = make_work(o, m, prefill, &w);
     if (!s.ok()) return s;
-    for (bool fa : {true, false}) {
-      double plain_median = 0;
-      for (bool versioned : {false, true}) {
-        if (!versioned && m.rng > 0) continue;  // the plain tree has no RANGE
-        Times t;
-        s = run_system(versioned, fa, o, m, w, &t);
-        const std::string sys = std::string(versioned ? "cods-gpu-vtree" : "cods-gpu-tree") + (fa ? "-fa" : "-ew") +
-                                "-k14-g16";
-        Json rec = Json::object();
-        rec.set("name", "vtree");
-        rec.set("system", sys);
-        rec.set("processor", "gpu");
-        rec.set("structure", versioned ? "versioned-tree" : "tree");
-        rec.set("k", 14u);
-        rec.set("group", "gpu-tile-16");
-        rec.set("regime", fa ? "fully-atomic" : "elementwise");
-        rec.set("mix", m.name);
-        rec.set("mix_note", m.note);
-        rec.set("get_percent", m.get);
-        rec.set("insert_percent", m.ins);
-        rec.set("remove_percent", m.rem);
-        rec.set("range_percent", m.rng);
-        rec.set("range_span", o.span);
-        rec.set("range_limit", o.limit);
-        rec.set("key_range", o.range);
-        rec.set("keys", prefill.size());
-        rec.set("key_bytes", 8u);
-        rec.set("value_bytes", 8u);
-        rec.set("batch_ops", o.ops);
-        rec.set("ok", s.ok());
-        if (!s.ok()) {
-          rec.set("error", s.to_string());
-          emit(std::move(rec), row(sys, m.name, Summary{}, "ERROR " + s.to_string()), false);
-          continue;
+    for (const auto [k, group] : {std::pair{14u, 16u}, std::pair{30u, 32u}}) {
+      for (bool fa : {true, false}) {
+        double plain_median = 0;
+        for (bool versioned : {false, true}) {
+          if (!versioned && m.rng > 0) continue;  // the plain tree has no RANGE
+          const std::string sys = std::string(versioned ? "cods-gpu-vtree" : "cods-gpu-tree") + (fa ? "-fa" : "-ew") +
+                                  "-k" + std::to_string(k) + "-g" + std::to_string(group);
+          if (!o.filter.empty() && std::none_of(o.filter.begin(), o.filter.end(), [&](const std::string& f) {
+                return sys.find(f) != std::string::npos;
+              }))
+            continue;
+          Times t;
+          s = run_system(versioned, fa, k, group, o, m, w, &t);
+          Json rec = Json::object();
+          rec.set("name", "vtree");
+          rec.set("system", sys);
+          rec.set("processor", "gpu");
+          rec.set("structure", versioned ? "versioned-tree" : "tree");
+          rec.set("k", k);
+          rec.set("group", "gpu-tile-" + std::to_string(group));
+          rec.set("regime", fa ? "fully-atomic" : "elementwise");
+          rec.set("mix", m.name);
+          rec.set("mix_note", m.note);
+          rec.set("get_percent", m.get);
+          rec.set("insert_percent", m.ins);
+          rec.set("remove_percent", m.rem);
+          rec.set("range_percent", m.rng);
+          rec.set("range_span", o.span);
+          rec.set("range_limit", o.limit);
+          rec.set("key_range", o.range);
+          rec.set("keys", prefill.size());
+          rec.set("key_bytes", 8u);
+          rec.set("value_bytes", 8u);
+          rec.set("batch_ops", o.ops);
+          rec.set("ok", s.ok());
+          if (!s.ok()) {
+            rec.set("error", s.to_string());
+            emit(std::move(rec), row(sys, m.name, Summary{}, "ERROR " + s.to_string()), false);
+            continue;
+          }
+          std::vector<double> run, pre;
+          for (double x : t.run_s) run.push_back(static_cast<double>(o.ops) / x);
+          for (double x : t.prefill_s) pre.push_back(static_cast<double>(prefill.size()) / x);
+          Summary rs, ps;
+          rec.set("ops_per_s", summary(run, &rs));
+          rec.set("prefill_inserts_per_s", summary(pre, &ps));
+          rec.set("run_seconds", Json::array_of(t.run_s));
+          rec.set("hits_last_run", t.hits);
+          rec.set("range_pairs_last_run", t.range_pairs);
+          rec.set("retries_last_run", t.retries);
+          rec.set("pool_nodes_used", t.nodes_used);
+          if (versioned) rec.set("pool_nodes_recycled", t.nodes_recycled);
+          char note[160];
+          std::snprintf(note, sizeof note, "prefill %.1f M inserts/s", ps.median / 1e6);
+          std::string text = note;
+          if (!versioned) plain_median = rs.median;
+          if (versioned && plain_median > 0) {
+            rec.set("plain_ops_per_s_median", plain_median);
+            rec.set("ratio_to_plain", rs.median / plain_median);
+            std::snprintf(note, sizeof note, "; %.3fx the plain tree", rs.median / plain_median);
+            text += note;
+          }
+          if (t.retries) text += "; " + std::to_string(t.retries) + " retries";
+          emit(std::move(rec), row(sys, m.name, rs, text), true);
         }
-        std::vector<double> run, pre;
-        for (double x : t.run_s) run.push_back(static_cast<double>(o.ops) / x);
-        for (double x : t.prefill_s) pre.push_back(static_cast<double>(prefill.size()) / x);
-        Summary rs, ps;
-        rec.set("ops_per_s", summary(run, &rs));
-        rec.set("prefill_inserts_per_s", summary(pre, &ps));
-        rec.set("run_seconds", Json::array_of(t.run_s));
-        rec.set("hits_last_run", t.hits);
-        rec.set("range_pairs_last_run", t.range_pairs);
-        rec.set("retries_last_run", t.retries);
-        rec.set("pool_nodes_used", t.nodes_used);
-        if (versioned) rec.set("pool_nodes_recycled", t.nodes_recycled);
-        char note[160];
-        std::snprintf(note, sizeof note, "prefill %.1f M inserts/s", ps.median / 1e6);
-        std::string text = note;
-        if (!versioned) plain_median = rs.median;
-        if (versioned && plain_median > 0) {
-          rec.set("plain_ops_per_s_median", plain_median);
-          rec.set("ratio_to_plain", rs.median / plain_median);
-          std::snprintf(note, sizeof note, "; %.3fx the plain tree", rs.median / plain_median);
-          text += note;
-        }
-        if (t.retries) text += "; " + std::to_string(t.retries) + " retries";
-        emit(std::move(rec), row(sys, m.name, rs, text), true);
       }
     }
   }

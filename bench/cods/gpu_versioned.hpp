@@ -2,12 +2,14 @@
 // gpu_versioned.cu, gpu_versioned_none.cpp without CUDA): the versioned tree against the plain
 // tree on the same pre-generated work without ranges, with 10% ranges, and the shapes of Awad
 // et al.'s MVGpuBTree figures (find, erase + find, inserts with range queries), plus the GPU LIT
-// at 80/10/10 for reference. 8-byte keys and values; half of [0, range) prefilled.
+// at 80/10/10 for reference. K = 14 on 16 lanes and K = 30 on 32 lanes, both regimes. 8-byte
+// keys and values; half of [0, range) prefilled.
 #pragma once
 
 #include <cstdint>
 #include <functional>
 #include <string>
+#include <vector>
 
 #include "common/json.hpp"
 #include "duet/status.hpp"
@@ -21,6 +23,8 @@ struct VersionedBenchOptions {
   std::uint64_t limit = 64;        ///< pairs a RANGE may return
   unsigned repeats = 3;
   std::uint64_t seed = 1;
+  /// Run only the systems whose names contain one of these (all when empty), e.g. "k30".
+  std::vector<std::string> filter;
 };
 
 /// Runs the figures; emit(record, row, ok) receives each JSON record, its printed row and

@@ -38,7 +38,7 @@ const char* kUsage = R"(usage: duet_bench_cods [options]
                    gpu-cpu: the CPU structures on the GPU shapes with the most threads;
                    remote: the structures on simulated remote memory (remote.hpp), mix 95;
                    vtree (not in the default): the versioned tree against the plain tree on
-                   the GPU (gpu_versioned.hpp), 10^7 keys
+                   the GPU (gpu_versioned.hpp), 10^7 keys, K = 14 (16 lanes) and 30 (32 lanes)
   --remote-delay-ns N  delay per remote round trip in the remote figure (default 1500)
   --threads LIST   CPU worker threads (default 1,2)
   --mixes LIST     contains/GET percentages (default 80,90,95,100)
@@ -48,7 +48,8 @@ const char* kUsage = R"(usage: duet_bench_cods [options]
   --stream N       operations generated per CPU thread, replayed cyclically (default 2^18)
   --gpu-ops N      operations per GPU batch (default 4,000,000)
   --gpu-shapes L   of list,hash,tree: the GPU (and gpu-cpu) shapes to run (default all)
-  --gpu-filter L   run only the GPU systems whose names contain one of these (default all)
+  --gpu-filter L   run only the GPU (and vtree) systems whose names contain one of these
+                   (default all)
   --seed N         workload seed (default 1)
   --quick          smoke sizes: ranges / 10, 0.02 s, 1 repeat, 2^14-op streams, 2^18 GPU ops
   --list           print the systems and exit
@@ -639,6 +640,7 @@ int main_impl(int argc, char** argv) {
       vo.ops = o.gpu_ops;
       vo.repeats = o.repeats;
       vo.seed = o.seed;
+      vo.filter = o.gpu_filter;
       if (o.quick) vo.range /= 100;
       const Status s = gpu_versioned_figures(vo, [&](Json rec, const std::string& line, bool ok) {
         all_ok &= ok;

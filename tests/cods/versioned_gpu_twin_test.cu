@@ -2,7 +2,8 @@
 // CPU twin (versioned_cpu.hpp): the same batches on both, every outcome compared exactly,
 // RANGE pages included. Within a batch each point request has a key of its own, so outcomes do
 // not depend on the GPU's order; RANGEs read the state before the batch on both, so they may
-// overlap the batch's updates. Also: saved versions are recycled by the pool, a pool too small
+// overlap the batch's updates. Also: saved versions are recycled by the pool, a pool that grows
+// within batches (RANGE batches among them) changes no outcome, a pool too small to grow enough
 // leaves nothing half applied, and bad input. Skipped, visibly, without a GPU (the configuration
 // checks run without one).
 #include <cuda_runtime.h>
@@ -159,10 +160,50 @@ INSTANTIATE_TEST_SUITE_P(Shapes, CodsVersionedGpuTwin,
                                            Shape{"fa_k30_g32", 30, 32, Regime::kFullyAtomic}),
                          [](const ::testing::TestParamInfo<Shape>& i) { return std::string(i.param.name); });
 
-TEST(CodsVersionedGpuDriver, ExhaustedPoolLeavesNothingHalfApplied) {
+/// A pool of 16 nodes that starts the tree and may grow: a batch of 2,000 inserts, then batches
+/// with RANGEs whose first updates of a leaf save its version, so runs inside RANGE batches also
+/// find the pool empty. The driver grows the pool and runs those requests again with the
+/// batch's stamp: every outcome equals the CPU twin's, RANGE pages included.
+TEST_P(CodsVersionedGpuTwin, PoolGrowsAndEveryRequestAppliesOnce) {
+  SKIP_WITHOUT_GPU();
+  const Shape s = GetParam();
+  GpuVersionedConfig c;
+  c.keys_per_node = s.k;
+  c.group = s.g;
+  c.regime = s.regime;
+  c.pool_nodes = 16;
+  std::unique_ptr<GpuVersionedTree> gpu;
+  ASSERT_TRUE(make_gpu_versioned_tree(c, &gpu).ok());
+  auto cpu = twin_for(c);
+  std::mt19937_64 rng(7 + s.k);
+  unsigned grew_with_ranges = 0;
+  for (int b = 0; b < 12; ++b) {
+    Work g = make_batch(rng, b == 0 ? 2000 : 3000, 4000, b == 0 ? 0 : 15);
+    if (b == 0)
+      for (auto& op : g.ops) op = Op::kInsert;
+    Work cw = g;
+    VersionedBatchResult gr = g.result(), cr = cw.result();
+    const std::uint64_t before = gpu->pool_capacity();
+    const Status st = gpu->execute(g.batch(), gr);
+    ASSERT_TRUE(st.ok()) << "batch " << b << ": " << st.to_string();
+    ASSERT_TRUE(cpu->execute(cw.batch(), cr).ok());
+    ASSERT_EQ(compare(g, cw, b), 0);
+    if (b > 0 && gpu->pool_capacity() > before) ++grew_with_ranges;
+  }
+  EXPECT_GT(gpu->pool_capacity(), 16u);
+  EXPECT_GT(grew_with_ranges, 0u) << "no batch with RANGEs needed the pool to grow";
+}
+
+/// A fixed pool (maximum 16), and one that may double once (32): too small for 2,000 inserts
+/// either way.
+class CodsVersionedGpuPool : public ::testing::TestWithParam<std::uint64_t> {};
+INSTANTIATE_TEST_SUITE_P(MaxNodes, CodsVersionedGpuPool, ::testing::Values(16u, 32u));
+
+TEST_P(CodsVersionedGpuPool, ExhaustedPoolLeavesNothingHalfApplied) {
   SKIP_WITHOUT_GPU();
   GpuVersionedConfig c;
   c.pool_nodes = 16;
+  c.pool_max_nodes = GetParam();
   std::unique_ptr<GpuVersionedTree> gpu;
   ASSERT_TRUE(make_gpu_versioned_tree(c, &gpu).ok());
   Work w;
@@ -174,6 +215,7 @@ TEST(CodsVersionedGpuDriver, ExhaustedPoolLeavesNothingHalfApplied) {
   VersionedBatchResult r = w.result();
   const Status st = gpu->execute(w.batch(), r);
   EXPECT_EQ(st.code(), StatusCode::kResourceExhausted) << st.to_string();
+  EXPECT_EQ(gpu->pool_capacity(), GetParam());
   Work q = w;
   for (auto& op : q.ops) op = Op::kGet;
   VersionedBatchResult qr = q.result();
@@ -195,6 +237,11 @@ TEST(CodsVersionedGpuDriver, BadInput) {
   c = GpuVersionedConfig{};
   c.pool_nodes = 1;
   EXPECT_EQ(make_gpu_versioned_tree(c, &gpu).code(), StatusCode::kInvalidArgument);
+  c.pool_nodes = 1024;
+  c.pool_max_nodes = 1000;  // a maximum below the first size
+  const Status below = make_gpu_versioned_tree(c, &gpu);
+  EXPECT_EQ(below.code(), StatusCode::kInvalidArgument);
+  EXPECT_NE(below.to_string().find("pool_max_nodes"), std::string::npos) << below.to_string();
   EXPECT_EQ(make_gpu_versioned_tree(GpuVersionedConfig{}, nullptr).code(), StatusCode::kInvalidArgument);
   SKIP_WITHOUT_GPU();
   ASSERT_TRUE(make_gpu_versioned_tree(GpuVersionedConfig{}, &gpu).ok());

@@ -352,40 +352,19 @@ class GpuImpl final : public GpuStructure {
   /// of their own, and scatters their outcomes back; *retries becomes the new count.
   Status run_retries(const Batch& d, BatchResult& dr, std::uint64_t* retries) {
     const std::uint64_t m = *retries;
-    DeviceArray idx, count, ops, keys, values, status, out, stamps;
-    DUET_CUDA_TRY(idx.alloc(m * 8));
-    DUET_CUDA_TRY(count.alloc(8));
-    DUET_CUDA_TRY(ops.alloc(m * sizeof(Op)));
-    DUET_CUDA_TRY(keys.alloc(m * 8));
-    if (d.values) DUET_CUDA_TRY(values.alloc(m * 8));
-    DUET_CUDA_TRY(status.alloc(m * sizeof(OpStatus)));
-    DUET_CUDA_TRY(out.alloc(m * 8));
-    if (dr.stamps) DUET_CUDA_TRY(stamps.alloc(m * 16));
     BatchStream stream;
     DUET_CUDA_TRY(cudaStreamCreateWithFlags(&stream.s, cudaStreamNonBlocking));
-    const cudaStream_t st = stream.s;
-    const unsigned grid = std::max(1, gpu::device().sm_count) * 4;
-    auto* ix = static_cast<std::uint64_t*>(idx.p);
-    DUET_CUDA_TRY(cudaMemsetAsync(count.p, 0, 8, st));
-    gpu_pool::find_retries_kernel<<<grid, kBlockThreads, 0, st>>>(dr.status, d.n, ix, static_cast<std::uint64_t*>(count.p));
-    gpu_pool::gather_kernel<<<grid, kBlockThreads, 0, st>>>(d.ops, ix, static_cast<Op*>(ops.p), m, 1);
-    gpu_pool::gather_kernel<<<grid, kBlockThreads, 0, st>>>(d.keys, ix, static_cast<std::uint64_t*>(keys.p), m, 1);
-    if (d.values)
-      gpu_pool::gather_kernel<<<grid, kBlockThreads, 0, st>>>(d.values, ix, static_cast<std::uint64_t*>(values.p), m, 1);
-    DUET_CUDA_TRY(cudaGetLastError());
-    DUET_CUDA_TRY(cudaStreamSynchronize(st));
-    const Batch sub{static_cast<const Op*>(ops.p), static_cast<const std::uint64_t*>(keys.p),
-                    d.values ? static_cast<const std::uint64_t*>(values.p) : nullptr, m};
-    BatchResult subr{static_cast<OpStatus*>(status.p), static_cast<std::uint64_t*>(out.p),
-                     dr.stamps ? static_cast<std::uint64_t*>(stamps.p) : nullptr};
-    const Status ran = run_once(sub, subr, retries);
+    gpu_pool::RetryBatch rb;
+    const Status gathered = rb.gather(stream.s, d, dr.status, m);
+    if (!gathered.ok()) return gathered;
+    DeviceArray stamps;
+    if (dr.stamps) DUET_CUDA_TRY(stamps.alloc(m * 16));
+    BatchResult subr{rb.status(), rb.values(), dr.stamps ? static_cast<std::uint64_t*>(stamps.p) : nullptr};
+    const Status ran = run_once(rb.batch(), subr, retries);
     if (!ran.ok()) return ran;
-    gpu_pool::scatter_kernel<<<grid, kBlockThreads, 0, st>>>(subr.status, ix, dr.status, m, 1);
-    gpu_pool::scatter_kernel<<<grid, kBlockThreads, 0, st>>>(subr.values, ix, dr.values, m, 1);
-    if (dr.stamps) gpu_pool::scatter_kernel<<<grid, kBlockThreads, 0, st>>>(subr.stamps, ix, dr.stamps, m, 2);
-    DUET_CUDA_TRY(cudaGetLastError());
-    DUET_CUDA_TRY(cudaStreamSynchronize(st));
-    return Status::Ok();
+    const Status back = rb.scatter(dr.status, dr.values);
+    if (!back.ok() || !dr.stamps) return back;
+    return rb.scatter_words(subr.stamps, dr.stamps, 2);
   }
 
   /// Runs a batch whose arrays are on the device, on a stream of its own, then recycles the

@@ -32,6 +32,7 @@
 #include <string>
 
 #include "gpu/cuda_try.hpp"
+#include "gpu/device.hpp"
 #include "index/cods/common.hpp"
 
 namespace duet::cods::ds::gpu_pool {
@@ -342,15 +343,6 @@ __global__ void scatter_kernel(const T* src, const std::uint64_t* idx, T* dst, s
     for (unsigned k = 0; k < w; ++k) dst[idx[j] * w + k] = src[j * w + k];
 }
 
-/// Initialises a driver and hands it to *out when that succeeded (make_gpu_* functions).
-template <class Base, class Impl, class Config>
-Status make_driver(const Config& c, std::unique_ptr<Base>* out) {
-  auto t = std::make_unique<Impl>(c);
-  const Status s = t->init();
-  if (s.ok()) *out = std::move(t);
-  return s;
-}
-
 /// Device memory freed when it goes out of scope.
 struct DeviceArray {
   void* p = nullptr;
@@ -360,6 +352,76 @@ struct DeviceArray {
   ~DeviceArray() { cudaFree(p); }
   cudaError_t alloc(std::size_t bytes) { return cudaMalloc(&p, bytes ? bytes : 8); }
 };
+
+/// The requests of a batch that came back kRetry, gathered into arrays of their own so the
+/// driver can run them again as a batch once its pool grew, and the scatter of their outcomes
+/// back into the batch's arrays. Every call works on `stream` and synchronises it. Costs a pass
+/// over the batch's status array, then one per array gathered or scattered (m entries each).
+class RetryBatch {
+ public:
+  /// Gathers the m requests of d (arrays in GPU memory) whose status is kRetry: their ops, keys
+  /// and, when d has them, values.
+  Status gather(cudaStream_t stream, const Batch& d, const OpStatus* status, std::uint64_t m) {
+    m_ = m;
+    stream_ = stream;
+    DUET_CUDA_TRY(idx_.alloc(m * 8));
+    DUET_CUDA_TRY(count_.alloc(8));
+    DUET_CUDA_TRY(ops_.alloc(m * sizeof(Op)));
+    DUET_CUDA_TRY(keys_.alloc(m * 8));
+    if (d.values) DUET_CUDA_TRY(values_.alloc(m * 8));
+    DUET_CUDA_TRY(status_.alloc(m * sizeof(OpStatus)));
+    DUET_CUDA_TRY(out_.alloc(m * 8));
+    DUET_CUDA_TRY(cudaMemsetAsync(count_.p, 0, 8, stream));
+    find_retries_kernel<<<grid(), kThreads, 0, stream>>>(status, d.n, idx(), static_cast<std::uint64_t*>(count_.p));
+    gather_kernel<<<grid(), kThreads, 0, stream>>>(d.ops, idx(), static_cast<Op*>(ops_.p), m, 1);
+    gather_kernel<<<grid(), kThreads, 0, stream>>>(d.keys, idx(), static_cast<std::uint64_t*>(keys_.p), m, 1);
+    if (d.values)
+      gather_kernel<<<grid(), kThreads, 0, stream>>>(d.values, idx(), static_cast<std::uint64_t*>(values_.p), m, 1);
+    DUET_CUDA_TRY(cudaGetLastError());
+    DUET_CUDA_TRY(cudaStreamSynchronize(stream));
+    batch_ = Batch{static_cast<const Op*>(ops_.p), static_cast<const std::uint64_t*>(keys_.p),
+                   d.values ? static_cast<const std::uint64_t*>(values_.p) : nullptr, m};
+    return Status::Ok();
+  }
+  /// The gathered requests, as a batch; and the arrays its run writes its outcomes to.
+  const Batch& batch() const { return batch_; }
+  OpStatus* status() { return static_cast<OpStatus*>(status_.p); }
+  std::uint64_t* values() { return static_cast<std::uint64_t*>(out_.p); }
+  /// Writes the sub-batch's status and values back into the batch's arrays.
+  Status scatter(OpStatus* status, std::uint64_t* values) {
+    scatter_kernel<<<grid(), kThreads, 0, stream_>>>(this->status(), idx(), status, m_, 1);
+    scatter_kernel<<<grid(), kThreads, 0, stream_>>>(this->values(), idx(), values, m_, 1);
+    DUET_CUDA_TRY(cudaGetLastError());
+    DUET_CUDA_TRY(cudaStreamSynchronize(stream_));
+    return Status::Ok();
+  }
+  /// Writes w words per request of another per-request array (src: the sub-batch's) back.
+  Status scatter_words(const std::uint64_t* src, std::uint64_t* dst, unsigned w) {
+    scatter_kernel<<<grid(), kThreads, 0, stream_>>>(src, idx(), dst, m_, w);
+    DUET_CUDA_TRY(cudaGetLastError());
+    DUET_CUDA_TRY(cudaStreamSynchronize(stream_));
+    return Status::Ok();
+  }
+
+ private:
+  static constexpr unsigned kThreads = 256;
+  static unsigned grid() { return static_cast<unsigned>(std::max(1, gpu::device().sm_count)) * 4; }
+  std::uint64_t* idx() { return static_cast<std::uint64_t*>(idx_.p); }
+  DeviceArray idx_, count_, ops_, keys_, values_, status_, out_;
+  Batch batch_{};
+  std::uint64_t m_ = 0;
+  cudaStream_t stream_ = nullptr;
+};
+
+/// Initialises a driver and hands it to *out when that succeeded (make_gpu_* functions).
+template <class Base, class Impl, class Config>
+Status make_driver(const Config& c, std::unique_ptr<Base>* out) {
+  auto t = std::make_unique<Impl>(c);
+  const Status s = t->init();
+  if (s.ok()) *out = std::move(t);
+  return s;
+}
+
 
 }  // namespace
 }  // namespace duet::cods::ds::gpu_pool

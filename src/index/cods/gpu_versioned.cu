@@ -1,6 +1,7 @@
 // The GPU batch driver of the CODS versioned B-link tree (see gpu_versioned.hpp for the contract).
 //
-// Pool (gpu_pool.cuh): one node size (a data leaf, the largest; index nodes take a slot each).
+// Pool (gpu_pool.cuh): one node size (a data leaf, the largest; index nodes take a slot each),
+// grown between runs when a batch's requests found it empty (run()).
 // Nodes a batch retires (cut saved versions, discarded spares) are recycled after each batch
 // (batches are serialized), so a retired node is reused only once no batch can read it.
 #include <cuda_runtime.h>
@@ -117,7 +118,8 @@ class VersionedImpl final : public GpuVersionedTree {
   }
 
   Status init() {
-    const Status pooled = pool_.init(config_.pool_nodes, 2);  // nodes 0 and 1: init_kernel's
+    // Nodes 0 and 1 are init_kernel's.
+    const Status pooled = pool_.init(config_.pool_nodes, 2, config_.pool_max_nodes);
     if (!pooled.ok()) return pooled;
     DUET_CUDA_TRY(cudaMalloc(&root_, sizeof(VersionedRoot)));
     DUET_CUDA_TRY(cudaMalloc(&clock_, sizeof(DevClock)));
@@ -175,6 +177,7 @@ class VersionedImpl final : public GpuVersionedTree {
 
   std::uint64_t nodes_used() const override { return pool_.used(); }
   std::uint64_t nodes_recycled() const override { return pool_.state().recycled; }
+  std::uint64_t pool_capacity() const override { return pool_.capacity(); }
 
  private:
   Status check(const Batch& b, const VersionedBatchResult& r) const {
@@ -195,12 +198,31 @@ class VersionedImpl final : public GpuVersionedTree {
     return Status::Ok();
   }
 
-  Status exhausted(std::uint64_t retries) const { return gpu_pool::exhausted(config_.pool_nodes, retries); }
+  Status exhausted(std::uint64_t retries) const { return gpu_pool::exhausted(pool_.capacity(), retries); }
 
-  /// One batch at a time: stamp, scan for RANGEs, run, recycle.
+  /// One batch at a time: stamps it, runs it (run_once); while requests come back kRetry because
+  /// the pool's fresh nodes ran out, grows the pool and runs those requests again as a batch of
+  /// their own with the same stamp (see gpu_versioned.hpp). Stops when none is left, when the
+  /// pool cannot grow (*retries stay marked), or when requests give up for another reason.
   Status run(const Batch& d, VersionedBatchResult& dr, std::uint64_t* retries) {
     std::lock_guard<std::mutex> lk(mutex_);
-    const DevClock c{++stamp_, 0};
+    const std::uint64_t t = ++stamp_;
+    Status s = run_once(t, d, dr, retries);
+    while (s.ok() && *retries > 0) {
+      if (!pool_.fresh_exhausted() || !pool_.grow().ok()) break;
+      gpu_pool::RetryBatch rb;
+      s = rb.gather(stream_, d, dr.status, *retries);
+      if (!s.ok()) break;
+      VersionedBatchResult subr{rb.status(), rb.values(), nullptr, nullptr, 0};
+      s = run_once(t, rb.batch(), subr, retries);
+      if (s.ok()) s = rb.scatter(dr.status, dr.values);
+    }
+    return s;
+  }
+
+  /// Runs batch d with stamp t: scan for RANGEs, run, recycle (mutex_ held).
+  Status run_once(std::uint64_t t, const Batch& d, VersionedBatchResult& dr, std::uint64_t* retries) {
+    const DevClock c{t, 0};
     DUET_CUDA_TRY(cudaMemcpyAsync(clock_, &c, sizeof(c), cudaMemcpyHostToDevice, stream_));
     DUET_CUDA_TRY(cudaMemsetAsync(retries_, 0, 8, stream_));
     const std::uint64_t sms = std::uint64_t(std::max(1, gpu::device().sm_count));
@@ -257,6 +279,9 @@ Status make_gpu_versioned_tree(const GpuVersionedConfig& c, std::unique_ptr<GpuV
     return Status::InvalidArgument("unknown regime");
   if (c.pool_nodes < 2 || c.pool_nodes > (std::uint64_t(1) << 32))
     return Status::InvalidArgument("pool_nodes " + std::to_string(c.pool_nodes) + " is outside [2, 2^32]");
+  if (c.pool_max_nodes < c.pool_nodes || c.pool_max_nodes > (std::uint64_t(1) << 32))
+    return Status::InvalidArgument("pool_max_nodes " + std::to_string(c.pool_max_nodes) + " is outside [pool_nodes " +
+                                   std::to_string(c.pool_nodes) + ", 2^32]");
   const unsigned k = c.keys_per_node, g = c.group;
   if (!((k == 14 && g == 16) || (k == 30 && g == 32)))
     return Status::InvalidArgument("keys_per_node " + std::to_string(k) + " with group " + std::to_string(g) +

@@ -12,8 +12,14 @@
 // without (its cost then is the plain tree's), and saved versions are cut at the next update
 // and reused once the batch has ended.
 //
-// A request that needs a node when the pool is empty reports kRetry having changed nothing,
-// and execute() returns ResourceExhausted.
+// Nodes come from a pool in GPU memory of `pool_nodes` nodes that grows, doubling, up to
+// `pool_max_nodes`. A request that needs a node when the pool is empty reports kRetry having
+// changed nothing; the driver then grows the pool (between runs: nodes never move) and runs
+// those requests again within the same execute(), stamped with the same batch timestamp. They
+// are updates (GET and RANGE take no node), and every RANGE of the batch has already read
+// snapshot t - 1, so the rerun needs no saved versions. Only when the pool cannot grow (its
+// maximum, or GPU memory is short) do requests stay kRetry, and execute() returns
+// ResourceExhausted.
 #pragma once
 
 #include <cstdint>
@@ -29,7 +35,10 @@ struct GpuVersionedConfig {
   unsigned keys_per_node = 14;
   unsigned group = 16;
   Regime regime = Regime::kFullyAtomic;
-  std::uint64_t pool_nodes = 1u << 20;  ///< nodes in the pool (leaves, saved versions, index), 2 to 2^32
+  std::uint64_t pool_nodes = 1u << 20;  ///< nodes in the pool at first (leaves, saved versions, index), 2 to 2^32
+  /// The most nodes the pool may grow to (pool_nodes to 2^32; GPU memory may stop it sooner).
+  /// Set it to pool_nodes for a fixed pool.
+  std::uint64_t pool_max_nodes = std::uint64_t(1) << 32;
 };
 
 class GpuVersionedTree {
@@ -38,7 +47,7 @@ class GpuVersionedTree {
   /// Runs a batch held in host memory (values[i]: an INSERT's value, a RANGE's last key; see
   /// VersionedBatchResult for the outcomes). InvalidArgument (nothing runs) for a null array the
   /// batch needs or a RANGE whose first key is above its last; ResourceExhausted when the pool
-  /// ran out (requests marked kRetry changed nothing); Internal on a CUDA failure. Unknown op
+  /// ran out and could not grow (requests marked kRetry changed nothing); Internal on a CUDA failure. Unknown op
   /// codes are kInvalid per request.
   virtual Status execute(const Batch& batch, VersionedBatchResult& result) = 0;
   /// As execute(), with every array in GPU memory; a RANGE whose first key is above its last is
@@ -48,6 +57,8 @@ class GpuVersionedTree {
   virtual std::uint64_t nodes_used() const = 0;
   /// Nodes retired (saved versions cut, spares discarded) and recycled so far.
   virtual std::uint64_t nodes_recycled() const = 0;
+  /// Nodes in the pool now (pool_nodes, more once it grew).
+  virtual std::uint64_t pool_capacity() const = 0;
 };
 
 /// Creates the tree on the current GPU. Unavailable without a GPU; InvalidArgument for a bad
