@@ -3,6 +3,7 @@
 #include <unistd.h>
 
 #include <algorithm>
+#include <atomic>
 #include <array>
 #include <cstdio>
 #include <cstdlib>
@@ -113,8 +114,10 @@ Json result_document(const std::string& benchmark, const std::string& device, co
   doc.set("records", std::move(records));
 #ifdef DUET_BENCH_COMPILE_CHECK
   // The test command's build (bench/CMakeLists.txt): the numbers are not comparable to any other.
-  std::fprintf(stderr, "duet bench %s: built with DUET_BENCH_COMPILE_CHECK (benchmark code at -O0): "
-               "not for measurement; run scripts/build first\n", benchmark.c_str());
+  static std::atomic<bool> warned{false};  // once per process: some benchmarks save after every figure
+  if (!warned.exchange(true))
+    std::fprintf(stderr, "duet bench %s: built with DUET_BENCH_COMPILE_CHECK (benchmark code at -O0): "
+                 "not for measurement; run scripts/build first\n", benchmark.c_str());
   doc.set("build", "DUET_BENCH_COMPILE_CHECK: benchmark code at -O0, not for measurement");
 #endif
   return doc;

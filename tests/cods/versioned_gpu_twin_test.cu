@@ -121,16 +121,22 @@ int compare(const Work& g, const Work& c, int batch) {
   return diffs;
 }
 
+/// The driver's configuration for a shape, with a pool of `pool_nodes` nodes at first.
+GpuVersionedConfig config_of(const Shape& s, std::uint64_t pool_nodes) {
+  GpuVersionedConfig c;
+  c.keys_per_node = s.k;
+  c.group = s.g;
+  c.regime = s.regime;
+  c.pool_nodes = pool_nodes;
+  return c;
+}
+
 class CodsVersionedGpuTwin : public ::testing::TestWithParam<Shape> {};
 
 TEST_P(CodsVersionedGpuTwin, SameOutcomesAsTheCpuTwin) {
   SKIP_WITHOUT_GPU();
   const Shape s = GetParam();
-  GpuVersionedConfig c;
-  c.keys_per_node = s.k;
-  c.group = s.g;
-  c.regime = s.regime;
-  c.pool_nodes = 1 << 16;
+  const GpuVersionedConfig c = config_of(s, 1 << 16);
   std::unique_ptr<GpuVersionedTree> gpu;
   ASSERT_TRUE(make_gpu_versioned_tree(c, &gpu).ok());
   auto cpu = twin_for(c);
@@ -163,16 +169,12 @@ INSTANTIATE_TEST_SUITE_P(Shapes, CodsVersionedGpuTwin,
 /// A pool of 16 nodes that starts the tree and may grow: a batch of 100 inserts, then batches of
 /// 3,000 requests with RANGEs (a leaf's first update in such a batch saves its version) and
 /// about 1,350 inserts each, more than the pool grown for 100 keys holds, so runs inside RANGE
-/// batches find the pool empty too. The driver grows the pool and runs those requests again with the
-/// batch's stamp: every outcome equals the CPU twin's, RANGE pages included.
+/// batches find the pool empty too. The driver grows the pool and runs those requests again
+/// with the batch's stamp: every outcome equals the CPU twin's, RANGE pages included.
 TEST_P(CodsVersionedGpuTwin, PoolGrowsAndEveryRequestAppliesOnce) {
   SKIP_WITHOUT_GPU();
   const Shape s = GetParam();
-  GpuVersionedConfig c;
-  c.keys_per_node = s.k;
-  c.group = s.g;
-  c.regime = s.regime;
-  c.pool_nodes = 16;
+  const GpuVersionedConfig c = config_of(s, 16);
   std::unique_ptr<GpuVersionedTree> gpu;
   ASSERT_TRUE(make_gpu_versioned_tree(c, &gpu).ok());
   auto cpu = twin_for(c);
