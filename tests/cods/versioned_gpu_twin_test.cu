@@ -2,7 +2,8 @@
 // CPU twin (versioned_cpu.hpp): the same batches on both, every outcome compared exactly,
 // RANGE pages included. Within a batch each point request has a key of its own, so outcomes do
 // not depend on the GPU's order; RANGEs read the state before the batch on both, so they may
-// overlap the batch's updates. Also: saved versions are recycled by the pool, a pool that grows
+// overlap the batch's updates. Also: RANGEs at snapshots held across batches, saved versions
+// recycled by the pool, a pool that grows
 // within batches (RANGE batches among them) changes no outcome, a pool too small to grow enough
 // leaves nothing half applied, and bad input. Skipped, visibly, without a GPU (the configuration
 // checks run without one).
@@ -33,15 +34,28 @@ namespace {
 
 constexpr std::uint64_t kLimit = 24;
 
+/// The CPU twin, with snapshots held by index (hold() returns the next index).
 struct VTwin {
   virtual ~VTwin() = default;
   virtual Status execute(const Batch& b, VersionedBatchResult& r) = 0;
+  virtual std::size_t hold() = 0;
+  virtual void release(std::size_t i) = 0;
+  virtual Status execute_at(std::size_t i, const Batch& b, VersionedBatchResult& r) = 0;
 };
 template <unsigned K, Regime R>
 struct VTwinOf final : VTwin {
   CpuVersionedBLinkTree<K, R> t;
   std::unique_ptr<CpuEnv> env = t.session();
+  std::vector<typename CpuVersionedBLinkTree<K, R>::Snapshot> held;
   Status execute(const Batch& b, VersionedBatchResult& r) override { return t.execute(*env, b, r); }
+  std::size_t hold() override {
+    held.push_back(t.snapshot());
+    return held.size() - 1;
+  }
+  void release(std::size_t i) override { held[i].release(); }
+  Status execute_at(std::size_t i, const Batch& b, VersionedBatchResult& r) override {
+    return t.execute(*env, b, r, &held[i]);
+  }
 };
 std::unique_ptr<VTwin> twin_for(const GpuVersionedConfig& c) {
   const bool fa = c.regime == Regime::kFullyAtomic;
@@ -195,6 +209,60 @@ TEST_P(CodsVersionedGpuTwin, PoolGrowsAndEveryRequestAppliesOnce) {
   }
   EXPECT_GT(gpu->pool_capacity(), 16u);
   EXPECT_GT(grew_with_ranges, 0u) << "no batch with RANGEs needed the pool to grow";
+}
+
+/// Snapshots held across batches: two are held after different batches while mixed batches
+/// (with RANGEs at t - 1) run, then batches of RANGEs and updates run at each held snapshot
+/// (execute_at), before and after the other is released. Every outcome and page equals the CPU
+/// twin's at its own snapshot held at the same point; a released snapshot is refused.
+TEST_P(CodsVersionedGpuTwin, SnapshotsHeldAcrossBatches) {
+  SKIP_WITHOUT_GPU();
+  const Shape s = GetParam();
+  const GpuVersionedConfig c = config_of(s, 1 << 10);  // small: holding versions grows it
+  std::unique_ptr<GpuVersionedTree> gpu;
+  ASSERT_TRUE(make_gpu_versioned_tree(c, &gpu).ok());
+  auto cpu = twin_for(c);
+  std::mt19937_64 rng(99 + s.k);
+  std::uint64_t gsnap[2] = {0, 0};
+  std::size_t csnap[2] = {0, 0};
+  std::uint64_t pages_at_held = 0;
+  for (int b = 0; b < 24; ++b) {
+    Work g = make_batch(rng, 1000 + rng() % 1500, 4000, b < 3 ? 0 : 15);
+    if (b < 3)
+      for (auto& op : g.ops) op = Op::kInsert;
+    if (b == 3 || b == 9) {  // hold one after batch 2 and one after batch 8
+      const int i = b == 3 ? 0 : 1;
+      gsnap[i] = gpu->hold_snapshot();
+      csnap[i] = cpu->hold();
+    }
+    if (b == 18) {
+      ASSERT_TRUE(gpu->release_snapshot(gsnap[0]).ok());
+      cpu->release(csnap[0]);
+    }
+    // From batch 12 on, every other batch runs at a held snapshot (the older one until it is
+    // released at batch 18).
+    const int at = b >= 12 && b % 2 == 0 ? (b < 18 && b % 4 == 0 ? 0 : 1) : -1;
+    Work cw = g;
+    VersionedBatchResult gr = g.result(), cr = cw.result();
+    if (at < 0) {
+      ASSERT_TRUE(gpu->execute(g.batch(), gr).ok()) << "batch " << b;
+      ASSERT_TRUE(cpu->execute(cw.batch(), cr).ok());
+    } else {
+      const Status st = gpu->execute_at(gsnap[at], g.batch(), gr);
+      ASSERT_TRUE(st.ok()) << "batch " << b << ": " << st.to_string();
+      ASSERT_TRUE(cpu->execute_at(csnap[at], cw.batch(), cr).ok());
+      for (std::size_t i = 0; i < g.ops.size(); ++i) pages_at_held += g.ops[i] == kOpRange && g.out[i] > 0;
+    }
+    ASSERT_EQ(compare(g, cw, b), 0);
+  }
+  EXPECT_GT(pages_at_held, 100u) << "RANGEs at held snapshots should mostly find keys";
+  EXPECT_EQ(gpu->held_snapshots(), 1u);
+  Work q = make_batch(rng, 10, 4000, 100);
+  VersionedBatchResult qr = q.result();
+  EXPECT_EQ(gpu->execute_at(gsnap[0], q.batch(), qr).code(), StatusCode::kInvalidArgument);
+  EXPECT_EQ(gpu->release_snapshot(gsnap[0]).code(), StatusCode::kInvalidArgument);
+  ASSERT_TRUE(gpu->release_snapshot(gsnap[1]).ok());
+  EXPECT_EQ(gpu->held_snapshots(), 0u);
 }
 
 /// A fixed pool (maximum 16), and one that may double once (32): too small for 2,000 inserts

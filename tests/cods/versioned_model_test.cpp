@@ -216,6 +216,45 @@ TEST(CodsVersioned, BatchRangesReadTheStateBeforeTheBatch) {
   EXPECT_EQ(st[5], OpStatus::kInvalid);
 }
 
+/// A batch run at a snapshot held since earlier updates: its RANGEs read that snapshot (keys
+/// removed since are there, keys inserted since are not) while its updates act on the latest
+/// state; a released snapshot or another tree's is refused, nothing run.
+TEST(CodsVersioned, BatchRangesAtAHeldSnapshot) {
+  CpuVersionedBLinkTree<4, E> t;
+  auto env = t.session();
+  for (std::uint64_t k = 0; k < 50; ++k) ASSERT_EQ(t.insert(*env, k, k).status, OpStatus::kNotFound);
+  auto held = t.snapshot();
+  for (std::uint64_t k = 0; k < 10; ++k) ASSERT_EQ(t.remove(*env, k).status, OpStatus::kFound);
+  ASSERT_EQ(t.insert(*env, 60, 6).status, OpStatus::kNotFound);
+  const std::vector<Op> ops{kOpRange, Op::kRemove, kOpRange, Op::kGet};
+  const std::vector<std::uint64_t> keys{0, 20, 55, 3};
+  const std::vector<std::uint64_t> vals{9, 0, 70, 0};
+  const Batch b{ops.data(), keys.data(), vals.data(), ops.size()};
+  std::vector<OpStatus> st(ops.size());
+  std::vector<std::uint64_t> out(ops.size()), rk(ops.size() * 16), rv(ops.size() * 16);
+  VersionedBatchResult r{st.data(), out.data(), rk.data(), rv.data(), 16};
+  ASSERT_TRUE(t.execute(*env, b, r, &held).ok());
+  EXPECT_EQ(out[0], 10u) << "keys 0..9 were present at the held snapshot";
+  EXPECT_EQ(rk[3], 3u);
+  EXPECT_EQ(st[1], OpStatus::kFound) << "the batch's updates act on the latest state";
+  EXPECT_EQ(out[2], 0u) << "key 60 was inserted after the held snapshot";
+  EXPECT_EQ(st[3], OpStatus::kNotFound) << "GET reads the latest state";
+  // Again at the same snapshot: the batch's own removal of 20 does not show there either.
+  const std::vector<Op> again{kOpRange};
+  const std::vector<std::uint64_t> from{20}, to{20};
+  ASSERT_TRUE(t.execute(*env, Batch{again.data(), from.data(), to.data(), 1}, r, &held).ok());
+  EXPECT_EQ(out[0], 1u);
+  const std::vector<Op> rm{Op::kRemove};
+  const std::vector<std::uint64_t> k25{25};
+  const Batch remove25{rm.data(), k25.data(), nullptr, 1};
+  CpuVersionedBLinkTree<4, E> other;
+  auto theirs = other.snapshot();
+  EXPECT_EQ(t.execute(*env, remove25, r, &theirs).code(), StatusCode::kInvalidArgument);
+  held.release();
+  EXPECT_EQ(t.execute(*env, remove25, r, &held).code(), StatusCode::kInvalidArgument);
+  EXPECT_EQ(t.get(*env, 25).status, OpStatus::kFound) << "a refused batch ran nothing";
+}
+
 TEST(CodsVersioned, BadInput) {
   CpuVersionedBLinkTree<4, F> t;
   auto env = t.session();

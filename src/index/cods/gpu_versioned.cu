@@ -10,7 +10,9 @@
 #include <cstdint>
 #include <memory>
 #include <mutex>
+#include <set>
 #include <string>
+#include <vector>
 
 #include "gpu/cuda_try.hpp"
 #include "gpu/device.hpp"
@@ -33,18 +35,31 @@ struct DevClock {
   std::uint64_t ranges;
 };
 
-/// The algorithm's clock for batch t (see versioned_blink_tree.hpp): snapshot t - 1 is live only
-/// when the batch holds a RANGE (a compile-time switch, so a batch without RANGE runs a kernel
-/// without the RANGE and copy-on-write paths).
-template <bool kRanges>
+/// The algorithm's clock for batch t (see versioned_blink_tree.hpp): `live` (GPU memory, n
+/// sorted stamps) holds every snapshot that may still be read while the batch runs or after
+/// it: the held ones (hold_snapshot) and, when the batch's RANGEs read the state before it,
+/// t - 1. With none (kSave false, a compile-time switch) the kernel has no copy-on-write path.
+template <bool kSave>
 struct BatchClock {
   std::uint64_t t;
+  const std::uint64_t* live;
+  std::uint64_t n;
   template <class Group>
   __device__ std::uint64_t stamp(const Group&) const { return t; }
   template <class Group>
-  __device__ std::uint64_t oldest(const Group&) const { return kRanges ? t - 1 : t; }
+  __device__ std::uint64_t oldest(const Group&) const { return kSave ? live[0] : t; }
+  /// Whether a live snapshot lies in [c, stamp): a binary search of `live`.
   template <class Group>
-  __device__ bool needed(const Group&, std::uint64_t c, std::uint64_t stamp) const { return kRanges && c < stamp; }
+  __device__ bool needed(const Group&, std::uint64_t c, std::uint64_t stamp) const {
+    if (!kSave) return false;
+    std::uint64_t lo = 0, hi = n;
+    while (lo < hi) {
+      const std::uint64_t mid = (lo + hi) / 2;
+      if (live[mid] < c) lo = mid + 1;
+      else hi = mid;
+    }
+    return lo < n && live[lo] < stamp;
+  }
 };
 
 /// Nodes 0 (index leaf) and 1 (first data leaf) of the pool.
@@ -65,13 +80,15 @@ __global__ void scan_ranges_kernel(const Op* ops, std::uint64_t n, DevClock* clo
 /// Three blocks of 256 threads per SM, as the plain tree's kernel gets with its 74 registers: left
 /// to itself the compiler gave this one 96-106, two blocks per SM, and GETs ran at 0.75x the
 /// plain tree's rate (H100, 10^7 keys).
-template <class Tree, unsigned G, class Env, bool kRanges>
-__global__ void __launch_bounds__(kBlockThreads, 3) vtree_kernel(VersionedRoot* root, Env env, const DevClock* dclock, const Op* ops,
-                             const std::uint64_t* keys, const std::uint64_t* values, OpStatus* status,
-                             std::uint64_t* out, std::uint64_t* rkeys, std::uint64_t* rvalues, std::uint64_t limit,
-                             std::uint64_t n, std::uint64_t* retries) {
+/// kRanges: the batch holds RANGEs, which read snapshot `read_at`; kSave: see BatchClock.
+template <class Tree, unsigned G, class Env, bool kRanges, bool kSave>
+__global__ void __launch_bounds__(kBlockThreads, 3) vtree_kernel(VersionedRoot* root, Env env, BatchClock<kSave> clock,
+                             std::uint64_t read_at, const Op* ops, const std::uint64_t* keys,
+                             const std::uint64_t* values, OpStatus* status, std::uint64_t* out,
+                             std::uint64_t* rkeys, std::uint64_t* rvalues, std::uint64_t limit, std::uint64_t n,
+                             std::uint64_t* retries) {
+  static_assert(kSave || !kRanges, "a batch with RANGEs keeps the snapshot they read");
   const auto g = GpuTile<G>::of_this_block();
-  BatchClock<kRanges> clock{dclock->t};
   const std::uint64_t tiles = std::uint64_t(gridDim.x) * blockDim.x / G;
   for (std::uint64_t i = (blockIdx.x * std::uint64_t(blockDim.x) + threadIdx.x) / G; i < n; i += tiles) {
     const Op op = ops[i];
@@ -86,7 +103,7 @@ __global__ void __launch_bounds__(kBlockThreads, 3) vtree_kernel(VersionedRoot* 
     } else if constexpr (kRanges) {
       if (op == kOpRange && values && values[i] >= k && (limit == 0 || (rkeys && rvalues))) {
         const std::uint64_t base = i * limit;
-        const std::uint64_t c = Tree::range(g, env, root, clock.t - 1, k, values[i], limit,
+        const std::uint64_t c = Tree::range(g, env, root, read_at, k, values[i], limit,
                                             [&](std::uint64_t at, std::uint64_t key, std::uint64_t v) {
                                               rkeys[base + at] = key;
                                               rvalues[base + at] = v;
@@ -131,7 +148,32 @@ class VersionedImpl final : public GpuVersionedTree {
     return Status::Ok();
   }
 
-  Status execute(const Batch& b, VersionedBatchResult& r) override {
+  Status execute(const Batch& b, VersionedBatchResult& r) override { return execute_host(b, r, nullptr); }
+  Status execute_at(std::uint64_t snapshot, const Batch& b, VersionedBatchResult& r) override {
+    return execute_host(b, r, &snapshot);
+  }
+
+  std::uint64_t hold_snapshot() override {
+    std::lock_guard<std::mutex> lk(mutex_);
+    live_.insert(stamp_);
+    return stamp_;
+  }
+  Status release_snapshot(std::uint64_t snapshot) override {
+    std::lock_guard<std::mutex> lk(mutex_);
+    const auto it = live_.find(snapshot);
+    if (it == live_.end()) return Status::InvalidArgument("snapshot " + std::to_string(snapshot) + " is not held");
+    live_.erase(it);
+    return Status::Ok();
+  }
+  std::uint64_t held_snapshots() override {
+    std::lock_guard<std::mutex> lk(mutex_);
+    return live_.size();
+  }
+
+ private:
+  /// execute() and execute_at(): copies the batch in, runs it (RANGEs at *at when given), copies
+  /// the outcomes out.
+  Status execute_host(const Batch& b, VersionedBatchResult& r, const std::uint64_t* at) {
     const Status checked = check(b, r);
     if (!checked.ok() || b.n == 0) return checked;
     const std::uint64_t n = b.n, lim = r.range_limit;
@@ -156,7 +198,7 @@ class VersionedImpl final : public GpuVersionedTree {
                             ranges ? static_cast<std::uint64_t*>(rk.p) : nullptr,
                             ranges ? static_cast<std::uint64_t*>(rv.p) : nullptr, ranges ? lim : 0};
     std::uint64_t retries = 0;
-    const Status ran = run(db, dr, &retries);
+    const Status ran = run(db, dr, &retries, at);
     if (!ran.ok()) return ran;
     DUET_CUDA_TRY(cudaMemcpy(r.status, dr.status, n * sizeof(OpStatus), cudaMemcpyDeviceToHost));
     DUET_CUDA_TRY(cudaMemcpy(r.values, dr.values, n * 8, cudaMemcpyDeviceToHost));
@@ -167,11 +209,12 @@ class VersionedImpl final : public GpuVersionedTree {
     return exhausted(retries);
   }
 
+ public:
   Status execute_resident(const Batch& b, VersionedBatchResult& r) override {
     if (b.n == 0) return Status::Ok();
     if (!b.ops || !b.keys || !r.status || !r.values) return Status::InvalidArgument("batch array is null");
     std::uint64_t retries = 0;
-    Status s = run(b, r, &retries);
+    Status s = run(b, r, &retries, nullptr);
     return s.ok() ? exhausted(retries) : s;
   }
 
@@ -204,24 +247,30 @@ class VersionedImpl final : public GpuVersionedTree {
   /// the pool's fresh nodes ran out, grows the pool and runs those requests again as a batch of
   /// their own with the same stamp (see gpu_versioned.hpp). Stops when none is left, when the
   /// pool cannot grow (*retries stay marked), or when requests give up for another reason.
-  Status run(const Batch& d, VersionedBatchResult& dr, std::uint64_t* retries) {
+  /// With `at`, the batch's RANGEs read held snapshot *at (InvalidArgument, nothing run, when it
+  /// is not held).
+  Status run(const Batch& d, VersionedBatchResult& dr, std::uint64_t* retries, const std::uint64_t* at) {
     std::lock_guard<std::mutex> lk(mutex_);
+    if (at && live_.find(*at) == live_.end())
+      return Status::InvalidArgument("snapshot " + std::to_string(*at) + " is not held");
     const std::uint64_t t = ++stamp_;
-    Status s = run_once(t, d, dr, retries);
+    Status s = run_once(t, d, dr, retries, at);
     while (s.ok() && *retries > 0) {
       if (!pool_.fresh_exhausted() || !pool_.grow().ok()) break;
       gpu_pool::RetryBatch rb;
       s = rb.gather(stream_, d, dr.status, *retries);
       if (!s.ok()) break;
       VersionedBatchResult subr{rb.status(), rb.values(), nullptr, nullptr, 0};
-      s = run_once(t, rb.batch(), subr, retries);
+      s = run_once(t, rb.batch(), subr, retries, at);
       if (s.ok()) s = rb.scatter(dr.status, dr.values);
     }
     return s;
   }
 
-  /// Runs batch d with stamp t: scan for RANGEs, run, recycle (mutex_ held).
-  Status run_once(std::uint64_t t, const Batch& d, VersionedBatchResult& dr, std::uint64_t* retries) {
+  /// Runs batch d with stamp t: scan for RANGEs, publish the live snapshots, run, recycle
+  /// (mutex_ held). RANGEs read *at, or t - 1 without it.
+  Status run_once(std::uint64_t t, const Batch& d, VersionedBatchResult& dr, std::uint64_t* retries,
+                  const std::uint64_t* at) {
     const DevClock c{t, 0};
     DUET_CUDA_TRY(cudaMemcpyAsync(clock_, &c, sizeof(c), cudaMemcpyHostToDevice, stream_));
     DUET_CUDA_TRY(cudaMemsetAsync(retries_, 0, 8, stream_));
@@ -234,14 +283,30 @@ class VersionedImpl final : public GpuVersionedTree {
     DUET_CUDA_TRY(cudaStreamSynchronize(stream_));
     const unsigned grid = std::max(1u, static_cast<unsigned>(std::min<std::uint64_t>(
                                            (d.n * G + kBlockThreads - 1) / kBlockThreads, sms * 8)));
+    // The snapshots that may be read during or after the batch, sorted, in GPU memory (the
+    // previous batch has ended: run_once synchronises before it returns).
+    std::vector<std::uint64_t> live(live_.begin(), live_.end());
+    if (seen.ranges && !at) live.push_back(t - 1);
+    std::sort(live.begin(), live.end());
+    live.erase(std::unique(live.begin(), live.end()), live.end());
+    if (live.size() > live_capacity_) {
+      live_capacity_ = std::max<std::size_t>(live.size(), 2 * live_capacity_);
+      DUET_CUDA_TRY(live_dev_.alloc(live_capacity_ * 8));
+    }
+    if (!live.empty()) DUET_CUDA_TRY(cudaMemcpy(live_dev_.p, live.data(), live.size() * 8, cudaMemcpyHostToDevice));
+    const auto* lp = static_cast<const std::uint64_t*>(live_dev_.p);
+    const std::uint64_t read_at = at ? *at : t - 1;
+    auto launch = [&](auto kernel, auto clock) {
+      kernel<<<grid, kBlockThreads, 0, stream_>>>(root_, pool_.env(), clock, read_at, d.ops, d.keys, d.values,
+                                                  dr.status, dr.values, dr.range_keys, dr.range_values,
+                                                  dr.range_limit, d.n, retries_);
+    };
     if (seen.ranges)
-      vtree_kernel<Tree, G, Env, true><<<grid, kBlockThreads, 0, stream_>>>(
-          root_, pool_.env(), clock_, d.ops, d.keys, d.values, dr.status, dr.values, dr.range_keys, dr.range_values,
-          dr.range_limit, d.n, retries_);
+      launch(vtree_kernel<Tree, G, Env, true, true>, BatchClock<true>{t, lp, live.size()});
+    else if (!live.empty())
+      launch(vtree_kernel<Tree, G, Env, false, true>, BatchClock<true>{t, lp, live.size()});
     else
-      vtree_kernel<Tree, G, Env, false><<<grid, kBlockThreads, 0, stream_>>>(
-          root_, pool_.env(), clock_, d.ops, d.keys, d.values, dr.status, dr.values, dr.range_keys, dr.range_values,
-          dr.range_limit, d.n, retries_);
+      launch(vtree_kernel<Tree, G, Env, false, false>, BatchClock<false>{t, nullptr, 0});
     DUET_CUDA_TRY(cudaGetLastError());
     const Status recycled = pool_.recycle(stream_);
     if (!recycled.ok()) return recycled;
@@ -257,7 +322,10 @@ class VersionedImpl final : public GpuVersionedTree {
   std::uint64_t* retries_ = nullptr;
   cudaStream_t stream_ = nullptr;
   std::uint64_t stamp_ = 0;  ///< the last batch's stamp (host side; the tree's snapshots)
-  std::mutex mutex_;         ///< one batch at a time
+  std::mutex mutex_;         ///< one batch at a time; guards live_
+  std::multiset<std::uint64_t> live_;  ///< held snapshots (hold_snapshot)
+  DeviceArray live_dev_;               ///< the live snapshots of the running batch
+  std::size_t live_capacity_ = 0;
 };
 
 template <unsigned K, unsigned G, Regime R>

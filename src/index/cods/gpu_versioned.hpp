@@ -6,11 +6,13 @@
 // the latest state and are linearizable, the requests of one batch running concurrently (two on
 // one key take effect in some serial order), every update stamped t. Every RANGE of the batch
 // reads snapshot t - 1: the state before the batch, whatever the batch's updates do meanwhile
-// (the CPU twin, CpuVersionedBLinkTree::execute, gives the same). Batches run one at a time
-// (execute() calls are serialized), so snapshot t - 1 is the only one live during batch t: a
-// leaf's content is saved at its first update in a batch that holds RANGEs, never in a batch
-// without (its cost then is the plain tree's), and saved versions are cut at the next update
-// and reused once the batch has ended.
+// (the CPU twin, CpuVersionedBLinkTree::execute, gives the same), or, through execute_at, a
+// snapshot held since an earlier batch (hold_snapshot). Batches run one at a time (execute()
+// calls are serialized), so the live snapshots during batch t are the held ones and t - 1 when
+// the batch holds RANGEs: a leaf's content is saved at its first update in a batch when a live
+// snapshot reads it, never when none is live (its cost then is the plain tree's), and saved
+// versions are cut at a later update once no live snapshot reads them, and reused once that
+// batch has ended.
 //
 // Nodes come from a pool in GPU memory of `pool_nodes` nodes that grows, doubling, up to
 // `pool_max_nodes`. A request that needs a node when the pool is empty reports kRetry having
@@ -53,6 +55,18 @@ class GpuVersionedTree {
   /// As execute(), with every array in GPU memory; a RANGE whose first key is above its last is
   /// kInvalid for that request.
   virtual Status execute_resident(const Batch& batch, VersionedBatchResult& result) = 0;
+  /// Holds a snapshot of the state after every batch that has returned so far and returns its
+  /// timestamp; RANGEs of later batches read it through execute_at. Every version it reads is
+  /// kept (the pool may grow for them) until release_snapshot. Waits for a batch in flight.
+  virtual std::uint64_t hold_snapshot() = 0;
+  /// Releases one hold of `snapshot`; InvalidArgument when it is not held.
+  virtual Status release_snapshot(std::uint64_t snapshot) = 0;
+  /// Snapshots held now.
+  virtual std::uint64_t held_snapshots() = 0;
+  /// As execute(), with every RANGE of the batch reading held snapshot `snapshot` instead of
+  /// the state before the batch (its updates still act on the latest state).
+  /// InvalidArgument, nothing run, when the snapshot is not held.
+  virtual Status execute_at(std::uint64_t snapshot, const Batch& batch, VersionedBatchResult& result) = 0;
   /// Nodes taken from the pool's fresh memory so far.
   virtual std::uint64_t nodes_used() const = 0;
   /// Nodes retired (saved versions cut, spares discarded) and recycled so far.

@@ -131,13 +131,17 @@ class CpuVersionedBLinkTree {
   }
 
   /// The CPU twin of a GPU versioned batch: requests in index order, every RANGE at a snapshot
-  /// taken before the batch's first request (the state the GPU's ranges read). values[i] is a
-  /// RANGE's last key. InvalidArgument (nothing runs) for a null array the batch needs or a
-  /// RANGE whose first key is above its last; unknown ops are kInvalid.
-  Status execute(CpuEnv& s, const Batch& b, VersionedBatchResult& r) {
+  /// taken before the batch's first request (the state the GPU's ranges read), or at `at` when
+  /// given (the GPU's execute_at). values[i] is a RANGE's last key. InvalidArgument (nothing
+  /// runs) for a null array the batch needs, a RANGE whose first key is above its last, or an
+  /// `at` released or of another tree; unknown ops are kInvalid.
+  Status execute(CpuEnv& s, const Batch& b, VersionedBatchResult& r, const Snapshot* at = nullptr) {
     Status st = check_versioned_batch(b, r);
     if (!st.ok()) return st;
-    const Snapshot snap = snapshot();
+    if (at && (!at->valid() || at->tree_ != this))
+      return Status::InvalidArgument("snapshot is released or of another tree");
+    const Snapshot own = at ? Snapshot() : snapshot();
+    const Snapshot& snap = at ? *at : own;
     std::vector<std::pair<std::uint64_t, std::uint64_t>> page;
     for (std::uint64_t i = 0; i < b.n; ++i) {
       TreeResult t{OpStatus::kInvalid, 0};
