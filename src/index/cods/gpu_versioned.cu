@@ -174,7 +174,7 @@ class VersionedImpl final : public GpuVersionedTree {
   /// execute() and execute_at(): copies the batch in, runs it (RANGEs at *at when given), copies
   /// the outcomes out.
   Status execute_host(const Batch& b, VersionedBatchResult& r, const std::uint64_t* at) {
-    const Status checked = check(b, r);
+    const Status checked = check_versioned_batch(b, r);
     if (!checked.ok() || b.n == 0) return checked;
     const std::uint64_t n = b.n, lim = r.range_limit;
     bool ranges = false;
@@ -223,24 +223,6 @@ class VersionedImpl final : public GpuVersionedTree {
   std::uint64_t pool_capacity() const override { return pool_.capacity(); }
 
  private:
-  Status check(const Batch& b, const VersionedBatchResult& r) const {
-    if (b.n == 0) return Status::Ok();
-    if (!b.ops || !b.keys) return Status::InvalidArgument("batch ops or keys array is null");
-    if (!r.status || !r.values) return Status::InvalidArgument("batch result array is null");
-    for (std::uint64_t i = 0; i < b.n; ++i) {
-      if (b.ops[i] == Op::kInsert && !b.values)
-        return Status::InvalidArgument("batch values array is null but it holds inserts");
-      if (b.ops[i] != kOpRange) continue;
-      if (!b.values) return Status::InvalidArgument("batch values array (range ends) is null but it holds ranges");
-      if (r.range_limit > 0 && (!r.range_keys || !r.range_values))
-        return Status::InvalidArgument("range output arrays are null but the batch holds ranges");
-      if (b.keys[i] > b.values[i])
-        return Status::InvalidArgument("range " + std::to_string(i) + ": start " + std::to_string(b.keys[i]) +
-                                       " is above its end " + std::to_string(b.values[i]));
-    }
-    return Status::Ok();
-  }
-
   Status exhausted(std::uint64_t retries) const { return gpu_pool::exhausted(pool_.capacity(), retries); }
 
   /// One batch at a time: stamps it, runs it (run_once); while requests come back kRetry because

@@ -50,7 +50,9 @@
 #pragma once
 
 #include <cstdint>
+#include <string>
 
+#include "duet/status.hpp"
 #include "index/cods/blink_tree.hpp"
 #include "index/cods/common.hpp"
 
@@ -91,6 +93,27 @@ struct VersionedBatchResult {
   std::uint64_t* range_values = nullptr;
   std::uint64_t range_limit = 0;
 };
+
+/// The argument check of a versioned batch in host memory (the CPU twin's execute and the GPU
+/// driver's execute): InvalidArgument for a null array the batch needs or a RANGE whose first
+/// key is above its last (naming the request and both keys). Reads every op once.
+inline Status check_versioned_batch(const Batch& b, const VersionedBatchResult& r) {
+  if (b.n == 0) return Status::Ok();
+  if (!b.ops || !b.keys) return Status::InvalidArgument("batch ops or keys array is null");
+  if (!r.status || !r.values) return Status::InvalidArgument("batch result array is null");
+  for (std::uint64_t i = 0; i < b.n; ++i) {
+    if (b.ops[i] == Op::kInsert && !b.values)
+      return Status::InvalidArgument("batch values array is null but it holds inserts");
+    if (b.ops[i] != kOpRange) continue;
+    if (!b.values) return Status::InvalidArgument("batch values array (range ends) is null but it holds ranges");
+    if (r.range_limit > 0 && (!r.range_keys || !r.range_values))
+      return Status::InvalidArgument("range output arrays are null but the batch holds ranges");
+    if (b.keys[i] > b.values[i])
+      return Status::InvalidArgument("range " + std::to_string(i) + ": start " + std::to_string(b.keys[i]) +
+                                     " is above its end " + std::to_string(b.values[i]));
+  }
+  return Status::Ok();
+}
 
 /// The algorithm. Clock (per call): stamp(g), the update's timestamp, taken under the leaf's
 /// lock; oldest(g), a lower bound of every snapshot that can be read while the update runs,

@@ -167,25 +167,6 @@ class CpuVersionedBLinkTree {
     return Status::Ok();
   }
 
-  /// The argument check of execute() (host arrays), shared with the GPU driver.
-  static Status check_versioned_batch(const Batch& b, const VersionedBatchResult& r) {
-    if (b.n == 0) return Status::Ok();
-    if (!b.ops || !b.keys) return Status::InvalidArgument("batch ops or keys array is null");
-    if (!r.status || !r.values) return Status::InvalidArgument("batch result array is null");
-    for (std::uint64_t i = 0; i < b.n; ++i) {
-      if (b.ops[i] == Op::kInsert && !b.values)
-        return Status::InvalidArgument("batch values array is null but it holds inserts");
-      if (b.ops[i] != kOpRange) continue;
-      if (!b.values) return Status::InvalidArgument("batch values array (range ends) is null but it holds ranges");
-      if (r.range_limit > 0 && (!r.range_keys || !r.range_values))
-        return Status::InvalidArgument("range output arrays are null but the batch holds ranges");
-      if (b.keys[i] > b.values[i])
-        return Status::InvalidArgument("range " + std::to_string(i) + ": start " + std::to_string(b.keys[i]) +
-                                       " is above its end " + std::to_string(b.values[i]));
-    }
-    return Status::Ok();
-  }
-
   /// (key, value) of the latest state in key order; false if a leaf invariant is broken.
   /// Quiescent tree only.
   bool entries(std::vector<std::pair<std::uint64_t, std::uint64_t>>* out) { return Algo::entries(&root_, *out); }
