@@ -422,6 +422,5 @@ Status make_driver(const Config& c, std::unique_ptr<Base>* out) {
   return s;
 }
 
-
 }  // namespace
 }  // namespace duet::cods::ds::gpu_pool

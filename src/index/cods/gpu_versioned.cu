@@ -28,12 +28,6 @@ using gpu_pool::DeviceArray;
 using gpu_pool::Pool;
 using gpu_pool::PoolEnv;
 
-/// The batch's clock in GPU memory: its stamp, and whether it holds a RANGE (set by a pass over
-/// the ops before the batch runs).
-struct DevClock {
-  std::uint64_t t;
-  std::uint64_t ranges;
-};
 
 /// The algorithm's clock for batch t (see versioned_blink_tree.hpp): `live` (GPU memory, n
 /// sorted stamps) holds every snapshot that may still be read while the batch runs or after
@@ -68,13 +62,13 @@ __global__ void init_kernel(typename Tree::Leaf* nodes, VersionedRoot* root) {
   Tree::init(root, reinterpret_cast<typename Tree::Node*>(nodes), nodes + 1);
 }
 
-/// Sets clock->ranges when the batch holds a RANGE.
-__global__ void scan_ranges_kernel(const Op* ops, std::uint64_t n, DevClock* clock) {
+/// Sets *ranges (zeroed before) when the batch holds a RANGE.
+__global__ void scan_ranges_kernel(const Op* ops, std::uint64_t n, std::uint64_t* ranges) {
   bool any = false;
   for (std::uint64_t i = blockIdx.x * std::uint64_t(blockDim.x) + threadIdx.x; i < n;
        i += std::uint64_t(gridDim.x) * blockDim.x)
     any |= ops[i] == kOpRange;
-  if (__syncthreads_or(any) && threadIdx.x == 0) clock->ranges = 1;
+  if (__syncthreads_or(any) && threadIdx.x == 0) *ranges = 1;
 }
 
 /// Three blocks of 256 threads per SM, as the plain tree's kernel gets with its 74 registers: left
@@ -130,7 +124,7 @@ class VersionedImpl final : public GpuVersionedTree {
   ~VersionedImpl() override {
     if (stream_) cudaStreamDestroy(stream_);
     cudaFree(root_);
-    cudaFree(clock_);
+    cudaFree(ranges_);
     cudaFree(retries_);
   }
 
@@ -139,7 +133,7 @@ class VersionedImpl final : public GpuVersionedTree {
     const Status pooled = pool_.init(config_.pool_nodes, 2, config_.pool_max_nodes);
     if (!pooled.ok()) return pooled;
     DUET_CUDA_TRY(cudaMalloc(&root_, sizeof(VersionedRoot)));
-    DUET_CUDA_TRY(cudaMalloc(&clock_, sizeof(DevClock)));
+    DUET_CUDA_TRY(cudaMalloc(&ranges_, 8));
     DUET_CUDA_TRY(cudaMalloc(&retries_, 8));
     DUET_CUDA_TRY(cudaStreamCreateWithFlags(&stream_, cudaStreamNonBlocking));
     init_kernel<Tree><<<1, 1>>>(pool_.env().nodes, root_);
@@ -169,6 +163,18 @@ class VersionedImpl final : public GpuVersionedTree {
     std::lock_guard<std::mutex> lk(mutex_);
     return live_.size();
   }
+
+  Status execute_resident(const Batch& b, VersionedBatchResult& r) override {
+    if (b.n == 0) return Status::Ok();
+    if (!b.ops || !b.keys || !r.status || !r.values) return Status::InvalidArgument("batch array is null");
+    std::uint64_t retries = 0;
+    Status s = run(b, r, &retries, nullptr);
+    return s.ok() ? exhausted(retries) : s;
+  }
+
+  std::uint64_t nodes_used() const override { return pool_.used(); }
+  std::uint64_t nodes_recycled() const override { return pool_.state().recycled; }
+  std::uint64_t pool_capacity() const override { return pool_.capacity(); }
 
  private:
   /// execute() and execute_at(): copies the batch in, runs it (RANGEs at *at when given), copies
@@ -209,20 +215,6 @@ class VersionedImpl final : public GpuVersionedTree {
     return exhausted(retries);
   }
 
- public:
-  Status execute_resident(const Batch& b, VersionedBatchResult& r) override {
-    if (b.n == 0) return Status::Ok();
-    if (!b.ops || !b.keys || !r.status || !r.values) return Status::InvalidArgument("batch array is null");
-    std::uint64_t retries = 0;
-    Status s = run(b, r, &retries, nullptr);
-    return s.ok() ? exhausted(retries) : s;
-  }
-
-  std::uint64_t nodes_used() const override { return pool_.used(); }
-  std::uint64_t nodes_recycled() const override { return pool_.state().recycled; }
-  std::uint64_t pool_capacity() const override { return pool_.capacity(); }
-
- private:
   Status exhausted(std::uint64_t retries) const { return gpu_pool::exhausted(pool_.capacity(), retries); }
 
   /// One batch at a time: stamps it, runs it (run_once); while requests come back kRetry because
@@ -253,22 +245,21 @@ class VersionedImpl final : public GpuVersionedTree {
   /// (mutex_ held). RANGEs read *at, or t - 1 without it.
   Status run_once(std::uint64_t t, const Batch& d, VersionedBatchResult& dr, std::uint64_t* retries,
                   const std::uint64_t* at) {
-    const DevClock c{t, 0};
-    DUET_CUDA_TRY(cudaMemcpyAsync(clock_, &c, sizeof(c), cudaMemcpyHostToDevice, stream_));
+    DUET_CUDA_TRY(cudaMemsetAsync(ranges_, 0, 8, stream_));
     DUET_CUDA_TRY(cudaMemsetAsync(retries_, 0, 8, stream_));
     const std::uint64_t sms = std::uint64_t(std::max(1, gpu::device().sm_count));
     const unsigned scan_grid = static_cast<unsigned>(std::min<std::uint64_t>((d.n + 1023) / 1024, sms * 4));
-    scan_ranges_kernel<<<std::max(1u, scan_grid), 1024, 0, stream_>>>(d.ops, d.n, clock_);
+    scan_ranges_kernel<<<std::max(1u, scan_grid), 1024, 0, stream_>>>(d.ops, d.n, ranges_);
     DUET_CUDA_TRY(cudaGetLastError());
-    DevClock seen{};
-    DUET_CUDA_TRY(cudaMemcpyAsync(&seen, clock_, sizeof(seen), cudaMemcpyDeviceToHost, stream_));
+    std::uint64_t ranges = 0;
+    DUET_CUDA_TRY(cudaMemcpyAsync(&ranges, ranges_, 8, cudaMemcpyDeviceToHost, stream_));
     DUET_CUDA_TRY(cudaStreamSynchronize(stream_));
     const unsigned grid = std::max(1u, static_cast<unsigned>(std::min<std::uint64_t>(
                                            (d.n * G + kBlockThreads - 1) / kBlockThreads, sms * 8)));
     // The snapshots that may be read during or after the batch, sorted, in GPU memory (the
     // previous batch has ended: run_once synchronises before it returns).
     std::vector<std::uint64_t> live(live_.begin(), live_.end());
-    if (seen.ranges && !at) live.push_back(t - 1);
+    if (ranges && !at) live.push_back(t - 1);
     std::sort(live.begin(), live.end());
     live.erase(std::unique(live.begin(), live.end()), live.end());
     if (live.size() > live_capacity_) {
@@ -283,7 +274,7 @@ class VersionedImpl final : public GpuVersionedTree {
                                                   dr.status, dr.values, dr.range_keys, dr.range_values,
                                                   dr.range_limit, d.n, retries_);
     };
-    if (seen.ranges)
+    if (ranges)
       launch(vtree_kernel<Tree, G, Env, true, true>, BatchClock<true>{t, lp, live.size()});
     else if (!live.empty())
       launch(vtree_kernel<Tree, G, Env, false, true>, BatchClock<true>{t, lp, live.size()});
@@ -300,7 +291,7 @@ class VersionedImpl final : public GpuVersionedTree {
   GpuVersionedConfig config_;
   Pool<Leaf> pool_;
   VersionedRoot* root_ = nullptr;
-  DevClock* clock_ = nullptr;
+  std::uint64_t* ranges_ = nullptr;  ///< set by scan_ranges_kernel when the batch holds a RANGE
   std::uint64_t* retries_ = nullptr;
   cudaStream_t stream_ = nullptr;
   std::uint64_t stamp_ = 0;  ///< the last batch's stamp (host side; the tree's snapshots)
