@@ -22,7 +22,10 @@
 //        --mixes seed,tpcc  --systems duet,rocksdb  --query-cpu-threads 1  --snapshot-threads 1
 //        --load-threads 2
 //        --queries on|off  --seed 1  --out FILE  --quick
+//        --q3-sweep default|S,...  --q3-plans read,snapshot-keys,snapshot-tables  --q3-queries 5: instead
+//        of the mixes, Q3 by each plan while its selectivity varies (ch_q3_sweep.hpp; --reps rounds)
 #include "bench/compute/ch_bench.hpp"
+#include "bench/compute/ch_q3_sweep.hpp"
 
 #include <algorithm>
 #include <array>
@@ -72,6 +75,10 @@ struct Options {
   std::string out;
   bool queries = true;  // --queries off: workers alone (to see what the query thread costs them)
   bool quick = false;
+  // --q3-sweep: Q3's plans against its selectivity instead of the mixes (ch_q3_sweep.hpp)
+  std::vector<double> q3_sweep;
+  std::vector<Q3Plan> q3_plans{Q3Plan::kRead, Q3Plan::kSnapshotKeys, Q3Plan::kSnapshotTables};
+  unsigned q3_queries = 5;
 };
 
 double now_s() { return std::chrono::duration<double>(std::chrono::steady_clock::now().time_since_epoch()).count(); }
@@ -389,6 +396,26 @@ int run_ch_bench(int argc, char** argv) {
     if (f == "--load-threads") return count(&x) && (o.load_threads = static_cast<unsigned>(std::max<std::uint64_t>(1, x)), true);
     if (f == "--seed") return count(&o.seed);
     if (f == "--out") return o.out = v, true;
+    if (f == "--q3-sweep") {
+      o.q3_sweep.clear();
+      for (auto& p : split_list(v == "default" ? "0.017,0.1,0.2,0.4,0.6,0.8,1.0" : v)) {
+        const auto d = parse_double(p);
+        if (!d || !(*d >= 0 && *d <= 1)) return err = "--q3-sweep: selectivities in [0, 1], or default", false;
+        o.q3_sweep.push_back(*d);
+      }
+      return !o.q3_sweep.empty() || (err = "--q3-sweep: empty", false);
+    }
+    if (f == "--q3-plans") {
+      o.q3_plans.clear();
+      for (auto& p : split_list(v)) {
+        const Q3Plan all[] = {Q3Plan::kRead, Q3Plan::kSnapshotKeys, Q3Plan::kSnapshotTables};
+        const auto it = std::find_if(std::begin(all), std::end(all), [&](Q3Plan q) { return p == q3_plan_name(q); });
+        if (it == std::end(all)) return err = "--q3-plans: read, snapshot-keys or snapshot-tables", false;
+        o.q3_plans.push_back(*it);
+      }
+      return !o.q3_plans.empty() || (err = "--q3-plans: empty", false);
+    }
+    if (f == "--q3-queries") return count(&x) && x > 0 && (o.q3_queries = static_cast<unsigned>(x), true);
     if (f == "--queries") {
       if (v != "on" && v != "off") return err = "--queries: on or off", false;
       return o.queries = v == "on", true;
@@ -399,7 +426,10 @@ int run_ch_bench(int argc, char** argv) {
   if (help) {
     std::printf("duet bench ch [--warehouses 10] [--scale full|small] [--threads 1,2] [--ops 20000] [--reps 3]\n"
                 "              [--mixes seed,tpcc] [--systems duet,rocksdb] [--query-cpu-threads 1] [--snapshot-threads 1]\n"
-                "              [--load-threads 2] [--queries on|off] [--seed 1] [--out FILE] [--quick]\n");
+                "              [--load-threads 2] [--queries on|off] [--seed 1] [--out FILE] [--quick]\n"
+                "duet bench ch --q3-sweep default|S,S,... [--q3-plans read,snapshot-keys,snapshot-tables] [--q3-queries 5]\n"
+                "              [--warehouses 1] [--scale full|small] [--reps 3] [--snapshot-threads 1] [--out FILE] [--quick]\n"
+                "  Q3 by each plan while its customer selectivity varies (default 0.017,0.1,0.2,0.4,0.6,0.8,1.0)\n");
     return 0;
   }
   if (!parsed) {
@@ -416,6 +446,7 @@ int run_ch_bench(int argc, char** argv) {
     o.ops = 500;
     o.reps = 1;
     o.threads = {2};
+    o.q3_queries = 2;
   }
   Scale sc = o.scale == "full" ? Scale::full(o.warehouses) : Scale::small(o.warehouses);
   sc.seed = o.seed;
@@ -429,6 +460,21 @@ int run_ch_bench(int argc, char** argv) {
   if (Status s = Engine::open(ec, &engine); !s.ok())
     return std::fprintf(stderr, "duet bench ch: engine: %s\n", s.to_string().c_str()), 1;
 
+  if (!o.q3_sweep.empty()) {
+    Q3Sweep w;
+    w.scale = sc;
+    w.scale_name = o.scale;
+    w.selectivities = o.q3_sweep;
+    w.plans = o.q3_plans;
+    w.queries = o.q3_queries;
+    w.rounds = o.reps;
+    w.load_threads = o.load_threads;
+    w.snapshot_threads = o.snapshot_threads;
+    w.quick = o.quick;
+    w.engine = engine;
+    w.out = o.out.empty() ? "bench/results/compute-ch/q3-sweep-" + utc_now(true) + ".json" : o.out;
+    return run_q3_sweep(w);
+  }
   const std::string date = utc_now();
   const std::string path =
       o.out.empty() ? "bench/results/compute-ch/ch-" + utc_now(true) + ".json" : o.out;

@@ -3,6 +3,7 @@
 #include "compute/ch.hpp"
 
 #include <algorithm>
+#include <cmath>
 #include <chrono>
 #include <map>
 #include <random>
@@ -588,15 +589,146 @@ Status Ch::q6(Txn* t, Context* ctx, QueryResult* out) {
   return Status::Ok();
 }
 
-Status Ch::q3(Txn* t, Context* ctx, QueryResult* out) {
+Status StateFilter::of_selectivity(double s, StateFilter* out) {
+  if (!(s >= 0 && s <= 1)) return Status::InvalidArgument("ch: Q3 selectivity must be in [0, 1]");
+  const long n = std::lround(s * 676);
+  if (n == 0) {
+    *out = StateFilter{std::string(2, '\xff'), std::string(2, '\0')};  // lo > hi: nothing matches
+    return Status::Ok();
+  }
+  *out = StateFilter{"AA", {static_cast<char>('A' + (n - 1) / 26), static_cast<char>('A' + (n - 1) % 26)}};
+  return Status::Ok();
+}
+
+const char* q3_plan_name(Q3Plan p) {
+  switch (p) {
+    case Q3Plan::kSnapshotTables: return "snapshot-tables";
+    case Q3Plan::kRead: return "read";
+    case Q3Plan::kSnapshotKeys: return "snapshot-keys";
+  }
+  return "?";
+}
+
+namespace {
+
+// Q3's result order: revenue descending, entry date ascending, then (w, d, o) ascending.
+void sort_q3(std::vector<Q3Row>* rows) {
+  std::sort(rows->begin(), rows->end(), [](const Q3Row& a, const Q3Row& b) {
+    if (a.revenue != b.revenue) return a.revenue > b.revenue;
+    return std::tie(a.entry_d, a.w_id, a.d_id, a.o_id) < std::tie(b.entry_d, b.w_id, b.d_id, b.o_id);
+  });
+}
+
+// The key range of one order's lines.
+TxnRange order_lines_of(std::int64_t w, std::int64_t d, std::int64_t o) {
+  std::string p = order_line_key(static_cast<std::uint32_t>(w), static_cast<std::uint32_t>(d),
+                                 static_cast<std::uint32_t>(o), 0);
+  p.resize(8);  // tag, warehouse, district, order
+  TxnRange r{{}, {}, true, false, false, false};
+  prefix_range(p, &r.start, &r.end);
+  return r;
+}
+
+}  // namespace
+
+Status Ch::q3(Txn* t, Context* ctx, QueryResult* out, const StateFilter& f, Q3Plan plan) {
+  switch (plan) {
+    case Q3Plan::kRead: return q3_read(t, out, f);
+    case Q3Plan::kSnapshotKeys: return q3_keys(t, out, f);
+    case Q3Plan::kSnapshotTables: break;
+  }
+  if (!ctx) return Status::InvalidArgument("ch: Q3's snapshot-tables plan needs a compute context");
+  return q3_tables(t, ctx, out, f);
+}
+
+Status Ch::q3_read(Txn* t, QueryResult* out, const StateFilter& f) {
+  const RowCodec &cc = codec(kCustomer), &oc = codec(kOrder), &nc = codec(kNewOrder), &lc = codec(kOrderLine);
+  std::string lo, hi;
+  table_range(kNewOrder, &lo, &hi);
+  std::vector<std::pair<std::string, std::string>> news, lines;
+  if (Status s = t->scan(TxnRange{lo, hi, true, false, false, false}, 0, &news); !s.ok()) return s;
+  out->rows_read += news.size();
+  out->q3.clear();
+  std::string row;
+  for (const auto& [k, v] : news) {
+    const std::int64_t w = get(v, nc, nof::w_id), d = get(v, nc, nof::d_id), o = get(v, nc, nof::o_id);
+    bool found = false;
+    if (Status s = t->get(order_key(w, d, o), &row, &found); !s.ok()) return s;
+    ++out->rows_read;
+    if (!found || get(row, oc, of::entry_d) <= kDate2007) continue;
+    const std::int64_t entry_d = get(row, oc, of::entry_d), c = get(row, oc, of::c_id);
+    if (Status s = t->get(customer_key(w, d, c), &row, &found); !s.ok()) return s;
+    ++out->rows_read;
+    if (!found || !f.match(std::string_view(row).substr(cc.offset(cf::state), 2))) continue;
+    lines.clear();
+    if (Status s = t->scan(order_lines_of(w, d, o), 0, &lines); !s.ok()) return s;
+    out->rows_read += lines.size();
+    if (lines.empty()) continue;
+    std::int64_t revenue = 0;
+    for (const auto& l : lines) revenue += get(l.second, lc, olf::amount);
+    out->q3.push_back({o, w, d, revenue, entry_d});
+  }
+  sort_q3(&out->q3);
+  return Status::Ok();
+}
+
+Status Ch::q3_keys(Txn* t, QueryResult* out, const StateFilter& f) {
+  const RowCodec &cc = codec(kCustomer), &oc = codec(kOrder), &nc = codec(kNewOrder), &lc = codec(kOrderLine);
+  std::string lo, hi;
+  table_range(kNewOrder, &lo, &hi);
+  std::vector<SnapshotArg> args{SnapshotArg::of(TxnRange{lo, hi, true, false, false, false})};
+  TxnSnapshot news, orders, customers, lines;
+  if (Status s = t->snapshot(args, &news); !s.ok()) return s;
+  out->rows_read += news.size();
+  args.clear();
+  for (std::size_t i = 0; i < news.size(); ++i) {
+    const std::string_view v = news.value(i);
+    args.push_back(SnapshotArg::point(order_key(get(v, nc, nof::w_id), get(v, nc, nof::d_id), get(v, nc, nof::o_id))));
+  }
+  if (Status s = t->snapshot(args, &orders); !s.ok()) return s;
+  out->rows_read += orders.size();
+  std::vector<std::size_t> dated;  // slots of `orders` past Q3's date, in the order of `args` below
+  args.clear();
+  for (std::size_t i = 0; i < orders.size(); ++i) {
+    const std::string_view v = orders.value(i);
+    if (!orders.present[i] || get(v, oc, of::entry_d) <= kDate2007) continue;
+    dated.push_back(i);
+    args.push_back(SnapshotArg::point(customer_key(get(v, oc, of::w_id), get(v, oc, of::d_id), get(v, oc, of::c_id))));
+  }
+  if (Status s = t->snapshot(args, &customers); !s.ok()) return s;
+  out->rows_read += customers.size();
+  std::vector<std::size_t> selected;  // slots of `orders` whose customer matches
+  args.clear();
+  for (std::size_t j = 0; j < dated.size(); ++j) {
+    if (!customers.present[j] || !f.match(customers.value(j).substr(cc.offset(cf::state), 2))) continue;
+    const std::string_view v = orders.value(dated[j]);
+    selected.push_back(dated[j]);
+    args.push_back(SnapshotArg::of(order_lines_of(get(v, oc, of::w_id), get(v, oc, of::d_id), get(v, oc, of::id))));
+  }
+  if (Status s = t->snapshot(args, &lines); !s.ok()) return s;
+  out->rows_read += lines.size();
+  out->q3.clear();
+  for (std::size_t j = 0; j < selected.size(); ++j) {
+    if (lines.arg_offsets[j] == lines.arg_offsets[j + 1]) continue;
+    std::int64_t revenue = 0;
+    for (std::uint64_t i = lines.arg_offsets[j]; i < lines.arg_offsets[j + 1]; ++i)
+      revenue += get(lines.value(i), lc, olf::amount);
+    const std::string_view v = orders.value(selected[j]);
+    out->q3.push_back({get(v, oc, of::id), get(v, oc, of::w_id), get(v, oc, of::d_id), revenue, get(v, oc, of::entry_d)});
+  }
+  sort_q3(&out->q3);
+  return Status::Ok();
+}
+
+Status Ch::q3_tables(Txn* t, Context* ctx, QueryResult* out, const StateFilter& f) {
   Table C, N, O, L;
   if (Status s = snapshot_table(t, kCustomer, &C, &out->rows_read); !s.ok()) return s;
   if (Status s = snapshot_table(t, kNewOrder, &N, &out->rows_read); !s.ok()) return s;
   if (Status s = snapshot_table(t, kOrder, &O, &out->rows_read); !s.ok()) return s;
   if (Status s = snapshot_table(t, kOrderLine, &L, &out->rows_read); !s.ok()) return s;
-  // c_state LIKE 'A%'
+  // c_state in [f.lo, f.hi] (CH: LIKE 'A%')
   Selection sel;
-  Predicate ps{"c_state", Cmp::kBetween, 0, 0, 0, 0, std::string("A\0", 2), std::string("A\xff", 2)};
+  Predicate ps{"c_state", Cmp::kBetween, 0, 0, 0, 0, f.lo, f.hi};
   if (Status s = ctx->filter(C, std::span<const Predicate>(&ps, 1), &sel); !s.ok()) return s;
   Table Cs;
   const std::string ccols[] = {"c_id", "c_d_id", "c_w_id"};
@@ -645,7 +777,7 @@ Status Ch::q3(Txn* t, Context* ctx, QueryResult* out) {
   return Status::Ok();
 }
 
-Status Ch::reference(Txn* t, QueryResult* out) {
+Status Ch::reference(Txn* t, QueryResult* out, const StateFilter& f) {
   std::vector<std::pair<std::string, std::string>> kv;
   if (Status s = t->scan(TxnRange::all(), 0, &kv); !s.ok()) return s;
   out->rows_read = kv.size();
@@ -653,13 +785,13 @@ Status Ch::reference(Txn* t, QueryResult* out) {
   std::map<std::int64_t, Q1Row> q1;
   std::int64_t q6 = 0;
   using WDX = std::tuple<std::int64_t, std::int64_t, std::int64_t>;
-  std::map<WDX, bool> a_customers;           // (w, d, c) with c_state 'A%'
+  std::map<WDX, bool> a_customers;           // (w, d, c) whose c_state matches f
   std::map<WDX, std::int64_t> new_orders;    // (w, d, o)
   std::map<WDX, std::int64_t> orders_entry;  // (w, d, o) -> entry date, for qualifying orders
   std::vector<std::string_view> lines;
   for (auto& [k, v] : kv) {
     const auto tag = static_cast<Tag>(static_cast<unsigned char>(k[0]));
-    if (tag == kCustomer && v[cc.offset(cf::state)] == 'A')
+    if (tag == kCustomer && f.match(std::string_view(v).substr(cc.offset(cf::state), 2)))
       a_customers[{get(v, cc, cf::w_id), get(v, cc, cf::d_id), get(v, cc, cf::id)}] = true;
     if (tag == kNewOrder) new_orders[{get(v, nc, nof::w_id), get(v, nc, nof::d_id), get(v, nc, nof::o_id)}] = 1;
     if (tag == kOrderLine) {

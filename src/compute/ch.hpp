@@ -242,6 +242,32 @@ struct QueryResult {
   std::size_t rows_read = 0;
 };
 
+/// Q3's customer predicate: c_state in [lo, hi] (two bytes each, inclusive). The default is CH's
+/// c_state LIKE 'A%'. The loader draws each customer's state uniformly from the 676 strings 'AA' ..
+/// 'ZZ', so of_selectivity(s) (the first round(s * 676) of them) selects a fraction s of the
+/// customers: the knob of the READ-vs-SNAPSHOT sweep (Fig. 3.7).
+struct StateFilter {
+  std::string lo = std::string("A\0", 2), hi = std::string("A\xff", 2);
+  /// InvalidArgument unless 0 <= s <= 1. At s = 0 nothing matches.
+  static Status of_selectivity(double s, StateFilter* out);
+  /// Whether a row's two state bytes match.
+  bool match(std::string_view state) const { return lo <= state.substr(0, 2) && state.substr(0, 2) <= hi; }
+};
+
+/// How Q3 reads its four tables (docs/compute.md, "Q3: READ vs SNAPSHOT"). All three give the same
+/// rows in the same order.
+///   kSnapshotTables  one SNAPSHOT per table (customer, new-order, order, order-line), decoded into
+///                    columns, then hash joins: reads every row whatever the selectivity (the seed's
+///                    SNAPSHOT plan; the default)
+///   kRead            index nested-loop joins through READs (Txn::get and Txn::scan): each new order,
+///                    its order by key, that order's customer by key, and only a selected order's
+///                    lines (the seed's READ plan: the selectivity cuts the order-line reads)
+///   kSnapshotKeys    the same index joins, each step one SNAPSHOT of every key it needs (new orders;
+///                    their orders as points; those customers as points; the selected orders' lines
+///                    as ranges): READ's reads, batched
+enum class Q3Plan : std::uint8_t { kSnapshotTables, kRead, kSnapshotKeys };
+const char* q3_plan_name(Q3Plan p);  ///< "snapshot-tables", "read", "snapshot-keys"
+
 /// The CH workload over one txn keyspace. Thread-safe.
 class Ch {
  public:
@@ -257,9 +283,13 @@ class Ch {
   /// compute operators of `ctx`.
   Status q1(Txn* t, Context* ctx, QueryResult* out);
   Status q6(Txn* t, Context* ctx, QueryResult* out);
-  Status q3(Txn* t, Context* ctx, QueryResult* out);
-  /// The same three results computed naively (one full scan, maps, std::sort) at *t's snapshot.
-  static Status reference(Txn* t, QueryResult* out);
+  /// Q3 takes its customer predicate and its plan (the default: CH's Q3 on whole-table SNAPSHOTs;
+  /// kRead and kSnapshotKeys use no operator of ctx, which may then be null).
+  Status q3(Txn* t, Context* ctx, QueryResult* out, const StateFilter& f = {},
+            Q3Plan plan = Q3Plan::kSnapshotTables);
+  /// The same three results computed naively (one full scan, maps, std::sort) at *t's snapshot,
+  /// Q3 with predicate f.
+  static Status reference(Txn* t, QueryResult* out, const StateFilter& f = {});
 
   /// TPC-C consistency conditions 1-4 at *t's snapshot: W_YTD = sum D_YTD; D_NEXT_O_ID - 1 =
   /// max O_ID = max NO_O_ID; max NO_O_ID - min NO_O_ID + 1 = NEW-ORDER rows; sum O_OL_CNT =
@@ -277,6 +307,9 @@ class Ch {
  private:
   Ch() = default;
   std::shared_ptr<TxnSpace> space_;
+  Status q3_tables(Txn* t, Context* ctx, QueryResult* out, const StateFilter& f);
+  Status q3_read(Txn* t, QueryResult* out, const StateFilter& f);
+  Status q3_keys(Txn* t, QueryResult* out, const StateFilter& f);
   Scale s_;
   unsigned max_attempts_ = 100000;
   std::unique_ptr<DeliveryHints> hints_;
