@@ -227,6 +227,57 @@ TEST(TxnApi, ScanBoundsAndPaging) {
   EXPECT_EQ(t.scan(TxnRange::closed("b", "a"), 0, &out).code(), StatusCode::kInvalidArgument);
 }
 
+// Every range between keys of one 8-byte prefix, keys shorter than 8 bytes with trailing zero
+// bytes and their neighbours, each bound inclusive and exclusive, read by scan (with and
+// without a limit) and by SNAPSHOT: each gives the reference's keys. An exclusive end is read
+// without walking its own prefix only when no key of that prefix can lie below it ("ABCDEFG"
+// lies below "ABCDEFG\0" in the same prefix).
+TEST(TxnApi, RangesAtPrefixEdgesMatchTheReference) {
+  auto s = open_space();
+  using namespace std::string_literals;
+  const std::vector<std::string> keys = {"AB",        "AB\0"s,       "AB\0\x01"s, "ABC",       "ABCDEFG", "ABCDEFG\0"s,
+                                         "ABCDEFGH", "ABCDEFGH\0"s, "ABCDEFGH1", "ABCDEFGI", "ABD",    "B"};
+  {
+    Txn t;
+    ASSERT_TRUE(s->begin(&t).ok());
+    for (auto& k : keys) ASSERT_TRUE(t.put(k, "v" + k).ok());
+    CommitResult r;
+    ASSERT_TRUE(t.commit(&r).ok());
+  }
+  std::vector<std::string> bounds = keys;
+  for (const std::string& k : keys) bounds.push_back(k + "\x01");
+  bounds.insert(bounds.end(), {"A", "ABCDEFF\xff"s, "ABCDEFH", "AC"});
+  Txn t;
+  ASSERT_TRUE(s->begin(&t).ok());
+  for (const std::string& lo : bounds)
+    for (const std::string& hi : bounds)
+      for (int incl = 0; incl < 4; ++incl) {
+        if (hi < lo) continue;
+        const TxnRange r{lo, hi, (incl & 1) != 0, (incl & 2) != 0, false, false};
+        std::vector<std::string> want;
+        for (const std::string& k : keys)
+          if ((r.start_inclusive ? k >= lo : k > lo) && (r.end_inclusive ? k <= hi : k < hi)) want.push_back(k);
+        const std::string what = "[" + lo + ", " + hi + "] inclusive bits " + std::to_string(incl);
+        std::vector<std::pair<std::string, std::string>> out;
+        ASSERT_TRUE(t.scan(r, 0, &out).ok()) << what;
+        std::vector<std::string> got;
+        for (auto& kv : out) got.push_back(kv.first);
+        EXPECT_EQ(got, want) << "scan " << what;
+        out.clear();
+        ASSERT_TRUE(t.scan(r, 2, &out).ok()) << what;
+        got.clear();
+        for (auto& kv : out) got.push_back(kv.first);
+        EXPECT_EQ(got, std::vector<std::string>(want.begin(), want.begin() + std::min<std::size_t>(2, want.size())))
+            << "scan limit 2 " << what;
+        TxnSnapshot snap;
+        const SnapshotArg arg = SnapshotArg::of(r);
+        ASSERT_TRUE(t.snapshot(std::span<const SnapshotArg>(&arg, 1), &snap).ok()) << what;
+        got.clear();
+        for (std::size_t i = 0; i < snap.size(); ++i) got.emplace_back(snap.key(i));
+        EXPECT_EQ(got, want) << "snapshot " << what;
+      }
+}
+
 TEST(TxnApi, SnapshotIsColumnar) {
   auto s = open_space();
   {
