@@ -58,6 +58,7 @@ int run_q3_sweep(const Q3Sweep& w) {
   };
   std::vector<std::vector<Cell>> cells(w.selectivities.size(), std::vector<Cell>(w.plans.size()));
   int rc = 0;
+  QueryScratch scratch;  // the query thread's buffers, kept from query to query
   for (unsigned round = 0; round < w.rounds && rc == 0; ++round) {
     for (std::size_t si = 0; si < w.selectivities.size() && rc == 0; ++si) {
       StateFilter f;
@@ -75,7 +76,7 @@ int run_q3_sweep(const Q3Sweep& w) {
           Txn t;
           QueryResult r;
           Status s = space->begin(&t);
-          if (s.ok()) s = ch->q3(&t, ctx.get(), &r, f, plan);
+          if (s.ok()) s = ch->q3(&t, ctx.get(), &r, f, plan, &scratch);
           t.abort();
           lat.push_back((now_s() - a) * 1e3);
           if (!s.ok()) {

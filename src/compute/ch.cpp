@@ -524,11 +524,13 @@ Status Ch::run(const Op& op, OpResult* r, std::uint64_t* rng) {
 
 namespace {
 
-Status snapshot_table(Txn* t, Tag tag, Table* out, std::size_t* rows_read) {
+// SNAPSHOT of table `tag` (into *buffer, or a buffer of this call when null), decoded into *out.
+Status snapshot_table(Txn* t, Tag tag, Table* out, std::size_t* rows_read, TxnSnapshot* buffer = nullptr) {
   std::string lo, hi;
   table_range(tag, &lo, &hi);
   const SnapshotArg arg = SnapshotArg::of(TxnRange{lo, hi, true, false, false, false});
-  TxnSnapshot snap;
+  TxnSnapshot own;
+  TxnSnapshot& snap = buffer ? *buffer : own;
   if (Status s = t->snapshot(std::span<const SnapshotArg>(&arg, 1), &snap); !s.ok()) return s;
   *rows_read += snap.size();
   return codec(tag).decode(RowCodec::slots_of(snap), out);
@@ -631,14 +633,16 @@ TxnRange order_lines_of(std::int64_t w, std::int64_t d, std::int64_t o) {
 
 }  // namespace
 
-Status Ch::q3(Txn* t, Context* ctx, QueryResult* out, const StateFilter& f, Q3Plan plan) {
+Status Ch::q3(Txn* t, Context* ctx, QueryResult* out, const StateFilter& f, Q3Plan plan, QueryScratch* scratch) {
+  QueryScratch own;
+  if (scratch == nullptr) scratch = &own;
   switch (plan) {
     case Q3Plan::kRead: return q3_read(t, out, f);
-    case Q3Plan::kSnapshotKeys: return q3_keys(t, out, f);
+    case Q3Plan::kSnapshotKeys: return q3_keys(t, out, f, scratch);
     case Q3Plan::kSnapshotTables: break;
   }
   if (!ctx) return Status::InvalidArgument("ch: Q3's snapshot-tables plan needs a compute context");
-  return q3_tables(t, ctx, out, f);
+  return q3_tables(t, ctx, out, f, scratch);
 }
 
 Status Ch::q3_read(Txn* t, QueryResult* out, const StateFilter& f) {
@@ -672,15 +676,20 @@ Status Ch::q3_read(Txn* t, QueryResult* out, const StateFilter& f) {
   return Status::Ok();
 }
 
-Status Ch::q3_keys(Txn* t, QueryResult* out, const StateFilter& f) {
+Status Ch::q3_keys(Txn* t, QueryResult* out, const StateFilter& f, QueryScratch* scratch) {
   const RowCodec &cc = codec(kCustomer), &oc = codec(kOrder), &nc = codec(kNewOrder), &lc = codec(kOrderLine);
   std::string lo, hi;
   table_range(kNewOrder, &lo, &hi);
-  std::vector<SnapshotArg> args{SnapshotArg::of(TxnRange{lo, hi, true, false, false, false})};
-  TxnSnapshot news, orders, customers, lines;
+  // Buffer a holds the new orders, then the customers, then the order lines (each step's keys
+  // are in args before its SNAPSHOT clears a); b holds the orders, which the last step reads.
+  std::vector<SnapshotArg>& args = scratch->args;
+  args.clear();
+  args.push_back(SnapshotArg::of(TxnRange{lo, hi, true, false, false, false}));
+  TxnSnapshot &news = scratch->a, &orders = scratch->b, &customers = scratch->a, &lines = scratch->a;
   if (Status s = t->snapshot(args, &news); !s.ok()) return s;
   out->rows_read += news.size();
   args.clear();
+  args.reserve(news.size());
   for (std::size_t i = 0; i < news.size(); ++i) {
     const std::string_view v = news.value(i);
     args.push_back(SnapshotArg::point(order_key(get(v, nc, nof::w_id), get(v, nc, nof::d_id), get(v, nc, nof::o_id))));
@@ -720,12 +729,12 @@ Status Ch::q3_keys(Txn* t, QueryResult* out, const StateFilter& f) {
   return Status::Ok();
 }
 
-Status Ch::q3_tables(Txn* t, Context* ctx, QueryResult* out, const StateFilter& f) {
-  Table C, N, O, L;
-  if (Status s = snapshot_table(t, kCustomer, &C, &out->rows_read); !s.ok()) return s;
-  if (Status s = snapshot_table(t, kNewOrder, &N, &out->rows_read); !s.ok()) return s;
-  if (Status s = snapshot_table(t, kOrder, &O, &out->rows_read); !s.ok()) return s;
-  if (Status s = snapshot_table(t, kOrderLine, &L, &out->rows_read); !s.ok()) return s;
+Status Ch::q3_tables(Txn* t, Context* ctx, QueryResult* out, const StateFilter& f, QueryScratch* scratch) {
+  Table C, N, O, L;  // each table decoded from one SNAPSHOT in buffer a
+  if (Status s = snapshot_table(t, kCustomer, &C, &out->rows_read, &scratch->a); !s.ok()) return s;
+  if (Status s = snapshot_table(t, kNewOrder, &N, &out->rows_read, &scratch->a); !s.ok()) return s;
+  if (Status s = snapshot_table(t, kOrder, &O, &out->rows_read, &scratch->a); !s.ok()) return s;
+  if (Status s = snapshot_table(t, kOrderLine, &L, &out->rows_read, &scratch->a); !s.ok()) return s;
   // c_state in [f.lo, f.hi] (CH: LIKE 'A%')
   Selection sel;
   Predicate ps{"c_state", Cmp::kBetween, 0, 0, 0, 0, f.lo, f.hi};

@@ -268,6 +268,14 @@ struct StateFilter {
 enum class Q3Plan : std::uint8_t { kSnapshotTables, kRead, kSnapshotKeys };
 const char* q3_plan_name(Q3Plan p);  ///< "snapshot-tables", "read", "snapshot-keys"
 
+/// Buffers a query thread keeps from one Q3 to the next (Ch::q3): SNAPSHOT's output reuses their
+/// capacity (TxnSnapshot::clear keeps it), where fresh buffers per query cost their growth copies
+/// and a page fault per 4 KiB. Holds about the largest query's SNAPSHOT bytes; one per thread.
+struct QueryScratch {
+  TxnSnapshot a, b;
+  std::vector<SnapshotArg> args;
+};
+
 /// The CH workload over one txn keyspace. Thread-safe.
 class Ch {
  public:
@@ -284,9 +292,10 @@ class Ch {
   Status q1(Txn* t, Context* ctx, QueryResult* out);
   Status q6(Txn* t, Context* ctx, QueryResult* out);
   /// Q3 takes its customer predicate and its plan (the default: CH's Q3 on whole-table SNAPSHOTs;
-  /// kRead and kSnapshotKeys use no operator of ctx, which may then be null).
+  /// kRead and kSnapshotKeys use no operator of ctx, which may then be null), and optionally the
+  /// calling thread's scratch (null: buffers of this call only).
   Status q3(Txn* t, Context* ctx, QueryResult* out, const StateFilter& f = {},
-            Q3Plan plan = Q3Plan::kSnapshotTables);
+            Q3Plan plan = Q3Plan::kSnapshotTables, QueryScratch* scratch = nullptr);
   /// The same three results computed naively (one full scan, maps, std::sort) at *t's snapshot,
   /// Q3 with predicate f.
   static Status reference(Txn* t, QueryResult* out, const StateFilter& f = {});
@@ -307,9 +316,9 @@ class Ch {
  private:
   Ch() = default;
   std::shared_ptr<TxnSpace> space_;
-  Status q3_tables(Txn* t, Context* ctx, QueryResult* out, const StateFilter& f);
+  Status q3_tables(Txn* t, Context* ctx, QueryResult* out, const StateFilter& f, QueryScratch* scratch);
   Status q3_read(Txn* t, QueryResult* out, const StateFilter& f);
-  Status q3_keys(Txn* t, QueryResult* out, const StateFilter& f);
+  Status q3_keys(Txn* t, QueryResult* out, const StateFilter& f, QueryScratch* scratch);
   Scale s_;
   unsigned max_attempts_ = 100000;
   std::unique_ptr<DeliveryHints> hints_;

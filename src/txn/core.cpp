@@ -227,6 +227,12 @@ struct Index::PointMap {
     cur.store(tables.back().get(), std::memory_order_release);
   }
 
+  /// Starts loading the line where a probe for hash h begins.
+  void prefetch(std::uint64_t h) const {
+    const Table* t = cur.load(std::memory_order_acquire);
+    __builtin_prefetch(&t->slots[h & t->mask]);
+  }
+
   /// The slot of hash h, or null.
   Slot* find(std::uint64_t h) const {
     const Table* t = cur.load(std::memory_order_acquire);
@@ -301,6 +307,32 @@ Entry* Index::find_hashed(std::string_view key, std::uint64_t h, std::atomic<Ver
 }
 
 Entry* Index::find(std::string_view key) { return find_hashed(key, point_hash(key), nullptr); }
+
+void Index::find_many(const std::string_view* keys, std::size_t n, Entry** out) {
+  std::uint64_t h[kFindMany];
+  PointMap::Slot* slot[kFindMany];
+  n = std::min(n, kFindMany);
+  for (std::size_t i = 0; i < n; ++i) {
+    h[i] = point_hash(keys[i]);
+    points_->prefetch(h[i]);
+  }
+  for (std::size_t i = 0; i < n; ++i) {
+    slot[i] = points_->find(h[i]);
+    if (slot[i] == nullptr) continue;
+    __builtin_prefetch(slot[i]->entry.load(std::memory_order_relaxed));
+    __builtin_prefetch(slot[i]->head.load(std::memory_order_relaxed));
+  }
+  for (std::size_t i = 0; i < n; ++i) {
+    out[i] = nullptr;
+    if (slot[i] == nullptr) continue;
+    for (Entry* e = slot[i]->entry.load(std::memory_order_acquire); e != nullptr;
+         e = e->hash_next.load(std::memory_order_acquire))
+      if (e->key() == keys[i]) {
+        out[i] = e;
+        break;
+      }
+  }
+}
 
 Entry* Index::find_or_insert(std::string_view key, bool* created, std::atomic<Version*>** head_hint) {
   *created = false;

@@ -1,6 +1,7 @@
 // SNAPSHOT's range paths (docs/txn.md, "SNAPSHOT"): the serial walk, the walk split across the
 // snapshot pool, and paging past a limit, each checked against point reads of the same
-// transaction (same start) while writers commit; and LIT's range_many against range().
+// transaction (same start) while writers commit; its runs of points likewise; and LIT's
+// range_many against range().
 #include <gtest/gtest.h>
 
 #include <algorithm>
@@ -226,6 +227,90 @@ TEST(TxnSnapshotRange, OwnWritesMergedMatchPointReads) {
     ASSERT_EQ(of_snapshot(snap, 0), want);
     ASSERT_EQ(paged(t, range, 33), want);
   }
+}
+
+// Points are read in runs (their lookups overlapped): a run of points in any order, present,
+// never written, deleted, overwritten after the reader began, written or deleted by the reader
+// itself, repeated, and cut by ranges, fills one slot per point that equals the point read
+// (present flag, value), with every argument's offsets in place; while writers commit.
+TEST(TxnSnapshotPoints, RunsOfPointsMatchPointReads) {
+  TxnConfig c;
+  auto s = open_space(c);
+  const auto keys = universe(900);
+  {
+    Txn w;
+    ASSERT_TRUE(s->begin(&w).ok());
+    for (std::size_t i = 0; i < keys.size(); ++i) {
+      if (i % 5 != 4) {  // every fifth key never written
+        ASSERT_TRUE(w.put(keys[i], "base" + std::to_string(i)).ok());
+      }
+    }
+    for (std::size_t i = 0; i < keys.size(); i += 11) ASSERT_TRUE(w.del(keys[i]).ok());
+    CommitResult r;
+    ASSERT_TRUE(w.commit(&r).ok());
+  }
+  Txn t;
+  ASSERT_TRUE(s->begin(&t).ok());
+  std::atomic<bool> stop{false};
+  std::thread writer([&] {  // overwrites and deletes after t began: t must not see them
+    std::mt19937_64 rng(5);
+    while (!stop.load()) {
+      Txn w;
+      if (!s->begin(&w).ok()) continue;
+      const auto& k = keys[rng() % keys.size()];
+      const Status st = rng() % 3 ? w.put(k, "later") : w.del(k);
+      CommitResult r;
+      if (st.ok()) (void)w.commit(&r);
+      else w.abort();
+    }
+  });
+  ASSERT_TRUE(t.del(keys[7]).ok());
+  ASSERT_TRUE(t.put(keys[8], "mine").ok());
+  ASSERT_TRUE(t.put(keys[9] + "-new", "new").ok());
+  std::mt19937_64 rng(9);
+  for (int round = 0; round < static_cast<int>(20 * scale()) + 2; ++round) {
+    std::vector<SnapshotArg> args;
+    for (int a = 0; a < 150; ++a) {
+      const std::uint64_t x = rng() % 100;
+      if (x < 3) {
+        const std::size_t i = rng() % (keys.size() - 30);
+        args.push_back(SnapshotArg::of(TxnRange::closed(keys[i], keys[i + rng() % 30])));
+      } else if (x < 6) {
+        args.push_back(SnapshotArg::point(keys[7 + rng() % 3]));  // own writes
+      } else if (x < 8) {
+        args.push_back(SnapshotArg::point(keys[9] + "-new"));
+      } else if (x < 10) {
+        args.push_back(SnapshotArg::point("no-such-key-" + std::to_string(rng() % 5)));
+      } else {
+        args.push_back(SnapshotArg::point(keys[rng() % keys.size()]));
+      }
+    }
+    TxnSnapshot snap;
+    ASSERT_TRUE(t.snapshot(args, &snap).ok());
+    ASSERT_EQ(snap.arg_offsets.size(), args.size() + 1);
+    ASSERT_EQ(snap.more.size(), args.size());
+    ASSERT_EQ(snap.resume.size(), args.size());
+    for (std::size_t a = 0; a < args.size(); ++a) {
+      if (args[a].is_range) {
+        std::vector<std::string> all = keys;
+        all.push_back(keys[9] + "-new");
+        std::sort(all.begin(), all.end());
+        ASSERT_EQ(of_snapshot(snap, a), by_points(t, all, args[a].range)) << "argument " << a;
+        continue;
+      }
+      ASSERT_EQ(snap.arg_offsets[a + 1], snap.arg_offsets[a] + 1) << "argument " << a;
+      const std::uint64_t i = snap.arg_offsets[a];
+      std::string v;
+      bool found = false;
+      ASSERT_TRUE(t.get(args[a].key, &v, &found).ok());
+      ASSERT_EQ(snap.key(i), args[a].key) << "argument " << a;
+      ASSERT_EQ(snap.present[i], found ? 1 : 0) << "argument " << a << " key " << args[a].key;
+      ASSERT_EQ(snap.value(i), found ? v : std::string()) << "argument " << a << " key " << args[a].key;
+      ASSERT_EQ(snap.more[a], 0);
+    }
+  }
+  stop = true;
+  writer.join();
 }
 
 // range_many equals range() per piece, at one snapshot, with and without a limit; bad input
