@@ -355,6 +355,7 @@ std::vector<Op> make_work(const Scale& s, const Mix& mix, std::size_t n, std::ui
           }
           ln.quantity = static_cast<std::uint8_t>(r.uniform(1, 10));
         }
+        if (r.uniform(1, 100) == 1) op.lines[op.ol_cnt - 1].item = kUnusedItem;  // TPC-C's 1% rollback
         break;
       }
       case Kind::kPayment:
@@ -500,6 +501,11 @@ Status Ch::run(const Op& op, OpResult* r, std::uint64_t* rng) {
     if (b == Body::kMissing) {
       t.abort();
       return Status::Internal(std::string("ch: ") + kind_name(op.kind) + " found a row missing (corrupt load)");
+    }
+    if (b == Body::kRollback) {
+      t.abort();
+      r->rolled_back = true;
+      return Status::Ok();
     }
     if (b == Body::kDone) {
       CommitResult cr;

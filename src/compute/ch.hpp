@@ -15,9 +15,10 @@
 //   Work     pre-generated operations (make_work), so every system runs the same ones.
 //
 // Simplifications (stated in docs/compute.md): customers are always selected by id (no by-name
-// lookups), NewOrder has no 1% invalid-item rollback, Order-Status looks for the customer's newest
-// order among the district's last 20 orders, Delivery runs all ten districts in one transaction and
-// starts its search at a hint (DeliveryHints).
+// lookups), Order-Status looks for the customer's newest order among the district's last 20
+// orders, Delivery runs all ten districts in one transaction and starts its search at a hint
+// (DeliveryHints). 1% of NewOrders name an unused item on their last line and roll back (TPC-C
+// 2.4.1.4).
 #pragma once
 
 #include <array>
@@ -43,6 +44,9 @@ enum Tag : std::uint8_t {
 };
 inline constexpr std::uint32_t kDistricts = 10;  ///< per warehouse (TPC-C)
 inline constexpr std::uint32_t kMaxLines = 15;   ///< order lines per order, 5 .. 15
+/// The item id no load creates (items are 1 .. Scale::items): a NewOrder whose line names it
+/// finds no item and rolls back, as TPC-C's 1% of NewOrders with an unused item number do.
+inline constexpr std::uint32_t kUnusedItem = 0;
 
 /// Dates (seconds since 1970, UTC).
 inline constexpr std::int64_t kDate2007 = 1167696000;  ///< 2007-01-02: Q1's and Q3's bound
@@ -139,7 +143,7 @@ inline constexpr std::size_t kKinds = 5;
 /// One pre-generated operation. NewOrder: w, d, c, lines (1% remote supply warehouses when there
 /// are several), date. Payment: w, d, the customer (c_w, c_d, c; 15% remote), amount, h_id (the
 /// history row's unique id), date. Delivery: w, carrier, date. Order-Status: w, d, c.
-/// Stock-Level: w, d, threshold (in amount).
+/// Stock-Level: w, d, threshold (in amount). 1% of NewOrders name kUnusedItem on their last line.
 struct Op {
   struct Line {
     std::uint32_t item = 0;
@@ -175,6 +179,7 @@ std::vector<Op> make_work(const Scale& s, const Mix& mix, std::size_t n, std::ui
 /// What one operation came to.
 struct OpResult {
   bool committed = false;
+  bool rolled_back = false;     ///< NewOrder named kUnusedItem: rolled back by its own logic, nothing applied
   unsigned attempts = 0;        ///< runs (1 + conflicts)
   std::uint64_t commit_ts = 0;  ///< committed: its timestamp
   std::uint32_t o_id = 0;       ///< NewOrder: the order's id
@@ -283,8 +288,9 @@ class Ch {
                      unsigned max_attempts = 100000);
   /// Loads the initial database on `threads` threads (transactions of at most 512 rows).
   Status load(unsigned threads = 1);
-  /// Runs one operation to commit, re-running it on conflict (bounded, with backoff). Unavailable
-  /// after max_attempts conflicts (nothing applied); Internal for missing rows (a corrupt load).
+  /// Runs one operation to commit, re-running it on conflict (bounded, with backoff), or to its
+  /// rollback (r->rolled_back, nothing applied; Ok). Unavailable after max_attempts conflicts
+  /// (nothing applied); Internal for missing rows (a corrupt load).
   Status run(const Op& op, OpResult* r, std::uint64_t* rng);
 
   /// CH Q1 / Q6 / Q3 on *t's snapshot (t begun by the caller; it is read, not ended), through the

@@ -10,7 +10,9 @@
 //              std::vector<std::pair<std::string, std::string>>* out);   // [lo, hi) in key order
 // `for_update` asks a locking store to lock the key (the txn keyspace validates its write set at
 // commit instead and ignores it). A body returns kRetry when the adapter refused, kMissing when a
-// row that the load guarantees is absent (a corrupt database), kDone otherwise; the caller commits.
+// row that the load guarantees is absent (a corrupt database), kRollback when the transaction's
+// own logic rolls it back (a NewOrder line naming kUnusedItem: the caller aborts, nothing applied),
+// kDone otherwise; the caller commits.
 #pragma once
 
 #include <set>
@@ -22,7 +24,7 @@
 
 namespace duet::compute::ch {
 
-enum class Body : std::uint8_t { kDone, kRetry, kMissing };
+enum class Body : std::uint8_t { kDone, kRetry, kMissing, kRollback };
 
 namespace procs {
 
@@ -63,7 +65,7 @@ Body new_order(A& a, const Op& op, OpResult* r) {
   for (unsigned l = 0; l < op.ol_cnt; ++l) {
     const Op::Line& ln = op.lines[l];
     if (!a.get(item_key(ln.item), &irow, &found, false)) return Body::kRetry;
-    if (!found) return Body::kMissing;
+    if (!found) return ln.item == kUnusedItem ? Body::kRollback : Body::kMissing;
     const std::string sk = stock_key(ln.supply_w, ln.item);
     if (!a.get(sk, &srow, &found, true)) return Body::kRetry;
     if (!found) return Body::kMissing;
