@@ -140,6 +140,36 @@ std::string stock_key(std::uint32_t w, std::uint32_t i) {
   return k;
 }
 
+std::string last_name(std::uint32_t n) {
+  static constexpr const char* kSyllables[] = {"BAR", "OUGHT", "ABLE", "PRI", "PRES", "ESE", "ANTI", "CALLY", "ATION", "EING"};
+  n %= 1000;
+  return std::string(kSyllables[n / 100]) + kSyllables[n / 10 % 10] + kSyllables[n % 10];
+}
+
+namespace {
+void put_padded(std::string& k, std::string_view s, std::size_t width) {
+  s = s.substr(0, std::min(s.size(), width));
+  k.append(s);
+  k.append(width - s.size(), '\0');
+}
+}  // namespace
+
+std::string customer_name_prefix(std::uint32_t w, std::uint32_t d, std::string_view last) {
+  std::string k = key_of(kCustomerName);
+  put_be(k, w, 2);
+  put_be(k, d, 1);
+  put_padded(k, last, 16);
+  return k;
+}
+
+std::string customer_name_key(std::uint32_t w, std::uint32_t d, std::string_view last, std::string_view first,
+                              std::uint32_t c) {
+  std::string k = customer_name_prefix(w, d, last);
+  put_padded(k, first, 16);
+  put_be(k, c, 4);
+  return k;
+}
+
 void table_range(Tag t, std::string* lo, std::string* hi) {
   *lo = key_of(t);
   *hi = key_of(static_cast<Tag>(t + 1));
@@ -154,13 +184,13 @@ void prefix_range(std::string_view prefix, std::string* lo, std::string* hi) {
 }
 
 const RowCodec& codec(Tag t) {
-  static const std::array<RowCodec, 10> codecs = [] {
-    std::array<RowCodec, 10> a;
+  static const std::array<RowCodec, 11> codecs = [] {
+    std::array<RowCodec, 11> a;
     a[kWarehouse] = make_codec({{"w_id", I}, {"w_tax", I}, {"w_ytd", M}, {"w_name", B, 10}});
     a[kDistrict] = make_codec({{"d_id", I}, {"d_w_id", I}, {"d_tax", I}, {"d_ytd", M}, {"d_next_o_id", I}});
     a[kCustomer] = make_codec({{"c_id", I}, {"c_d_id", I}, {"c_w_id", I}, {"c_discount", I}, {"c_credit", B, 2},
                                {"c_last", B, 16}, {"c_state", B, 2}, {"c_balance", M}, {"c_ytd_payment", M},
-                               {"c_payment_cnt", I}, {"c_delivery_cnt", I}});
+                               {"c_payment_cnt", I}, {"c_delivery_cnt", I}, {"c_first", B, 16}});
     a[kHistory] = make_codec({{"h_c_id", I}, {"h_c_d_id", I}, {"h_c_w_id", I}, {"h_d_id", I}, {"h_w_id", I},
                               {"h_date", I}, {"h_amount", M}});
     a[kNewOrder] = make_codec({{"no_o_id", I}, {"no_d_id", I}, {"no_w_id", I}});
@@ -172,10 +202,11 @@ const RowCodec& codec(Tag t) {
     a[kItem] = make_codec({{"i_id", I}, {"i_im_id", I}, {"i_price", M}, {"i_name", B, 24}, {"i_data", B, 32}});
     a[kStock] = make_codec({{"s_i_id", I}, {"s_w_id", I}, {"s_quantity", I}, {"s_ytd", I}, {"s_order_cnt", I},
                             {"s_remote_cnt", I}, {"s_dist", B, 24}, {"s_data", B, 32}});
+    a[kCustomerName] = make_codec({{"cn_c_id", I}});
     a[0] = a[kNewOrder];  // unused tag
     return a;
   }();
-  return codecs[t <= kStock ? t : 0];
+  return codecs[t <= kCustomerName ? t : 0];
 }
 
 void set_bytes(std::string& row, const RowCodec& c, std::size_t f, std::string_view s) {
@@ -242,13 +273,20 @@ Status generate(const Scale& s, unsigned part, unsigned parts,
         set(row, cc, cf::w_id, w);
         set(row, cc, cf::discount, r.uniform(0, 5000));
         set_bytes(row, cc, cf::credit, r.uniform(1, 10) == 1 ? "BC" : "GC");
-        set_bytes(row, cc, cf::last, "CUST" + std::to_string(c));
+        // TPC-C 4.3.3.1: the first 1,000 customers take each last name once, the rest NURand(255, 0, 999).
+        const std::string last = last_name(c <= 1000 ? c - 1 : static_cast<std::uint32_t>(r.nurand(255, 0, 999, 0)));
+        const std::string first = r.alnum(static_cast<std::size_t>(r.uniform(8, 16)));
+        set_bytes(row, cc, cf::last, last);
+        set_bytes(row, cc, cf::first, first);
         std::string state = {static_cast<char>('A' + r.uniform(0, 25)), static_cast<char>('A' + r.uniform(0, 25))};
         set_bytes(row, cc, cf::state, state);
         set(row, cc, cf::balance, -1000);
         set(row, cc, cf::ytd_payment, 1000);
         set(row, cc, cf::payment_cnt, 1);
         CH_SINK(customer_key(w, d, c), row);
+        row = blank(kCustomerName);
+        set(row, codec(kCustomerName), cnf::c_id, c);
+        CH_SINK(customer_name_key(w, d, last, first, c), row);
         row = blank(kHistory);
         set(row, hc, hf::c_id, c);
         set(row, hc, hf::c_d_id, d);
@@ -323,6 +361,14 @@ std::vector<Op> make_work(const Scale& s, const Mix& mix, std::size_t n, std::ui
   Rng r(s.seed ^ mix64(0xc0ffee00ull + stream));
   const std::int64_t C = static_cast<std::int64_t>(mix64(s.seed) % 256);  // TPC-C's run constant
   const std::int64_t a_item = nurand_a(s.items, 8191, 100000), a_cust = nurand_a(s.customers, 1023, 3000);
+  // By-name selection draws a last name that some customer of every district has: TPC-C's
+  // NURand(255, 0, 999), over the first `customers` names when a district has fewer than 1,000.
+  const std::uint32_t names = std::min<std::uint32_t>(1000, s.customers);
+  const std::int64_t a_name = nurand_a(names, 255, 1000);
+  auto by_name = [&](Op& op) {
+    op.by_name = r.uniform(1, 100) <= 60;
+    if (op.by_name) op.c_last = static_cast<std::uint16_t>(r.nurand(a_name, 0, names - 1, C));
+  };
   unsigned total = 0;
   for (unsigned p : mix.percent) total += p;
   if (total == 0) total = 1;
@@ -364,11 +410,12 @@ std::vector<Op> make_work(const Scale& s, const Mix& mix, std::size_t n, std::ui
           if (op.c_w >= op.w) ++op.c_w;
           op.c_d = static_cast<std::uint8_t>(r.uniform(1, kDistricts));
         }
+        by_name(op);
         op.amount = r.uniform(100, 500000);
         op.h_id = (std::uint64_t{1} << 48) | (stream << 32) | i;  // loaded history uses ids <= 10^6
         break;
       case Kind::kDelivery: op.carrier = static_cast<std::uint8_t>(r.uniform(1, 10)); break;
-      case Kind::kOrderStatus: break;
+      case Kind::kOrderStatus: by_name(op); break;
       case Kind::kStockLevel: op.amount = r.uniform(10, 20); break;
     }
   }

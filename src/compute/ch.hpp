@@ -14,11 +14,11 @@
 //            customers and orders down for tests. Everything is seeded.
 //   Work     pre-generated operations (make_work), so every system runs the same ones.
 //
-// Simplifications (stated in docs/compute.md): customers are always selected by id (no by-name
-// lookups), Order-Status looks for the customer's newest order among the district's last 20
-// orders, Delivery runs all ten districts in one transaction and starts its search at a hint
-// (DeliveryHints). 1% of NewOrders name an unused item on their last line and roll back (TPC-C
-// 2.4.1.4).
+// Simplifications (stated in docs/compute.md): Order-Status looks for the customer's newest order
+// among the district's last 20 orders, Delivery runs all ten districts in one transaction and
+// starts its search at a hint (DeliveryHints). As TPC-C: 1% of NewOrders name an unused item on
+// their last line and roll back (2.4.1.4); 60% of Payments and Order-Statuses choose their
+// customer by last name (2.5.1.2, 2.6.1.2) through the CUSTOMER-NAME index table.
 #pragma once
 
 #include <array>
@@ -40,7 +40,8 @@ namespace duet::compute::ch {
 
 /// Table tags: the first byte of every key.
 enum Tag : std::uint8_t {
-  kWarehouse = 1, kDistrict, kCustomer, kHistory, kNewOrder, kOrder, kOrderLine, kItem, kStock
+  kWarehouse = 1, kDistrict, kCustomer, kHistory, kNewOrder, kOrder, kOrderLine, kItem, kStock,
+  kCustomerName  ///< index: (w, d, c_last, c_first, c_id) -> c_id, for by-name customer selection
 };
 inline constexpr std::uint32_t kDistricts = 10;  ///< per warehouse (TPC-C)
 inline constexpr std::uint32_t kMaxLines = 15;   ///< order lines per order, 5 .. 15
@@ -89,6 +90,15 @@ std::string order_key(std::uint32_t w, std::uint32_t d, std::uint32_t o);
 std::string order_line_key(std::uint32_t w, std::uint32_t d, std::uint32_t o, std::uint32_t l);
 std::string item_key(std::uint32_t i);
 std::string stock_key(std::uint32_t w, std::uint32_t i);
+/// TPC-C's last name of number n (0 .. 999): three syllables of BAR OUGHT ABLE PRI PRES ESE
+/// ANTI CALLY ATION EING by n's decimal digits (371: PRICALLYOUGHT).
+std::string last_name(std::uint32_t n);
+/// CUSTOMER-NAME's key: tag, w, d, c_last and c_first (16 bytes each, zero padded), c_id; so the
+/// customers of one last name in one district are one key range, ordered by first name.
+std::string customer_name_key(std::uint32_t w, std::uint32_t d, std::string_view last, std::string_view first,
+                              std::uint32_t c);
+/// The prefix of customer_name_key shared by every customer of one last name in one district.
+std::string customer_name_prefix(std::uint32_t w, std::uint32_t d, std::string_view last);
 /// [lo, hi): every key of a table.
 void table_range(Tag t, std::string* lo, std::string* hi);
 /// [lo, hi): the keys of one table whose key starts with `prefix` (the tag byte included).
@@ -98,8 +108,9 @@ void prefix_range(std::string_view prefix, std::string* lo, std::string* hi);
 namespace wf { enum : std::size_t { id, tax, ytd, name }; }
 namespace df { enum : std::size_t { id, w_id, tax, ytd, next_o_id }; }
 namespace cf {
-enum : std::size_t { id, d_id, w_id, discount, credit, last, state, balance, ytd_payment, payment_cnt, delivery_cnt };
+enum : std::size_t { id, d_id, w_id, discount, credit, last, state, balance, ytd_payment, payment_cnt, delivery_cnt, first };
 }
+namespace cnf { enum : std::size_t { c_id }; }
 namespace hf { enum : std::size_t { c_id, c_d_id, c_w_id, d_id, w_id, date, amount }; }
 namespace nof { enum : std::size_t { o_id, d_id, w_id }; }
 namespace of { enum : std::size_t { id, d_id, w_id, c_id, entry_d, carrier_id, ol_cnt, all_local }; }
@@ -143,7 +154,9 @@ inline constexpr std::size_t kKinds = 5;
 /// One pre-generated operation. NewOrder: w, d, c, lines (1% remote supply warehouses when there
 /// are several), date. Payment: w, d, the customer (c_w, c_d, c; 15% remote), amount, h_id (the
 /// history row's unique id), date. Delivery: w, carrier, date. Order-Status: w, d, c.
-/// Stock-Level: w, d, threshold (in amount). 1% of NewOrders name kUnusedItem on their last line.
+/// Stock-Level: w, d, threshold (in amount). 1% of NewOrders name kUnusedItem on their last line;
+/// 60% of Payments and Order-Statuses choose their customer by last name (by_name, c_last: the
+/// name's number) instead of by id c.
 struct Op {
   struct Line {
     std::uint32_t item = 0;
@@ -154,6 +167,8 @@ struct Op {
   std::uint16_t w = 1, c_w = 1;
   std::uint8_t d = 1, c_d = 1, ol_cnt = 0, carrier = 0;
   std::uint32_t c = 1;
+  bool by_name = false;
+  std::uint16_t c_last = 0;  ///< by_name: last_name(c_last)
   std::int64_t amount = 0;
   std::int64_t date = 0;
   std::uint64_t h_id = 0;

@@ -28,6 +28,20 @@ enum class Body : std::uint8_t { kDone, kRetry, kMissing, kRollback };
 
 namespace procs {
 
+// The customer a by-name operation means (TPC-C 2.5.2.2): of district (w, d)'s customers with
+// last name last_name(name), ordered by first name, the one at position ceil(n / 2). kMissing
+// when there is none (the load gives every name a district's operations draw at least one).
+template <class A>
+Body customer_by_name(A& a, std::uint32_t w, std::uint32_t d, std::uint32_t name, std::uint32_t* c) {
+  std::string lo, hi;
+  prefix_range(customer_name_prefix(w, d, last_name(name)), &lo, &hi);
+  std::vector<std::pair<std::string, std::string>> kv;
+  if (!a.range(lo, hi, 0, &kv)) return Body::kRetry;
+  if (kv.empty()) return Body::kMissing;
+  *c = static_cast<std::uint32_t>(get(kv[(kv.size() - 1) / 2].second, codec(kCustomerName), cnf::c_id));
+  return Body::kDone;
+}
+
 template <class A>
 Body new_order(A& a, const Op& op, OpResult* r) {
   const RowCodec &wc = codec(kWarehouse), &dc = codec(kDistrict), &cc = codec(kCustomer), &ic = codec(kItem),
@@ -111,7 +125,10 @@ Body payment(A& a, const Op& op, OpResult*) {
   if (!found) return Body::kMissing;
   set(row, dc, df::ytd, get(row, dc, df::ytd) + op.amount);
   if (!a.put(dk, row)) return Body::kRetry;
-  const std::string ck = customer_key(op.c_w, op.c_d, op.c);
+  std::uint32_t c = op.c;
+  if (op.by_name)
+    if (const Body b = customer_by_name(a, op.c_w, op.c_d, op.c_last, &c); b != Body::kDone) return b;
+  const std::string ck = customer_key(op.c_w, op.c_d, c);
   if (!a.get(ck, &row, &found, true)) return Body::kRetry;
   if (!found) return Body::kMissing;
   set(row, cc, cf::balance, get(row, cc, cf::balance) - op.amount);
@@ -119,7 +136,7 @@ Body payment(A& a, const Op& op, OpResult*) {
   set(row, cc, cf::payment_cnt, get(row, cc, cf::payment_cnt) + 1);
   if (!a.put(ck, row)) return Body::kRetry;
   std::string h = blank(kHistory);
-  set(h, hc, hf::c_id, op.c);
+  set(h, hc, hf::c_id, c);
   set(h, hc, hf::c_d_id, op.c_d);
   set(h, hc, hf::c_w_id, op.c_w);
   set(h, hc, hf::d_id, op.d);
@@ -180,14 +197,18 @@ Body delivery(A& a, const Op& op, OpResult* r, const DeliveryHints* hints) {
   return Body::kDone;
 }
 
-// Order-Status by customer id: the customer, then its newest order among the district's last 20
-// (a documented simplification: there is no index by customer) and that order's lines.
+// Order-Status: the customer (by id, or by last name), then its newest order among the district's
+// last 20 (a documented simplification: there is no index of orders by customer) and that order's
+// lines.
 template <class A>
 Body order_status(A& a, const Op& op, OpResult* r) {
   const RowCodec &dc = codec(kDistrict), &oc = codec(kOrder);
   std::string row;
   bool found = false;
-  if (!a.get(customer_key(op.w, op.d, op.c), &row, &found, false)) return Body::kRetry;
+  std::uint32_t c = op.c;
+  if (op.by_name)
+    if (const Body b = customer_by_name(a, op.w, op.d, op.c_last, &c); b != Body::kDone) return b;
+  if (!a.get(customer_key(op.w, op.d, c), &row, &found, false)) return Body::kRetry;
   if (!found) return Body::kMissing;
   if (!a.get(district_key(op.w, op.d), &row, &found, false)) return Body::kRetry;
   if (!found) return Body::kMissing;
@@ -198,7 +219,7 @@ Body order_status(A& a, const Op& op, OpResult* r) {
     return Body::kRetry;
   std::int64_t newest = 0;
   for (auto& [k, v] : kv)
-    if (get(v, oc, of::c_id) == op.c) newest = get(v, oc, of::id);
+    if (get(v, oc, of::c_id) == c) newest = get(v, oc, of::id);
   r->value = 0;
   if (newest > 0) {
     std::string lo, hi, prefix = order_line_key(op.w, op.d, static_cast<std::uint32_t>(newest), 0);

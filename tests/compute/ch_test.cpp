@@ -12,6 +12,7 @@
 #include <algorithm>
 #include <atomic>
 #include <cstdio>
+#include <map>
 #include <thread>
 
 #include "compute/ch.hpp"
@@ -100,6 +101,91 @@ TEST(Ch, KeysPreserveOrder) {
   EXPECT_LT(order_line_key(65535, 10, 0xffffffffu, 255), hi);
   EXPECT_LE(hi, item_key(0));  // tables never interleave
   EXPECT_LT(item_key(1000000), stock_key(0, 0));
+  EXPECT_LT(stock_key(65535, 1000000), customer_name_key(0, 0, "", "", 0));
+  // CUSTOMER-NAME orders a district's customers of one last name by first name.
+  EXPECT_LT(customer_name_key(1, 2, "BARBARBAR", "ZED", 1), customer_name_key(1, 2, "BARBARBARA", "", 0));
+  EXPECT_LT(customer_name_key(1, 2, "ESE", "ANN", 9), customer_name_key(1, 2, "ESE", "BOB", 1));
+  EXPECT_EQ(last_name(371), "PRICALLYOUGHT");  // TPC-C 4.3.2.3's example
+  EXPECT_EQ(last_name(0), "BARBARBAR");
+  EXPECT_EQ(last_name(999), "EINGEINGEING");
+}
+
+// TPC-C's by-name selection (2.5.2.2): a Payment by last name pays the customer at position
+// ceil(n / 2) of the district's n customers with that name ordered by first name, and no other;
+// about 60% of the generated Payments and Order-Statuses are by name. At TPC-C's 3,000 customers
+// per district the names of customers past the first 1,000 repeat, so some name has several.
+TEST(Ch, ByNameSelectsTheMiddleCustomerByFirstName) {
+  Scale sc = tiny();
+  sc.customers = 3000;
+  Fixture f(sc);
+  const RowCodec& cc = codec(kCustomer);
+  Txn t;
+  ASSERT_TRUE(f.space->begin(&t).ok());
+  std::vector<std::pair<std::string, std::string>> kv;
+  std::string lo, hi;
+  prefix_range(customer_key(1, 3, 0).substr(0, 4), &lo, &hi);
+  ASSERT_TRUE(t.scan(TxnRange{lo, hi, true, false, false, false}, 0, &kv).ok());
+  t.abort();
+  ASSERT_EQ(kv.size(), 3000u);
+  std::map<std::string, std::vector<std::pair<std::string, std::int64_t>>> by_last;  // last -> (first, c)
+  for (auto& [k, v] : kv) {
+    auto field = [&](std::size_t fi, std::size_t width) {
+      std::string s = v.substr(cc.offset(fi), width);
+      return s.substr(0, s.find('\0'));
+    };
+    by_last[field(cf::last, 16)].emplace_back(field(cf::first, 16), get(v, cc, cf::id));
+  }
+  std::uint32_t name = 0;
+  std::size_t most = 0;
+  for (std::uint32_t n = 0; n < 1000; ++n) {
+    const std::size_t k = by_last[last_name(n)].size();
+    ASSERT_GE(k, 1u) << "no customer named " << last_name(n);
+    if (k > most) most = k, name = n;
+  }
+  ASSERT_GE(most, 3u);
+  auto people = by_last[last_name(name)];
+  std::sort(people.begin(), people.end());
+  const std::int64_t want = people[(people.size() + 1) / 2 - 1].second;  // position ceil(n / 2)
+  auto payments = [&](std::int64_t c) {
+    Txn r;
+    EXPECT_TRUE(f.space->begin(&r).ok());
+    std::string v;
+    bool found = false;
+    EXPECT_TRUE(r.get(customer_key(1, 3, static_cast<std::uint32_t>(c)), &v, &found).ok());
+    r.abort();
+    return found ? get(v, cc, cf::payment_cnt) : -1;
+  };
+  std::vector<std::int64_t> before;
+  for (auto& p : people) before.push_back(payments(p.second));
+  Op op;
+  op.kind = Kind::kPayment;
+  op.w = op.c_w = 1;
+  op.d = op.c_d = 3;
+  op.c = 1;  // not used by name
+  op.by_name = true;
+  op.c_last = static_cast<std::uint16_t>(name);
+  op.amount = 1234;
+  op.h_id = std::uint64_t{1} << 50;
+  op.date = kWorkDate;
+  std::uint64_t rng = 1;
+  OpResult r;
+  ASSERT_TRUE(f.ch->run(op, &r, &rng).ok());
+  ASSERT_TRUE(r.committed);
+  for (std::size_t i = 0; i < people.size(); ++i)
+    EXPECT_EQ(payments(people[i].second), before[i] + (people[i].second == want ? 1 : 0))
+        << "customer " << people[i].second << " (" << people[i].first << ")";
+  op.kind = Kind::kOrderStatus;
+  ASSERT_TRUE(f.ch->run(op, &r, &rng).ok());
+  EXPECT_TRUE(r.committed);
+  // About 60% of Payments and Order-Statuses are by name.
+  std::size_t asked = 0, named = 0;
+  for (const Op& o : make_work(sc, Mix::tpcc(), 4000, 2)) {
+    if (o.kind != Kind::kPayment && o.kind != Kind::kOrderStatus) continue;
+    ++asked;
+    named += o.by_name;
+  }
+  EXPECT_GT(named * 100, asked * 55);
+  EXPECT_LT(named * 100, asked * 65);
 }
 
 // The workload: worker threads over pre-generated TPC-C-mix operations and a query thread that,
