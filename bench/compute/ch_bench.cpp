@@ -24,7 +24,9 @@
 //        --queries on|off  --seed 1  --out FILE  --quick
 //        --q3-sweep default|S,...  --q3-plans read,snapshot-keys,snapshot-tables  --q3-queries 5: instead
 //        of the mixes, Q3 by each plan while its selectivity varies (ch_q3_sweep.hpp; --reps rounds)
+//        --export DIR: instead, copy one loaded database out for DuckDB (ch_export.hpp)
 #include "bench/compute/ch_bench.hpp"
+#include "bench/compute/ch_export.hpp"
 #include "bench/compute/ch_q3_sweep.hpp"
 
 #include <algorithm>
@@ -79,6 +81,7 @@ struct Options {
   std::vector<double> q3_sweep;
   std::vector<Q3Plan> q3_plans{Q3Plan::kRead, Q3Plan::kSnapshotKeys, Q3Plan::kSnapshotTables};
   unsigned q3_queries = 5;
+  std::string export_dir;  // --export: copy the database out for DuckDB instead (ch_export.hpp)
 };
 
 double now_s() { return std::chrono::duration<double>(std::chrono::steady_clock::now().time_since_epoch()).count(); }
@@ -424,6 +427,7 @@ int run_ch_bench(int argc, char** argv) {
       }
       return !o.q3_plans.empty() || (err = "--q3-plans: empty", false);
     }
+    if (f == "--export") return o.export_dir = v, !v.empty() || (err = "--export: a directory", false);
     if (f == "--q3-queries") return count(&x) && x > 0 && (o.q3_queries = static_cast<unsigned>(x), true);
     if (f == "--queries") {
       if (v != "on" && v != "off") return err = "--queries: on or off", false;
@@ -438,7 +442,10 @@ int run_ch_bench(int argc, char** argv) {
                 "              [--load-threads 2] [--queries on|off] [--seed 1] [--out FILE] [--quick]\n"
                 "duet bench ch --q3-sweep default|S,S,... [--q3-plans read,snapshot-keys,snapshot-tables] [--q3-queries 5]\n"
                 "              [--warehouses 1] [--scale full|small] [--reps 3] [--snapshot-threads 1] [--out FILE] [--quick]\n"
-                "  Q3 by each plan while its customer selectivity varies (default 0.017,0.1,0.2,0.4,0.6,0.8,1.0)\n");
+                "  Q3 by each plan while its customer selectivity varies (default 0.017,0.1,0.2,0.4,0.6,0.8,1.0)\n"
+                "duet bench ch --export DIR [--warehouses 1] [--scale full|small] [--reps 3]\n"
+                "  one loaded database copied to DIR as CSV for bench/compute/ch_duckdb.py, with Duet's Q1/Q3/Q6\n"
+                "  results and times on the same snapshot\n");
     return 0;
   }
   if (!parsed) {
@@ -469,6 +476,16 @@ int run_ch_bench(int argc, char** argv) {
   if (Status s = Engine::open(ec, &engine); !s.ok())
     return std::fprintf(stderr, "duet bench ch: engine: %s\n", s.to_string().c_str()), 1;
 
+  if (!o.export_dir.empty()) {
+    ChExport x;
+    x.scale = sc;
+    x.scale_name = o.scale;
+    x.dir = o.export_dir;
+    x.reps = o.reps;
+    x.load_threads = o.load_threads;
+    x.engine = engine;
+    return run_ch_export(x);
+  }
   if (!o.q3_sweep.empty()) {
     Q3Sweep w;
     w.scale = sc;

@@ -577,18 +577,6 @@ Status Ch::run(const Op& op, OpResult* r, std::uint64_t* rng) {
 
 namespace {
 
-// SNAPSHOT of table `tag` (into *buffer, or a buffer of this call when null), decoded into *out.
-Status snapshot_table(Txn* t, Tag tag, Table* out, std::size_t* rows_read, TxnSnapshot* buffer = nullptr) {
-  std::string lo, hi;
-  table_range(tag, &lo, &hi);
-  const SnapshotArg arg = SnapshotArg::of(TxnRange{lo, hi, true, false, false, false});
-  TxnSnapshot own;
-  TxnSnapshot& snap = buffer ? *buffer : own;
-  if (Status s = t->snapshot(std::span<const SnapshotArg>(&arg, 1), &snap); !s.ok()) return s;
-  *rows_read += snap.size();
-  return codec(tag).decode(RowCodec::slots_of(snap), out);
-}
-
 // Adds column `name` = ((w * 16 + d) << 32) + x: one integer per (warehouse, district, id).
 Status add_composite(Context* ctx, Table* t, const std::string& w, const std::string& d, const std::string& x,
                      const std::string& name) {
@@ -614,9 +602,20 @@ const Column& col(const Table& t, std::string_view name) { return *t.get(name); 
 
 }  // namespace
 
+Status read_table(Txn* t, Tag tag, Table* out, std::size_t* rows_read, TxnSnapshot* buffer) {
+  std::string lo, hi;
+  table_range(tag, &lo, &hi);
+  const SnapshotArg arg = SnapshotArg::of(TxnRange{lo, hi, true, false, false, false});
+  TxnSnapshot own;
+  TxnSnapshot& snap = buffer ? *buffer : own;
+  if (Status s = t->snapshot(std::span<const SnapshotArg>(&arg, 1), &snap); !s.ok()) return s;
+  if (rows_read) *rows_read += snap.size();
+  return codec(tag).decode(RowCodec::slots_of(snap), out);
+}
+
 Status Ch::q1(Txn* t, Context* ctx, QueryResult* out) {
   Table L, A;
-  if (Status s = snapshot_table(t, kOrderLine, &L, &out->rows_read); !s.ok()) return s;
+  if (Status s = read_table(t, kOrderLine, &L, &out->rows_read); !s.ok()) return s;
   Selection sel;
   const Predicate p[] = {{"ol_delivery_d", Cmp::kGt, kDate2007, 0, 0, 0, {}, {}}};
   if (Status s = ctx->filter(L, p, &sel); !s.ok()) return s;
@@ -633,7 +632,7 @@ Status Ch::q1(Txn* t, Context* ctx, QueryResult* out) {
 
 Status Ch::q6(Txn* t, Context* ctx, QueryResult* out) {
   Table L, A;
-  if (Status s = snapshot_table(t, kOrderLine, &L, &out->rows_read); !s.ok()) return s;
+  if (Status s = read_table(t, kOrderLine, &L, &out->rows_read); !s.ok()) return s;
   Selection sel;
   const Predicate p[] = {{"ol_delivery_d", Cmp::kBetween, kDate1999, kDate2020 - 1, 0, 0, {}, {}},
                          {"ol_quantity", Cmp::kBetween, 1, 100000, 0, 0, {}, {}}};
@@ -784,10 +783,10 @@ Status Ch::q3_keys(Txn* t, QueryResult* out, const StateFilter& f, QueryScratch*
 
 Status Ch::q3_tables(Txn* t, Context* ctx, QueryResult* out, const StateFilter& f, QueryScratch* scratch) {
   Table C, N, O, L;  // each table decoded from one SNAPSHOT in buffer a
-  if (Status s = snapshot_table(t, kCustomer, &C, &out->rows_read, &scratch->a); !s.ok()) return s;
-  if (Status s = snapshot_table(t, kNewOrder, &N, &out->rows_read, &scratch->a); !s.ok()) return s;
-  if (Status s = snapshot_table(t, kOrder, &O, &out->rows_read, &scratch->a); !s.ok()) return s;
-  if (Status s = snapshot_table(t, kOrderLine, &L, &out->rows_read, &scratch->a); !s.ok()) return s;
+  if (Status s = read_table(t, kCustomer, &C, &out->rows_read, &scratch->a); !s.ok()) return s;
+  if (Status s = read_table(t, kNewOrder, &N, &out->rows_read, &scratch->a); !s.ok()) return s;
+  if (Status s = read_table(t, kOrder, &O, &out->rows_read, &scratch->a); !s.ok()) return s;
+  if (Status s = read_table(t, kOrderLine, &L, &out->rows_read, &scratch->a); !s.ok()) return s;
   // c_state in [f.lo, f.hi] (CH: LIKE 'A%')
   Selection sel;
   Predicate ps{"c_state", Cmp::kBetween, 0, 0, 0, 0, f.lo, f.hi};

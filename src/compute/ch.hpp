@@ -122,6 +122,10 @@ namespace sf { enum : std::size_t { i_id, w_id, quantity, ytd, order_cnt, remote
 
 /// The row codec of each table (fields named as TPC-C's columns: w_id, w_tax, ...).
 const RowCodec& codec(Tag t);
+/// Table `tag` at *t's snapshot, by one SNAPSHOT of its key range (into *buffer when given, whose
+/// capacity it reuses), decoded into *out (one column per field). Adds the rows read to
+/// *rows_read when given. Errors of Txn::snapshot and RowCodec::decode pass through.
+Status read_table(Txn* t, Tag tag, Table* out, std::size_t* rows_read = nullptr, TxnSnapshot* buffer = nullptr);
 
 /// Field access on an encoded row (the codec's little-endian layout; the row must be the
 /// codec's row_bytes() long).
