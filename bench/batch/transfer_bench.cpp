@@ -178,11 +178,6 @@ double pct(std::vector<double> xs, double p) {
   return xs[std::min(xs.size() - 1, static_cast<std::size_t>(p * xs.size()))];
 }
 
-Json summary_json(const std::vector<double>& xs) {
-  const auto s = duet::bench::summarize(xs);
-  return Json::object().set("median", s.median).set("min", s.min).set("max", s.max);
-}
-
 }  // namespace
 
 int duet::bench::run_transfer_bench(int argc, char** argv) {
@@ -306,7 +301,7 @@ int duet::bench::run_transfer_bench(int argc, char** argv) {
         std::printf("  %-12s %3u threads: %7.2f (%.2f-%.2f)  p50 %.1f us\n", mname, t, m.median, m.min, m.max,
                     duet::bench::summarize(p50).median);
         records.push(Json::object().set("kind", "threads").set("mode", mname).set("threads", t)
-                         .set("mtx_per_s", summary_json(mtx)).set("p50_block_us", summary_json(p50)));
+                         .set("mtx_per_s", summary_json(summarize(mtx))).set("p50_block_us", summary_json(summarize(p50))));
       }
   }
 
@@ -403,9 +398,9 @@ int duet::bench::run_transfer_bench(int argc, char** argv) {
                            .set("blocks", nblocks)
                            .set("mode", mname)
                            .set("dag", engine->dag_description())
-                           .set("mtx_per_s", summary_json(mtx))
-                           .set("p50_block_us", summary_json(p50))
-                           .set("p99_block_us", summary_json(p99))
+                           .set("mtx_per_s", summary_json(summarize(mtx)))
+                           .set("p50_block_us", summary_json(summarize(p50)))
+                           .set("p99_block_us", summary_json(summarize(p99)))
                            .set("fast_path_failure_rate", fastfail)
                            .set("rerun_share", rerun)
                            .set("final_abort_rate", aborts)

@@ -318,14 +318,6 @@ RunResult run_once(const SystemInfo& sys, Shape shape, const std::vector<std::ui
   return res;
 }
 
-Json summary_json(const Summary& s) {
-  Json j = Json::object();
-  j.set("median", s.median);
-  j.set("min", s.min);
-  j.set("max", s.max);
-  return j;
-}
-
 void print_row(const std::string& fig, const std::string& system, const std::string& shape, double mix, unsigned threads,
                const Summary& s, const std::string& note) {
   char range[64];

@@ -80,14 +80,6 @@ struct Work {
   std::vector<std::vector<std::uint64_t>> streams;  // one per thread of the largest count
 };
 
-Json summary_json(const Summary& s) {
-  Json j = Json::object();
-  j.set("median", s.median);
-  j.set("min", s.min);
-  j.set("max", s.max);
-  return j;
-}
-
 template <class S>
 std::unique_ptr<S> build(const Work& w, const RemoteRun& run, std::string* err) {
   using A = Adapter<S>;

@@ -95,6 +95,14 @@ Summary summarize(std::vector<double> xs) {
   return s;
 }
 
+Json summary_json(const Summary& s) {
+  Json j = Json::object();
+  j.set("median", s.median);
+  j.set("min", s.min);
+  j.set("max", s.max);
+  return j;
+}
+
 double percentile(std::vector<double>& v, double p) {
   if (v.empty()) return 0;
   const std::size_t i = std::min(v.size() - 1, static_cast<std::size_t>(p * static_cast<double>(v.size())));

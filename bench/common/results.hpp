@@ -35,6 +35,8 @@ struct Summary {
   double median = 0, min = 0, max = 0;
 };
 Summary summarize(std::vector<double> xs);
+/// {"median", "min", "max"} of s, the form every results file uses for a summarized figure.
+Json summary_json(const Summary& s);
 
 /// The p-quantile (0..1) of `v` by rank: the element at floor(p * n), clamped to the last; 0 for
 /// an empty sample. Reorders `v` (nth_element, linear time).

@@ -49,12 +49,8 @@ bool write_csv(const Table& t, const std::vector<std::string>& cols, const std::
   return ok;
 }
 
-Json times_json(std::vector<double> ms) {
-  const Summary s = summarize(ms);
-  Json j = Json::object();
-  j.set("median", s.median);
-  j.set("min", s.min);
-  j.set("max", s.max);
+Json times_json(const std::vector<double>& ms) {
+  Json j = summary_json(summarize(ms));
   j.set("all", Json::array_of(ms));
   return j;
 }

@@ -20,14 +20,6 @@ using namespace duet::compute::ch;
 
 double now_s() { return std::chrono::duration<double>(std::chrono::steady_clock::now().time_since_epoch()).count(); }
 
-Json summary_json(const Summary& s) {
-  Json j = Json::object();
-  j.set("median", s.median);
-  j.set("min", s.min);
-  j.set("max", s.max);
-  return j;
-}
-
 }  // namespace
 
 int run_q3_sweep(const Q3Sweep& w) {
