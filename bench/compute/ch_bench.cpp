@@ -195,6 +195,7 @@ Run run_duet(const Options& o, const Scale& sc, const std::string& mix, const st
   const double l0 = now_s();
   if (Status s = ch->load(o.load_threads); !s.ok()) return r.error = "load: " + s.to_string(), r;
   r.load_s = now_s() - l0;
+  QueryScratch scratch;  // the query thread's SNAPSHOT buffers, kept from query to query
   AckBoard board(static_cast<unsigned>(work.size()));
   std::unique_ptr<Context> ctx;
   if (Status s = engine->context(Device::kCpu, &ctx); !s.ok()) return r.error = s.to_string(), r;
@@ -210,8 +211,9 @@ Run run_duet(const Options& o, const Scale& sc, const std::string& mix, const st
         if (Status s = space->begin(&t); !s.ok()) return *err = s.to_string(), -1;
         QueryResult q;
         const int which = query_of(mix, static_cast<std::uint64_t>(qi));
-        const Status s = which == 0 ? ch->q1(&t, ctx.get(), &q) : which == 1 ? ch->q3(&t, ctx.get(), &q)
-                                                                             : ch->q6(&t, ctx.get(), &q);
+        const Status s = which == 0   ? ch->q1(&t, ctx.get(), &q, &scratch)
+                         : which == 1 ? ch->q3(&t, ctx.get(), &q, {}, Q3Plan::kSnapshotTables, &scratch)
+                                      : ch->q6(&t, ctx.get(), &q, &scratch);
         if (!s.ok()) return *err = s.to_string(), -1;
         ++r.per_query[static_cast<std::size_t>(which)];
         const Status f = Ch::check_fresh(&t, acks);

@@ -136,8 +136,8 @@ int run_ch_export(const ChExport& e) {
   };
   std::vector<double> q1_ms, q6_ms, q3_tables_ms, q3_keys_ms, q3_read_ms;
   const bool ok =
-      time([&](QueryResult* r) { return ch->q1(&t, ctx.get(), r); }, &q1_ms) &&
-      time([&](QueryResult* r) { return ch->q6(&t, ctx.get(), r); }, &q6_ms) &&
+      time([&](QueryResult* r) { return ch->q1(&t, ctx.get(), r, &scratch); }, &q1_ms) &&
+      time([&](QueryResult* r) { return ch->q6(&t, ctx.get(), r, &scratch); }, &q6_ms) &&
       time([&](QueryResult* r) { return ch->q3(&t, ctx.get(), r, {}, Q3Plan::kSnapshotTables, &scratch); }, &q3_tables_ms) &&
       time([&](QueryResult* r) { return ch->q3(&t, ctx.get(), r, {}, Q3Plan::kSnapshotKeys, &scratch); }, &q3_keys_ms) &&
       time([&](QueryResult* r) { return ch->q3(&t, ctx.get(), r, {}, Q3Plan::kRead, &scratch); }, &q3_read_ms);

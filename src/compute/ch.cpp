@@ -602,7 +602,8 @@ const Column& col(const Table& t, std::string_view name) { return *t.get(name); 
 
 }  // namespace
 
-Status read_table(Txn* t, Tag tag, Table* out, std::size_t* rows_read, TxnSnapshot* buffer) {
+Status read_table(Txn* t, Tag tag, Table* out, std::size_t* rows_read, TxnSnapshot* buffer,
+                  std::span<const std::string> fields) {
   std::string lo, hi;
   table_range(tag, &lo, &hi);
   const SnapshotArg arg = SnapshotArg::of(TxnRange{lo, hi, true, false, false, false});
@@ -610,12 +611,15 @@ Status read_table(Txn* t, Tag tag, Table* out, std::size_t* rows_read, TxnSnapsh
   TxnSnapshot& snap = buffer ? *buffer : own;
   if (Status s = t->snapshot(std::span<const SnapshotArg>(&arg, 1), &snap); !s.ok()) return s;
   if (rows_read) *rows_read += snap.size();
-  return codec(tag).decode(RowCodec::slots_of(snap), out);
+  if (fields.empty()) return codec(tag).decode(RowCodec::slots_of(snap), out);
+  return codec(tag).decode_fields(RowCodec::slots_of(snap), fields, out);
 }
 
-Status Ch::q1(Txn* t, Context* ctx, QueryResult* out) {
+Status Ch::q1(Txn* t, Context* ctx, QueryResult* out, QueryScratch* scratch) {
   Table L, A;
-  if (Status s = read_table(t, kOrderLine, &L, &out->rows_read); !s.ok()) return s;
+  const std::string cols[] = {"ol_number", "ol_delivery_d", "ol_quantity", "ol_amount"};
+  if (Status s = read_table(t, kOrderLine, &L, &out->rows_read, scratch ? &scratch->a : nullptr, cols); !s.ok())
+    return s;
   Selection sel;
   const Predicate p[] = {{"ol_delivery_d", Cmp::kGt, kDate2007, 0, 0, 0, {}, {}}};
   if (Status s = ctx->filter(L, p, &sel); !s.ok()) return s;
@@ -630,9 +634,11 @@ Status Ch::q1(Txn* t, Context* ctx, QueryResult* out) {
   return Status::Ok();
 }
 
-Status Ch::q6(Txn* t, Context* ctx, QueryResult* out) {
+Status Ch::q6(Txn* t, Context* ctx, QueryResult* out, QueryScratch* scratch) {
   Table L, A;
-  if (Status s = read_table(t, kOrderLine, &L, &out->rows_read); !s.ok()) return s;
+  const std::string cols[] = {"ol_delivery_d", "ol_quantity", "ol_amount"};
+  if (Status s = read_table(t, kOrderLine, &L, &out->rows_read, scratch ? &scratch->a : nullptr, cols); !s.ok())
+    return s;
   Selection sel;
   const Predicate p[] = {{"ol_delivery_d", Cmp::kBetween, kDate1999, kDate2020 - 1, 0, 0, {}, {}},
                          {"ol_quantity", Cmp::kBetween, 1, 100000, 0, 0, {}, {}}};
@@ -782,11 +788,14 @@ Status Ch::q3_keys(Txn* t, QueryResult* out, const StateFilter& f, QueryScratch*
 }
 
 Status Ch::q3_tables(Txn* t, Context* ctx, QueryResult* out, const StateFilter& f, QueryScratch* scratch) {
-  Table C, N, O, L;  // each table decoded from one SNAPSHOT in buffer a
-  if (Status s = read_table(t, kCustomer, &C, &out->rows_read, &scratch->a); !s.ok()) return s;
+  Table C, N, O, L;  // each table decoded (the columns Q3 reads) from one SNAPSHOT in buffer a
+  const std::string c_read[] = {"c_id", "c_d_id", "c_w_id", "c_state"};
+  const std::string o_read[] = {"o_id", "o_d_id", "o_w_id", "o_c_id", "o_entry_d"};
+  const std::string l_read[] = {"ol_w_id", "ol_d_id", "ol_o_id", "ol_amount"};
+  if (Status s = read_table(t, kCustomer, &C, &out->rows_read, &scratch->a, c_read); !s.ok()) return s;
   if (Status s = read_table(t, kNewOrder, &N, &out->rows_read, &scratch->a); !s.ok()) return s;
-  if (Status s = read_table(t, kOrder, &O, &out->rows_read, &scratch->a); !s.ok()) return s;
-  if (Status s = read_table(t, kOrderLine, &L, &out->rows_read, &scratch->a); !s.ok()) return s;
+  if (Status s = read_table(t, kOrder, &O, &out->rows_read, &scratch->a, o_read); !s.ok()) return s;
+  if (Status s = read_table(t, kOrderLine, &L, &out->rows_read, &scratch->a, l_read); !s.ok()) return s;
   // c_state in [f.lo, f.hi] (CH: LIKE 'A%')
   Selection sel;
   Predicate ps{"c_state", Cmp::kBetween, 0, 0, 0, 0, f.lo, f.hi};

@@ -123,9 +123,11 @@ namespace sf { enum : std::size_t { i_id, w_id, quantity, ytd, order_cnt, remote
 /// The row codec of each table (fields named as TPC-C's columns: w_id, w_tax, ...).
 const RowCodec& codec(Tag t);
 /// Table `tag` at *t's snapshot, by one SNAPSHOT of its key range (into *buffer when given, whose
-/// capacity it reuses), decoded into *out (one column per field). Adds the rows read to
-/// *rows_read when given. Errors of Txn::snapshot and RowCodec::decode pass through.
-Status read_table(Txn* t, Tag tag, Table* out, std::size_t* rows_read = nullptr, TxnSnapshot* buffer = nullptr);
+/// capacity it reuses), decoded into *out: one column per field, or only the fields named in
+/// `fields` when it is not empty. Adds the rows read to *rows_read when given. Errors of
+/// Txn::snapshot and RowCodec::decode pass through.
+Status read_table(Txn* t, Tag tag, Table* out, std::size_t* rows_read = nullptr, TxnSnapshot* buffer = nullptr,
+                  std::span<const std::string> fields = {});
 
 /// Field access on an encoded row (the codec's little-endian layout; the row must be the
 /// codec's row_bytes() long).
@@ -313,9 +315,10 @@ class Ch {
   Status run(const Op& op, OpResult* r, std::uint64_t* rng);
 
   /// CH Q1 / Q6 / Q3 on *t's snapshot (t begun by the caller; it is read, not ended), through the
-  /// compute operators of `ctx`.
-  Status q1(Txn* t, Context* ctx, QueryResult* out);
-  Status q6(Txn* t, Context* ctx, QueryResult* out);
+  /// compute operators of `ctx`, decoding only the columns each reads; `scratch` (optional) is
+  /// the calling thread's buffers, kept from query to query.
+  Status q1(Txn* t, Context* ctx, QueryResult* out, QueryScratch* scratch = nullptr);
+  Status q6(Txn* t, Context* ctx, QueryResult* out, QueryScratch* scratch = nullptr);
   /// Q3 takes its customer predicate and its plan (the default: CH's Q3 on whole-table SNAPSHOTs;
   /// kRead and kSnapshotKeys use no operator of ctx, which may then be null), and optionally the
   /// calling thread's scratch (null: buffers of this call only).

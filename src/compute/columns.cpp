@@ -273,6 +273,26 @@ RowCodec::Slots RowCodec::slots_of(const PackedSnapshot& p) {
 }
 
 Status RowCodec::decode(const Slots& s, Table* out, bool with_key) const {
+  std::vector<std::size_t> all(fields_.size());
+  for (std::size_t f = 0; f < all.size(); ++f) all[f] = f;
+  return decode_indices(s, all, out, with_key);
+}
+
+Status RowCodec::decode_fields(const Slots& s, std::span<const std::string> names, Table* out, bool with_key) const {
+  std::vector<std::size_t> idx;
+  for (const std::string& n : names) {
+    std::size_t f = 0;
+    while (f < fields_.size() && fields_[f].name != n) ++f;
+    if (f == fields_.size() || std::find(idx.begin(), idx.end(), f) != idx.end()) {
+      *out = Table();
+      return Status::InvalidArgument("compute: decode: '" + n + "' is not a field of the schema, or is named twice");
+    }
+    idx.push_back(f);
+  }
+  return decode_indices(s, idx, out, with_key);
+}
+
+Status RowCodec::decode_indices(const Slots& s, const std::vector<std::size_t>& fields, Table* out, bool with_key) const {
   *out = Table();
   if (s.n > 0 && (!s.value_offsets || !s.present || (with_key && !s.key_offsets)))
     return Status::InvalidArgument("compute: decode: slots without offsets or presence flags");
@@ -307,7 +327,7 @@ Status RowCodec::decode(const Slots& s, Table* out, bool with_key) const {
     st = out->add("key", std::move(k));
     if (!st.ok()) return st;
   }
-  for (std::size_t f = 0; f < fields_.size(); ++f) {
+  for (const std::size_t f : fields) {
     Column c(fields_[f].type, fields_[f].width);
     Status st = c.resize(n, true);
     if (!st.ok()) return st;

@@ -183,8 +183,13 @@ class RowCodec {
   /// 8 bytes, so that integer order is key order for keys of one length). InvalidArgument,
   /// naming the slot, for a value that is not row_bytes() long or a key over 8 bytes.
   Status decode(const Slots& s, Table* out, bool with_key = false) const;
+  /// decode() of the named fields only (in the order named): a query decodes the columns it
+  /// reads, not every field of the row. InvalidArgument, with *out cleared, for a name that is
+  /// not a field (or named twice) and for what decode() refuses.
+  Status decode_fields(const Slots& s, std::span<const std::string> names, Table* out, bool with_key = false) const;
 
  private:
+  Status decode_indices(const Slots& s, const std::vector<std::size_t>& fields, Table* out, bool with_key) const;
   std::vector<Field> fields_;
   std::vector<std::size_t> offsets_;
   std::size_t row_bytes_ = 0;

@@ -126,6 +126,32 @@ TEST_F(ComputeCodecSnapshot, DecodesRangesAndPointsInSlotOrder) {
   t.abort();
 }
 
+// decode_fields gives the named columns of decode(), in the order named; a name that is not a
+// field, or one named twice, is refused with nothing decoded.
+TEST_F(ComputeCodecSnapshot, DecodesOnlyTheNamedFields) {
+  Txn t;
+  ASSERT_TRUE(space_->begin(&t).ok());
+  const SnapshotArg args[] = {SnapshotArg::of(TxnRange::all()), SnapshotArg::point(key8(999))};
+  TxnSnapshot s;
+  ASSERT_TRUE(t.snapshot(args, &s).ok());
+  Table all, some;
+  ASSERT_TRUE(codec_.decode(RowCodec::slots_of(s), &all, true).ok());
+  const std::string names[] = {"state", "amount"};
+  ASSERT_TRUE(codec_.decode_fields(RowCodec::slots_of(s), names, &some, true).ok());
+  ASSERT_EQ(some.width(), 3u);
+  EXPECT_EQ(some.name(0), "key");
+  EXPECT_EQ(some.name(1), "state");
+  EXPECT_EQ(some.name(2), "amount");
+  ASSERT_EQ(some.rows(), all.rows());
+  for (const char* n : {"key", "state", "amount"})
+    EXPECT_EQ(0, std::memcmp(some.get(n)->data(), all.get(n)->data(), all.rows() * all.get(n)->width())) << n;
+  const std::string bad[] = {"amount", "nope"}, twice[] = {"id", "id"};
+  EXPECT_EQ(codec_.decode_fields(RowCodec::slots_of(s), bad, &some).code(), StatusCode::kInvalidArgument);
+  EXPECT_EQ(some.width(), 0u);
+  EXPECT_EQ(codec_.decode_fields(RowCodec::slots_of(s), twice, &some).code(), StatusCode::kInvalidArgument);
+  t.abort();
+}
+
 TEST_F(ComputeCodecSnapshot, MalformedRowsAreRefused) {
   Txn w;
   ASSERT_TRUE(space_->begin(&w).ok());
