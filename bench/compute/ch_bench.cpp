@@ -27,6 +27,7 @@
 //        --export DIR: instead, copy one loaded database out for DuckDB (ch_export.hpp)
 #include "bench/compute/ch_bench.hpp"
 #include "bench/compute/ch_export.hpp"
+#include "bench/compute/ch_load.hpp"
 #include "bench/compute/ch_q3_sweep.hpp"
 
 #include <algorithm>
@@ -83,8 +84,6 @@ struct Options {
   unsigned q3_queries = 5;
   std::string export_dir;  // --export: copy the database out for DuckDB instead (ch_export.hpp)
 };
-
-double now_s() { return std::chrono::duration<double>(std::chrono::steady_clock::now().time_since_epoch()).count(); }
 
 // One run's figures.
 struct Run {
@@ -190,11 +189,7 @@ Run run_duet(const Options& o, const Scale& sc, const std::string& mix, const st
   std::unique_ptr<Ch> ch;
   TxnConfig tc;
   tc.snapshot_threads = o.snapshot_threads;
-  if (Status s = TxnSpace::open("ch", tc, &space); !s.ok()) return r.error = s.to_string(), r;
-  if (Status s = Ch::make(space, sc, &ch); !s.ok()) return r.error = s.to_string(), r;
-  const double l0 = now_s();
-  if (Status s = ch->load(o.load_threads); !s.ok()) return r.error = "load: " + s.to_string(), r;
-  r.load_s = now_s() - l0;
+  if (Status s = load_ch(sc, tc, o.load_threads, &space, &ch, &r.load_s); !s.ok()) return r.error = s.to_string(), r;
   QueryScratch scratch;  // the query thread's SNAPSHOT buffers, kept from query to query
   AckBoard board(static_cast<unsigned>(work.size()));
   std::unique_ptr<Context> ctx;

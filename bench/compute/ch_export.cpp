@@ -3,8 +3,8 @@
 // their results (the peer must match them) and their times. The copy is what the queries read:
 // order_line, customer, orders and new_order as CSV with the columns they use.
 #include "bench/compute/ch_export.hpp"
+#include "bench/compute/ch_load.hpp"
 
-#include <chrono>
 #include <cstdio>
 #include <filesystem>
 #include <functional>
@@ -17,8 +17,6 @@ namespace {
 
 using namespace duet::compute;
 using namespace duet::compute::ch;
-
-double now_s() { return std::chrono::duration<double>(std::chrono::steady_clock::now().time_since_epoch()).count(); }
 
 // Writes `cols` of table `t` (integer columns, or 2-byte kBytes written as text) to path as CSV.
 bool write_csv(const Table& t, const std::vector<std::string>& cols, const std::string& path, std::string* err) {
@@ -77,16 +75,11 @@ int run_ch_export(const ChExport& e) {
   if (ec) return std::fprintf(stderr, "duet bench ch: cannot create %s\n", e.dir.c_str()), 1;
   std::shared_ptr<TxnSpace> space;
   std::unique_ptr<Ch> ch;
-  if (Status s = TxnSpace::open("ch", TxnConfig{}, &space); !s.ok())
-    return std::fprintf(stderr, "duet bench ch: %s\n", s.to_string().c_str()), 1;
-  if (Status s = Ch::make(space, e.scale, &ch); !s.ok())
-    return std::fprintf(stderr, "duet bench ch: %s\n", s.to_string().c_str()), 1;
   std::printf("loading %u warehouses ...\n", e.scale.warehouses);
   std::fflush(stdout);
-  const double l0 = now_s();
-  if (Status s = ch->load(e.load_threads); !s.ok())
-    return std::fprintf(stderr, "duet bench ch: load: %s\n", s.to_string().c_str()), 1;
-  const double load_s = now_s() - l0;
+  double load_s = 0;
+  if (Status s = load_ch(e.scale, TxnConfig{}, e.load_threads, &space, &ch, &load_s); !s.ok())
+    return std::fprintf(stderr, "duet bench ch: %s\n", s.to_string().c_str()), 1;
   std::unique_ptr<Context> ctx;
   if (Status s = e.engine->context(Device::kCpu, &ctx); !s.ok())
     return std::fprintf(stderr, "duet bench ch: %s\n", s.to_string().c_str()), 1;

@@ -5,8 +5,8 @@
 // (selectivity, plan) point in turn, the plans' order rotating between rounds; the first queries of
 // one selectivity's plans must give the same rows, or the run fails.
 #include "bench/compute/ch_q3_sweep.hpp"
+#include "bench/compute/ch_load.hpp"
 
-#include <chrono>
 #include <cstdio>
 
 #include "common/json.hpp"
@@ -18,8 +18,6 @@ namespace {
 using namespace duet::compute;
 using namespace duet::compute::ch;
 
-double now_s() { return std::chrono::duration<double>(std::chrono::steady_clock::now().time_since_epoch()).count(); }
-
 }  // namespace
 
 int run_q3_sweep(const Q3Sweep& w) {
@@ -27,16 +25,11 @@ int run_q3_sweep(const Q3Sweep& w) {
   std::unique_ptr<Ch> ch;
   TxnConfig tc;
   tc.snapshot_threads = w.snapshot_threads;
-  if (Status s = TxnSpace::open("ch", tc, &space); !s.ok())
-    return std::fprintf(stderr, "duet bench ch: %s\n", s.to_string().c_str()), 1;
-  if (Status s = Ch::make(space, w.scale, &ch); !s.ok())
-    return std::fprintf(stderr, "duet bench ch: %s\n", s.to_string().c_str()), 1;
   std::printf("loading %u warehouses ...\n", w.scale.warehouses);
   std::fflush(stdout);
-  const double l0 = now_s();
-  if (Status s = ch->load(w.load_threads); !s.ok())
-    return std::fprintf(stderr, "duet bench ch: load: %s\n", s.to_string().c_str()), 1;
-  const double load_s = now_s() - l0;
+  double load_s = 0;
+  if (Status s = load_ch(w.scale, tc, w.load_threads, &space, &ch, &load_s); !s.ok())
+    return std::fprintf(stderr, "duet bench ch: %s\n", s.to_string().c_str()), 1;
   std::unique_ptr<Context> ctx;
   if (Status s = w.engine->context(Device::kCpu, &ctx); !s.ok())
     return std::fprintf(stderr, "duet bench ch: %s\n", s.to_string().c_str()), 1;
