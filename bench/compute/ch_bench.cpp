@@ -7,9 +7,13 @@
 //
 //   mixes    seed: 90% NewOrder, 10% Delivery, with Q1;  tpcc: 45/43/4/4/4 NewOrder / Payment /
 //            Delivery / Order-Status / Stock-Level, with Q1, Q3 and Q6 in turn
-//   systems  duet: the txn keyspace;  rocksdb: RocksDB 7.8's TransactionDB (pessimistic, memtable
-//            only, WAL off) running the same transaction code (src/compute/ch_procs.hpp) on the same
-//            pre-generated work and threads, with Q1 by an iterator scan of its snapshot (Q1 only)
+//   systems  duet: the txn keyspace;  server: `duet server` on this machine, each operation one
+//            FCALL of its procedure in libduet_ch_proc.so (ch_proc.cpp, the same transaction
+//            code) from one connection per worker, and Q1 (and Q6 in turn on the tpcc mix) as
+//            FCALL_RO from the query thread's;  rocksdb: RocksDB 7.8's TransactionDB
+//            (pessimistic, memtable only, WAL off) running the same transaction code
+//            (src/compute/ch_procs.hpp) on the same pre-generated work and threads, with Q1 by an
+//            iterator scan of its snapshot (Q1 only)
 //
 // Every run starts from a freshly loaded database. Before each query begins, the query thread reads
 // every worker's newest acknowledged NewOrder; the freshness check then requires the query's
@@ -22,6 +26,8 @@
 //        --mixes seed,tpcc  --systems duet,rocksdb  --query-cpu-threads 1  --snapshot-threads 1
 //        --load-threads 2
 //        --queries on|off  --seed 1  --out FILE  --quick
+//        --server-bin PATH --proc PATH --server-threads N: the server system's duet binary, procedure
+//        library (default: beside this program) and I/O threads (default: the server's)
 //        --q3-sweep default|S,...  --q3-plans read,snapshot-keys,snapshot-tables  --q3-queries 5: instead
 //        of the mixes, Q3 by each plan while its selectivity varies (ch_q3_sweep.hpp; --reps rounds)
 //        --export DIR: instead, copy one loaded database out for DuckDB (ch_export.hpp)
@@ -29,6 +35,7 @@
 #include "bench/compute/ch_export.hpp"
 #include "bench/compute/ch_load.hpp"
 #include "bench/compute/ch_q3_sweep.hpp"
+#include "bench/compute/ch_server.hpp"
 
 #include <algorithm>
 #include <array>
@@ -83,6 +90,7 @@ struct Options {
   std::vector<Q3Plan> q3_plans{Q3Plan::kRead, Q3Plan::kSnapshotKeys, Q3Plan::kSnapshotTables};
   unsigned q3_queries = 5;
   std::string export_dir;  // --export: copy the database out for DuckDB instead (ch_export.hpp)
+  ChServerConfig server = default_ch_server_config();  // the server system
 };
 
 // One run's figures.
@@ -221,6 +229,60 @@ Run run_duet(const Options& o, const Scale& sc, const std::string& mix, const st
     const Status c = ch->check_consistency(&t);
     r.consistency = c.ok() ? "conditions 1-4 hold" : c.to_string();
     if (!c.ok() && r.error.empty()) r.error = c.to_string();
+  }
+  return r;
+}
+
+// The server system: a fresh `duet server` per run, loaded through ch.load, each operation one
+// FCALL from its worker's connection, the queries FCALL_RO from the query thread's.
+Run run_server(const Options& o, const Scale& sc, const std::string& mix, const std::vector<std::vector<Op>>& work) {
+  Run r;
+  std::unique_ptr<ChServer> server;
+  if (Status s = ChServer::start(o.server, &server); !s.ok()) return r.error = "server: " + s.to_string(), r;
+  const double l0 = now_s();
+  if (Status s = server->load(sc, o.load_threads); !s.ok()) return r.error = "server load: " + s.to_string(), r;
+  r.load_s = now_s() - l0;
+  std::vector<std::unique_ptr<RespConnection>> conns(work.size() + 1);
+  for (auto& c : conns)
+    if (Status s = RespConnection::open(server->port(), &c); !s.ok()) return r.error = s.to_string(), r;
+  std::uint64_t calls0 = 0, retries0 = 0, calls1 = 0, retries1 = 0;
+  if (Status s = server->procedure_counts(&calls0, &retries0); !s.ok()) return r.error = s.to_string(), r;
+  AckBoard board(static_cast<unsigned>(work.size()));
+  RespConnection& qc = *conns.back();
+  drive(
+      work, board, &r, o.queries,
+      [&](unsigned w, const Op& op, OpResult* res, std::uint64_t*, std::string* err) {
+        return run_ch_op(*conns[w], op, res, err);
+      },
+      [&](int qi, const std::vector<Ack>& acks, std::string* err) -> int {
+        // Q1 (and Q6 in turn on the tpcc mix: Q3 is not a procedure), with the acknowledged orders.
+        const int which = mix == "seed" || qi % 2 == 0 ? 0 : 2;
+        std::vector<std::string> ack_args;
+        for (const Ack& a : acks)
+          for (std::uint32_t x : {a.w, a.d, a.o}) ack_args.push_back(std::to_string(x));
+        std::vector<std::string_view> argv{"FCALL_RO", which == 0 ? "ch.q1" : "ch.q6", "0"};
+        for (auto& x : ack_args) argv.push_back(x);
+        RespValue v;
+        if (Status s = qc.call(argv, &v); !s.ok()) return *err = s.to_string(), -1;
+        if (v.is_error() || v.elems.size() != 3) return *err = "query: " + v.text, -1;
+        ++r.per_query[static_cast<std::size_t>(which)];
+        if (v.elems[1].integer != 0)
+          return *err = "server freshness: " + std::to_string(v.elems[1].integer) +
+                        " acknowledged orders are not in the query's snapshot", 0;
+        return 1;
+      });
+  if (Status s = server->procedure_counts(&calls1, &retries1); s.ok() && calls1 > calls0) {
+    const double runs = static_cast<double>(calls1 - calls0 + retries1 - retries0);
+    r.abort_rate = static_cast<double>(retries1 - retries0) / runs;
+  }
+  const std::string w = std::to_string(sc.warehouses);
+  const std::string_view check[] = {"FCALL_RO", "ch.check", "0", w};
+  RespValue v;
+  if (Status s = qc.call(check, &v); !s.ok()) {
+    r.consistency = s.to_string();
+  } else {
+    r.consistency = v.is_error() ? v.text : "conditions 1-4 hold";
+    if (v.is_error() && r.error.empty()) r.error = v.text;
   }
   return r;
 }
@@ -425,6 +487,9 @@ int run_ch_bench(int argc, char** argv) {
       return !o.q3_plans.empty() || (err = "--q3-plans: empty", false);
     }
     if (f == "--export") return o.export_dir = v, !v.empty() || (err = "--export: a directory", false);
+    if (f == "--server-bin") return o.server.server_bin = v, true;
+    if (f == "--proc") return o.server.proc_lib = v, true;
+    if (f == "--server-threads") return count(&x) && (o.server.threads = static_cast<unsigned>(x), true);
     if (f == "--q3-queries") return count(&x) && x > 0 && (o.q3_queries = static_cast<unsigned>(x), true);
     if (f == "--queries") {
       if (v != "on" && v != "off") return err = "--queries: on or off", false;
@@ -437,6 +502,8 @@ int run_ch_bench(int argc, char** argv) {
     std::printf("duet bench ch [--warehouses 10] [--scale full|small] [--threads 1,2] [--ops 20000] [--reps 3]\n"
                 "              [--mixes seed,tpcc] [--systems duet,rocksdb] [--query-cpu-threads 1] [--snapshot-threads 1]\n"
                 "              [--load-threads 2] [--queries on|off] [--seed 1] [--out FILE] [--quick]\n"
+                "              [--server-bin PATH] [--proc PATH] [--server-threads N]\n"
+                "  systems: duet (embedded), server (duet server, each operation one FCALL), rocksdb\n"
                 "duet bench ch --q3-sweep default|S,S,... [--q3-plans read,snapshot-keys,snapshot-tables] [--q3-queries 5]\n"
                 "              [--warehouses 1] [--scale full|small] [--reps 3] [--snapshot-threads 1] [--out FILE] [--quick]\n"
                 "  Q3 by each plan while its customer selectivity varies (default 0.017,0.1,0.2,0.4,0.6,0.8,1.0)\n"
@@ -452,7 +519,7 @@ int run_ch_bench(int argc, char** argv) {
   for (auto& m : o.mixes)
     if (m != "seed" && m != "tpcc") return std::fprintf(stderr, "duet bench ch: unknown mix %s\n", m.c_str()), 2;
   for (auto& s : o.systems)
-    if (s != "duet" && s != "rocksdb") return std::fprintf(stderr, "duet bench ch: unknown system %s\n", s.c_str()), 2;
+    if (s != "duet" && s != "server" && s != "rocksdb") return std::fprintf(stderr, "duet bench ch: unknown system %s\n", s.c_str()), 2;
   if (o.quick) {
     o.warehouses = 1;
     o.scale = "small";
@@ -501,7 +568,7 @@ int run_ch_bench(int argc, char** argv) {
   const std::string date = utc_now();
   const std::string path =
       o.out.empty() ? "bench/results/compute-ch/ch-" + utc_now(true) + ".json" : o.out;
-  std::printf("CH-benCHmark, embedded: %u warehouses (%s scale: %u items, %u customers and %u orders per district), "
+  std::printf("CH-benCHmark: %u warehouses (%s scale: %u items, %u customers and %u orders per district), "
               "%llu ops per worker thread, %u reps; queries on %s\n",
               sc.warehouses, o.scale.c_str(), sc.items, sc.customers, sc.orders,
               static_cast<unsigned long long>(o.ops), o.reps, engine->describe().c_str());
@@ -532,6 +599,12 @@ int run_ch_bench(int argc, char** argv) {
     config.set("quick", o.quick);
     config.set("queries_on", o.queries);
     config.set("engine", engine->describe());
+    config.set("server", "server system: duet server on this machine, --threads " +
+                             (o.server.threads ? std::to_string(o.server.threads) : std::string("default")) +
+                             ", one txn database, procedure-compute-device auto; one RESP connection per worker thread "
+                             "and one for the query thread; each operation one FCALL of libduet_ch_proc.so; abort = "
+                             "the procedures' re-runs / all their runs (PROCEDURE LIST); queries Q1 (seed), Q1 and Q6 in "
+                             "turn (tpcc)");
     config.set("queries", "seed mix: Q1 on one thread; tpcc mix: Q1, Q3, Q6 in turn on one thread; rocksdb: Q1 only, "
                           "by an iterator scan of a snapshot");
     config.set("rocksdb", "7.8 (Debian librocksdb-dev), TransactionDB (pessimistic, GetForUpdate on rows it "
@@ -564,6 +637,7 @@ int run_ch_bench(int argc, char** argv) {
         for (unsigned rep = 0; rep < o.reps; ++rep) {
           Run r;
           if (sys == "duet") r = run_duet(o, sc, mix, work, engine);
+          else if (sys == "server") r = run_server(o, sc, mix, work);
 #ifdef DUET_BENCH_HAVE_ROCKSDB
           else r = run_rocks(o, sc, work);
 #endif

@@ -254,6 +254,11 @@ typedef int (*duet_procedure_fn)(duet_txn* txn, const duet_bytes* keys, size_t n
 
 /** The procedure never writes: FCALL_RO may call it (and its put/del are refused anyway). */
 #define DUET_PROC_READ_ONLY 1u
+/** The procedure may run long (an analytical query): the server runs its calls on its procedure
+ *  threads (`procedure-threads`), off the I/O threads, and sends the reply when it ends, so the
+ *  other clients of the caller's I/O thread go on meanwhile. Costs a hand-off between threads
+ *  per call (microseconds): leave it off for short procedures. The embedded API ignores it. */
+#define DUET_PROC_LONG 2u
 
 /** One procedure: name (1-64 of [A-Za-z0-9_.-], unique across loaded libraries), entry point
  *  and DUET_PROC_* flags. */

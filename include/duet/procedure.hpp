@@ -53,6 +53,7 @@ struct ProcReply {
 struct ProcedureInfo {
   std::string name, library, path;
   bool read_only = false;
+  bool runs_long = false;  ///< flagged DUET_PROC_LONG: a server runs it off its I/O threads
   std::uint64_t calls = 0;      ///< calls begun
   std::uint64_t retries = 0;    ///< re-runs after a write conflict
   std::uint64_t failures = 0;   ///< calls that ended in an error (procedure error, conflicts exhausted, ...)
@@ -105,6 +106,9 @@ class ProcedureRegistry {
   ///  ResourceExhausted  no transaction could begin (max_transactions) or memory ran out
   Status call(TxnSpace& space, std::string_view name, std::span<const std::string_view> keys,
               std::span<const std::string_view> args, bool read_only, CallOutcome* out);
+  /// Whether procedure `name` is loaded and flagged DUET_PROC_LONG (a shared lock and a map
+  /// lookup). False for an unknown name: call() then answers NotFound.
+  bool runs_long(std::string_view name) const;
   /// Whether the library is loaded and not being unloaded.
   bool loaded(std::string_view library) const;
   /// Whether an unload of `library` is waiting for calls in flight.

@@ -28,6 +28,7 @@
 #include <functional>
 #include <memory>
 #include <mutex>
+#include <span>
 #include <string>
 #include <string_view>
 #include <vector>
@@ -194,6 +195,22 @@ struct Mix {
 /// History ids and dates are unique across streams < 2^16.
 std::vector<Op> make_work(const Scale& s, const Mix& mix, std::size_t n, std::uint64_t stream);
 
+/// The procedure of the CH procedure library (bench/compute/ch_proc.cpp) that runs kind k:
+/// "ch.new_order", "ch.payment", "ch.delivery", "ch.order_status", "ch.stock_level".
+const char* procedure_name(Kind k);
+/// op as its procedure's FCALL arguments, decimal text (docs/compute.md, "CH through the server"):
+///   ch.new_order     w d c date, then item supply_w quantity for each of its 1 .. 15 lines
+///   ch.payment       w d c_w c_d customer amount h_id date
+///   ch.delivery      w carrier date
+///   ch.order_status  w d customer
+///   ch.stock_level   w d threshold
+/// where customer is an id, or name:N for the customers of last name last_name(N).
+std::vector<std::string> op_args(const Op& op);
+/// Parses kind k's procedure arguments (as op_args writes them) into *op. InvalidArgument naming
+/// the first bad argument (count, not a number, out of range: w and supply_w 1 .. 65535, d and
+/// c_d 1 .. 10, carrier 1 .. 10, quantity 1 .. 255, name 0 .. 999); *op is then unspecified.
+Status parse_op(Kind k, std::span<const std::string_view> args, Op* op);
+
 // ---------------------------------------------------------------------------------------------
 // Transactions
 
@@ -219,7 +236,15 @@ class DeliveryHints {
  public:
   explicit DeliveryHints(std::uint32_t warehouses);
   std::uint32_t start(std::uint32_t w, std::uint32_t d) const;
+  /// After a commit: each district's hint past the order r delivered there.
   void advance(std::uint32_t w, const OpResult& r);
+  /// Without knowing whether the transaction will commit: o was the first NEW-ORDER key at or
+  /// above the hint present in some transaction's snapshot, so raise the hint to o. Safe for
+  /// every later transaction: a NewOrder takes its id from D_NEXT_O_ID, above o once o exists, so
+  /// no key below o can appear again. Out-of-range (w, d) are ignored.
+  void observe(std::uint32_t w, std::uint32_t d, std::uint32_t o);
+  /// Every hint back to 0 (a new database is being loaded).
+  void reset();
 
  private:
   std::unique_ptr<std::atomic<std::uint32_t>[]> h_;

@@ -15,6 +15,7 @@
 // kDone otherwise; the caller commits.
 #pragma once
 
+#include <algorithm>
 #include <set>
 #include <string>
 #include <utility>
@@ -148,7 +149,7 @@ Body payment(A& a, const Op& op, OpResult*) {
 }
 
 template <class A>
-Body delivery(A& a, const Op& op, OpResult* r, const DeliveryHints* hints) {
+Body delivery(A& a, const Op& op, OpResult* r, DeliveryHints* hints) {
   const RowCodec &cc = codec(kCustomer), &oc = codec(kOrder), &lc = codec(kOrderLine);
   std::vector<std::pair<std::string, std::string>> kv;
   std::string lo, hi, row, crow;
@@ -164,6 +165,7 @@ Body delivery(A& a, const Op& op, OpResult* r, const DeliveryHints* hints) {
     if (!a.range(lo, hi, 1, &kv)) return Body::kRetry;
     if (kv.empty()) continue;  // none: skipped, as TPC-C allows
     const std::uint32_t o = static_cast<std::uint32_t>(get(kv[0].second, codec(kNewOrder), nof::o_id));
+    if (hints) hints->observe(op.w, d, o);
     if (!a.get(kv[0].first, &row, &found, true)) return Body::kRetry;  // lock it (a locking store)
     if (!found) return Body::kRetry;  // delivered meanwhile
     if (!a.del(kv[0].first)) return Body::kRetry;
@@ -258,7 +260,7 @@ Body stock_level(A& a, const Op& op, OpResult* r) {
 
 /// Runs op's body on adapter `a` (hints: Delivery's starting points, may be null).
 template <class A>
-Body run(A& a, const Op& op, OpResult* r, const DeliveryHints* hints) {
+Body run(A& a, const Op& op, OpResult* r, DeliveryHints* hints) {
   r->delivered = {};
   switch (op.kind) {
     case Kind::kNewOrder: return new_order(a, op, r);
@@ -268,6 +270,73 @@ Body run(A& a, const Op& op, OpResult* r, const DeliveryHints* hints) {
     case Kind::kStockLevel: return stock_level(a, op, r);
   }
   return Body::kMissing;
+}
+
+/// TPC-C consistency conditions 1-4 of warehouses 1 .. `warehouses` at the adapter's snapshot
+/// (Ch::check_consistency): kDone with *violation empty when they hold, else naming the first
+/// violation; kRetry when the adapter refused a read.
+template <class A>
+Body check_consistency(A& a, std::uint32_t warehouses, std::string* violation) {
+  const RowCodec &wc = codec(kWarehouse), &dc = codec(kDistrict), &oc = codec(kOrder), &nc = codec(kNewOrder);
+  std::vector<std::pair<std::string, std::string>> kv;
+  std::string lo, hi;
+  auto scan = [&](std::string_view prefix) {
+    prefix_range(prefix, &lo, &hi);
+    kv.clear();
+    return a.range(lo, hi, 0, &kv);
+  };
+  violation->clear();
+  auto fail = [&](std::uint32_t w, std::uint32_t d, const std::string& what) {
+    *violation = "ch consistency: warehouse " + std::to_string(w) +
+                 (d ? " district " + std::to_string(d) : std::string()) + ": " + what;
+    return Body::kDone;
+  };
+  for (std::uint32_t w = 1; w <= warehouses; ++w) {
+    std::string row;
+    bool found = false;
+    if (!a.get(warehouse_key(w), &row, &found, false)) return Body::kRetry;
+    if (!found) return fail(w, 0, "no warehouse row");
+    const std::int64_t w_ytd = get(row, wc, wf::ytd);
+    std::int64_t d_ytd = 0;
+    for (std::uint32_t d = 1; d <= kDistricts; ++d) {
+      if (!a.get(district_key(w, d), &row, &found, false)) return Body::kRetry;
+      if (!found) return fail(w, d, "no district row");
+      d_ytd += get(row, dc, df::ytd);
+      const std::int64_t next = get(row, dc, df::next_o_id);
+      // Condition 2 (orders) and 4.
+      std::string p = order_key(w, d, 0);
+      p.resize(4);
+      if (!scan(p)) return Body::kRetry;
+      std::int64_t max_o = 0, ol_cnt = 0;
+      for (auto& [k, v] : kv) {
+        max_o = std::max(max_o, get(v, oc, of::id));
+        ol_cnt += get(v, oc, of::ol_cnt);
+      }
+      if (next - 1 != max_o)
+        return fail(w, d, "D_NEXT_O_ID - 1 = " + std::to_string(next - 1) + " but max(O_ID) = " + std::to_string(max_o));
+      p = order_line_key(w, d, 0, 0);
+      p.resize(4);
+      if (!scan(p)) return Body::kRetry;
+      if (static_cast<std::int64_t>(kv.size()) != ol_cnt)
+        return fail(w, d, "sum(O_OL_CNT) = " + std::to_string(ol_cnt) + " but ORDER-LINE has " +
+                              std::to_string(kv.size()) + " rows");
+      // Conditions 2 (new orders) and 3.
+      p = new_order_key(w, d, 0);
+      p.resize(4);
+      if (!scan(p)) return Body::kRetry;
+      if (!kv.empty()) {
+        const std::int64_t min_no = get(kv.front().second, nc, nof::o_id), max_no = get(kv.back().second, nc, nof::o_id);
+        if (max_no != max_o)
+          return fail(w, d, "max(NO_O_ID) = " + std::to_string(max_no) + " but max(O_ID) = " + std::to_string(max_o));
+        if (max_no - min_no + 1 != static_cast<std::int64_t>(kv.size()))
+          return fail(w, d, "max(NO_O_ID) - min(NO_O_ID) + 1 = " + std::to_string(max_no - min_no + 1) +
+                                " but NEW-ORDER has " + std::to_string(kv.size()) + " rows");
+      }
+    }
+    if (w_ytd != d_ytd)
+      return fail(w, 0, "W_YTD = " + std::to_string(w_ytd) + " but sum(D_YTD) = " + std::to_string(d_ytd));
+  }
+  return Body::kDone;
 }
 
 }  // namespace procs

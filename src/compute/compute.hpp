@@ -45,6 +45,10 @@ enum class Type : std::uint8_t { kInt64, kMoney, kFloat32, kFloat64, kBytes };
 const char* type_name(Type t);
 /// True for the types held as int64 (kInt64, kMoney).
 inline bool is_integer(Type t) { return t == Type::kInt64 || t == Type::kMoney; }
+/// Bytes one value of type t takes in a row and a column: 4 for kFloat32, `width` for kBytes, else 8.
+inline std::uint32_t value_bytes(Type t, std::uint32_t width) {
+  return t == Type::kFloat32 ? 4 : t == Type::kBytes ? width : 8;
+}
 
 /// Host memory for a column: 64-byte aligned; when asked for page-locked memory, a GPU is present
 /// and the array is 1 MiB or more, a buffer from a process-wide pool of page-locked buffers (so

@@ -146,7 +146,7 @@ Status ProcedureRegistry::load(const std::string& path, std::string* library) {
     const duet_procedure_def& p = def->procedures[i];
     if (!good_name(p.name)) return fail("bad procedure name '" + shown(p.name) + "' (1-64 of [A-Za-z0-9_.-])");
     if (!p.fn) return fail("procedure '" + std::string(p.name) + "' has no entry point");
-    if (p.flags & ~std::uint32_t{DUET_PROC_READ_ONLY})
+    if (p.flags & ~std::uint32_t{DUET_PROC_READ_ONLY | DUET_PROC_LONG})
       return fail("procedure '" + std::string(p.name) + "' has unknown flags " + std::to_string(p.flags));
     for (const auto& q : lib->procs)
       if (q->name == p.name) return fail("procedure '" + std::string(p.name) + "' is listed twice");
@@ -184,12 +184,19 @@ std::vector<ProcedureInfo> ProcedureRegistry::list() const {
     i.library = p->lib->name;
     i.path = p->lib->path;
     i.read_only = (p->flags & DUET_PROC_READ_ONLY) != 0;
+    i.runs_long = (p->flags & DUET_PROC_LONG) != 0;
     i.calls = p->calls.load(std::memory_order_relaxed);
     i.retries = p->retries.load(std::memory_order_relaxed);
     i.failures = p->failures.load(std::memory_order_relaxed);
     out.push_back(std::move(i));
   }
   return out;
+}
+
+bool ProcedureRegistry::runs_long(std::string_view name) const {
+  std::shared_lock lk(impl_->m);
+  auto it = impl_->procs.find(name);
+  return it != impl_->procs.end() && (it->second->flags & DUET_PROC_LONG) != 0;
 }
 
 bool ProcedureRegistry::loaded(std::string_view library) const {

@@ -19,7 +19,7 @@ ServerConfig::ServerConfig(const ServerConfig& o)
       metrics_bind(o.metrics_bind), log_level(o.log_level), gpu_sync(o.gpu_sync), store(o.store),
       procedure_enable(o.procedure_enable), procedure_dir(o.procedure_dir),
       procedure_max_attempts(o.procedure_max_attempts), procedure_backoff_max_us(o.procedure_backoff_max_us),
-      procedure_compute_device(o.procedure_compute_device), maxclients(o.maxclients.load()),
+      procedure_compute_device(o.procedure_compute_device), procedure_threads(o.procedure_threads), maxclients(o.maxclients.load()),
       proto_max_bulk_len(o.proto_max_bulk_len.load()), client_query_buffer_limit(o.client_query_buffer_limit.load()),
       max_multibulk_len(o.max_multibulk_len.load()), max_batch(o.max_batch.load()),
       max_batches_in_flight(o.max_batches_in_flight.load()), txn_idle_timeout_ms(o.txn_idle_timeout_ms.load()) {}
@@ -352,6 +352,10 @@ const std::vector<Setting>& settings() {
                  [](const ServerConfig& c) { return std::to_string(c.procedure_max_attempts); },
                  [](ServerConfig* c, std::string_view v) {
                    return set_uint("procedure-max-attempts", v, &c->procedure_max_attempts, 1, 1000000);
+                 }});
+    t.push_back({"procedure-threads", false, [](const ServerConfig& c) { return std::to_string(c.procedure_threads); },
+                 [](ServerConfig* c, std::string_view v) {
+                   return set_uint("procedure-threads", v, &c->procedure_threads, 0, 1024);
                  }});
     t.push_back({"procedure-backoff-max-us", false,
                  [](const ServerConfig& c) { return std::to_string(c.procedure_backoff_max_us); },

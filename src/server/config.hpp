@@ -40,6 +40,7 @@ struct ServerConfig {
   unsigned procedure_max_attempts = 64;         ///< runs of a procedure per FCALL (conflicts)
   std::uint32_t procedure_backoff_max_us = 1000;  ///< longest backoff between runs
   std::string procedure_compute_device = "auto";  ///< auto, cpu or gpu: where procedures compute
+  unsigned procedure_threads = 0;  ///< threads for DUET_PROC_LONG procedures (0: one per core)
   // Live settings.
   std::atomic<std::uint64_t> maxclients{10000};
   std::atomic<std::uint64_t> proto_max_bulk_len{512ull * 1024 * 1024};

@@ -203,8 +203,8 @@ ServerStats Server::stats() {
     s.net_in += t->metrics.net_in.load(std::memory_order_relaxed);
     s.net_out += t->metrics.net_out.load(std::memory_order_relaxed);
   }
-  s.background_done = background_done_.load(std::memory_order_acquire);  // before tasks: never done > tasks
-  s.background_tasks = background_tasks_.load(std::memory_order_acquire);
+  s.background_done = background_.done();  // before tasks: never done > tasks
+  s.background_tasks = background_.posted();
   s.clients = clients_.load();
   s.total_connections = total_connections_.load();
   s.rejected = rejected_.load();
@@ -270,21 +270,10 @@ Status Server::start() {
       return Status::Unavailable("metrics endpoint: " + why);
   }
   keyspace(0);  // open database 0 now, so a bad device or budget shows at startup
-  background_ = std::thread([this] {
-    sched::name_this_thread("duet-background");
-    std::unique_lock<std::mutex> lk(background_m_);
-    for (;;) {
-      background_cv_.wait(lk, [&] { return stop_background_ || !background_queue_.empty(); });
-      if (background_queue_.empty()) return;  // stopping, and nothing is left to run
-      std::function<void()> task = std::move(background_queue_.front());
-      background_queue_.pop_front();
-      lk.unlock();
-      task();
-      background_done_.fetch_add(1, std::memory_order_release);
-      lk.lock();
-    }
-  });
-  for (auto& t : threads_) t->start();  // after background_ exists: their commands may queue tasks
+  background_.start(1, "duet-background");
+  procedures_.start(cfg_.procedure_threads ? cfg_.procedure_threads : std::max(1u, std::thread::hardware_concurrency()),
+                    "duet-procedure");
+  for (auto& t : threads_) t->start();  // after the task queues: their commands may queue tasks
   ticker_ = std::thread([this] {
     std::uint64_t last = 0;
     while (!draining_.load()) {
@@ -312,16 +301,9 @@ void Server::flush_epic() {
   }
 }
 
-bool Server::run_in_background(std::function<void()> task) {
-  {
-    std::lock_guard<std::mutex> lk(background_m_);
-    if (stop_background_ || !background_.joinable()) return false;
-    background_queue_.push_back(std::move(task));
-    background_tasks_.fetch_add(1, std::memory_order_release);
-  }
-  background_cv_.notify_one();
-  return true;
-}
+bool Server::run_in_background(std::function<void()> task) { return background_.post(std::move(task)); }
+
+bool Server::run_procedure(std::function<void()> task) { return procedures_.post(std::move(task)); }
 
 void Server::stop() {
   if (threads_.empty() || exiting_.load()) return;
@@ -344,13 +326,9 @@ void Server::stop() {
   flush_epic();
   while (in_flight() && std::chrono::steady_clock::now() < deadline)
     std::this_thread::sleep_for(std::chrono::milliseconds(5));
-  // Background tasks finish deferred replies on the I/O threads: they all run while those live.
-  {
-    std::lock_guard<std::mutex> lk(background_m_);
-    stop_background_ = true;
-  }
-  background_cv_.notify_all();
-  if (background_.joinable()) background_.join();
+  // Queued tasks finish deferred replies on the I/O threads: they all run while those live.
+  procedures_.stop();
+  background_.stop();
   exiting_.store(true, std::memory_order_release);
   for (auto& t : threads_) t->wake();
   for (auto& t : threads_) t->join();

@@ -30,6 +30,7 @@
 #include <vector>
 
 #include "duet/store.hpp"
+#include "server/task_queue.hpp"
 #include "server/config.hpp"
 #include "server/key_batch.hpp"
 #include "server/metrics.hpp"
@@ -86,6 +87,11 @@ class Server {
   /// stop() runs every queued task before it stops the I/O threads, so a task may finish a
   /// deferred reply. task must not throw.
   bool run_in_background(std::function<void()> task);
+  /// Queues task on the server's procedure threads (`procedure-threads` of them; FCALL of a
+  /// procedure flagged DUET_PROC_LONG), off every I/O thread; tasks may run at once on
+  /// different threads. Returns false, running nothing, before start() or once stop() began.
+  /// stop() runs every queued task before it stops the I/O threads. task must not throw.
+  bool run_procedure(std::function<void()> task);
 
  private:
   friend class IoThread;
@@ -119,13 +125,9 @@ class Server {
   std::vector<std::shared_ptr<ClientInfo>> client_table_;
   std::unique_ptr<MetricsEndpoint> metrics_;
   std::thread ticker_;  ///< once a second: instantaneous ops/s
-  /// run_in_background's thread and queue; stop_background_ is set by stop().
-  std::thread background_;
-  std::mutex background_m_;
-  std::condition_variable background_cv_;
-  std::deque<std::function<void()>> background_queue_;
-  bool stop_background_ = false;
-  std::atomic<std::uint64_t> background_tasks_{0}, background_done_{0};  ///< INFO's counts
+  /// run_in_background's one thread (INFO counts its tasks) and run_procedure's
+  /// `procedure-threads`; stop() stops both before the I/O threads.
+  TaskQueue background_, procedures_;
 };
 
 /// `duet server ARGS...`: parses the settings, opens the store, serves until SIGTERM or

@@ -91,6 +91,64 @@ TEST(Ch, BadInput) {
             StatusCode::kInvalidArgument);
 }
 
+// Every generated operation survives op_args then parse_op unchanged (the server runs what the
+// embedded benchmark would); bad arguments are refused, naming the argument.
+TEST(Ch, OperationsRoundTripAsProcedureArguments) {
+  Scale s = Scale::small(3);
+  std::size_t seen[kKinds] = {};
+  for (std::uint64_t stream = 0; stream < 2; ++stream)
+    for (const Op& op : make_work(s, Mix::tpcc(), 2000, stream)) {
+      const std::vector<std::string> text = op_args(op);
+      const std::vector<std::string_view> args(text.begin(), text.end());
+      Op back;
+      const Status st = parse_op(op.kind, args, &back);
+      ASSERT_TRUE(st.ok()) << st.to_string();
+      EXPECT_EQ(op_args(back), text);
+      EXPECT_EQ(back.kind, op.kind);
+      EXPECT_EQ(back.w, op.w);
+      EXPECT_EQ(back.by_name, op.by_name);
+      if (op.kind == Kind::kNewOrder || op.kind == Kind::kPayment || op.kind == Kind::kDelivery) {
+        EXPECT_EQ(back.date, op.date);
+      }
+      ++seen[static_cast<std::size_t>(op.kind)];
+    }
+  for (std::size_t k = 0; k < kKinds; ++k) EXPECT_GT(seen[k], 0u) << kind_name(static_cast<Kind>(k));
+  auto parse = [](Kind k, std::vector<std::string_view> a) {
+    Op op;
+    return parse_op(k, a, &op);
+  };
+  EXPECT_TRUE(parse(Kind::kPayment, {"1", "2", "1", "2", "name:999", "5", "7", "1"}).ok());
+  EXPECT_EQ(parse(Kind::kNewOrder, {"1", "2", "3", "4", "5", "1"}).code(), StatusCode::kInvalidArgument);
+  const Status d = parse(Kind::kNewOrder, {"1", "11", "3", "4", "5", "1", "1"});
+  EXPECT_NE(d.message().find("argument 2 (d)"), std::string::npos) << d.to_string();
+  EXPECT_EQ(parse(Kind::kNewOrder, {"1", "2", "3", "4", "5", "1", "256"}).code(), StatusCode::kInvalidArgument);
+  EXPECT_EQ(parse(Kind::kPayment, {"1", "2", "1", "2", "name:1000", "5", "7", "1"}).code(),
+            StatusCode::kInvalidArgument);
+  EXPECT_EQ(parse(Kind::kPayment, {"1", "2", "1", "2", "12x", "5", "7", "1"}).code(), StatusCode::kInvalidArgument);
+  EXPECT_EQ(parse(Kind::kDelivery, {"1", "0", "5"}).code(), StatusCode::kInvalidArgument);
+  EXPECT_EQ(parse(Kind::kStockLevel, {"1", "2"}).code(), StatusCode::kInvalidArgument);
+  EXPECT_EQ(parse(Kind::kOrderStatus, {"65536", "2", "3"}).code(), StatusCode::kInvalidArgument);
+}
+
+// observe() only raises a hint, advance() goes past the delivered order, reset() clears them all,
+// and out-of-range districts are ignored.
+TEST(Ch, DeliveryHintsRiseAndReset) {
+  DeliveryHints h(2);
+  h.observe(2, 3, 40);
+  h.observe(2, 3, 20);
+  EXPECT_EQ(h.start(2, 3), 40u);
+  OpResult r;
+  r.delivered[2] = 40;
+  h.advance(2, r);
+  EXPECT_EQ(h.start(2, 3), 41u);
+  EXPECT_EQ(h.start(1, 3), 0u);
+  h.observe(3, 1, 9);   // no warehouse 3
+  h.observe(1, 11, 9);  // no district 11
+  EXPECT_EQ(h.start(3, 1), 0u);
+  h.reset();
+  EXPECT_EQ(h.start(2, 3), 0u);
+}
+
 TEST(Ch, KeysPreserveOrder) {
   EXPECT_LT(order_key(1, 2, 255), order_key(1, 2, 256));
   EXPECT_LT(order_key(1, 10, 99999), order_key(2, 1, 1));

@@ -86,14 +86,18 @@ using ProcConcurrency = Fixture;
 TEST_F(ProcLoad, ListsTheLibrarysProcedures) {
   load_testlib();
   const auto procs = reg->list();
-  ASSERT_EQ(procs.size(), 17u);
-  bool saw_incr = false, saw_get = false;
+  ASSERT_EQ(procs.size(), 18u);
+  bool saw_incr = false, saw_get = false, saw_long = false;
   for (const auto& p : procs) {
     EXPECT_EQ(p.library, "testlib");
-    if (p.name == "incr") saw_incr = !p.read_only;
-    if (p.name == "get_ro") saw_get = p.read_only;
+    if (p.name == "incr") saw_incr = !p.read_only && !p.runs_long;
+    if (p.name == "get_ro") saw_get = p.read_only && !p.runs_long;
+    if (p.name == "block_long") saw_long = p.read_only && p.runs_long;
   }
-  EXPECT_TRUE(saw_incr && saw_get);
+  EXPECT_TRUE(saw_incr && saw_get && saw_long);
+  EXPECT_TRUE(reg->runs_long("block_long"));
+  EXPECT_FALSE(reg->runs_long("block"));
+  EXPECT_FALSE(reg->runs_long("no_such_procedure"));
   EXPECT_TRUE(reg->loaded("testlib"));
 }
 

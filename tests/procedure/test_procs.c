@@ -22,6 +22,8 @@
  *   tid                        (read-only) the calling thread's id (which I/O thread runs it)
  *   block entered gate         (read-only) creates file `entered`, waits until file `gate`
  *                              exists (at most 60 s), answers +released
+ *   block_long entered gate    block, flagged DUET_PROC_LONG (the server runs it off its I/O
+ *                              threads)
  *   sum_ge lo hi min           (read-only) SNAPSHOT of [lo, hi] (8-byte little-endian int64
  *                              values), decode, filter value >= min, aggregate: [count, sum]
  *   mlp x0 x1                  (read-only) a fixed 2-2-1 network: round(1000 * y)
@@ -290,6 +292,7 @@ static const duet_procedure_def kProcs[] = {
     {"attempt", p_attempt, DUET_PROC_READ_ONLY},
     {"tid", p_tid, DUET_PROC_READ_ONLY},
     {"block", p_block, DUET_PROC_READ_ONLY},
+    {"block_long", p_block, DUET_PROC_READ_ONLY | DUET_PROC_LONG},
     {"sum_ge", p_sum_ge, DUET_PROC_READ_ONLY},
     {"mlp", p_mlp, DUET_PROC_READ_ONLY},
     {"gpu", p_gpu, DUET_PROC_READ_ONLY},

@@ -214,6 +214,37 @@ def two_threads(s, d):
     return a, b
 
 
+def test_long_procedure_runs_off_the_io_thread(server_factory, procdir):
+    # One I/O thread. A's call of block_long (flagged DUET_PROC_LONG) waits at a gate file on a
+    # procedure thread; meanwhile B, on the same and only I/O thread, is served, and A's own
+    # pipelined command after the call runs too, its reply queued behind the call's.
+    s = start(server_factory, procdir, threads=1, extra=("--procedure-threads", "2"))
+    r = client(s)
+    assert r.config_get("procedure-threads") == {"procedure-threads": "2"}
+    r.execute_command("PROCEDURE", "LOAD", "duet_proc_test.so")
+    assert procedures(r)["block_long"]["flags"] == ["no-writes", "long"]
+    assert procedures(r)["block"]["flags"] == ["no-writes"]
+    entered, gate = procdir / "long.entered", procdir / "long.gate"
+    result = {}
+
+    def run_a():
+        p = conn1(s).pipeline(transaction=False)
+        p.fcall_ro("block_long", 0, str(entered), str(gate))
+        p.fcall("incr", 1, "n", 1)
+        result["replies"] = p.execute()
+
+    t = threading.Thread(target=run_a)
+    t.start()
+    poll_until(entered.exists, 30, what="the long call to start")
+    b = client(s, socket_timeout=30)
+    # A's increment, sent after its long call, runs while that call still waits.
+    poll_until(lambda: b.fcall_ro("get_ro", 1, "n") == "1", 30, what="A's pipelined increment")
+    assert b.fcall("incr", 1, "n", 1) == 2
+    gate.touch()
+    t.join(30)
+    assert result["replies"] == ["released", 1]
+
+
 def test_compute_device_setting(server_factory, procdir):
     """procedure-compute-device places procedures' inference; it is fixed at startup."""
     s = start(server_factory, procdir, extra=("--procedure-compute-device", "cpu"))

@@ -8,10 +8,12 @@
 //
 // The procedures live in one ProcedureRegistry per process (a server process runs one server),
 // created at the first PROCEDURE or FCALL with the settings the server started with. Handlers
-// run on the client's thread: FCALL for as long as the procedure runs, PROCEDURE DELETE until
+// run on the client's thread: FCALL for as long as the procedure runs (a procedure flagged
+// DUET_PROC_LONG on the procedure threads instead, its reply deferred), PROCEDURE DELETE until
 // the calls in flight of the library have returned.
 #include <atomic>
 #include <climits>
+#include <memory>
 #include <cstdlib>
 #include <mutex>
 #include <string>
@@ -114,8 +116,9 @@ void procedure(CommandContext& ctx) {
       ctx.out.bulk("library");
       ctx.out.bulk(p.library);
       ctx.out.bulk("flags");
-      ctx.out.array(p.read_only ? 1 : 0);
+      ctx.out.array((p.read_only ? 1 : 0) + (p.runs_long ? 1 : 0));
       if (p.read_only) ctx.out.bulk("no-writes");
+      if (p.runs_long) ctx.out.bulk("long");
       ctx.out.bulk("calls");
       ctx.out.integer(static_cast<long long>(p.calls));
       ctx.out.bulk("retries");
@@ -160,6 +163,25 @@ void write_reply(ReplyWriter& w, const ProcReply& r) {
   }
 }
 
+/// Whether a call that returned s with *out answers an error.
+bool answer_is_error(const Status& s, const CallOutcome& out) {
+  return !s.ok() || out.end != CallOutcome::End::kCommitted || out.reply.kind == ProcReply::Kind::kError;
+}
+
+/// Writes the answer of a call that returned s with *out (an aborted call's error, or the
+/// procedure's reply); returns answer_is_error(s, out).
+bool write_answer(ReplyWriter& w, const Status& s, const CallOutcome& out) {
+  if (!s.ok()) {
+    if (s.code() == StatusCode::kNotFound) w.error("ERR Function not found: " + s.message());
+    else w.error("ERR " + s.message());
+  } else if (out.end != CallOutcome::End::kCommitted) {
+    w.error(out.reply.s);  // aborted: nothing applied
+  } else {
+    write_reply(w, out.reply);
+  }
+  return answer_is_error(s, out);
+}
+
 void fcall_common(CommandContext& ctx, bool read_only) {
   const Args a = ctx.args;
   const char* cmd = read_only ? "fcall_ro" : "fcall";
@@ -179,16 +201,29 @@ void fcall_common(CommandContext& ctx, bool read_only) {
   if (!space) return ctx.error("ERR the txn keyspace of this database cannot be opened");
   auto reg = registry(ctx);
   if (!reg) return;
-  const std::span<const std::string_view> keys(a.data() + 3, static_cast<std::size_t>(numkeys));
-  const std::span<const std::string_view> args(a.data() + 3 + numkeys, a.size() - 3 - static_cast<std::size_t>(numkeys));
-  CallOutcome out;
-  if (Status s = reg->call(*space, a[1], keys, args, read_only, &out); !s.ok()) {
-    if (s.code() == StatusCode::kNotFound) return ctx.error("ERR Function not found: " + s.message());
-    return ctx.error("ERR " + s.message());
+  const std::size_t nkeys = static_cast<std::size_t>(numkeys);
+  // A long procedure (DUET_PROC_LONG) runs on the procedure threads, so that this I/O thread's
+  // other clients go on; its words are copied, since the request's buffer is reused.
+  if (reg->runs_long(a[1]) && !ctx.server.draining()) {
+    if (DeferredReply finish = ctx.defer()) {
+      // name, numkeys, keys, args
+      auto words = std::make_shared<std::vector<std::string>>(a.begin() + 1, a.end());
+      auto task = [reg, space, words, nkeys, read_only, finish] {
+        const std::vector<std::string_view> v(words->begin(), words->end());
+        CallOutcome out;
+        const Status s = reg->call(*space, v[0], std::span(v).subspan(2, nkeys), std::span(v).subspan(2 + nkeys),
+                                   read_only, &out);
+        finish(answer_is_error(s, out), [&](ReplyWriter& w) { write_answer(w, s, out); });
+      };
+      if (!ctx.server.run_procedure(task)) task();  // the server is stopping: run it here
+      return;
+    }
   }
-  if (out.end != CallOutcome::End::kCommitted) return ctx.error(out.reply.s);  // aborted: nothing applied
-  write_reply(ctx.out, out.reply);
-  if (out.reply.kind == ProcReply::Kind::kError) ctx.reply.error = true;
+  const std::span<const std::string_view> keys(a.data() + 3, nkeys);
+  const std::span<const std::string_view> args(a.data() + 3 + nkeys, a.size() - 3 - nkeys);
+  CallOutcome out;
+  const Status s = reg->call(*space, a[1], keys, args, read_only, &out);
+  ctx.reply.error = write_answer(ctx.out, s, out);
 }
 
 void fcall(CommandContext& ctx) { fcall_common(ctx, false); }
