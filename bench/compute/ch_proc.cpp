@@ -20,7 +20,8 @@
 //   ch.order_status w d customer   read-only; answers the newest order's line count
 //   ch.stock_level w d threshold   read-only; answers the count of low-stock items
 //   ch.q1 [w d o ...]              read-only; CH Q1 on the call's snapshot through the host's
-//                                  operators (decode, filter, aggregate); answers
+//                                  operators (decode_columns of the four it reads, filter,
+//                                  aggregate); answers
 //                                  [start_ts, stale, [[ol_number, sum_qty, sum_amount, count] ...]]
 //   ch.q6 [w d o ...]              read-only; answers [start_ts, stale, revenue]
 //   ch.check warehouses            read-only; TPC-C consistency conditions 1-4: OK or an error
@@ -244,8 +245,9 @@ int stale_orders(duet_txn* t, const duet_bytes* args, std::size_t nargs, duet_re
   return DUET_OK;
 }
 
-// ORDER-LINE at the call's snapshot, decoded into the host's columns.
-int order_lines(duet_txn* t, duet_table** out) {
+// ORDER-LINE at the call's snapshot, its columns `names` decoded into the host's columns.
+int order_lines(duet_txn* t, const char* const* names, std::size_t nnames, duet_table** out) {
+  if (!duet_abi_check(t->api)) return DUET_ERR_UNAVAILABLE;  // a host without decode_columns
   std::string lo, hi;
   table_range(kOrderLine, &lo, &hi);
   duet_snapshot_arg arg{};
@@ -257,14 +259,16 @@ int order_lines(duet_txn* t, duet_table** out) {
   std::vector<duet_field> fields(f.size());
   for (std::size_t i = 0; i < f.size(); ++i)
     fields[i] = {f[i].name.c_str(), static_cast<duet_type>(f[i].type), f[i].width};
-  return t->api->decode(t, s, fields.data(), fields.size(), 0, out);
+  return t->api->decode_columns(t, s, fields.data(), fields.size(), names, nnames, 0, out);
 }
 
-// Filters order lines by `preds`, aggregates them by `keys`; *out is the aggregate.
-int filter_aggregate(duet_txn* t, const duet_predicate* preds, std::size_t npreds, const char* const* keys,
-                     std::size_t nkeys, const duet_agg* aggs, std::size_t naggs, duet_table** out) {
+// Filters the order lines' columns `names` by `preds`, aggregates them by `keys`; *out is the
+// aggregate.
+int filter_aggregate(duet_txn* t, const char* const* names, std::size_t nnames, const duet_predicate* preds,
+                     std::size_t npreds, const char* const* keys, std::size_t nkeys, const duet_agg* aggs,
+                     std::size_t naggs, duet_table** out) {
   duet_table* lines = nullptr;
-  if (const int c = order_lines(t, &lines); c != DUET_OK) return c;
+  if (const int c = order_lines(t, names, nnames, &lines); c != DUET_OK) return c;
   const std::uint32_t* rows = nullptr;
   std::size_t n = 0;
   if (const int c = t->api->filter(t, lines, preds, npreds, &rows, &n); c != DUET_OK) return c;
@@ -287,11 +291,12 @@ int ch_q1(duet_txn* t, const duet_bytes*, std::size_t, const duet_bytes* args, s
   const duet_agg aggs[] = {{DUET_SUM, "ol_quantity", "sum_qty"}, {DUET_SUM, "ol_amount", "sum_amount"},
                            {DUET_COUNT, nullptr, "count"}};
   duet_table* a = nullptr;
-  if (const int c = filter_aggregate(t, &p, 1, keys, 1, aggs, 3, &a); c != DUET_OK) return c;
+  const char* cols[] = {"ol_number", "ol_delivery_d", "ol_quantity", "ol_amount"};
+  if (const int c = filter_aggregate(t, cols, 4, &p, 1, keys, 1, aggs, 3, &a); c != DUET_OK) return c;
   const std::size_t n = t->api->table_rows(a);
-  const std::int64_t* cols[] = {column(t, a, "ol_number"), column(t, a, "sum_qty"), column(t, a, "sum_amount"),
-                                column(t, a, "count")};
-  for (const std::int64_t* c : cols)
+  const std::int64_t* out[] = {column(t, a, "ol_number"), column(t, a, "sum_qty"), column(t, a, "sum_amount"),
+                               column(t, a, "count")};
+  for (const std::int64_t* c : out)
     if (!c) return error(r, "ch.q1: the aggregate lacks a column", DUET_ERR_FAILED);
   duet_reply_array(r, 3);
   duet_reply_int(r, static_cast<std::int64_t>(t->api->start_ts(t)));
@@ -299,7 +304,7 @@ int ch_q1(duet_txn* t, const duet_bytes*, std::size_t, const duet_bytes* args, s
   duet_reply_array(r, n);
   for (std::size_t i = 0; i < n; ++i) {
     duet_reply_array(r, 4);
-    for (const std::int64_t* c : cols) duet_reply_int(r, c[i]);
+    for (const std::int64_t* c : out) duet_reply_int(r, c[i]);
   }
   return DUET_OK;
 }
@@ -318,7 +323,8 @@ int ch_q6(duet_txn* t, const duet_bytes*, std::size_t, const duet_bytes* args, s
   p[1].i_hi = 100000;
   const duet_agg agg{DUET_SUM, "ol_amount", "revenue"};
   duet_table* a = nullptr;
-  if (const int c = filter_aggregate(t, p, 2, nullptr, 0, &agg, 1, &a); c != DUET_OK) return c;
+  const char* cols[] = {"ol_delivery_d", "ol_quantity", "ol_amount"};
+  if (const int c = filter_aggregate(t, cols, 3, p, 2, nullptr, 0, &agg, 1, &a); c != DUET_OK) return c;
   const std::int64_t* rev = column(t, a, "revenue");
   duet_reply_array(r, 3);
   duet_reply_int(r, static_cast<std::int64_t>(t->api->start_ts(t)));

@@ -244,6 +244,14 @@ struct duet_api {
   int (*reply_error)(duet_reply* r, const char* text);
   int (*reply_nil)(duet_reply* r);
   int (*reply_array)(duet_reply* r, size_t n);
+
+  /* Added within version 1 (a host that has them reports a size covering them; duet_abi_check
+   * requires one at least as new as this header). */
+  /** decode() of only the columns named in `names` (in that order), the rows' layout still given
+   *  by all `fields`: a query decodes the columns it reads, not the whole row. DUET_ERR_INVALID
+   *  for a name that is not one of the fields, or is named twice. */
+  int (*decode_columns)(duet_txn* t, const duet_snapshot* s, const duet_field* fields, size_t nfields,
+                        const char* const* names, size_t nnames, int with_key, duet_table** out);
 };
 
 /* ---- Registration ------------------------------------------------------------------------ */

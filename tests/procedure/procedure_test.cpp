@@ -86,7 +86,7 @@ using ProcConcurrency = Fixture;
 TEST_F(ProcLoad, ListsTheLibrarysProcedures) {
   load_testlib();
   const auto procs = reg->list();
-  ASSERT_EQ(procs.size(), 18u);
+  ASSERT_EQ(procs.size(), 19u);
   bool saw_incr = false, saw_get = false, saw_long = false;
   for (const auto& p : procs) {
     EXPECT_EQ(p.library, "testlib");
@@ -306,6 +306,15 @@ TEST_F(ProcCall, ComputeOperatorsThroughTheAbi) {
   ASSERT_EQ(o.reply.items.size(), 2u);
   EXPECT_EQ(o.reply.items[0].i, n);
   EXPECT_EQ(o.reply.items[1].i, total);
+  // decode_columns: the named columns only; an unknown or repeated name is refused.
+  o = call("columns", {}, {"r0", "r9", "v"}, true);
+  ASSERT_EQ(o.end, CallOutcome::End::kCommitted) << o.reply.s;
+  EXPECT_EQ(o.reply.i, 9);
+  for (auto names : {std::vector<std::string_view>{"r0", "r9", "w"}, std::vector<std::string_view>{"r0", "r9", "v", "v"}}) {
+    o = call("columns", {}, names, true);
+    EXPECT_EQ(o.end, CallOutcome::End::kFailed);
+    EXPECT_NE(o.reply.s.find("(code -1)"), std::string::npos) << o.reply.s;
+  }
   // 2-2-1 network: relu(x) then 0.5 x0 + 0.25 x1 + 0.125.
   EXPECT_EQ(call("mlp", {}, {"2", "4"}, true).reply.i, 2125);
   EXPECT_EQ(call("mlp", {}, {"-2", "4"}, true).reply.i, 1125);

@@ -26,6 +26,8 @@
  *                              threads)
  *   sum_ge lo hi min           (read-only) SNAPSHOT of [lo, hi] (8-byte little-endian int64
  *                              values), decode, filter value >= min, aggregate: [count, sum]
+ *   columns lo hi name...      (read-only) SNAPSHOT of [lo, hi], decode_columns of 1-4 names
+ *                              over the layout {v int64}: answers the table's rows
  *   mlp x0 x1                  (read-only) a fixed 2-2-1 network: round(1000 * y)
  *   gpu                        (read-only) duet_gpu_stream's code
  */
@@ -249,6 +251,32 @@ static int p_sum_ge(duet_txn* t, const duet_bytes* k, size_t nk, const duet_byte
   return duet_reply_int(r, ((const int64_t*)sum.data)[0]);
 }
 
+static int p_columns(duet_txn* t, const duet_bytes* k, size_t nk, const duet_bytes* a, size_t na, duet_reply* r) {
+  duet_snapshot_arg arg;
+  duet_snapshot* snap;
+  duet_table* tab;
+  duet_field field = {"v", DUET_INT64, 0};
+  char names[4][16];
+  const char* p[4];
+  size_t i;
+  int rc;
+  (void)k, (void)nk;
+  if (na < 3 || na > 6) return DUET_ERR_INVALID;
+  for (i = 0; i + 2 < na; ++i) {
+    if (a[i + 2].len >= sizeof names[i]) return DUET_ERR_INVALID;
+    memcpy(names[i], a[i + 2].data, a[i + 2].len);
+    names[i][a[i + 2].len] = '\0';
+    p[i] = names[i];
+  }
+  memset(&arg, 0, sizeof arg);
+  arg.is_range = 1;
+  arg.range.start = a[0];
+  arg.range.end = a[1];
+  if ((rc = t->api->snapshot(t, &arg, 1, &snap)) != DUET_OK) return rc;
+  if ((rc = t->api->decode_columns(t, snap, &field, 1, p, na - 2, 0, &tab)) != DUET_OK) return rc;
+  return duet_reply_int(r, (int64_t)t->api->table_rows(tab));
+}
+
 static int p_mlp(duet_txn* t, const duet_bytes* k, size_t nk, const duet_bytes* a, size_t na, duet_reply* r) {
   static const float w1[4] = {1.0f, 0.0f, 0.0f, 1.0f}, b1[2] = {0.0f, 0.0f};
   static const float w2[2] = {0.5f, 0.25f}, b2[1] = {0.125f};
@@ -294,6 +322,7 @@ static const duet_procedure_def kProcs[] = {
     {"block", p_block, DUET_PROC_READ_ONLY},
     {"block_long", p_block, DUET_PROC_READ_ONLY | DUET_PROC_LONG},
     {"sum_ge", p_sum_ge, DUET_PROC_READ_ONLY},
+    {"columns", p_columns, DUET_PROC_READ_ONLY},
     {"mlp", p_mlp, DUET_PROC_READ_ONLY},
     {"gpu", p_gpu, DUET_PROC_READ_ONLY},
 };

@@ -1,0 +1,44 @@
+#!/usr/bin/env bash
+# CH-benCHmark on the 16-core GPU machine (docs/compute.md, "CH through the server"), embedded,
+# through `duet server` and beside RocksDB, from a CPU build made here (the GPU machine lacks
+# Debian's RocksDB and OpenBLAS; CH's queries run on the CPU, as in the seed).
+#   here:  bench/compute/ch-gpu.sh pack   packs duet, duet_bench_ch and libduet_ch_proc.so from
+#                                         $BUILD (default build-cpu: configure it with
+#                                         -DDUET_CUDA=OFF and build those targets first) with the
+#                                         shared libraries they need into gpu-pack-ch/
+#   there: bench/compute/ch-gpu.sh run    the benchmark with $ARGS (default: 10 warehouses, the
+#                                         seed mix, 1, 8 and 16 worker threads, duet, server and
+#                                         rocksdb); log and JSON to $OUT (default gpu-out)
+set -euo pipefail
+cd "$(dirname "$0")/../.."
+P=gpu-pack-ch
+case "${1:-}" in
+  pack)
+    B=${BUILD:-build-cpu}
+    # shellcheck source=bench/common/pack_libs.sh
+    . bench/common/pack_libs.sh
+    rm -rf $P && mkdir -p $P/bench $P/lib
+    cp -L "$B/duet" $P/
+    cp -L "$B/bench/duet_bench_ch" "$B/bench/libduet_ch_proc.so" $P/bench/
+    pack_libs $P/lib $P/duet $P/bench/duet_bench_ch
+    if [ -e $P/lib/libopenblas.so.0 ]; then xz -T2 -6 $P/lib/libopenblas.so.0; fi  # 36 MB: travels compressed
+    git rev-parse HEAD > $P/COMMIT
+    du -sh $P
+    ;;
+  run)
+    for f in "$P"/lib/*.xz; do
+      if [ -e "$f" ]; then xz -d "$f"; fi
+    done
+    export LD_LIBRARY_PATH=$PWD/$P/lib:${LD_LIBRARY_PATH:-}
+    export DUET_COMMIT
+    DUET_COMMIT=$(cat $P/COMMIT)
+    OUT=${OUT:-gpu-out}
+    mkdir -p "$OUT"
+    { nvidia-smi --query-gpu=name,driver_version --format=csv,noheader || true; lscpu | grep -E 'Model name|^CPU\(s\)'; } |
+      tee "$OUT/machine.txt"
+    # shellcheck disable=SC2086  # ARGS is a list of flags
+    $P/bench/duet_bench_ch ${ARGS:---warehouses 10 --mixes seed --threads 1,8,16 --reps 3 --load-threads 8 --systems duet,server,rocksdb} \
+      --out "$OUT/ch.json" 2>&1 | tee "$OUT/ch.txt"
+    ;;
+  *) echo "usage: $0 pack|run" >&2; exit 2 ;;
+esac
