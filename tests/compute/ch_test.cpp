@@ -35,6 +35,16 @@ Scale tiny() {
   return s;
 }
 
+// Scale::small at DUET_TEST_SCALE=1; the sanitizer runs shrink the database with the work (to at
+// least 100 items and 30 customers and orders per district).
+Scale scaled_small() {
+  Scale sc = Scale::small(1);
+  sc.items = static_cast<std::uint32_t>(std::max<std::size_t>(100, scaled(sc.items)));
+  sc.customers = sc.orders = static_cast<std::uint32_t>(std::max<std::size_t>(30, scaled(sc.customers)));
+  sc.new_orders = sc.orders * 3 / 10;
+  return sc;
+}
+
 struct Fixture {
   std::shared_ptr<TxnSpace> space;
   std::unique_ptr<Ch> ch;
@@ -251,11 +261,7 @@ TEST(Ch, ByNameSelectsTheMiddleCustomerByFirstName) {
 // The workload: worker threads over pre-generated TPC-C-mix operations and a query thread that,
 // while they run, checks freshness and compares the queries with the reference at its snapshot.
 TEST(Ch, ConcurrentMixKeepsConsistencyQueriesExactAndFresh) {
-  // Scale::small at DUET_TEST_SCALE=1; the sanitizer runs shrink the database with the work.
-  Scale sc = Scale::small(1);
-  sc.items = static_cast<std::uint32_t>(std::max<std::size_t>(100, scaled(sc.items)));
-  sc.customers = sc.orders = static_cast<std::uint32_t>(std::max<std::size_t>(30, scaled(sc.customers)));
-  sc.new_orders = sc.orders * 3 / 10;
+  const Scale sc = scaled_small();
   Fixture f(sc);
   std::size_t checked = 0;
   {  // The loaded database first.
@@ -353,10 +359,7 @@ struct RecordingAdapter {
 // controls on the recorded history itself: one committed read made stale, and one committed
 // writer of a contended district moved to begin before its predecessor committed, are caught.
 TEST(Ch, HistoriesAreSnapshotIsolated) {
-  Scale sc = Scale::small(1);
-  sc.items = static_cast<std::uint32_t>(std::max<std::size_t>(100, scaled(sc.items)));
-  sc.customers = sc.orders = static_cast<std::uint32_t>(std::max<std::size_t>(30, scaled(sc.customers)));
-  sc.new_orders = sc.orders * 3 / 10;
+  const Scale sc = scaled_small();
   Fixture f(sc);
   std::map<std::string, std::string> initial;
   {
