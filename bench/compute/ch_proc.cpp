@@ -182,12 +182,6 @@ int ch_load(duet_txn* t, const duet_bytes*, std::size_t, const duet_bytes* args,
   return DUET_OK;
 }
 
-// Text a as an integer in [lo, hi].
-bool parse_int(std::string_view a, std::int64_t lo, std::int64_t hi, std::int64_t* out) {
-  const char* end = a.data() + a.size();
-  const auto res = std::from_chars(a.data(), end, *out);
-  return !a.empty() && res.ec == std::errc() && res.ptr == end && *out >= lo && *out <= hi;
-}
 
 // ch.populate small|full warehouses [seed]: generates the initial database in this one
 // transaction (tests and trials; the benchmark streams larger ones through ch.load).
@@ -195,8 +189,8 @@ int ch_populate(duet_txn* t, const duet_bytes*, std::size_t, const duet_bytes* a
                 duet_reply* r) {
   const std::vector<std::string_view> a = views(args, nargs);
   std::int64_t w = 0, seed = 1;
-  if ((nargs != 2 && nargs != 3) || (a[0] != "small" && a[0] != "full") || !parse_int(a[1], 1, 65535, &w) ||
-      (nargs == 3 && !parse_int(a[2], 0, INT64_MAX, &seed)))
+  if ((nargs != 2 && nargs != 3) || (a[0] != "small" && a[0] != "full") || !parse_decimal(a[1], 1, 65535, &w) ||
+      (nargs == 3 && !parse_decimal(a[2], 0, INT64_MAX, &seed)))
     return error(r, "ch.populate takes small|full, the warehouse count (1 .. 65535) and an optional seed",
                  DUET_ERR_INVALID);
   Scale sc = a[0] == "full" ? Scale::full(static_cast<std::uint32_t>(w)) : Scale::small(static_cast<std::uint32_t>(w));
@@ -230,8 +224,8 @@ int stale_orders(duet_txn* t, const duet_bytes* args, std::size_t nargs, duet_re
   const std::vector<std::string_view> a = views(args, nargs);
   for (std::size_t i = 0; i < nargs; i += 3) {
     std::int64_t w = 0, d = 0, o = 0;
-    if (!parse_int(a[i], 1, 65535, &w) || !parse_int(a[i + 1], 1, kDistricts, &d) ||
-        !parse_int(a[i + 2], 1, UINT32_MAX, &o))
+    if (!parse_decimal(a[i], 1, 65535, &w) || !parse_decimal(a[i + 1], 1, kDistricts, &d) ||
+        !parse_decimal(a[i + 2], 1, UINT32_MAX, &o))
       return error(r, "ch query: acknowledged order " + std::to_string(i / 3 + 1) +
                           " is not w (1 .. 65535) d (1 .. 10) o (a positive order id)",
                    DUET_ERR_INVALID);
@@ -335,7 +329,7 @@ int ch_q6(duet_txn* t, const duet_bytes*, std::size_t, const duet_bytes* args, s
 
 int ch_check(duet_txn* t, const duet_bytes*, std::size_t, const duet_bytes* args, std::size_t nargs, duet_reply* r) {
   std::int64_t warehouses = 0;
-  if (nargs != 1 || !parse_int(std::string_view(args[0].data, args[0].len), 1, 65535, &warehouses))
+  if (nargs != 1 || !parse_decimal(std::string_view(args[0].data, args[0].len), 1, 65535, &warehouses))
     return error(r, "ch.check takes the warehouse count (1 .. 65535)", DUET_ERR_INVALID);
   AbiAdapter ad{t};
   std::string violation;

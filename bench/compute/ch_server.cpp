@@ -31,12 +31,11 @@ using compute::ch::OpResult;
 
 namespace {
 
-// Decodes the complete reply at p[0..n) (checked by parse_reply) into *v; returns its length.
-std::size_t decode(const char* p, std::size_t n, RespValue* v) {
-  std::size_t used = 0;
-  net::Reply r;
-  std::string err;
-  net::parse_reply(p, n, &used, &r, &err);
+std::size_t decode(const char* p, std::size_t n, RespValue* v);
+
+// *v from reply r, parsed from p[0..n) (an array's elements are decoded from the bytes after its
+// header line).
+void fill(const net::Reply& r, const char* p, std::size_t n, RespValue* v) {
   v->type = r.type;
   v->nil = r.nil;
   v->integer = r.integer;
@@ -47,6 +46,15 @@ std::size_t decode(const char* p, std::size_t n, RespValue* v) {
     v->elems.resize(static_cast<std::size_t>(r.integer));
     for (RespValue& e : v->elems) off += decode(p + off, n - off, &e);
   }
+}
+
+// Decodes the complete reply at p[0..n) (checked by parse_reply) into *v; returns its length.
+std::size_t decode(const char* p, std::size_t n, RespValue* v) {
+  std::size_t used = 0;
+  net::Reply r;
+  std::string err;
+  net::parse_reply(p, n, &used, &r, &err);
+  fill(r, p, n, v);
   return used;
 }
 
@@ -125,7 +133,7 @@ Status RespConnection::receive(RespValue* out) {
     const net::ParseResult pr = net::parse_reply(p, n, &used, &r, &err);
     if (pr == net::ParseResult::kProtocolError) return Status::Internal("the server's reply is not RESP2: " + err);
     if (pr == net::ParseResult::kReply) {
-      decode(p, n, out);
+      fill(r, p, n, out);
       in_pos_ += used;
       if (in_pos_ == in_.size()) in_.clear(), in_pos_ = 0;
       return Status::Ok();

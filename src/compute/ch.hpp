@@ -198,6 +198,9 @@ std::vector<Op> make_work(const Scale& s, const Mix& mix, std::size_t n, std::ui
 /// The procedure of the CH procedure library (bench/compute/ch_proc.cpp) that runs kind k:
 /// "ch.new_order", "ch.payment", "ch.delivery", "ch.order_status", "ch.stock_level".
 const char* procedure_name(Kind k);
+/// Text a as a decimal integer in [lo, hi] (no sign other than '-', no spaces): true and *out,
+/// else false with *out unchanged.
+bool parse_decimal(std::string_view a, std::int64_t lo, std::int64_t hi, std::int64_t* out);
 /// op as its procedure's FCALL arguments, decimal text (docs/compute.md, "CH through the server"):
 ///   ch.new_order     w d c date, then item supply_w quantity for each of its 1 .. 15 lines
 ///   ch.payment       w d c_w c_d customer amount h_id date

@@ -87,45 +87,30 @@ std::string warehouse_key(std::uint32_t w) {
   put_be(k, w, 2);
   return k;
 }
-std::string district_key(std::uint32_t w, std::uint32_t d) {
-  std::string k = key_of(kDistrict);
+namespace {
+// Tag, warehouse and district: the prefix of every per-district table's key.
+std::string district_prefix(Tag t, std::uint32_t w, std::uint32_t d) {
+  std::string k = key_of(t);
   put_be(k, w, 2);
   put_be(k, d, 1);
   return k;
 }
-std::string customer_key(std::uint32_t w, std::uint32_t d, std::uint32_t c) {
-  std::string k = key_of(kCustomer);
-  put_be(k, w, 2);
-  put_be(k, d, 1);
-  put_be(k, c, 4);
+// district_prefix(t, w, d), then id as `bytes` big-endian bytes.
+std::string district_row_key(Tag t, std::uint32_t w, std::uint32_t d, std::uint64_t id, int bytes) {
+  std::string k = district_prefix(t, w, d);
+  put_be(k, id, bytes);
   return k;
 }
-std::string history_key(std::uint32_t w, std::uint32_t d, std::uint64_t h) {
-  std::string k = key_of(kHistory);
-  put_be(k, w, 2);
-  put_be(k, d, 1);
-  put_be(k, h, 8);
-  return k;
-}
+}  // namespace
+std::string district_key(std::uint32_t w, std::uint32_t d) { return district_prefix(kDistrict, w, d); }
+std::string customer_key(std::uint32_t w, std::uint32_t d, std::uint32_t c) { return district_row_key(kCustomer, w, d, c, 4); }
+std::string history_key(std::uint32_t w, std::uint32_t d, std::uint64_t h) { return district_row_key(kHistory, w, d, h, 8); }
 std::string new_order_key(std::uint32_t w, std::uint32_t d, std::uint32_t o) {
-  std::string k = key_of(kNewOrder);
-  put_be(k, w, 2);
-  put_be(k, d, 1);
-  put_be(k, o, 4);
-  return k;
+  return district_row_key(kNewOrder, w, d, o, 4);
 }
-std::string order_key(std::uint32_t w, std::uint32_t d, std::uint32_t o) {
-  std::string k = key_of(kOrder);
-  put_be(k, w, 2);
-  put_be(k, d, 1);
-  put_be(k, o, 4);
-  return k;
-}
+std::string order_key(std::uint32_t w, std::uint32_t d, std::uint32_t o) { return district_row_key(kOrder, w, d, o, 4); }
 std::string order_line_key(std::uint32_t w, std::uint32_t d, std::uint32_t o, std::uint32_t l) {
-  std::string k = key_of(kOrderLine);
-  put_be(k, w, 2);
-  put_be(k, d, 1);
-  put_be(k, o, 4);
+  std::string k = district_row_key(kOrderLine, w, d, o, 4);
   put_be(k, l, 1);
   return k;
 }
@@ -347,16 +332,7 @@ Status generate(const Scale& s, unsigned part, unsigned parts,
 // ---------------------------------------------------------------------------------------------
 // Work
 
-const char* kind_name(Kind k) {
-  switch (k) {
-    case Kind::kNewOrder: return "new_order";
-    case Kind::kPayment: return "payment";
-    case Kind::kDelivery: return "delivery";
-    case Kind::kOrderStatus: return "order_status";
-    case Kind::kStockLevel: return "stock_level";
-  }
-  return "?";
-}
+const char* kind_name(Kind k) { return procedure_name(k) + 3; }  // without "ch."
 
 std::vector<Op> make_work(const Scale& s, const Mix& mix, std::size_t n, std::uint64_t stream) {
   Rng r(s.seed ^ mix64(0xc0ffee00ull + stream));
@@ -424,14 +400,19 @@ std::vector<Op> make_work(const Scale& s, const Mix& mix, std::size_t n, std::ui
 }
 
 const char* procedure_name(Kind k) {
-  switch (k) {
-    case Kind::kNewOrder: return "ch.new_order";
-    case Kind::kPayment: return "ch.payment";
-    case Kind::kDelivery: return "ch.delivery";
-    case Kind::kOrderStatus: return "ch.order_status";
-    case Kind::kStockLevel: return "ch.stock_level";
-  }
-  return "?";
+  static constexpr const char* kNames[kKinds] = {"ch.new_order", "ch.payment", "ch.delivery", "ch.order_status",
+                                                 "ch.stock_level"};
+  const auto i = static_cast<std::size_t>(k);
+  return i < kKinds ? kNames[i] : "ch.?";
+}
+
+bool parse_decimal(std::string_view a, std::int64_t lo, std::int64_t hi, std::int64_t* out) {
+  std::int64_t v = 0;
+  const char* end = a.data() + a.size();
+  const auto r = std::from_chars(a.data(), end, v);
+  if (a.empty() || r.ec != std::errc() || r.ptr != end || v < lo || v > hi) return false;
+  *out = v;
+  return true;
 }
 
 namespace {
@@ -472,17 +453,11 @@ Status parse_op(Kind k, std::span<const std::string_view> args, Op* op) {
   auto parse = [&](std::string_view a, std::size_t i, const char* what, std::int64_t lo, std::int64_t hi,
                    std::int64_t* out) {
     if (!bad.ok()) return false;
-    std::int64_t v = 0;
-    const char* end = a.data() + a.size();
-    const auto r = std::from_chars(a.data(), end, v);
-    if (a.empty() || r.ec != std::errc() || r.ptr != end || v < lo || v > hi) {
-      bad = Status::InvalidArgument(proc + ": argument " + std::to_string(i + 1) + " (" + what +
-                                    ") must be an integer in [" + std::to_string(lo) + ", " + std::to_string(hi) +
-                                    "], not '" + std::string(args[i]) + "'");
-      return false;
-    }
-    *out = v;
-    return true;
+    if (parse_decimal(a, lo, hi, out)) return true;
+    bad = Status::InvalidArgument(proc + ": argument " + std::to_string(i + 1) + " (" + what +
+                                  ") must be an integer in [" + std::to_string(lo) + ", " + std::to_string(hi) +
+                                  "], not '" + std::string(args[i]) + "'");
+    return false;
   };
   auto num = [&](std::size_t i, const char* what, std::int64_t lo, std::int64_t hi, std::int64_t* out) {
     return parse(args[i], i, what, lo, hi, out);
