@@ -255,6 +255,20 @@ class Txn {
   std::map<std::string, std::uint64_t, std::less<>> watches_;  ///< key -> validation bound
 };
 
+/// Sees every write set a txn keyspace commits (TxnSpace::set_commit_observer): the hook that keeps
+/// a columnar copy of some keys for analytics (compute::ColumnMirror).
+class TxnCommitObserver {
+ public:
+  virtual ~TxnCommitObserver() = default;
+  /// Called once for each committing transaction that writes, on its thread, after its commit
+  /// timestamp `ts` is taken and while every key it writes is still locked, so that the calls for
+  /// one key come in timestamp order. `writes` is the write set in key order, nullopt marking a
+  /// delete. It must not throw, wait for other transactions or use this keyspace; its cost is
+  /// added to the commit's (and to the waits of readers of its keys).
+  virtual void on_commit(std::uint64_t ts,
+                         const std::map<std::string, std::optional<std::string>, std::less<>>& writes) = 0;
+};
+
 /// Counters, exact when quiescent.
 struct TxnStats {
   std::uint64_t commits = 0, conflicts = 0, too_old = 0, read_only = 0;
@@ -280,6 +294,17 @@ class TxnSpace : public Keyspace {
   /// The global timestamp now: every commit that has returned has a timestamp <= it. A bound
   /// for Txn::watch. O(1), no lock.
   virtual std::uint64_t now() const = 0;
+  /// Installs `o` as the commit observer (null: removes it): every commit that takes its
+  /// timestamp after this call returns calls it. A commit already past that point may still call
+  /// the one installed before, so the keyspace keeps every observer it was given alive until it
+  /// is destroyed. InvalidArgument (nothing changed) when `o` is not null and an observer is
+  /// installed: one at a time, so that none is silently dropped.
+  virtual Status set_commit_observer(std::shared_ptr<TxnCommitObserver> o) = 0;
+  /// Returns once every commit with a timestamp <= ts has installed its versions and returned
+  /// from the observer: a reader at start ts then finds all of them in what the observer
+  /// maintains. Spins on the open transactions' commit words (each wait is at most one
+  /// commit's install), O(threads in use).
+  virtual void wait_commits(std::uint64_t ts) = 0;
   /// Runs one collection pass now (also enforcing the version budget and snapshot age).
   virtual void collect() = 0;
   virtual TxnStats stats() const = 0;

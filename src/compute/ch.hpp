@@ -33,6 +33,7 @@
 #include <string_view>
 #include <vector>
 
+#include "compute/column_mirror.hpp"
 #include "compute/compute.hpp"
 #include "duet/status.hpp"
 #include "duet/txn.hpp"
@@ -342,9 +343,18 @@ class Ch {
   /// (nothing applied); Internal for missing rows (a corrupt load).
   Status run(const Op& op, OpResult* r, std::uint64_t* rng);
 
+  /// Keeps ORDER-LINE's number, delivery date, quantity and amount in a ColumnMirror from now on
+  /// (docs/compute.md, "Column mirror"): Q1 and Q6 then scan it at their transaction's start
+  /// instead of SNAPSHOTting the table. Call after load(), once per keyspace (InvalidArgument
+  /// when the keyspace already has a commit observer); `query_threads` threads scan it per
+  /// query (1: the query's own thread).
+  Status attach_mirror(unsigned query_threads = 1);
+  const ColumnMirror* mirror() const { return mirror_.get(); }
+
   /// CH Q1 / Q6 / Q3 on *t's snapshot (t begun by the caller; it is read, not ended), through the
-  /// compute operators of `ctx`, decoding only the columns each reads; `scratch` (optional) is
-  /// the calling thread's buffers, kept from query to query.
+  /// compute operators of `ctx` (Q1 and Q6: through the mirror when attached), decoding only the
+  /// columns each reads; `scratch` (optional) is the calling thread's buffers, kept from query
+  /// to query.
   Status q1(Txn* t, Context* ctx, QueryResult* out, QueryScratch* scratch = nullptr);
   Status q6(Txn* t, Context* ctx, QueryResult* out, QueryScratch* scratch = nullptr);
   /// Q3 takes its customer predicate and its plan (the default: CH's Q3 on whole-table SNAPSHOTs;
@@ -365,6 +375,9 @@ class Ch {
   /// it began: t->start_ts() >= each ack's commit_ts and each acknowledged order present in its
   /// snapshot. Internal naming the first ack it misses.
   static Status check_fresh(Txn* t, const std::vector<Ack>& acks);
+  /// The same check against the mirror (when attached; Ok otherwise): each acknowledged order's
+  /// first line is a row visible at `start`.
+  Status check_mirror_fresh(std::uint64_t start, const std::vector<Ack>& acks);
 
   const Scale& scale() const { return s_; }
   TxnSpace& space() { return *space_; }
@@ -378,6 +391,8 @@ class Ch {
   Scale s_;
   unsigned max_attempts_ = 100000;
   std::unique_ptr<DeliveryHints> hints_;
+  std::shared_ptr<ColumnMirror> mirror_;
+  unsigned mirror_threads_ = 1;
 };
 
 }  // namespace duet::compute::ch

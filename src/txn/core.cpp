@@ -694,6 +694,18 @@ Version* Core::read(Entry* e, std::uint64_t start) {
   return v;
 }
 
+void Core::wait_commits(std::uint64_t ts) {
+  // As Core::read, over every slot: a word of 0 read after the caller's timestamp belongs to a
+  // commit that has finished or will take a timestamp above ts; 1 is taking one (wait: it may
+  // come out <= ts); ts' << 1 waits only while ts' <= ts.
+  for (unsigned i = 0, n = slot_hwm.load(std::memory_order_seq_cst); i < n; ++i)
+    for (unsigned spins = 0;; ++spins) {
+      const std::uint64_t w = slots[i].commit.load(std::memory_order_seq_cst);
+      if (w == 0 || (w != 1 && (w >> 1) > ts)) break;
+      cpu_relax(spins);
+    }
+}
+
 void Core::enqueue(Entry* e) {
   if (e->queued.load(std::memory_order_relaxed) || e->queued.exchange(true, std::memory_order_acq_rel)) return;
   QueueStripe& q = queue[thread_ordinal() % kQueueStripes];

@@ -213,6 +213,14 @@ struct Core {
   /// Frees a cut tail; *n and *b get the versions and bytes freed.
   static void free_tail(Version* t, std::uint64_t* n, std::uint64_t* b);
 
+  /// The commit observer (null: none), read by every writing commit after its timestamp is
+  /// taken; `observers` keeps each one installed alive (under observers_m).
+  std::atomic<TxnCommitObserver*> observer{nullptr};
+  std::mutex observers_m;
+  std::vector<std::shared_ptr<TxnCommitObserver>> observers;
+  /// TxnSpace::wait_commits.
+  void wait_commits(std::uint64_t ts);
+
   // Collector.
   alignas(128) std::mutex gc_m;  ///< one collection at a time
   // Entries with obsolete versions, for the collector: lock-free stacks (push with a CAS, the

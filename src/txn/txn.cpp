@@ -714,6 +714,9 @@ Status Txn::commit(CommitResult* r) {
     yield_n(f.step_yields);
     if (f.hook) f.hook("ts", {});
   }
+  // Every key is locked and the timestamp taken: the observer sees write sets of one key in
+  // timestamp order, and a reader waits for it through this slot's commit word (wait_commits).
+  if (TxnCommitObserver* o = c.observer.load(std::memory_order_seq_cst)) o->on_commit(t, writes_);
   std::int64_t present_delta = 0;
   std::uint64_t added = 0, obsoleted = 0, bytes = 0;
   // Versions below the collection floor are unreachable for every reader now and later; the
@@ -771,7 +774,8 @@ Status Txn::commit(CommitResult* r) {
       c.enqueue(e);
     }
   }
-  me.commit.store(0, std::memory_order_relaxed);
+  // Release: a wait_commits that reads 0 here sees what the observer wrote.
+  me.commit.store(0, std::memory_order_release);
   std::uint64_t freed = 0, freed_bytes = 0;
   for (Version* tail : tails) {
     std::uint64_t n = 0, b = 0;
@@ -845,6 +849,17 @@ class TxnSpaceImpl final : public TxnSpace {
   }
 
   void collect() override { core_->collect(); }
+
+  Status set_commit_observer(std::shared_ptr<TxnCommitObserver> o) override {
+    std::lock_guard<std::mutex> lk(core_->observers_m);
+    if (o && core_->observer.load(std::memory_order_relaxed) != nullptr)
+      return Status::InvalidArgument("txn: a commit observer is already installed");
+    core_->observer.store(o.get(), std::memory_order_seq_cst);
+    if (o) core_->observers.push_back(std::move(o));
+    return Status::Ok();
+  }
+
+  void wait_commits(std::uint64_t ts) override { core_->wait_commits(ts); }
 
   std::uint64_t now() const override { return core_->gts.load(std::memory_order_seq_cst); }
 

@@ -66,6 +66,8 @@ struct Fixture {
     ASSERT_TRUE(space->begin(&t).ok());
     const Status fresh = Ch::check_fresh(&t, acks);
     ASSERT_TRUE(fresh.ok()) << fresh.to_string();
+    const Status mfresh = ch->check_mirror_fresh(t.start_ts(), acks);
+    ASSERT_TRUE(mfresh.ok()) << mfresh.to_string();
     QueryResult q, ref;
     ASSERT_TRUE(ch->q1(&t, ctx.get(), &q).ok());
     ASSERT_TRUE(ch->q6(&t, ctx.get(), &q).ok());
@@ -259,10 +261,15 @@ TEST(Ch, ByNameSelectsTheMiddleCustomerByFirstName) {
 }
 
 // The workload: worker threads over pre-generated TPC-C-mix operations and a query thread that,
-// while they run, checks freshness and compares the queries with the reference at its snapshot.
-TEST(Ch, ConcurrentMixKeepsConsistencyQueriesExactAndFresh) {
+// while they run, checks freshness and compares the queries with the reference at its snapshot;
+// with the order-line mirror attached, Q1 and Q6 read the mirror (at the same start).
+void concurrent_mix(bool mirror) {
   const Scale sc = scaled_small();
   Fixture f(sc);
+  if (mirror) {
+    const Status m = f.ch->attach_mirror(2);
+    ASSERT_TRUE(m.ok()) << m.to_string();
+  }
   std::size_t checked = 0;
   {  // The loaded database first.
     Txn t;
@@ -316,7 +323,13 @@ TEST(Ch, ConcurrentMixKeepsConsistencyQueriesExactAndFresh) {
   EXPECT_TRUE(s.ok()) << s.to_string();
   t.abort();
   f.queries_equal_reference(board.read(), &checked);
+  if (mirror) {
+    EXPECT_GT(f.ch->mirror()->stats().rows, f.ch->mirror()->stats().keys);  // deliveries added versions
+  }
 }
+
+TEST(Ch, ConcurrentMixKeepsConsistencyQueriesExactAndFresh) { concurrent_mix(false); }
+TEST(Ch, ConcurrentMixWithTheMirrorKeepsQueriesExactAndFresh) { concurrent_mix(true); }
 
 // The txn keyspace as a ch_procs adapter that records every read and write of the attempt as an
 // SI checker event.
@@ -602,6 +615,7 @@ TEST(Ch, NewOrderWithAnUnusedItemRollsBack) {
 TEST(Ch, FreshnessCheckCatchesAStaleQuery) {
   const Scale sc = tiny();
   Fixture f(sc);
+  ASSERT_TRUE(f.ch->attach_mirror().ok());
   Txn stale;
   ASSERT_TRUE(f.space->begin(&stale).ok());
   const std::vector<Op> work = make_work(sc, Mix::seed(), 50, 9);
@@ -623,10 +637,13 @@ TEST(Ch, FreshnessCheckCatchesAStaleQuery) {
   Ack forged = acks[0];
   forged.commit_ts = 0;
   EXPECT_EQ(Ch::check_fresh(&stale, {forged}).code(), StatusCode::kInternal);
+  // The mirror, read at the stale start, misses the order's lines too.
+  EXPECT_EQ(f.ch->check_mirror_fresh(stale.start_ts(), acks).code(), StatusCode::kInternal);
   stale.abort();
   Txn fresh;
   ASSERT_TRUE(f.space->begin(&fresh).ok());
   EXPECT_TRUE(Ch::check_fresh(&fresh, acks).ok());
+  EXPECT_TRUE(f.ch->check_mirror_fresh(fresh.start_ts(), acks).ok());
 }
 
 // Negative control for the consistency check: a district whose D_NEXT_O_ID skips an order, and a

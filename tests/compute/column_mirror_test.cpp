@@ -1,0 +1,247 @@
+// ColumnMirror (src/compute/column_mirror.hpp): its aggregates and contains() at a transaction's
+// start equal what that transaction reads from the keyspace itself (a scan of the range), after
+// inserts, updates, deletes and re-inserts, under writers racing the load and the queries, and
+// at starts older than the newest commits (each query's transaction is held open while later
+// commits land). Bad input: unknown columns, starts before the load, group values out of range,
+// a second observer, values that are not rows.
+#include <gtest/gtest.h>
+
+#include <algorithm>
+#include <atomic>
+#include <cstring>
+#include <map>
+#include <random>
+#include <thread>
+
+#include "compute/column_mirror.hpp"
+#include "reference.hpp"
+
+namespace duet::compute {
+namespace {
+
+using testing::scaled;
+
+// Rows (g, a, b): g the group (0 .. 7), a and b integers.
+const RowCodec& codec() {
+  static const RowCodec c = [] {
+    RowCodec r;
+    EXPECT_TRUE(RowCodec::make({{"g", Type::kInt64, 0}, {"a", Type::kInt64, 0}, {"b", Type::kMoney, 0}}, &r).ok());
+    return r;
+  }();
+  return c;
+}
+
+std::string key(std::uint32_t i) {
+  std::string k = "r";
+  for (int s = 24; s >= 0; s -= 8) k.push_back(static_cast<char>(i >> s));
+  return k;
+}
+
+std::string row(std::int64_t g, std::int64_t a, std::int64_t b) {
+  std::string r;
+  const Value v[] = {g, a, b};
+  EXPECT_TRUE(codec().encode(v, &r).ok());
+  return r;
+}
+
+ColumnMirror::Config config() {
+  ColumnMirror::Config c;
+  c.lo = "r";
+  c.hi = "s";
+  c.codec = codec();
+  c.columns = {"g", "a", "b"};
+  c.key_id = [](std::string_view k, std::uint64_t* id) {
+    if (k.size() != 5) return false;
+    *id = 0;
+    for (std::size_t i = 1; i < 5; ++i) *id = (*id << 8) | static_cast<unsigned char>(k[i]);
+    return true;
+  };
+  return c;
+}
+
+// Group by g over rows with a > lo: count, sum a, min b, max b.
+ColumnMirror::Query query(std::int64_t lo) {
+  return {{{"a", Cmp::kGt, lo, 0, 0, 0, {}, {}}},
+          "g",
+          {{Agg::kCount, "", "n"}, {Agg::kSum, "a", "sa"}, {Agg::kMin, "b", "mb"}, {Agg::kMax, "b", "xb"}}};
+}
+
+using Groups = std::map<std::int64_t, std::array<std::int64_t, 4>>;
+
+Groups from_table(const Table& t) {
+  Groups g;
+  for (std::size_t i = 0; i < t.rows(); ++i)
+    g[t.get("g")->i64()[i]] = {t.get("n")->i64()[i], t.get("sa")->i64()[i], t.get("mb")->i64()[i],
+                               t.get("xb")->i64()[i]};
+  return g;
+}
+
+// The same query from the transaction's own reads.
+Groups reference(Txn* t, std::int64_t lo) {
+  std::vector<std::pair<std::string, std::string>> kv;
+  EXPECT_TRUE(t->scan(TxnRange{"r", "s", true, false, false, false}, 0, &kv).ok());
+  Groups g;
+  for (const auto& [k, v] : kv) {
+    if (k.size() != 5) continue;  // not a row key (config().key_id)
+    std::int64_t x[3];
+    std::memcpy(x, v.data(), 24);
+    if (x[1] <= lo) continue;
+    auto [it, fresh] = g.try_emplace(x[0], std::array<std::int64_t, 4>{0, 0, x[2], x[2]});
+    it->second[0] += 1;
+    it->second[1] += x[1];
+    it->second[2] = std::min(it->second[2], x[2]);
+    it->second[3] = std::max(it->second[3], x[2]);
+  }
+  return g;
+}
+
+void commit(TxnSpace& s, const std::vector<std::pair<std::string, std::optional<std::string>>>& w) {
+  Txn t;
+  ASSERT_TRUE(s.begin(&t).ok());
+  for (const auto& [k, v] : w) ASSERT_TRUE(v ? t.put(k, *v).ok() : t.del(k).ok());
+  CommitResult r;
+  ASSERT_TRUE(t.commit(&r).ok());
+  ASSERT_EQ(r.outcome, TxnOutcome::kCommitted);
+}
+
+TEST(ColumnMirror, VersionsMatchTheKeyspaceAtEveryHeldStart) {
+  std::shared_ptr<TxnSpace> space;
+  ASSERT_TRUE(TxnSpace::open("m", TxnConfig{}, &space).ok());
+  for (std::uint32_t i = 0; i < 20; ++i) commit(*space, {{key(i), row(i % 4, i, 100 - i)}});
+  commit(*space, {{"q-outside", row(0, 0, 0)}, {"r-not-a-row-key", row(0, 0, 0)}});
+  std::shared_ptr<ColumnMirror> m;
+  ASSERT_TRUE(ColumnMirror::attach(space, config(), &m, 7).ok());  // loaded in pages of 7
+  EXPECT_EQ(m->stats().keys, 20u);
+  // Each step commits, then holds a transaction begun after it; every held one is checked at
+  // the end, when later commits have updated, deleted and re-inserted what it read.
+  std::vector<std::unique_ptr<Txn>> held;
+  auto hold = [&] {
+    held.push_back(std::make_unique<Txn>());
+    ASSERT_TRUE(space->begin(held.back().get()).ok());
+  };
+  hold();
+  commit(*space, {{key(3), row(1, 50, 7)}, {key(4), std::nullopt}});  // update, delete
+  hold();
+  commit(*space, {{key(4), row(2, 60, -5)}, {key(99), row(7, 1, 1)}});  // re-insert, insert
+  hold();
+  commit(*space, {{key(99), std::nullopt}, {key(98), std::nullopt}});  // delete, delete of an absent key
+  hold();
+  commit(*space, {{key(5), row(3, 5, 5)}, {key(5 + 1), row(3, 6, 6)}});
+  hold();
+  for (std::size_t h = 0; h < held.size(); ++h)
+    for (std::int64_t lo : {-1, 4, 55}) {
+      Table t;
+      ASSERT_TRUE(m->aggregate(held[h]->start_ts(), query(lo), &t).ok());
+      EXPECT_EQ(from_table(t), reference(held[h].get(), lo)) << "held " << h << " lo " << lo;
+      Table t2;  // the split over threads changes nothing
+      ASSERT_TRUE(m->aggregate(held[h]->start_ts(), query(lo), &t2, 3).ok());
+      EXPECT_EQ(from_table(t2), from_table(t));
+      for (std::uint32_t k : {3u, 4u, 99u, 98u}) {
+        bool in = false, ref = false;
+        std::string v;
+        ASSERT_TRUE(m->contains(key(k), held[h]->start_ts(), &in).ok());
+        ASSERT_TRUE(held[h]->get(key(k), &v, &ref).ok());
+        EXPECT_EQ(in, ref) << "held " << h << " key " << k;
+      }
+    }
+  EXPECT_EQ(m->stats().keys, 20u);  // key 4 deleted and re-inserted, 99 inserted and deleted
+}
+
+TEST(ColumnMirror, WritersRacingTheLoadAndTheQueries) {
+  std::shared_ptr<TxnSpace> space;
+  ASSERT_TRUE(TxnSpace::open("m", TxnConfig{}, &space).ok());
+  constexpr std::uint32_t kKeys = 300;
+  for (std::uint32_t i = 0; i < kKeys; i += 2) commit(*space, {{key(i), row(i % 8, i, i)}});
+  std::atomic<bool> stop{false};
+  std::atomic<std::uint64_t> commits{0};
+  std::vector<std::thread> writers;
+  for (unsigned w = 0; w < 3; ++w)
+    writers.emplace_back([&, w] {
+      std::mt19937_64 rng(w + 7);
+      Txn t;
+      while (!stop.load()) {
+        if (!space->begin(&t).ok()) continue;
+        const unsigned n = 1 + rng() % 4;
+        for (unsigned j = 0; j < n; ++j) {
+          const std::uint32_t k = static_cast<std::uint32_t>(rng() % kKeys);
+          if (rng() % 4 == 0) (void)t.del(key(k));
+          else (void)t.put(key(k), row(static_cast<std::int64_t>(rng() % 8), static_cast<std::int64_t>(rng() % 1000) - 100,
+                                       static_cast<std::int64_t>(rng() % 1000)));
+        }
+        CommitResult r;
+        if (t.commit(&r).ok() && r.outcome == TxnOutcome::kCommitted) ++commits;
+      }
+    });
+  while (commits.load() < 50) std::this_thread::yield();
+  std::shared_ptr<ColumnMirror> m;
+  ASSERT_TRUE(ColumnMirror::attach(space, config(), &m, 16).ok());
+  const std::size_t rounds = scaled(300);
+  std::mt19937_64 rng(1);
+  for (std::size_t i = 0; i < rounds && !::testing::Test::HasFailure(); ++i) {
+    Txn t;
+    ASSERT_TRUE(space->begin(&t).ok());
+    const std::int64_t lo = static_cast<std::int64_t>(rng() % 1200) - 150;
+    Table out;
+    ASSERT_TRUE(m->aggregate(t.start_ts(), query(lo), &out, 1 + i % 2).ok());
+    EXPECT_EQ(from_table(out), reference(&t, lo)) << "round " << i;
+    const std::uint32_t k = static_cast<std::uint32_t>(rng() % kKeys);
+    bool in = false, ref = false;
+    std::string v;
+    ASSERT_TRUE(m->contains(key(k), t.start_ts(), &in).ok());
+    ASSERT_TRUE(t.get(key(k), &v, &ref).ok());
+    EXPECT_EQ(in, ref) << "round " << i << " key " << k;
+  }
+  stop = true;
+  for (auto& w : writers) w.join();
+  EXPECT_GT(commits.load(), 50u);
+  EXPECT_EQ(m->stats().bad_rows, 0u);
+}
+
+TEST(ColumnMirror, BadInput) {
+  std::shared_ptr<TxnSpace> space;
+  ASSERT_TRUE(TxnSpace::open("m", TxnConfig{}, &space).ok());
+  Txn before;
+  ASSERT_TRUE(space->begin(&before).ok());
+  commit(*space, {{key(1), row(1, 1, 1)}});
+  std::shared_ptr<ColumnMirror> m, m2;
+  ColumnMirror::Config c = config();
+  c.columns = {"nope"};
+  EXPECT_EQ(ColumnMirror::attach(space, c, &m).code(), StatusCode::kInvalidArgument);
+  c = config();
+  c.hi = c.lo;
+  EXPECT_EQ(ColumnMirror::attach(space, c, &m).code(), StatusCode::kInvalidArgument);
+  ASSERT_TRUE(ColumnMirror::attach(space, config(), &m).ok());
+  EXPECT_EQ(ColumnMirror::attach(space, config(), &m2).code(), StatusCode::kInvalidArgument);  // one observer
+  Table t;
+  EXPECT_EQ(m->aggregate(before.start_ts(), query(0), &t).code(), StatusCode::kInvalidArgument);
+  Txn now;
+  ASSERT_TRUE(space->begin(&now).ok());
+  ColumnMirror::Query q = query(0);
+  q.group = "zz";
+  EXPECT_EQ(m->aggregate(now.start_ts(), q, &t).code(), StatusCode::kInvalidArgument);
+  q = query(0);
+  q.aggs[1].column = "zz";
+  EXPECT_EQ(m->aggregate(now.start_ts(), q, &t).code(), StatusCode::kInvalidArgument);
+  bool in = false;
+  EXPECT_EQ(m->contains("x", now.start_ts(), &in).code(), StatusCode::kInvalidArgument);
+  now.abort();
+  // A group value out of range, and a value that is not a row (it ends the key, and is counted).
+  commit(*space, {{key(2), row(300, 1, 1)}});
+  ASSERT_TRUE(space->begin(&now).ok());
+  EXPECT_EQ(m->aggregate(now.start_ts(), query(0), &t).code(), StatusCode::kInvalidArgument);
+  now.abort();
+  commit(*space, {{key(2), row(2, 1, 1)}, {key(1), std::string("short")}});
+  ASSERT_TRUE(space->begin(&now).ok());
+  EXPECT_EQ(m->stats().bad_rows, 1u);
+  ASSERT_TRUE(m->contains(key(1), now.start_ts(), &in).ok());
+  EXPECT_FALSE(in);
+  // With no group: one row, zero when nothing matches.
+  ColumnMirror::Query all{{{"a", Cmp::kGt, 1000, 0, 0, 0, {}, {}}}, "", {{Agg::kCount, "", "n"}, {Agg::kSum, "a", "s"}}};
+  ASSERT_TRUE(m->aggregate(now.start_ts(), all, &t).ok());
+  ASSERT_EQ(t.rows(), 1u);
+  EXPECT_EQ(t.get("n")->i64()[0], 0);
+  EXPECT_EQ(t.get("s")->i64()[0], 0);
+}
+
+}  // namespace
+}  // namespace duet::compute
