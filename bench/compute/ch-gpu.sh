@@ -5,10 +5,16 @@
 #   here:  bench/compute/ch-gpu.sh pack   packs duet, duet_bench_ch and libduet_ch_proc.so from
 #                                         $BUILD (default build-cpu: configure it with
 #                                         -DDUET_CUDA=OFF and build those targets first) with the
-#                                         shared libraries they need into gpu-pack-ch/
-#   there: bench/compute/ch-gpu.sh run    the benchmark with $ARGS (default: 10 warehouses, the
-#                                         seed mix, 1, 8 and 16 worker threads, duet, server and
-#                                         rocksdb); log and JSON to $OUT (default gpu-out)
+#                                         shared libraries they need into gpu-pack-ch/; from a CUDA
+#                                         build (-DDUET_CUDA=ON -DCMAKE_CUDA_ARCHITECTURES=90) also
+#                                         duet_compute_gpu_tests, and the order-line mirror's
+#                                         queries then run on the GPU (docs/compute.md, "Column
+#                                         mirror")
+#   there: bench/compute/ch-gpu.sh run    the GPU compute tests when packed, then the benchmark
+#                                         with $ARGS (default: 10 warehouses, the seed mix, 1, 8
+#                                         and 16 worker threads, duet, server and rocksdb); log and
+#                                         JSON to $OUT (default gpu-out); $RUNS more argument sets
+#                                         separated by ';' run after it, to ch-2.json, ch-3.json ...
 set -euo pipefail
 cd "$(dirname "$0")/../.."
 P=gpu-pack-ch
@@ -20,7 +26,13 @@ case "${1:-}" in
     rm -rf $P && mkdir -p $P/bench $P/lib
     cp -L "$B/duet" $P/
     cp -L "$B/bench/duet_bench_ch" "$B/bench/libduet_ch_proc.so" $P/bench/
-    pack_libs $P/lib $P/duet $P/bench/duet_bench_ch
+    bins=("$P/duet" "$P/bench/duet_bench_ch")
+    if [ -e "$B/tests/compute/duet_compute_gpu_tests" ]; then
+      mkdir -p $P/tests
+      cp -L "$B/tests/compute/duet_compute_gpu_tests" $P/tests/
+      bins+=("$P/tests/duet_compute_gpu_tests")
+    fi
+    pack_libs $P/lib "${bins[@]}"
     if [ -e $P/lib/libopenblas.so.0 ]; then xz -T2 -6 $P/lib/libopenblas.so.0; fi  # 36 MB: travels compressed
     git rev-parse HEAD > $P/COMMIT
     du -sh $P
@@ -36,9 +48,19 @@ case "${1:-}" in
     mkdir -p "$OUT"
     { nvidia-smi --query-gpu=name,driver_version --format=csv,noheader || true; lscpu | grep -E 'Model name|^CPU\(s\)'; } |
       tee "$OUT/machine.txt"
+    if [ -x $P/tests/duet_compute_gpu_tests ]; then
+      $P/tests/duet_compute_gpu_tests 2>&1 | tail -40 | tee "$OUT/gpu-tests.txt"
+    fi
     # shellcheck disable=SC2086  # ARGS is a list of flags
     $P/bench/duet_bench_ch ${ARGS:---warehouses 10 --mixes seed --threads 1,8,16 --reps 3 --load-threads 8 --systems duet,server,rocksdb} \
       --out "$OUT/ch.json" 2>&1 | tee "$OUT/ch.txt"
+    n=2
+    IFS=';' read -ra more <<< "${RUNS:-}"
+    for a in "${more[@]}"; do
+      # shellcheck disable=SC2086
+      $P/bench/duet_bench_ch $a --out "$OUT/ch-$n.json" 2>&1 | tee "$OUT/ch-$n.txt"
+      n=$((n + 1))
+    done
     ;;
   *) echo "usage: $0 pack|run" >&2; exit 2 ;;
 esac

@@ -3,7 +3,10 @@
 // isolation transaction re-run on conflict) while one query thread runs CH queries, each on one
 // SNAPSHOT taken at its start (read by --snapshot-threads threads), through the compute operators on
 // the CPU (--query-cpu-threads); by default the query thread is one thread, as the seed's and the
-// peer's are:
+// peer's are. On duet, Q1 and Q6 read the order-line column mirror by default (--query-source
+// mirror: versioned columns kept by the commits, scanned at the query's start; docs/compute.md,
+// "Column mirror"; on the GPU when one is present, --query-device auto|cpu|gpu), or that SNAPSHOT
+// (--query-source snapshot):
 //
 //   mixes    seed: 90% NewOrder, 10% Delivery, with Q1;  tpcc: 45/43/4/4/4 NewOrder / Payment /
 //            Delivery / Order-Status / Stock-Level, with Q1, Q3 and Q6 in turn
@@ -24,7 +27,7 @@
 //
 // Flags: --warehouses 10  --scale full|small  --threads 1,2  --ops 20000 (per thread)  --reps 3
 //        --mixes seed,tpcc  --systems duet,rocksdb  --query-cpu-threads 1  --snapshot-threads 1
-//        --load-threads 2
+//        --load-threads 2  --query-source mirror|snapshot  --query-device auto|cpu|gpu
 //        --queries on|off  --seed 1  --out FILE  --quick
 //        --server-bin PATH --proc PATH --server-threads N: the server system's duet binary, procedure
 //        library (default: beside this program) and I/O threads (default: the server's)
@@ -81,6 +84,8 @@ struct Options {
   unsigned query_cpu_threads = 1;
   unsigned snapshot_threads = 1;  // TxnConfig::snapshot_threads: the query's SNAPSHOT on one thread
   unsigned load_threads = 2;
+  std::string query_source = "mirror";  // duet's Q1 and Q6: the column mirror, or a SNAPSHOT per query
+  Device query_device = Device::kAuto;   // where the mirror is scanned (auto: the GPU when present)
   std::uint64_t seed = 1;
   std::string out;
   bool queries = true;  // --queries off: workers alone (to see what the query thread costs them)
@@ -97,6 +102,9 @@ struct Options {
 struct Run {
   double load_s = 0, secs = 0, tps = 0, qps = 0, p50_us = 0, p99_us = 0, q_p50_ms = 0, q_p99_ms = 0;
   double abort_rate = 0;  // conflicted runs / all runs
+  double mirror_s = 0;    // attaching the column mirror after the load (duet, --query-source mirror)
+  std::uint64_t mirror_rows = 0, mirror_bytes = 0;  // its row versions and memory at the run's end
+  bool mirror_on_gpu = false;
   std::uint64_t committed = 0, rolled_back = 0, queries = 0, fresh_verified = 0, fresh_failed = 0;
   std::array<std::uint64_t, 3> per_query{};  // Q1, Q3, Q6
   std::array<double, kKinds> kind_mean_us{};   // mean latency per transaction kind
@@ -198,6 +206,11 @@ Run run_duet(const Options& o, const Scale& sc, const std::string& mix, const st
   TxnConfig tc;
   tc.snapshot_threads = o.snapshot_threads;
   if (Status s = load_ch(sc, tc, o.load_threads, &space, &ch, &r.load_s); !s.ok()) return r.error = s.to_string(), r;
+  if (o.query_source == "mirror") {
+    const double a = now_s();
+    if (Status s = ch->attach_mirror(o.query_cpu_threads, o.query_device); !s.ok()) return r.error = s.to_string(), r;
+    r.mirror_s = now_s() - a;
+  }
   QueryScratch scratch;  // the query thread's SNAPSHOT buffers, kept from query to query
   AckBoard board(static_cast<unsigned>(work.size()));
   std::unique_ptr<Context> ctx;
@@ -219,7 +232,8 @@ Run run_duet(const Options& o, const Scale& sc, const std::string& mix, const st
                                       : ch->q6(&t, ctx.get(), &q, &scratch);
         if (!s.ok()) return *err = s.to_string(), -1;
         ++r.per_query[static_cast<std::size_t>(which)];
-        const Status f = Ch::check_fresh(&t, acks);
+        Status f = Ch::check_fresh(&t, acks);
+        if (f.ok() && which != 1) f = ch->check_mirror_fresh(t.start_ts(), acks);  // what Q1 and Q6 read
         t.abort();
         if (!f.ok()) return *err = f.to_string(), 0;
         return 1;
@@ -229,6 +243,11 @@ Run run_duet(const Options& o, const Scale& sc, const std::string& mix, const st
     const Status c = ch->check_consistency(&t);
     r.consistency = c.ok() ? "conditions 1-4 hold" : c.to_string();
     if (!c.ok() && r.error.empty()) r.error = c.to_string();
+  }
+  if (const ColumnMirror* m = ch->mirror()) {
+    r.mirror_rows = m->stats().rows;
+    r.mirror_bytes = m->stats().bytes;
+    r.mirror_on_gpu = m->stats().on_device;
   }
   return r;
 }
@@ -466,6 +485,15 @@ int run_ch_bench(int argc, char** argv) {
     if (f == "--query-cpu-threads") return count(&x) && (o.query_cpu_threads = static_cast<unsigned>(x), true);
     if (f == "--load-threads") return count(&x) && (o.load_threads = static_cast<unsigned>(std::max<std::uint64_t>(1, x)), true);
     if (f == "--seed") return count(&o.seed);
+    if (f == "--query-source") {
+      if (v != "mirror" && v != "snapshot") return err = "--query-source: mirror or snapshot", false;
+      return o.query_source = v, true;
+    }
+    if (f == "--query-device") {
+      if (v != "auto" && v != "cpu" && v != "gpu") return err = "--query-device: auto, cpu or gpu", false;
+      o.query_device = v == "cpu" ? Device::kCpu : v == "gpu" ? Device::kGpu : Device::kAuto;
+      return true;
+    }
     if (f == "--out") return o.out = v, true;
     if (f == "--q3-sweep") {
       o.q3_sweep.clear();
@@ -501,7 +529,9 @@ int run_ch_bench(int argc, char** argv) {
   if (help) {
     std::printf("duet bench ch [--warehouses 10] [--scale full|small] [--threads 1,2] [--ops 20000] [--reps 3]\n"
                 "              [--mixes seed,tpcc] [--systems duet,rocksdb] [--query-cpu-threads 1] [--snapshot-threads 1]\n"
-                "              [--load-threads 2] [--queries on|off] [--seed 1] [--out FILE] [--quick]\n"
+                "              [--load-threads 2] [--query-source mirror|snapshot] [--query-device auto|cpu|gpu]\n"
+                "              [--queries on|off] [--seed 1]\n"
+                "              [--out FILE] [--quick]\n"
                 "              [--server-bin PATH] [--proc PATH] [--server-threads N]\n"
                 "  systems: duet (embedded), server (duet server, each operation one FCALL), rocksdb\n"
                 "duet bench ch --q3-sweep default|S,S,... [--q3-plans read,snapshot-keys,snapshot-tables] [--q3-queries 5]\n"
@@ -595,6 +625,13 @@ int run_ch_bench(int argc, char** argv) {
     config.set("query_cpu_threads", o.query_cpu_threads);
     config.set("snapshot_threads", o.snapshot_threads);
     config.set("load_threads", o.load_threads);
+    config.set("query_source", o.query_source == "mirror"
+                                   ? std::string("duet: Q1 and Q6 scan the order-line column mirror at the query's start (") +
+                                         (o.query_device == Device::kCpu ? "CPU, on --query-cpu-threads threads"
+                                          : o.query_device == Device::kGpu ? "its GPU copy"
+                                                                           : "its GPU copy when a GPU is present, else the CPU") +
+                                         "); Q3 a SNAPSHOT"
+                                   : "duet: every query SNAPSHOTs its tables at its start");
     config.set("seed", o.seed);
     config.set("quick", o.quick);
     config.set("queries_on", o.queries);
@@ -691,6 +728,12 @@ int run_ch_bench(int argc, char** argv) {
           x.set("q3", r.per_query[1]);
           x.set("q6", r.per_query[2]);
           x.set("consistency", r.consistency);
+          if (sys == "duet" && o.query_source == "mirror") {
+            x.set("mirror_attach_s", r.mirror_s);
+            x.set("mirror_rows", r.mirror_rows);
+            x.set("mirror_bytes", r.mirror_bytes);
+            x.set("mirror_on_gpu", r.mirror_on_gpu);
+          }
           Json km = Json::object();
           for (std::size_t k = 0; k < kKinds; ++k)
             if (r.kind_n[k]) km.set(kind_name(static_cast<Kind>(k)), r.kind_mean_us[k]);

@@ -153,9 +153,10 @@ Status read_table(Txn* t, Tag tag, Table* out, std::size_t* rows_read, TxnSnapsh
   return codec(tag).decode_fields(RowCodec::slots_of(snap), fields, out);
 }
 
-Status Ch::attach_mirror(unsigned query_threads) {
+Status Ch::attach_mirror(unsigned query_threads, Device device) {
   if (mirror_) return Status::InvalidArgument("ch: the mirror is already attached");
   ColumnMirror::Config c;
+  c.device_copy = device != Device::kCpu;
   table_range(kOrderLine, &c.lo, &c.hi);
   c.codec = codec(kOrderLine);
   c.columns = {"ol_number", "ol_delivery_d", "ol_quantity", "ol_amount"};
@@ -208,7 +209,7 @@ Status Ch::q1(Txn* t, Context* ctx, QueryResult* out, QueryScratch* scratch) {
     const ColumnMirror::Query q{{std::begin(kQ1Where), std::end(kQ1Where)}, "ol_number",
                                 {std::begin(kQ1Aggs), std::end(kQ1Aggs)}};
     std::size_t scanned = 0;
-    if (Status s = mirror_->aggregate(t->start_ts(), q, &A, mirror_threads_, &scanned); !s.ok()) return s;
+    if (Status s = mirror_->aggregate(t->start_ts(), q, &A, Device::kAuto, mirror_threads_, &scanned); !s.ok()) return s;
     out->rows_read += scanned;
     q1_rows(A, out);
     return Status::Ok();
@@ -229,7 +230,7 @@ Status Ch::q6(Txn* t, Context* ctx, QueryResult* out, QueryScratch* scratch) {
   if (mirror_) {
     const ColumnMirror::Query q{{std::begin(kQ6Where), std::end(kQ6Where)}, "", {std::begin(kQ6Aggs), std::end(kQ6Aggs)}};
     std::size_t scanned = 0;
-    if (Status s = mirror_->aggregate(t->start_ts(), q, &A, mirror_threads_, &scanned); !s.ok()) return s;
+    if (Status s = mirror_->aggregate(t->start_ts(), q, &A, Device::kAuto, mirror_threads_, &scanned); !s.ok()) return s;
     out->rows_read += scanned;
     out->q6 = col(A, "revenue").i64()[0];
     return Status::Ok();

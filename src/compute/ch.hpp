@@ -346,9 +346,10 @@ class Ch {
   /// Keeps ORDER-LINE's number, delivery date, quantity and amount in a ColumnMirror from now on
   /// (docs/compute.md, "Column mirror"): Q1 and Q6 then scan it at their transaction's start
   /// instead of SNAPSHOTting the table. Call after load(), once per keyspace (InvalidArgument
-  /// when the keyspace already has a commit observer); `query_threads` threads scan it per
-  /// query (1: the query's own thread).
-  Status attach_mirror(unsigned query_threads = 1);
+  /// when the keyspace already has a commit observer). `device`: kCpu scans on `query_threads`
+  /// threads (1: the query's own thread); kGpu or kAuto also keep the mirror in GPU memory and
+  /// scan it there when a GPU is present (kGpu without one: the CPU, as kAuto).
+  Status attach_mirror(unsigned query_threads = 1, Device device = Device::kCpu);
   const ColumnMirror* mirror() const { return mirror_.get(); }
 
   /// CH Q1 / Q6 / Q3 on *t's snapshot (t begun by the caller; it is read, not ended), through the

@@ -2,6 +2,8 @@
 // commits, read at a start timestamp.
 #include "compute/column_mirror.hpp"
 
+#include "compute/internal.hpp"
+
 #include <algorithm>
 #include <cstdlib>
 #include <cstring>
@@ -52,6 +54,9 @@ ColumnMirror::~ColumnMirror() {
   if (chunks_)
     for (std::size_t c = 0; c < kMaxChunks; ++c)
       if (Chunk* p = chunks_[c].load(std::memory_order_relaxed)) Chunk::destroy(p);
+  if (end_chunks_)
+    for (std::size_t c = 0; c < kMaxChunks; ++c) delete end_chunks_[c].load(std::memory_order_relaxed);
+  if (dev_ != nullptr) detail::gpu::mirror_destroy(dev_);
 }
 
 int ColumnMirror::column_index(std::string_view name) const {
@@ -80,6 +85,12 @@ Status ColumnMirror::attach(std::shared_ptr<TxnSpace> space, Config config, std:
   m->space_ = space;
   m->chunks_.reset(new std::atomic<Chunk*>[kMaxChunks]);
   for (std::size_t c = 0; c < kMaxChunks; ++c) m->chunks_[c].store(nullptr, std::memory_order_relaxed);
+  std::string no_gpu;
+  if (m->cfg_.device_copy && detail::gpu::available(&no_gpu)) {
+    if (Status s = detail::gpu::mirror_create(m->cfg_.columns.size(), &m->dev_); !s.ok()) return s;
+    m->end_chunks_.reset(new std::atomic<EndChunk*>[kMaxChunks]);
+    for (std::size_t c = 0; c < kMaxChunks; ++c) m->end_chunks_[c].store(nullptr, std::memory_order_relaxed);
+  }
 
   // Observe first, then snapshot: a commit whose timestamp is above the snapshot's start calls
   // the observer (it took its timestamp after set_commit_observer returned), so nothing is missed;
@@ -244,7 +255,88 @@ void ColumnMirror::put_version(std::uint64_t id, std::uint64_t ts, const std::in
   } else if (was_live) {
     live_keys_.fetch_sub(1, std::memory_order_relaxed);
   }
-  if (was_live) std::atomic_ref<std::uint64_t>(oc->end[(old - 1) % kChunkRows]).store(ts, std::memory_order_release);
+  if (was_live) {
+    std::atomic_ref<std::uint64_t>(oc->end[(old - 1) % kChunkRows]).store(ts, std::memory_order_release);
+    if (dev_ != nullptr) log_end(old - 1, ts);
+  }
+}
+
+void ColumnMirror::log_end(std::uint64_t row, std::uint64_t ts) {
+  const std::uint64_t i = n_ends_.fetch_add(1, std::memory_order_relaxed);
+  if (i >= kChunkRows * kMaxChunks) {
+    full_.store(true, std::memory_order_relaxed);
+    return;
+  }
+  std::atomic<EndChunk*>& slot = end_chunks_[i / kChunkRows];
+  EndChunk* e = slot.load(std::memory_order_acquire);
+  if (e == nullptr) {
+    auto* fresh = new (std::nothrow) EndChunk();  // ts all 0: not yet written
+    if (fresh == nullptr) {
+      full_.store(true, std::memory_order_relaxed);
+      return;
+    }
+    if (slot.compare_exchange_strong(e, fresh, std::memory_order_acq_rel)) e = fresh;
+    else delete fresh;
+  }
+  e->row[i % kChunkRows] = row;
+  std::atomic_ref<std::uint64_t>(e->ts[i % kChunkRows]).store(ts, std::memory_order_release);
+}
+
+Status ColumnMirror::sync_device() {
+  // The log's length before the rows': every logged end names a row reserved before the entry,
+  // so each row an entry below `en` names is below `n`, and is on the device before it is ended.
+  const std::uint64_t en = n_ends_.load(std::memory_order_acquire);
+  const std::uint64_t n = n_rows_.load(std::memory_order_acquire);
+  // Rows from the first one not known complete: a row still being written (begin ~0) belongs to
+  // a commit after every start waited for, and is copied again next time.
+  std::uint64_t incomplete = n;
+  std::vector<const std::int64_t*> cols(cfg_.columns.size());
+  for (std::uint64_t a = dev_rows_; a < n;) {
+    const std::size_t ci = static_cast<std::size_t>(a / kChunkRows), off = static_cast<std::size_t>(a % kChunkRows);
+    const std::uint64_t b = std::min<std::uint64_t>(n, (ci + 1) * kChunkRows);
+    const Chunk* c = chunks_[ci].load(std::memory_order_acquire);
+    Status s;
+    if (c == nullptr) {
+      incomplete = std::min(incomplete, a);
+      s = detail::gpu::mirror_put(dev_, a, b - a, nullptr, nullptr, nullptr);
+    } else {
+      if (incomplete == n)
+        for (std::size_t i = off; i < off + (b - a); ++i)
+          if (c->load_begin(i) == kNever) {
+            incomplete = ci * kChunkRows + i;
+            break;
+          }
+      for (std::size_t k = 0; k < cols.size(); ++k) cols[k] = c->cols + k * kChunkRows + off;
+      s = detail::gpu::mirror_put(dev_, a, b - a, c->begin + off, c->end + off, cols.data());
+    }
+    if (!s.ok()) return s;
+    a = b;
+  }
+  dev_rows_copied_ += n - dev_rows_;
+  dev_rows_ = incomplete;
+  dev_n_ = n;
+  std::uint64_t eincomplete = en;
+  for (std::uint64_t a = dev_ends_; a < en;) {
+    const std::size_t ci = static_cast<std::size_t>(a / kChunkRows), off = static_cast<std::size_t>(a % kChunkRows);
+    const std::uint64_t b = std::min<std::uint64_t>(en, (ci + 1) * kChunkRows);
+    const EndChunk* e = end_chunks_[ci].load(std::memory_order_acquire);
+    if (e == nullptr) {
+      eincomplete = std::min(eincomplete, a);
+    } else {
+      if (eincomplete == en)
+        for (std::size_t i = off; i < off + (b - a); ++i)
+          if (std::atomic_ref<const std::uint64_t>(e->ts[i]).load(std::memory_order_acquire) == 0) {
+            eincomplete = ci * kChunkRows + i;
+            break;
+          }
+      if (Status s = detail::gpu::mirror_set_ends(dev_, e->row + off, e->ts + off, b - a); !s.ok()) return s;
+    }
+    a = b;
+  }
+  dev_ends_copied_ += en - dev_ends_;
+  dev_ends_ = eincomplete;
+  ++dev_syncs_;
+  return Status::Ok();
 }
 
 namespace {
@@ -262,18 +354,15 @@ bool passes(std::int64_t x, const Predicate& p) {
   return false;
 }
 
-// Per-thread partial results: for each group, count of rows and one accumulator per aggregate.
-struct Partial {
-  std::vector<std::int64_t> rows;  // per group
-  std::vector<std::int64_t> acc;   // group * naggs + a
-  std::uint64_t scanned = 0;
-  bool out_of_range = false;
-};
-
 }  // namespace
 
-Status ColumnMirror::aggregate(std::uint64_t start, const Query& q, Table* out, unsigned threads,
+Status ColumnMirror::aggregate(std::uint64_t start, const Query& q, Table* out, Device device, unsigned threads,
                                std::size_t* rows_scanned) {
+  if (q.where.size() > detail::gpu::kMirrorMaxTerms || q.aggs.size() > detail::gpu::kMirrorMaxTerms)
+    return Status::InvalidArgument("mirror: at most 8 predicates and 8 aggregates");
+  if (device == Device::kGpu && dev_ == nullptr)
+    return Status::Unavailable("mirror: no GPU copy (device_copy off, or no GPU)");
+  const bool on_gpu = dev_ != nullptr && device != Device::kCpu;
   if (start < built_at_)
     return Status::InvalidArgument("mirror: start " + std::to_string(start) + " is before the mirror was built (" +
                                    std::to_string(built_at_) + ")");
@@ -304,6 +393,23 @@ Status ColumnMirror::aggregate(std::uint64_t start, const Query& q, Table* out, 
 
   const std::size_t groups = gcol < 0 ? 1 : static_cast<std::size_t>(kMaxGroups);
   const std::size_t na = q.aggs.size();
+  if (on_gpu) {
+    std::vector<detail::gpu::MirrorPred> gp;
+    for (const Pred& p : preds) gp.push_back({p.col, p.p->cmp, p.p->i, p.p->i_hi});
+    std::vector<detail::gpu::MirrorAgg> ga;
+    for (std::size_t a = 0; a < na; ++a) ga.push_back({q.aggs[a].op, acols[a]});
+    Partial r;
+    {
+      std::lock_guard<std::mutex> lk(dev_m_);
+      if (Status s = sync_device(); !s.ok()) return s;
+      if (Status s = detail::gpu::mirror_aggregate(dev_, dev_n_, start, gp, gcol, groups, ga, &r.rows, &r.acc,
+                                                   &r.out_of_range);
+          !s.ok())
+        return s;
+      r.scanned = dev_n_;
+    }
+    return finish(q, gcol, groups, r, out, rows_scanned);
+  }
   const std::uint64_t n = n_rows_.load(std::memory_order_acquire);
   const std::size_t nchunks = static_cast<std::size_t>((n + kChunkRows - 1) / kChunkRows);
   threads = std::max(1u, std::min<unsigned>(threads, static_cast<unsigned>(std::max<std::size_t>(nchunks, 1))));
@@ -381,9 +487,15 @@ Status ColumnMirror::aggregate(std::uint64_t start, const Query& q, Table* out, 
       r.rows[g] += o.rows[g];
     }
   }
+  return finish(q, gcol, groups, r, out, rows_scanned);
+}
+
+Status ColumnMirror::finish(const Query& q, int gcol, std::size_t groups, const Partial& r, Table* out,
+                            std::size_t* rows_scanned) const {
+  const std::size_t na = q.aggs.size();
   if (r.out_of_range)
     return Status::InvalidArgument("mirror: a value of group column '" + q.group + "' is outside 0.." +
-                              std::to_string(kMaxGroups - 1));
+                                   std::to_string(kMaxGroups - 1));
   if (rows_scanned) *rows_scanned = r.scanned;
   std::vector<std::int64_t> gv;
   std::vector<std::vector<std::int64_t>> av(na);
@@ -433,6 +545,13 @@ MirrorStats ColumnMirror::stats() const {
   s.bad_rows = bad_rows_.load(std::memory_order_relaxed);
   s.bytes = n_chunks_.load(std::memory_order_relaxed) * (3 + cfg_.columns.size()) * kChunkRows * sizeof(std::uint64_t);
   s.built_at = built_at_;
+  s.on_device = dev_ != nullptr;
+  if (dev_ != nullptr) {
+    std::lock_guard<std::mutex> lk(dev_m_);
+    s.device_syncs = dev_syncs_;
+    s.device_rows_copied = dev_rows_copied_;
+    s.device_ends_copied = dev_ends_copied_;
+  }
   return s;
 }
 

@@ -18,6 +18,10 @@
 //   Versions  never collected: every update appends a row, so memory and scan length grow with
 //             the updates (a delivered order line is two rows). Limit: 2^32 rows, past which
 //             the mirror stops and its readers get ResourceExhausted.
+//   GPU       with Config::device_copy and a GPU present, the rows are also kept in GPU memory:
+//             each GPU query first copies the rows appended since the last one, and replays a
+//             log of the ends set since (old rows' ends change in place on the host), then one
+//             kernel scans and aggregates. Results equal the CPU scan's bit for bit.
 //   Bad rows  a committed value that is not a row of the codec ends the key's version (as a
 //             delete would) and is counted in stats().bad_rows: a commit cannot be refused here.
 #pragma once
@@ -38,6 +42,10 @@
 
 namespace duet::compute {
 
+namespace detail::gpu {
+struct MirrorCopy;
+}
+
 /// Counters of a mirror (exact when no commit is in flight).
 struct MirrorStats {
   std::uint64_t rows = 0;       ///< row versions appended
@@ -45,6 +53,8 @@ struct MirrorStats {
   std::uint64_t bad_rows = 0;   ///< committed values that were not rows of the codec
   std::uint64_t bytes = 0;      ///< chunk memory held
   std::uint64_t built_at = 0;   ///< the start of the load: readers need start >= it
+  bool on_device = false;       ///< a GPU copy is kept
+  std::uint64_t device_syncs = 0, device_rows_copied = 0, device_ends_copied = 0;
 };
 
 class ColumnMirror final : public TxnCommitObserver {
@@ -60,6 +70,9 @@ class ColumnMirror final : public TxnCommitObserver {
     /// A mirrored key's 64-bit id, distinct per key; false for a key in [lo, hi) that is not a
     /// row key (it is then ignored).
     std::function<bool(std::string_view key, std::uint64_t* id)> key_id;
+    /// Also keep the rows in GPU memory when a GPU is present (aggregate on Device::kGpu);
+    /// without one the mirror is CPU-only and says so in stats().on_device.
+    bool device_copy = false;
   };
 
   /// Builds a mirror of `space`: installs it as the keyspace's commit observer (which keeps it
@@ -79,14 +92,16 @@ class ColumnMirror final : public TxnCommitObserver {
     std::string group;
     std::vector<Agg> aggs;
   };
-  /// The query over the rows visible at `start` (waits for commits <= start first), on
-  /// `threads` threads (1: the calling thread only). *out: column `group` (when given) then one
+  /// The query over the rows visible at `start` (waits for commits <= start first): on the CPU
+  /// on `threads` threads (1: the calling thread only), or on the GPU copy (Device::kGpu; kAuto
+  /// picks the GPU when the mirror has a copy). At most 8 predicates and 8 aggregates. *out: column `group` (when given) then one
   /// column per aggregate, one row per group that has rows, ordered by group value; with no
   /// group, one row (count 0, sums 0, min/max 0 when nothing matched). *rows_scanned (may be
-  /// null) gets the versions looked at. InvalidArgument for an unknown column or start before
-  /// built_at or a group value outside 0 .. kMaxGroups-1; ResourceExhausted once the
-  /// mirror has stopped (full); Unavailable when the keyspace is gone.
-  Status aggregate(std::uint64_t start, const Query& q, Table* out, unsigned threads = 1,
+  /// null) gets the versions looked at. InvalidArgument for an unknown column, too many terms,
+  /// a start before built_at or a group value outside 0 .. kMaxGroups-1; ResourceExhausted once
+  /// the mirror has stopped (full) or GPU memory ran out; Unavailable when the keyspace is gone
+  /// or kGpu was asked of a mirror with no GPU copy.
+  Status aggregate(std::uint64_t start, const Query& q, Table* out, Device device = Device::kCpu, unsigned threads = 1,
                    std::size_t* rows_scanned = nullptr);
   /// Whether `key` has a version visible at `start` (waits for commits <= start first): the
   /// freshness check's question. InvalidArgument for a key the mirror does not hold.
@@ -115,6 +130,19 @@ class ColumnMirror final : public TxnCommitObserver {
   /// ends its previous live version.
   void put_version(std::uint64_t id, std::uint64_t ts, const std::int64_t* values, std::uint64_t row);
   Chunk* chunk_for(std::uint64_t row);
+  /// A scan's result before it becomes a table: per group, its row count and one accumulator per
+  /// aggregate (group-major), the versions looked at, and whether a group value was out of range.
+  struct Partial {
+    std::vector<std::int64_t> rows, acc;
+    std::uint64_t scanned = 0;
+    bool out_of_range = false;
+  };
+  Status finish(const Query& q, int gcol, std::size_t groups, const Partial& r, Table* out,
+                std::size_t* rows_scanned) const;
+  /// Appends (row, ts) to the end log (device copy only).
+  void log_end(std::uint64_t row, std::uint64_t ts);
+  /// Brings the GPU copy up to every commit <= a start already waited for (under dev_m_).
+  Status sync_device();
   bool decode(std::string_view value, std::int64_t* values) const;
   int column_index(std::string_view name) const;
 
@@ -126,6 +154,21 @@ class ColumnMirror final : public TxnCommitObserver {
   std::atomic<std::uint64_t> bad_rows_{0}, live_keys_{0}, n_chunks_{0};
   std::atomic<bool> full_{false};
   Shard shards_[kShards];
+
+  // The GPU copy and its log of ends: entries (row, ts), ts written last (0: not yet written),
+  // in chunks of kChunkRows like the rows.
+  struct EndChunk {
+    std::uint64_t row[kChunkRows];
+    std::uint64_t ts[kChunkRows];
+  };
+  detail::gpu::MirrorCopy* dev_ = nullptr;
+  std::unique_ptr<std::atomic<EndChunk*>[]> end_chunks_;
+  std::atomic<std::uint64_t> n_ends_{0};
+  mutable std::mutex dev_m_;
+  std::uint64_t dev_rows_ = 0;       ///< rows below it are on the device and were complete (under dev_m_)
+  std::uint64_t dev_ends_ = 0;       ///< end-log entries below it applied (under dev_m_)
+  std::uint64_t dev_n_ = 0;          ///< rows on the device after the last sync (under dev_m_)
+  std::uint64_t dev_syncs_ = 0, dev_rows_copied_ = 0, dev_ends_copied_ = 0;  ///< under dev_m_
 
   // Loading: commits after the load's snapshot are queued until the snapshot is applied.
   std::mutex load_m_;

@@ -33,4 +33,17 @@ Status index_join(Context::Lane*, const Column&, const Column&, bool*, JoinPairs
 Status sort(Context::Lane*, std::size_t, std::span<const BoundSortKey>, std::size_t, Selection*) { return none(); }
 Status infer(Context::Lane*, const Mlp&, void*, std::span<const float>, std::size_t, std::vector<float>*) { return none(); }
 
+struct MirrorCopy {};
+Status mirror_create(std::size_t, MirrorCopy**) { return none(); }
+void mirror_destroy(MirrorCopy* m) { delete m; }
+Status mirror_put(MirrorCopy*, std::uint64_t, std::size_t, const std::uint64_t*, const std::uint64_t*,
+                  const std::int64_t* const*) {
+  return none();
+}
+Status mirror_set_ends(MirrorCopy*, const std::uint64_t*, const std::uint64_t*, std::size_t) { return none(); }
+Status mirror_aggregate(MirrorCopy*, std::uint64_t, std::uint64_t, std::span<const MirrorPred>, int, std::size_t,
+                        std::span<const MirrorAgg>, std::vector<std::int64_t>*, std::vector<std::int64_t>*, bool*) {
+  return none();
+}
+
 }  // namespace duet::compute::detail::gpu

@@ -84,6 +84,40 @@ Status index_join(Context::Lane* l, const Column& lk, const Column& rk, bool* so
 Status sort(Context::Lane* l, std::size_t rows, std::span<const BoundSortKey> keys, std::size_t limit, Selection* out);
 Status infer(Context::Lane* l, const Mlp& m, void* handle, std::span<const float> x, std::size_t rows,
              std::vector<float>* y);
+
+// ----- The column mirror's device copy (mirror_gpu.cu; gpu_none.cpp answers Unavailable).
+// Device arrays of the mirror's rows: begin, end and each column, contiguous by row number (grown,
+// keeping their contents, as rows arrive), with the mirror's own stream. One caller at a time
+// (the mirror serialises use).
+struct MirrorCopy;
+/// A predicate on mirror column `col` (kBetween: [lo, hi]); an aggregate over column `col` (-1:
+/// kCount).
+struct MirrorPred {
+  int col = 0;
+  Cmp cmp = Cmp::kEq;
+  std::int64_t lo = 0, hi = 0;
+};
+struct MirrorAgg {
+  Agg::Op op = Agg::kCount;
+  int col = -1;
+};
+inline constexpr std::size_t kMirrorMaxTerms = 8;  ///< predicates, and aggregates, per query
+Status mirror_create(std::size_t ncols, MirrorCopy** out);
+void mirror_destroy(MirrorCopy* m);
+/// Copies rows [first, first + n) in: begin[i], end[i] and cols[c][i] (host arrays); with begin
+/// null the rows are marked unwritten (begin = ~0, invisible to every start).
+Status mirror_put(MirrorCopy* m, std::uint64_t first, std::size_t n, const std::uint64_t* begin,
+                  const std::uint64_t* end, const std::int64_t* const* cols);
+/// end[rows[i]] = ts[i] for each i < n with ts[i] != 0 (host arrays).
+Status mirror_set_ends(MirrorCopy* m, const std::uint64_t* rows, const std::uint64_t* ts, std::size_t n);
+/// Over device rows [0, rows) visible at `start` (begin <= start < end) passing every predicate:
+/// per group (column group_col's value, 0 .. groups-1; one group when group_col < 0) the row
+/// count (*counts) and each aggregate (*acc, group-major; sums wrap; min/max of no rows 0).
+/// *out_of_range when a passing row's group value is outside 0 .. groups-1.
+Status mirror_aggregate(MirrorCopy* m, std::uint64_t rows, std::uint64_t start, std::span<const MirrorPred> preds,
+                        int group_col, std::size_t groups, std::span<const MirrorAgg> aggs,
+                        std::vector<std::int64_t>* counts, std::vector<std::int64_t>* acc, bool* out_of_range);
+
 }  // namespace gpu
 
 }  // namespace duet::compute::detail

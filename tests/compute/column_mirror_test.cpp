@@ -14,6 +14,7 @@
 #include <thread>
 
 #include "compute/column_mirror.hpp"
+#include "mirror_rows.hpp"
 #include "reference.hpp"
 
 namespace duet::compute {
@@ -21,88 +22,7 @@ namespace {
 
 using testing::scaled;
 
-// Rows (g, a, b): g the group (0 .. 7), a and b integers.
-const RowCodec& codec() {
-  static const RowCodec c = [] {
-    RowCodec r;
-    EXPECT_TRUE(RowCodec::make({{"g", Type::kInt64, 0}, {"a", Type::kInt64, 0}, {"b", Type::kMoney, 0}}, &r).ok());
-    return r;
-  }();
-  return c;
-}
-
-std::string key(std::uint32_t i) {
-  std::string k = "r";
-  for (int s = 24; s >= 0; s -= 8) k.push_back(static_cast<char>(i >> s));
-  return k;
-}
-
-std::string row(std::int64_t g, std::int64_t a, std::int64_t b) {
-  std::string r;
-  const Value v[] = {g, a, b};
-  EXPECT_TRUE(codec().encode(v, &r).ok());
-  return r;
-}
-
-ColumnMirror::Config config() {
-  ColumnMirror::Config c;
-  c.lo = "r";
-  c.hi = "s";
-  c.codec = codec();
-  c.columns = {"g", "a", "b"};
-  c.key_id = [](std::string_view k, std::uint64_t* id) {
-    if (k.size() != 5) return false;
-    *id = 0;
-    for (std::size_t i = 1; i < 5; ++i) *id = (*id << 8) | static_cast<unsigned char>(k[i]);
-    return true;
-  };
-  return c;
-}
-
-// Group by g over rows with a > lo: count, sum a, min b, max b.
-ColumnMirror::Query query(std::int64_t lo) {
-  return {{{"a", Cmp::kGt, lo, 0, 0, 0, {}, {}}},
-          "g",
-          {{Agg::kCount, "", "n"}, {Agg::kSum, "a", "sa"}, {Agg::kMin, "b", "mb"}, {Agg::kMax, "b", "xb"}}};
-}
-
-using Groups = std::map<std::int64_t, std::array<std::int64_t, 4>>;
-
-Groups from_table(const Table& t) {
-  Groups g;
-  for (std::size_t i = 0; i < t.rows(); ++i)
-    g[t.get("g")->i64()[i]] = {t.get("n")->i64()[i], t.get("sa")->i64()[i], t.get("mb")->i64()[i],
-                               t.get("xb")->i64()[i]};
-  return g;
-}
-
-// The same query from the transaction's own reads.
-Groups reference(Txn* t, std::int64_t lo) {
-  std::vector<std::pair<std::string, std::string>> kv;
-  EXPECT_TRUE(t->scan(TxnRange{"r", "s", true, false, false, false}, 0, &kv).ok());
-  Groups g;
-  for (const auto& [k, v] : kv) {
-    if (k.size() != 5) continue;  // not a row key (config().key_id)
-    std::int64_t x[3];
-    std::memcpy(x, v.data(), 24);
-    if (x[1] <= lo) continue;
-    auto [it, fresh] = g.try_emplace(x[0], std::array<std::int64_t, 4>{0, 0, x[2], x[2]});
-    it->second[0] += 1;
-    it->second[1] += x[1];
-    it->second[2] = std::min(it->second[2], x[2]);
-    it->second[3] = std::max(it->second[3], x[2]);
-  }
-  return g;
-}
-
-void commit(TxnSpace& s, const std::vector<std::pair<std::string, std::optional<std::string>>>& w) {
-  Txn t;
-  ASSERT_TRUE(s.begin(&t).ok());
-  for (const auto& [k, v] : w) ASSERT_TRUE(v ? t.put(k, *v).ok() : t.del(k).ok());
-  CommitResult r;
-  ASSERT_TRUE(t.commit(&r).ok());
-  ASSERT_EQ(r.outcome, TxnOutcome::kCommitted);
-}
+using namespace mirror_rows;
 
 TEST(ColumnMirror, VersionsMatchTheKeyspaceAtEveryHeldStart) {
   std::shared_ptr<TxnSpace> space;
@@ -134,7 +54,7 @@ TEST(ColumnMirror, VersionsMatchTheKeyspaceAtEveryHeldStart) {
       ASSERT_TRUE(m->aggregate(held[h]->start_ts(), query(lo), &t).ok());
       EXPECT_EQ(from_table(t), reference(held[h].get(), lo)) << "held " << h << " lo " << lo;
       Table t2;  // the split over threads changes nothing
-      ASSERT_TRUE(m->aggregate(held[h]->start_ts(), query(lo), &t2, 3).ok());
+      ASSERT_TRUE(m->aggregate(held[h]->start_ts(), query(lo), &t2, Device::kCpu, 3).ok());
       EXPECT_EQ(from_table(t2), from_table(t));
       for (std::uint32_t k : {3u, 4u, 99u, 98u}) {
         bool in = false, ref = false;
@@ -182,7 +102,7 @@ TEST(ColumnMirror, WritersRacingTheLoadAndTheQueries) {
     ASSERT_TRUE(space->begin(&t).ok());
     const std::int64_t lo = static_cast<std::int64_t>(rng() % 1200) - 150;
     Table out;
-    ASSERT_TRUE(m->aggregate(t.start_ts(), query(lo), &out, 1 + i % 2).ok());
+    ASSERT_TRUE(m->aggregate(t.start_ts(), query(lo), &out, Device::kCpu, 1 + i % 2).ok());
     EXPECT_EQ(from_table(out), reference(&t, lo)) << "round " << i;
     const std::uint32_t k = static_cast<std::uint32_t>(rng() % kKeys);
     bool in = false, ref = false;
