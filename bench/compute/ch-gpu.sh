@@ -33,14 +33,16 @@ case "${1:-}" in
       bins+=("$P/tests/duet_compute_gpu_tests")
     fi
     pack_libs $P/lib "${bins[@]}"
-    if [ -e $P/lib/libopenblas.so.0 ]; then xz -T2 -6 $P/lib/libopenblas.so.0; fi  # 36 MB: travels compressed
+    strip "${bins[@]}" $P/bench/libduet_ch_proc.so
+    # The tree that travels holds 64 MiB: the largest files travel compressed.
+    for f in $P/lib/libopenblas.so.0 "${bins[@]}"; do
+      if [ -e "$f" ]; then xz -T2 -6 "$f"; fi
+    done
     git rev-parse HEAD > $P/COMMIT
     du -sh $P
     ;;
   run)
-    for f in "$P"/lib/*.xz; do
-      if [ -e "$f" ]; then xz -d "$f"; fi
-    done
+    find "$P" -name '*.xz' -exec xz -d {} +
     export LD_LIBRARY_PATH=$PWD/$P/lib:${LD_LIBRARY_PATH:-}
     export DUET_COMMIT
     DUET_COMMIT=$(cat $P/COMMIT)
