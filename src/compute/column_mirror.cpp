@@ -232,6 +232,9 @@ void ColumnMirror::put_version(std::uint64_t id, std::uint64_t ts, const std::in
       return;
     }
   }
+  const std::size_t i = row % kChunkRows;
+  if (values != nullptr)
+    for (std::size_t k = 0; k < cfg_.columns.size(); ++k) c->cols[k * kChunkRows + i] = values[k];
   Shard& sh = shards_[(id * 0x9E3779B97F4A7C15ull) >> 58];
   std::uint64_t old = 0;
   {
@@ -239,6 +242,9 @@ void ColumnMirror::put_version(std::uint64_t id, std::uint64_t ts, const std::in
     if (values != nullptr) {
       auto [it, inserted] = sh.newest.try_emplace(id, row + 1);
       if (!inserted) old = std::exchange(it->second, row + 1);
+      // Linked before the map names the row: contains() may find the row through the map while
+      // its begin is still unwritten (a commit after the reader's start) and must step past it.
+      c->prev[i] = old;
     } else if (auto it = sh.newest.find(id); it != sh.newest.end()) {
       old = it->second;  // stays the newest row: its end marks the delete
     }
@@ -247,9 +253,6 @@ void ColumnMirror::put_version(std::uint64_t id, std::uint64_t ts, const std::in
   Chunk* oc = old != 0 ? chunks_[(old - 1) / kChunkRows].load(std::memory_order_acquire) : nullptr;
   const bool was_live = oc != nullptr && oc->load_end((old - 1) % kChunkRows) == kNever;
   if (values != nullptr) {
-    const std::size_t i = row % kChunkRows;
-    for (std::size_t k = 0; k < cfg_.columns.size(); ++k) c->cols[k * kChunkRows + i] = values[k];
-    c->prev[i] = old;
     std::atomic_ref<std::uint64_t>(c->begin[i]).store(ts, std::memory_order_release);
     if (!was_live) live_keys_.fetch_add(1, std::memory_order_relaxed);
   } else if (was_live) {
