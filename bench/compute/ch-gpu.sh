@@ -10,7 +10,8 @@
 #                                         duet_compute_gpu_tests, and the order-line mirror's
 #                                         queries then run on the GPU (docs/compute.md, "Column
 #                                         mirror")
-#   there: bench/compute/ch-gpu.sh run    the GPU compute tests when packed, then the benchmark
+#   there: bench/compute/ch-gpu.sh run    the GPU compute tests when packed (results appended to
+#                                         machine.txt), then the benchmark
 #                                         with $ARGS (default: 10 warehouses, the seed mix, 1, 8
 #                                         and 16 worker threads, duet, server and rocksdb); log and
 #                                         JSON to $OUT (default gpu-out); $RUNS more argument sets
@@ -50,8 +51,9 @@ case "${1:-}" in
     mkdir -p "$OUT"
     { nvidia-smi --query-gpu=name,driver_version --format=csv,noheader || true; lscpu | grep -E 'Model name|^CPU\(s\)'; } |
       tee "$OUT/machine.txt"
+    # One file for the machine and the tests: a call returns eight files, and RUNS may fill them.
     if [ -x $P/tests/duet_compute_gpu_tests ]; then
-      $P/tests/duet_compute_gpu_tests 2>&1 | tail -40 | tee "$OUT/gpu-tests.txt"
+      $P/tests/duet_compute_gpu_tests 2>&1 | grep -E '^\[ *(OK|FAILED|PASSED|SKIPPED) *\]|Failure|mirror:' >> "$OUT/machine.txt"
     fi
     # shellcheck disable=SC2086  # ARGS is a list of flags
     $P/bench/duet_bench_ch ${ARGS:---warehouses 10 --mixes seed --threads 1,8,16 --reps 3 --load-threads 8 --systems duet,server,rocksdb} \

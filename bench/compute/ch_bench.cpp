@@ -58,6 +58,7 @@
 #include "common/results.hpp"
 #include "compute/ch.hpp"
 #include "compute/ch_procs.hpp"
+#include "gpu/device.hpp"
 
 #ifdef DUET_BENCH_HAVE_ROCKSDB
 #include <rocksdb/db.h>
@@ -655,7 +656,11 @@ int run_ch_bench(int argc, char** argv) {
     config.set("simplifications", "Order-Status searches the district's last 20 orders; Delivery is one transaction "
                                   "over all 10 districts (as TPC-C: 1% of NewOrders roll back on an unused item, 60% of "
                                   "Payments and Order-Statuses choose their customer by last name)");
-    const Json doc = result_document("ch", "cpu", commit_id(DUET_SOURCE_DIR), date, config, records);
+    // The GPU's name when the order-line mirror's queries ran there, else "cpu".
+    const bool gpu_queries = o.query_source == "mirror" && o.query_device != Device::kCpu && duet::gpu::device().present &&
+                             std::find(o.systems.begin(), o.systems.end(), "duet") != o.systems.end();
+    const Json doc = result_document("ch", gpu_queries ? duet::gpu::device().name : "cpu", commit_id(DUET_SOURCE_DIR),
+                                     date, config, records);
     if (!write_result_file(path, doc, &err)) {
       std::fprintf(stderr, "duet bench ch: %s\n", err.c_str());
       rc = 1;
