@@ -209,6 +209,36 @@ void ColumnMirror::apply(std::uint64_t ts, const std::map<std::string, std::opti
   }
 }
 
+std::uint64_t* ColumnMirror::Shard::find(std::uint64_t id, bool insert) {
+  auto slot_of = [](std::uint64_t x, std::size_t mask) {
+    x ^= x >> 31;
+    x *= 0xbf58476d1ce4e5b9ull;
+    x ^= x >> 29;
+    return static_cast<std::size_t>(x) & mask;
+  };
+  if (insert && 2 * (used + 1) > slots.size()) {
+    std::vector<std::pair<std::uint64_t, std::uint64_t>> grown(std::max<std::size_t>(1024, 2 * slots.size()));
+    for (const auto& e : slots)
+      if (e.second != 0) {
+        std::size_t j = slot_of(e.first, grown.size() - 1);
+        while (grown[j].second != 0) j = (j + 1) & (grown.size() - 1);
+        grown[j] = e;
+      }
+    slots.swap(grown);
+  }
+  if (slots.empty()) return nullptr;
+  const std::size_t mask = slots.size() - 1;
+  for (std::size_t j = slot_of(id, mask);; j = (j + 1) & mask) {
+    if (slots[j].second == 0) {
+      if (!insert) return nullptr;
+      slots[j].first = id;
+      ++used;
+      return &slots[j].second;
+    }
+    if (slots[j].first == id) return &slots[j].second;
+  }
+}
+
 ColumnMirror::Chunk* ColumnMirror::chunk_for(std::uint64_t row) {
   std::atomic<Chunk*>& slot = chunks_[row / kChunkRows];
   Chunk* c = slot.load(std::memory_order_acquire);
@@ -240,13 +270,14 @@ void ColumnMirror::put_version(std::uint64_t id, std::uint64_t ts, const std::in
   {
     std::lock_guard<std::mutex> lk(sh.m);
     if (values != nullptr) {
-      auto [it, inserted] = sh.newest.try_emplace(id, row + 1);
-      if (!inserted) old = std::exchange(it->second, row + 1);
+      std::uint64_t* v = sh.find(id, true);
+      old = *v;
       // Linked before the map names the row: contains() may find the row through the map while
       // its begin is still unwritten (a commit after the reader's start) and must step past it.
       c->prev[i] = old;
-    } else if (auto it = sh.newest.find(id); it != sh.newest.end()) {
-      old = it->second;  // stays the newest row: its end marks the delete
+      *v = row + 1;
+    } else if (const std::uint64_t* v = sh.find(id, false)) {
+      old = *v;  // stays the newest row: its end marks the delete
     }
   }
   // Only commits of this key (serialized by its lock) write its rows' ends.
@@ -529,8 +560,7 @@ Status ColumnMirror::contains(std::string_view key, std::uint64_t start, bool* y
   std::uint64_t r = 0;
   {
     std::lock_guard<std::mutex> lk(sh.m);
-    auto it = sh.newest.find(id);
-    if (it != sh.newest.end()) r = it->second;
+    if (const std::uint64_t* v = sh.find(id, false)) r = *v;
   }
   while (r != 0) {
     const Chunk* c = chunks_[(r - 1) / kChunkRows].load(std::memory_order_acquire);

@@ -33,7 +33,7 @@
 #include <mutex>
 #include <string>
 #include <string_view>
-#include <unordered_map>
+#include <utility>
 #include <vector>
 
 #include "compute/compute.hpp"
@@ -117,9 +117,16 @@ class ColumnMirror final : public TxnCommitObserver {
  private:
   ColumnMirror() = default;
   struct Chunk;
+  /// One stripe of the key map: open addressing over (id, newest row + 1) pairs, linear probing,
+  /// a value of 0 marking an empty slot (entries are never removed), doubled at half full. No
+  /// allocation per key: a node-based map cost every committed row a malloc and a pointer chase.
   struct Shard {
     std::mutex m;
-    std::unordered_map<std::uint64_t, std::uint64_t> newest;  ///< id -> its newest row + 1
+    std::vector<std::pair<std::uint64_t, std::uint64_t>> slots;
+    std::size_t used = 0;
+    /// The value slot of `id` (0 when absent); with `insert`, the slot is created (value 0) when
+    /// missing. Under m.
+    std::uint64_t* find(std::uint64_t id, bool insert);
   };
   static constexpr std::size_t kShards = 64;
   static constexpr std::uint64_t kNever = ~std::uint64_t{0};

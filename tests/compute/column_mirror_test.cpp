@@ -72,27 +72,8 @@ TEST(ColumnMirror, WritersRacingTheLoadAndTheQueries) {
   ASSERT_TRUE(TxnSpace::open("m", TxnConfig{}, &space).ok());
   constexpr std::uint32_t kKeys = 300;
   for (std::uint32_t i = 0; i < kKeys; i += 2) commit(*space, {{key(i), row(i % 8, i, i)}});
-  std::atomic<bool> stop{false};
-  std::atomic<std::uint64_t> commits{0};
-  std::vector<std::thread> writers;
-  for (unsigned w = 0; w < 3; ++w)
-    writers.emplace_back([&, w] {
-      std::mt19937_64 rng(w + 7);
-      Txn t;
-      while (!stop.load()) {
-        if (!space->begin(&t).ok()) continue;
-        const unsigned n = 1 + rng() % 4;
-        for (unsigned j = 0; j < n; ++j) {
-          const std::uint32_t k = static_cast<std::uint32_t>(rng() % kKeys);
-          if (rng() % 4 == 0) (void)t.del(key(k));
-          else (void)t.put(key(k), row(static_cast<std::int64_t>(rng() % 8), static_cast<std::int64_t>(rng() % 1000) - 100,
-                                       static_cast<std::int64_t>(rng() % 1000)));
-        }
-        CommitResult r;
-        if (t.commit(&r).ok() && r.outcome == TxnOutcome::kCommitted) ++commits;
-      }
-    });
-  while (commits.load() < 50) std::this_thread::yield();
+  RandomWriters writers(*space, 3, kKeys, 4);
+  while (writers.commits.load() < 50) std::this_thread::yield();
   std::shared_ptr<ColumnMirror> m;
   ASSERT_TRUE(ColumnMirror::attach(space, config(), &m, 16).ok());
   const std::size_t rounds = scaled(300);
@@ -111,9 +92,8 @@ TEST(ColumnMirror, WritersRacingTheLoadAndTheQueries) {
     ASSERT_TRUE(t.get(key(k), &v, &ref).ok());
     EXPECT_EQ(in, ref) << "round " << i << " key " << k;
   }
-  stop = true;
-  for (auto& w : writers) w.join();
-  EXPECT_GT(commits.load(), 50u);
+  writers.stop();
+  EXPECT_GT(writers.commits.load(), 50u);
   EXPECT_EQ(m->stats().bad_rows, 0u);
 }
 

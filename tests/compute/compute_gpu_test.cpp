@@ -4,7 +4,6 @@
 #include <gtest/gtest.h>
 
 #include <atomic>
-#include <random>
 #include <thread>
 
 #include "compute/column_mirror.hpp"
@@ -245,24 +244,7 @@ TEST_F(ComputeGpu, MirrorCopyEqualsTheCpuScanUnderWriters) {
     for (std::uint32_t j = 0; j < 1000 && i < kKeys; ++j, ++i) w.emplace_back(key(i), row(i % 8, i % 997, i % 13));
     commit(*space, w);
   }
-  std::atomic<bool> stop{false};
-  std::vector<std::thread> writers;
-  for (unsigned w = 0; w < 3; ++w)
-    writers.emplace_back([&, w] {
-      std::mt19937_64 rng(w + 3);
-      Txn t;
-      while (!stop.load()) {
-        if (!space->begin(&t).ok()) continue;
-        for (unsigned j = 0; j < 8; ++j) {
-          const std::uint32_t k = static_cast<std::uint32_t>(rng() % (kKeys + 1000));
-          if (rng() % 5 == 0) (void)t.del(key(k));
-          else (void)t.put(key(k), row(static_cast<std::int64_t>(rng() % 8), static_cast<std::int64_t>(rng() % 997),
-                                       static_cast<std::int64_t>(rng() % 1000) - 500));
-        }
-        CommitResult r;
-        (void)t.commit(&r);
-      }
-    });
+  RandomWriters writers(*space, 3, kKeys + 1000, 8);
   ColumnMirror::Config c = config();
   c.device_copy = true;
   std::shared_ptr<ColumnMirror> m;
@@ -282,8 +264,7 @@ TEST_F(ComputeGpu, MirrorCopyEqualsTheCpuScanUnderWriters) {
     ASSERT_TRUE(space->begin(held.back().get()).ok());
     same(held.back().get(), static_cast<std::int64_t>(i * 25) - 10, "fresh");
   }
-  stop = true;
-  for (auto& w : writers) w.join();
+  writers.stop();
   for (std::size_t h = 0; h < held.size(); h += 7) same(held[h].get(), 100, "held");
   const MirrorStats st = m->stats();
   EXPECT_GT(st.device_ends_copied, 0u);

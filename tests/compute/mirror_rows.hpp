@@ -7,10 +7,13 @@
 
 #include <algorithm>
 #include <array>
+#include <atomic>
 #include <cstring>
 #include <map>
 #include <optional>
+#include <random>
 #include <string>
+#include <thread>
 #include <utility>
 #include <vector>
 
@@ -100,5 +103,42 @@ inline void commit(TxnSpace& s, const std::vector<std::pair<std::string, std::op
   ASSERT_TRUE(t.commit(&r).ok());
   ASSERT_EQ(r.outcome, TxnOutcome::kCommitted);
 }
+
+/// `threads` writers committing transactions of 1 .. max_keys random puts (rows with g in 0..7, a
+/// in -100..899, b in 0..999) and deletes (one in four) over keys 0 .. keys-1 until stop() (or
+/// destruction); `commits` counts the ones that committed.
+class RandomWriters {
+ public:
+  RandomWriters(TxnSpace& space, unsigned threads, std::uint32_t keys, unsigned max_keys) {
+    for (unsigned w = 0; w < threads; ++w)
+      th_.emplace_back([this, &space, w, keys, max_keys] {
+        std::mt19937_64 rng(w + 7);
+        Txn t;
+        while (!stop_.load()) {
+          if (!space.begin(&t).ok()) continue;
+          const unsigned n = 1 + static_cast<unsigned>(rng() % max_keys);
+          for (unsigned j = 0; j < n; ++j) {
+            const std::uint32_t k = static_cast<std::uint32_t>(rng() % keys);
+            if (rng() % 4 == 0) (void)t.del(key(k));
+            else (void)t.put(key(k), row(static_cast<std::int64_t>(rng() % 8), static_cast<std::int64_t>(rng() % 1000) - 100,
+                                         static_cast<std::int64_t>(rng() % 1000)));
+          }
+          CommitResult r;
+          if (t.commit(&r).ok() && r.outcome == TxnOutcome::kCommitted) ++commits;
+        }
+      });
+  }
+  ~RandomWriters() { stop(); }
+  void stop() {
+    stop_ = true;
+    for (auto& t : th_)
+      if (t.joinable()) t.join();
+  }
+  std::atomic<std::uint64_t> commits{0};
+
+ private:
+  std::atomic<bool> stop_{false};
+  std::vector<std::thread> th_;
+};
 
 }  // namespace duet::compute::mirror_rows
