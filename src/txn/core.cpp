@@ -672,7 +672,9 @@ std::uint64_t Core::bytes_total() const {
 
 void Core::release(unsigned slot) {
   Slot& s = slots[slot];
-  s.commit.store(0, std::memory_order_relaxed);
+  // Release, as the commit's own final store: a wait_commits that reads this 0 (the word's
+  // newest value) must see what the commit's observer wrote.
+  s.commit.store(0, std::memory_order_release);
   s.state.store(0, std::memory_order_relaxed);
   s.start.store(kFreeSlot, std::memory_order_release);
 }
