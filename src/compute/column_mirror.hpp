@@ -12,8 +12,8 @@
 //   Storage   chunks of kChunkRows rows (begin, end, previous version, one int64 array per
 //             column), allocated as rows are appended and never moved, so a reader scans while
 //             writers append. Rows are reserved by one atomic add per commit.
-//   Keys      each mirrored key has a 64-bit id (Config::key_id); a striped hash map from id to
-//             its newest row (kept after a delete, so a key's whole history stays linked through
+//   Keys      each mirrored key has a 64-bit id (Config::key_id); a striped open-addressing map
+//             from id to its newest row (kept after a delete, so a key's whole history stays linked through
 //             each row's `prev`) serves contains() and ends the old version.
 //   Versions  never collected: every update appends a row, so memory and scan length grow with
 //             the updates (a delivered order line is two rows). Limit: 2^32 rows, past which
@@ -57,12 +57,16 @@ struct MirrorStats {
   std::uint64_t device_syncs = 0, device_rows_copied = 0, device_ends_copied = 0;
 };
 
+/// One table's versioned columns (the file comment has the design). Thread-safe: the keyspace's
+/// commits append through on_commit while any number of threads call aggregate, contains and
+/// stats. Made only by attach(); lives as long as its keyspace (which holds it as its observer).
 class ColumnMirror final : public TxnCommitObserver {
  public:
   static constexpr std::size_t kChunkRows = std::size_t{1} << 16;
   static constexpr std::size_t kMaxChunks = std::size_t{1} << 16;  ///< 2^32 rows
   static constexpr std::int64_t kMaxGroups = 256;
 
+  /// What to mirror; attach() checks it.
   struct Config {
     std::string lo, hi;            ///< the mirrored keys: [lo, hi)
     RowCodec codec;                ///< every mirrored value is a row of it
@@ -110,6 +114,7 @@ class ColumnMirror final : public TxnCommitObserver {
   MirrorStats stats() const;
   const std::vector<std::string>& columns() const { return cfg_.columns; }
 
+  /// TxnCommitObserver: appends the write set's rows of the range (queued while attach() loads).
   void on_commit(std::uint64_t ts, const std::map<std::string, std::optional<std::string>, std::less<>>& writes) override;
 
   ~ColumnMirror() override;
