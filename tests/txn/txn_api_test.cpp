@@ -8,9 +8,11 @@
 #include <cstdlib>
 #include <cstring>
 #include <map>
+#include <mutex>
 #include <optional>
 #include <random>
 #include <thread>
+#include <vector>
 
 #include "duet/store.hpp"
 #include "duet/txn.hpp"
@@ -659,6 +661,79 @@ struct ModelTxn {
   std::size_t start;  // index into history of committed states
   std::map<std::string, std::optional<std::string>> writes;
 };
+
+// The commit observer: it sees every writing commit once, the write sets of one key in
+// timestamp order, deletes as nullopt; after wait_commits(S) it has seen every timestamp up to
+// S (writing commits take consecutive timestamps 1, 2, ...). One observer at a time; removing it
+// stops the calls.
+TEST(TxnApi, CommitObserverSeesEachKeyInOrderAndWaitCommitsCoversAStart) {
+  struct Recorder : TxnCommitObserver {
+    std::mutex m;
+    std::map<std::string, std::uint64_t> last;  // key -> newest ts seen
+    std::vector<std::uint64_t> seen;            // every ts, in call order
+    std::uint64_t out_of_order = 0, deletes = 0;
+    void on_commit(std::uint64_t ts,
+                   const std::map<std::string, std::optional<std::string>, std::less<>>& writes) override {
+      std::lock_guard<std::mutex> lk(m);
+      seen.push_back(ts);
+      for (const auto& [k, v] : writes) {
+        std::uint64_t& l = last[k];
+        out_of_order += l >= ts;
+        l = ts;
+        deletes += !v.has_value();
+      }
+    }
+  };
+  auto s = open_space();
+  auto rec = std::make_shared<Recorder>();
+  ASSERT_TRUE(s->set_commit_observer(rec).ok());
+  EXPECT_EQ(s->set_commit_observer(std::make_shared<Recorder>()).code(), StatusCode::kInvalidArgument);
+  std::atomic<unsigned> done{0};
+  std::vector<std::thread> writers;
+  for (unsigned w = 0; w < 3; ++w)
+    writers.emplace_back([&, w] {
+      std::mt19937_64 rng(w + 1);
+      Txn t;
+      for (int i = 0; i < 2000; ++i) {
+        ASSERT_TRUE(s->begin(&t).ok());
+        for (unsigned j = 0; j < 1 + rng() % 3; ++j) {
+          const std::string k = "k" + std::to_string(rng() % 20);
+          ASSERT_TRUE(rng() % 5 == 0 ? t.del(k).ok() : t.put(k, std::to_string(i)).ok());
+        }
+        CommitResult r;
+        ASSERT_TRUE(t.commit(&r).ok());
+      }
+      ++done;
+    });
+  std::size_t checks = 0, missing = 0;
+  while (done.load() < 3 || checks < 10) {
+    Txn t;
+    ASSERT_TRUE(s->begin(&t).ok());
+    s->wait_commits(t.start_ts());
+    std::lock_guard<std::mutex> lk(rec->m);
+    const auto up_to = static_cast<std::size_t>(
+        std::count_if(rec->seen.begin(), rec->seen.end(), [&](std::uint64_t x) { return x <= t.start_ts(); }));
+    missing += t.start_ts() - up_to;
+    ++checks;
+  }
+  for (auto& w : writers) w.join();
+  EXPECT_EQ(missing, 0u) << "timestamps <= a waited-for start not yet seen, over " << checks << " checks";
+  std::size_t calls = 0;
+  {
+    std::lock_guard<std::mutex> lk(rec->m);
+    EXPECT_EQ(rec->out_of_order, 0u);
+    EXPECT_GT(rec->deletes, 0u);
+    std::vector<std::uint64_t> sorted = rec->seen;
+    std::sort(sorted.begin(), sorted.end());
+    EXPECT_EQ(std::adjacent_find(sorted.begin(), sorted.end()), sorted.end());  // each once
+    EXPECT_EQ(sorted.back(), s->now());
+    calls = rec->seen.size();
+  }
+  ASSERT_TRUE(s->set_commit_observer(nullptr).ok());
+  put_commit(*s, "after", "x");
+  std::lock_guard<std::mutex> lk(rec->m);
+  EXPECT_EQ(rec->seen.size(), calls);
+}
 
 TEST(TxnApi, AgreesWithAReferenceModel) {
   TxnConfig c;
