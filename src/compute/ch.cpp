@@ -203,14 +203,21 @@ const Agg kQ6Aggs[] = {{Agg::kSum, "ol_amount", "revenue"}};
 
 }  // namespace
 
+Status Ch::mirror_query(Txn* t, const ColumnMirror::Query& q, Table* a, QueryResult* out) {
+  std::size_t scanned = 0;
+  if (Status s = mirror_->aggregate(t->start_ts(), q, a, Device::kAuto, mirror_threads_, &scanned); !s.ok()) return s;
+  out->rows_read += scanned;
+  return Status::Ok();
+}
+
 Status Ch::q1(Txn* t, Context* ctx, QueryResult* out, QueryScratch* scratch) {
   Table L, A;
   if (mirror_) {
-    const ColumnMirror::Query q{{std::begin(kQ1Where), std::end(kQ1Where)}, "ol_number",
-                                {std::begin(kQ1Aggs), std::end(kQ1Aggs)}};
-    std::size_t scanned = 0;
-    if (Status s = mirror_->aggregate(t->start_ts(), q, &A, Device::kAuto, mirror_threads_, &scanned); !s.ok()) return s;
-    out->rows_read += scanned;
+    if (Status s = mirror_query(t, {{std::begin(kQ1Where), std::end(kQ1Where)}, "ol_number",
+                                    {std::begin(kQ1Aggs), std::end(kQ1Aggs)}},
+                                &A, out);
+        !s.ok())
+      return s;
     q1_rows(A, out);
     return Status::Ok();
   }
@@ -228,10 +235,10 @@ Status Ch::q1(Txn* t, Context* ctx, QueryResult* out, QueryScratch* scratch) {
 Status Ch::q6(Txn* t, Context* ctx, QueryResult* out, QueryScratch* scratch) {
   Table L, A;
   if (mirror_) {
-    const ColumnMirror::Query q{{std::begin(kQ6Where), std::end(kQ6Where)}, "", {std::begin(kQ6Aggs), std::end(kQ6Aggs)}};
-    std::size_t scanned = 0;
-    if (Status s = mirror_->aggregate(t->start_ts(), q, &A, Device::kAuto, mirror_threads_, &scanned); !s.ok()) return s;
-    out->rows_read += scanned;
+    if (Status s = mirror_query(t, {{std::begin(kQ6Where), std::end(kQ6Where)}, "", {std::begin(kQ6Aggs), std::end(kQ6Aggs)}},
+                                &A, out);
+        !s.ok())
+      return s;
     out->q6 = col(A, "revenue").i64()[0];
     return Status::Ok();
   }

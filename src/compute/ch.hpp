@@ -386,6 +386,8 @@ class Ch {
  private:
   Ch() = default;
   std::shared_ptr<TxnSpace> space_;
+  /// q on the mirror at t's start (on its device and threads), counting the versions scanned.
+  Status mirror_query(Txn* t, const ColumnMirror::Query& q, Table* a, QueryResult* out);
   Status q3_tables(Txn* t, Context* ctx, QueryResult* out, const StateFilter& f, QueryScratch* scratch);
   Status q3_read(Txn* t, QueryResult* out, const StateFilter& f);
   Status q3_keys(Txn* t, QueryResult* out, const StateFilter& f, QueryScratch* scratch);

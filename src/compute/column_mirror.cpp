@@ -22,7 +22,6 @@ struct ColumnMirror::Chunk {
   std::uint64_t* prev;  ///< previous version's row + 1 (0: none)
   std::int64_t* cols;   ///< column c at cols + c * kChunkRows
   void* mem;
-  std::size_t bytes;
 
   static Chunk* make(std::size_t ncols) {
     const std::size_t bytes = (3 + ncols) * kChunkRows * sizeof(std::uint64_t);
@@ -30,7 +29,6 @@ struct ColumnMirror::Chunk {
     if (mem == nullptr) return nullptr;
     auto* c = new Chunk;
     c->mem = mem;
-    c->bytes = bytes;
     c->begin = static_cast<std::uint64_t*>(mem);
     c->end = c->begin + kChunkRows;
     c->prev = c->end + kChunkRows;
@@ -49,6 +47,23 @@ struct ColumnMirror::Chunk {
     return std::atomic_ref<std::uint64_t>(end[i]).load(std::memory_order_relaxed);
   }
 };
+
+namespace {
+
+// The array *slot names, made by make() and published by compare-and-swap when it is still null
+// (a loser frees its own with destroy()); null when make() fails.
+template <class T, class Make, class Destroy>
+T* publish(std::atomic<T*>& slot, Make make, Destroy destroy) {
+  T* p = slot.load(std::memory_order_acquire);
+  if (p != nullptr) return p;
+  T* fresh = make();
+  if (fresh == nullptr) return nullptr;
+  if (slot.compare_exchange_strong(p, fresh, std::memory_order_acq_rel)) return fresh;
+  destroy(fresh);
+  return p;
+}
+
+}  // namespace
 
 ColumnMirror::~ColumnMirror() {
   if (chunks_)
@@ -133,7 +148,7 @@ Status ColumnMirror::attach(std::shared_ptr<TxnSpace> space, Config config, std:
     std::stable_sort(m->pending_.begin(), m->pending_.end(),
                      [](const Pending& a, const Pending& b) { return a.ts < b.ts; });
     for (const Pending& p : m->pending_)
-      if (p.ts > m->built_at_) m->apply(p.ts, p.writes);
+      if (p.ts > m->built_at_) m->apply(p.ts, p.writes.begin(), p.writes.end());
     m->pending_.clear();
     m->pending_.shrink_to_fit();
     m->loading_ = false;
@@ -162,36 +177,31 @@ void ColumnMirror::on_commit(std::uint64_t ts,
       return;
     }
   }
-  apply(ts, writes);
+  apply(ts, it, writes.end());
 }
 
-void ColumnMirror::apply(std::uint64_t ts, const std::map<std::string, std::optional<std::string>, std::less<>>& writes) {
+void ColumnMirror::apply(std::uint64_t ts, Writes::const_iterator from, Writes::const_iterator to) {
   if (full_.load(std::memory_order_relaxed)) return;
   const std::size_t nc = cfg_.columns.size();
   thread_local std::vector<std::int64_t> vals;
   thread_local std::vector<std::uint64_t> ids;
-  thread_local std::vector<std::uint8_t> kinds;  // 0 skip, 1 row, 2 end only (delete or bad row)
+  thread_local std::vector<bool> is_row;  // false: the key's version only ends (a delete or a bad row)
   ids.clear();
-  kinds.clear();
+  is_row.clear();
   vals.clear();
   std::uint64_t appended = 0;
-  for (auto it = writes.lower_bound(std::string_view(cfg_.lo)); it != writes.end() && it->first < cfg_.hi; ++it) {
+  for (auto it = from; it != to && it->first < cfg_.hi; ++it) {
     std::uint64_t id = 0;
     if (!cfg_.key_id(it->first, &id)) continue;
     ids.push_back(id);
-    if (!it->second) {
-      kinds.push_back(2);
-      continue;
-    }
     vals.resize(vals.size() + nc);
-    if (!decode(*it->second, vals.data() + vals.size() - nc)) {
+    const bool row = it->second && decode(*it->second, vals.data() + vals.size() - nc);
+    if (!row) {
       vals.resize(vals.size() - nc);
-      bad_rows_.fetch_add(1, std::memory_order_relaxed);
-      kinds.push_back(2);
-      continue;
+      if (it->second) bad_rows_.fetch_add(1, std::memory_order_relaxed);
     }
-    kinds.push_back(1);
-    ++appended;
+    is_row.push_back(row);
+    appended += row;
   }
   std::uint64_t row = appended ? n_rows_.fetch_add(appended, std::memory_order_relaxed) : 0;
   if (appended && row + appended > kChunkRows * kMaxChunks) {
@@ -200,7 +210,7 @@ void ColumnMirror::apply(std::uint64_t ts, const std::map<std::string, std::opti
   }
   const std::int64_t* v = vals.data();
   for (std::size_t i = 0; i < ids.size(); ++i) {
-    if (kinds[i] == 1) {
+    if (is_row[i]) {
       put_version(ids[i], ts, v, row++);
       v += nc;
     } else {
@@ -240,17 +250,18 @@ std::uint64_t* ColumnMirror::Shard::find(std::uint64_t id, bool insert) {
 }
 
 ColumnMirror::Chunk* ColumnMirror::chunk_for(std::uint64_t row) {
-  std::atomic<Chunk*>& slot = chunks_[row / kChunkRows];
-  Chunk* c = slot.load(std::memory_order_acquire);
-  if (c != nullptr) return c;
-  Chunk* fresh = Chunk::make(cfg_.columns.size());
-  if (fresh == nullptr) return nullptr;
-  if (slot.compare_exchange_strong(c, fresh, std::memory_order_acq_rel)) {
-    n_chunks_.fetch_add(1, std::memory_order_relaxed);
-    return fresh;
-  }
-  Chunk::destroy(fresh);
-  return c;
+  // Counted when made, uncounted when a loser frees its own: n_chunks_ counts the published.
+  return publish(
+      chunks_[row / kChunkRows],
+      [&] {
+        Chunk* c = Chunk::make(cfg_.columns.size());
+        if (c != nullptr) n_chunks_.fetch_add(1, std::memory_order_relaxed);
+        return c;
+      },
+      [&](Chunk* c) {
+        n_chunks_.fetch_sub(1, std::memory_order_relaxed);
+        Chunk::destroy(c);
+      });
 }
 
 void ColumnMirror::put_version(std::uint64_t id, std::uint64_t ts, const std::int64_t* values, std::uint64_t row) {
@@ -265,7 +276,7 @@ void ColumnMirror::put_version(std::uint64_t id, std::uint64_t ts, const std::in
   const std::size_t i = row % kChunkRows;
   if (values != nullptr)
     for (std::size_t k = 0; k < cfg_.columns.size(); ++k) c->cols[k * kChunkRows + i] = values[k];
-  Shard& sh = shards_[(id * 0x9E3779B97F4A7C15ull) >> 58];
+  Shard& sh = shard_of(id);
   std::uint64_t old = 0;
   {
     std::lock_guard<std::mutex> lk(sh.m);
@@ -301,16 +312,12 @@ void ColumnMirror::log_end(std::uint64_t row, std::uint64_t ts) {
     full_.store(true, std::memory_order_relaxed);
     return;
   }
-  std::atomic<EndChunk*>& slot = end_chunks_[i / kChunkRows];
-  EndChunk* e = slot.load(std::memory_order_acquire);
+  // ts all 0: not yet written
+  EndChunk* e = publish(end_chunks_[i / kChunkRows], [] { return new (std::nothrow) EndChunk(); },
+                        [](EndChunk* x) { delete x; });
   if (e == nullptr) {
-    auto* fresh = new (std::nothrow) EndChunk();  // ts all 0: not yet written
-    if (fresh == nullptr) {
-      full_.store(true, std::memory_order_relaxed);
-      return;
-    }
-    if (slot.compare_exchange_strong(e, fresh, std::memory_order_acq_rel)) e = fresh;
-    else delete fresh;
+    full_.store(true, std::memory_order_relaxed);
+    return;
   }
   e->row[i % kChunkRows] = row;
   std::atomic_ref<std::uint64_t>(e->ts[i % kChunkRows]).store(ts, std::memory_order_release);
@@ -556,7 +563,7 @@ Status ColumnMirror::contains(std::string_view key, std::uint64_t start, bool* y
   if (!space) return Status::Unavailable("mirror: its keyspace is gone");
   space->wait_commits(start);
   *yes = false;
-  Shard& sh = shards_[(id * 0x9E3779B97F4A7C15ull) >> 58];
+  Shard& sh = shard_of(id);
   std::uint64_t r = 0;
   {
     std::lock_guard<std::mutex> lk(sh.m);

@@ -136,8 +136,11 @@ class ColumnMirror final : public TxnCommitObserver {
   static constexpr std::size_t kShards = 64;
   static constexpr std::uint64_t kNever = ~std::uint64_t{0};
 
-  /// Appends one version per write in range (ts > built_at_ when replayed), ending old ones.
-  void apply(std::uint64_t ts, const std::map<std::string, std::optional<std::string>, std::less<>>& writes);
+  using Writes = std::map<std::string, std::optional<std::string>, std::less<>>;
+  /// Appends one version per write of [from, to) below cfg_.hi (from: the first at or above
+  /// cfg_.lo), ending old ones; ts > built_at_ when replayed.
+  void apply(std::uint64_t ts, Writes::const_iterator from, Writes::const_iterator to);
+  Shard& shard_of(std::uint64_t id) { return shards_[(id * 0x9E3779B97F4A7C15ull) >> 58]; }
   /// Appends a row version of `id` at `ts` (values null: a delete, which appends nothing) and
   /// ends its previous live version.
   void put_version(std::uint64_t id, std::uint64_t ts, const std::int64_t* values, std::uint64_t row);
