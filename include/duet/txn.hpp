@@ -209,6 +209,11 @@ class Txn {
   /// whether it exists (value empty when not). TooLarge for an oversized key; ResourceExhausted
   /// "snapshot too old" when the transaction was aborted to bound memory (it is then inactive).
   Status get(std::string_view key, std::string* value, bool* found);
+  /// n gets at once: values[i] and found[i] for keys[i], each as get would answer it, with the
+  /// index lookups of up to 32 keys overlapped (their cache misses paid together, not one key
+  /// after another). On an error (a bad key: checked before anything is read) no output is
+  /// meaningful.
+  Status get_many(const std::string_view* keys, std::size_t n, std::string* values, bool* found);
   /// Buffers key = value. TooLarge for an oversized key or value (nothing buffered).
   Status put(std::string_view key, std::string_view value);
   /// Buffers the deletion of key (deleting an absent key is allowed and writes a tombstone).

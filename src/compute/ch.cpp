@@ -20,6 +20,9 @@ struct TxnAdapter {
   Txn* t;
   std::vector<std::pair<std::string, std::string>> tmp;
   bool get(std::string_view k, std::string* v, bool* found, bool) { return t->get(k, v, found).ok(); }
+  bool get_many(const std::string_view* k, std::size_t n, std::string* v, bool* found, bool) {
+    return t->get_many(k, n, v, found).ok();
+  }
   bool put(std::string_view k, std::string_view v) { return t->put(k, v).ok(); }
   bool del(std::string_view k) { return t->del(k).ok(); }
   bool range(std::string_view lo, std::string_view hi, std::size_t limit,

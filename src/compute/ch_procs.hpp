@@ -8,6 +8,9 @@
 //   bool del(std::string_view key);
 //   bool range(std::string_view lo, std::string_view hi, std::size_t limit,
 //              std::vector<std::pair<std::string, std::string>>* out);   // [lo, hi) in key order
+// and may offer, for reads it can overlap (the txn keyspace's Txn::get_many):
+//   bool get_many(const std::string_view* keys, std::size_t n, std::string* values, bool* found,
+//                 bool for_update);
 // `for_update` asks a locking store to lock the key (the txn keyspace validates its write set at
 // commit instead and ignores it). A body returns kRetry when the adapter refused, kMissing when a
 // row that the load guarantees is absent (a corrupt database), kRollback when the transaction's
@@ -16,6 +19,7 @@
 #pragma once
 
 #include <algorithm>
+#include <array>
 #include <set>
 #include <string>
 #include <utility>
@@ -43,11 +47,23 @@ Body customer_by_name(A& a, std::uint32_t w, std::uint32_t d, std::uint32_t name
   return Body::kDone;
 }
 
+// n reads through a.get_many when the adapter has one, else one get each.
+template <class A>
+bool get_many(A& a, const std::string_view* keys, std::size_t n, std::string* values, bool* found, bool for_update) {
+  if constexpr (requires { a.get_many(keys, n, values, found, for_update); }) {
+    return a.get_many(keys, n, values, found, for_update);
+  } else {
+    for (std::size_t i = 0; i < n; ++i)
+      if (!a.get(keys[i], &values[i], &found[i], for_update)) return false;
+    return true;
+  }
+}
+
 template <class A>
 Body new_order(A& a, const Op& op, OpResult* r) {
   const RowCodec &wc = codec(kWarehouse), &dc = codec(kDistrict), &cc = codec(kCustomer), &ic = codec(kItem),
                  &sc = codec(kStock), &oc = codec(kOrder), &nc = codec(kNewOrder), &lc = codec(kOrderLine);
-  std::string wrow, drow, crow, irow, srow;
+  std::string wrow, drow, crow;
   bool found = false;
   if (!a.get(warehouse_key(op.w), &wrow, &found, false)) return Body::kRetry;
   if (!found) return Body::kMissing;
@@ -76,14 +92,31 @@ Body new_order(A& a, const Op& op, OpResult* r) {
   set(nrow, nc, nof::d_id, op.d);
   set(nrow, nc, nof::w_id, op.w);
   if (!a.put(new_order_key(op.w, op.d, o), nrow)) return Body::kRetry;
+  // Every line's item, then every line's stock, read in one batch each: the reads do not
+  // depend on one another, so an adapter that overlaps them pays their misses once.
+  std::array<std::string, kMaxLines> ikeys, skeys, irows, srows;
+  std::array<std::string_view, kMaxLines> views;
+  bool ifound[kMaxLines], sfound[kMaxLines];
+  const unsigned n = op.ol_cnt;
+  for (unsigned l = 0; l < n; ++l) views[l] = ikeys[l] = item_key(op.lines[l].item);
+  if (!get_many(a, views.data(), n, irows.data(), ifound, false)) return Body::kRetry;
+  for (unsigned l = 0; l < n; ++l)
+    if (!ifound[l]) return op.lines[l].item == kUnusedItem ? Body::kRollback : Body::kMissing;
+  for (unsigned l = 0; l < n; ++l) views[l] = skeys[l] = stock_key(op.lines[l].supply_w, op.lines[l].item);
+  if (!get_many(a, views.data(), n, srows.data(), sfound, true)) return Body::kRetry;
   std::int64_t total = 0;
-  for (unsigned l = 0; l < op.ol_cnt; ++l) {
+  for (unsigned l = 0; l < n; ++l) {
     const Op::Line& ln = op.lines[l];
-    if (!a.get(item_key(ln.item), &irow, &found, false)) return Body::kRetry;
-    if (!found) return ln.item == kUnusedItem ? Body::kRollback : Body::kMissing;
-    const std::string sk = stock_key(ln.supply_w, ln.item);
-    if (!a.get(sk, &srow, &found, true)) return Body::kRetry;
-    if (!found) return Body::kMissing;
+    const std::string& irow = irows[l];
+    const std::string& sk = skeys[l];
+    std::string& srow = srows[l];
+    if (!sfound[l]) return Body::kMissing;
+    // A stock named by an earlier line too: this line updates what that line wrote.
+    for (unsigned m = l; m-- > 0;)
+      if (skeys[m] == sk) {
+        srow = srows[m];
+        break;
+      }
     const std::int64_t q = get(srow, sc, sf::quantity);
     set(srow, sc, sf::quantity, q >= ln.quantity + 10 ? q - ln.quantity : q - ln.quantity + 91);
     set(srow, sc, sf::ytd, get(srow, sc, sf::ytd) + ln.quantity);

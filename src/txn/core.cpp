@@ -308,7 +308,7 @@ Entry* Index::find_hashed(std::string_view key, std::uint64_t h, std::atomic<Ver
 
 Entry* Index::find(std::string_view key) { return find_hashed(key, point_hash(key), nullptr); }
 
-void Index::find_many(const std::string_view* keys, std::size_t n, Entry** out) {
+void Index::find_many(const std::string_view* keys, std::size_t n, Entry** out, std::atomic<Version*>** hints) {
   std::uint64_t h[kFindMany];
   PointMap::Slot* slot[kFindMany];
   n = std::min(n, kFindMany);
@@ -324,11 +324,13 @@ void Index::find_many(const std::string_view* keys, std::size_t n, Entry** out) 
   }
   for (std::size_t i = 0; i < n; ++i) {
     out[i] = nullptr;
+    if (hints) hints[i] = nullptr;
     if (slot[i] == nullptr) continue;
-    for (Entry* e = slot[i]->entry.load(std::memory_order_acquire); e != nullptr;
-         e = e->hash_next.load(std::memory_order_acquire))
+    Entry* const first = slot[i]->entry.load(std::memory_order_acquire);
+    for (Entry* e = first; e != nullptr; e = e->hash_next.load(std::memory_order_acquire))
       if (e->key() == keys[i]) {
         out[i] = e;
+        if (hints && e == first) hints[i] = &slot[i]->head;
         break;
       }
   }

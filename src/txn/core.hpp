@@ -108,8 +108,11 @@ class Index {
   /// out[i] = find(keys[i]) for i < n (n <= kFindMany), the lookups overlapped: every key's
   /// point-map slot is prefetched, then every entry and newest version the slots name, then the
   /// keys are compared, so n lookups cost about one lookup's dependent misses, not n.
+  /// hints (when given): hints[i] as find_or_insert's *head_hint for out[i] (null when out[i]
+  /// is null or chained behind another key of its hash).
   static constexpr std::size_t kFindMany = 32;
-  void find_many(const std::string_view* keys, std::size_t n, Entry** out);
+  void find_many(const std::string_view* keys, std::size_t n, Entry** out,
+                 std::atomic<Version*>** hints = nullptr);
   /// The entry of `key`, created (with no version) when missing. *head_hint (when given) is
   /// set to the point map's prefetch hint for the entry's newest version, or null when the
   /// entry has none (it is chained behind another key of the same hash); a committer stores

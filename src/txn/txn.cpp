@@ -112,6 +112,43 @@ Status Txn::get(std::string_view key, std::string* value, bool* found) {
   return Status::Ok();
 }
 
+Status Txn::get_many(const std::string_view* keys, std::size_t n, std::string* values, bool* found) {
+  if (!active_) return inactive();
+  for (std::size_t i = 0; i < n; ++i)
+    if (Status s = check_key(core_->cfg.limits, keys[i]); !s.ok()) return s;
+  Status s = enter();
+  if (!s.ok()) return s;
+  for (std::size_t i = 0; i < n; i += txn::Index::kFindMany) {
+    const std::size_t m = std::min(n - i, txn::Index::kFindMany);
+    Entry* es[txn::Index::kFindMany];
+    Version* vs[txn::Index::kFindMany];
+    core_->index.find_many(keys + i, m, es);
+    // The versions read, then their values' lines prefetched, then the copies.
+    for (std::size_t j = 0; j < m; ++j) {
+      vs[j] = es[j] ? core_->read(es[j], start_) : nullptr;
+      if (vs[j] == nullptr) continue;
+      const char* p = reinterpret_cast<const char*>(vs[j]);
+      const std::size_t lines = std::min<std::size_t>((sizeof(Version) + vs[j]->len + 63) / 64, 8);
+      for (std::size_t l = 1; l < lines; ++l) __builtin_prefetch(p + 64 * l);
+    }
+    for (std::size_t j = 0; j < m; ++j) {
+      std::string* value = &values[i + j];
+      if (auto it = writes_.find(keys[i + j]); it != writes_.end()) {
+        found[i + j] = it->second.has_value();
+        if (found[i + j]) *value = *it->second;
+        else value->clear();
+        continue;
+      }
+      Version* v = vs[j];
+      found[i + j] = v != nullptr && !v->tombstone;
+      if (found[i + j]) value->assign(v->data(), v->len);
+      else value->clear();
+    }
+  }
+  leave();
+  return Status::Ok();
+}
+
 Status Txn::put(std::string_view key, std::string_view value) {
   if (!active_) return inactive();
   Status s = check_key(core_->cfg.limits, key);
@@ -669,10 +706,23 @@ Status Txn::commit(CommitResult* r) {
     take_ts();
     if (f.hook) f.hook("ts", {});
   }
+  // The keys' entries are looked up together, their misses overlapped (Index::find_many),
+  // before the locks are taken one by one: a lookup one key at a time paid each key's
+  // dependent misses in turn, and the locks were held meanwhile. A key with no entry yet gets
+  // one below (find_or_insert).
+  for (std::size_t i = 0; i < ws.size(); i += txn::Index::kFindMany) {
+    const std::size_t n = std::min(ws.size() - i, txn::Index::kFindMany);
+    std::string_view keys[txn::Index::kFindMany];
+    Entry* es[txn::Index::kFindMany];
+    std::atomic<Version*>* hints[txn::Index::kFindMany];
+    for (std::size_t j = 0; j < n; ++j) keys[j] = ws[i + j].key;
+    c.index.find_many(keys, n, es, hints);
+    for (std::size_t j = 0; j < n; ++j) ws[i + j].e = es[j], ws[i + j].hint = hints[j];
+  }
   for (std::size_t i = 0; i < ws.size(); ++i) {
     Item& it = ws[i];
     bool created = false;
-    Entry* e = c.index.find_or_insert(it.key, &created, &it.hint);
+    Entry* e = it.e != nullptr ? it.e : c.index.find_or_insert(it.key, &created, &it.hint);
     if (created) created_bytes += sizeof(Entry) + it.key.size();
     for (unsigned spins = 0;; ++spins) {
       std::uint64_t expect = 0;

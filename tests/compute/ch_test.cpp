@@ -338,12 +338,20 @@ struct RecordingAdapter {
   std::vector<checkers::SiEvent>* ev;
   bool get(std::string_view k, std::string* v, bool* found, bool) {
     if (!t->get(k, v, found).ok()) return false;
+    record_get(k, *v, *found);
+    return true;
+  }
+  bool get_many(const std::string_view* k, std::size_t n, std::string* v, bool* found, bool) {
+    if (!t->get_many(k, n, v, found).ok()) return false;
+    for (std::size_t i = 0; i < n; ++i) record_get(k[i], v[i], found[i]);
+    return true;
+  }
+  void record_get(std::string_view k, const std::string& v, bool found) {
     checkers::SiEvent e;
     e.key = std::string(k);
-    e.found = *found;
-    if (*found) e.value = *v;
+    e.found = found;
+    if (found) e.value = v;
     ev->push_back(std::move(e));
-    return true;
   }
   bool put(std::string_view k, std::string_view v) {
     if (!t->put(k, v).ok()) return false;
@@ -608,6 +616,40 @@ TEST(Ch, NewOrderWithAnUnusedItemRollsBack) {
   Op corrupt = op;
   corrupt.lines[0].item = sc.items + 7;
   EXPECT_EQ(f.ch->run(corrupt, &r, &rng).code(), StatusCode::kInternal);
+}
+
+// NewOrder reads all its lines' stocks before it updates any (one batched read): a stock named
+// by two lines must still take both lines' quantities, as two reads in turn would.
+TEST(Ch, NewOrderWithARepeatedItemUpdatesItsStockForEachLine) {
+  const Scale sc = tiny();
+  Fixture f(sc);
+  const std::vector<Op> work = make_work(sc, Mix::seed(), 200, 4);
+  Op op = *std::ranges::find_if(work, [](const Op& o) { return o.kind == Kind::kNewOrder; });
+  op.ol_cnt = 3;
+  op.lines[0] = Op::Line{5, op.w, 3};
+  op.lines[1] = Op::Line{9, op.w, 2};
+  op.lines[2] = Op::Line{5, op.w, 4};  // item 5 again
+  auto stock = [&] {
+    Txn t;
+    EXPECT_TRUE(f.space->begin(&t).ok());
+    std::string v;
+    bool found = false;
+    EXPECT_TRUE(t.get(stock_key(op.w, 5), &v, &found).ok());
+    EXPECT_TRUE(found);
+    return v;
+  };
+  const std::string before = stock();
+  std::uint64_t rng = 1;
+  OpResult r;
+  ASSERT_TRUE(f.ch->run(op, &r, &rng).ok());
+  ASSERT_TRUE(r.committed);
+  const std::string after = stock();
+  const RowCodec& sc5 = codec(kStock);
+  EXPECT_EQ(get(after, sc5, sf::ytd), get(before, sc5, sf::ytd) + 7);
+  EXPECT_EQ(get(after, sc5, sf::order_cnt), get(before, sc5, sf::order_cnt) + 2);
+  std::int64_t q = get(before, sc5, sf::quantity);
+  for (std::int64_t take : {3, 4}) q = q >= take + 10 ? q - take : q - take + 91;
+  EXPECT_EQ(get(after, sc5, sf::quantity), q);
 }
 
 // Negative control for the freshness check: a query whose transaction began before a NewOrder

@@ -8,6 +8,7 @@
 #include <cstdlib>
 #include <cstring>
 #include <map>
+#include <memory>
 #include <mutex>
 #include <optional>
 #include <random>
@@ -468,6 +469,10 @@ TEST(TxnApi, BadInput) {
   EXPECT_EQ(t.put(std::string(17, 'k'), "v").code(), StatusCode::kTooLarge);
   EXPECT_EQ(t.put("k", std::string(33, 'v')).code(), StatusCode::kTooLarge);
   EXPECT_EQ(t.get("", &v, &f).code(), StatusCode::kInvalidArgument);
+  const std::string_view many[] = {"a", std::string_view("kkkkkkkkkkkkkkkkk")};
+  std::string vs[2];
+  bool fs[2];
+  EXPECT_EQ(t.get_many(many, 2, vs, fs).code(), StatusCode::kTooLarge) << "one oversized key refuses the batch";
   EXPECT_EQ(t.scan(TxnRange::closed("z", "a"), 0, nullptr).code(), StatusCode::kInvalidArgument);
   std::vector<SnapshotArg> bad = {SnapshotArg::point("a"), SnapshotArg::of(TxnRange::closed("z", "a"))};
   TxnSnapshot snap;
@@ -763,8 +768,7 @@ TEST(TxnApi, AgreesWithAReferenceModel) {
       return it == st.end() ? std::nullopt : std::optional<std::string>(it->second);
     };
     switch (rng() % 8) {
-      case 0:
-      case 1: {
+      case 0: {
         const std::string k = key();
         std::string v;
         bool f;
@@ -773,6 +777,21 @@ TEST(TxnApi, AgreesWithAReferenceModel) {
         ASSERT_EQ(f, want.has_value()) << k;
         if (f) {
           ASSERT_EQ(v, *want);
+        }
+        break;
+      }
+      case 1: {  // get_many: 1 to 70 keys, repeats allowed (more than one batch of lookups)
+        const std::size_t n = 1 + rng() % 70;
+        std::vector<std::string> ks(n);
+        std::vector<std::string_view> kv(n);
+        for (std::size_t j = 0; j < n; ++j) kv[j] = ks[j] = key();
+        std::vector<std::string> vs(n, "stale");
+        std::unique_ptr<bool[]> fs(new bool[n]);
+        ASSERT_TRUE(txns[i].get_many(kv.data(), n, vs.data(), fs.get()).ok());
+        for (std::size_t j = 0; j < n; ++j) {
+          auto want = view(ks[j]);
+          ASSERT_EQ(fs[j], want.has_value()) << ks[j];
+          ASSERT_EQ(vs[j], want.value_or("")) << ks[j];
         }
         break;
       }
