@@ -5,6 +5,7 @@
 
 #include <algorithm>
 #include <chrono>
+#include <cstdio>
 #include <cstring>
 #include <cstdlib>
 #include <new>
@@ -26,8 +27,6 @@ std::uint64_t now_ns() {
   return static_cast<std::uint64_t>(
       std::chrono::duration_cast<std::chrono::nanoseconds>(std::chrono::steady_clock::now().time_since_epoch()).count());
 }
-
-constexpr std::size_t kLogChunk = 4096;
 
 /// A small number per thread, 0, 1, 2, ... in the order threads first ask: the starting point
 /// of each thread's probe for a session stripe and a transaction slot, so that threads start
@@ -122,13 +121,30 @@ Status Index::init() {
     pool_.push_back(std::move(p));
   }
   points_ = std::make_unique<PointMap>();
+  // The log's directory: zeroed memory is null chunk pointers, and the pages past the first
+  // are mapped only when a chunk is made there.
+  log_ = static_cast<std::atomic<std::atomic<Entry*>*>*>(std::calloc(kLogChunks, sizeof(std::atomic<Entry*>*)));
+  if (log_ == nullptr) return Status::ResourceExhausted("txn index: out of memory for the creation log");
   return Status::Ok();
 }
 
 Index::~Index() {
-  const std::uint64_t n = n_entries_.load();
-  for (std::uint64_t i = 0; i < n; ++i) Entry::destroy(log_[i / kLogChunk][i % kLogChunk]);
-  for (Bucket* b : buckets_) delete b;
+  if (log_ != nullptr) {
+    const std::uint64_t chunks = (n_entries_.load() + kLogChunk - 1) / kLogChunk;
+    for (std::uint64_t c = 0; c < chunks; ++c) {
+      std::atomic<Entry*>* chunk = log_[c].load();
+      if (chunk == nullptr) continue;
+      for (std::uint64_t i = 0; i < kLogChunk; ++i)
+        if (Entry* e = chunk[i].load()) Entry::destroy(e);
+      std::free(chunk);
+    }
+    std::free(log_);
+  }
+  for (Bucket* b = made_buckets_.load(); b != nullptr;) {
+    Bucket* next = b->next_made;
+    delete b;
+    b = next;
+  }
   pool_.clear();  // sessions before the map
   map_.reset();
   points_.reset();
@@ -151,8 +167,9 @@ Bucket* Index::bucket_or_insert(std::uint64_t prefix) {
     for (std::uint64_t m = max_prefix_.load(std::memory_order_relaxed);
          prefix > m && !max_prefix_.compare_exchange_weak(m, prefix, std::memory_order_relaxed);) {
     }
-    std::lock_guard<std::mutex> lk(log_m_);
-    buckets_.push_back(fresh);
+    fresh->next_made = made_buckets_.load(std::memory_order_relaxed);
+    while (!made_buckets_.compare_exchange_weak(fresh->next_made, fresh, std::memory_order_relaxed)) {
+    }
     n_buckets_.fetch_add(1, std::memory_order_relaxed);
     return fresh;
   }
@@ -367,12 +384,30 @@ Entry* Index::find_or_insert(std::string_view key, bool* created, std::atomic<Ve
       tail = expect;
     }
   }
-  std::lock_guard<std::mutex> lg(log_m_);
-  const std::uint64_t n = n_entries_.load(std::memory_order_relaxed);
-  if (n % kLogChunk == 0) log_.push_back(std::make_unique<Entry*[]>(kLogChunk));
-  log_[n / kLogChunk][n % kLogChunk] = e;
-  n_entries_.store(n + 1, std::memory_order_release);
+  log_append(e);
   return e;
+}
+
+static_assert(std::atomic<Entry*>::is_always_lock_free && sizeof(std::atomic<Entry*>) == sizeof(Entry*),
+              "the creation log takes zeroed memory for null atomic pointers");
+
+void Index::log_append(Entry* e) {
+  const std::uint64_t n = n_entries_.fetch_add(1, std::memory_order_relaxed);
+  // 2^34 keys is past any memory a keyspace can be given (each key costs its entry, its
+  // point-map slot and its versions: over 100 bytes), so this never fails in practice.
+  if (n >= kLogChunk * kLogChunks) {
+    std::fprintf(stderr, "duet txn: more than 2^34 keys in one keyspace\n");
+    std::abort();
+  }
+  std::atomic<Entry*>* chunk = log_[n / kLogChunk].load(std::memory_order_acquire);
+  if (chunk == nullptr) {
+    // Zeroed memory is a chunk of null atomic pointers.
+    auto* fresh = static_cast<std::atomic<Entry*>*>(std::calloc(kLogChunk, sizeof(std::atomic<Entry*>)));
+    if (fresh == nullptr) throw std::bad_alloc();
+    if (log_[n / kLogChunk].compare_exchange_strong(chunk, fresh, std::memory_order_acq_rel)) chunk = fresh;
+    else std::free(fresh);  // another creator made it; chunk holds theirs
+  }
+  chunk[n % kLogChunk].store(e, std::memory_order_release);
 }
 
 void Index::walk(const TxnRange& r, std::size_t max, const Visit& visit) {
@@ -549,10 +584,13 @@ void Index::walk_wide(std::uint64_t lo, std::uint64_t hi, std::vector<std::pair<
 }
 
 void Index::entries_from(std::uint64_t pos, std::size_t count, std::vector<Entry*>* out, std::uint64_t* next) {
-  std::lock_guard<std::mutex> lk(log_m_);
-  const std::uint64_t n = n_entries_.load(std::memory_order_relaxed);
+  const std::uint64_t n = n_entries_.load(std::memory_order_acquire);
   std::uint64_t i = pos;
-  for (; i < n && i < pos + count; ++i) out->push_back(log_[i / kLogChunk][i % kLogChunk]);
+  for (; i < n && i < pos + count; ++i) {
+    std::atomic<Entry*>* chunk = log_[i / kLogChunk].load(std::memory_order_acquire);
+    Entry* e = chunk != nullptr ? chunk[i % kLogChunk].load(std::memory_order_acquire) : nullptr;
+    if (e != nullptr) out->push_back(e);  // null: claimed, its entry not yet stored
+  }
   *next = i >= n ? 0 : i;
 }
 

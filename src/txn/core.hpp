@@ -70,6 +70,7 @@ struct Bucket {
   std::atomic<Entry*> only{nullptr};
   std::shared_mutex m;
   std::map<std::string_view, Entry*> keys;
+  Bucket* next_made = nullptr;  ///< the index's list of every bucket (Index::made_buckets_)
 };
 
 /// A transaction slot: the start it holds collection at, its liveness state and, while it
@@ -156,13 +157,24 @@ class Index {
   std::unique_ptr<lit::Map> map_;
   std::unique_ptr<PointMap> points_;
   std::vector<std::unique_ptr<PoolSlot>> pool_;
-  std::mutex log_m_;
-  std::vector<std::unique_ptr<Entry*[]>> log_;  ///< chunks of 4096 entries, creation order
+  /// The creation log: every entry at a stable position, in creation order (TxnSpace::scan's
+  /// cursor). Lock-free, since every new key of every committer appends to it: a creator
+  /// claims a position with one fetch_add on n_entries_ and stores its entry there (release);
+  /// the chunk holding the position is made by the first creator that needs it and published
+  /// by a CAS into the directory. A position claimed but not yet stored reads null and is
+  /// skipped by entries_from (its key has no committed version yet). A std::mutex here was
+  /// taken for each new key by every committer, holding its bucket's lock meanwhile.
+  /// Capacity: kLogChunks chunks of kLogChunk entries (2^34 keys); the directory is 32 MiB of
+  /// zeroed address space whose pages are mapped as chunks are made.
+  static constexpr std::uint64_t kLogChunk = std::uint64_t{1} << 12, kLogChunks = std::uint64_t{1} << 22;
+  std::atomic<std::atomic<Entry*>*>* log_ = nullptr;  ///< directory of kLogChunks chunk pointers
   std::atomic<std::uint64_t> n_entries_{0};
+  void log_append(Entry* e);
+  /// Every bucket, on a lock-free stack through Bucket::next_made (freed at destruction).
+  std::atomic<Bucket*> made_buckets_{nullptr};
   /// The least and greatest prefix with a bucket (bounds for split's pieces).
   std::atomic<std::uint64_t> min_prefix_{~std::uint64_t{0}}, max_prefix_{0};
-  std::vector<Bucket*> buckets_;  ///< every bucket (under log_m_), freed at destruction
-  std::atomic<std::uint64_t> n_buckets_{0};  ///< buckets_.size(), read without the lock
+  std::atomic<std::uint64_t> n_buckets_{0};  ///< buckets made
 };
 
 struct Core {

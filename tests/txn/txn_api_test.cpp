@@ -640,6 +640,63 @@ TEST(TxnApi, CursorScanSeesPresentKeys) {
   EXPECT_EQ(std::count(keys.begin(), keys.end(), "c5"), 0);
 }
 
+// The creation log behind the cursor is lock-free: writers claim positions and make its chunks
+// (4,096 entries each) while a scanner walks it. Each full pass returns no key twice and every
+// key whose commit returned before the pass began.
+TEST(TxnApi, CursorScanUnderCreatorsSeesEachEarlierKeyOnce) {
+  auto s = open_space();
+  const char* scale_env = std::getenv("DUET_TEST_SCALE");
+  const double scale = scale_env ? std::atof(scale_env) : 1.0;
+  const int per = std::max(300, static_cast<int>(3000 * scale));  // transactions per writer
+  constexpr int kWriters = 3, kKeys = 8;                          // keys per transaction
+  std::atomic<int> done[kWriters];
+  for (auto& d : done) d.store(0);
+  std::atomic<bool> bad{false};
+  auto key = [](int w, int i, int k) { return std::to_string(w) + "/" + std::to_string(i) + "/" + std::to_string(k); };
+  std::vector<std::thread> ts;
+  for (int w = 0; w < kWriters; ++w)
+    ts.emplace_back([&, w] {
+      for (int i = 0; i < per && !bad; ++i) {
+        Txn t;
+        CommitResult r;
+        bool ok = s->begin(&t).ok();
+        for (int k = 0; k < kKeys && ok; ++k) ok = t.put(key(w, i, k), "v").ok();
+        if (!ok || !t.commit(&r).ok() || r.outcome != TxnOutcome::kCommitted) {
+          bad = true;
+          return;
+        }
+        done[w].store(i + 1, std::memory_order_release);
+      }
+    });
+  int passes = 0;
+  std::string failure;
+  for (bool last = false; !last && failure.empty();) {
+    last = std::all_of(done, done + kWriters, [&](const std::atomic<int>& d) { return d.load() == per; }) || bad;
+    int before[kWriters];
+    for (int w = 0; w < kWriters; ++w) before[w] = done[w].load(std::memory_order_acquire);
+    std::vector<std::string> keys;
+    std::uint64_t cur = 0;
+    do {
+      if (!s->scan(cur, 500, &keys, &cur).ok()) failure = "scan failed";
+    } while (cur != 0 && failure.empty());
+    std::sort(keys.begin(), keys.end());
+    if (std::adjacent_find(keys.begin(), keys.end()) != keys.end()) failure = "a key came twice in one pass";
+    for (int w = 0; w < kWriters && failure.empty(); ++w)
+      for (int i = 0; i < before[w] && failure.empty(); ++i)
+        for (int k = 0; k < kKeys; ++k)
+          if (!std::binary_search(keys.begin(), keys.end(), key(w, i, k))) {
+            failure = "pass " + std::to_string(passes) + " missed " + key(w, i, k);
+            break;
+          }
+    ++passes;
+  }
+  bad = bad || !failure.empty();
+  for (auto& t : ts) t.join();
+  EXPECT_EQ(failure, "");
+  EXPECT_GT(passes, 1);
+  EXPECT_EQ(s->size(), static_cast<std::uint64_t>(kWriters * per * kKeys));
+}
+
 TEST(TxnApi, RealTimeReaderWaitsForInstallOfAnEarlierTimestamp) {
   // A reader that begins once the committer holds its timestamp (every lock held, nothing
   // installed) must see the write: it waits for the install instead of passing the key.
