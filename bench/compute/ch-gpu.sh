@@ -15,7 +15,11 @@
 #                                         with $ARGS (default: 10 warehouses, the seed mix, 1, 8
 #                                         and 16 worker threads, duet, server and rocksdb); log and
 #                                         JSON to $OUT (default gpu-out); $RUNS more argument sets
-#                                         separated by ';' run after it, to ch-2.json, ch-3.json ...
+#                                         separated by ';' run after it, to ch-2.json, ch-3.json ...;
+#                                         with $PROFILE (arguments for one more run) and perf packed
+#                                         (PACK_PERF=1 at pack time), that run under `perf record`
+#                                         (cpu-clock, flat; recording from PROFILE_DELAY_MS on) and
+#                                         its report to $OUT/profile.txt
 set -euo pipefail
 cd "$(dirname "$0")/../.."
 P=gpu-pack-ch
@@ -34,7 +38,15 @@ case "${1:-}" in
       bins+=("$P/tests/duet_compute_gpu_tests")
     fi
     pack_libs $P/lib "${bins[@]}"
-    strip "${bins[@]}" $P/bench/libduet_ch_proc.so
+    if [ "${PACK_PERF:-0}" = 1 ]; then  # this machine's perf, for PROFILE runs there
+      mkdir -p $P/perf/lib
+      cp -L "$(command -v perf)" $P/perf/
+      pack_libs $P/perf/lib $P/perf/perf
+      xz -T2 -6 $P/perf/perf $P/perf/lib/*
+    fi
+    # With perf packed, symbol tables stay (perf report names functions from them).
+    if [ "${PACK_PERF:-0}" = 1 ]; then strip --strip-debug "${bins[@]}" $P/bench/libduet_ch_proc.so
+    else strip "${bins[@]}" $P/bench/libduet_ch_proc.so; fi
     # The tree that travels holds 64 MiB: the largest files travel compressed.
     for f in $P/lib/libopenblas.so.0 "${bins[@]}"; do
       if [ -e "$f" ]; then xz -T2 -6 "$f"; fi
@@ -65,6 +77,15 @@ case "${1:-}" in
       $P/bench/duet_bench_ch $a --out "$OUT/ch-$n.json" 2>&1 | tee "$OUT/ch-$n.txt"
       n=$((n + 1))
     done
+    if [ -n "${PROFILE:-}" ] && [ -x $P/perf/perf ]; then
+      # shellcheck disable=SC2086
+      LD_LIBRARY_PATH=$PWD/$P/perf/lib:$LD_LIBRARY_PATH $P/perf/perf record -e cpu-clock -F 999 -D "${PROFILE_DELAY_MS:-0}" -o "$OUT/perf.data" \
+        $P/bench/duet_bench_ch $PROFILE --out "$OUT/ch-profile.json" > "$OUT/ch-profile.txt" 2>&1 || true
+      { echo "perf record -e cpu-clock -F 999: duet_bench_ch $PROFILE"; grep -E '^(seed|tpcc)' "$OUT/ch-profile.txt" || true
+        LD_LIBRARY_PATH=$PWD/$P/perf/lib:$LD_LIBRARY_PATH $P/perf/perf report -i "$OUT/perf.data" --no-children \
+          --sort dso,sym --percent-limit 0.3 --stdio 2>&1 | grep -v '^#' | grep -v '^$' | head -120; } > "$OUT/profile.txt"
+      rm -f "$OUT/perf.data" "$OUT/ch-profile.txt"
+    fi
     ;;
   *) echo "usage: $0 pack|run" >&2; exit 2 ;;
 esac
