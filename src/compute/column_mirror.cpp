@@ -296,9 +296,9 @@ void ColumnMirror::put_version(std::uint64_t id, std::uint64_t ts, const std::in
   const bool was_live = oc != nullptr && oc->load_end((old - 1) % kChunkRows) == kNever;
   if (values != nullptr) {
     std::atomic_ref<std::uint64_t>(c->begin[i]).store(ts, std::memory_order_release);
-    if (!was_live) live_keys_.fetch_add(1, std::memory_order_relaxed);
+    if (!was_live) live_keys_.add(1);
   } else if (was_live) {
-    live_keys_.fetch_sub(1, std::memory_order_relaxed);
+    live_keys_.add(-1);
   }
   if (was_live) {
     std::atomic_ref<std::uint64_t>(oc->end[(old - 1) % kChunkRows]).store(ts, std::memory_order_release);
@@ -581,7 +581,7 @@ Status ColumnMirror::contains(std::string_view key, std::uint64_t start, bool* y
 MirrorStats ColumnMirror::stats() const {
   MirrorStats s;
   s.rows = n_rows_.load(std::memory_order_relaxed);
-  s.keys = live_keys_.load(std::memory_order_relaxed);
+  s.keys = static_cast<std::uint64_t>(live_keys_.sum());
   s.bad_rows = bad_rows_.load(std::memory_order_relaxed);
   s.bytes = n_chunks_.load(std::memory_order_relaxed) * (3 + cfg_.columns.size()) * kChunkRows * sizeof(std::uint64_t);
   s.built_at = built_at_;

@@ -36,6 +36,8 @@
 #include <utility>
 #include <vector>
 
+#include "mem/striped_counter.hpp"
+
 #include "compute/compute.hpp"
 #include "duet/status.hpp"
 #include "duet/txn.hpp"
@@ -166,7 +168,8 @@ class ColumnMirror final : public TxnCommitObserver {
   std::weak_ptr<TxnSpace> space_;  ///< weak: the keyspace owns its observer
   std::unique_ptr<std::atomic<Chunk*>[]> chunks_;
   std::atomic<std::uint64_t> n_rows_{0};
-  std::atomic<std::uint64_t> bad_rows_{0}, live_keys_{0}, n_chunks_{0};
+  std::atomic<std::uint64_t> bad_rows_{0}, n_chunks_{0};
+  mem::StripedCounter live_keys_;  ///< added to by every commit's new keys, on the committer's own line
   std::atomic<bool> full_{false};
   Shard shards_[kShards];
 

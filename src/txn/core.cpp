@@ -12,6 +12,7 @@
 
 #include <sys/mman.h>
 
+#include "sched/striped_shared_mutex.hpp"
 #include "sched/thread_pool.hpp"
 
 namespace duet::txn {
@@ -236,7 +237,9 @@ struct Index::PointMap {
   };
   std::atomic<Table*> cur{nullptr};
   std::vector<std::unique_ptr<Table>> tables;  ///< every table made (under resize)
-  std::shared_mutex resize;
+  /// Every insert holds it shared, so it is striped: a std::shared_mutex made each of them an
+  /// atomic read-modify-write of one line that every inserting thread shares.
+  sched::StripedSharedMutex resize;
   std::atomic<std::uint64_t> used{0};
 
   PointMap() {
@@ -265,7 +268,7 @@ struct Index::PointMap {
   bool insert(std::uint64_t h, Entry* e, Entry** first, Slot** slot) {
     for (;;) {
       {
-        std::shared_lock<std::shared_mutex> lk(resize);
+        std::shared_lock<sched::StripedSharedMutex> lk(resize);
         Table* t = cur.load(std::memory_order_acquire);
         if ((used.load(std::memory_order_relaxed) + 1) * 2 <= t->mask + 1) {
           for (std::uint64_t i = h & t->mask;; i = (i + 1) & t->mask) {
@@ -291,7 +294,7 @@ struct Index::PointMap {
   }
 
   void grow() {
-    std::unique_lock<std::shared_mutex> lk(resize);
+    std::unique_lock<sched::StripedSharedMutex> lk(resize);
     Table* t = cur.load(std::memory_order_relaxed);
     if ((used.load(std::memory_order_relaxed) + 1) * 2 <= t->mask + 1) return;  // another thread grew it
     auto n = std::make_unique<Table>((t->mask + 1) * 2);
