@@ -28,7 +28,7 @@
 // Flags: --warehouses 10  --scale full|small  --threads 1,2  --ops 20000 (per thread)  --reps 3
 //        --mixes seed,tpcc  --systems duet,rocksdb  --query-cpu-threads 1  --snapshot-threads 1
 //        --load-threads 2  --query-source mirror|snapshot  --query-device auto|cpu|gpu
-//        --queries on|off  --seed 1  --out FILE  --quick
+//        --queries on|off  --q3-plan snapshot-keys (the TPC-C mix's Q3)  --seed 1  --out FILE  --quick
 //        --server-bin PATH --proc PATH --server-threads N: the server system's duet binary, procedure
 //        library (default: beside this program) and I/O threads (default: the server's)
 //        --q3-sweep default|S,...  --q3-plans read,snapshot-keys,snapshot-tables  --q3-queries 5: instead
@@ -41,6 +41,7 @@
 #include "bench/compute/ch_server.hpp"
 
 #include <algorithm>
+#include <optional>
 #include <array>
 #include <map>
 #include <atomic>
@@ -95,6 +96,8 @@ struct Options {
   std::vector<double> q3_sweep;
   std::vector<Q3Plan> q3_plans{Q3Plan::kRead, Q3Plan::kSnapshotKeys, Q3Plan::kSnapshotTables};
   unsigned q3_queries = 5;
+  // The TPC-C mix's Q3 beside the workers: the fastest plan of the sweep by default
+  Q3Plan q3_plan = Q3Plan::kSnapshotKeys;
   std::string export_dir;  // --export: copy the database out for DuckDB instead (ch_export.hpp)
   ChServerConfig server = default_ch_server_config();  // the server system
 };
@@ -229,7 +232,7 @@ Run run_duet(const Options& o, const Scale& sc, const std::string& mix, const st
         QueryResult q;
         const int which = query_of(mix, static_cast<std::uint64_t>(qi));
         const Status s = which == 0   ? ch->q1(&t, ctx.get(), &q, &scratch)
-                         : which == 1 ? ch->q3(&t, ctx.get(), &q, {}, Q3Plan::kSnapshotTables, &scratch)
+                         : which == 1 ? ch->q3(&t, ctx.get(), &q, {}, o.q3_plan, &scratch)
                                       : ch->q6(&t, ctx.get(), &q, &scratch);
         if (!s.ok()) return *err = s.to_string(), -1;
         ++r.per_query[static_cast<std::size_t>(which)];
@@ -505,15 +508,23 @@ int run_ch_bench(int argc, char** argv) {
       }
       return !o.q3_sweep.empty() || (err = "--q3-sweep: empty", false);
     }
+    const auto plan_of = [](std::string_view p) -> std::optional<Q3Plan> {
+      for (Q3Plan q : {Q3Plan::kRead, Q3Plan::kSnapshotKeys, Q3Plan::kSnapshotTables})
+        if (p == q3_plan_name(q)) return q;
+      return std::nullopt;
+    };
     if (f == "--q3-plans") {
       o.q3_plans.clear();
       for (auto& p : split_list(v)) {
-        const Q3Plan all[] = {Q3Plan::kRead, Q3Plan::kSnapshotKeys, Q3Plan::kSnapshotTables};
-        const auto it = std::find_if(std::begin(all), std::end(all), [&](Q3Plan q) { return p == q3_plan_name(q); });
-        if (it == std::end(all)) return err = "--q3-plans: read, snapshot-keys or snapshot-tables", false;
-        o.q3_plans.push_back(*it);
+        const auto q = plan_of(p);
+        if (!q) return err = "--q3-plans: read, snapshot-keys or snapshot-tables", false;
+        o.q3_plans.push_back(*q);
       }
       return !o.q3_plans.empty() || (err = "--q3-plans: empty", false);
+    }
+    if (f == "--q3-plan") {
+      const auto q = plan_of(v);
+      return q ? (o.q3_plan = *q, true) : (err = "--q3-plan: read, snapshot-keys or snapshot-tables", false);
     }
     if (f == "--export") return o.export_dir = v, !v.empty() || (err = "--export: a directory", false);
     if (f == "--server-bin") return o.server.server_bin = v, true;
@@ -531,6 +542,7 @@ int run_ch_bench(int argc, char** argv) {
     std::printf("duet bench ch [--warehouses 10] [--scale full|small] [--threads 1,2] [--ops 20000] [--reps 3]\n"
                 "              [--mixes seed,tpcc] [--systems duet,rocksdb] [--query-cpu-threads 1] [--snapshot-threads 1]\n"
                 "              [--load-threads 2] [--query-source mirror|snapshot] [--query-device auto|cpu|gpu]\n"
+                "              [--q3-plan read|snapshot-keys|snapshot-tables]\n"
                 "              [--queries on|off] [--seed 1]\n"
                 "              [--out FILE] [--quick]\n"
                 "              [--server-bin PATH] [--proc PATH] [--server-threads N]\n"
@@ -631,8 +643,9 @@ int run_ch_bench(int argc, char** argv) {
                                          (o.query_device == Device::kCpu ? "CPU, on --query-cpu-threads threads"
                                           : o.query_device == Device::kGpu ? "its GPU copy"
                                                                            : "its GPU copy when a GPU is present, else the CPU") +
-                                         "); Q3 a SNAPSHOT"
-                                   : "duet: every query SNAPSHOTs its tables at its start");
+                                         "); Q3 by its " + q3_plan_name(o.q3_plan) + " plan"
+                                   : std::string("duet: every query SNAPSHOTs its tables at its start; Q3 by its ") +
+                                         q3_plan_name(o.q3_plan) + " plan");
     config.set("seed", o.seed);
     config.set("quick", o.quick);
     config.set("queries_on", o.queries);
