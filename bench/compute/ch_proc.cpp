@@ -79,6 +79,18 @@ struct AbiAdapter {
     v->assign(b.data ? b.data : "", b.len);
     return true;
   }
+  bool get_many(const std::string_view* k, std::size_t n, std::string* v, bool* found, bool) {
+    duet_bytes keys[kMaxLines] = {}, vals[kMaxLines] = {};
+    int f[kMaxLines] = {};
+    if (n > kMaxLines) return fail(DUET_ERR_INVALID);  // NewOrder's lines, the only caller
+    for (std::size_t i = 0; i < n; ++i) keys[i] = duet_bytes{k[i].data(), k[i].size()};
+    if (const int c = duet_get_many(t, keys, n, vals, f); c != DUET_OK) return fail(c);
+    for (std::size_t i = 0; i < n; ++i) {
+      found[i] = f[i] != 0;
+      v[i].assign(vals[i].data ? vals[i].data : "", vals[i].len);
+    }
+    return true;
+  }
   bool put(std::string_view k, std::string_view v) {
     const int c = duet_put(t, k.data(), k.size(), v.data(), v.size());
     return c == DUET_OK || fail(c);

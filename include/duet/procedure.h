@@ -252,6 +252,10 @@ struct duet_api {
    *  for a name that is not one of the fields, or is named twice. */
   int (*decode_columns)(duet_txn* t, const duet_snapshot* s, const duet_field* fields, size_t nfields,
                         const char* const* names, size_t nnames, int with_key, duet_table** out);
+  /** n gets at once, their index lookups overlapped (n reads cost about one read's cache
+   *  misses): values[i] and found[i] (1 present, 0 absent: value empty) for keys[i], each as get
+   *  answers it. DUET_OK, or an error code with no output meaningful (a bad key refuses all). */
+  int (*get_many)(duet_txn* t, const duet_bytes* keys, size_t n, duet_bytes* values, int* found);
 };
 
 /* ---- Registration ------------------------------------------------------------------------ */
@@ -295,6 +299,9 @@ typedef const duet_library_def* (*duet_register_fn)(void);
 /* ---- Short forms --------------------------------------------------------------------------- */
 
 static inline int duet_get(duet_txn* t, const char* k, size_t kl, duet_bytes* v) { return t->api->get(t, k, kl, v); }
+static inline int duet_get_many(duet_txn* t, const duet_bytes* k, size_t n, duet_bytes* v, int* found) {
+  return t->api->get_many(t, k, n, v, found);
+}
 static inline int duet_put(duet_txn* t, const char* k, size_t kl, const char* v, size_t vl) {
   return t->api->put(t, k, kl, v, vl);
 }

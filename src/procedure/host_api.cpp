@@ -5,6 +5,7 @@
 // call's CallState until the entry point returns.
 #include <algorithm>
 #include <cstring>
+#include <memory>
 #include <new>
 
 #include "procedure/internal.hpp"
@@ -67,6 +68,25 @@ int h_get(duet_txn* t, const char* key, std::size_t klen, duet_bytes* value) {
     if (Status s = c->txn->get(view(key, klen), &v, &found); !s.ok()) return code_of(s, c);
     *value = bytes_of(v);
     return found ? DUET_OK : DUET_NOT_FOUND;
+  });
+}
+
+int h_get_many(duet_txn* t, const duet_bytes* keys, std::size_t n, duet_bytes* values, int* found) {
+  CallState* c = st(t);
+  if (!c || (n != 0 && (!keys || !values || !found))) return DUET_ERR_INVALID;
+  for (std::size_t i = 0; i < n; ++i)
+    if (!bytes_ok(keys[i].data, keys[i].len)) return DUET_ERR_INVALID;
+  return guarded([&]() -> int {
+    std::vector<std::string_view> ks(n);
+    for (std::size_t i = 0; i < n; ++i) ks[i] = view(keys[i]);
+    std::vector<std::string> vs(n);
+    std::unique_ptr<bool[]> fs(new bool[n]);
+    if (Status s = c->txn->get_many(ks.data(), n, vs.data(), fs.get()); !s.ok()) return code_of(s, c);
+    for (std::size_t i = 0; i < n; ++i) {
+      values[i] = bytes_of(c->strings.emplace_back(std::move(vs[i])));
+      found[i] = fs[i] ? 1 : 0;
+    }
+    return DUET_OK;
   });
 }
 
@@ -407,6 +427,7 @@ const duet_api kApi = {
     h_reply_nil,
     h_reply_array,
     h_decode_columns,
+    h_get_many,
 };
 
 }  // namespace

@@ -86,7 +86,7 @@ using ProcConcurrency = Fixture;
 TEST_F(ProcLoad, ListsTheLibrarysProcedures) {
   load_testlib();
   const auto procs = reg->list();
-  ASSERT_EQ(procs.size(), 19u);
+  ASSERT_EQ(procs.size(), 20u);
   bool saw_incr = false, saw_get = false, saw_long = false;
   for (const auto& p : procs) {
     EXPECT_EQ(p.library, "testlib");
@@ -173,6 +173,25 @@ TEST_F(ProcCall, CommitsAndReplies) {
   EXPECT_EQ(o.reply.kind, ProcReply::Kind::kBulk);
   EXPECT_EQ(o.reply.s, "3");
   EXPECT_EQ(call("get_ro", {"absent"}, {}, true).reply.kind, ProcReply::Kind::kNil);
+  // get_many answers each key as get does, in order (40 keys: more than one batch of lookups),
+  // and refuses NULL keys (checked inside the procedure).
+  std::vector<std::string> keys;
+  for (int i = 0; i < 40; ++i) {
+    keys.push_back("m" + std::to_string(i));
+    if (i % 3 != 0) call("incr", {keys.back()}, {std::to_string(i)});
+  }
+  keys.push_back("n");
+  o = call("get_many", std::vector<std::string_view>(keys.begin(), keys.end()), {}, true);
+  ASSERT_EQ(o.reply.kind, ProcReply::Kind::kArray) << o.reply.s;
+  ASSERT_EQ(o.reply.items.size(), keys.size());
+  for (int i = 0; i < 40; ++i) {
+    if (i % 3 == 0) {
+      EXPECT_EQ(o.reply.items[i].kind, ProcReply::Kind::kNil) << i;
+    } else {
+      EXPECT_EQ(o.reply.items[i].s, std::to_string(i)) << i;
+    }
+  }
+  EXPECT_EQ(o.reply.items[40].s, "3");
 }
 
 TEST_F(ProcCall, ArgumentsAreBinarySafeAndEveryReplyShapeComesBack) {

@@ -10,6 +10,8 @@
  *   incr_hooked key            incr, calling the test's hook (if set) between read and write on
  *                              the first run only: a test commits a conflicting write there
  *   get_ro key                 (read-only) the value or nil
+ *   get_many key...            (read-only) get_many of its keys (at most 64): their values or
+ *                              nils in order; first checks that NULL keys are refused
  *   echo key... arg...         (read-only) [[keys...], [args...]] as bulk strings
  *   types                      (read-only) [1, "bulk", +simple, nil, [-2, []]]
  *   err_value                  (read-only) commits and answers an error value: -MYERR as a value
@@ -123,6 +125,25 @@ static int p_get_ro(duet_txn* t, const duet_bytes* k, size_t nk, const duet_byte
   rc = duet_get(t, k[0].data, k[0].len, &v);
   if (rc < 0) return rc;
   return rc == DUET_NOT_FOUND ? duet_reply_nil(r) : duet_reply_bulk(r, v.data, v.len);
+}
+
+static int p_get_many(duet_txn* t, const duet_bytes* k, size_t nk, const duet_bytes* a, size_t na, duet_reply* r) {
+  duet_bytes v[64];
+  int found[64];
+  size_t i;
+  int rc;
+  (void)a;
+  (void)na;
+  if (nk > 64) return DUET_ERR_INVALID;
+  if (duet_get_many(t, NULL, 1, v, found) != DUET_ERR_INVALID) return duet_reply_error(r, "ERR NULL keys accepted"), DUET_OK;
+  rc = duet_get_many(t, k, nk, v, found);
+  if (rc != DUET_OK) return rc;
+  duet_reply_array(r, nk);
+  for (i = 0; i < nk; ++i) {
+    if (found[i]) duet_reply_bulk(r, v[i].data, v[i].len);
+    else duet_reply_nil(r);
+  }
+  return DUET_OK;
 }
 
 static int p_echo(duet_txn* t, const duet_bytes* k, size_t nk, const duet_bytes* a, size_t na, duet_reply* r) {
@@ -309,6 +330,7 @@ static const duet_procedure_def kProcs[] = {
     {"incr", p_incr, 0},
     {"incr_hooked", p_incr_hooked, 0},
     {"get_ro", p_get_ro, DUET_PROC_READ_ONLY},
+    {"get_many", p_get_many, DUET_PROC_READ_ONLY},
     {"echo", p_echo, DUET_PROC_READ_ONLY},
     {"types", p_types, DUET_PROC_READ_ONLY},
     {"err_value", p_err_value, DUET_PROC_READ_ONLY},
