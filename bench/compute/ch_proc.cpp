@@ -24,9 +24,13 @@
 //                                  aggregate); answers
 //                                  [start_ts, stale, [[ol_number, sum_qty, sum_amount, count] ...]]
 //   ch.q6 [w d o ...]              read-only; answers [start_ts, stale, revenue]
+//   ch.q3 [w d o ...]              read-only; CH Q3 (c_state LIKE 'A%') by its READ plan, index
+//                                  joins from NEW-ORDER (ch_procs.hpp's q3_read); answers
+//                                  [start_ts, stale, [[o_id, w_id, d_id, revenue, entry_d] ...]]
+//                                  in Q3's result order
 //   ch.check warehouses            read-only; TPC-C consistency conditions 1-4: OK or an error
 //
-// ch.load, ch.populate, ch.q1, ch.q6 and ch.check are flagged DUET_PROC_LONG: the server runs them
+// ch.load, ch.populate, ch.q1, ch.q6, ch.q3 and ch.check are flagged DUET_PROC_LONG: the server runs them
 // on its procedure threads, so a query does not hold up the other clients of its I/O thread.
 //
 // The queries' optional arguments are orders (w, d, o) acknowledged to clients before the query
@@ -339,6 +343,25 @@ int ch_q6(duet_txn* t, const duet_bytes*, std::size_t, const duet_bytes* args, s
   return DUET_OK;
 }
 
+int ch_q3(duet_txn* t, const duet_bytes*, std::size_t, const duet_bytes* args, std::size_t nargs, duet_reply* r) {
+  std::int64_t stale = 0;
+  if (const int c = stale_orders(t, args, nargs, r, &stale); c != DUET_OK) return c;
+  AbiAdapter a{t};
+  std::vector<Q3Row> rows;
+  std::size_t read = 0;
+  if (procs::q3_read(a, StateFilter{}, &rows, &read) != Body::kDone)
+    return a.rc != DUET_OK ? a.rc : error(r, "ch.q3: a read failed", DUET_ERR_FAILED);
+  duet_reply_array(r, 3);
+  duet_reply_int(r, static_cast<std::int64_t>(t->api->start_ts(t)));
+  duet_reply_int(r, stale);
+  duet_reply_array(r, rows.size());
+  for (const Q3Row& q : rows) {
+    duet_reply_array(r, 5);
+    for (std::int64_t x : {q.o_id, q.w_id, q.d_id, q.revenue, q.entry_d}) duet_reply_int(r, x);
+  }
+  return DUET_OK;
+}
+
 int ch_check(duet_txn* t, const duet_bytes*, std::size_t, const duet_bytes* args, std::size_t nargs, duet_reply* r) {
   std::int64_t warehouses = 0;
   if (nargs != 1 || !parse_decimal(std::string_view(args[0].data, args[0].len), 1, 65535, &warehouses))
@@ -376,6 +399,7 @@ const duet_procedure_def kProcedures[] = {
     {"ch.stock_level", guarded<ch_stock_level>, DUET_PROC_READ_ONLY},
     {"ch.q1", guarded<ch_q1>, DUET_PROC_READ_ONLY | DUET_PROC_LONG},
     {"ch.q6", guarded<ch_q6>, DUET_PROC_READ_ONLY | DUET_PROC_LONG},
+    {"ch.q3", guarded<ch_q3>, DUET_PROC_READ_ONLY | DUET_PROC_LONG},
     {"ch.check", guarded<ch_check>, DUET_PROC_READ_ONLY | DUET_PROC_LONG},
 };
 const duet_library_def kLibrary = {DUET_PROCEDURE_ABI_VERSION, "ch", kProcedures,

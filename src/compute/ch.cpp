@@ -18,17 +18,22 @@ namespace {
 // The txn keyspace as a procs adapter.
 struct TxnAdapter {
   Txn* t;
-  std::vector<std::pair<std::string, std::string>> tmp;
-  bool get(std::string_view k, std::string* v, bool* found, bool) { return t->get(k, v, found).ok(); }
-  bool get_many(const std::string_view* k, std::size_t n, std::string* v, bool* found, bool) {
-    return t->get_many(k, n, v, found).ok();
+  Status failed;  ///< the last refused call's status (kept across calls; a refusal ends the body)
+  bool ok(Status s) {
+    const bool good = s.ok();
+    if (!good) failed = std::move(s);
+    return good;
   }
-  bool put(std::string_view k, std::string_view v) { return t->put(k, v).ok(); }
-  bool del(std::string_view k) { return t->del(k).ok(); }
+  bool get(std::string_view k, std::string* v, bool* found, bool) { return ok(t->get(k, v, found)); }
+  bool get_many(const std::string_view* k, std::size_t n, std::string* v, bool* found, bool) {
+    return ok(t->get_many(k, n, v, found));
+  }
+  bool put(std::string_view k, std::string_view v) { return ok(t->put(k, v)); }
+  bool del(std::string_view k) { return ok(t->del(k)); }
   bool range(std::string_view lo, std::string_view hi, std::size_t limit,
              std::vector<std::pair<std::string, std::string>>* out) {
     TxnRange rg{std::string(lo), std::string(hi), true, false, false, false};
-    return t->scan(rg, limit, out).ok();
+    return ok(t->scan(rg, limit, out));
   }
 };
 
@@ -277,14 +282,6 @@ const char* q3_plan_name(Q3Plan p) {
 
 namespace {
 
-// Q3's result order: revenue descending, entry date ascending, then (w, d, o) ascending.
-void sort_q3(std::vector<Q3Row>* rows) {
-  std::sort(rows->begin(), rows->end(), [](const Q3Row& a, const Q3Row& b) {
-    if (a.revenue != b.revenue) return a.revenue > b.revenue;
-    return std::tie(a.entry_d, a.w_id, a.d_id, a.o_id) < std::tie(b.entry_d, b.w_id, b.d_id, b.o_id);
-  });
-}
-
 // The key range of one order's lines.
 TxnRange order_lines_of(std::int64_t w, std::int64_t d, std::int64_t o) {
   std::string p = order_line_key(static_cast<std::uint32_t>(w), static_cast<std::uint32_t>(d),
@@ -310,34 +307,10 @@ Status Ch::q3(Txn* t, Context* ctx, QueryResult* out, const StateFilter& f, Q3Pl
 }
 
 Status Ch::q3_read(Txn* t, QueryResult* out, const StateFilter& f) {
-  const RowCodec &cc = codec(kCustomer), &oc = codec(kOrder), &nc = codec(kNewOrder), &lc = codec(kOrderLine);
-  std::string lo, hi;
-  table_range(kNewOrder, &lo, &hi);
-  std::vector<std::pair<std::string, std::string>> news, lines;
-  if (Status s = t->scan(TxnRange{lo, hi, true, false, false, false}, 0, &news); !s.ok()) return s;
-  out->rows_read += news.size();
+  TxnAdapter a{t, {}};
   out->q3.clear();
-  std::string row;
-  for (const auto& [k, v] : news) {
-    const std::int64_t w = get(v, nc, nof::w_id), d = get(v, nc, nof::d_id), o = get(v, nc, nof::o_id);
-    bool found = false;
-    if (Status s = t->get(order_key(w, d, o), &row, &found); !s.ok()) return s;
-    ++out->rows_read;
-    if (!found || get(row, oc, of::entry_d) <= kDate2007) continue;
-    const std::int64_t entry_d = get(row, oc, of::entry_d), c = get(row, oc, of::c_id);
-    if (Status s = t->get(customer_key(w, d, c), &row, &found); !s.ok()) return s;
-    ++out->rows_read;
-    if (!found || !f.match(std::string_view(row).substr(cc.offset(cf::state), 2))) continue;
-    lines.clear();
-    if (Status s = t->scan(order_lines_of(w, d, o), 0, &lines); !s.ok()) return s;
-    out->rows_read += lines.size();
-    if (lines.empty()) continue;
-    std::int64_t revenue = 0;
-    for (const auto& l : lines) revenue += get(l.second, lc, olf::amount);
-    out->q3.push_back({o, w, d, revenue, entry_d});
-  }
-  sort_q3(&out->q3);
-  return Status::Ok();
+  if (procs::q3_read(a, f, &out->q3, &out->rows_read) == Body::kDone) return Status::Ok();
+  return a.failed.ok() ? Status::Internal("ch q3: the READ plan failed") : a.failed;
 }
 
 Status Ch::q3_keys(Txn* t, QueryResult* out, const StateFilter& f, QueryScratch* scratch) {

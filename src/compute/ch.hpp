@@ -297,6 +297,10 @@ struct QueryResult {
   std::size_t rows_read = 0;
 };
 
+/// Sorts Q3's rows into its result order: revenue descending, entry date ascending, then
+/// (w, d, o) ascending.
+void sort_q3(std::vector<Q3Row>* rows);
+
 /// Q3's customer predicate: c_state in [lo, hi] (two bytes each, inclusive). The default is CH's
 /// c_state LIKE 'A%'. The loader draws each customer's state uniformly from the 676 strings 'AA' ..
 /// 'ZZ', so of_selectivity(s) (the first round(s * 676) of them) selects a fraction s of the

@@ -181,6 +181,45 @@ Body payment(A& a, const Op& op, OpResult*) {
   return Body::kDone;
 }
 
+// CH's Q3 by its READ plan (docs/compute.md, "Q3: READ vs SNAPSHOT"): index nested-loop joins
+// driven from NEW-ORDER, an order and its customer read per new order, the order's lines only
+// for a customer the filter selects. Appends the rows to *rows in Q3's result order and adds
+// the rows read to *rows_read.
+template <class A>
+Body q3_read(A& a, const StateFilter& f, std::vector<Q3Row>* rows, std::size_t* rows_read) {
+  const RowCodec &cc = codec(kCustomer), &oc = codec(kOrder), &nc = codec(kNewOrder), &lc = codec(kOrderLine);
+  std::string lo, hi, row;
+  table_range(kNewOrder, &lo, &hi);
+  std::vector<std::pair<std::string, std::string>> news, lines;
+  if (!a.range(lo, hi, 0, &news)) return Body::kRetry;
+  *rows_read += news.size();
+  for (const auto& [k, v] : news) {
+    const auto w = static_cast<std::uint32_t>(get(v, nc, nof::w_id)), d = static_cast<std::uint32_t>(get(v, nc, nof::d_id)),
+               o = static_cast<std::uint32_t>(get(v, nc, nof::o_id));
+    bool found = false;
+    if (!a.get(order_key(w, d, o), &row, &found, false)) return Body::kRetry;
+    ++*rows_read;
+    if (!found || get(row, oc, of::entry_d) <= kDate2007) continue;
+    const std::int64_t entry_d = get(row, oc, of::entry_d);
+    if (!a.get(customer_key(w, d, static_cast<std::uint32_t>(get(row, oc, of::c_id))), &row, &found, false))
+      return Body::kRetry;
+    ++*rows_read;
+    if (!found || !f.match(std::string_view(row).substr(cc.offset(cf::state), 2))) continue;
+    std::string prefix = order_line_key(w, d, o, 0);
+    prefix.resize(prefix.size() - 1);  // tag, warehouse, district, order
+    prefix_range(prefix, &lo, &hi);
+    lines.clear();
+    if (!a.range(lo, hi, 0, &lines)) return Body::kRetry;
+    *rows_read += lines.size();
+    if (lines.empty()) continue;
+    std::int64_t revenue = 0;
+    for (const auto& l : lines) revenue += get(l.second, lc, olf::amount);
+    rows->push_back({o, w, d, revenue, entry_d});
+  }
+  sort_q3(rows);
+  return Body::kDone;
+}
+
 template <class A>
 Body delivery(A& a, const Op& op, OpResult* r, DeliveryHints* hints) {
   const RowCodec &cc = codec(kCustomer), &oc = codec(kOrder), &lc = codec(kOrderLine);

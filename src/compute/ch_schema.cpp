@@ -11,6 +11,7 @@
 #include <cstdlib>
 #include <random>
 #include <thread>
+#include <tuple>
 
 namespace duet::compute::ch {
 
@@ -590,6 +591,13 @@ std::vector<Ack> AckBoard::read() const {
     if (slots_[i].a.commit_ts) out.push_back(slots_[i].a);
   }
   return out;
+}
+
+void sort_q3(std::vector<Q3Row>* rows) {
+  std::sort(rows->begin(), rows->end(), [](const Q3Row& a, const Q3Row& b) {
+    if (a.revenue != b.revenue) return a.revenue > b.revenue;
+    return std::tie(a.entry_d, a.w_id, a.d_id, a.o_id) < std::tie(b.entry_d, b.w_id, b.d_id, b.o_id);
+  });
 }
 
 }  // namespace duet::compute::ch

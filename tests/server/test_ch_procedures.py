@@ -4,6 +4,7 @@ NewOrder, Payment (by id and by last name), Delivery, Order-Status and Stock-Lev
 TPC-C's consistency conditions (ch.check) after each step and after concurrent NewOrders on one
 district (every order id given once, consecutively: the re-run on conflict at work), the 1%
 rollback applying nothing, Q1 and Q6 against a reference computed here from a RANGE of ORDER-LINE,
+Q3 against one computed from RANGEs of its four tables,
 the freshness check catching a planted unacknowledged order, and bad arguments refused with
 nothing applied.
 
@@ -24,7 +25,7 @@ pytestmark = pytest.mark.skipif(IS_REDIS, reason="Duet-specific (native procedur
 
 DATE_2007 = 1167696000  # Q1's bound
 DATE_1999, DATE_2020 = 915148800, 1577836800  # Q6's
-ORDER_LINE_TAG = 7
+CUSTOMER_TAG, NEW_ORDER_TAG, ORDER_TAG, ORDER_LINE_TAG = 3, 5, 6, 7
 UNUSED_ITEM = 0
 
 
@@ -52,6 +53,36 @@ def order_lines(s):
     rb = redis.Redis(host="127.0.0.1", port=s.port)
     flat = rb.execute_command("RANGE", b"[" + bytes([ORDER_LINE_TAG]), b"(" + bytes([ORDER_LINE_TAG + 1]))
     return [struct.unpack_from("<9q", v) for v in flat[1::2]]
+
+
+def table_rows(s, tag):
+    """Every row of one table, as bytes, in key order."""
+    rb = redis.Redis(host="127.0.0.1", port=s.port)
+    return rb.execute_command("RANGE", b"[" + bytes([tag]), b"(" + bytes([tag + 1]))[1::2]
+
+
+def q3_reference(s, lines):
+    """CH Q3 (c_state LIKE 'A%', o_entry_d after 2007-01-02) over the tables' rows: [o, w, d,
+    revenue, entry_d] by revenue descending, entry date, then (w, d, o)."""
+    orders = {}
+    for v in table_rows(s, ORDER_TAG):
+        o, d, w, c, entry_d = struct.unpack_from("<5q", v)
+        orders[(w, d, o)] = (c, entry_d)
+    states = {}
+    for v in table_rows(s, CUSTOMER_TAG):
+        c, d, w = struct.unpack_from("<3q", v)
+        states[(w, d, c)] = v[50:52]  # c_state: after four int64, c_credit (2) and c_last (16)
+    revenue = defaultdict(int)
+    for (o, d, w, _, _, _, _, _, amount) in lines:
+        revenue[(w, d, o)] += amount
+    rows = []
+    for v in table_rows(s, NEW_ORDER_TAG):
+        o, d, w = struct.unpack_from("<3q", v)
+        c, entry_d = orders[(w, d, o)]
+        if entry_d > DATE_2007 and states[(w, d, c)][:1] == b"A" and (w, d, o) in revenue:
+            rows.append([o, w, d, revenue[(w, d, o)], entry_d])
+    rows.sort(key=lambda r: (-r[3], r[4], r[1], r[2], r[0]))
+    return rows
 
 
 def q1_reference(lines):
@@ -105,6 +136,9 @@ def test_transactions_keep_the_conditions_and_queries_match(ch):
     assert rows == q1_reference(lines)
     _, stale, revenue = r.fcall_ro("ch.q6", 0)
     assert stale == 0 and revenue == q6_reference(lines)
+    _, stale, rows = r.fcall_ro("ch.q3", 0, 1, 3, o_id)
+    want = q3_reference(s, lines)
+    assert stale == 0 and len(want) > 5 and rows == want
 
 
 def test_rollback_and_bad_arguments_apply_nothing(ch):
