@@ -12,6 +12,7 @@
 #include <mutex>
 #include <optional>
 #include <random>
+#include <span>
 #include <thread>
 #include <vector>
 
@@ -409,34 +410,51 @@ TEST(TxnApi, LongRangesWalkedInPiecesMatchTheReference) {
   check(TxnRange{"", "shared10/09999", true, false, true, false});
 }
 
+// DUET_TEST_SCALE (default 1): the sanitizer runs shrink the concurrent tests with it.
+double test_scale() {
+  const char* e = std::getenv("DUET_TEST_SCALE");
+  return e ? std::atof(e) : 1.0;
+}
+
+/// Starts one thread per entry of `done`: thread w commits `per` transactions, the i-th putting
+/// key(w, i, k) = "v" for k < keys, then publishes done[w] = i + 1 (release) and calls
+/// after(w, i). A refused call or a commit that does not commit sets `bad` and ends the thread;
+/// every thread stops once `bad` is set.
+template <class Key, class After>
+void start_creators(TxnSpace& s, std::span<std::atomic<int>> done, int per, int keys, Key key, std::atomic<bool>& bad,
+                    After after, std::vector<std::thread>* ts) {
+  for (auto& d : done) d.store(0);
+  for (int w = 0; w < static_cast<int>(done.size()); ++w)
+    ts->emplace_back([&s, done, &bad, per, keys, key, after, w] {  // done: a view, by value
+      for (int i = 0; i < per && !bad; ++i) {
+        Txn t;
+        CommitResult r;
+        bool ok = s.begin(&t).ok();
+        for (int k = 0; k < keys && ok; ++k) ok = t.put(key(w, i, k), "v").ok();
+        if (!ok || !t.commit(&r).ok() || r.outcome != TxnOutcome::kCommitted) {
+          bad = true;
+          return;
+        }
+        done[w].store(i + 1, std::memory_order_release);
+        after(w, i);
+      }
+    });
+}
+
 // The point map grows (a new table, twice the size) while writers add keys and readers look
 // them up without locks: every key whose commit returned is found by every later transaction,
 // on the writer's thread and on the others, across the growths.
 TEST(TxnApi, PointMapGrowsWhileReadersRun) {
   auto s = open_space();
-  const char* scale_env = std::getenv("DUET_TEST_SCALE");
-  const double scale = scale_env ? std::atof(scale_env) : 1.0;
-  const int per = std::max(500, static_cast<int>(20000 * scale));
+  const int per = std::max(500, static_cast<int>(20000 * test_scale()));
   constexpr int kWriters = 3;
   std::atomic<int> done[kWriters];
-  for (auto& d : done) d.store(0);
   std::atomic<bool> stop{false}, bad{false};
-  auto key = [](int w, int i) { return "w" + std::to_string(w) + "/" + std::to_string(i); };
+  auto key = [](int w, int i, int = 0) { return "w" + std::to_string(w) + "/" + std::to_string(i); };
   std::vector<std::thread> ts;
-  for (int w = 0; w < kWriters; ++w)
-    ts.emplace_back([&, w] {
-      for (int i = 0; i < per && !bad; ++i) {
-        Txn t;
-        CommitResult r;
-        if (!s->begin(&t).ok() || !t.put(key(w, i), "v").ok() || !t.commit(&r).ok() ||
-            r.outcome != TxnOutcome::kCommitted) {
-          bad = true;
-          return;
-        }
-        done[w].store(i + 1, std::memory_order_release);
-        if (read1(*s, key(w, i)) != "v") bad = true;
-      }
-    });
+  start_creators(*s, std::span(done), per, 1, key, bad, [&](int w, int i) {
+    if (read1(*s, key(w, i)) != "v") bad = true;
+  }, &ts);
   for (int rd = 0; rd < 2; ++rd)
     ts.emplace_back([&, rd] {
       std::mt19937_64 rng(rd);
@@ -645,29 +663,13 @@ TEST(TxnApi, CursorScanSeesPresentKeys) {
 // key whose commit returned before the pass began.
 TEST(TxnApi, CursorScanUnderCreatorsSeesEachEarlierKeyOnce) {
   auto s = open_space();
-  const char* scale_env = std::getenv("DUET_TEST_SCALE");
-  const double scale = scale_env ? std::atof(scale_env) : 1.0;
-  const int per = std::max(300, static_cast<int>(3000 * scale));  // transactions per writer
-  constexpr int kWriters = 3, kKeys = 8;                          // keys per transaction
+  const int per = std::max(300, static_cast<int>(3000 * test_scale()));  // transactions per writer
+  constexpr int kWriters = 3, kKeys = 8;                                 // keys per transaction
   std::atomic<int> done[kWriters];
-  for (auto& d : done) d.store(0);
   std::atomic<bool> bad{false};
   auto key = [](int w, int i, int k) { return std::to_string(w) + "/" + std::to_string(i) + "/" + std::to_string(k); };
   std::vector<std::thread> ts;
-  for (int w = 0; w < kWriters; ++w)
-    ts.emplace_back([&, w] {
-      for (int i = 0; i < per && !bad; ++i) {
-        Txn t;
-        CommitResult r;
-        bool ok = s->begin(&t).ok();
-        for (int k = 0; k < kKeys && ok; ++k) ok = t.put(key(w, i, k), "v").ok();
-        if (!ok || !t.commit(&r).ok() || r.outcome != TxnOutcome::kCommitted) {
-          bad = true;
-          return;
-        }
-        done[w].store(i + 1, std::memory_order_release);
-      }
-    });
+  start_creators(*s, std::span(done), per, kKeys, key, bad, [](int, int) {}, &ts);
   int passes = 0;
   std::string failure;
   for (bool last = false; !last && failure.empty();) {
