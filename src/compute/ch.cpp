@@ -284,11 +284,9 @@ namespace {
 
 // The key range of one order's lines.
 TxnRange order_lines_of(std::int64_t w, std::int64_t d, std::int64_t o) {
-  std::string p = order_line_key(static_cast<std::uint32_t>(w), static_cast<std::uint32_t>(d),
-                                 static_cast<std::uint32_t>(o), 0);
-  p.resize(8);  // tag, warehouse, district, order
   TxnRange r{{}, {}, true, false, false, false};
-  prefix_range(p, &r.start, &r.end);
+  order_lines_range(static_cast<std::uint32_t>(w), static_cast<std::uint32_t>(d), static_cast<std::uint32_t>(o),
+                    &r.start, &r.end);
   return r;
 }
 

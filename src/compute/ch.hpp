@@ -105,6 +105,8 @@ std::string customer_name_prefix(std::uint32_t w, std::uint32_t d, std::string_v
 void table_range(Tag t, std::string* lo, std::string* hi);
 /// [lo, hi): the keys of one table whose key starts with `prefix` (the tag byte included).
 void prefix_range(std::string_view prefix, std::string* lo, std::string* hi);
+/// [lo, hi): the ORDER-LINE keys of order o of district (w, d).
+void order_lines_range(std::uint32_t w, std::uint32_t d, std::uint32_t o, std::string* lo, std::string* hi);
 
 /// Field indices of each table's codec (declaration order).
 namespace wf { enum : std::size_t { id, tax, ytd, name }; }

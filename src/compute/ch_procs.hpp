@@ -205,9 +205,7 @@ Body q3_read(A& a, const StateFilter& f, std::vector<Q3Row>* rows, std::size_t* 
       return Body::kRetry;
     ++*rows_read;
     if (!found || !f.match(std::string_view(row).substr(cc.offset(cf::state), 2))) continue;
-    std::string prefix = order_line_key(w, d, o, 0);
-    prefix.resize(prefix.size() - 1);  // tag, warehouse, district, order
-    prefix_range(prefix, &lo, &hi);
+    order_lines_range(w, d, o, &lo, &hi);
     lines.clear();
     if (!a.range(lo, hi, 0, &lines)) return Body::kRetry;
     *rows_read += lines.size();
@@ -250,8 +248,10 @@ Body delivery(A& a, const Op& op, OpResult* r, DeliveryHints* hints) {
   }
   for (std::uint32_t d = 1; d <= kDistricts; ++d) {
     std::uint32_t o = at[d - 1];
-    std::string key = o != 0 ? keys[d - 1] : std::string();
-    if (o == 0) {
+    std::string key;
+    if (o != 0) {
+      key = keys[d - 1];
+    } else {
       std::string prefix = new_order_key(op.w, d, 0);
       prefix.resize(4);
       prefix_range(prefix, &lo, &hi);
@@ -288,9 +288,7 @@ Body delivery(A& a, const Op& op, OpResult* r, DeliveryHints* hints) {
   // 4. Each order's lines: the delivery date set, the amounts summed.
   std::array<std::int64_t, kDistricts> sums{};
   for (unsigned i = 0; i < n; ++i) {
-    std::string prefix = order_line_key(op.w, ds[i], os[i], 0);
-    prefix.resize(prefix.size() - 1);
-    prefix_range(prefix, &lo, &hi);
+    order_lines_range(op.w, ds[i], os[i], &lo, &hi);
     kv.clear();
     if (!a.range(lo, hi, 0, &kv)) return Body::kRetry;
     for (auto& [k, v] : kv) {
@@ -338,9 +336,8 @@ Body order_status(A& a, const Op& op, OpResult* r) {
     if (get(v, oc, of::c_id) == c) newest = get(v, oc, of::id);
   r->value = 0;
   if (newest > 0) {
-    std::string lo, hi, prefix = order_line_key(op.w, op.d, static_cast<std::uint32_t>(newest), 0);
-    prefix.resize(prefix.size() - 1);
-    prefix_range(prefix, &lo, &hi);
+    std::string lo, hi;
+    order_lines_range(op.w, op.d, static_cast<std::uint32_t>(newest), &lo, &hi);
     if (!a.range(lo, hi, 0, &lines)) return Body::kRetry;
     r->value = static_cast<std::int64_t>(lines.size());
   }

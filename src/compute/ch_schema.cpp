@@ -170,6 +170,12 @@ void prefix_range(std::string_view prefix, std::string* lo, std::string* hi) {
   if (!hi->empty()) hi->back() = static_cast<char>(static_cast<unsigned char>(hi->back()) + 1);
 }
 
+void order_lines_range(std::uint32_t w, std::uint32_t d, std::uint32_t o, std::string* lo, std::string* hi) {
+  std::string prefix = order_line_key(w, d, o, 0);
+  prefix.pop_back();  // tag, warehouse, district, order: without the line number
+  prefix_range(prefix, lo, hi);
+}
+
 const RowCodec& codec(Tag t) {
   static const std::array<RowCodec, 11> codecs = [] {
     std::array<RowCodec, 11> a;

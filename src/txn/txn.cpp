@@ -53,6 +53,34 @@ void yield_n(unsigned n) {
   for (unsigned i = 0; i < n; ++i) std::this_thread::yield();
 }
 
+/// Starts loading v's value lines past the header's line, at most max_lines lines in all
+/// (longer values stream in while they are copied).
+void prefetch_value(const Version* v, std::size_t max_lines) {
+  const char* p = reinterpret_cast<const char*>(v);
+  const std::size_t lines = std::min<std::size_t>((sizeof(Version) + v->len + 63) / 64, max_lines);
+  for (std::size_t l = 1; l < lines; ++l) __builtin_prefetch(p + 64 * l);
+}
+
+/// A read's answer from the version it found: *found and *value (empty when absent; null and
+/// tombstones read as absent).
+void answer(Version* v, std::string* value, bool* found) {
+  *found = v != nullptr && !v->tombstone;
+  if (*found) value->assign(v->data(), v->len);
+  else value->clear();
+}
+
+/// A read's answer from the transaction's own write of `key` (nullopt: its delete); false when
+/// it has not written the key.
+template <class Writes>
+bool answer_own(const Writes& writes, std::string_view key, std::string* value, bool* found) {
+  auto it = writes.find(key);
+  if (it == writes.end()) return false;
+  *found = it->second.has_value();
+  if (*found) *value = *it->second;
+  else value->clear();
+  return true;
+}
+
 }  // namespace
 
 const char* txn_outcome_name(TxnOutcome o) {
@@ -95,19 +123,11 @@ Status Txn::get(std::string_view key, std::string* value, bool* found) {
   if (!active_) return inactive();
   Status s = check_key(core_->cfg.limits, key);
   if (!s.ok()) return s;
-  if (auto it = writes_.find(key); it != writes_.end()) {
-    *found = it->second.has_value();
-    if (*found) *value = *it->second;
-    else value->clear();
-    return Status::Ok();
-  }
+  if (answer_own(writes_, key, value, found)) return Status::Ok();
   s = enter();
   if (!s.ok()) return s;
   Entry* e = core_->index.find(key);
-  Version* v = e ? core_->read(e, start_) : nullptr;
-  *found = v != nullptr && !v->tombstone;
-  if (*found) value->assign(v->data(), v->len);
-  else value->clear();
+  answer(e ? core_->read(e, start_) : nullptr, value, found);
   leave();
   return Status::Ok();
 }
@@ -123,27 +143,14 @@ Status Txn::get_many(const std::string_view* keys, std::size_t n, std::string* v
     Entry* es[txn::Index::kFindMany];
     Version* vs[txn::Index::kFindMany];
     core_->index.find_many(keys + i, m, es);
-    // The versions read, then their values' lines prefetched, then the copies.
+    // The versions read, then their values' lines prefetched (rows of up to 8 lines), then
+    // the copies.
     for (std::size_t j = 0; j < m; ++j) {
       vs[j] = es[j] ? core_->read(es[j], start_) : nullptr;
-      if (vs[j] == nullptr) continue;
-      const char* p = reinterpret_cast<const char*>(vs[j]);
-      const std::size_t lines = std::min<std::size_t>((sizeof(Version) + vs[j]->len + 63) / 64, 8);
-      for (std::size_t l = 1; l < lines; ++l) __builtin_prefetch(p + 64 * l);
+      if (vs[j] != nullptr) prefetch_value(vs[j], 8);
     }
-    for (std::size_t j = 0; j < m; ++j) {
-      std::string* value = &values[i + j];
-      if (auto it = writes_.find(keys[i + j]); it != writes_.end()) {
-        found[i + j] = it->second.has_value();
-        if (found[i + j]) *value = *it->second;
-        else value->clear();
-        continue;
-      }
-      Version* v = vs[j];
-      found[i + j] = v != nullptr && !v->tombstone;
-      if (found[i + j]) value->assign(v->data(), v->len);
-      else value->clear();
-    }
+    for (std::size_t j = 0; j < m; ++j)
+      if (!answer_own(writes_, keys[i + j], &values[i + j], &found[i + j])) answer(vs[j], &values[i + j], &found[i + j]);
   }
   leave();
   return Status::Ok();
@@ -309,10 +316,7 @@ std::size_t append_batch(Core& c, std::uint64_t start, Entry* const* ents, std::
     if (i + kAhead < n) __builtin_prefetch(ents[i + kAhead]->head.load(std::memory_order_relaxed));
     Version* v = c.read(ents[i], start);
     if (v == nullptr || v->tombstone) continue;
-    // The value's lines past the header's (up to 4 lines: longer values stream in the copy).
-    const char* p = reinterpret_cast<const char*>(v);
-    const std::size_t lines = std::min<std::size_t>((sizeof(Version) + v->len + 63) / 64, 4);
-    for (std::size_t l = 1; l < lines; ++l) __builtin_prefetch(p + 64 * l);
+    prefetch_value(v, 4);
     es[m] = ents[i];
     vs[m++] = v;
     kadd += ents[i]->key_len;
@@ -362,9 +366,7 @@ void append_points(Core& c, std::uint64_t start, const SnapshotArg* args, std::s
     vs[i] = v;
     kadd += keys[i].size();
     if (v == nullptr) continue;
-    const char* p = reinterpret_cast<const char*>(v);
-    const std::size_t lines = std::min<std::size_t>((sizeof(Version) + v->len + 63) / 64, 4);
-    for (std::size_t l = 1; l < lines; ++l) __builtin_prefetch(p + 64 * l);
+    prefetch_value(v, 4);
     vadd += v->len;
   }
   const std::size_t s0 = o->present.size();
