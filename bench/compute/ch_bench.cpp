@@ -108,6 +108,7 @@ struct Run {
   double abort_rate = 0;  // conflicted runs / all runs
   double mirror_s = 0;    // attaching the column mirror after the load (duet, --query-source mirror)
   std::uint64_t mirror_rows = 0, mirror_bytes = 0;  // its row versions and memory at the run's end
+  std::uint64_t mirror_collections = 0, mirror_collected = 0, mirror_pause_us = 0;  // its collections in the run
   bool mirror_on_gpu = false;
   std::uint64_t committed = 0, rolled_back = 0, queries = 0, fresh_verified = 0, fresh_failed = 0;
   std::array<std::uint64_t, 3> per_query{};  // Q1, Q3, Q6
@@ -249,9 +250,13 @@ Run run_duet(const Options& o, const Scale& sc, const std::string& mix, const st
     if (!c.ok() && r.error.empty()) r.error = c.to_string();
   }
   if (const ColumnMirror* m = ch->mirror()) {
-    r.mirror_rows = m->stats().rows;
-    r.mirror_bytes = m->stats().bytes;
-    r.mirror_on_gpu = m->stats().on_device;
+    const MirrorStats ms = m->stats();
+    r.mirror_rows = ms.rows;
+    r.mirror_bytes = ms.bytes;
+    r.mirror_on_gpu = ms.on_device;
+    r.mirror_collections = ms.collections;
+    r.mirror_collected = ms.versions_collected;
+    r.mirror_pause_us = ms.longest_pause_us;
   }
   return r;
 }
@@ -752,6 +757,9 @@ int run_ch_bench(int argc, char** argv) {
             x.set("mirror_rows", r.mirror_rows);
             x.set("mirror_bytes", r.mirror_bytes);
             x.set("mirror_on_gpu", r.mirror_on_gpu);
+            x.set("mirror_collections", r.mirror_collections);
+            x.set("mirror_versions_collected", r.mirror_collected);
+            x.set("mirror_longest_collection_pause_us", r.mirror_pause_us);
           }
           Json km = Json::object();
           for (std::size_t k = 0; k < kKinds; ++k)

@@ -310,6 +310,10 @@ class TxnSpace : public Keyspace {
   /// maintains. Spins on the open transactions' commit words (each wait is at most one
   /// commit's install), O(threads in use).
   virtual void wait_commits(std::uint64_t ts) = 0;
+  /// A lower bound of the start of every transaction open now or begun later: the oldest open
+  /// start, or the timestamp when none is open. What a structure kept beside the keyspace (a
+  /// column mirror) may collect below. O(slots in use), no lock.
+  virtual std::uint64_t oldest_start() const = 0;
   /// Runs one collection pass now (also enforcing the version budget and snapshot age).
   virtual void collect() = 0;
   virtual TxnStats stats() const = 0;

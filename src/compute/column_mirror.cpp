@@ -5,33 +5,43 @@
 #include "compute/internal.hpp"
 
 #include <algorithm>
+#include <chrono>
+#include <condition_variable>
+#include <new>
+#include <shared_mutex>
 #include <cstdlib>
 #include <cstring>
 #include <thread>
 
 namespace duet::compute {
 
-// One chunk: begin, end and prev of kChunkRows rows, then one array per kept column. begin and
-// end are written once each (end from kNever to the replacing commit's timestamp) and read
-// through atomic_ref by scans running beside the writers; a row's columns and prev are written
-// before its begin and read only by readers whose start the row's commit had passed
-// (wait_commits ordered them).
+// One chunk: begin, end, key id and prev of kChunkRows rows, then one array per kept column.
+// begin and end are written once each (end from kNever to the replacing commit's timestamp) and
+// read through atomic_ref by scans running beside the writers; a row's columns, id and prev are
+// written before its begin and read only by readers whose start the row's commit had passed
+// (wait_commits ordered them), or by a collection after a pause of the commits.
 struct ColumnMirror::Chunk {
   std::uint64_t* begin;
   std::uint64_t* end;
-  std::uint64_t* prev;  ///< previous version's row + 1 (0: none)
+  std::uint64_t* id;    ///< the key's id (Config::key_id)
+  std::uint64_t* prev;  ///< previous version's row + 1 (0: none, or left behind by a collection)
   std::int64_t* cols;   ///< column c at cols + c * kChunkRows
   void* mem;
 
+  static std::size_t bytes(std::size_t ncols) { return (4 + ncols) * kChunkRows * sizeof(std::uint64_t); }
   static Chunk* make(std::size_t ncols) {
-    const std::size_t bytes = (3 + ncols) * kChunkRows * sizeof(std::uint64_t);
-    void* mem = std::aligned_alloc(64, bytes);
+    void* mem = std::aligned_alloc(64, bytes(ncols));
     if (mem == nullptr) return nullptr;
-    auto* c = new Chunk;
+    auto* c = new (std::nothrow) Chunk;
+    if (c == nullptr) {
+      std::free(mem);
+      return nullptr;
+    }
     c->mem = mem;
     c->begin = static_cast<std::uint64_t*>(mem);
     c->end = c->begin + kChunkRows;
-    c->prev = c->end + kChunkRows;
+    c->id = c->end + kChunkRows;
+    c->prev = c->id + kChunkRows;
     c->cols = reinterpret_cast<std::int64_t*>(c->prev + kChunkRows);
     std::memset(c->begin, 0xff, 2 * kChunkRows * sizeof(std::uint64_t));  // begin = end = kNever
     return c;
@@ -48,7 +58,15 @@ struct ColumnMirror::Chunk {
   }
 };
 
+// The log of ends: entries (row, ts), ts written last (0: not yet written).
+struct ColumnMirror::EndChunk {
+  std::uint64_t row[kChunkRows];
+  std::uint64_t ts[kChunkRows];
+};
+
 namespace {
+
+constexpr std::size_t kShards = 64;
 
 // The array *slot names, made by make() and published by compare-and-swap when it is still null
 // (a loser frees its own with destroy()); null when make() fails.
@@ -63,15 +81,115 @@ T* publish(std::atomic<T*>& slot, Make make, Destroy destroy) {
   return p;
 }
 
+template <class T>
+std::unique_ptr<std::atomic<T*>[]> null_directory() {
+  std::unique_ptr<std::atomic<T*>[]> d(new std::atomic<T*>[ColumnMirror::kMaxChunks]);
+  for (std::size_t c = 0; c < ColumnMirror::kMaxChunks; ++c) d[c].store(nullptr, std::memory_order_relaxed);
+  return d;
+}
+
+std::uint64_t now_us() {
+  return static_cast<std::uint64_t>(
+      std::chrono::duration_cast<std::chrono::microseconds>(std::chrono::steady_clock::now().time_since_epoch())
+          .count());
+}
+
 }  // namespace
 
+// One stripe of the key map: open addressing over (id, newest row + 1) pairs, linear probing, a
+// value of 0 marking an empty slot (entries are never removed), doubled at half full. No
+// allocation per key: a node-based map cost every committed row a malloc and a pointer chase.
+struct ColumnMirror::Shard {
+  std::mutex m;
+  std::vector<std::pair<std::uint64_t, std::uint64_t>> slots;
+  std::size_t used = 0;
+  /// The value slot of `id` (0 when absent); with `insert`, the slot is created (value 0) when
+  /// missing. Under m (or before the generation is published).
+  std::uint64_t* find(std::uint64_t id, bool insert);
+};
+
+// The mirror's rows at one time: what commits append to until a collection replaces it, and
+// what a reader scans from the moment it takes it until it lets go.
+struct ColumnMirror::Generation {
+  explicit Generation(std::size_t n)
+      : ncols(n), chunks(null_directory<Chunk>()), end_chunks(null_directory<EndChunk>()) {}
+  ~Generation() {
+    for (std::size_t c = 0; c < kMaxChunks; ++c) {
+      if (Chunk* p = chunks[c].load(std::memory_order_relaxed)) Chunk::destroy(p);
+      delete end_chunks[c].load(std::memory_order_relaxed);
+    }
+    if (dev != nullptr) detail::gpu::mirror_destroy(dev);
+  }
+  Generation(const Generation&) = delete;
+  Generation& operator=(const Generation&) = delete;
+
+  const std::size_t ncols;
+  std::uint64_t min_start = 0;  ///< readers need start >= it (set before publication)
+  std::uint64_t made_with = 0;  ///< rows it held when it became current
+  std::unique_ptr<std::atomic<Chunk*>[]> chunks;
+  std::atomic<std::uint64_t> n_rows{0}, n_chunks{0};
+  mem::StripedCounter live_keys;  ///< added to by every commit's new keys, on the committer's own line
+  Shard shards[kShards];
+  /// Ends are logged while a GPU copy is kept or a collection copies this generation (set and
+  /// cleared with commits paused).
+  std::atomic<bool> log_ends{false};
+  std::unique_ptr<std::atomic<EndChunk*>[]> end_chunks;
+  std::atomic<std::uint64_t> n_ends{0}, n_end_chunks{0};
+  // The GPU copy (null: none).
+  detail::gpu::MirrorCopy* dev = nullptr;
+  std::mutex dev_m;
+  std::uint64_t dev_rows = 0;  ///< rows below it are on the device and were complete (under dev_m)
+  std::uint64_t dev_ends = 0;  ///< end-log entries below it applied (under dev_m)
+  std::uint64_t dev_n = 0;     ///< rows on the device after the last sync (under dev_m)
+
+  Shard& shard_of(std::uint64_t id) { return shards[(id * 0x9E3779B97F4A7C15ull) >> 58]; }
+  Chunk* chunk_at(std::uint64_t row) const { return chunks[row / kChunkRows].load(std::memory_order_acquire); }
+  /// The chunk holding `row`, made when missing; null when memory ran out.
+  Chunk* chunk_for(std::uint64_t row) {
+    // Counted when made, uncounted when a loser frees its own: n_chunks counts the published.
+    return publish(
+        chunks[row / kChunkRows],
+        [&] {
+          Chunk* c = Chunk::make(ncols);
+          if (c != nullptr) n_chunks.fetch_add(1, std::memory_order_relaxed);
+          return c;
+        },
+        [&](Chunk* c) {
+          n_chunks.fetch_sub(1, std::memory_order_relaxed);
+          Chunk::destroy(c);
+        });
+  }
+  /// Appends a row version of `id` at `ts` (values null: a delete, which appends nothing) and
+  /// ends its previous live version. False when memory ran out.
+  bool put_version(std::uint64_t id, std::uint64_t ts, const std::int64_t* values, std::uint64_t row);
+  /// Appends (row, ts) to the end log; false when it is full or memory ran out.
+  bool log_end(std::uint64_t row, std::uint64_t ts);
+  std::uint64_t bytes() const {
+    return n_chunks.load(std::memory_order_relaxed) * Chunk::bytes(ncols) +
+           n_end_chunks.load(std::memory_order_relaxed) * sizeof(EndChunk);
+  }
+};
+
+struct ColumnMirror::CollectorControl {
+  std::mutex m;
+  std::condition_variable cv;
+  bool stop = false;  ///< under m
+};
+
 ColumnMirror::~ColumnMirror() {
-  if (chunks_)
-    for (std::size_t c = 0; c < kMaxChunks; ++c)
-      if (Chunk* p = chunks_[c].load(std::memory_order_relaxed)) Chunk::destroy(p);
-  if (end_chunks_)
-    for (std::size_t c = 0; c < kMaxChunks; ++c) delete end_chunks_[c].load(std::memory_order_relaxed);
-  if (dev_ != nullptr) detail::gpu::mirror_destroy(dev_);
+  if (control_) {
+    {
+      std::lock_guard<std::mutex> lk(control_->m);
+      control_->stop = true;
+    }
+    control_->cv.notify_all();
+  }
+  if (collector_.joinable()) {
+    // The collector holds the mirror while it works; when it held the last reference, the
+    // mirror ends on that thread, which must not join itself.
+    if (collector_.get_id() == std::this_thread::get_id()) collector_.detach();
+    else collector_.join();
+  }
 }
 
 int ColumnMirror::column_index(std::string_view name) const {
@@ -98,14 +216,15 @@ Status ColumnMirror::attach(std::shared_ptr<TxnSpace> space, Config config, std:
   }
   m->cfg_ = std::move(config);
   m->space_ = space;
-  m->chunks_.reset(new std::atomic<Chunk*>[kMaxChunks]);
-  for (std::size_t c = 0; c < kMaxChunks; ++c) m->chunks_[c].store(nullptr, std::memory_order_relaxed);
+  auto g = std::make_shared<Generation>(m->cfg_.columns.size());
   std::string no_gpu;
   if (m->cfg_.device_copy && detail::gpu::available(&no_gpu)) {
-    if (Status s = detail::gpu::mirror_create(m->cfg_.columns.size(), &m->dev_); !s.ok()) return s;
-    m->end_chunks_.reset(new std::atomic<EndChunk*>[kMaxChunks]);
-    for (std::size_t c = 0; c < kMaxChunks; ++c) m->end_chunks_[c].store(nullptr, std::memory_order_relaxed);
+    if (Status s = detail::gpu::mirror_create(m->cfg_.columns.size(), &g->dev); !s.ok()) return s;
+    g->log_ends.store(true, std::memory_order_relaxed);
+    m->device_copy_ = true;
   }
+  m->gen_ = g;
+  m->cur_ = g.get();
 
   // Observe first, then snapshot: a commit whose timestamp is above the snapshot's start calls
   // the observer (it took its timestamp after set_commit_observer returned), so nothing is missed;
@@ -118,6 +237,7 @@ Status ColumnMirror::attach(std::shared_ptr<TxnSpace> space, Config config, std:
     return s;
   }
   m->built_at_ = t.start_ts();
+  g->min_start = m->built_at_;
   TxnRange r{m->cfg_.lo, m->cfg_.hi, true, false, false, false};
   TxnSnapshot snap;
   std::vector<std::int64_t> vals(m->cfg_.columns.size());
@@ -131,8 +251,11 @@ Status ColumnMirror::attach(std::shared_ptr<TxnSpace> space, Config config, std:
         s = Status::InvalidArgument("mirror: the value of a loaded key is not a row of the codec");
         break;
       }
-      const std::uint64_t row = m->n_rows_.fetch_add(1, std::memory_order_relaxed);
-      m->put_version(id, m->built_at_, vals.data(), row);
+      const std::uint64_t row = g->n_rows.fetch_add(1, std::memory_order_relaxed);
+      if (row >= kChunkRows * kMaxChunks || !g->put_version(id, m->built_at_, vals.data(), row)) {
+        s = Status::ResourceExhausted("mirror: out of memory (or 2^32 rows) loading the table");
+        break;
+      }
     }
     if (!s.ok() || snap.more.empty() || !snap.more[0]) break;
     r.start = snap.resume[0];
@@ -148,11 +271,16 @@ Status ColumnMirror::attach(std::shared_ptr<TxnSpace> space, Config config, std:
     std::stable_sort(m->pending_.begin(), m->pending_.end(),
                      [](const Pending& a, const Pending& b) { return a.ts < b.ts; });
     for (const Pending& p : m->pending_)
-      if (p.ts > m->built_at_) m->apply(p.ts, p.writes.begin(), p.writes.end());
+      if (p.ts > m->built_at_) m->apply(*g, p.ts, p.writes.begin(), p.writes.end());
     m->pending_.clear();
     m->pending_.shrink_to_fit();
+    g->made_with = g->n_rows.load(std::memory_order_relaxed);
     m->loading_ = false;
     m->loaded_.store(true, std::memory_order_release);
+  }
+  if (m->cfg_.collect_interval_ms > 0) {
+    m->control_ = std::make_shared<CollectorControl>();
+    m->collector_ = std::thread(run_collector, std::weak_ptr<ColumnMirror>(m), m->control_, m->cfg_.collect_interval_ms);
   }
   *out = std::move(m);
   return Status::Ok();
@@ -177,10 +305,11 @@ void ColumnMirror::on_commit(std::uint64_t ts,
       return;
     }
   }
-  apply(ts, it, writes.end());
+  std::shared_lock<sched::StripedSharedMutex> lk(switch_m_);
+  apply(*cur_, ts, it, writes.end());
 }
 
-void ColumnMirror::apply(std::uint64_t ts, Writes::const_iterator from, Writes::const_iterator to) {
+void ColumnMirror::apply(Generation& g, std::uint64_t ts, Writes::const_iterator from, Writes::const_iterator to) {
   if (full_.load(std::memory_order_relaxed)) return;
   const std::size_t nc = cfg_.columns.size();
   thread_local std::vector<std::int64_t> vals;
@@ -203,19 +332,21 @@ void ColumnMirror::apply(std::uint64_t ts, Writes::const_iterator from, Writes::
     is_row.push_back(row);
     appended += row;
   }
-  std::uint64_t row = appended ? n_rows_.fetch_add(appended, std::memory_order_relaxed) : 0;
+  std::uint64_t row = appended ? g.n_rows.fetch_add(appended, std::memory_order_relaxed) : 0;
   if (appended && row + appended > kChunkRows * kMaxChunks) {
     full_.store(true, std::memory_order_relaxed);
     return;
   }
   const std::int64_t* v = vals.data();
   for (std::size_t i = 0; i < ids.size(); ++i) {
+    bool ok;
     if (is_row[i]) {
-      put_version(ids[i], ts, v, row++);
+      ok = g.put_version(ids[i], ts, v, row++);
       v += nc;
     } else {
-      put_version(ids[i], ts, nullptr, 0);
+      ok = g.put_version(ids[i], ts, nullptr, 0);
     }
+    if (!ok) full_.store(true, std::memory_order_relaxed);
   }
 }
 
@@ -249,33 +380,18 @@ std::uint64_t* ColumnMirror::Shard::find(std::uint64_t id, bool insert) {
   }
 }
 
-ColumnMirror::Chunk* ColumnMirror::chunk_for(std::uint64_t row) {
-  // Counted when made, uncounted when a loser frees its own: n_chunks_ counts the published.
-  return publish(
-      chunks_[row / kChunkRows],
-      [&] {
-        Chunk* c = Chunk::make(cfg_.columns.size());
-        if (c != nullptr) n_chunks_.fetch_add(1, std::memory_order_relaxed);
-        return c;
-      },
-      [&](Chunk* c) {
-        n_chunks_.fetch_sub(1, std::memory_order_relaxed);
-        Chunk::destroy(c);
-      });
-}
-
-void ColumnMirror::put_version(std::uint64_t id, std::uint64_t ts, const std::int64_t* values, std::uint64_t row) {
+bool ColumnMirror::Generation::put_version(std::uint64_t id, std::uint64_t ts, const std::int64_t* values,
+                                           std::uint64_t row) {
   Chunk* c = nullptr;
   if (values != nullptr) {
     c = chunk_for(row);
-    if (c == nullptr) {
-      full_.store(true, std::memory_order_relaxed);
-      return;
-    }
+    if (c == nullptr) return false;
   }
   const std::size_t i = row % kChunkRows;
-  if (values != nullptr)
-    for (std::size_t k = 0; k < cfg_.columns.size(); ++k) c->cols[k * kChunkRows + i] = values[k];
+  if (values != nullptr) {
+    for (std::size_t k = 0; k < ncols; ++k) c->cols[k * kChunkRows + i] = values[k];
+    c->id[i] = id;
+  }
   Shard& sh = shard_of(id);
   std::uint64_t old = 0;
   {
@@ -292,54 +408,59 @@ void ColumnMirror::put_version(std::uint64_t id, std::uint64_t ts, const std::in
     }
   }
   // Only commits of this key (serialized by its lock) write its rows' ends.
-  Chunk* oc = old != 0 ? chunks_[(old - 1) / kChunkRows].load(std::memory_order_acquire) : nullptr;
+  Chunk* oc = old != 0 ? chunk_at(old - 1) : nullptr;
   const bool was_live = oc != nullptr && oc->load_end((old - 1) % kChunkRows) == kNever;
   if (values != nullptr) {
     std::atomic_ref<std::uint64_t>(c->begin[i]).store(ts, std::memory_order_release);
-    if (!was_live) live_keys_.add(1);
+    if (!was_live) live_keys.add(1);
   } else if (was_live) {
-    live_keys_.add(-1);
+    live_keys.add(-1);
   }
   if (was_live) {
     std::atomic_ref<std::uint64_t>(oc->end[(old - 1) % kChunkRows]).store(ts, std::memory_order_release);
-    if (dev_ != nullptr) log_end(old - 1, ts);
+    if (log_ends.load(std::memory_order_relaxed)) return log_end(old - 1, ts);
   }
+  return true;
 }
 
-void ColumnMirror::log_end(std::uint64_t row, std::uint64_t ts) {
-  const std::uint64_t i = n_ends_.fetch_add(1, std::memory_order_relaxed);
-  if (i >= kChunkRows * kMaxChunks) {
-    full_.store(true, std::memory_order_relaxed);
-    return;
-  }
+bool ColumnMirror::Generation::log_end(std::uint64_t row, std::uint64_t ts) {
+  const std::uint64_t i = n_ends.fetch_add(1, std::memory_order_relaxed);
+  if (i >= kChunkRows * kMaxChunks) return false;
   // ts all 0: not yet written
-  EndChunk* e = publish(end_chunks_[i / kChunkRows], [] { return new (std::nothrow) EndChunk(); },
-                        [](EndChunk* x) { delete x; });
-  if (e == nullptr) {
-    full_.store(true, std::memory_order_relaxed);
-    return;
-  }
+  EndChunk* e = publish(
+      end_chunks[i / kChunkRows],
+      [&] {
+        auto* x = new (std::nothrow) EndChunk();
+        if (x != nullptr) n_end_chunks.fetch_add(1, std::memory_order_relaxed);
+        return x;
+      },
+      [&](EndChunk* x) {
+        n_end_chunks.fetch_sub(1, std::memory_order_relaxed);
+        delete x;
+      });
+  if (e == nullptr) return false;
   e->row[i % kChunkRows] = row;
   std::atomic_ref<std::uint64_t>(e->ts[i % kChunkRows]).store(ts, std::memory_order_release);
+  return true;
 }
 
-Status ColumnMirror::sync_device() {
+Status ColumnMirror::sync_device(Generation& g) {
   // The log's length before the rows': every logged end names a row reserved before the entry,
   // so each row an entry below `en` names is below `n`, and is on the device before it is ended.
-  const std::uint64_t en = n_ends_.load(std::memory_order_acquire);
-  const std::uint64_t n = n_rows_.load(std::memory_order_acquire);
+  const std::uint64_t en = g.n_ends.load(std::memory_order_acquire);
+  const std::uint64_t n = g.n_rows.load(std::memory_order_acquire);
   // Rows from the first one not known complete: a row still being written (begin ~0) belongs to
   // a commit after every start waited for, and is copied again next time.
   std::uint64_t incomplete = n;
   std::vector<const std::int64_t*> cols(cfg_.columns.size());
-  for (std::uint64_t a = dev_rows_; a < n;) {
+  for (std::uint64_t a = g.dev_rows; a < n;) {
     const std::size_t ci = static_cast<std::size_t>(a / kChunkRows), off = static_cast<std::size_t>(a % kChunkRows);
     const std::uint64_t b = std::min<std::uint64_t>(n, (ci + 1) * kChunkRows);
-    const Chunk* c = chunks_[ci].load(std::memory_order_acquire);
+    const Chunk* c = g.chunks[ci].load(std::memory_order_acquire);
     Status s;
     if (c == nullptr) {
       incomplete = std::min(incomplete, a);
-      s = detail::gpu::mirror_put(dev_, a, b - a, nullptr, nullptr, nullptr);
+      s = detail::gpu::mirror_put(g.dev, a, b - a, nullptr, nullptr, nullptr);
     } else {
       if (incomplete == n)
         for (std::size_t i = off; i < off + (b - a); ++i)
@@ -348,19 +469,19 @@ Status ColumnMirror::sync_device() {
             break;
           }
       for (std::size_t k = 0; k < cols.size(); ++k) cols[k] = c->cols + k * kChunkRows + off;
-      s = detail::gpu::mirror_put(dev_, a, b - a, c->begin + off, c->end + off, cols.data());
+      s = detail::gpu::mirror_put(g.dev, a, b - a, c->begin + off, c->end + off, cols.data());
     }
     if (!s.ok()) return s;
     a = b;
   }
-  dev_rows_copied_ += n - dev_rows_;
-  dev_rows_ = incomplete;
-  dev_n_ = n;
+  dev_rows_copied_.fetch_add(n - g.dev_rows, std::memory_order_relaxed);
+  g.dev_rows = incomplete;
+  g.dev_n = n;
   std::uint64_t eincomplete = en;
-  for (std::uint64_t a = dev_ends_; a < en;) {
+  for (std::uint64_t a = g.dev_ends; a < en;) {
     const std::size_t ci = static_cast<std::size_t>(a / kChunkRows), off = static_cast<std::size_t>(a % kChunkRows);
     const std::uint64_t b = std::min<std::uint64_t>(en, (ci + 1) * kChunkRows);
-    const EndChunk* e = end_chunks_[ci].load(std::memory_order_acquire);
+    const EndChunk* e = g.end_chunks[ci].load(std::memory_order_acquire);
     if (e == nullptr) {
       eincomplete = std::min(eincomplete, a);
     } else {
@@ -370,13 +491,13 @@ Status ColumnMirror::sync_device() {
             eincomplete = ci * kChunkRows + i;
             break;
           }
-      if (Status s = detail::gpu::mirror_set_ends(dev_, e->row + off, e->ts + off, b - a); !s.ok()) return s;
+      if (Status s = detail::gpu::mirror_set_ends(g.dev, e->row + off, e->ts + off, b - a); !s.ok()) return s;
     }
     a = b;
   }
-  dev_ends_copied_ += en - dev_ends_;
-  dev_ends_ = eincomplete;
-  ++dev_syncs_;
+  dev_ends_copied_.fetch_add(en - g.dev_ends, std::memory_order_relaxed);
+  g.dev_ends = eincomplete;
+  dev_syncs_.fetch_add(1, std::memory_order_relaxed);
   return Status::Ok();
 }
 
@@ -401,12 +522,9 @@ Status ColumnMirror::aggregate(std::uint64_t start, const Query& q, Table* out, 
                                std::size_t* rows_scanned) {
   if (q.where.size() > detail::gpu::kMirrorMaxTerms || q.aggs.size() > detail::gpu::kMirrorMaxTerms)
     return Status::InvalidArgument("mirror: at most 8 predicates and 8 aggregates");
-  if (device == Device::kGpu && dev_ == nullptr)
+  if (device == Device::kGpu && !device_copy_)
     return Status::Unavailable("mirror: no GPU copy (device_copy off, or no GPU)");
-  const bool on_gpu = dev_ != nullptr && device != Device::kCpu;
-  if (start < built_at_)
-    return Status::InvalidArgument("mirror: start " + std::to_string(start) + " is before the mirror was built (" +
-                                   std::to_string(built_at_) + ")");
+  const bool on_gpu = device_copy_ && device != Device::kCpu;
   struct Pred {
     int col;
     const Predicate* p;
@@ -426,12 +544,8 @@ Status ColumnMirror::aggregate(std::uint64_t start, const Query& q, Table* out, 
     if (a.op != Agg::kCount && c < 0) return Status::InvalidArgument("mirror: no column '" + a.column + "'");
     acols.push_back(c);
   }
-  std::shared_ptr<TxnSpace> space = space_.lock();
-  if (!space) return Status::Unavailable("mirror: its keyspace is gone");
-  space->wait_commits(start);
-  if (full_.load(std::memory_order_relaxed))
-    return Status::ResourceExhausted("mirror: full (2^32 row versions or out of memory); rebuild it");
-
+  std::shared_ptr<Generation> gen;
+  if (Status s = reader_generation(start, &gen); !s.ok()) return s;
   const std::size_t groups = gcol < 0 ? 1 : static_cast<std::size_t>(kMaxGroups);
   const std::size_t na = q.aggs.size();
   if (on_gpu) {
@@ -441,17 +555,17 @@ Status ColumnMirror::aggregate(std::uint64_t start, const Query& q, Table* out, 
     for (std::size_t a = 0; a < na; ++a) ga.push_back({q.aggs[a].op, acols[a]});
     Partial r;
     {
-      std::lock_guard<std::mutex> lk(dev_m_);
-      if (Status s = sync_device(); !s.ok()) return s;
-      if (Status s = detail::gpu::mirror_aggregate(dev_, dev_n_, start, gp, gcol, groups, ga, &r.rows, &r.acc,
+      std::lock_guard<std::mutex> lk(gen->dev_m);
+      if (Status s = sync_device(*gen); !s.ok()) return s;
+      if (Status s = detail::gpu::mirror_aggregate(gen->dev, gen->dev_n, start, gp, gcol, groups, ga, &r.rows, &r.acc,
                                                    &r.out_of_range);
           !s.ok())
         return s;
-      r.scanned = dev_n_;
+      r.scanned = gen->dev_n;
     }
     return finish(q, gcol, groups, r, out, rows_scanned);
   }
-  const std::uint64_t n = n_rows_.load(std::memory_order_acquire);
+  const std::uint64_t n = gen->n_rows.load(std::memory_order_acquire);
   const std::size_t nchunks = static_cast<std::size_t>((n + kChunkRows - 1) / kChunkRows);
   threads = std::max(1u, std::min<unsigned>(threads, static_cast<unsigned>(std::max<std::size_t>(nchunks, 1))));
   std::vector<Partial> parts(threads);
@@ -461,7 +575,7 @@ Status ColumnMirror::aggregate(std::uint64_t start, const Query& q, Table* out, 
     r.acc.assign(groups * na, 0);
     std::vector<bool> seen(groups, false);
     for (std::size_t ci = p; ci < nchunks; ci += threads) {
-      const Chunk* c = chunks_[ci].load(std::memory_order_acquire);
+      const Chunk* c = gen->chunks[ci].load(std::memory_order_acquire);
       if (c == nullptr) continue;  // reserved by commits after start, not yet written
       const std::size_t m = std::min<std::uint64_t>(kChunkRows, n - ci * kChunkRows);
       r.scanned += m;
@@ -554,23 +668,43 @@ Status ColumnMirror::finish(const Query& q, int gcol, std::size_t groups, const 
   return Status::Ok();
 }
 
+Status ColumnMirror::reader_generation(std::uint64_t start, std::shared_ptr<Generation>* out) {
+  if (start < built_at_)
+    return Status::InvalidArgument("mirror: start " + std::to_string(start) + " is before the mirror was built (" +
+                                   std::to_string(built_at_) + ")");
+  std::shared_ptr<TxnSpace> space = space_.lock();
+  if (!space) return Status::Unavailable("mirror: its keyspace is gone");
+  space->wait_commits(start);
+  if (full_.load(std::memory_order_relaxed))
+    return Status::ResourceExhausted("mirror: full (2^32 row versions or out of memory); rebuild it");
+  // Taken after the wait: every commit <= start applied to this generation or to one a
+  // collection copied into it before making it current.
+  {
+    std::lock_guard<std::mutex> lk(gen_m_);
+    *out = gen_;
+  }
+  if (start < (*out)->min_start)
+    return Status::ResourceExhausted("mirror: snapshot too old: start " + std::to_string(start) +
+                                     " is below the oldest start the mirror keeps versions for (" +
+                                     std::to_string((*out)->min_start) + ")");
+  return Status::Ok();
+}
+
 Status ColumnMirror::contains(std::string_view key, std::uint64_t start, bool* yes) {
   std::uint64_t id = 0;
   if (key < cfg_.lo || key >= cfg_.hi || !cfg_.key_id(key, &id))
     return Status::InvalidArgument("mirror: the key is not one the mirror holds");
-  if (start < built_at_) return Status::InvalidArgument("mirror: start is before the mirror was built");
-  std::shared_ptr<TxnSpace> space = space_.lock();
-  if (!space) return Status::Unavailable("mirror: its keyspace is gone");
-  space->wait_commits(start);
+  std::shared_ptr<Generation> gen;
+  if (Status s = reader_generation(start, &gen); !s.ok()) return s;
   *yes = false;
-  Shard& sh = shard_of(id);
+  Shard& sh = gen->shard_of(id);
   std::uint64_t r = 0;
   {
     std::lock_guard<std::mutex> lk(sh.m);
     if (const std::uint64_t* v = sh.find(id, false)) r = *v;
   }
   while (r != 0) {
-    const Chunk* c = chunks_[(r - 1) / kChunkRows].load(std::memory_order_acquire);
+    const Chunk* c = gen->chunk_at(r - 1);
     const std::size_t i = (r - 1) % kChunkRows;
     if (c->load_begin(i) <= start && c->load_end(i) > start) return *yes = true, Status::Ok();
     r = c->prev[i];
@@ -578,20 +712,178 @@ Status ColumnMirror::contains(std::string_view key, std::uint64_t start, bool* y
   return Status::Ok();
 }
 
-MirrorStats ColumnMirror::stats() const {
-  MirrorStats s;
-  s.rows = n_rows_.load(std::memory_order_relaxed);
-  s.keys = static_cast<std::uint64_t>(live_keys_.sum());
-  s.bad_rows = bad_rows_.load(std::memory_order_relaxed);
-  s.bytes = n_chunks_.load(std::memory_order_relaxed) * (3 + cfg_.columns.size()) * kChunkRows * sizeof(std::uint64_t);
-  s.built_at = built_at_;
-  s.on_device = dev_ != nullptr;
-  if (dev_ != nullptr) {
-    std::lock_guard<std::mutex> lk(dev_m_);
-    s.device_syncs = dev_syncs_;
-    s.device_rows_copied = dev_rows_copied_;
-    s.device_ends_copied = dev_ends_copied_;
+Status ColumnMirror::collect() {
+  std::shared_ptr<TxnSpace> space = space_.lock();
+  if (!space) return Status::Unavailable("mirror: its keyspace is gone");
+  return collect_below(space->oldest_start());
+}
+
+namespace {
+
+// Copies rows [a, b) of `from` whose end is above `floor` to the end of `to` (not yet
+// published: no locks), relinking each to its previous version's new row and pointing the key
+// map at it; (*remap)[r] gets row r's new row + 1 (0: left behind). Rows of one key come in
+// append order, so the map ends at each key's newest kept row, and a version's previous one is
+// remapped before it. False when memory ran out.
+template <class Gen, class Chunk>
+bool copy_rows(const Gen& from, Gen& to, std::uint64_t a, std::uint64_t b, std::uint64_t floor,
+               std::vector<std::uint64_t>* remap) {
+  constexpr std::size_t kRows = ColumnMirror::kChunkRows;
+  remap->resize(b);
+  std::uint64_t nr = to.n_rows.load(std::memory_order_relaxed);
+  for (std::uint64_t r = a; r < b; ++r) {
+    const Chunk* c = from.chunk_at(r);
+    if (c == nullptr) return false;  // only after memory ran out (the mirror is full)
+    const std::size_t i = r % kRows;
+    const std::uint64_t end = c->load_end(i);
+    if (end <= floor) {
+      (*remap)[r] = 0;
+      continue;
+    }
+    Chunk* d = to.chunk_for(nr);
+    if (d == nullptr) return false;
+    const std::size_t j = nr % kRows;
+    d->begin[j] = c->load_begin(i);
+    d->end[j] = end;
+    d->id[j] = c->id[i];
+    d->prev[j] = c->prev[i] != 0 ? (*remap)[c->prev[i] - 1] : 0;
+    for (std::size_t k = 0; k < from.ncols; ++k) d->cols[k * kRows + j] = c->cols[k * kRows + i];
+    *to.shard_of(c->id[i]).find(c->id[i], true) = nr + 1;
+    (*remap)[r] = ++nr;
+    to.n_rows.store(nr, std::memory_order_relaxed);
   }
+  return true;
+}
+
+}  // namespace
+
+Status ColumnMirror::collect_below(std::uint64_t floor) {
+  std::lock_guard<std::mutex> one(collect_m_);
+  const Status oom = Status::ResourceExhausted("mirror: out of memory for a collection (the current generation stays)");
+  if (full_.load(std::memory_order_relaxed))
+    return Status::ResourceExhausted("mirror: full (2^32 row versions or out of memory); rebuild it");
+  std::shared_ptr<Generation> old;  // cur_ changes only under collect_m_
+  {
+    std::lock_guard<std::mutex> lk(gen_m_);
+    old = gen_;
+  }
+  floor = std::max(floor, old->min_start);
+  auto fresh = std::make_shared<Generation>(cfg_.columns.size());
+  if (device_copy_) {
+    if (Status s = detail::gpu::mirror_create(cfg_.columns.size(), &fresh->dev); !s.ok()) return s;
+    fresh->log_ends.store(true, std::memory_order_relaxed);
+  }
+  // 1. With commits paused for a moment, start logging ends: rows below r0 are complete, and
+  //    every end set on them from here on is in the log from e0.
+  std::uint64_t r0, e0;
+  {
+    std::unique_lock<sched::StripedSharedMutex> lk(switch_m_);
+    old->log_ends.store(true, std::memory_order_relaxed);
+    r0 = old->n_rows.load(std::memory_order_relaxed);
+    e0 = old->n_ends.load(std::memory_order_relaxed);
+  }
+  auto stop_logging = [&] {
+    std::unique_lock<sched::StripedSharedMutex> lk(switch_m_);
+    old->log_ends.store(old->dev != nullptr, std::memory_order_relaxed);
+  };
+  // 2. Copy them while commits go on.
+  std::vector<std::uint64_t> remap;
+  if (!copy_rows<Generation, Chunk>(*old, *fresh, 0, r0, floor, &remap)) {
+    stop_logging();
+    return oom;
+  }
+  // 3. Commits paused: copy the rows appended meanwhile, replay the ends set meanwhile, switch.
+  std::shared_ptr<Generation> retired;  // freed after the pause
+  std::uint64_t pause_us = 0, kept = 0, r1 = 0;
+  {
+    std::unique_lock<sched::StripedSharedMutex> lk(switch_m_);
+    const std::uint64_t t0 = now_us();
+    r1 = old->n_rows.load(std::memory_order_relaxed);
+    const std::uint64_t e1 = old->n_ends.load(std::memory_order_relaxed);
+    bool ok = !full_.load(std::memory_order_relaxed) && copy_rows<Generation, Chunk>(*old, *fresh, r0, r1, floor, &remap);
+    for (std::uint64_t e = e0; ok && e < e1; ++e) {
+      const EndChunk* ec = old->end_chunks[e / kChunkRows].load(std::memory_order_relaxed);
+      if (ec == nullptr) {
+        ok = false;
+        break;
+      }
+      const std::uint64_t r = ec->row[e % kChunkRows];
+      if (r < remap.size() && remap[r] != 0) {
+        const std::uint64_t nr = remap[r] - 1;
+        fresh->chunk_at(nr)->end[nr % kChunkRows] = ec->ts[e % kChunkRows];
+      }
+    }
+    if (!ok) {
+      old->log_ends.store(old->dev != nullptr, std::memory_order_relaxed);
+      return oom;
+    }
+    fresh->live_keys.add(old->live_keys.sum());  // exact: no commit is in flight
+    fresh->min_start = floor;
+    kept = fresh->made_with = fresh->n_rows.load(std::memory_order_relaxed);
+    {
+      std::lock_guard<std::mutex> gl(gen_m_);
+      retired = std::exchange(gen_, fresh);
+    }
+    cur_ = fresh.get();
+    pause_us = now_us() - t0;
+  }
+  collections_.fetch_add(1, std::memory_order_relaxed);
+  versions_collected_.fetch_add(r1 - kept, std::memory_order_relaxed);
+  for (std::uint64_t p = longest_pause_us_.load(std::memory_order_relaxed);
+       pause_us > p && !longest_pause_us_.compare_exchange_weak(p, pause_us, std::memory_order_relaxed);) {
+  }
+  return Status::Ok();
+}
+
+bool ColumnMirror::collection_due() const {
+  std::shared_ptr<Generation> g;
+  {
+    std::lock_guard<std::mutex> lk(gen_m_);
+    g = gen_;
+  }
+  const std::uint64_t rows = g->n_rows.load(std::memory_order_relaxed);
+  const auto live = static_cast<std::uint64_t>(std::max<std::int64_t>(0, g->live_keys.sum()));
+  const std::uint64_t ended = rows > live ? rows - live : 0;  // versions ended, some still visible to readers
+  const std::uint64_t grown = rows > g->made_with ? rows - g->made_with : 0;
+  return ended >= cfg_.collect_min_versions && grown >= std::max(g->made_with, cfg_.collect_min_versions);
+}
+
+void ColumnMirror::run_collector(std::weak_ptr<ColumnMirror> self, std::shared_ptr<CollectorControl> control,
+                                 unsigned interval_ms) {
+  for (;;) {
+    {
+      std::unique_lock<std::mutex> lk(control->m);
+      control->cv.wait_for(lk, std::chrono::milliseconds(interval_ms), [&] { return control->stop; });
+      if (control->stop) return;
+    }
+    std::shared_ptr<ColumnMirror> m = self.lock();
+    if (!m) return;
+    if (m->collection_due()) (void)m->collect();
+    // m's reference ends here; when it was the last, the mirror ends on this thread (its
+    // destructor sets stop and detaches this thread) and the next pass returns.
+  }
+}
+
+MirrorStats ColumnMirror::stats() const {
+  std::shared_ptr<Generation> g;
+  {
+    std::lock_guard<std::mutex> lk(gen_m_);
+    g = gen_;
+  }
+  MirrorStats s;
+  s.rows = g->n_rows.load(std::memory_order_relaxed);
+  s.keys = static_cast<std::uint64_t>(g->live_keys.sum());
+  s.bad_rows = bad_rows_.load(std::memory_order_relaxed);
+  s.bytes = g->bytes();
+  s.built_at = built_at_;
+  s.min_start = g->min_start;
+  s.collections = collections_.load(std::memory_order_relaxed);
+  s.versions_collected = versions_collected_.load(std::memory_order_relaxed);
+  s.longest_pause_us = longest_pause_us_.load(std::memory_order_relaxed);
+  s.on_device = device_copy_;
+  s.device_syncs = dev_syncs_.load(std::memory_order_relaxed);
+  s.device_rows_copied = dev_rows_copied_.load(std::memory_order_relaxed);
+  s.device_ends_copied = dev_ends_copied_.load(std::memory_order_relaxed);
   return s;
 }
 

@@ -902,6 +902,7 @@ class TxnSpaceImpl final : public TxnSpace {
 
   void collect() override { core_->collect(); }
 
+  std::uint64_t oldest_start() const override { return core_->oldest_start(false); }
   Status set_commit_observer(std::shared_ptr<TxnCommitObserver> o) override {
     std::lock_guard<std::mutex> lk(core_->observers_m);
     if (o && core_->observer.load(std::memory_order_relaxed) != nullptr)

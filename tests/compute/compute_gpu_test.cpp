@@ -233,7 +233,8 @@ TEST_F(ComputeGpu, ManyContextsShareTheStreamPool) {
 // The column mirror's GPU copy: 150,000 rows loaded (three chunks, the device arrays grown twice),
 // then writers update, delete and re-insert beside the queries, so rows are appended and old rows
 // ended between syncs. Every aggregate on the GPU equals the CPU scan's and the transaction's own
-// reads, at fresh starts and, after the writers stop, at older starts held open meanwhile.
+// reads, at fresh starts and, after the writers stop, at older starts held open meanwhile; four
+// collections under the writers each start a new device copy, and the held starts read the same.
 TEST_F(ComputeGpu, MirrorCopyEqualsTheCpuScanUnderWriters) {
   using namespace mirror_rows;
   std::shared_ptr<TxnSpace> space;
@@ -263,14 +264,22 @@ TEST_F(ComputeGpu, MirrorCopyEqualsTheCpuScanUnderWriters) {
     held.push_back(std::make_unique<Txn>());
     ASSERT_TRUE(space->begin(held.back().get()).ok());
     same(held.back().get(), static_cast<std::int64_t>(i * 25) - 10, "fresh");
+    if (i % 10 == 5) {  // a collection under the writers: the next GPU query fills a new device copy
+      held.erase(held.begin(), held.begin() + 3);
+      ASSERT_TRUE(m->collect().ok());
+      same(held.front().get(), 300, "held, after a collection");
+    }
   }
   writers.stop();
   for (std::size_t h = 0; h < held.size(); h += 7) same(held[h].get(), 100, "held");
   const MirrorStats st = m->stats();
   EXPECT_GT(st.device_ends_copied, 0u);
   EXPECT_GT(st.device_rows_copied, kKeys);
-  std::printf("mirror: %llu rows, %llu GPU syncs, %llu rows and %llu ends copied\n",
-              static_cast<unsigned long long>(st.rows), static_cast<unsigned long long>(st.device_syncs),
+  EXPECT_GE(st.collections, 4u);
+  EXPECT_GT(st.versions_collected, 0u);
+  std::printf("mirror: %llu rows, %llu collected, %llu GPU syncs, %llu rows and %llu ends copied\n",
+              static_cast<unsigned long long>(st.rows), static_cast<unsigned long long>(st.versions_collected),
+              static_cast<unsigned long long>(st.device_syncs),
               static_cast<unsigned long long>(st.device_rows_copied),
               static_cast<unsigned long long>(st.device_ends_copied));
 }

@@ -8,6 +8,7 @@
 #include <algorithm>
 #include <array>
 #include <atomic>
+#include <chrono>
 #include <cstring>
 #include <map>
 #include <optional>
@@ -106,12 +107,13 @@ inline void commit(TxnSpace& s, const std::vector<std::pair<std::string, std::op
 
 /// `threads` writers committing transactions of 1 .. max_keys random puts (rows with g in 0..7, a
 /// in -100..899, b in 0..999) and deletes (one in four) over keys 0 .. keys-1 until stop() (or
-/// destruction); `commits` counts the ones that committed.
+/// destruction), each writer pausing `pause_us` after each commit; `commits` counts the ones
+/// that committed.
 class RandomWriters {
  public:
-  RandomWriters(TxnSpace& space, unsigned threads, std::uint32_t keys, unsigned max_keys) {
+  RandomWriters(TxnSpace& space, unsigned threads, std::uint32_t keys, unsigned max_keys, unsigned pause_us = 0) {
     for (unsigned w = 0; w < threads; ++w)
-      th_.emplace_back([this, &space, w, keys, max_keys] {
+      th_.emplace_back([this, &space, w, keys, max_keys, pause_us] {
         std::mt19937_64 rng(w + 7);
         Txn t;
         while (!stop_.load()) {
@@ -125,6 +127,7 @@ class RandomWriters {
           }
           CommitResult r;
           if (t.commit(&r).ok() && r.outcome == TxnOutcome::kCommitted) ++commits;
+          if (pause_us) std::this_thread::sleep_for(std::chrono::microseconds(pause_us));
         }
       });
   }
