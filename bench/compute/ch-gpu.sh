@@ -20,6 +20,12 @@
 #                                         (PACK_PERF=1 at pack time), that run under `perf record`
 #                                         (cpu-clock, flat; recording from PROFILE_DELAY_MS on) and
 #                                         its report to $OUT/profile.txt
+#   there: bench/compute/ch-gpu.sh ab     alternates a base build ($P/base/duet_bench_ch, packed
+#                                         by hand from an older build) with this one, $ROUNDS
+#                                         times (default 2), each run with $AB_ARGS; every run's
+#                                         JSON and log, with its peak resident memory sampled
+#                                         once a second, to $OUT/ab.tgz, and a summary (the
+#                                         table rows and peak RSS per run) to $OUT/ab.txt
 set -euo pipefail
 cd "$(dirname "$0")/../.."
 P=gpu-pack-ch
@@ -87,5 +93,32 @@ case "${1:-}" in
       rm -f "$OUT/perf.data" "$OUT/ch-profile.txt"
     fi
     ;;
-  *) echo "usage: $0 pack|run" >&2; exit 2 ;;
+  ab)
+    find "$P" -name '*.xz' -exec xz -d {} +
+    export LD_LIBRARY_PATH=$PWD/$P/lib:${LD_LIBRARY_PATH:-}
+    OUT=${OUT:-gpu-out}
+    [ -x $P/base/duet_bench_ch ] || { echo "ch-gpu.sh ab: no $P/base/duet_bench_ch" >&2; exit 2; }
+    mkdir -p "$OUT/ab"
+    for i in $(seq 1 "${ROUNDS:-2}"); do
+      for which in base new; do
+        bin=$P/bench/duet_bench_ch
+        [ $which = base ] && bin=$P/base/duet_bench_ch
+        # shellcheck disable=SC2086  # AB_ARGS is a list of flags
+        $bin ${AB_ARGS:---warehouses 10 --mixes seed --threads 16 --reps 1 --load-threads 8 --systems duet} \
+          --out "$OUT/ab/$which-$i.json" > "$OUT/ab/$which-$i.txt" 2>&1 &
+        pid=$!
+        peak=0
+        while kill -0 $pid 2>/dev/null; do
+          rss=$(awk '/^VmRSS/ {print $2}' /proc/$pid/status 2>/dev/null || echo 0)
+          [ "${rss:-0}" -gt "$peak" ] && peak=$rss
+          sleep 1
+        done
+        wait $pid || true
+        { echo "$which $i: peak RSS $((peak / 1024)) MiB"; grep -E '^(seed|tpcc) ' "$OUT/ab/$which-$i.txt" || tail -3 "$OUT/ab/$which-$i.txt"; } |
+          tee -a "$OUT/ab.txt"
+      done
+    done
+    tar -C "$OUT" -czf "$OUT/ab.tgz" ab && rm -rf "$OUT/ab"
+    ;;
+  *) echo "usage: $0 pack|run|ab" >&2; exit 2 ;;
 esac

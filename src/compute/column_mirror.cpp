@@ -724,26 +724,34 @@ namespace {
 // published: no locks), relinking each to its previous version's new row and pointing the key
 // map at it; (*remap)[r] gets row r's new row + 1 (0: left behind). Rows of one key come in
 // append order, so the map ends at each key's newest kept row, and a version's previous one is
-// remapped before it. False when memory ran out.
+// remapped before it. With `complete_only` (commits running), it stops at the first row still
+// being written (its begin not yet stored). *done: the first row not copied. False when memory
+// ran out (or, without complete_only, a row has no chunk: the mirror is full).
 template <class Gen, class Chunk>
-bool copy_rows(const Gen& from, Gen& to, std::uint64_t a, std::uint64_t b, std::uint64_t floor,
-               std::vector<std::uint64_t>* remap) {
+bool copy_rows(const Gen& from, Gen& to, std::uint64_t a, std::uint64_t b, std::uint64_t floor, bool complete_only,
+               std::vector<std::uint64_t>* remap, std::uint64_t* done) {
   constexpr std::size_t kRows = ColumnMirror::kChunkRows;
-  remap->resize(b);
+  constexpr std::uint64_t kNever = ~std::uint64_t{0};
+  if (remap->size() < b) remap->resize(b);
   std::uint64_t nr = to.n_rows.load(std::memory_order_relaxed);
+  *done = a;
   for (std::uint64_t r = a; r < b; ++r) {
     const Chunk* c = from.chunk_at(r);
-    if (c == nullptr) return false;  // only after memory ran out (the mirror is full)
+    if (c == nullptr) return complete_only;
     const std::size_t i = r % kRows;
+    // Acquire: a stored begin publishes the row's other fields (Generation::put_version).
+    const std::uint64_t begin = std::atomic_ref<const std::uint64_t>(c->begin[i]).load(std::memory_order_acquire);
+    if (begin == kNever && complete_only) return true;
     const std::uint64_t end = c->load_end(i);
     if (end <= floor) {
       (*remap)[r] = 0;
+      *done = r + 1;
       continue;
     }
     Chunk* d = to.chunk_for(nr);
     if (d == nullptr) return false;
     const std::size_t j = nr % kRows;
-    d->begin[j] = c->load_begin(i);
+    d->begin[j] = begin;
     d->end[j] = end;
     d->id[j] = c->id[i];
     d->prev[j] = c->prev[i] != 0 ? (*remap)[c->prev[i] - 1] : 0;
@@ -751,6 +759,31 @@ bool copy_rows(const Gen& from, Gen& to, std::uint64_t a, std::uint64_t b, std::
     *to.shard_of(c->id[i]).find(c->id[i], true) = nr + 1;
     (*remap)[r] = ++nr;
     to.n_rows.store(nr, std::memory_order_relaxed);
+    *done = r + 1;
+  }
+  return true;
+}
+
+// Replays entries [a, b) of `from`'s end log onto the copies of rows below `rows_done`; an
+// entry for a row not yet copied is skipped (the row's end was stored before its entry, so the
+// copy reads it). With `complete_only`, it stops at the first entry still being written.
+// *done: the first entry not replayed. False when an entry is missing (memory ran out).
+template <class Gen, class EndChunk>
+bool replay_ends(const Gen& from, Gen& to, std::uint64_t a, std::uint64_t b, std::uint64_t rows_done,
+                 bool complete_only, const std::vector<std::uint64_t>& remap, std::uint64_t* done) {
+  constexpr std::size_t kRows = ColumnMirror::kChunkRows;
+  *done = a;
+  for (std::uint64_t e = a; e < b; ++e) {
+    const EndChunk* ec = from.end_chunks[e / kRows].load(std::memory_order_acquire);
+    const std::uint64_t ts =
+        ec != nullptr ? std::atomic_ref<const std::uint64_t>(ec->ts[e % kRows]).load(std::memory_order_acquire) : 0;
+    if (ts == 0) return complete_only;
+    const std::uint64_t r = ec->row[e % kRows];
+    if (r < rows_done && remap[r] != 0) {
+      const std::uint64_t nr = remap[r] - 1;
+      to.chunk_at(nr)->end[nr % kRows] = ts;
+    }
+    *done = e + 1;
   }
   return true;
 }
@@ -773,26 +806,36 @@ Status ColumnMirror::collect_below(std::uint64_t floor) {
     if (Status s = detail::gpu::mirror_create(cfg_.columns.size(), &fresh->dev); !s.ok()) return s;
     fresh->log_ends.store(true, std::memory_order_relaxed);
   }
-  // 1. With commits paused for a moment, start logging ends: rows below r0 are complete, and
-  //    every end set on them from here on is in the log from e0.
-  std::uint64_t r0, e0;
+  // 1. With commits paused for a moment, start logging ends: every end set from here on is in
+  //    the log from e0, and every end set before is in the rows.
+  std::uint64_t e0;
   {
     std::unique_lock<sched::StripedSharedMutex> lk(switch_m_);
     old->log_ends.store(true, std::memory_order_relaxed);
-    r0 = old->n_rows.load(std::memory_order_relaxed);
     e0 = old->n_ends.load(std::memory_order_relaxed);
   }
   auto stop_logging = [&] {
     std::unique_lock<sched::StripedSharedMutex> lk(switch_m_);
     old->log_ends.store(old->dev != nullptr, std::memory_order_relaxed);
   };
-  // 2. Copy them while commits go on.
+  // 2. While commits go on, copy the complete rows and replay the complete log entries, in
+  //    passes, until what is left is small.
+  constexpr std::uint64_t kLeftForThePause = 4096;
   std::vector<std::uint64_t> remap;
-  if (!copy_rows<Generation, Chunk>(*old, *fresh, 0, r0, floor, &remap)) {
-    stop_logging();
-    return oom;
+  std::uint64_t rows_done = 0, ends_done = e0;
+  for (int pass = 0; pass < 16; ++pass) {
+    const std::uint64_t n = old->n_rows.load(std::memory_order_acquire);
+    const std::uint64_t en = old->n_ends.load(std::memory_order_acquire);
+    if (!copy_rows<Generation, Chunk>(*old, *fresh, rows_done, n, floor, true, &remap, &rows_done) ||
+        !replay_ends<Generation, EndChunk>(*old, *fresh, ends_done, en, rows_done, true, remap, &ends_done)) {
+      stop_logging();
+      return oom;
+    }
+    if (old->n_rows.load(std::memory_order_relaxed) - rows_done <= kLeftForThePause &&
+        old->n_ends.load(std::memory_order_relaxed) - ends_done <= kLeftForThePause)
+      break;
   }
-  // 3. Commits paused: copy the rows appended meanwhile, replay the ends set meanwhile, switch.
+  // 3. Commits paused (every row and entry complete): the rest, then the switch.
   std::shared_ptr<Generation> retired;  // freed after the pause
   std::uint64_t pause_us = 0, kept = 0, r1 = 0;
   {
@@ -800,20 +843,10 @@ Status ColumnMirror::collect_below(std::uint64_t floor) {
     const std::uint64_t t0 = now_us();
     r1 = old->n_rows.load(std::memory_order_relaxed);
     const std::uint64_t e1 = old->n_ends.load(std::memory_order_relaxed);
-    bool ok = !full_.load(std::memory_order_relaxed) && copy_rows<Generation, Chunk>(*old, *fresh, r0, r1, floor, &remap);
-    for (std::uint64_t e = e0; ok && e < e1; ++e) {
-      const EndChunk* ec = old->end_chunks[e / kChunkRows].load(std::memory_order_relaxed);
-      if (ec == nullptr) {
-        ok = false;
-        break;
-      }
-      const std::uint64_t r = ec->row[e % kChunkRows];
-      if (r < remap.size() && remap[r] != 0) {
-        const std::uint64_t nr = remap[r] - 1;
-        fresh->chunk_at(nr)->end[nr % kChunkRows] = ec->ts[e % kChunkRows];
-      }
-    }
-    if (!ok) {
+    std::uint64_t done = 0;
+    if (full_.load(std::memory_order_relaxed) ||
+        !copy_rows<Generation, Chunk>(*old, *fresh, rows_done, r1, floor, false, &remap, &done) ||
+        !replay_ends<Generation, EndChunk>(*old, *fresh, ends_done, e1, r1, false, remap, &done)) {
       old->log_ends.store(old->dev != nullptr, std::memory_order_relaxed);
       return oom;
     }
