@@ -108,7 +108,7 @@ struct Run {
   double abort_rate = 0;  // conflicted runs / all runs
   double mirror_s = 0;    // attaching the column mirror after the load (duet, --query-source mirror)
   std::uint64_t mirror_rows = 0, mirror_bytes = 0;  // its row versions and memory at the run's end
-  std::uint64_t mirror_collections = 0, mirror_collected = 0, mirror_pause_us = 0;  // its collections in the run
+  std::uint64_t mirror_collections = 0, mirror_collected = 0, mirror_pause_us = 0, mirror_collection_us = 0;  // its collections
   bool mirror_on_gpu = false;
   std::uint64_t committed = 0, rolled_back = 0, queries = 0, fresh_verified = 0, fresh_failed = 0;
   std::array<std::uint64_t, 3> per_query{};  // Q1, Q3, Q6
@@ -257,6 +257,7 @@ Run run_duet(const Options& o, const Scale& sc, const std::string& mix, const st
     r.mirror_collections = ms.collections;
     r.mirror_collected = ms.versions_collected;
     r.mirror_pause_us = ms.longest_pause_us;
+    r.mirror_collection_us = ms.longest_collection_us;
   }
   return r;
 }
@@ -760,6 +761,7 @@ int run_ch_bench(int argc, char** argv) {
             x.set("mirror_collections", r.mirror_collections);
             x.set("mirror_versions_collected", r.mirror_collected);
             x.set("mirror_longest_collection_pause_us", r.mirror_pause_us);
+            x.set("mirror_longest_collection_us", r.mirror_collection_us);
           }
           Json km = Json::object();
           for (std::size_t k = 0; k < kKinds; ++k)

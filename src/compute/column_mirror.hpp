@@ -65,6 +65,7 @@ struct MirrorStats {
   std::uint64_t collections = 0;          ///< generations made by collection
   std::uint64_t versions_collected = 0;   ///< row versions left behind by them
   std::uint64_t longest_pause_us = 0;     ///< the longest time a collection paused commits
+  std::uint64_t longest_collection_us = 0;  ///< the longest collection, start to switch
   bool on_device = false;       ///< a GPU copy is kept
   std::uint64_t device_syncs = 0, device_rows_copied = 0, device_ends_copied = 0;
 };
@@ -202,7 +203,7 @@ class ColumnMirror final : public TxnCommitObserver {
   mutable std::mutex gen_m_;
   std::shared_ptr<Generation> gen_;  ///< under gen_m_
   std::mutex collect_m_;            ///< one collection at a time
-  std::atomic<std::uint64_t> collections_{0}, versions_collected_{0}, longest_pause_us_{0};
+  std::atomic<std::uint64_t> collections_{0}, versions_collected_{0}, longest_pause_us_{0}, longest_collection_us_{0};
   std::atomic<std::uint64_t> dev_syncs_{0}, dev_rows_copied_{0}, dev_ends_copied_{0};
 
   bool device_copy_ = false;  ///< generations keep a GPU copy
