@@ -299,6 +299,9 @@ Status ColumnMirror::attach(std::shared_ptr<TxnSpace> space, Config config, std:
     m->loading_ = false;
     m->loaded_.store(true, std::memory_order_release);
   }
+  m->collect_threads_ = m->cfg_.collect_threads > 0
+                            ? m->cfg_.collect_threads
+                            : std::clamp(std::thread::hardware_concurrency() / 4, 1u, 8u);
   if (m->cfg_.collect_interval_ms > 0) {
     m->control_ = std::make_shared<CollectorControl>();
     m->collector_ = std::thread(run_collector, std::weak_ptr<ColumnMirror>(m), m->control_, m->cfg_.collect_interval_ms);
@@ -763,8 +766,10 @@ bool copy_rows(const Gen& from, Gen& to, std::uint64_t a, std::uint64_t b, std::
   constexpr std::uint64_t kAhead = 16;
   for (std::uint64_t r = a; r < b; ++r) {
     if (r + kAhead < b)
-      if (const Chunk* f = from.chunk_at(r + kAhead)) {
-        const std::uint64_t id = f->id[(r + kAhead) % kRows];  // may be unwritten yet: only a hint
+      if (const Chunk* f = from.chunk_at(r + kAhead);
+          f != nullptr && std::atomic_ref<const std::uint64_t>(f->begin[(r + kAhead) % kRows])
+                                  .load(std::memory_order_acquire) != kNever) {  // a complete row's id
+        const std::uint64_t id = f->id[(r + kAhead) % kRows];
         to.shard_of(id).prefetch(id);
       }
     const Chunk* c = from.chunk_at(r);
@@ -792,6 +797,96 @@ bool copy_rows(const Gen& from, Gen& to, std::uint64_t a, std::uint64_t b, std::
     to.n_rows.store(nr, std::memory_order_relaxed);
     *done = r + 1;
   }
+  return true;
+}
+
+// Runs fn(p) for p in [0, threads) on threads - 1 new threads and the calling one.
+template <class Fn>
+void on_threads(unsigned threads, Fn fn) {
+  std::vector<std::thread> th;
+  th.reserve(threads - 1);
+  for (unsigned p = 1; p < threads; ++p) th.emplace_back(fn, p);
+  fn(0u);
+  for (std::thread& t : th) t.join();
+}
+
+// copy_rows with complete_only, on `threads` threads: each takes a piece of [a, b), finds its
+// first row still being written and decides which of its rows to keep (end above floor); the
+// pieces' counts place them (the copy stops at the first incomplete row of any piece); each
+// thread numbers its kept rows, then, once every row has its number (a previous version may
+// lie in another piece), copies them; the key map takes per key the greatest new row, under
+// its stripe's lock. Below 4,096 rows, or on one thread, it is copy_rows. *done: the first row
+// not copied. False when memory ran out.
+template <class Gen, class Chunk>
+bool copy_rows_parallel(const Gen& from, Gen& to, std::uint64_t a, std::uint64_t b, std::uint64_t floor,
+                        unsigned threads, std::vector<std::uint64_t>* remap, std::uint64_t* done) {
+  constexpr std::size_t kRows = ColumnMirror::kChunkRows;
+  constexpr std::uint64_t kNever = ~std::uint64_t{0};
+  if (threads <= 1 || b - a < 4096) return copy_rows<Gen, Chunk>(from, to, a, b, floor, true, remap, done);
+  if (remap->size() < b) remap->resize(b);
+  std::vector<std::uint8_t> keep(b - a);
+  std::vector<std::uint64_t> lo(threads), hi(threads), count(threads, 0), base(threads);
+  for (unsigned p = 0; p < threads; ++p) {
+    lo[p] = a + (b - a) * p / threads;
+    hi[p] = a + (b - a) * (p + 1) / threads;
+  }
+  // 1. Each piece: its complete prefix, and which rows to keep.
+  on_threads(threads, [&](unsigned p) {
+    for (std::uint64_t r = lo[p]; r < hi[p]; ++r) {
+      const Chunk* c = from.chunk_at(r);
+      if (c == nullptr ||
+          std::atomic_ref<const std::uint64_t>(c->begin[r % kRows]).load(std::memory_order_acquire) == kNever) {
+        hi[p] = r;
+        break;
+      }
+      keep[r - a] = c->load_end(r % kRows) > floor;
+      count[p] += keep[r - a];
+    }
+  });
+  std::uint64_t end = b;  // the first incomplete row of any piece
+  for (unsigned p = 0; p < threads; ++p)
+    if (hi[p] < (p + 1 < threads ? lo[p + 1] : b)) {
+      end = hi[p];
+      for (unsigned q = p + 1; q < threads; ++q) hi[q] = lo[q], count[q] = 0;
+      break;
+    }
+  std::uint64_t nr = to.n_rows.load(std::memory_order_relaxed);
+  for (unsigned p = 0; p < threads; ++p) base[p] = nr, nr += count[p];
+  // The new rows' chunks, made before the threads write into them.
+  for (std::uint64_t x = base[0]; x < nr; x = (x / kRows + 1) * kRows)
+    if (to.chunk_for(x) == nullptr) return false;
+  // 2. Each piece numbers its kept rows.
+  on_threads(threads, [&](unsigned p) {
+    std::uint64_t n = base[p];
+    for (std::uint64_t r = lo[p]; r < hi[p]; ++r) (*remap)[r] = keep[r - a] ? ++n : 0;
+  });
+  // 3. Each piece copies its kept rows.
+  on_threads(threads, [&](unsigned p) {
+    constexpr std::uint64_t kAhead = 16;
+    for (std::uint64_t r = lo[p]; r < hi[p]; ++r) {
+      if (r + kAhead < hi[p] && keep[r + kAhead - a]) {
+        const std::uint64_t id = from.chunk_at(r + kAhead)->id[(r + kAhead) % kRows];
+        to.shard_of(id).prefetch(id);
+      }
+      if (!keep[r - a]) continue;
+      const Chunk* c = from.chunk_at(r);
+      const std::size_t i = r % kRows;
+      const std::uint64_t nrow = (*remap)[r] - 1;
+      Chunk* d = to.chunk_at(nrow);
+      const std::size_t j = nrow % kRows;
+      d->begin[j] = c->load_begin(i);
+      d->end[j] = c->load_end(i);
+      d->id[j] = c->id[i];
+      d->prev[j] = c->prev[i] != 0 ? (*remap)[c->prev[i] - 1] : 0;
+      for (std::size_t k = 0; k < from.ncols; ++k) d->cols[k * kRows + j] = c->cols[k * kRows + i];
+      auto& sh = to.shard_of(c->id[i]);
+      std::lock_guard<std::mutex> lk(sh.m);
+      std::uint64_t* v = sh.find(c->id[i], true);
+      *v = std::max(*v, nrow + 1);
+    }
+  });
+  to.n_rows.store(nr, std::memory_order_relaxed);
+  *done = end;
   return true;
 }
 
@@ -861,7 +956,8 @@ Status ColumnMirror::collect_below(std::uint64_t floor) {
   for (int pass = 0; pass < 16; ++pass) {
     const std::uint64_t n = old->n_rows.load(std::memory_order_acquire);
     const std::uint64_t en = old->n_ends.load(std::memory_order_acquire);
-    if (!copy_rows<Generation, Chunk>(*old, *fresh, rows_done, n, floor, true, &remap, &rows_done) ||
+    if (!copy_rows_parallel<Generation, Chunk>(*old, *fresh, rows_done, n, floor, collect_threads_, &remap,
+                                               &rows_done) ||
         !replay_ends<Generation, EndChunk>(*old, *fresh, ends_done, en, rows_done, true, remap, &ends_done)) {
       stop_logging();
       return oom;

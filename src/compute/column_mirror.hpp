@@ -95,6 +95,8 @@ class ColumnMirror final : public TxnCommitObserver {
     unsigned collect_interval_ms = 100;
     /// Ended versions a generation must hold before the background collector copies it.
     std::uint64_t collect_min_versions = std::uint64_t{1} << 20;
+    /// Threads a collection copies on (0: a quarter of the hardware threads, 1 to 8).
+    unsigned collect_threads = 0;
   };
 
   /// Builds a mirror of `space`: installs it as the keyspace's commit observer (which keeps it
@@ -207,6 +209,7 @@ class ColumnMirror final : public TxnCommitObserver {
   std::atomic<std::uint64_t> dev_syncs_{0}, dev_rows_copied_{0}, dev_ends_copied_{0};
 
   bool device_copy_ = false;  ///< generations keep a GPU copy
+  unsigned collect_threads_ = 1;
   std::thread collector_;    ///< the background collector (not started with collect_interval_ms 0)
   std::shared_ptr<CollectorControl> control_;
 

@@ -200,20 +200,28 @@ TEST(ColumnMirror, CollectionKeepsWhatOpenTransactionsSee) {
 // The background collector runs while writers commit and readers check every aggregate and key
 // against their own transaction's reads, some readers held open across several collections. A
 // collection that lost an end set during its copy, or a row appended during it, shows here as
-// a reader seeing two versions of a key or none.
-TEST(ColumnMirror, BackgroundCollectionUnderWritersAndReaders) {
+// a reader seeing two versions of a key or none. On one copying thread and on three (each
+// collection's first pass then copies the loaded rows in three pieces).
+class ColumnMirrorCollect : public ::testing::TestWithParam<unsigned> {};
+
+TEST_P(ColumnMirrorCollect, BackgroundCollectionUnderWritersAndReaders) {
   std::shared_ptr<TxnSpace> space;
   ASSERT_TRUE(TxnSpace::open("m", TxnConfig{}, &space).ok());
-  constexpr std::uint32_t kKeys = 200;
-  for (std::uint32_t i = 0; i < kKeys; ++i) commit(*space, {{key(i), row(i % 8, i, i)}});
+  constexpr std::uint32_t kKeys = 5000;
+  for (std::uint32_t i = 0; i < kKeys; i += 500) {
+    std::vector<std::pair<std::string, std::optional<std::string>>> w;
+    for (std::uint32_t j = i; j < i + 500; ++j) w.emplace_back(key(j), row(j % 8, j, j));
+    commit(*space, w);
+  }
   ColumnMirror::Config c = config();
   c.collect_interval_ms = 1;
   c.collect_min_versions = 64;
+  c.collect_threads = GetParam();
   std::shared_ptr<ColumnMirror> m;
   ASSERT_TRUE(ColumnMirror::attach(space, c, &m).ok());
   RandomWriters writers(*space, 2, kKeys, 4, 20);  // paced: a held reader walks every version since its start
   // At least scaled(400) rounds and 10 collections (a sanitizer build's rounds are slow and few).
-  const std::size_t min_rounds = scaled(400);
+  const std::size_t min_rounds = scaled(200);
   const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(60);
   std::mt19937_64 rng(3);
   std::unique_ptr<Txn> held;
@@ -252,6 +260,8 @@ TEST(ColumnMirror, BackgroundCollectionUnderWritersAndReaders) {
   ASSERT_TRUE(m->collect().ok());
   EXPECT_EQ(m->stats().rows, m->stats().keys);
 }
+
+INSTANTIATE_TEST_SUITE_P(CopyThreads, ColumnMirrorCollect, ::testing::Values(1u, 3u));
 
 // Mirrors with a busy background collector are dropped with their keyspace in every order while
 // writers run; the last reference may end on the collector's own thread (which must not join
