@@ -18,8 +18,9 @@
 //             linked through each row's `prev`) serves contains() and ends the old version.
 //   Versions  every update appends a row and ends the old one. Collection copies the rows some
 //             reader may still see (end above the oldest start any transaction of the keyspace
-//             reads at) into a new generation while commits go on, then, with commits paused
-//             for the rows and ends written meanwhile, makes it current; readers keep the
+//             reads at) into a new generation, in passes on collect_threads threads while
+//             commits go on, then, with commits paused for the last rows and ends written
+//             meanwhile (at most 4,096 of each), makes it current; readers keep the
 //             generation they began on until they finish. A background thread collects when
 //             the generation has doubled since it was made and holds at least
 //             collect_min_versions ended versions, so the mirror holds at most about twice
@@ -138,8 +139,8 @@ class ColumnMirror final : public TxnCommitObserver {
 
   /// Collects now, whatever the thresholds: copies the versions visible at or after the
   /// keyspace's oldest open start into a new generation and makes it current (file comment).
-  /// Cost: one pass over the generation's rows; commits to the range pause only while the rows
-  /// and ends written during the copy are applied. Unavailable when the keyspace is gone;
+  /// Cost: a pass over the generation's rows, then over what was appended meanwhile; commits
+  /// to the range pause only while the last of it (at most 4,096 rows and ends) is applied. Unavailable when the keyspace is gone;
   /// ResourceExhausted when the mirror is full or memory for the copy ran out (the current
   /// generation then stays).
   Status collect();
