@@ -185,6 +185,8 @@ struct ColumnMirror::Generation {
   bool put_version(std::uint64_t id, std::uint64_t ts, const std::int64_t* values, std::uint64_t row);
   /// Appends (row, ts) to the end log; false when it is full or memory ran out.
   bool log_end(std::uint64_t row, std::uint64_t ts);
+  /// Keys with a live version (exact when no commit is in flight; never below 0).
+  std::uint64_t live() const { return static_cast<std::uint64_t>(std::max<std::int64_t>(0, live_keys.sum())); }
   std::uint64_t bytes() const {
     return n_chunks.load(std::memory_order_relaxed) * Chunk::bytes(ncols) +
            n_end_chunks.load(std::memory_order_relaxed) * sizeof(EndChunk);
@@ -746,6 +748,19 @@ Status ColumnMirror::collect() {
 
 namespace {
 
+// Writes row i of chunk c as row j of chunk d: begin and end as given, the key's id, the
+// previous version's new row (through remap: new row + 1, 0 for none) and the columns.
+template <class Chunk>
+void copy_row(const Chunk& c, std::size_t i, Chunk* d, std::size_t j, std::uint64_t begin, std::uint64_t end,
+              std::size_t ncols, const std::vector<std::uint64_t>& remap) {
+  constexpr std::size_t kRows = ColumnMirror::kChunkRows;
+  d->begin[j] = begin;
+  d->end[j] = end;
+  d->id[j] = c.id[i];
+  d->prev[j] = c.prev[i] != 0 ? remap[c.prev[i] - 1] : 0;
+  for (std::size_t k = 0; k < ncols; ++k) d->cols[k * kRows + j] = c.cols[k * kRows + i];
+}
+
 // Copies rows [a, b) of `from` whose end is above `floor` to the end of `to` (not yet
 // published: no locks), relinking each to its previous version's new row and pointing the key
 // map at it; (*remap)[r] gets row r's new row + 1 (0: left behind). Rows of one key come in
@@ -787,11 +802,7 @@ bool copy_rows(const Gen& from, Gen& to, std::uint64_t a, std::uint64_t b, std::
     Chunk* d = to.chunk_for(nr);
     if (d == nullptr) return false;
     const std::size_t j = nr % kRows;
-    d->begin[j] = begin;
-    d->end[j] = end;
-    d->id[j] = c->id[i];
-    d->prev[j] = c->prev[i] != 0 ? (*remap)[c->prev[i] - 1] : 0;
-    for (std::size_t k = 0; k < from.ncols; ++k) d->cols[k * kRows + j] = c->cols[k * kRows + i];
+    copy_row(*c, i, d, j, begin, end, from.ncols, *remap);
     *to.shard_of(c->id[i]).find(c->id[i], true) = nr + 1;
     (*remap)[r] = ++nr;
     to.n_rows.store(nr, std::memory_order_relaxed);
@@ -874,11 +885,7 @@ bool copy_rows_parallel(const Gen& from, Gen& to, std::uint64_t a, std::uint64_t
       const std::uint64_t nrow = (*remap)[r] - 1;
       Chunk* d = to.chunk_at(nrow);
       const std::size_t j = nrow % kRows;
-      d->begin[j] = c->load_begin(i);
-      d->end[j] = c->load_end(i);
-      d->id[j] = c->id[i];
-      d->prev[j] = c->prev[i] != 0 ? (*remap)[c->prev[i] - 1] : 0;
-      for (std::size_t k = 0; k < from.ncols; ++k) d->cols[k * kRows + j] = c->cols[k * kRows + i];
+      copy_row(*c, i, d, j, c->load_begin(i), c->load_end(i), from.ncols, *remap);
       auto& sh = to.shard_of(c->id[i]);
       std::lock_guard<std::mutex> lk(sh.m);
       std::uint64_t* v = sh.find(c->id[i], true);
@@ -934,7 +941,7 @@ Status ColumnMirror::collect_below(std::uint64_t floor) {
     fresh->log_ends.store(true, std::memory_order_relaxed);
   }
   // The key map sized once for the live keys and a quarter more (it grows past that if need be).
-  const auto live = static_cast<std::size_t>(std::max<std::int64_t>(0, old->live_keys.sum()));
+  const std::uint64_t live = old->live();
   for (Shard& sh : fresh->shards) sh.reserve((live + live / 4) / kShards + 16);
   // 1. With commits paused for a moment, start logging ends: every end set from here on is in
   //    the log from e0, and every end set before is in the rows.
@@ -1005,7 +1012,7 @@ bool ColumnMirror::collection_due() const {
     g = gen_;
   }
   const std::uint64_t rows = g->n_rows.load(std::memory_order_relaxed);
-  const auto live = static_cast<std::uint64_t>(std::max<std::int64_t>(0, g->live_keys.sum()));
+  const std::uint64_t live = g->live();
   const std::uint64_t ended = rows > live ? rows - live : 0;  // versions ended, some still visible to readers
   const std::uint64_t grown = rows > g->made_with ? rows - g->made_with : 0;
   return ended >= cfg_.collect_min_versions && grown >= std::max(g->made_with, cfg_.collect_min_versions);
