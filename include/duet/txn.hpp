@@ -27,10 +27,12 @@
 #include <functional>
 #include <map>
 #include <memory>
+#include <new>
 #include <optional>
 #include <span>
 #include <string>
 #include <string_view>
+#include <type_traits>
 #include <utility>
 #include <vector>
 
@@ -115,6 +117,35 @@ struct SnapshotArg {
   static SnapshotArg of(TxnRange r, std::size_t limit = 0) { return SnapshotArg{true, {}, std::move(r), limit}; }
 };
 
+/// Allocator for SNAPSHOT's columns: an element made without a value (resize(n)) is left
+/// default-initialised, which for the columns' trivial element types means not written, so a
+/// column sized before its bytes are copied in is written once, not zero-filled first.
+/// resize(n, v), push_back and insert still write their values.
+template <class T>
+struct NoFillAllocator : std::allocator<T> {
+  using value_type = T;
+  template <class U>
+  struct rebind {
+    using other = NoFillAllocator<U>;
+  };
+  NoFillAllocator() noexcept = default;
+  template <class U>
+  NoFillAllocator(const NoFillAllocator<U>&) noexcept {}
+  template <class U>
+  void construct(U* p) noexcept(std::is_nothrow_default_constructible_v<U>) {
+    ::new (static_cast<void*>(p)) U;
+  }
+  template <class U, class... Args>
+  void construct(U* p, Args&&... args) {
+    std::allocator_traits<std::allocator<T>>::construct(static_cast<std::allocator<T>&>(*this), p, std::forward<Args>(args)...);
+  }
+};
+
+/// One column of a SNAPSHOT result: a std::vector whose resize(n) leaves new elements
+/// unwritten (see NoFillAllocator); every element SNAPSHOT hands out has been written.
+template <class T>
+using SnapshotColumn = std::vector<T, NoFillAllocator<T>>;
+
 /// SNAPSHOT's columnar result (Algorithm 2's keys, values and index). Slot i has key
 /// key_bytes[key_offsets[i] .. key_offsets[i+1]) and value value_bytes[value_offsets[i] ..
 /// value_offsets[i+1]); argument j filled slots arg_offsets[j] .. arg_offsets[j+1]. A point
@@ -122,9 +153,9 @@ struct SnapshotArg {
 /// a range fills one slot per present key, in key order. A range cut by its limit has
 /// more[j] = 1 and resume[j] = the bound to continue from (exclusive of the last key).
 struct TxnSnapshot {
-  std::vector<char> key_bytes, value_bytes;
-  std::vector<std::uint64_t> key_offsets{0}, value_offsets{0}, arg_offsets{0};
-  std::vector<std::uint8_t> present;
+  SnapshotColumn<char> key_bytes, value_bytes;
+  SnapshotColumn<std::uint64_t> key_offsets{0}, value_offsets{0}, arg_offsets{0};
+  SnapshotColumn<std::uint8_t> present;
   std::vector<std::uint8_t> more;
   std::vector<std::string> resume;
   std::size_t size() const { return present.size(); }

@@ -412,62 +412,60 @@ bool read_range_serial(Core& c, std::uint64_t start, const TxnRange& r, std::siz
 
 /// Reads the present pairs of r at `start` into *o with the snapshot pool's threads: the
 /// range is cut into pieces by prefix value (8 per thread), which the threads take one at a
-/// time (so that clustered keys even out), each piece read into its own scratch output. The
-/// calling thread appends the finished pieces to *o in key order while the others still read
-/// (appending copies without the zero fill that one resize of the whole output would cost,
-/// and overlaps the copy with the reads); when the next piece in order is not finished it
-/// takes an unread piece itself.
+/// time (so that clustered keys even out), each piece read into its own scratch output. Once
+/// every piece is read, the output's columns grow once to their final sizes (without a fill:
+/// SnapshotColumn) and the threads copy the pieces to their places, pieces again taken one at
+/// a time, so no byte is copied by one thread alone.
 void read_range_parallel(Core& c, std::uint64_t start, const TxnRange& r, SnapshotPool& sp, TxnSnapshot* o) {
   sched::ThreadPool& pool = *sp.pool;
   std::lock_guard<std::mutex> lk(sp.use);
   std::vector<std::pair<std::uint64_t, std::uint64_t>> parts;
   c.index.split(r, std::size_t{pool.threads()} * 8, &parts);
   if (parts.empty()) return;
-  if (sp.scratch.size() < parts.size()) sp.scratch.resize(parts.size());
-  for (std::size_t p = 0; p < parts.size(); ++p) sp.scratch[p].clear();
-  std::unique_ptr<std::atomic<bool>[]> done(new std::atomic<bool>[parts.size()]);
-  for (std::size_t p = 0; p < parts.size(); ++p) done[p].store(false, std::memory_order_relaxed);
+  const std::size_t np = parts.size();
+  if (sp.scratch.size() < np) sp.scratch.resize(np);
+  for (std::size_t p = 0; p < np; ++p) sp.scratch[p].clear();
   std::atomic<std::size_t> next{0};
-  // Reads one unread piece; false when none is left.
-  auto read_one = [&] {
-    const std::size_t p = next.fetch_add(1, std::memory_order_relaxed);
-    if (p >= parts.size()) return false;
-    TxnSnapshot& s = sp.scratch[p];
-    c.index.walk_between(r, parts[p].first, parts[p].second, 0, [&](Entry* const* ents, std::size_t n) {
-      append_batch(c, start, ents, n, &s);
-      return true;
-    });
-    done[p].store(true, std::memory_order_release);
-    return true;
-  };
-  pool.parallel_for(pool.threads(), 1, [&](std::size_t, std::size_t, unsigned w) {
-    if (w != 0) {
-      while (read_one()) {
-      }
-      return;
+  pool.parallel_for(pool.threads(), 1, [&](std::size_t, std::size_t, unsigned) {
+    for (std::size_t p; (p = next.fetch_add(1, std::memory_order_relaxed)) < np;) {
+      TxnSnapshot& s = sp.scratch[p];
+      c.index.walk_between(r, parts[p].first, parts[p].second, 0, [&](Entry* const* ents, std::size_t n) {
+        append_batch(c, start, ents, n, &s);
+        return true;
+      });
     }
-    // The calling thread: append piece after piece in key order.
-    for (std::size_t p = 0; p < parts.size(); ++p) {
-      for (unsigned spins = 0; !done[p].load(std::memory_order_acquire);)
-        if (!read_one()) {
-          if (++spins < 64) _mm_pause();
-          else std::this_thread::yield();
-        }
+  });
+  // Where each piece lands: its first slot, key byte and value byte in the output.
+  struct Place {
+    std::size_t slot;
+    std::uint64_t key, value;
+  };
+  std::vector<Place> at(np + 1);
+  at[0] = {o->present.size(), o->key_bytes.size(), o->value_bytes.size()};
+  for (std::size_t p = 0; p < np; ++p) {
+    const TxnSnapshot& s = sp.scratch[p];
+    at[p + 1] = {at[p].slot + s.present.size(), at[p].key + s.key_bytes.size(), at[p].value + s.value_bytes.size()};
+  }
+  o->key_bytes.resize(at[np].key);
+  o->value_bytes.resize(at[np].value);
+  o->key_offsets.resize(at[np].slot + 1);
+  o->value_offsets.resize(at[np].slot + 1);
+  o->present.resize(at[np].slot);
+  next.store(0, std::memory_order_relaxed);
+  pool.parallel_for(pool.threads(), 1, [&](std::size_t, std::size_t, unsigned) {
+    for (std::size_t p; (p = next.fetch_add(1, std::memory_order_relaxed)) < np;) {
       const TxnSnapshot& s = sp.scratch[p];
       const std::size_t m = s.present.size();
       if (m == 0) continue;
-      const std::uint64_t dk = o->key_bytes.size(), dv = o->value_bytes.size();
-      o->key_bytes.insert(o->key_bytes.end(), s.key_bytes.begin(), s.key_bytes.end());
-      o->value_bytes.insert(o->value_bytes.end(), s.value_bytes.begin(), s.value_bytes.end());
-      const std::size_t s0 = o->present.size();
-      o->key_offsets.resize(s0 + 1 + m);
-      o->value_offsets.resize(s0 + 1 + m);
-      o->present.resize(s0 + m, 1);
-      std::uint64_t* ko = o->key_offsets.data() + s0 + 1;
-      std::uint64_t* vo = o->value_offsets.data() + s0 + 1;
+      const Place& a = at[p];
+      if (!s.key_bytes.empty()) std::memcpy(o->key_bytes.data() + a.key, s.key_bytes.data(), s.key_bytes.size());
+      if (!s.value_bytes.empty()) std::memcpy(o->value_bytes.data() + a.value, s.value_bytes.data(), s.value_bytes.size());
+      std::memset(o->present.data() + a.slot, 1, m);
+      std::uint64_t* ko = o->key_offsets.data() + a.slot + 1;
+      std::uint64_t* vo = o->value_offsets.data() + a.slot + 1;
       for (std::size_t j = 0; j < m; ++j) {
-        ko[j] = s.key_offsets[j + 1] + dk;
-        vo[j] = s.value_offsets[j + 1] + dv;
+        ko[j] = s.key_offsets[j + 1] + a.key;
+        vo[j] = s.value_offsets[j + 1] + a.value;
       }
     }
   });

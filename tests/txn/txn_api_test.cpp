@@ -299,7 +299,7 @@ TEST(TxnApi, SnapshotIsColumnar) {
                                    SnapshotArg::of(TxnRange::closed("k5", "k9"), 2)};
   TxnSnapshot snap;
   ASSERT_TRUE(t.snapshot(args, &snap).ok());
-  ASSERT_EQ(snap.arg_offsets, (std::vector<std::uint64_t>{0, 1, 2, 5, 7}));
+  ASSERT_EQ(snap.arg_offsets, (SnapshotColumn<std::uint64_t>{0, 1, 2, 5, 7}));
   EXPECT_EQ(snap.key(0), "k3");
   EXPECT_EQ(snap.value(0), "dddd");
   EXPECT_EQ(snap.present[1], 0);

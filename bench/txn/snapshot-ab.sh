@@ -1,0 +1,55 @@
+#!/usr/bin/env bash
+# SNAPSHOT of one range of 10^6 pairs, a base build against the build under test, alternated, on
+# a many-core machine; then a profile of the build under test. Expects $PACK (default
+# gpu-pack-snap/) with duet_bench_txn_base, duet_bench_txn_new and their shared libraries, and
+# perf-pack/ (Debian's perf and its libraries) for the profile (skipped without it).
+# Configurations: p16w15, a pool of 16 beside 15 writers (the 16-core target's); p16w1, a pool of
+# 16 beside one writer; p1w1, one SNAPSHOT thread beside one writer.
+# The profiled runs take 40 sets, so the reads outweigh the load of the keys.
+# Writes log.txt, machine.txt, one JSON file per run and perf-*.txt under $OUT.
+set -uo pipefail
+P=${PACK:-gpu-pack-snap}
+O=${OUT:-out-snapshot-ab}
+ROUNDS=${ROUNDS:-2}
+mkdir -p "$O"
+export LD_LIBRARY_PATH=$P${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}
+{
+  echo "cores: $(nproc)"
+  grep -m1 'model name' /proc/cpuinfo
+  free -g | head -2
+  nvidia-smi -L 2>/dev/null || echo "no nvidia-smi"
+  cat /sys/kernel/mm/transparent_hugepage/enabled
+} > "$O/machine.txt"
+LOG=$O/log.txt
+cat "$O/machine.txt" | tee -a "$LOG"
+S=(--systems duet --keys 1000000 --sets 5 --experiments snapshot --snapshot-shapes range)
+declare -A CFG=([p16w15]="--threads 16 --snapshot-threads 16" [p16w1]="--threads 2 --snapshot-threads 16"
+                [p1w1]="--threads 2 --snapshot-threads 1")
+run() {  # tag name round
+  local tag=$1 name=$2 round=$3
+  # shellcheck disable=SC2086
+  echo "=== $tag $name $round: duet_bench_txn ${S[*]} ${CFG[$name]}" | tee -a "$LOG"
+  # shellcheck disable=SC2086
+  timeout 90 "$P/duet_bench_txn_$tag" "${S[@]}" ${CFG[$name]} --out "$O/$tag-$name-$round" 2>&1 |
+    grep -E '^snapshot' | tee -a "$LOG"
+}
+for round in $(seq 1 "$ROUNDS"); do
+  first=base second=new
+  [ $((round % 2)) = 0 ] && first=new second=base
+  for name in p16w15 p16w1 p1w1; do
+    run $first $name "$round"
+    run $second $name "$round"
+  done
+done
+if [ -x perf-pack/perf ]; then
+  for name in p16w1 p16w15; do
+    echo "=== perf record new $name" | tee -a "$LOG"
+    # shellcheck disable=SC2086
+    LD_LIBRARY_PATH=perf-pack:$LD_LIBRARY_PATH timeout 120 perf-pack/perf record -F 499 -o "$O/perf.data" -- \
+      "$P/duet_bench_txn_new" "${S[@]}" ${CFG[$name]} --sets 40 --out "$O/perf-run-$name" 2>&1 | grep -E '^snapshot' | tee -a "$LOG"
+    LD_LIBRARY_PATH=perf-pack timeout 60 perf-pack/perf report -i "$O/perf.data" --no-children --sort comm,symbol \
+      --stdio --percent-limit 0.4 2>/dev/null | head -80 > "$O/perf-$name.txt"
+    head -30 "$O/perf-$name.txt" | tee -a "$LOG"
+    rm -f "$O/perf.data"
+  done
+fi
