@@ -12,6 +12,8 @@
 #                                           against the FeDB-style peer (olda_fedb.py) on the same
 #                                           exported work, at USERS (default "10 10000") with
 #                                           CLIENTS client processes and THREADS server threads
+#                                           (NATIVE=1: the C++ replay client instead, see below;
+#                                           TAG suffixes the output names; PEER=0 skips the peer)
 # BUILD, JOBS (pack) and ARGS (extra benchmark flags, run) override the defaults.
 set -euo pipefail
 cd "$(dirname "$0")/../.."
@@ -60,8 +62,8 @@ pack)
 pack-server)
   B=${BUILD:-/tmp/build-olda-gpu}
   P=gpu-pack-oldas
-  bins=("$B/duet" "$B/bench/duet_bench_olda" "$B/bench/libduet_olda_proc.so" /usr/bin/redis-server)
-  pack_into $P duet duet_bench_olda duet_olda_proc
+  bins=("$B/duet" "$B/bench/duet_bench_olda" "$B/bench/libduet_olda_proc.so" "$B/bench/net/duet_bench_replay" /usr/bin/redis-server)
+  pack_into $P duet duet_bench_olda duet_olda_proc duet_bench_replay
   mkdir -p $P/py
   for m in redis packaging; do cp -r "$(/usr/bin/python3 -c "import $m, os; print(os.path.dirname($m.__file__))")" $P/py/; done
   find $P/py -name __pycache__ -prune -exec rm -rf {} +
@@ -80,8 +82,14 @@ run-server)
     W=/tmp/olda-work-$u
     mkdir -p $W
     $L/duet_bench_olda --users $u --payments ${PAYMENTS:-2^15} --export $W | tail -1
+    native=()
+    # NATIVE=1: the C++ replay client (CONNECTIONS, CLIENT_THREADS, PIPELINE) instead of Python clients.
+    [ -n "${NATIVE:-}" ] && native=(--native-client $P/duet_bench_replay --connections ${CONNECTIONS:-64}
+      --client-threads ${CLIENT_THREADS:-4} --pipeline ${PIPELINE:-1})
     timeout ${T:-150} ${PYTHON:-python3} bench/compute/olda_server.py --duet $L/duet --proc $P/libduet_olda_proc.so --work $W \
-      --clients ${CLIENTS:-12} --threads ${THREADS:-4} --reps ${REPS:-3} --out $OUT/olda-server-users$u.json 2>&1 | tee $OUT/server-users$u.txt
+      --clients ${CLIENTS:-12} --threads ${THREADS:-4} --reps ${REPS:-3} "${native[@]}" --out $OUT/olda-server-users$u${TAG:-}.json 2>&1 | tee $OUT/server-users$u${TAG:-}.txt
+    # PEER=0 leaves out the FeDB-style peer.
+    [ "${PEER:-1}" = 0 ] && continue
     timeout ${T:-150} ${PYTHON:-python3} bench/compute/olda_fedb.py --work $W --redis-server $L/redis-server \
       --clients ${CLIENTS:-12} --reps ${REPS:-3} --out $OUT/olda-fedb-users$u.json 2>&1 | tee $OUT/fedb-users$u.txt
   done

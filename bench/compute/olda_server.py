@@ -10,10 +10,17 @@ peer (bench/compute/olda_fedb.py), exported by `duet_bench_olda --export`:
   python3 bench/compute/olda_server.py --duet build/duet --proc build/bench/libduet_olda_proc.so \\
       --work /tmp/olda-work --clients 2 --reps 3
 
+With --native-client (build/bench/net/duet_bench_replay) the payments are written once as RESP
+FCALL commands and replayed by that C++ client instead: --connections connections over
+--client-threads threads, one payment in flight per connection unless --pipeline says more. The
+same payments, the same server; it measures what the server sustains where the Python clients'
+own time bounds the rate.
+
 JSON goes to bench/results/compute-olda/ (or --out).
 """
 
 import argparse
+import json
 import os
 import shutil
 import socket
@@ -83,6 +90,35 @@ def client(k, nclients, port, payments, start, out_q):
     out_q.put((time.perf_counter() - t_begin, lat_us, declined, committed))
 
 
+def resp(*args):
+    """One command as a RESP array of bulk strings (what redis-py sends)."""
+    out = [b"*%d\r\n" % len(args)]
+    for a in args:
+        b = a if isinstance(a, bytes) else str(a).encode()
+        out.append(b"$%d\r\n%s\r\n" % (len(b), b))
+    return b"".join(out)
+
+
+def write_commands(payments, path):
+    """The payments as FCALL olda_pay commands, in order, for duet_bench_replay."""
+    with open(path, "wb") as f:
+        for user, la, lo, pid in payments:
+            f.write(resp(b"FCALL", b"olda_pay", 1, key(user, 0), struct.pack("<d", la), struct.pack("<d", lo), pid))
+
+
+def replay(native, port, commands, a):
+    """Runs duet_bench_replay once; returns the set's summary in set_summary's form plus counts."""
+    out = subprocess.run([native, "--port", str(port), "--commands", str(commands), "--connections", str(a.connections),
+                          "--threads", str(a.client_threads), "--pipeline", str(a.pipeline), "--count-reply", "DECLINED"],
+                         capture_output=True, text=True, timeout=600)
+    if out.returncode != 0:
+        raise RuntimeError(f"duet_bench_replay failed ({out.returncode}): {out.stderr.strip()}")
+    r = json.loads(out.stdout)
+    if r["errors"]:
+        raise RuntimeError(f"{r['errors']} error replies, the first: {r['first_error']}")
+    return r
+
+
 def main():
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--duet", required=True)
@@ -92,6 +128,10 @@ def main():
     ap.add_argument("--threads", type=int, default=2, help="server threads")
     ap.add_argument("--reps", type=int, default=3)
     ap.add_argument("--out", default="")
+    ap.add_argument("--native-client", default="", help="duet_bench_replay: replay the payments with it")
+    ap.add_argument("--connections", type=int, default=32, help="native client: connections")
+    ap.add_argument("--client-threads", type=int, default=4, help="native client: threads")
+    ap.add_argument("--pipeline", type=int, default=1, help="native client: payments in flight per connection")
     a = ap.parse_args()
     if a.clients < 1 or a.reps < 1 or a.threads < 1:
         sys.exit("olda_server: --clients, --threads and --reps must be positive")
@@ -103,6 +143,9 @@ def main():
 
     libdir = Path(tempfile.mkdtemp(prefix="olda-proc-"))
     shutil.copy(a.proc, libdir / "olda.so")
+    commands = libdir / "payments.resp"
+    if a.native_client:
+        write_commands(payments, commands)
     srv, port = start_server(a.duet, libdir, a.threads)
     runs = []
     try:
@@ -112,13 +155,18 @@ def main():
         for rep in range(a.reps):
             r.flushdb()
             load_users(r, users)
-            res = run_clients(client, a.clients, (port, payments))
             n = len(payments)
-            run = {
-                **set_summary(res, n),
-                "decline_rate": sum(x[2] for x in res) / n,
-                "committed": sum(x[3] for x in res),
-            }
+            if a.native_client:
+                nr = replay(a.native_client, port, commands, a)
+                run = {"ops_per_s": nr["ops_per_s"], "p50_us": nr["p50_us"], "p99_us": nr["p99_us"],
+                       "decline_rate": nr["counted"] / n, "committed": n - nr["counted"]}
+            else:
+                res = run_clients(client, a.clients, (port, payments))
+                run = {
+                    **set_summary(res, n),
+                    "decline_rate": sum(x[2] for x in res) / n,
+                    "committed": sum(x[3] for x in res),
+                }
             runs.append(run)
             print(f"rep {rep}: {run['ops_per_s']:.0f} payments/s, p50 {run['p50_us']:.0f} us, p99 {run['p99_us']:.0f} us, "
                   f"declined {run['decline_rate']:.4f}", flush=True)
@@ -139,15 +187,20 @@ def main():
     tps = med("ops_per_s")
     rec = {
         "name": "olda_users", "system": "duet-server", "op": "FCALL olda_pay (one transaction per payment)",
-        "workload": "OLDA through the server: one FCALL per payment, redis-py clients",
-        "users": len(users), "extra": 0, "threads": a.clients, "server_threads": a.threads, "payments": len(payments),
+        "workload": "OLDA through the server: one FCALL per payment, " +
+                    (f"duet_bench_replay ({a.connections} connections, {a.client_threads} threads, "
+                     f"{a.pipeline} in flight each)" if a.native_client else "redis-py clients"),
+        "users": len(users), "extra": 0, "threads": a.connections if a.native_client else a.clients, "server_threads": a.threads, "payments": len(payments),
         "ops_per_s": tps[0], "ops_per_s_min": tps[1], "ops_per_s_max": tps[2],
         "p50_us": med("p50_us")[0], "p99_us": med("p99_us")[0], "decline_rate": med("decline_rate")[0],
         "stale_decisions": 0, "reps": a.reps, "runs": runs,
         "retries_total": retries, "retries_per_txn": retries / (len(payments) * a.reps),
     }
-    config = {"clients": a.clients, "server_threads": a.threads, "reps": a.reps, "users": len(users),
+    config = {"clients": a.clients, "server_threads": a.threads,
+              "client": ("duet_bench_replay" if a.native_client else "redis-py processes"), "reps": a.reps, "users": len(users),
               "payments": len(payments), "work": "exported by duet_bench_olda --export (same model, users and payments)"}
+    if a.native_client:
+        config.update({"connections": a.connections, "client_threads": a.client_threads, "pipeline": a.pipeline})
     # The server's compute engine runs inference on the GPU where one is present, unless DUET_NO_GPU=1.
     gpu = None if os.environ.get("DUET_NO_GPU") == "1" else gpu_name()
     config["inference_on"] = gpu or "cpu"
