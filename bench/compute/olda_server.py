@@ -196,7 +196,7 @@ def main():
         "stale_decisions": 0, "reps": a.reps, "runs": runs,
         "retries_total": retries, "retries_per_txn": retries / (len(payments) * a.reps),
     }
-    config = {"clients": a.clients, "server_threads": a.threads,
+    config = {"clients": a.connections if a.native_client else a.clients, "server_threads": a.threads,
               "client": ("duet_bench_replay" if a.native_client else "redis-py processes"), "reps": a.reps, "users": len(users),
               "payments": len(payments), "work": "exported by duet_bench_olda --export (same model, users and payments)"}
     if a.native_client:
