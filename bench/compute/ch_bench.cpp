@@ -13,7 +13,8 @@
 //   systems  duet: the txn keyspace;  server: `duet server` on this machine, each operation one
 //            FCALL of its procedure in libduet_ch_proc.so (ch_proc.cpp, the same transaction
 //            code) from one connection per worker, and Q1 (and Q6 in turn on the tpcc mix) as
-//            FCALL_RO from the query thread's;  rocksdb: RocksDB 7.8's TransactionDB
+//            FCALL_RO from the query thread's, from the mirror that `ch.mirror` attaches after
+//            the load (--query-source mirror, the default) or from a SNAPSHOT per query;  rocksdb: RocksDB 7.8's TransactionDB
 //            (pessimistic, memtable only, WAL off) running the same transaction code
 //            (src/compute/ch_procs.hpp) on the same pre-generated work and threads, with Q1 by an
 //            iterator scan of its snapshot (Q1 only)
@@ -274,6 +275,16 @@ Run run_server(const Options& o, const Scale& sc, const std::string& mix, const 
   std::vector<std::unique_ptr<RespConnection>> conns(work.size() + 1);
   for (auto& c : conns)
     if (Status s = RespConnection::open(server->port(), &c); !s.ok()) return r.error = s.to_string(), r;
+  if (o.query_source == "mirror") {  // Q1 and Q6 then read the column mirror (ch.mirror)
+    const std::string dev = o.query_device == Device::kCpu ? "cpu" : o.query_device == Device::kGpu ? "gpu" : "auto";
+    const std::string threads = std::to_string(std::max(1u, o.query_cpu_threads));
+    const std::string_view argv[] = {"FCALL", "ch.mirror", "0", dev, threads};
+    RespValue v;
+    const double a = now_s();
+    if (Status s = conns.back()->call(argv, &v); !s.ok()) return r.error = "ch.mirror: " + s.to_string(), r;
+    if (v.is_error()) return r.error = "ch.mirror: " + v.text, r;
+    r.mirror_s = now_s() - a;
+  }
   std::uint64_t calls0 = 0, retries0 = 0, calls1 = 0, retries1 = 0;
   if (Status s = server->procedure_counts(&calls0, &retries0); !s.ok()) return r.error = s.to_string(), r;
   AckBoard board(static_cast<unsigned>(work.size()));
@@ -294,7 +305,9 @@ Run run_server(const Options& o, const Scale& sc, const std::string& mix, const 
         for (auto& x : ack_args) argv.push_back(x);
         RespValue v;
         if (Status s = qc.call(argv, &v); !s.ok()) return *err = s.to_string(), -1;
-        if (v.is_error() || v.elems.size() != 3) return *err = "query: " + v.text, -1;
+        if (v.is_error() || v.elems.size() < 3) return *err = "query: " + v.text, -1;
+        if (which != 1 && o.query_source == "mirror" && (v.elems.size() != 4 || v.elems[3].text != "mirror"))
+          return *err = "query: Q1 and Q6 did not read the mirror", -1;
         ++r.per_query[static_cast<std::size_t>(which)];
         if (v.elems[1].integer != 0)
           return *err = "server freshness: " + std::to_string(v.elems[1].integer) +

@@ -19,18 +19,26 @@
 //   ch.delivery w carrier date     answers the 10 districts' delivered order ids (0: none)
 //   ch.order_status w d customer   read-only; answers the newest order's line count
 //   ch.stock_level w d threshold   read-only; answers the count of low-stock items
-//   ch.q1 [w d o ...]              read-only; CH Q1 on the call's snapshot through the host's
-//                                  operators (decode_columns of the four it reads, filter,
-//                                  aggregate); answers
-//                                  [start_ts, stale, [[ol_number, sum_qty, sum_amount, count] ...]]
-//   ch.q6 [w d o ...]              read-only; answers [start_ts, stale, revenue]
+//   ch.mirror [auto|cpu|gpu] [threads]
+//                                  attaches the column mirror of ORDER-LINE's four columns Q1 and
+//                                  Q6 read (the host's mirror_attach; auto and gpu also keep it
+//                                  in GPU memory where a GPU is present; threads: the CPU threads
+//                                  a query scans on, default 1); answers OK. Once per server:
+//                                  again with the same arguments answers OK, other ones an error
+//   ch.q1 [w d o ...]              read-only; CH Q1 at the call's start: from the mirror when one
+//                                  is attached and was made before the call began, else on the
+//                                  call's snapshot through the host's operators
+//                                  (decode_columns of the four it reads, filter, aggregate);
+//                                  answers [start_ts, stale, [[ol_number, sum_qty, sum_amount,
+//                                  count] ...], plan], plan "mirror" or "snapshot"
+//   ch.q6 [w d o ...]              read-only; likewise; answers [start_ts, stale, revenue, plan]
 //   ch.q3 [w d o ...]              read-only; CH Q3 (c_state LIKE 'A%') by its READ plan, index
 //                                  joins from NEW-ORDER (ch_procs.hpp's q3_read); answers
 //                                  [start_ts, stale, [[o_id, w_id, d_id, revenue, entry_d] ...]]
 //                                  in Q3's result order
 //   ch.check warehouses            read-only; TPC-C consistency conditions 1-4: OK or an error
 //
-// ch.load, ch.populate, ch.q1, ch.q6, ch.q3 and ch.check are flagged DUET_PROC_LONG: the server runs them
+// ch.load, ch.populate, ch.mirror, ch.q1, ch.q6, ch.q3 and ch.check are flagged DUET_PROC_LONG: the server runs them
 // on its procedure threads, so a query does not hold up the other clients of its I/O thread.
 //
 // The queries' optional arguments are orders (w, d, o) acknowledged to clients before the query
@@ -255,6 +263,18 @@ int stale_orders(duet_txn* t, const duet_bytes* args, std::size_t nargs, duet_re
   return DUET_OK;
 }
 
+constexpr const char* kMirror = "ch.order_line";
+const char* const kMirrorColumns[] = {"ol_number", "ol_delivery_d", "ol_quantity", "ol_amount"};
+
+// ORDER-LINE's row fields in the ABI's form.
+std::vector<duet_field> order_line_fields() {
+  const std::vector<Field>& f = codec(kOrderLine).fields();
+  std::vector<duet_field> fields(f.size());
+  for (std::size_t i = 0; i < f.size(); ++i)
+    fields[i] = {f[i].name.c_str(), static_cast<duet_type>(f[i].type), f[i].width};
+  return fields;
+}
+
 // ORDER-LINE at the call's snapshot, its columns `names` decoded into the host's columns.
 int order_lines(duet_txn* t, const char* const* names, std::size_t nnames, duet_table** out) {
   if (!duet_abi_check(t->api)) return DUET_ERR_UNAVAILABLE;  // a host without decode_columns
@@ -265,18 +285,51 @@ int order_lines(duet_txn* t, const char* const* names, std::size_t nnames, duet_
   arg.range = {{lo.data(), lo.size()}, {hi.data(), hi.size()}, DUET_RANGE_END_EXCLUSIVE};
   duet_snapshot* s = nullptr;
   if (const int c = t->api->snapshot(t, &arg, 1, &s); c != DUET_OK) return c;
-  const std::vector<Field>& f = codec(kOrderLine).fields();
-  std::vector<duet_field> fields(f.size());
-  for (std::size_t i = 0; i < f.size(); ++i)
-    fields[i] = {f[i].name.c_str(), static_cast<duet_type>(f[i].type), f[i].width};
+  const std::vector<duet_field> fields = order_line_fields();
   return t->api->decode_columns(t, s, fields.data(), fields.size(), names, nnames, 0, out);
 }
 
-// Filters the order lines' columns `names` by `preds`, aggregates them by `keys`; *out is the
-// aggregate.
+int ch_mirror(duet_txn* t, const duet_bytes*, std::size_t, const duet_bytes* args, std::size_t nargs, duet_reply* r) {
+  const std::vector<std::string_view> a = views(args, nargs);
+  std::int64_t threads = 1;
+  if (nargs > 2 || (nargs >= 1 && a[0] != "auto" && a[0] != "cpu" && a[0] != "gpu") ||
+      (nargs == 2 && !parse_decimal(a[1], 1, 1024, &threads)))
+    return error(r, "ch.mirror takes auto|cpu|gpu and the query threads (1 .. 1024)", DUET_ERR_INVALID);
+  if (!duet_abi_check(t->api)) return error(r, "ch.mirror: the host has no column mirrors", DUET_ERR_UNAVAILABLE);
+  std::string lo, hi;
+  table_range(kOrderLine, &lo, &hi);
+  const std::vector<duet_field> fields = order_line_fields();
+  duet_mirror_def d{};
+  d.name = kMirror;
+  d.range = {{lo.data(), lo.size()}, {hi.data(), hi.size()}, DUET_RANGE_END_EXCLUSIVE};
+  d.fields = fields.data();
+  d.nfields = fields.size();
+  d.columns = kMirrorColumns;
+  d.ncolumns = 4;
+  d.key_len = 9;  // the table's tag, then (w, d, o, l) in eight bytes: the id
+  d.id_from = 1;
+  d.device_copy = nargs == 0 || a[0] != "cpu";
+  d.query_threads = static_cast<std::uint32_t>(threads);
+  if (const int c = t->api->mirror_attach(t, &d); c != DUET_OK)
+    return error(r, "ch.mirror: the mirror cannot be attached (code " + std::to_string(c) +
+                        "; another definition is attached already, or memory ran out)", c);
+  duet_reply_simple(r, "OK");
+  return DUET_OK;
+}
+
+// Filters the order lines' columns `names` by `preds`, aggregates them by `keys` (at most one: the
+// mirror groups by one column); *out is the aggregate, *plan where it was read: from the mirror
+// when it answers at this start, else from a SNAPSHOT of the table.
 int filter_aggregate(duet_txn* t, const char* const* names, std::size_t nnames, const duet_predicate* preds,
                      std::size_t npreds, const char* const* keys, std::size_t nkeys, const duet_agg* aggs,
-                     std::size_t naggs, duet_table** out) {
+                     std::size_t naggs, duet_table** out, const char** plan) {
+  if (!duet_abi_check(t->api)) return DUET_ERR_UNAVAILABLE;
+  const int m = t->api->mirror_aggregate(t, kMirror, preds, npreds, nkeys ? keys[0] : nullptr, aggs, naggs, out);
+  if (m != DUET_NOT_FOUND && m != DUET_ERR_UNAVAILABLE) {
+    *plan = "mirror";
+    return m;
+  }
+  *plan = "snapshot";
   duet_table* lines = nullptr;
   if (const int c = order_lines(t, names, nnames, &lines); c != DUET_OK) return c;
   const std::uint32_t* rows = nullptr;
@@ -301,14 +354,14 @@ int ch_q1(duet_txn* t, const duet_bytes*, std::size_t, const duet_bytes* args, s
   const duet_agg aggs[] = {{DUET_SUM, "ol_quantity", "sum_qty"}, {DUET_SUM, "ol_amount", "sum_amount"},
                            {DUET_COUNT, nullptr, "count"}};
   duet_table* a = nullptr;
-  const char* cols[] = {"ol_number", "ol_delivery_d", "ol_quantity", "ol_amount"};
-  if (const int c = filter_aggregate(t, cols, 4, &p, 1, keys, 1, aggs, 3, &a); c != DUET_OK) return c;
+  const char* plan = nullptr;
+  if (const int c = filter_aggregate(t, kMirrorColumns, 4, &p, 1, keys, 1, aggs, 3, &a, &plan); c != DUET_OK) return c;
   const std::size_t n = t->api->table_rows(a);
   const std::int64_t* out[] = {column(t, a, "ol_number"), column(t, a, "sum_qty"), column(t, a, "sum_amount"),
                                column(t, a, "count")};
   for (const std::int64_t* c : out)
     if (!c) return error(r, "ch.q1: the aggregate lacks a column", DUET_ERR_FAILED);
-  duet_reply_array(r, 3);
+  duet_reply_array(r, 4);
   duet_reply_int(r, static_cast<std::int64_t>(t->api->start_ts(t)));
   duet_reply_int(r, stale);
   duet_reply_array(r, n);
@@ -316,6 +369,7 @@ int ch_q1(duet_txn* t, const duet_bytes*, std::size_t, const duet_bytes* args, s
     duet_reply_array(r, 4);
     for (const std::int64_t* c : out) duet_reply_int(r, c[i]);
   }
+  duet_reply_simple(r, plan);
   return DUET_OK;
 }
 
@@ -333,13 +387,15 @@ int ch_q6(duet_txn* t, const duet_bytes*, std::size_t, const duet_bytes* args, s
   p[1].i_hi = 100000;
   const duet_agg agg{DUET_SUM, "ol_amount", "revenue"};
   duet_table* a = nullptr;
-  const char* cols[] = {"ol_delivery_d", "ol_quantity", "ol_amount"};
-  if (const int c = filter_aggregate(t, cols, 3, p, 2, nullptr, 0, &agg, 1, &a); c != DUET_OK) return c;
+  const char* plan = nullptr;
+  if (const int c = filter_aggregate(t, kMirrorColumns + 1, 3, p, 2, nullptr, 0, &agg, 1, &a, &plan); c != DUET_OK)
+    return c;
   const std::int64_t* rev = column(t, a, "revenue");
-  duet_reply_array(r, 3);
+  duet_reply_array(r, 4);
   duet_reply_int(r, static_cast<std::int64_t>(t->api->start_ts(t)));
   duet_reply_int(r, stale);
   duet_reply_int(r, rev && t->api->table_rows(a) ? rev[0] : 0);
+  duet_reply_simple(r, plan);
   return DUET_OK;
 }
 
@@ -397,6 +453,7 @@ const duet_procedure_def kProcedures[] = {
     {"ch.delivery", guarded<ch_delivery>, 0},
     {"ch.order_status", guarded<ch_order_status>, DUET_PROC_READ_ONLY},
     {"ch.stock_level", guarded<ch_stock_level>, DUET_PROC_READ_ONLY},
+    {"ch.mirror", guarded<ch_mirror>, DUET_PROC_READ_ONLY | DUET_PROC_LONG},
     {"ch.q1", guarded<ch_q1>, DUET_PROC_READ_ONLY | DUET_PROC_LONG},
     {"ch.q6", guarded<ch_q6>, DUET_PROC_READ_ONLY | DUET_PROC_LONG},
     {"ch.q3", guarded<ch_q3>, DUET_PROC_READ_ONLY | DUET_PROC_LONG},

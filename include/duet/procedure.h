@@ -186,6 +186,27 @@ typedef struct duet_dense {
   const float* b;
 } duet_dense;
 
+/* ---- Column mirrors (docs/compute.md, "Column mirror") ----------------------------------- */
+
+/** A column mirror of one table: the keys of `range` that are key_len bytes long, each value a
+ *  row of `fields`, kept as versioned integer columns (`columns`: DUET_INT64 or DUET_MONEY fields)
+ *  by the keyspace's commits, so that an aggregate at a transaction's start scans columns instead
+ *  of SNAPSHOTting the table. A mirrored key's id is its bytes [id_from, key_len), big-endian
+ *  (1 to 8 bytes; distinct keys must have distinct ids); keys of another length are ignored.
+ *  device_copy: also keep the rows in GPU memory when a GPU is present. query_threads: CPU
+ *  threads an aggregate scans on (0: 1). */
+typedef struct duet_mirror_def {
+  const char* name; /* 1-64 of [A-Za-z0-9_.-] */
+  duet_range range; /* start inclusive, end exclusive (DUET_RANGE_END_EXCLUSIVE), both bounded */
+  const duet_field* fields;
+  size_t nfields;
+  const char* const* columns;
+  size_t ncolumns;
+  uint32_t key_len, id_from;
+  int device_copy;
+  uint32_t query_threads;
+} duet_mirror_def;
+
 /* ---- The host's function table ----------------------------------------------------------- */
 
 struct duet_api {
@@ -256,6 +277,23 @@ struct duet_api {
    *  misses): values[i] and found[i] (1 present, 0 absent: value empty) for keys[i], each as get
    *  answers it. DUET_OK, or an error code with no output meaningful (a bad key refuses all). */
   int (*get_many)(duet_txn* t, const duet_bytes* keys, size_t n, duet_bytes* values, int* found);
+  /** Attaches the column mirror `def` to the call's keyspace, once: the first call loads the
+   *  table (one pass, commits meanwhile queued, not blocked) and keeps it; a later call with the
+   *  same definition answers DUET_OK at once. A keyspace has at most one mirror:
+   *  DUET_ERR_INVALID for a bad definition or a different one under any name (the keyspace's
+   *  mirror stays). Calls that use mirrors wait while one is being attached. Flag a procedure
+   *  that attaches DUET_PROC_LONG. */
+  int (*mirror_attach)(duet_txn* t, const duet_mirror_def* def);
+  /** An aggregate over the mirror `name` at the transaction's start: the row versions visible
+   *  then that meet every predicate (integer columns), grouped by the column `group` (values 0
+   *  to 255; NULL: one group), one output column per aggregate (at most 8 predicates and 8
+   *  aggregates); *out holds the group column then the aggregates, one row per group that has
+   *  rows, in group order (no group: one row). Own writes of the transaction are not seen.
+   *  DUET_NOT_FOUND: no such mirror on this keyspace; DUET_ERR_UNAVAILABLE: the mirror was made
+   *  after this transaction began (read the table instead); DUET_ERR_ABORTED: snapshot too old;
+   *  DUET_ERR_INVALID: an unknown column or too many terms. */
+  int (*mirror_aggregate)(duet_txn* t, const char* name, const duet_predicate* preds, size_t npreds, const char* group,
+                          const duet_agg* aggs, size_t naggs, duet_table** out);
 };
 
 /* ---- Registration ------------------------------------------------------------------------ */

@@ -104,7 +104,8 @@ class ProcedureRegistry {
   ///  Unavailable        its library is being unloaded
   ///  InvalidArgument    read-only refusal
   ///  ResourceExhausted  no transaction could begin (max_transactions) or memory ran out
-  Status call(TxnSpace& space, std::string_view name, std::span<const std::string_view> keys,
+  /// `space` is held for the call (a mirror a procedure attaches keeps a weak reference to it).
+  Status call(const std::shared_ptr<TxnSpace>& space, std::string_view name, std::span<const std::string_view> keys,
               std::span<const std::string_view> args, bool read_only, CallOutcome* out);
   /// Whether procedure `name` is loaded and flagged DUET_PROC_LONG (a shared lock and a map
   /// lookup). False for an unknown name: call() then answers NotFound.

@@ -4,6 +4,7 @@
 // DUET_ERR_NO_MEMORY) and nothing it hands out needs freeing by the procedure: it lives in the
 // call's CallState until the entry point returns.
 #include <algorithm>
+#include <cctype>
 #include <cstring>
 #include <memory>
 #include <new>
@@ -182,20 +183,66 @@ std::uint32_t h_attempt(duet_txn* t) { return st(t) ? st(t)->attempt : 0; }
 
 bool name_ok(const char* s) { return s != nullptr && std::strlen(s) <= 256; }
 
+/// The ABI's predicates as the operators'; false for a bad name, comparison or byte string.
+bool predicates_of(const duet_predicate* preds, std::size_t n, std::vector<compute::Predicate>* out) {
+  out->resize(n);
+  for (std::size_t i = 0; i < n; ++i) {
+    const duet_predicate& p = preds[i];
+    if (!name_ok(p.column) || p.cmp < DUET_LT || p.cmp > DUET_BETWEEN || !bytes_ok(p.s.data, p.s.len) ||
+        !bytes_ok(p.s_hi.data, p.s_hi.len))
+      return false;
+    (*out)[i] = compute::Predicate{p.column, static_cast<compute::Cmp>(p.cmp), p.i,  p.i_hi, p.f,
+                                   p.f_hi,   std::string(view(p.s)),          std::string(view(p.s_hi))};
+  }
+  return true;
+}
+
+/// The ABI's aggregates as the operators'; false for a bad operation or name.
+bool aggs_of(const duet_agg* aggs, std::size_t n, std::vector<compute::Agg>* out) {
+  out->clear();
+  for (std::size_t i = 0; i < n; ++i) {
+    if (aggs[i].op < DUET_COUNT || aggs[i].op > DUET_MAX || !name_ok(aggs[i].name) ||
+        (aggs[i].op != DUET_COUNT && !name_ok(aggs[i].column)))
+      return false;
+    out->push_back(compute::Agg{static_cast<compute::Agg::Op>(aggs[i].op),
+                                aggs[i].op == DUET_COUNT ? std::string() : std::string(aggs[i].column), aggs[i].name});
+  }
+  return true;
+}
+
+/// A procedure or mirror name: 1-64 of [A-Za-z0-9_.-].
+bool short_name_ok(const char* s) {
+  if (!s) return false;
+  const std::size_t n = std::strlen(s);
+  if (n == 0 || n > 64) return false;
+  for (std::size_t i = 0; i < n; ++i) {
+    const char c = s[i];
+    if (!std::isalnum(static_cast<unsigned char>(c)) && c != '_' && c != '.' && c != '-') return false;
+  }
+  return true;
+}
+
+/// The fields of the row codec; false for a bad name or type.
+bool fields_of(const duet_field* fields, std::size_t n, std::vector<compute::Field>* out) {
+  if (!fields || n == 0 || n > 4096) return false;
+  out->clear();
+  for (std::size_t i = 0; i < n; ++i) {
+    if (!name_ok(fields[i].name) || fields[i].type < DUET_INT64 || fields[i].type > DUET_BYTES) return false;
+    out->push_back(compute::Field{fields[i].name, static_cast<compute::Type>(fields[i].type), fields[i].width});
+  }
+  return true;
+}
+
 // decode and decode_columns: the rows' layout from `fields`, then every column (names null) or
 // the named ones.
 int decode_table(duet_txn* t, const duet_snapshot* s, const duet_field* fields, std::size_t nfields,
                  const char* const* names, std::size_t nnames, int with_key, duet_table** out) {
   CallState* c = st(t);
-  if (!c || !s || !out || !fields || nfields == 0 || nfields > 4096) return DUET_ERR_INVALID;
+  if (!c || !s || !out) return DUET_ERR_INVALID;
   if (names && (nnames == 0 || nnames > nfields)) return DUET_ERR_INVALID;
   return guarded([&]() -> int {
     std::vector<compute::Field> fs;
-    for (std::size_t i = 0; i < nfields; ++i) {
-      if (!name_ok(fields[i].name) || fields[i].type < DUET_INT64 || fields[i].type > DUET_BYTES)
-        return DUET_ERR_INVALID;
-      fs.push_back(compute::Field{fields[i].name, static_cast<compute::Type>(fields[i].type), fields[i].width});
-    }
+    if (!fields_of(fields, nfields, &fs)) return DUET_ERR_INVALID;
     std::vector<std::string> wanted;
     for (std::size_t i = 0; names && i < nnames; ++i) {
       if (!name_ok(names[i])) return DUET_ERR_INVALID;
@@ -239,15 +286,8 @@ int h_filter(duet_txn* t, const duet_table* table, const duet_predicate* preds, 
   CallState* c = st(t);
   if (!c || !table || !rows || !count || (!preds && n) || n > 4096) return DUET_ERR_INVALID;
   return guarded([&]() -> int {
-    std::vector<compute::Predicate> ps(n);
-    for (std::size_t i = 0; i < n; ++i) {
-      const duet_predicate& p = preds[i];
-      if (!name_ok(p.column) || p.cmp < DUET_LT || p.cmp > DUET_BETWEEN || !bytes_ok(p.s.data, p.s.len) ||
-          !bytes_ok(p.s_hi.data, p.s_hi.len))
-        return DUET_ERR_INVALID;
-      ps[i] = compute::Predicate{p.column, static_cast<compute::Cmp>(p.cmp), p.i,  p.i_hi, p.f,
-                                 p.f_hi,   std::string(view(p.s)),          std::string(view(p.s_hi))};
-    }
+    std::vector<compute::Predicate> ps;
+    if (!predicates_of(preds, n, &ps)) return DUET_ERR_INVALID;
     compute::Context* ctx = nullptr;
     if (Status e = c->context(&ctx); !e.ok()) return code_of(e, nullptr);
     compute::Selection& sel = c->selections.emplace_back();
@@ -270,13 +310,7 @@ int h_aggregate(duet_txn* t, const duet_table* table, const std::uint32_t* sel, 
       ks.emplace_back(keys[i]);
     }
     std::vector<compute::Agg> as;
-    for (std::size_t i = 0; i < naggs; ++i) {
-      if (aggs[i].op < DUET_COUNT || aggs[i].op > DUET_MAX || !name_ok(aggs[i].name) ||
-          (aggs[i].op != DUET_COUNT && !name_ok(aggs[i].column)))
-        return DUET_ERR_INVALID;
-      as.push_back(compute::Agg{static_cast<compute::Agg::Op>(aggs[i].op),
-                                aggs[i].op == DUET_COUNT ? std::string() : std::string(aggs[i].column), aggs[i].name});
-    }
+    if (!aggs_of(aggs, naggs, &as)) return DUET_ERR_INVALID;
     compute::Selection s;
     if (sel) s.assign(sel, sel + nsel);
     compute::Context* ctx = nullptr;
@@ -344,6 +378,61 @@ int h_gpu_stream(duet_txn* t, void** stream) {
 }
 
 // ---- reply ----
+
+// ---- column mirrors ----
+
+int h_mirror_attach(duet_txn* t, const duet_mirror_def* d) {
+  CallState* c = st(t);
+  if (!c || !c->space || !d || !short_name_ok(d->name) || (!d->columns && d->ncolumns) || d->ncolumns == 0 ||
+      d->ncolumns > 64 || d->key_len == 0 || d->key_len > 4096 || d->id_from >= d->key_len ||
+      d->key_len - d->id_from > 8 || d->query_threads > 1024)
+    return DUET_ERR_INVALID;
+  const duet_range& r = d->range;
+  if (r.flags != DUET_RANGE_END_EXCLUSIVE || !bytes_ok(r.start.data, r.start.len) || !bytes_ok(r.end.data, r.end.len))
+    return DUET_ERR_INVALID;
+  return guarded([&]() -> int {
+    Shared::MirrorDef def;
+    def.name = d->name;
+    def.lo.assign(view(r.start));
+    def.hi.assign(view(r.end));
+    if (!fields_of(d->fields, d->nfields, &def.fields)) return DUET_ERR_INVALID;
+    for (std::size_t i = 0; i < d->ncolumns; ++i) {
+      if (!name_ok(d->columns[i])) return DUET_ERR_INVALID;
+      def.columns.emplace_back(d->columns[i]);
+    }
+    def.key_len = d->key_len;
+    def.id_from = d->id_from;
+    def.device_copy = d->device_copy != 0;
+    def.query_threads = std::max(1u, d->query_threads);
+    return code_of(c->shared->attach_mirror(*c->space, def), nullptr);
+  });
+}
+
+int h_mirror_aggregate(duet_txn* t, const char* name, const duet_predicate* preds, std::size_t npreds, const char* group,
+                       const duet_agg* aggs, std::size_t naggs, duet_table** out) {
+  CallState* c = st(t);
+  if (!c || !c->space || !short_name_ok(name) || !out || (!preds && npreds) || (!aggs && naggs) || npreds > 8 ||
+      naggs > 8 || naggs == 0 || (group && !name_ok(group)))
+    return DUET_ERR_INVALID;
+  return guarded([&]() -> int {
+    std::shared_ptr<compute::ColumnMirror> m;
+    unsigned threads = 1;
+    if (Status e = c->shared->find_mirror(c->space->get(), name, &m, &threads); !e.ok())
+      return e.code() == StatusCode::kNotFound ? DUET_NOT_FOUND : code_of(e, c);
+    compute::ColumnMirror::Query q;
+    if (!predicates_of(preds, npreds, &q.where) || !aggs_of(aggs, naggs, &q.aggs)) return DUET_ERR_INVALID;
+    if (group) q.group = group;
+    const std::uint64_t start = c->txn->start_ts();
+    // A mirror made after this transaction began cannot answer at its start.
+    if (start < m->stats().built_at) return DUET_ERR_UNAVAILABLE;
+    duet_table& tab = c->tables.emplace_back();
+    const Status e = m->aggregate(start, q, &tab.t, compute::Device::kAuto, threads);
+    if (e.code() == StatusCode::kResourceExhausted) return DUET_ERR_ABORTED;  // snapshot too old, or full
+    if (!e.ok()) return code_of(e, c);
+    *out = &tab;
+    return DUET_OK;
+  });
+}
 
 bool text_ok(const char* s) { return s != nullptr && std::strpbrk(s, "\r\n") == nullptr; }
 
@@ -428,6 +517,8 @@ const duet_api kApi = {
     h_reply_array,
     h_decode_columns,
     h_get_many,
+    h_mirror_attach,
+    h_mirror_aggregate,
 };
 
 }  // namespace
@@ -513,6 +604,60 @@ Status Shared::model(const compute::Mlp& m, compute::ModelId* id) {
   if (Status s = eng->load_model(m, id); !s.ok()) return s;
   models_.emplace(std::move(key), *id);
   return Status::Ok();
+}
+
+bool Shared::MirrorDef::operator==(const MirrorDef& o) const {
+  if (name != o.name || lo != o.lo || hi != o.hi || columns != o.columns || key_len != o.key_len ||
+      id_from != o.id_from || device_copy != o.device_copy || query_threads != o.query_threads ||
+      fields.size() != o.fields.size())
+    return false;
+  for (std::size_t i = 0; i < fields.size(); ++i)
+    if (fields[i].name != o.fields[i].name || fields[i].type != o.fields[i].type || fields[i].width != o.fields[i].width)
+      return false;
+  return true;
+}
+
+Status Shared::attach_mirror(const std::shared_ptr<TxnSpace>& space, const MirrorDef& def) {
+  std::lock_guard<std::mutex> lk(mirrors_m_);
+  std::erase_if(mirrors_, [](const Mirror& m) { return m.space.expired(); });
+  for (const Mirror& m : mirrors_)
+    if (m.space.lock() == space) {
+      if (m.def == def) return Status::Ok();
+      return Status::InvalidArgument("this keyspace already has the column mirror '" + m.def.name +
+                                     "' (one per keyspace), defined otherwise");
+    }
+  compute::ColumnMirror::Config cfg;
+  cfg.lo = def.lo;
+  cfg.hi = def.hi;
+  if (Status s = compute::RowCodec::make(def.fields, &cfg.codec); !s.ok()) return s;
+  cfg.columns = def.columns;
+  cfg.device_copy = def.device_copy;
+  const std::uint32_t key_len = def.key_len, from = def.id_from;
+  cfg.key_id = [key_len, from](std::string_view k, std::uint64_t* id) {
+    if (k.size() != key_len) return false;
+    std::uint64_t x = 0;
+    for (std::size_t i = from; i < key_len; ++i) x = (x << 8) | static_cast<unsigned char>(k[i]);
+    *id = x;
+    return true;
+  };
+  std::shared_ptr<compute::ColumnMirror> m;
+  if (Status s = compute::ColumnMirror::attach(space, std::move(cfg), &m); !s.ok()) return s;
+  mirrors_.push_back(Mirror{space, def, std::move(m)});
+  return Status::Ok();
+}
+
+Status Shared::find_mirror(const TxnSpace* space, std::string_view name, std::shared_ptr<compute::ColumnMirror>* out,
+                           unsigned* threads) {
+  std::lock_guard<std::mutex> lk(mirrors_m_);
+  // A dropped keyspace's mirror is let go here (its rows can be large).
+  std::erase_if(mirrors_, [](const Mirror& m) { return m.space.expired(); });
+  for (const Mirror& m : mirrors_)
+    if (m.def.name == name && !m.space.expired() && m.space.lock().get() == space) {
+      *out = m.mirror;
+      *threads = m.def.query_threads;
+      return Status::Ok();
+    }
+  return Status::NotFound("no column mirror '" + std::string(name) + "' on this keyspace");
 }
 
 }  // namespace duet::procedure

@@ -11,6 +11,7 @@
 #include <string>
 #include <vector>
 
+#include "compute/column_mirror.hpp"
 #include "compute/compute.hpp"
 #include "duet/procedure.h"
 #include "duet/procedure.hpp"
@@ -25,7 +26,8 @@ struct duet_table {
 
 namespace duet::procedure {
 
-/// The compute engine procedures share (opened at first use) and the models they loaded.
+/// The compute engine procedures share (opened at first use), the models they loaded and the
+/// column mirrors they attached.
 class Shared {
  public:
   /// The processor the engine is opened on (set before first use).
@@ -35,7 +37,32 @@ class Shared {
   /// The id of model `m`, loading it the first time its exact weights are seen.
   Status model(const compute::Mlp& m, compute::ModelId* id);
 
+  /// A mirror as a procedure defined it (compared field by field on a second attach).
+  struct MirrorDef {
+    std::string name, lo, hi;
+    std::vector<compute::Field> fields;
+    std::vector<std::string> columns;
+    std::uint32_t key_len = 0, id_from = 0;
+    bool device_copy = false;
+    unsigned query_threads = 1;
+    bool operator==(const MirrorDef& o) const;
+  };
+  /// Attaches `def` to `space` unless that keyspace already has it: Ok when it has (or now has)
+  /// this very definition; InvalidArgument when it has another (or the attach refuses it).
+  /// Attaching holds the mirrors' lock (find_mirror waits meanwhile).
+  Status attach_mirror(const std::shared_ptr<TxnSpace>& space, const MirrorDef& def);
+  /// The mirror named `name` on `space` (*threads: its query threads); NotFound when none.
+  Status find_mirror(const TxnSpace* space, std::string_view name, std::shared_ptr<compute::ColumnMirror>* out,
+                     unsigned* threads);
+
  private:
+  struct Mirror {
+    std::weak_ptr<TxnSpace> space;
+    MirrorDef def;
+    std::shared_ptr<compute::ColumnMirror> mirror;
+  };
+  std::mutex mirrors_m_;
+  std::vector<Mirror> mirrors_;  ///< one per keyspace; entries of dropped keyspaces are pruned
   std::mutex m_;
   std::shared_ptr<compute::Engine> engine_;
   std::map<std::string, compute::ModelId> models_;  ///< serialized model -> id
@@ -45,6 +72,7 @@ class Shared {
 /// and its compute context (created at its first operator).
 struct CallState {
   Txn* txn = nullptr;
+  const std::shared_ptr<TxnSpace>* space = nullptr;  ///< the call's keyspace (the caller holds it)
   bool read_only = false;
   std::uint32_t attempt = 0;
   Shared* shared = nullptr;

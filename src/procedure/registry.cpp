@@ -233,7 +233,7 @@ Status ProcedureRegistry::unload(std::string_view library) {
   return Status::Ok();
 }
 
-Status ProcedureRegistry::call(TxnSpace& space, std::string_view name, std::span<const std::string_view> keys,
+Status ProcedureRegistry::call(const std::shared_ptr<TxnSpace>& space, std::string_view name, std::span<const std::string_view> keys,
                                std::span<const std::string_view> args, bool read_only, CallOutcome* out) {
   if (!out) return Status::InvalidArgument("procedures: null output");
   Proc* p = nullptr;
@@ -272,12 +272,14 @@ Status ProcedureRegistry::call(TxnSpace& space, std::string_view name, std::span
   };
   for (unsigned attempt = 0;; ++attempt) {
     Txn t;
-    if (Status s = space.begin(&t); !s.ok()) {
+    if (!space) return Status::InvalidArgument("procedures: null keyspace");
+    if (Status s = space->begin(&t); !s.ok()) {
       p->failures.fetch_add(1, std::memory_order_relaxed);
       return s;
     }
     CallState cs;
     cs.txn = &t;
+    cs.space = &space;
     cs.read_only = read_only;
     cs.attempt = attempt;
     cs.shared = &impl_->shared;

@@ -47,7 +47,7 @@ struct Fixture : ::testing::Test {
   CallOutcome call(std::string_view name, std::vector<std::string_view> keys, std::vector<std::string_view> args,
                    bool ro = false) {
     CallOutcome out;
-    const Status s = reg->call(*space, name, keys, args, ro, &out);
+    const Status s = reg->call(space, name, keys, args, ro, &out);
     EXPECT_TRUE(s.ok()) << s.to_string();
     return out;
   }
@@ -86,7 +86,7 @@ using ProcConcurrency = Fixture;
 TEST_F(ProcLoad, ListsTheLibrarysProcedures) {
   load_testlib();
   const auto procs = reg->list();
-  ASSERT_EQ(procs.size(), 20u);
+  ASSERT_EQ(procs.size(), 22u);
   bool saw_incr = false, saw_get = false, saw_long = false;
   for (const auto& p : procs) {
     EXPECT_EQ(p.library, "testlib");
@@ -250,14 +250,14 @@ TEST_F(ProcCall, AFailedProcedureAppliesNothing) {
 TEST_F(ProcCall, ReadOnlyCallsRefuseWriters) {
   load_testlib();
   CallOutcome o;
-  Status s = reg->call(*space, "incr", std::vector<std::string_view>{"n"}, {}, true, &o);
+  Status s = reg->call(space, "incr", std::vector<std::string_view>{"n"}, {}, true, &o);
   EXPECT_EQ(s.code(), StatusCode::kInvalidArgument);
   EXPECT_NE(s.message().find("FCALL_RO"), std::string::npos);
   // A procedure flagged read-only that writes anyway is refused at the write.
   o = call("liar", {"n"}, {}, true);
   EXPECT_EQ(o.reply.i, DUET_ERR_READ_ONLY);
   EXPECT_EQ(get("n"), "<absent>");
-  s = reg->call(*space, "nope", {}, {}, false, &o);
+  s = reg->call(space, "nope", {}, {}, false, &o);
   EXPECT_EQ(s.code(), StatusCode::kNotFound);
 }
 
@@ -351,6 +351,72 @@ TEST_F(ProcCall, ComputeOperatorsThroughTheAbi) {
 #endif
 }
 
+TEST_F(ProcCall, ColumnMirrorsThroughTheAbi) {
+  load_testlib();
+  auto row = [](std::int64_t x) {
+    std::string v(8, '\0');
+    std::memcpy(v.data(), &x, 8);
+    return v;
+  };
+  for (int i = 0; i < 10; ++i) put("r" + std::to_string(i), row(i));
+  auto sum = [&](std::string_view min) { return call("mirror_sum", {}, {"m1", min}, true).reply; };
+  // Before any attach: no such mirror.
+  EXPECT_EQ(sum("0").i, DUET_NOT_FOUND);
+  // Bad definitions: the id past the key, an id over 8 bytes, a column that is not a field, a bad name.
+  for (auto args : {std::vector<std::string_view>{"m1", "r0", "r:", "2", "2", "v"},
+                    std::vector<std::string_view>{"m1", "r0", "r:", "10", "1", "v"},
+                    std::vector<std::string_view>{"m1", "r0", "r:", "2", "1", "w"},
+                    std::vector<std::string_view>{"m 1", "r0", "r:", "2", "1", "v"}}) {
+    const CallOutcome o = call("mirror", {}, args, true);
+    ASSERT_EQ(o.end, CallOutcome::End::kCommitted) << o.reply.s;
+    EXPECT_EQ(o.reply.items[0].i, DUET_ERR_INVALID) << args[0] << " " << args[3] << " " << args[5];
+  }
+  // Attached. The attaching transaction began before the mirror was made: it reads the mirror
+  // only when nothing committed in between (its start then equals the mirror's), else it is told
+  // to read the table instead.
+  CallOutcome o = call("mirror", {}, {"m1", "r0", "r:", "2", "1", "v"}, true);
+  ASSERT_EQ(o.reply.items.size(), 2u);
+  EXPECT_EQ(o.reply.items[0].i, DUET_OK);
+  if (o.reply.items[1].items.empty()) EXPECT_EQ(o.reply.items[1].i, DUET_ERR_UNAVAILABLE);
+  else EXPECT_EQ(o.reply.items[1].items[0].i, 10);
+  // The same definition again: nothing to do, and this call's start is after the mirror's.
+  o = call("mirror", {}, {"m1", "r0", "r:", "2", "1", "v"}, true);
+  EXPECT_EQ(o.reply.items[0].i, DUET_OK);
+  ASSERT_EQ(o.reply.items[1].items.size(), 2u);
+  EXPECT_EQ(o.reply.items[1].items[0].i, 10);
+  // Another definition (another name, or the same name otherwise): refused; m1 stays.
+  EXPECT_EQ(call("mirror", {}, {"m2", "r0", "r:", "2", "1", "v"}, true).reply.items[0].i, DUET_ERR_INVALID);
+  EXPECT_EQ(call("mirror", {}, {"m1", "r0", "r:", "2", "0", "v"}, true).reply.items[0].i, DUET_ERR_INVALID);
+  // Commits after the attach reach it: r4 becomes 100, r5 is deleted, r2 no row of the codec.
+  put("r4", row(100));
+  {
+    Txn t;
+    ASSERT_TRUE(space->begin(&t).ok());
+    ASSERT_TRUE(t.del("r5").ok());
+    CommitResult r;
+    ASSERT_TRUE(t.commit(&r).ok());
+  }
+  put("r2", "short");
+  CallOutcome want = call("sum_ge", {}, {"r0", "r9", "3"}, true);  // the SNAPSHOT plan refuses r2's bad row
+  EXPECT_EQ(want.end, CallOutcome::End::kFailed);
+  put("r2", row(2));
+  want = call("sum_ge", {}, {"r0", "r9", "3"}, true);
+  ASSERT_EQ(want.end, CallOutcome::End::kCommitted) << want.reply.s;
+  const ProcReply got = sum("3");
+  ASSERT_EQ(got.items.size(), 2u);
+  EXPECT_EQ(got.items[0].i, want.reply.items[0].i);  // 3, 4, 6, 7, 8, 9
+  EXPECT_EQ(got.items[1].i, want.reply.items[1].i);  // 3 + 100 + 6 + 7 + 8 + 9
+  EXPECT_EQ(got.items[1].i, 133);
+  // Another keyspace has no mirror.
+  std::shared_ptr<TxnSpace> other;
+  TxnConfig tc;
+  tc.background_gc = false;
+  ASSERT_TRUE(TxnSpace::open("u", tc, &other).ok());
+  CallOutcome ou;
+  ASSERT_TRUE(reg->call(other, "mirror_sum", {}, std::vector<std::string_view>{"m1", "0"}, true, &ou).ok());
+  EXPECT_EQ(ou.reply.i, DUET_NOT_FOUND);
+}
+
 TEST_F(ProcCall, TheComputeDeviceSettingPlacesInference) {
   load_testlib();
   const bool has_gpu = call("gpu", {}, {}, true).reply.i == DUET_OK;
@@ -387,7 +453,7 @@ TEST_F(ProcConcurrency, UnloadWaitsForACallInFlight) {
   while (!reg->unloading("testlib")) std::this_thread::yield();
   // New calls are refused while the unload waits; the held call is still running.
   CallOutcome o;
-  Status s = reg->call(*space, "incr", std::vector<std::string_view>{"k"}, {}, false, &o);
+  Status s = reg->call(space, "incr", std::vector<std::string_view>{"k"}, {}, false, &o);
   EXPECT_EQ(s.code(), StatusCode::kUnavailable);
   EXPECT_NE(s.message().find("being unloaded"), std::string::npos);
   EXPECT_FALSE(unloaded.load());
@@ -397,7 +463,7 @@ TEST_F(ProcConcurrency, UnloadWaitsForACallInFlight) {
   caller.join();
   unloader.join();
   EXPECT_EQ(held.reply.s, "released");
-  EXPECT_EQ(reg->call(*space, "incr", std::vector<std::string_view>{"k"}, {}, false, &o).code(),
+  EXPECT_EQ(reg->call(space, "incr", std::vector<std::string_view>{"k"}, {}, false, &o).code(),
             StatusCode::kNotFound);
   EXPECT_FALSE(reg->loaded("testlib"));
 }
@@ -411,7 +477,7 @@ TEST_F(ProcConcurrency, ConcurrentIncrementsAreExact) {
     ts.emplace_back([&] {
       for (int j = 0; j < per; ++j) {
         CallOutcome o;
-        if (!reg->call(*space, "incr", std::vector<std::string_view>{"ctr"}, std::vector<std::string_view>{"1", "200"},
+        if (!reg->call(space, "incr", std::vector<std::string_view>{"ctr"}, std::vector<std::string_view>{"1", "200"},
                        false, &o)
                  .ok() ||
             o.end != CallOutcome::End::kCommitted)
@@ -439,7 +505,7 @@ TEST_F(ProcConcurrency, LoadAndUnloadWhileOthersCall) {
     ts.emplace_back([&] {
       while (!stop) {
         CallOutcome o;
-        const Status s = reg->call(*space, "incr", std::vector<std::string_view>{"u"}, {}, false, &o);
+        const Status s = reg->call(space, "incr", std::vector<std::string_view>{"u"}, {}, false, &o);
         if (s.ok() && o.end == CallOutcome::End::kCommitted) ++ok;
         else if (s.code() == StatusCode::kNotFound || s.code() == StatusCode::kUnavailable) ++refused;
         else ++other;

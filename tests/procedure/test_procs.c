@@ -326,6 +326,76 @@ static int p_gpu(duet_txn* t, const duet_bytes* k, size_t nk, const duet_bytes* 
   return duet_reply_int(r, t->api->gpu_stream(t, &stream));
 }
 
+/* mirror_sum name min: count and sum of the mirror's v >= min at the call's start, or the code. */
+static int mirror_sum(duet_txn* t, const duet_bytes* name, long long min, duet_reply* r) {
+  char n[80];
+  duet_predicate pred;
+  duet_agg aggs[2];
+  duet_table* agg;
+  duet_column_view cnt, sum;
+  int rc;
+  if (name->len >= sizeof n) return DUET_ERR_INVALID;
+  memcpy(n, name->data, name->len);
+  n[name->len] = '\0';
+  memset(&pred, 0, sizeof pred);
+  pred.column = "v";
+  pred.cmp = DUET_GE;
+  pred.i = min;
+  aggs[0].op = DUET_COUNT;
+  aggs[0].column = NULL;
+  aggs[0].name = "n";
+  aggs[1].op = DUET_SUM;
+  aggs[1].column = "v";
+  aggs[1].name = "s";
+  if ((rc = t->api->mirror_aggregate(t, n, &pred, 1, NULL, aggs, 2, &agg)) != DUET_OK) return duet_reply_int(r, rc);
+  if ((rc = t->api->column(agg, "n", &cnt)) != DUET_OK || (rc = t->api->column(agg, "s", &sum)) != DUET_OK) return rc;
+  duet_reply_array(r, 2);
+  duet_reply_int(r, ((const int64_t*)cnt.data)[0]);
+  return duet_reply_int(r, ((const int64_t*)sum.data)[0]);
+}
+
+static int p_mirror_sum(duet_txn* t, const duet_bytes* k, size_t nk, const duet_bytes* a, size_t na, duet_reply* r) {
+  long long min;
+  (void)k, (void)nk;
+  if (na != 2 || !parse_i64(a[1].data, a[1].len, &min)) return DUET_ERR_INVALID;
+  return mirror_sum(t, &a[0], min, r);
+}
+
+/* mirror name lo hi key_len id_from column: attaches a mirror of rows of one int64 field "v";
+ * answers [attach code, the same call's mirror_sum(name, 0) code or reply]. */
+static int p_mirror(duet_txn* t, const duet_bytes* k, size_t nk, const duet_bytes* a, size_t na, duet_reply* r) {
+  char name[80], column[32];
+  const char* columns[1];
+  duet_field field = {"v", DUET_INT64, 0};
+  duet_mirror_def d;
+  long long key_len, id_from;
+  int rc;
+  (void)k, (void)nk;
+  if (na != 6 || a[0].len >= sizeof name || a[5].len >= sizeof column || !parse_i64(a[3].data, a[3].len, &key_len) ||
+      !parse_i64(a[4].data, a[4].len, &id_from))
+    return DUET_ERR_INVALID;
+  memcpy(name, a[0].data, a[0].len);
+  name[a[0].len] = '\0';
+  memcpy(column, a[5].data, a[5].len);
+  column[a[5].len] = '\0';
+  columns[0] = column;
+  memset(&d, 0, sizeof d);
+  d.name = name;
+  d.range.start = a[1];
+  d.range.end = a[2];
+  d.range.flags = DUET_RANGE_END_EXCLUSIVE;
+  d.fields = &field;
+  d.nfields = 1;
+  d.columns = columns;
+  d.ncolumns = 1;
+  d.key_len = (uint32_t)key_len;
+  d.id_from = (uint32_t)id_from;
+  rc = t->api->mirror_attach(t, &d);
+  duet_reply_array(r, 2);
+  duet_reply_int(r, rc);
+  return mirror_sum(t, &a[0], 0, r);
+}
+
 static const duet_procedure_def kProcs[] = {
     {"incr", p_incr, 0},
     {"incr_hooked", p_incr_hooked, 0},
@@ -347,6 +417,8 @@ static const duet_procedure_def kProcs[] = {
     {"columns", p_columns, DUET_PROC_READ_ONLY},
     {"mlp", p_mlp, DUET_PROC_READ_ONLY},
     {"gpu", p_gpu, DUET_PROC_READ_ONLY},
+    {"mirror", p_mirror, DUET_PROC_READ_ONLY | DUET_PROC_LONG},
+    {"mirror_sum", p_mirror_sum, DUET_PROC_READ_ONLY},
 };
 
 static const duet_library_def kLib = {DUET_PROCEDURE_ABI_VERSION, "testlib", kProcs, sizeof kProcs / sizeof kProcs[0]};

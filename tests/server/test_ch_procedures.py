@@ -5,8 +5,9 @@ TPC-C's consistency conditions (ch.check) after each step and after concurrent N
 district (every order id given once, consecutively: the re-run on conflict at work), the 1%
 rollback applying nothing, Q1 and Q6 against a reference computed here from a RANGE of ORDER-LINE,
 Q3 against one computed from RANGEs of its four tables,
-the freshness check catching a planted unacknowledged order, and bad arguments refused with
-nothing applied.
+the freshness check catching a planted unacknowledged order, Q1 and Q6 from the column mirror
+(ch.mirror) equal to the reference while NewOrders commit around them, and bad arguments refused
+with nothing applied.
 
 The library is build/bench/libduet_ch_proc.so (beside $DUET_BIN's bench/ directory)."""
 
@@ -131,11 +132,11 @@ def test_transactions_keep_the_conditions_and_queries_match(ch):
     assert r.fcall_ro("ch.stock_level", 0, 1, 3, 15) >= 0
     # The queries on the server's snapshot equal the reference over the same rows.
     lines = order_lines(s)
-    start_ts, stale, rows = r.fcall_ro("ch.q1", 0, 1, 3, o_id)
-    assert start_ts > 0 and stale == 0
+    start_ts, stale, rows, plan = r.fcall_ro("ch.q1", 0, 1, 3, o_id)
+    assert start_ts > 0 and stale == 0 and plan == "snapshot"
     assert rows == q1_reference(lines)
-    _, stale, revenue = r.fcall_ro("ch.q6", 0)
-    assert stale == 0 and revenue == q6_reference(lines)
+    _, stale, revenue, plan = r.fcall_ro("ch.q6", 0)
+    assert stale == 0 and revenue == q6_reference(lines) and plan == "snapshot"
     _, stale, rows = r.fcall_ro("ch.q3", 0, 1, 3, o_id)
     want = q3_reference(s, lines)
     assert stale == 0 and len(want) > 5 and rows == want
@@ -176,11 +177,11 @@ def test_rollback_and_bad_arguments_apply_nothing(ch):
 def test_freshness_check_counts_orders_missing_from_the_snapshot(ch):
     _, r = ch
     o_id, _ = new_order(r, 1, 1, 1, 1451606400, [(1, 1, 1)])
-    _, stale, _ = r.fcall_ro("ch.q1", 0, 1, 1, o_id, 1, 1, 300)
+    _, stale, _, _ = r.fcall_ro("ch.q1", 0, 1, 1, o_id, 1, 1, 300)
     assert stale == 0
     # A planted stale query: it is told of an order acknowledged after its snapshot (one that no
     # snapshot holds yet), so the check must count it.
-    _, stale, _ = r.fcall_ro("ch.q6", 0, 1, 1, o_id, 1, 1, o_id + 1)
+    _, stale, _, _ = r.fcall_ro("ch.q6", 0, 1, 1, o_id, 1, 1, o_id + 1)
     assert stale == 1
 
 
@@ -210,3 +211,54 @@ def test_concurrent_new_orders_on_one_district_get_consecutive_ids(ch):
     listed = {e[1]: dict(zip(e[::2], e[1::2])) for e in r.execute_command("PROCEDURE", "LIST")}
     assert listed["ch.new_order"]["calls"] == 100
     assert "long" in listed["ch.q1"]["flags"] and "no-writes" in listed["ch.q1"]["flags"]
+
+
+def test_q1_and_q6_from_the_mirror_equal_the_reference_under_new_orders(ch):
+    # ch.mirror attaches ORDER-LINE's column mirror; from then on Q1 and Q6 read it at their start.
+    # Writers place NewOrders and Deliveries (which date order lines, changing both queries)
+    # meanwhile; each query is checked against the reference computed from
+    # a RANGE taken in the same state: the writers pause for each check, so the query and the RANGE
+    # see the same rows, and every acknowledged order must be in the query's snapshot.
+    s, r = ch
+    with pytest.raises(redis.ResponseError, match="ch.mirror takes"):
+        r.fcall("ch.mirror", 0, "tpu")
+    assert r.fcall("ch.mirror", 0, "cpu", 2) == "OK"
+    assert r.fcall("ch.mirror", 0, "cpu", 2) == "OK"  # the same definition again: nothing to do
+    with pytest.raises(redis.ResponseError, match="cannot be attached"):
+        r.fcall("ch.mirror", 0, "cpu", 3)  # another definition
+    acked, errors, gate, stop = [], [], threading.Lock(), threading.Event()
+
+    def place(k):
+        c = redis.Redis(host="127.0.0.1", port=s.port, decode_responses=True)
+        i = 0
+        try:
+            while not stop.is_set():
+                with gate:
+                    o_id, _ = new_order(c, 1, 1 + k, 1 + i % 30, 1451606400 + i, [(1 + i % 50, 1, 1 + i % 9)])
+                    acked.append((1, 1 + k, o_id))
+                    if i % 3 == k:  # Delivery dates order lines: what Q1 and Q6 select on
+                        c.fcall("ch.delivery", 0, 1, 1 + i % 10, 1451606500 + i)
+                i += 1
+        except Exception as e:  # noqa: BLE001 - reported below
+            errors.append(e)
+
+    ts = [threading.Thread(target=place, args=(k,)) for k in range(2)]
+    for t in ts:
+        t.start()
+    try:
+        for _ in range(6):
+            with gate:  # no NewOrder in flight: the query and the RANGE see the same rows
+                acks = [x for a in acked[-5:] for x in a]
+                _, stale, rows, plan = r.fcall_ro("ch.q1", 0, *acks)
+                _, stale6, revenue, plan6 = r.fcall_ro("ch.q6", 0, *acks)
+                lines = order_lines(s)
+            assert plan == "mirror" and plan6 == "mirror" and stale == 0 and stale6 == 0
+            assert rows == q1_reference(lines)
+            assert revenue == q6_reference(lines)
+    finally:
+        stop.set()
+        for t in ts:
+            t.join()
+    assert not errors, errors
+    assert len(acked) > 0
+    assert r.fcall_ro("ch.check", 0, 1) == "OK"

@@ -211,7 +211,7 @@ void fcall_common(CommandContext& ctx, bool read_only) {
       auto task = [reg, space, words, nkeys, read_only, finish] {
         const std::vector<std::string_view> v(words->begin(), words->end());
         CallOutcome out;
-        const Status s = reg->call(*space, v[0], std::span(v).subspan(2, nkeys), std::span(v).subspan(2 + nkeys),
+        const Status s = reg->call(space, v[0], std::span(v).subspan(2, nkeys), std::span(v).subspan(2 + nkeys),
                                    read_only, &out);
         finish(answer_is_error(s, out), [&](ReplyWriter& w) { write_answer(w, s, out); });
       };
@@ -222,7 +222,7 @@ void fcall_common(CommandContext& ctx, bool read_only) {
   const std::span<const std::string_view> keys(a.data() + 3, nkeys);
   const std::span<const std::string_view> args(a.data() + 3 + nkeys, a.size() - 3 - nkeys);
   CallOutcome out;
-  const Status s = reg->call(*space, a[1], keys, args, read_only, &out);
+  const Status s = reg->call(space, a[1], keys, args, read_only, &out);
   ctx.reply.error = write_answer(ctx.out, s, out);
 }
 
