@@ -34,6 +34,8 @@ from pathlib import Path
 import redis
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
+sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "net"))
+from resp_file import resp  # noqa: E402
 from olda_work import gpu_name, load_model, load_work, median_range, run_clients, set_summary, write_results  # noqa: E402
 
 
@@ -88,15 +90,6 @@ def client(k, nclients, port, payments, start, out_q):
             committed += 1
         lat_us.append((time.perf_counter() - t0) * 1e6)
     out_q.put((time.perf_counter() - t_begin, lat_us, declined, committed))
-
-
-def resp(*args):
-    """One command as a RESP array of bulk strings (what redis-py sends)."""
-    out = [b"*%d\r\n" % len(args)]
-    for a in args:
-        b = a if isinstance(a, bytes) else str(a).encode()
-        out.append(b"$%d\r\n%s\r\n" % (len(b), b))
-    return b"".join(out)
 
 
 def write_commands(payments, path):

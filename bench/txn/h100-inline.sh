@@ -6,18 +6,14 @@
 # JSON files) under $OUT (or ./out-txn-inline).
 # Runs alternate before and after, so drift on the machine hits both.
 set -uo pipefail
+# shellcheck source=bench/common/machine_info.sh
+. bench/common/machine_info.sh
 P=gpu-pack-txn
 O=${OUT:-out-txn-inline}
 R=$(mktemp -d)/res
 mkdir -p "$O" "$R"
 export LD_LIBRARY_PATH=$P${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}
-{
-  echo "cores: $(nproc)"
-  grep -m1 'model name' /proc/cpuinfo
-  free -g | head -2
-  nvidia-smi -L 2>/dev/null || echo "no nvidia-smi"
-  cat /sys/kernel/mm/transparent_hugepage/enabled
-} > "$R/machine.txt"
+machine_info > "$R/machine.txt"
 LOG=$O/log.txt
 # A: YCSB-T (4 ops, 50/95% reads, uniform and Zipf 0.99, 8-byte keys) at 1 and 16 threads,
 # disjoint commits at 1-16 threads and the ts source alone, SNAPSHOT with 15 writers.

@@ -6,17 +6,13 @@
 # link. Writes log.txt, machine.txt and the JSON files under $OUT (or ./out-txn-snapshot).
 # Runs alternate before and after, so drift on the machine hits both.
 set -uo pipefail
+# shellcheck source=bench/common/machine_info.sh
+. bench/common/machine_info.sh
 P=gpu-pack-txn
 O=${OUT:-out-txn-snapshot}
 mkdir -p "$O"
 export LD_LIBRARY_PATH=$P${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}
-{
-  echo "cores: $(nproc)"
-  grep -m1 'model name' /proc/cpuinfo
-  free -g | head -2
-  nvidia-smi -L 2>/dev/null || echo "no nvidia-smi"
-  cat /sys/kernel/mm/transparent_hugepage/enabled
-} > "$O/machine.txt"
+machine_info > "$O/machine.txt"
 LOG=$O/log.txt
 cat "$O/machine.txt" | tee -a "$LOG"
 S=(--systems duet --keys 1000000 --sets 5 --experiments snapshot --snapshot-shapes range,ranges)

@@ -12,17 +12,14 @@
 # the shared libraries it needs (bench/common/pack_libs.sh). Writes log-GROUP.txt, machine.txt and
 # one JSON file per configuration under $OUT.
 set -uo pipefail
+# shellcheck source=bench/common/machine_info.sh
+. bench/common/machine_info.sh
 P=gpu-pack-txn
 O=${OUT:-out-txn-peers}
 G=${1:?group a, b or c}
 mkdir -p "$O"
 export LD_LIBRARY_PATH=$P${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}
-{
-  echo "cores: $(nproc)"
-  grep -m1 'model name' /proc/cpuinfo
-  free -g | head -2
-  nvidia-smi -L 2>/dev/null || echo "no nvidia-smi"
-} > "$O/machine.txt"
+machine_info > "$O/machine.txt"
 LOG=$O/log-$G.txt
 cat "$O/machine.txt" | tee -a "$LOG"
 B=(--keys 1000000 --threads 16 --txns 20000 --sets 3 --experiments ycsbt)

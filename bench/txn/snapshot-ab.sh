@@ -9,18 +9,14 @@
 # The profiled runs take 40 sets, so the reads outweigh the load of the keys.
 # Writes log.txt, machine.txt, one JSON file per run and perf-*.txt under $OUT.
 set -uo pipefail
+# shellcheck source=bench/common/machine_info.sh
+. bench/common/machine_info.sh
 P=${PACK:-gpu-pack-snap}
 O=${OUT:-out-snapshot-ab}
 ROUNDS=${ROUNDS:-2}
 mkdir -p "$O"
 export LD_LIBRARY_PATH=$P${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}
-{
-  echo "cores: $(nproc)"
-  grep -m1 'model name' /proc/cpuinfo
-  free -g | head -2
-  nvidia-smi -L 2>/dev/null || echo "no nvidia-smi"
-  cat /sys/kernel/mm/transparent_hugepage/enabled
-} > "$O/machine.txt"
+machine_info > "$O/machine.txt"
 LOG=$O/log.txt
 cat "$O/machine.txt" | tee -a "$LOG"
 S=(--systems duet --keys 1000000 --sets 5 --experiments snapshot --snapshot-shapes range)

@@ -233,6 +233,16 @@ static int p_block(duet_txn* t, const duet_bytes* k, size_t nk, const duet_bytes
   return duet_reply_simple(r, "released");
 }
 
+/* aggs[0]: COUNT as "n", aggs[1]: SUM of "v" as "s". */
+static void count_and_sum(duet_agg aggs[2]) {
+  aggs[0].op = DUET_COUNT;
+  aggs[0].column = NULL;
+  aggs[0].name = "n";
+  aggs[1].op = DUET_SUM;
+  aggs[1].column = "v";
+  aggs[1].name = "s";
+}
+
 static int p_sum_ge(duet_txn* t, const duet_bytes* k, size_t nk, const duet_bytes* a, size_t na, duet_reply* r) {
   duet_snapshot_arg arg;
   duet_snapshot* snap;
@@ -259,12 +269,7 @@ static int p_sum_ge(duet_txn* t, const duet_bytes* k, size_t nk, const duet_byte
   pred.cmp = DUET_GE;
   pred.i = min;
   if ((rc = t->api->filter(t, tab, &pred, 1, &rows, &nrows)) != DUET_OK) return rc;
-  aggs[0].op = DUET_COUNT;
-  aggs[0].column = NULL;
-  aggs[0].name = "n";
-  aggs[1].op = DUET_SUM;
-  aggs[1].column = "v";
-  aggs[1].name = "s";
+  count_and_sum(aggs);
   if ((rc = t->api->aggregate(t, tab, rows, nrows, NULL, 0, aggs, 2, &agg)) != DUET_OK) return rc;
   if ((rc = t->api->column(agg, "n", &cnt)) != DUET_OK || (rc = t->api->column(agg, "s", &sum)) != DUET_OK) return rc;
   duet_reply_array(r, 2);
@@ -341,12 +346,7 @@ static int mirror_sum(duet_txn* t, const duet_bytes* name, long long min, duet_r
   pred.column = "v";
   pred.cmp = DUET_GE;
   pred.i = min;
-  aggs[0].op = DUET_COUNT;
-  aggs[0].column = NULL;
-  aggs[0].name = "n";
-  aggs[1].op = DUET_SUM;
-  aggs[1].column = "v";
-  aggs[1].name = "s";
+  count_and_sum(aggs);
   if ((rc = t->api->mirror_aggregate(t, n, &pred, 1, NULL, aggs, 2, &agg)) != DUET_OK) return duet_reply_int(r, rc);
   if ((rc = t->api->column(agg, "n", &cnt)) != DUET_OK || (rc = t->api->column(agg, "s", &sum)) != DUET_OK) return rc;
   duet_reply_array(r, 2);

@@ -4,10 +4,15 @@ and named, not fatal; a malformed file is refused before any connection."""
 
 import json
 import subprocess
+import sys
+from pathlib import Path
 
 import pytest
 
 from server_util import IS_REDIS, duet_bin
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[2] / "bench" / "net"))
+from resp_file import resp  # noqa: E402
 
 pytestmark = pytest.mark.skipif(IS_REDIS, reason="duet's benchmark client against duet")
 
@@ -17,14 +22,6 @@ def replay_bin():
     if not p.exists():
         pytest.skip(f"{p} is not built (DUET_BENCH off)")
     return p
-
-
-def resp(*args):
-    out = [b"*%d\r\n" % len(args)]
-    for a in args:
-        b = a if isinstance(a, bytes) else str(a).encode()
-        out.append(b"$%d\r\n%s\r\n" % (len(b), b))
-    return b"".join(out)
 
 
 def replay(port, path, *extra):
