@@ -6,7 +6,9 @@
 //              abort rate, latency p50/p99/p999 of committed transactions (retries included)
 //   smallbank  SmallBank's standard mix, uniform and with a hotspot
 //   snapshot   SNAPSHOT of one range of all keys, of 1000 ranges, of all keys as points,
-//              while writer threads commit (duet; RocksDB iterates or multi-gets a snapshot)
+//              while writer threads commit (duet; RocksDB iterates or multi-gets a snapshot);
+//              when named in --snapshot-shapes, `packed`: duet's one range then packed into one
+//              pinned buffer for the GPU (PackedSnapshot::pack on --pack-threads threads)
 //   commit     disjoint writers (one own key per txn) at 1..T threads, and the ts source alone
 //   disjoint   the disjoint writers alone, at exactly the --threads counts (for profiles)
 //   longreader writers' commit rate alone, then beside one transaction that stays open for
@@ -63,6 +65,8 @@ struct Client {
 
 /// --snapshot-threads, for DuetSystem's keyspace (the snapshot pool is made once per process).
 unsigned g_snapshot_threads = 0;
+/// --pack-threads: PackedSnapshot::pack's threads in the `packed` shape (0: the snapshot pool).
+unsigned g_pack_threads = 0;
 
 struct System {
   virtual ~System() = default;
@@ -71,6 +75,9 @@ struct System {
   /// SNAPSHOT-style read of [lo, hi] (or the given points); returns pairs read.
   virtual std::size_t range(Client& c, const std::string& lo, const std::string& hi) = 0;
   virtual std::size_t points(Client& c, const std::vector<std::string>& keys) = 0;
+  /// range(), then the result packed into one pinned buffer for the GPU; 0 when the system has
+  /// no such buffer (the shape is then left out).
+  virtual std::size_t range_packed(Client&, const std::string&, const std::string&) { return 0; }
 };
 
 struct DuetClient final : Client {
@@ -79,6 +86,7 @@ struct DuetClient final : Client {
   /// The SNAPSHOT output, reused from call to call as a GPU pipeline reuses its staging
   /// buffer (TxnSnapshot::clear keeps capacity): the first call also pays for fresh pages.
   TxnSnapshot snap;
+  PackedSnapshot packed;  ///< the `packed` shape's pinned buffer, reused likewise
   explicit DuetClient(std::shared_ptr<TxnSpace> sp) : s(std::move(sp)) {}
   void begin() override { (void)s->begin(&t); }
   bool get(const std::string& k, std::string* v) override {
@@ -108,6 +116,12 @@ struct DuetSystem final : System {
     std::vector<SnapshotArg> args = {SnapshotArg::of(TxnRange::closed(lo, hi))};
     (void)d.t.snapshot(args, &d.snap);
     return d.snap.size();
+  }
+  std::size_t range_packed(Client& c, const std::string& lo, const std::string& hi) override {
+    const std::size_t n = range(c, lo, hi);
+    auto& d = static_cast<DuetClient&>(c);
+    if (!PackedSnapshot::pack(d.snap, &d.packed, g_pack_threads).ok()) std::abort();
+    return n;
   }
   std::size_t points(Client& c, const std::vector<std::string>& keys) override {
     auto& d = static_cast<DuetClient&>(c);
@@ -573,11 +587,15 @@ void snapshot_exp(const Options& o, Report& rep) {
            return n;
          }},
         {"all keys as points", "points", [&] { return s->points(*c, pts); }},
+        {"one range of all keys, packed for the GPU", "packed",
+         [&] { return s->range_packed(*c, key_of(0, 8), key_of(o.keys - 1, 8)); }},
     };
     for (auto& sh : shapes) {
       if (!o.snapshot_shapes.empty() &&
           std::find(o.snapshot_shapes.begin(), o.snapshot_shapes.end(), sh.tag) == o.snapshot_shapes.end())
         continue;
+      // `packed` runs only when named, on duet (the peers have no pinned buffer).
+      if (std::string_view(sh.tag) == "packed" && (o.snapshot_shapes.empty() || s->name() != "duet")) continue;
       std::vector<Measure> sets;
       std::vector<double> cpu_rate;  // pairs per second of the calling thread's CPU time
       std::size_t pairs = 0;
@@ -782,10 +800,15 @@ int main(int argc, char** argv) {
       auto x = parse_count(v);
       if (!x || *x == 0 || *x > 256) return err = "bad --snapshot-threads", false;
       o.snapshot_threads = static_cast<unsigned>(*x);
+    } else if (f == "--pack-threads") {
+      auto x = parse_count(v);
+      if (!x || *x > 256) return err = "bad --pack-threads", false;
+      g_pack_threads = static_cast<unsigned>(*x);
     } else if (f == "--snapshot-shapes") {
       o.snapshot_shapes = split_list(v);
       for (auto& t : o.snapshot_shapes)
-        if (t != "range" && t != "ranges" && t != "points") return err = "bad --snapshot-shapes (range, ranges, points)", false;
+        if (t != "range" && t != "ranges" && t != "points" && t != "packed")
+          return err = "bad --snapshot-shapes (range, ranges, points, packed)", false;
     } else if (f == "--reads") {  // percentages
       o.reads.clear();
       for (auto& t : split_list(v)) {
@@ -816,7 +839,7 @@ int main(int argc, char** argv) {
         "               [--experiments ycsbt,smallbank,snapshot,commit,disjoint,longreader] [--reader-seconds S]\n"
         "               [--systems duet,rocksdb-pessimistic,rocksdb-optimistic] [--out DIR]\n"
         "               [--ops 4,16] [--reads 50,95] [--dists uniform,zipf] [--key-bytes 8,24]\n"
-        "               [--snapshot-threads N] [--snapshot-shapes range,ranges,points]\n");
+        "               [--snapshot-threads N] [--snapshot-shapes range,ranges,points,packed] [--pack-threads N]\n");
     return ok ? 0 : 2;
   }
   g_snapshot_threads = o.snapshot_threads;
@@ -836,6 +859,7 @@ int main(int argc, char** argv) {
   config.set("quick", o.quick).set("seed", static_cast<unsigned long long>(o.seed));
   config.set("value_bytes", 100).set("reader_seconds", o.reader_seconds);
   config.set("snapshot_threads", o.snapshot_threads);
+  config.set("pack_threads", g_pack_threads);
   if (!o.snapshot_shapes.empty()) config.set("snapshot_shapes", Json::array_of(o.snapshot_shapes));
   if (!o.ops.empty()) config.set("ycsbt_ops", Json::array_of(o.ops));
   if (!o.key_bytes.empty()) config.set("ycsbt_key_bytes", Json::array_of(o.key_bytes));

@@ -186,8 +186,14 @@ class PackedSnapshot {
   PackedSnapshot& operator=(const PackedSnapshot&) = delete;
   PackedSnapshot(PackedSnapshot&& o) noexcept;
   PackedSnapshot& operator=(PackedSnapshot&& o) noexcept;
-  /// Packs `s` (kResourceExhausted when the buffer cannot be allocated).
-  static Status pack(const TxnSnapshot& s, PackedSnapshot* out);
+  /// Packs `s` into *out, reusing *out's buffer when it is large enough (a pinned allocation
+  /// costs more than the copy: keep one PackedSnapshot per pipeline), else allocating one
+  /// (kResourceExhausted when it cannot be allocated; *out is then empty). Each byte is written
+  /// once (only the alignment padding is zeroed). A snapshot of at least 4 MiB is copied by the
+  /// SNAPSHOT pool's threads (made on first use, `TxnConfig::snapshot_threads` of the keyspace
+  /// that made it, else min(16, hardware threads)) in pieces of 1 MiB; `threads` = 1 copies on
+  /// the calling thread only.
+  static Status pack(const TxnSnapshot& s, PackedSnapshot* out, unsigned threads = 0);
   const char* data() const { return data_; }
   std::size_t bytes() const { return bytes_; }
   std::uint64_t slots() const;
@@ -203,7 +209,8 @@ class PackedSnapshot {
 
  private:
   char* data_ = nullptr;
-  std::size_t bytes_ = 0;
+  std::size_t bytes_ = 0;     ///< the packed snapshot's size
+  std::size_t capacity_ = 0;  ///< the buffer's size
   bool pinned_ = false;
 };
 

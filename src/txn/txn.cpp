@@ -566,18 +566,20 @@ Status TxnSnapshot::to_fixed(std::vector<std::uint64_t>* keys, std::vector<char>
 PackedSnapshot::~PackedSnapshot() {
   if (data_) gpu::free_host(data_);
 }
-PackedSnapshot::PackedSnapshot(PackedSnapshot&& o) noexcept : data_(o.data_), bytes_(o.bytes_), pinned_(o.pinned_) {
+PackedSnapshot::PackedSnapshot(PackedSnapshot&& o) noexcept
+    : data_(o.data_), bytes_(o.bytes_), capacity_(o.capacity_), pinned_(o.pinned_) {
   o.data_ = nullptr;
-  o.bytes_ = 0;
+  o.bytes_ = o.capacity_ = 0;
 }
 PackedSnapshot& PackedSnapshot::operator=(PackedSnapshot&& o) noexcept {
   if (this != &o) {
     if (data_) gpu::free_host(data_);
     data_ = o.data_;
     bytes_ = o.bytes_;
+    capacity_ = o.capacity_;
     pinned_ = o.pinned_;
     o.data_ = nullptr;
-    o.bytes_ = 0;
+    o.bytes_ = o.capacity_ = 0;
   }
   return *this;
 }
@@ -597,28 +599,62 @@ std::size_t PackedSnapshot::value_bytes_at() const {
   return (key_bytes_at() + kb + 7) & ~std::size_t{7};
 }
 
-Status PackedSnapshot::pack(const TxnSnapshot& s, PackedSnapshot* out) {
+Status PackedSnapshot::pack(const TxnSnapshot& s, PackedSnapshot* out, unsigned threads) {
   const std::uint64_t n = s.size(), m = s.arg_offsets.size() - 1;
   auto align = [](std::size_t x) { return (x + 7) & ~std::size_t{7}; };
   const std::size_t present_at = 16 + 8 * (n + 1) * 2 + 8 * (m + 1);
   const std::size_t keys_at = align(present_at + n);
   const std::size_t values_at = align(keys_at + s.key_bytes.size());
   const std::size_t total = values_at + s.value_bytes.size();
-  char* p = static_cast<char*>(gpu::alloc_host(total));
-  if (p == nullptr) return Status::ResourceExhausted("cannot allocate a packed snapshot of " + std::to_string(total) + " bytes");
-  std::memset(p, 0, values_at);
+  // *out's buffer is reused when it holds enough: a pinned allocation (and its first touch)
+  // costs more than the copy.
+  char* p = out->data_ != nullptr && out->capacity_ >= total ? out->data_ : nullptr;
+  if (p == nullptr) {
+    *out = PackedSnapshot();
+    p = static_cast<char*>(gpu::alloc_host(total));
+    if (p == nullptr)
+      return Status::ResourceExhausted("cannot allocate a packed snapshot of " + std::to_string(total) + " bytes");
+    out->data_ = p;
+    out->capacity_ = total;
+    out->pinned_ = gpu::device().present;
+  }
+  out->bytes_ = 0;  // until it is complete
   std::memcpy(p, &n, 8);
   std::memcpy(p + 8, &m, 8);
-  std::memcpy(p + 16, s.key_offsets.data(), 8 * (n + 1));
-  std::memcpy(p + 16 + 8 * (n + 1), s.value_offsets.data(), 8 * (n + 1));
-  std::memcpy(p + 16 + 16 * (n + 1), s.arg_offsets.data(), 8 * (m + 1));
-  if (n) std::memcpy(p + present_at, s.present.data(), n);
-  if (!s.key_bytes.empty()) std::memcpy(p + keys_at, s.key_bytes.data(), s.key_bytes.size());
-  if (!s.value_bytes.empty()) std::memcpy(p + values_at, s.value_bytes.data(), s.value_bytes.size());
-  *out = PackedSnapshot();
-  out->data_ = p;
+  // The padding after the presence flags and after the key bytes (at most 7 bytes each).
+  std::memset(p + present_at + n, 0, keys_at - present_at - n);
+  std::memset(p + keys_at + s.key_bytes.size(), 0, values_at - keys_at - s.key_bytes.size());
+  struct Section {
+    char* to;
+    const char* from;
+    std::size_t bytes;
+  };
+  const Section sections[] = {
+      {p + 16, reinterpret_cast<const char*>(s.key_offsets.data()), 8 * (n + 1)},
+      {p + 16 + 8 * (n + 1), reinterpret_cast<const char*>(s.value_offsets.data()), 8 * (n + 1)},
+      {p + 16 + 16 * (n + 1), reinterpret_cast<const char*>(s.arg_offsets.data()), 8 * (m + 1)},
+      {p + present_at, reinterpret_cast<const char*>(s.present.data()), n},
+      {p + keys_at, s.key_bytes.data(), s.key_bytes.size()},
+      {p + values_at, s.value_bytes.data(), s.value_bytes.size()},
+  };
+  constexpr std::size_t kPiece = std::size_t{1} << 20, kParallelBytes = std::size_t{4} << 20;
+  if (threads == 1 || total < kParallelBytes) {
+    for (const Section& c : sections)
+      if (c.bytes) std::memcpy(c.to, c.from, c.bytes);
+  } else {
+    // Pieces of 1 MiB over every section, taken one at a time by the pool's threads.
+    std::vector<Section> pieces;
+    for (const Section& c : sections)
+      for (std::size_t off = 0; off < c.bytes; off += kPiece)
+        pieces.push_back({c.to + off, c.from + off, std::min(kPiece, c.bytes - off)});
+    sched::ThreadPool& pool = *snapshot_pool(TxnConfig{}).pool;
+    std::atomic<std::size_t> next{0};
+    pool.parallel_for(pool.threads(), 1, [&](std::size_t, std::size_t, unsigned) {
+      for (std::size_t i; (i = next.fetch_add(1, std::memory_order_relaxed)) < pieces.size();)
+        std::memcpy(pieces[i].to, pieces[i].from, pieces[i].bytes);
+    });
+  }
   out->bytes_ = total;
-  out->pinned_ = gpu::device().present;
   return Status::Ok();
 }
 

@@ -365,6 +365,61 @@ TEST(TxnApi, LargeRangeSnapshotSplitsAcrossThreads) {
   }
 }
 
+// A packed snapshot of more than 4 MiB is copied in pieces by the pool's threads: byte for byte
+// the calling thread's copy, every slot readable from the layout; packing again reuses the buffer.
+TEST(TxnApi, LargePackedSnapshotIsCopiedByThePool) {
+  TxnConfig c;
+  c.snapshot_threads = 4;
+  auto s = open_space(c);
+  const int n = 6000;
+  auto value_of = [](int i) { return std::string(700 + i % 200, static_cast<char>('a' + i % 26)); };
+  Txn w;
+  ASSERT_TRUE(s->begin(&w).ok());
+  for (int i = 0; i < n; ++i) {
+    char k[16];
+    std::snprintf(k, sizeof k, "p%06d", i);
+    ASSERT_TRUE(w.put(k, value_of(i)).ok());
+  }
+  CommitResult r;
+  ASSERT_TRUE(w.commit(&r).ok());
+  Txn t;
+  ASSERT_TRUE(s->begin(&t).ok());
+  std::vector<SnapshotArg> args = {SnapshotArg::point("p000003"), SnapshotArg::point("absent"),
+                                   SnapshotArg::of(TxnRange::all())};
+  TxnSnapshot snap;
+  ASSERT_TRUE(t.snapshot(args, &snap).ok());
+  ASSERT_EQ(snap.size(), static_cast<std::size_t>(n + 2));
+  PackedSnapshot pooled, serial;
+  ASSERT_TRUE(PackedSnapshot::pack(snap, &pooled).ok());
+  ASSERT_TRUE(PackedSnapshot::pack(snap, &serial, 1).ok());
+  ASSERT_GT(pooled.bytes(), std::size_t{4} << 20);
+  ASSERT_EQ(pooled.bytes(), serial.bytes());
+  EXPECT_EQ(std::memcmp(pooled.data(), serial.data(), pooled.bytes()), 0);
+  EXPECT_EQ(pooled.slots(), snap.size());
+  EXPECT_EQ(pooled.args(), 3u);
+  EXPECT_EQ(pooled.data()[pooled.present_at() + 1], 0);
+  for (std::size_t i = 0; i < snap.size(); ++i) {
+    std::uint64_t k0, k1, v0, v1;
+    std::memcpy(&k0, pooled.data() + pooled.key_offsets_at() + 8 * i, 8);
+    std::memcpy(&k1, pooled.data() + pooled.key_offsets_at() + 8 * (i + 1), 8);
+    std::memcpy(&v0, pooled.data() + pooled.value_offsets_at() + 8 * i, 8);
+    std::memcpy(&v1, pooled.data() + pooled.value_offsets_at() + 8 * (i + 1), 8);
+    ASSERT_EQ(std::string_view(pooled.data() + pooled.key_bytes_at() + k0, k1 - k0), snap.key(i)) << i;
+    ASSERT_EQ(std::string_view(pooled.data() + pooled.value_bytes_at() + v0, v1 - v0), snap.value(i)) << i;
+  }
+  // A smaller snapshot packed into the same object reuses its buffer.
+  TxnSnapshot one;
+  const std::vector<SnapshotArg> point = {SnapshotArg::point("p000005")};
+  ASSERT_TRUE(t.snapshot(point, &one).ok());
+  const char* buffer = pooled.data();
+  ASSERT_TRUE(PackedSnapshot::pack(one, &pooled).ok());
+  EXPECT_EQ(pooled.data(), buffer);
+  EXPECT_EQ(pooled.slots(), 1u);
+  std::uint64_t v1 = 0;
+  std::memcpy(&v1, pooled.data() + pooled.value_offsets_at() + 8, 8);
+  EXPECT_EQ(std::string_view(pooled.data() + pooled.value_bytes_at(), v1), value_of(5));
+}
+
 // Ranges past the serial first part are walked in pieces by prefix at once: with keys of
 // one bucket each and keys sharing 8-byte prefixes (buckets of several keys), with bounds that
 // cut into such a bucket, exclusive, inclusive and unbounded, the result is the reference's.
