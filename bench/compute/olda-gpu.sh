@@ -5,6 +5,7 @@
 #                                           non-system shared libraries they need, into gpu-pack-olda/
 #   there: bench/compute/olda-gpu.sh run    the OLDA suite, then the benchmark (GPU and CPU); logs
 #                                           and the result JSON go to $OUT (default gpu-out)
+#   there: bench/compute/olda-gpu.sh sweep  embedded OLDA over thread counts (THREADS_LIST, USERS)
 #   here:  bench/compute/olda-gpu.sh pack-server   packs duet, the benchmark, the OLDA procedure,
 #                                           redis-server and the redis-py package (the GPU machine
 #                                           has Python and numpy but not redis-py) into gpu-pack-oldas/
@@ -93,6 +94,20 @@ run-server)
     timeout ${T:-150} ${PYTHON:-python3} bench/compute/olda_fedb.py --work $W --redis-server $L/redis-server \
       --clients ${CLIENTS:-12} --reps ${REPS:-3} --out $OUT/olda-fedb-users$u.json 2>&1 | tee $OUT/fedb-users$u.txt
   done
+  ;;
+sweep)
+  # Embedded OLDA at each thread count of $THREADS_LIST (default 1 2 4 8 12 16), $USERS users
+  # (default 10^4), CPU and GPU engines, per-transaction inference and the batcher; one JSON per
+  # thread count, tarred into $OUT/sweep.tgz (bench/compute/plot_olda.py draws them).
+  set +e
+  unpack_libs $P
+  export LD_LIBRARY_PATH=$LIBS:${LD_LIBRARY_PATH:-}
+  mkdir -p $OUT/sweep
+  for t in ${THREADS_LIST:-1 2 4 8 12 16}; do
+    timeout ${T:-100} $P/duet_bench_olda --users ${USERS:-10^4} --threads $t --extra 0 --systems cpu,gpu \
+      --modes per_txn,batcher --out $OUT/sweep/olda-t$t.json 2>&1 | tee -a $OUT/sweep.txt
+  done
+  tar -C $OUT -czf $OUT/sweep.tgz sweep && rm -rf $OUT/sweep
   ;;
 run)
   set +e
