@@ -123,7 +123,7 @@ run)
   echo "bench t16 rc ${PIPESTATUS[0]}"
   ;;
 *)
-  echo "usage: bench/compute/olda-gpu.sh pack|run|pack-server|run-server" >&2
+  echo "usage: bench/compute/olda-gpu.sh pack|run|sweep|pack-server|run-server" >&2
   exit 2
   ;;
 esac
