@@ -26,3 +26,10 @@ def start(doc, argv):
     if plt is None:
         return 0
     return plt, argv[1], argv[2:]
+
+
+def save(plt, fig, path):
+    """Lays fig out tightly, writes it to path (110 dpi) and closes it."""
+    fig.tight_layout()
+    fig.savefig(path, dpi=110)
+    plt.close(fig)

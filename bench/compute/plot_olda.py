@@ -16,7 +16,7 @@ import sys
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "common"))
-from plotting import start  # noqa: E402
+from plotting import save, start  # noqa: E402
 
 
 def load(paths):
@@ -54,9 +54,7 @@ def figure(plt, rows, x_key, x_label, path, log_x):
     lat.set_ylabel("p99 latency per payment (µs)")
     lat.set_yscale("log")
     fig.suptitle("OLDA: one transaction per payment")
-    fig.tight_layout()
-    fig.savefig(path, dpi=110)
-    plt.close(fig)
+    save(plt, fig, path)
 
 
 def main():

@@ -17,7 +17,7 @@ import sys
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "common"))
-from plotting import start  # noqa: E402
+from plotting import save, start  # noqa: E402
 
 SYSTEM_ORDER = ["duet", "rocksdb-pessimistic", "rocksdb-optimistic"]
 
@@ -78,9 +78,7 @@ def bars(plt, rows, experiment, unit, path):
         ax.set_title(f"{experiment}, {thr} thread{'s' if thr != 1 else ''}")
         ax.grid(True, axis="y", which="both", alpha=0.3)
         ax.legend(fontsize=7)
-    fig.tight_layout()
-    fig.savefig(path, dpi=110)
-    plt.close(fig)
+    save(plt, fig, path)
     return True
 
 
@@ -103,9 +101,7 @@ def commit_lines(plt, rows, path):
     ax.set_title("disjoint writers, one key per transaction")
     ax.grid(True, which="both", alpha=0.3)
     ax.legend(fontsize=7)
-    fig.tight_layout()
-    fig.savefig(path, dpi=110)
-    plt.close(fig)
+    save(plt, fig, path)
     return True
 
 
