@@ -33,3 +33,20 @@ def save(plt, fig, path):
     fig.tight_layout()
     fig.savefig(path, dpi=110)
     plt.close(fig)
+
+
+def run(doc, argv, load, draw):
+    """main() of a `plot.py OUT_PREFIX RESULT.json...` script: start(), then rows = load(paths)
+    (1 after saying so when there are none), then draw(plt, prefix, rows), which returns the
+    paths it wrote; prints them and returns 0."""
+    got = start(doc, argv)
+    if isinstance(got, int):
+        return got
+    plt, prefix, paths = got
+    rows = load(paths)
+    if not rows:
+        print("no records to draw in", " ".join(paths))
+        return 1
+    wrote = draw(plt, prefix, rows)
+    print("wrote", " ".join(wrote) if wrote else "nothing")
+    return 0

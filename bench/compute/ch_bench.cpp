@@ -276,7 +276,7 @@ Run run_server(const Options& o, const Scale& sc, const std::string& mix, const 
   for (auto& c : conns)
     if (Status s = RespConnection::open(server->port(), &c); !s.ok()) return r.error = s.to_string(), r;
   if (o.query_source == "mirror") {  // Q1 and Q6 then read the column mirror (ch.mirror)
-    const std::string dev = o.query_device == Device::kCpu ? "cpu" : o.query_device == Device::kGpu ? "gpu" : "auto";
+    const std::string dev = device_name(o.query_device);
     const std::string threads = std::to_string(std::max(1u, o.query_cpu_threads));
     const std::string_view argv[] = {"FCALL", "ch.mirror", "0", dev, threads};
     RespValue v;

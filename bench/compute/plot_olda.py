@@ -16,7 +16,7 @@ import sys
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "common"))
-from plotting import save, start  # noqa: E402
+from plotting import run, save  # noqa: E402
 
 
 def load(paths):
@@ -57,15 +57,7 @@ def figure(plt, rows, x_key, x_label, path, log_x):
     save(plt, fig, path)
 
 
-def main():
-    got = start(__doc__, sys.argv)
-    if isinstance(got, int):
-        return got
-    plt, prefix, paths = got
-    rows = load(paths)
-    if not rows:
-        print("no olda_users records")
-        return 1
+def draw(plt, prefix, rows):
     wrote = []
     if len({r["threads"] for r in rows}) > 1:
         figure(plt, rows, "threads", "payment threads", prefix + "-threads.png", False)
@@ -73,8 +65,11 @@ def main():
     if len({r["users"] for r in rows}) > 1:
         figure(plt, rows, "users", "users", prefix + "-users.png", True)
         wrote.append(prefix + "-users.png")
-    print("wrote", " ".join(wrote) if wrote else "nothing (one thread count and one user count)")
-    return 0
+    return wrote
+
+
+def main():
+    return run(__doc__, sys.argv, load, draw)
 
 
 if __name__ == "__main__":

@@ -17,7 +17,7 @@ import sys
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "common"))
-from plotting import save, start  # noqa: E402
+from plotting import run, save  # noqa: E402
 
 SYSTEM_ORDER = ["duet", "rocksdb-pessimistic", "rocksdb-optimistic"]
 
@@ -105,23 +105,18 @@ def commit_lines(plt, rows, path):
     return True
 
 
-def main():
-    got = start(__doc__, sys.argv)
-    if isinstance(got, int):
-        return got
-    plt, prefix, paths = got
-    rows = load(paths)
-    if not rows:
-        print("no rows")
-        return 1
+def draw(plt, prefix, rows):
     wrote = []
     for experiment, unit in (("ycsbt", "txn/s"), ("smallbank", "txn/s"), ("snapshot", "pairs/s")):
         if bars(plt, rows, experiment, unit, f"{prefix}-{experiment}.png"):
             wrote.append(f"{prefix}-{experiment}.png")
     if commit_lines(plt, rows, prefix + "-commit.png"):
         wrote.append(prefix + "-commit.png")
-    print("wrote", " ".join(wrote) if wrote else "nothing")
-    return 0
+    return wrote
+
+
+def main():
+    return run(__doc__, sys.argv, load, draw)
 
 
 if __name__ == "__main__":

@@ -192,7 +192,7 @@ class PackedSnapshot {
   /// once (only the alignment padding is zeroed). A snapshot of at least 4 MiB is copied by the
   /// SNAPSHOT pool's threads (made on first use, `TxnConfig::snapshot_threads` of the keyspace
   /// that made it, else min(16, hardware threads)) in pieces of 1 MiB; `threads` = 1 copies on
-  /// the calling thread only.
+  /// the calling thread only (any other value: the pool).
   static Status pack(const TxnSnapshot& s, PackedSnapshot* out, unsigned threads = 0);
   const char* data() const { return data_; }
   std::size_t bytes() const { return bytes_; }

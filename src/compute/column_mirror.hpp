@@ -146,6 +146,8 @@ class ColumnMirror final : public TxnCommitObserver {
   Status collect();
 
   MirrorStats stats() const;
+  /// The start of the load: aggregate() and contains() answer only at starts at or after it.
+  std::uint64_t built_at() const { return built_at_; }
   const std::vector<std::string>& columns() const { return cfg_.columns; }
 
   /// TxnCommitObserver: appends the write set's rows of the range (queued while attach() loads).

@@ -424,7 +424,7 @@ int h_mirror_aggregate(duet_txn* t, const char* name, const duet_predicate* pred
     if (group) q.group = group;
     const std::uint64_t start = c->txn->start_ts();
     // A mirror made after this transaction began cannot answer at its start.
-    if (start < m->stats().built_at) return DUET_ERR_UNAVAILABLE;
+    if (start < m->built_at()) return DUET_ERR_UNAVAILABLE;
     duet_table& tab = c->tables.emplace_back();
     const Status e = m->aggregate(start, q, &tab.t, compute::Device::kAuto, threads);
     if (e.code() == StatusCode::kResourceExhausted) return DUET_ERR_ABORTED;  // snapshot too old, or full
@@ -652,7 +652,7 @@ Status Shared::find_mirror(const TxnSpace* space, std::string_view name, std::sh
   // A dropped keyspace's mirror is let go here (its rows can be large).
   std::erase_if(mirrors_, [](const Mirror& m) { return m.space.expired(); });
   for (const Mirror& m : mirrors_)
-    if (m.def.name == name && !m.space.expired() && m.space.lock().get() == space) {
+    if (m.def.name == name && m.space.lock().get() == space) {
       *out = m.mirror;
       *threads = m.def.query_threads;
       return Status::Ok();

@@ -236,6 +236,7 @@ Status ProcedureRegistry::unload(std::string_view library) {
 Status ProcedureRegistry::call(const std::shared_ptr<TxnSpace>& space, std::string_view name, std::span<const std::string_view> keys,
                                std::span<const std::string_view> args, bool read_only, CallOutcome* out) {
   if (!out) return Status::InvalidArgument("procedures: null output");
+  if (!space) return Status::InvalidArgument("procedures: null keyspace");
   Proc* p = nullptr;
   std::shared_ptr<Library> lib;
   {
@@ -272,7 +273,6 @@ Status ProcedureRegistry::call(const std::shared_ptr<TxnSpace>& space, std::stri
   };
   for (unsigned attempt = 0;; ++attempt) {
     Txn t;
-    if (!space) return Status::InvalidArgument("procedures: null keyspace");
     if (Status s = space->begin(&t); !s.ok()) {
       p->failures.fetch_add(1, std::memory_order_relaxed);
       return s;

@@ -410,6 +410,16 @@ bool read_range_serial(Core& c, std::uint64_t start, const TxnRange& r, std::siz
   return stopped;
 }
 
+/// Runs f(i) for every i in [0, n) on all of the pool's threads (the calling thread among
+/// them), each thread taking the next i as it finishes one, so uneven pieces even out.
+template <class F>
+void take_pieces(sched::ThreadPool& pool, std::size_t n, F&& f) {
+  std::atomic<std::size_t> next{0};
+  pool.parallel_for(pool.threads(), 1, [&](std::size_t, std::size_t, unsigned) {
+    for (std::size_t i; (i = next.fetch_add(1, std::memory_order_relaxed)) < n;) f(i);
+  });
+}
+
 /// Reads the present pairs of r at `start` into *o with the snapshot pool's threads: the
 /// range is cut into pieces by prefix value (8 per thread), which the threads take one at a
 /// time (so that clustered keys even out), each piece read into its own scratch output. Once
@@ -425,15 +435,12 @@ void read_range_parallel(Core& c, std::uint64_t start, const TxnRange& r, Snapsh
   const std::size_t np = parts.size();
   if (sp.scratch.size() < np) sp.scratch.resize(np);
   for (std::size_t p = 0; p < np; ++p) sp.scratch[p].clear();
-  std::atomic<std::size_t> next{0};
-  pool.parallel_for(pool.threads(), 1, [&](std::size_t, std::size_t, unsigned) {
-    for (std::size_t p; (p = next.fetch_add(1, std::memory_order_relaxed)) < np;) {
-      TxnSnapshot& s = sp.scratch[p];
-      c.index.walk_between(r, parts[p].first, parts[p].second, 0, [&](Entry* const* ents, std::size_t n) {
-        append_batch(c, start, ents, n, &s);
-        return true;
-      });
-    }
+  take_pieces(pool, np, [&](std::size_t p) {
+    TxnSnapshot& s = sp.scratch[p];
+    c.index.walk_between(r, parts[p].first, parts[p].second, 0, [&](Entry* const* ents, std::size_t n) {
+      append_batch(c, start, ents, n, &s);
+      return true;
+    });
   });
   // Where each piece lands: its first slot, key byte and value byte in the output.
   struct Place {
@@ -451,22 +458,19 @@ void read_range_parallel(Core& c, std::uint64_t start, const TxnRange& r, Snapsh
   o->key_offsets.resize(at[np].slot + 1);
   o->value_offsets.resize(at[np].slot + 1);
   o->present.resize(at[np].slot);
-  next.store(0, std::memory_order_relaxed);
-  pool.parallel_for(pool.threads(), 1, [&](std::size_t, std::size_t, unsigned) {
-    for (std::size_t p; (p = next.fetch_add(1, std::memory_order_relaxed)) < np;) {
-      const TxnSnapshot& s = sp.scratch[p];
-      const std::size_t m = s.present.size();
-      if (m == 0) continue;
-      const Place& a = at[p];
-      if (!s.key_bytes.empty()) std::memcpy(o->key_bytes.data() + a.key, s.key_bytes.data(), s.key_bytes.size());
-      if (!s.value_bytes.empty()) std::memcpy(o->value_bytes.data() + a.value, s.value_bytes.data(), s.value_bytes.size());
-      std::memset(o->present.data() + a.slot, 1, m);
-      std::uint64_t* ko = o->key_offsets.data() + a.slot + 1;
-      std::uint64_t* vo = o->value_offsets.data() + a.slot + 1;
-      for (std::size_t j = 0; j < m; ++j) {
-        ko[j] = s.key_offsets[j + 1] + a.key;
-        vo[j] = s.value_offsets[j + 1] + a.value;
-      }
+  take_pieces(pool, np, [&](std::size_t p) {
+    const TxnSnapshot& s = sp.scratch[p];
+    const std::size_t m = s.present.size();
+    if (m == 0) return;
+    const Place& a = at[p];
+    if (!s.key_bytes.empty()) std::memcpy(o->key_bytes.data() + a.key, s.key_bytes.data(), s.key_bytes.size());
+    if (!s.value_bytes.empty()) std::memcpy(o->value_bytes.data() + a.value, s.value_bytes.data(), s.value_bytes.size());
+    std::memset(o->present.data() + a.slot, 1, m);
+    std::uint64_t* ko = o->key_offsets.data() + a.slot + 1;
+    std::uint64_t* vo = o->value_offsets.data() + a.slot + 1;
+    for (std::size_t j = 0; j < m; ++j) {
+      ko[j] = s.key_offsets[j + 1] + a.key;
+      vo[j] = s.value_offsets[j + 1] + a.value;
     }
   });
   // Scratch far larger than this read needed (a one-off large range) is given back.
@@ -647,12 +651,8 @@ Status PackedSnapshot::pack(const TxnSnapshot& s, PackedSnapshot* out, unsigned 
     for (const Section& c : sections)
       for (std::size_t off = 0; off < c.bytes; off += kPiece)
         pieces.push_back({c.to + off, c.from + off, std::min(kPiece, c.bytes - off)});
-    sched::ThreadPool& pool = *snapshot_pool(TxnConfig{}).pool;
-    std::atomic<std::size_t> next{0};
-    pool.parallel_for(pool.threads(), 1, [&](std::size_t, std::size_t, unsigned) {
-      for (std::size_t i; (i = next.fetch_add(1, std::memory_order_relaxed)) < pieces.size();)
-        std::memcpy(pieces[i].to, pieces[i].from, pieces[i].bytes);
-    });
+    take_pieces(*snapshot_pool(TxnConfig{}).pool, pieces.size(),
+                [&](std::size_t i) { std::memcpy(pieces[i].to, pieces[i].from, pieces[i].bytes); });
   }
   out->bytes_ = total;
   return Status::Ok();

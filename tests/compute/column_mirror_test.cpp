@@ -251,7 +251,9 @@ TEST_P(ColumnMirrorCollect, BackgroundCollectionUnderWritersAndReaders) {
     // The background collector waits for the generation to double; between its runs this
     // thread collects too (the same code, also beside the writers), so that a sanitizer build's
     // few rounds still see ten collections.
-    if (i % 2 == 1) ASSERT_TRUE(m->collect().ok());
+    if (i % 2 == 1) {
+      ASSERT_TRUE(m->collect().ok());
+    }
   }
   writers.stop();
   held.reset();

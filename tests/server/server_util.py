@@ -44,6 +44,15 @@ def duet_bin():
     return p
 
 
+def bench_net_bin(name):
+    """A program of bench/net built beside DUET_BIN (duet_bench_net, duet_bench_replay); skips
+    the test when it was not built (DUET_BENCH off)."""
+    p = duet_bin().parent / "bench" / "net" / name
+    if not p.exists():
+        pytest.skip(f"{p} is not built (DUET_BENCH off)")
+    return p
+
+
 duet_only = pytest.mark.skipif(IS_REDIS, reason="Duet-specific (DUET_TEST_SERVER=redis)")
 
 

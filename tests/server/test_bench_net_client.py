@@ -12,21 +12,13 @@ from pathlib import Path
 
 import pytest
 
-from server_util import IS_REDIS, duet_bin
+from server_util import IS_REDIS, bench_net_bin
 
 pytestmark = pytest.mark.skipif(IS_REDIS, reason="duet's benchmark client against duet")
 
 
-def net_bin():
-    """duet_bench_net of the build that made DUET_BIN (built with the benchmarks)."""
-    p = duet_bin().parent / "bench" / "net" / "duet_bench_net"
-    if not p.exists():
-        pytest.skip(f"{p} is not built (DUET_BENCH off)")
-    return p
-
-
 def start_client(port, tmp_path, seconds):
-    args = [str(net_bin()), "--host", "127.0.0.1", "-p", str(port), "-t", "1", "-c", "4", "-P", "16",
+    args = [str(bench_net_bin("duet_bench_net")), "--host", "127.0.0.1", "-p", str(port), "-t", "1", "-c", "4", "-P", "16",
             "-k", "1000", "-s", str(seconds), "--warmup", "0", "--stall", "2", "--out", str(tmp_path), "-q"]
     return subprocess.Popen(args, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
 

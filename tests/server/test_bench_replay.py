@@ -9,7 +9,7 @@ from pathlib import Path
 
 import pytest
 
-from server_util import IS_REDIS, duet_bin
+from server_util import IS_REDIS, bench_net_bin
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[2] / "bench" / "net"))
 from resp_file import resp  # noqa: E402
@@ -17,15 +17,8 @@ from resp_file import resp  # noqa: E402
 pytestmark = pytest.mark.skipif(IS_REDIS, reason="duet's benchmark client against duet")
 
 
-def replay_bin():
-    p = duet_bin().parent / "bench" / "net" / "duet_bench_replay"
-    if not p.exists():
-        pytest.skip(f"{p} is not built (DUET_BENCH off)")
-    return p
-
-
 def replay(port, path, *extra):
-    r = subprocess.run([str(replay_bin()), "--port", str(port), "--commands", str(path), *extra],
+    r = subprocess.run([str(bench_net_bin("duet_bench_replay")), "--port", str(port), "--commands", str(path), *extra],
                        capture_output=True, text=True, timeout=60)
     return r
 
