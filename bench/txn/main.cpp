@@ -10,6 +10,8 @@
 //              when named in --snapshot-shapes, `packed`: duet's one range then packed into one
 //              pinned buffer for the GPU (PackedSnapshot::pack on --pack-threads threads)
 //   commit     disjoint writers (one own key per txn) at 1..T threads, and the ts source alone
+//   clock      the TSC clock's boundary: the least one-way TSC difference between each ordered
+//              pair of CPUs, the skew TxnConfig::tsc_boundary_cycles must cover (x86-64)
 //   disjoint   the disjoint writers alone, at exactly the --threads counts (for profiles)
 //   longreader writers' commit rate alone, then beside one transaction that stays open for
 //              --reader-seconds (10) reading now and then: what a long reader costs writers
@@ -25,13 +27,19 @@
 #include <random>
 #include <string>
 #include <thread>
+#include <pthread.h>
+#include <sched.h>
 #include <unistd.h>
 #include <vector>
+#if defined(__x86_64__)
+#include <x86intrin.h>
+#endif
 
 #include "common/json.hpp"
 #include "common/parse.hpp"
 #include "common/results.hpp"
 #include "duet/txn.hpp"
+#include "txn/tsc.hpp"
 
 #ifdef DUET_BENCH_HAVE_ROCKSDB
 #include <rocksdb/db.h>
@@ -65,6 +73,8 @@ struct Client {
 
 /// --snapshot-threads, for DuetSystem's keyspace (the snapshot pool is made once per process).
 unsigned g_snapshot_threads = 0;
+TxnClock g_clock = TxnClock::kCounter;  ///< duet's TxnConfig::clock (--clock)
+std::uint64_t g_tsc_boundary = TxnConfig{}.tsc_boundary_cycles;  ///< --tsc-boundary
 /// --pack-threads: PackedSnapshot::pack's threads in the `packed` shape (0: the snapshot pool).
 unsigned g_pack_threads = 0;
 
@@ -107,7 +117,12 @@ struct DuetSystem final : System {
   DuetSystem() {
     TxnConfig c;
     c.snapshot_threads = g_snapshot_threads;
-    if (!TxnSpace::open("bench", c, &s).ok()) std::abort();
+    c.clock = g_clock;
+    c.tsc_boundary_cycles = g_tsc_boundary;
+    if (Status st = TxnSpace::open("bench", c, &s); !st.ok()) {
+      std::fprintf(stderr, "duet_bench_txn: %s\n", st.message().c_str());
+      std::exit(2);
+    }
   }
   std::string name() const override { return "duet"; }
   std::unique_ptr<Client> client() override { return std::make_unique<DuetClient>(s); }
@@ -672,6 +687,75 @@ void commit_exp(const Options& o, Report& rep, bool only_listed = false) {
     }
     rep.row("commit", "ts source alone (atomic fetch_add)", "duet", thr, sets);
   }
+#if defined(__x86_64__)
+  // The TSC clock's source alone: a fenced TSC read per timestamp (no shared line).
+  for (unsigned thr = 1; thr <= maxt; thr *= 2) {
+    std::vector<Measure> sets;
+    for (unsigned set = 0; set < o.sets; ++set) {
+      std::vector<std::thread> th;
+      std::atomic<std::uint64_t> sink{0};
+      const std::uint64_t per = o.txns * 20;
+      const auto t0 = Clock::now();
+      for (unsigned t = 0; t < thr; ++t)
+        th.emplace_back([&] {
+          std::uint64_t x = 0;
+          for (std::uint64_t i = 0; i < per; ++i) {
+            _mm_mfence();
+            _mm_lfence();
+            x += __rdtsc();
+            _mm_lfence();
+          }
+          sink.fetch_add(x, std::memory_order_relaxed);
+        });
+      for (auto& x : th) x.join();
+      Measure m;
+      m.seconds = std::chrono::duration<double>(Clock::now() - t0).count();
+      m.committed = per * thr;
+      sets.push_back(m);
+    }
+    rep.row("commit", "ts source alone (fenced TSC read)", "duet", thr, sets);
+  }
+#endif
+}
+
+/// `clock`: the skew the TSC clock's boundary must cover (TxnConfig::tsc_boundary_cycles):
+/// txn::measure_tsc_pairs over the first 16 CPUs, 2,000 rounds per ordered pair (the keyspace's
+/// own measurement takes 100), whose largest least difference is the least boundary this
+/// machine needs (ORDO's measurement); and the TSC's rate, against steady_clock.
+void clock_exp(const Options& o, Report& rep) {
+#if !defined(__x86_64__)
+  (void)o;
+  (void)rep;
+  std::printf("clock: no TSC on this CPU (skipped)\n");
+#else
+  std::vector<double> minima;
+  std::int64_t worst = INT64_MIN;
+  int worst_a = -1, worst_b = -1;
+  const int rounds = o.quick ? 200 : 2000;
+  for (const duet::txn::TscPair& p : duet::txn::measure_tsc_pairs(rounds, 16)) {
+    minima.push_back(static_cast<double>(p.least));
+    if (p.least > worst) worst = p.least, worst_a = p.from, worst_b = p.to;
+  }
+  auto tsc = duet::txn::fenced_tsc;
+  const auto w0 = Clock::now();
+  const std::uint64_t c0 = tsc();
+  std::this_thread::sleep_for(std::chrono::milliseconds(o.quick ? 20 : 200));
+  const std::uint64_t c1 = tsc();
+  const double ghz = double(c1 - c0) / std::chrono::duration<double, std::nano>(Clock::now() - w0).count();
+  std::sort(minima.begin(), minima.end());
+  const double med = minima.empty() ? 0 : minima[minima.size() / 2];
+  std::printf("clock      %zu ordered CPU pairs, least one-way TSC difference per pair: min %.0f, median %.0f, max %lld "
+              "cycles (CPUs %d -> %d); TSC %.3f GHz; the keyspace's measured boundary %llu cycles\n",
+              minima.size(), minima.empty() ? 0.0 : minima.front(), med, static_cast<long long>(worst), worst_a,
+              worst_b, ghz, static_cast<unsigned long long>(duet::txn::measured_tsc_boundary()));
+  Json r = Json::object();
+  r.set("experiment", "clock").set("config", "least one-way TSC difference per ordered CPU pair");
+  r.set("pairs", static_cast<unsigned>(minima.size())).set("rounds_per_pair", rounds);
+  r.set("min_cycles", minima.empty() ? 0.0 : minima.front()).set("median_cycles", med);
+  r.set("max_cycles", static_cast<double>(worst)).set("max_pair", Json::array_of(std::vector<int>{worst_a, worst_b}));
+  r.set("tsc_ghz", ghz).set("measured_boundary_cycles", static_cast<unsigned long long>(duet::txn::measured_tsc_boundary()));
+  rep.records.push(r);
+#endif
 }
 
 /// Writers (the largest thread count less one, at least one) commit 4-key transactions on
@@ -823,6 +907,14 @@ int main(int argc, char** argv) {
         else if (t == "zipf") o.thetas.push_back(0.99);
         else return err = "bad --dists (uniform, zipf)", false;
       }
+    } else if (f == "--clock") {
+      if (v == "counter") g_clock = TxnClock::kCounter;
+      else if (v == "tsc") g_clock = TxnClock::kTsc;
+      else return err = "bad --clock (counter, tsc)", false;
+    } else if (f == "--tsc-boundary") {
+      auto x = parse_count(v);
+      if (!x || *x > (1u << 20)) return err = "bad --tsc-boundary (0 .. 2^20 cycles)", false;
+      g_tsc_boundary = *x;
     } else if (f == "--systems") {
       o.systems = split_list(v);
     } else if (f == "--out") {
@@ -836,7 +928,8 @@ int main(int argc, char** argv) {
     if (!ok) std::fprintf(stderr, "duet_bench_txn: %s\n", err.c_str());
     std::printf(
         "duet_bench_txn [--quick] [--keys N] [--threads 1,2,..] [--txns N per thread per set] [--sets N]\n"
-        "               [--experiments ycsbt,smallbank,snapshot,commit,disjoint,longreader] [--reader-seconds S]\n"
+        "               [--experiments ycsbt,smallbank,snapshot,commit,disjoint,longreader,clock] [--reader-seconds S]\n"
+        "               [--clock counter|tsc] [--tsc-boundary CYCLES]\n"
         "               [--systems duet,rocksdb-pessimistic,rocksdb-optimistic] [--out DIR]\n"
         "               [--ops 4,16] [--reads 50,95] [--dists uniform,zipf] [--key-bytes 8,24]\n"
         "               [--snapshot-threads N] [--snapshot-shapes range,ranges,points,packed] [--pack-threads N]\n");
@@ -860,6 +953,12 @@ int main(int argc, char** argv) {
   config.set("value_bytes", 100).set("reader_seconds", o.reader_seconds);
   config.set("snapshot_threads", o.snapshot_threads);
   config.set("pack_threads", g_pack_threads);
+  config.set("clock", g_clock == TxnClock::kTsc ? "tsc" : "counter");
+  if (g_clock == TxnClock::kTsc) {
+    if (g_tsc_boundary == TxnConfig::kMeasureBoundary)
+      config.set("tsc_boundary_cycles", "measured: " + std::to_string(duet::txn::measured_tsc_boundary()));
+    else config.set("tsc_boundary_cycles", static_cast<unsigned long long>(g_tsc_boundary));
+  }
   if (!o.snapshot_shapes.empty()) config.set("snapshot_shapes", Json::array_of(o.snapshot_shapes));
   if (!o.ops.empty()) config.set("ycsbt_ops", Json::array_of(o.ops));
   if (!o.key_bytes.empty()) config.set("ycsbt_key_bytes", Json::array_of(o.key_bytes));
@@ -878,6 +977,7 @@ int main(int argc, char** argv) {
     else if (e == "commit") commit_exp(o, rep);
     else if (e == "disjoint") commit_exp(o, rep, true);
     else if (e == "longreader") longreader_exp(o, rep);
+    else if (e == "clock") clock_exp(o, rep);
     else std::fprintf(stderr, "unknown experiment %s (skipped)\n", e.c_str());
   }
   const Json doc = result_document("txn", "cpu", commit_id(DUET_SOURCE_DIR), date, config, rep.records);

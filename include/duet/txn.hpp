@@ -59,6 +59,9 @@ struct TxnFaults {
   bool ts_before_locks = false;      ///< the commit timestamp is taken before the locks
   bool install_after_unlock = false; ///< each key is unlocked before its version is installed
   bool drop_version = false;         ///< the last key of each multi-key write set is not installed
+  /// With TxnClock::kTsc: threads with an odd ordinal read a TSC this many cycles behind
+  /// (cores out of step); a boundary below it must let a reader miss a returned commit.
+  std::uint64_t tsc_skew_cycles = 0;
   /// Yields between the steps of a commit, widening the windows the faults above open.
   unsigned step_yields = 0;
   /// Test hook, called on the committing thread at each step of a commit: "locked" (a key
@@ -69,9 +72,34 @@ struct TxnFaults {
   std::function<void(std::string_view step, std::string_view key)> hook;
 };
 
+/// Where a txn keyspace's timestamps come from (docs/txn.md, "Timestamp source").
+enum class TxnClock {
+  /// One shared atomic counter: BEGIN reads it, each writing COMMIT increments it. Exact and
+  /// portable; every committer writes one cache line, which bounds commits across cores.
+  kCounter,
+  /// The CPU's invariant time-stamp counter (x86-64 with constant and nonstop TSC, used by the
+  /// kernel as its clocksource): BEGIN reads its core's TSC less tsc_boundary_cycles; COMMIT
+  /// reads it after its locks (at least one above each written key's newest version) and
+  /// returns once its own TSC has passed the timestamp by twice the boundary (the commit wait,
+  /// as ORDO's), so a transaction that begins later on any core sees it. No shared line is
+  /// written. open() refuses it (InvalidArgument) where the TSC cannot be used.
+  kTsc,
+};
+
 /// A txn keyspace's settings; TxnSpace::open checks every field.
 struct TxnConfig {
   TxnLimits limits;
+  /// The timestamp source.
+  TxnClock clock = TxnClock::kCounter;
+  /// With TxnClock::kTsc: a bound, in TSC cycles, on how far two cores' TSCs may differ; each
+  /// writing commit waits up to twice it. kMeasureBoundary (the default): measured once per
+  /// process, at the first open that needs it, as ORDO does: for every ordered pair of CPUs the
+  /// process may run on, the least TSC difference seen from a store on one to its load on the
+  /// other, whose maximum over pairs bounds every pair's skew (1-100 ms for 2-64 CPUs; it grows
+  /// with the square of the CPU count). A number: that bound, at most 2^20 (0 trusts the
+  /// kernel's TSC synchronisation alone).
+  static constexpr std::uint64_t kMeasureBoundary = ~std::uint64_t{0};
+  std::uint64_t tsc_boundary_cycles = kMeasureBoundary;
   /// Transactions open at once (each holds a slot while it runs); begin() beyond it gets
   /// kResourceExhausted.
   unsigned max_transactions = 4096;
@@ -322,6 +350,7 @@ struct TxnStats {
   std::uint64_t reclaimed = 0;          ///< versions freed by collection
   std::uint64_t bytes = 0;              ///< key and value bytes held
   std::uint64_t ts = 0;                 ///< the global timestamp
+  std::uint64_t tsc_boundary_cycles = 0;  ///< the TSC clock's boundary in use (0 with the counter)
 };
 
 /// A txn keyspace. Create one through Store::create(name, KeyspaceKind::kTxn) (default

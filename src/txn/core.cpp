@@ -600,9 +600,17 @@ void Index::entries_from(std::uint64_t pos, std::size_t count, std::vector<Entry
 // ---------------------------------------------------------------- Core
 
 // One slot more than max_transactions: the collector's, whose commit word stays 0.
+#if defined(__x86_64__)
+std::uint64_t Core::planted_skew() const { return (thread_ordinal() & 1) ? cfg.faults.tsc_skew_cycles : 0; }
+#endif
+
 Core::Core(const TxnConfig& c) : cfg(c), slots(new Slot[std::size_t{c.max_transactions} + 1]) {
   const bool exact = cfg.max_obsolete_versions != 0 || cfg.memory_budget_bytes != 0;
   flush_every = exact ? 1 : std::clamp<std::uint64_t>(cfg.gc_watermark / 64, 1, 256);
+  tsc_clock = cfg.clock == TxnClock::kTsc;
+  tsc_boundary = !tsc_clock ? 0
+                 : cfg.tsc_boundary_cycles == TxnConfig::kMeasureBoundary ? measured_tsc_boundary()
+                                                                          : cfg.tsc_boundary_cycles;
   if (cfg.background_gc) collector = std::thread([this] { run_collector(); });
 }
 
@@ -640,7 +648,7 @@ Status Core::claim(unsigned* slot, std::uint64_t* start) {
     for (unsigned h = slot_hwm.load(std::memory_order_seq_cst);
          k >= h && !slot_hwm.compare_exchange_weak(h, k + 1, std::memory_order_seq_cst);) {
     }
-    const std::uint64_t g = gts.load(std::memory_order_seq_cst);
+    const std::uint64_t g = clock_now();
     // Raise the announcement to the start itself (either value is a safe bound for a
     // collector: both are <= g).
     s.start.store(g, std::memory_order_seq_cst);
@@ -767,7 +775,7 @@ void Core::request_gc() {
 }
 
 std::uint64_t Core::oldest_start(bool exclude_doomed) {
-  std::uint64_t m = gts.load(std::memory_order_seq_cst);
+  std::uint64_t m = clock_now();
   for (unsigned i = 0, n = slot_hwm.load(std::memory_order_seq_cst); i < n; ++i) {
     const std::uint64_t s = slots[i].start.load(std::memory_order_seq_cst);
     if (s == kFreeSlot) continue;
@@ -842,7 +850,7 @@ void Core::collect(bool background) {
       const std::uint64_t s = slots[i].start.load(std::memory_order_seq_cst);
       if (s == kFreeSlot || slots[i].state.load() == 2) continue;
       const bool aged = cfg.max_snapshot_age_ms && now - slots[i].begin_ns > cfg.max_snapshot_age_ms * 1000000ull;
-      if ((over_budget || aged) && s < oldest && s < gts.load()) {
+      if ((over_budget || aged) && s < oldest && s < clock_now()) {
         oldest = s;
         victim = static_cast<int>(i);
       }

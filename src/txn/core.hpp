@@ -2,6 +2,7 @@
 // source and the collector (docs/txn.md has the protocol and its proofs).
 #pragma once
 
+#include <algorithm>
 #include <atomic>
 #include <condition_variable>
 #include <functional>
@@ -14,10 +15,10 @@
 #include <string_view>
 #include <thread>
 #include <vector>
-
 #include "duet/txn.hpp"
 #include "mem/striped_counter.hpp"
 #include "index/lit/lit.hpp"
+#include "txn/tsc.hpp"
 
 namespace duet::sched {
 class ThreadPool;
@@ -194,7 +195,56 @@ struct Core {
   /// pending counts) stop there, so their cost follows the threads in use, not
   /// max_transactions. Raised by claim before it reads the timestamp.
   std::atomic<unsigned> slot_hwm{0};
-  alignas(128) std::atomic<std::uint64_t> gts{0};  ///< the timestamp source: one atomic counter
+  alignas(128) std::atomic<std::uint64_t> gts{0};  ///< the counter clock (TxnClock::kCounter)
+  // The clock (TxnConfig::clock; docs/txn.md, "Timestamp source"). With the TSC, gts is unused.
+  bool tsc_clock = false;
+  std::uint64_t tsc_boundary = 0;  ///< cfg.tsc_boundary_cycles
+  /// The clock now, as a start: every commit that has returned, and every one whose timestamp
+  /// was taken before this call (in the order of memory accesses), has a timestamp <= it; a
+  /// commit that takes its timestamp after this call gets a greater one. Ordered after every
+  /// memory access this thread made before it. Counter: one load of gts; TSC: a fenced read.
+  std::uint64_t clock_now() const {
+#if defined(__x86_64__)
+    if (tsc_clock) return tsc() - tsc_boundary;
+#endif
+    return gts.load(std::memory_order_seq_cst);
+  }
+  /// A commit's timestamp, taken with every lock of its write set held: greater than `above`
+  /// (the newest version's timestamp among its keys) and than every start read before it.
+  /// Counter: an increment of gts; TSC: a fenced read.
+  std::uint64_t take_commit_ts(std::uint64_t above) {
+#if defined(__x86_64__)
+    if (tsc_clock) return std::max(tsc(), above + 1);
+#endif
+    (void)above;
+    return gts.fetch_add(1, std::memory_order_seq_cst) + 1;
+  }
+  /// Returns once a start read on any core from now on is >= t (the commit wait; nothing to do
+  /// for the counter). Costs up to twice the boundary, spent while the commit's own TSC passes t.
+  void commit_wait(std::uint64_t t) const {
+#if defined(__x86_64__)
+    // Only this thread's own reads need ordering here: LFENCE; RDTSC per check, no MFENCE.
+    if (tsc_clock) {
+      const std::uint64_t until = t + 2 * tsc_boundary + planted_lag();
+      for (;;) {
+        _mm_lfence();
+        if (__rdtsc() >= until) break;
+        _mm_pause();
+      }
+    }
+#endif
+    (void)t;
+  }
+#if defined(__x86_64__)
+  /// This thread's TSC (fenced_tsc, less the planted skew of TxnFaults::tsc_skew_cycles).
+  std::uint64_t tsc() const {
+    const std::uint64_t t = fenced_tsc();
+    return t - planted_lag();
+  }
+  /// The planted skew of this thread's TSC (0 unless TxnFaults::tsc_skew_cycles is set).
+  std::uint64_t planted_lag() const { return cfg.faults.tsc_skew_cycles == 0 ? 0 : planted_skew(); }
+  std::uint64_t planted_skew() const;
+#endif
   // Counters. Those every commit adds to are striped by thread (a shared line would be written
   // by every committer). `obsolete` and `bytes` are read on the commit path (collection
   // watermark, memory budget): a commit adds to its slot's pending counts and folds them into

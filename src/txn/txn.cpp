@@ -729,11 +729,12 @@ Status Txn::commit(CommitResult* r) {
   const std::uint64_t lock_word = slot_ + 1;
   std::uint64_t t = 0;
   std::uint64_t created_bytes = 0;  // entries this commit created (counted once, at its end)
+  std::uint64_t above = 0;  // the newest version's ts among the locked keys (the TSC clock's floor)
   auto take_ts = [&] {
     me.commit.store(1, std::memory_order_seq_cst);
-    t = c.gts.fetch_add(1, std::memory_order_seq_cst) + 1;
-    // Release suffices: a reader that must wait for this commit read gts after the increment,
-    // so it sees the "taking" store (seq_cst, before the increment) or this later one.
+    t = c.take_commit_ts(above);
+    // Release suffices: a reader that must wait for this commit read its start after this
+    // timestamp was taken, so it sees the "taking" store (seq_cst, before it) or this later one.
     me.commit.store(t << 1, std::memory_order_release);
   };
   // A commit that only watches takes no timestamp: holding every lock at once is its moment.
@@ -770,6 +771,7 @@ Status Txn::commit(CommitResult* r) {
     }
     it.e = e;
     Version* h = e->head.load(std::memory_order_acquire);
+    if (h != nullptr) above = std::max(above, h->ts);
     if (!f.skip_validation && h != nullptr && h->ts > it.bound) {
       // First updater wins: abort, naming the key.
       for (std::size_t j = 0; j <= i; ++j) ws[j].e->lock.store(0, std::memory_order_seq_cst);
@@ -887,6 +889,7 @@ Status Txn::commit(CommitResult* r) {
     c.raise_floor(c.oldest_start(true));
     if (obs >= static_cast<std::int64_t>(c.cfg.gc_watermark)) c.request_gc();
   }
+  c.commit_wait(t);
   return Status::Ok();
 }
 
@@ -948,7 +951,7 @@ class TxnSpaceImpl final : public TxnSpace {
 
   void wait_commits(std::uint64_t ts) override { core_->wait_commits(ts); }
 
-  std::uint64_t now() const override { return core_->gts.load(std::memory_order_seq_cst); }
+  std::uint64_t now() const override { return core_->clock_now(); }
 
   TxnStats stats() const override {
     TxnStats s;
@@ -963,7 +966,8 @@ class TxnSpaceImpl final : public TxnSpace {
     s.collections = c.collections.load();
     s.reclaimed = static_cast<std::uint64_t>(c.reclaimed.sum());
     s.bytes = c.bytes_total();
-    s.ts = c.gts.load();
+    s.ts = c.clock_now();
+    s.tsc_boundary_cycles = c.tsc_clock ? c.tsc_boundary : 0;
     return s;
   }
   const TxnConfig& config() const override { return core_->cfg; }
@@ -983,6 +987,11 @@ Status TxnSpace::open(std::string name, const TxnConfig& c, std::shared_ptr<TxnS
   if (c.gc_watermark == 0) return Status::InvalidArgument("gc_watermark must be at least 1");
   if (c.snapshot_threads > 256) return Status::InvalidArgument("snapshot_threads must be at most 256");
   if (c.parallel_range_keys == 0) return Status::InvalidArgument("parallel_range_keys must be at least 1");
+  if (c.clock == TxnClock::kTsc) {
+    if (c.tsc_boundary_cycles != TxnConfig::kMeasureBoundary && c.tsc_boundary_cycles > (std::uint64_t{1} << 20))
+      return Status::InvalidArgument("tsc_boundary_cycles must be at most 2^20");
+    if (Status u = txn::tsc_clock_usable(); !u.ok()) return u;
+  }
   auto core = std::make_shared<Core>(c);
   Status s = core->index.init();
   if (!s.ok()) return s;

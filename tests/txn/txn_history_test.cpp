@@ -271,6 +271,33 @@ TEST(TxnHistory, ZipfMixIsSnapshotIsolated) {
               (unsigned long long)r.stats.versions);
 }
 
+/// Whether this machine can run the TSC clock; when it cannot, open() must say so clearly.
+bool tsc_clock_here() {
+  TxnConfig cfg;
+  cfg.clock = TxnClock::kTsc;
+  std::shared_ptr<TxnSpace> s;
+  const Status st = TxnSpace::open("probe", cfg, &s);
+  if (st.ok()) return true;
+  EXPECT_EQ(st.code(), StatusCode::kInvalidArgument);
+  EXPECT_NE(st.message().find("use the counter clock"), std::string::npos) << st.message();
+  return false;
+}
+
+TEST(TxnHistory, ZipfMixIsSnapshotIsolatedOnTheTscClock) {
+  // The same mix with timestamps from the TSC: real-time order now rests on the commit wait
+  // and the boundary, not on one counter.
+  if (!tsc_clock_here()) return;  // the refusal was checked
+  TxnConfig cfg;
+  cfg.clock = TxnClock::kTsc;
+  cfg.gc_watermark = 64;
+  Workload w;
+  w.txns_per_thread = std::max(200, static_cast<int>(10000 * scale()));
+  const RunResult r = run_and_check(cfg, w);
+  EXPECT_TRUE(r.check.ok) << r.check.anomaly << ": " << r.check.detail;
+  EXPECT_GT(r.committed, r.txns / 3);
+  EXPECT_GT(r.stats.conflicts, 0u) << "Zipf keys should conflict sometimes";
+}
+
 TEST(TxnHistory, VersionBudgetKeepsSnapshotIsolation) {
   // A small version budget makes the collector abort long readers as snapshot too old; what
   // commits must still be SI, and memory stays bounded.
@@ -288,8 +315,7 @@ TEST(TxnHistory, VersionBudgetKeepsSnapshotIsolation) {
 
 /// Runs small contended workloads with the fault until the checker rejects one (a bounded
 /// number of attempts; deterministic interleavings below do not depend on timing).
-sicheck::Result caught(TxnFaults f) {
-  TxnConfig cfg;
+sicheck::Result caught(TxnFaults f, TxnConfig cfg = {}) {
   cfg.faults = f;
   cfg.faults.step_yields = 2;
   Workload w;
@@ -315,6 +341,44 @@ TEST(TxnHistoryControls, SkippedValidationIsCaught) {
   const auto r = caught(f);
   EXPECT_FALSE(r.ok);
   std::printf("caught: %s: %s\n", r.anomaly.c_str(), r.detail.substr(0, 200).c_str());
+}
+
+TEST(TxnHistoryControls, TscSkewBeyondTheBoundaryIsCaught) {
+  // Odd threads' TSCs run 10^6 cycles behind, the boundary is 256: a transaction that begins
+  // on a slow core after a fast core's commit returned reads at a start below its timestamp.
+  if (!tsc_clock_here()) return;
+  TxnConfig cfg;
+  cfg.clock = TxnClock::kTsc;
+  TxnFaults f;
+  f.tsc_skew_cycles = 1000000;
+  const auto r = caught(f, cfg);
+  EXPECT_FALSE(r.ok);
+  std::printf("caught: %s: %s\n", r.anomaly.c_str(), r.detail.substr(0, 200).c_str());
+}
+
+TEST(TxnHistoryControls, TscSkewWithinTheBoundaryPasses) {
+  // The same skewed cores with a boundary twice the skew: the commit wait and the start's
+  // margin cover it, so the same workload stays SI in every attempt.
+  if (!tsc_clock_here()) return;
+  TxnConfig cfg;
+  cfg.clock = TxnClock::kTsc;
+  cfg.tsc_boundary_cycles = 40000;
+  TxnFaults f;
+  f.tsc_skew_cycles = 20000;
+  cfg.faults = f;
+  cfg.faults.step_yields = 2;
+  cfg.background_gc = false;
+  Workload w;
+  w.keys = 4;
+  w.theta = 0;
+  w.threads = 4;
+  w.txns_per_thread = 500;
+  w.long_readers = false;
+  w.collector = false;
+  for (int attempt = 0; attempt < 3; ++attempt) {
+    const RunResult r = run_and_check(cfg, w);
+    ASSERT_TRUE(r.check.ok) << r.check.anomaly << ": " << r.check.detail;
+  }
 }
 
 TEST(TxnHistoryControls, DroppedVersionIsCaught) {
