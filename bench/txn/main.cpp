@@ -31,9 +31,6 @@
 #include <sched.h>
 #include <unistd.h>
 #include <vector>
-#if defined(__x86_64__)
-#include <x86intrin.h>
-#endif
 
 #include "common/json.hpp"
 #include "common/parse.hpp"
@@ -667,54 +664,36 @@ void commit_exp(const Options& o, Report& rep, bool only_listed = false) {
     }
   }
   if (only_listed) return;
-  // The timestamp source alone: one atomic counter incremented by every thread.
-  for (unsigned thr = 1; thr <= maxt; thr *= 2) {
-    std::vector<Measure> sets;
-    for (unsigned set = 0; set < o.sets; ++set) {
-      std::atomic<std::uint64_t> ts{0};
-      std::vector<std::thread> th;
-      const std::uint64_t per = o.txns * 20;
-      const auto t0 = Clock::now();
-      for (unsigned t = 0; t < thr; ++t)
-        th.emplace_back([&] {
-          for (std::uint64_t i = 0; i < per; ++i) ts.fetch_add(1, std::memory_order_seq_cst);
-        });
-      for (auto& x : th) x.join();
-      Measure m;
-      m.seconds = std::chrono::duration<double>(Clock::now() - t0).count();
-      m.committed = per * thr;
-      sets.push_back(m);
+  // The timestamp sources alone, at 1, 2, 4, .. threads: `take` is one timestamp.
+  auto alone = [&](const char* cfg, auto take) {
+    for (unsigned thr = 1; thr <= maxt; thr *= 2) {
+      std::vector<Measure> sets;
+      for (unsigned set = 0; set < o.sets; ++set) {
+        std::vector<std::thread> th;
+        std::atomic<std::uint64_t> sink{0};
+        const std::uint64_t per = o.txns * 20;
+        const auto t0 = Clock::now();
+        for (unsigned t = 0; t < thr; ++t)
+          th.emplace_back([&] {
+            std::uint64_t x = 0;
+            for (std::uint64_t i = 0; i < per; ++i) x += take();
+            sink.fetch_add(x, std::memory_order_relaxed);
+          });
+        for (auto& x : th) x.join();
+        Measure m;
+        m.seconds = std::chrono::duration<double>(Clock::now() - t0).count();
+        m.committed = per * thr;
+        sets.push_back(m);
+      }
+      rep.row("commit", cfg, "duet", thr, sets);
     }
-    rep.row("commit", "ts source alone (atomic fetch_add)", "duet", thr, sets);
-  }
+  };
+  // The counter clock: one atomic counter incremented by every thread.
+  std::atomic<std::uint64_t> counter{0};
+  alone("ts source alone (atomic fetch_add)", [&] { return counter.fetch_add(1, std::memory_order_seq_cst); });
 #if defined(__x86_64__)
-  // The TSC clock's source alone: a fenced TSC read per timestamp (no shared line).
-  for (unsigned thr = 1; thr <= maxt; thr *= 2) {
-    std::vector<Measure> sets;
-    for (unsigned set = 0; set < o.sets; ++set) {
-      std::vector<std::thread> th;
-      std::atomic<std::uint64_t> sink{0};
-      const std::uint64_t per = o.txns * 20;
-      const auto t0 = Clock::now();
-      for (unsigned t = 0; t < thr; ++t)
-        th.emplace_back([&] {
-          std::uint64_t x = 0;
-          for (std::uint64_t i = 0; i < per; ++i) {
-            _mm_mfence();
-            _mm_lfence();
-            x += __rdtsc();
-            _mm_lfence();
-          }
-          sink.fetch_add(x, std::memory_order_relaxed);
-        });
-      for (auto& x : th) x.join();
-      Measure m;
-      m.seconds = std::chrono::duration<double>(Clock::now() - t0).count();
-      m.committed = per * thr;
-      sets.push_back(m);
-    }
-    rep.row("commit", "ts source alone (fenced TSC read)", "duet", thr, sets);
-  }
+  // The TSC clock: a fenced TSC read per timestamp (no shared line).
+  alone("ts source alone (fenced TSC read)", duet::txn::fenced_tsc);
 #endif
 }
 
