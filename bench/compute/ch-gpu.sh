@@ -25,7 +25,10 @@
 #                                         times (default 2), each run with $AB_ARGS; every run's
 #                                         JSON and log, with its peak resident memory sampled
 #                                         once a second, to $OUT/ab.tgz, and a summary (the
-#                                         table rows and peak RSS per run) to $OUT/ab.txt
+#                                         table rows and peak RSS per run) to $OUT/ab.txt; the
+#                                         base runs with the environment $BASE_ENV (e.g. a
+#                                         MALLOC_CONF: an A/B of one build under two settings,
+#                                         with the same binary packed as base)
 set -euo pipefail
 cd "$(dirname "$0")/../.."
 P=gpu-pack-ch
@@ -103,8 +106,10 @@ case "${1:-}" in
       for which in base new; do
         bin=$P/bench/duet_bench_ch
         [ $which = base ] && bin=$P/base/duet_bench_ch
+        run_env=()
+        [ $which = base ] && read -r -a run_env <<< "${BASE_ENV:-}"
         # shellcheck disable=SC2086  # AB_ARGS is a list of flags
-        $bin ${AB_ARGS:---warehouses 10 --mixes seed --threads 16 --reps 1 --load-threads 8 --systems duet} \
+        env "${run_env[@]}" $bin ${AB_ARGS:---warehouses 10 --mixes seed --threads 16 --reps 1 --load-threads 8 --systems duet} \
           --out "$OUT/ab/$which-$i.json" > "$OUT/ab/$which-$i.txt" 2>&1 &
         pid=$!
         peak=0
