@@ -36,7 +36,7 @@
 #include "common/parse.hpp"
 #include "common/results.hpp"
 #include "duet/txn.hpp"
-#include "txn/tsc.hpp"
+#include "clock/tsc.hpp"
 
 #ifdef DUET_BENCH_HAVE_ROCKSDB
 #include <rocksdb/db.h>
@@ -693,46 +693,57 @@ void commit_exp(const Options& o, Report& rep, bool only_listed = false) {
   alone("ts source alone (atomic fetch_add)", [&] { return counter.fetch_add(1, std::memory_order_seq_cst); });
 #if defined(__x86_64__)
   // The TSC clock: a fenced TSC read per timestamp (no shared line).
-  alone("ts source alone (fenced TSC read)", duet::txn::fenced_tsc);
+  alone("ts source alone (fenced TSC read)", duet::clock::fenced_tsc);
 #endif
 }
 
-/// `clock`: the skew the TSC clock's boundary must cover (TxnConfig::tsc_boundary_cycles):
-/// txn::measure_tsc_pairs over the first 16 CPUs, 2,000 rounds per ordered pair (the keyspace's
-/// own measurement takes 100), whose largest least difference is the least boundary this
-/// machine needs (ORDO's measurement); and the TSC's rate, against steady_clock.
+/// `clock`: the skew the TSC clock's boundary must cover (TxnConfig::tsc_boundary_cycles): ORDO's
+/// bound (clock::ordo_pair_bound, 2,000 rounds each way) for every pair of the first 16 CPUs this
+/// process may run on, whose largest is the least boundary this machine needs; the boundary a
+/// keyspace measures (clock::measure_ordo_boundary, 300 rounds); the TSC's rate against
+/// steady_clock.
 void clock_exp(const Options& o, Report& rep) {
 #if !defined(__x86_64__)
   (void)o;
   (void)rep;
   std::printf("clock: no TSC on this CPU (skipped)\n");
 #else
-  std::vector<double> minima;
-  std::int64_t worst = INT64_MIN;
-  int worst_a = -1, worst_b = -1;
+  cpu_set_t allowed;
+  CPU_ZERO(&allowed);
+  std::vector<int> cpus;
+  if (sched_getaffinity(0, sizeof(allowed), &allowed) == 0)
+    for (int c = 0; c < CPU_SETSIZE && cpus.size() < 16; ++c)
+      if (CPU_ISSET(c, &allowed)) cpus.push_back(c);
   const int rounds = o.quick ? 200 : 2000;
-  for (const duet::txn::TscPair& p : duet::txn::measure_tsc_pairs(rounds, 16)) {
-    minima.push_back(static_cast<double>(p.least));
-    if (p.least > worst) worst = p.least, worst_a = p.from, worst_b = p.to;
-  }
-  auto tsc = duet::txn::fenced_tsc;
+  std::vector<double> bounds;
+  bool pinned = true;
+  std::int64_t worst = -1;
+  int worst_a = -1, worst_b = -1;
+  for (std::size_t i = 0; i < cpus.size(); ++i)
+    for (std::size_t j = i + 1; j < cpus.size(); ++j) {
+      const std::int64_t b = duet::clock::ordo_pair_bound(cpus[i], cpus[j], rounds, &pinned);
+      bounds.push_back(static_cast<double>(b));
+      if (b > worst) worst = b, worst_a = cpus[i], worst_b = cpus[j];
+    }
+  std::string detail;
+  const std::uint64_t measured = duet::clock::measure_ordo_boundary(&detail);
   const auto w0 = Clock::now();
-  const std::uint64_t c0 = tsc();
+  const std::uint64_t c0 = duet::clock::fenced_tsc();
   std::this_thread::sleep_for(std::chrono::milliseconds(o.quick ? 20 : 200));
-  const std::uint64_t c1 = tsc();
+  const std::uint64_t c1 = duet::clock::fenced_tsc();
   const double ghz = double(c1 - c0) / std::chrono::duration<double, std::nano>(Clock::now() - w0).count();
-  std::sort(minima.begin(), minima.end());
-  const double med = minima.empty() ? 0 : minima[minima.size() / 2];
-  std::printf("clock      %zu ordered CPU pairs, least one-way TSC difference per pair: min %.0f, median %.0f, max %lld "
-              "cycles (CPUs %d -> %d); TSC %.3f GHz; the keyspace's measured boundary %llu cycles\n",
-              minima.size(), minima.empty() ? 0.0 : minima.front(), med, static_cast<long long>(worst), worst_a,
-              worst_b, ghz, static_cast<unsigned long long>(duet::txn::measured_tsc_boundary()));
+  std::sort(bounds.begin(), bounds.end());
+  const double med = bounds.empty() ? 0 : bounds[bounds.size() / 2];
+  std::printf("clock      %zu CPU pairs%s, ORDO bound per pair: min %.0f, median %.0f, max %lld cycles (CPUs %d, %d); "
+              "TSC %.3f GHz; a keyspace's measurement: %s\n",
+              bounds.size(), pinned ? "" : " (not pinned)", bounds.empty() ? 0.0 : bounds.front(), med,
+              static_cast<long long>(worst), worst_a, worst_b, ghz, detail.c_str());
   Json r = Json::object();
-  r.set("experiment", "clock").set("config", "least one-way TSC difference per ordered CPU pair");
-  r.set("pairs", static_cast<unsigned>(minima.size())).set("rounds_per_pair", rounds);
-  r.set("min_cycles", minima.empty() ? 0.0 : minima.front()).set("median_cycles", med);
+  r.set("experiment", "clock").set("config", "ORDO bound per pair of CPUs (the larger direction's least one-way TSC difference)");
+  r.set("pairs", static_cast<unsigned>(bounds.size())).set("rounds_per_pair", rounds).set("pinned", pinned);
+  r.set("min_cycles", bounds.empty() ? 0.0 : bounds.front()).set("median_cycles", med);
   r.set("max_cycles", static_cast<double>(worst)).set("max_pair", Json::array_of(std::vector<int>{worst_a, worst_b}));
-  r.set("tsc_ghz", ghz).set("measured_boundary_cycles", static_cast<unsigned long long>(duet::txn::measured_tsc_boundary()));
+  r.set("tsc_ghz", ghz).set("measured_boundary_cycles", static_cast<unsigned long long>(measured));
   rep.records.push(r);
 #endif
 }
@@ -935,7 +946,7 @@ int main(int argc, char** argv) {
   config.set("clock", g_clock == TxnClock::kTsc ? "tsc" : "counter");
   if (g_clock == TxnClock::kTsc) {
     if (g_tsc_boundary == TxnConfig::kMeasureBoundary)
-      config.set("tsc_boundary_cycles", "measured: " + std::to_string(duet::txn::measured_tsc_boundary()));
+      config.set("tsc_boundary_cycles", "measured: " + std::to_string(duet::clock::measure_ordo_boundary(nullptr)));
     else config.set("tsc_boundary_cycles", static_cast<unsigned long long>(g_tsc_boundary));
   }
   if (!o.snapshot_shapes.empty()) config.set("snapshot_shapes", Json::array_of(o.snapshot_shapes));

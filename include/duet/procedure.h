@@ -277,12 +277,13 @@ struct duet_api {
    *  misses): values[i] and found[i] (1 present, 0 absent: value empty) for keys[i], each as get
    *  answers it. DUET_OK, or an error code with no output meaningful (a bad key refuses all). */
   int (*get_many)(duet_txn* t, const duet_bytes* keys, size_t n, duet_bytes* values, int* found);
-  /** Attaches the column mirror `def` to the call's keyspace, once: the first call loads the
-   *  table (one pass, commits meanwhile queued, not blocked) and keeps it; a later call with the
-   *  same definition answers DUET_OK at once. A keyspace has at most one mirror:
-   *  DUET_ERR_INVALID for a bad definition or a different one under any name (the keyspace's
-   *  mirror stays). Calls that use mirrors wait while one is being attached. Flag a procedure
-   *  that attaches DUET_PROC_LONG. */
+  /** Attaches the column mirror `def` to the call's keyspace, once per name: the first call
+   *  loads the table (one pass, commits meanwhile queued, not blocked) and keeps it; a later
+   *  call with the same definition answers DUET_OK at once. A keyspace takes up to 8 mirrors of
+   *  different names (each adds its cost to every commit): DUET_ERR_INVALID for a bad
+   *  definition, a different one under a name already attached (that mirror stays), or a ninth.
+   *  Calls that use mirrors wait while one is being attached. Flag a procedure that attaches
+   *  DUET_PROC_LONG. */
   int (*mirror_attach)(duet_txn* t, const duet_mirror_def* def);
   /** An aggregate over the mirror `name` at the transaction's start: the row versions visible
    *  then that meet every predicate (integer columns), grouped by the column `group` (values 0

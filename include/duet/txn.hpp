@@ -92,12 +92,12 @@ struct TxnConfig {
   /// The timestamp source.
   TxnClock clock = TxnClock::kCounter;
   /// With TxnClock::kTsc: a bound, in TSC cycles, on how far two cores' TSCs may differ; each
-  /// writing commit waits up to twice it. kMeasureBoundary (the default): measured once per
-  /// process, at the first open that needs it, as ORDO does: for every ordered pair of CPUs the
-  /// process may run on, the least TSC difference seen from a store on one to its load on the
-  /// other, whose maximum over pairs bounds every pair's skew (1-100 ms for 2-64 CPUs; it grows
-  /// with the square of the CPU count). A number: that bound, at most 2^20 (0 trusts the
-  /// kernel's TSC synchronisation alone).
+  /// writing commit waits up to twice it. kMeasureBoundary (the default): ORDO's boundary,
+  /// measured once per process (shared with MV-RLU's clock) at the first open that needs it:
+  /// for every pair of the first 64 CPUs the process may run on, the least TSC difference seen
+  /// from a store on one to its load on the other, each way, whose maximum bounds every pair's
+  /// skew (about 1 ms per pair; it grows with the square of the CPU count). A number: that
+  /// bound, at most 2^20 (0 trusts the kernel's TSC synchronisation alone).
   static constexpr std::uint64_t kMeasureBoundary = ~std::uint64_t{0};
   std::uint64_t tsc_boundary_cycles = kMeasureBoundary;
   /// Transactions open at once (each holds a slot while it runs); begin() beyond it gets
@@ -326,7 +326,7 @@ class Txn {
   std::map<std::string, std::uint64_t, std::less<>> watches_;  ///< key -> validation bound
 };
 
-/// Sees every write set a txn keyspace commits (TxnSpace::set_commit_observer): the hook that keeps
+/// Sees every write set a txn keyspace commits (TxnSpace::add_commit_observer): the hook that keeps
 /// a columnar copy of some keys for analytics (compute::ColumnMirror).
 class TxnCommitObserver {
  public:
@@ -366,12 +366,18 @@ class TxnSpace : public Keyspace {
   /// The global timestamp now: every commit that has returned has a timestamp <= it. A bound
   /// for Txn::watch. O(1), no lock.
   virtual std::uint64_t now() const = 0;
-  /// Installs `o` as the commit observer (null: removes it): every commit that takes its
-  /// timestamp after this call returns calls it. A commit already past that point may still call
-  /// the one installed before, so the keyspace keeps every observer it was given alive until it
-  /// is destroyed. InvalidArgument (nothing changed) when `o` is not null and an observer is
-  /// installed: one at a time, so that none is silently dropped.
-  virtual Status set_commit_observer(std::shared_ptr<TxnCommitObserver> o) = 0;
+  /// The most commit observers a keyspace takes at once (each adds its cost to every commit).
+  static constexpr std::size_t kMaxCommitObservers = 16;
+  /// Adds `o` to the commit observers: every commit that takes its timestamp after this call
+  /// returns calls it, after the observers added before it. A commit already past that point
+  /// may still call only the ones before, and one that read the list before a removal may
+  /// still call a removed one, so the keyspace keeps every observer it was given alive until it
+  /// is destroyed. InvalidArgument (nothing changed) for a null `o`, one already added, or
+  /// kMaxCommitObservers already there. Takes a mutex; commits never wait for it.
+  virtual Status add_commit_observer(std::shared_ptr<TxnCommitObserver> o) = 0;
+  /// Removes `o`: commits that take their timestamps after this returns no longer call it.
+  /// NotFound when it is not an observer.
+  virtual Status remove_commit_observer(const TxnCommitObserver* o) = 0;
   /// Returns once every commit with a timestamp <= ts has installed its versions and returned
   /// from the observer: a reader at start ts then finds all of them in what the observer
   /// maintains. Spins on the open transactions' commit words (each wait is at most one

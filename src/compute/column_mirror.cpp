@@ -250,13 +250,13 @@ Status ColumnMirror::attach(std::shared_ptr<TxnSpace> space, Config config, std:
   m->cur_ = g.get();
 
   // Observe first, then snapshot: a commit whose timestamp is above the snapshot's start calls
-  // the observer (it took its timestamp after set_commit_observer returned), so nothing is missed;
+  // the observer (it took its timestamp after add_commit_observer returned), so nothing is missed;
   // the queue's commits at or below the start are in the snapshot and are dropped.
-  if (Status s = space->set_commit_observer(m); !s.ok()) return s;
+  if (Status s = space->add_commit_observer(m); !s.ok()) return s;
   Txn t;
   Status s = space->begin(&t);
   if (!s.ok()) {
-    (void)space->set_commit_observer(nullptr);  // removing cannot fail
+    (void)space->remove_commit_observer(m.get());  // it was added above: removing cannot fail
     return s;
   }
   m->built_at_ = t.start_ts();
@@ -286,7 +286,7 @@ Status ColumnMirror::attach(std::shared_ptr<TxnSpace> space, Config config, std:
   }
   t.abort();
   if (!s.ok()) {
-    (void)space->set_commit_observer(nullptr);  // removing cannot fail
+    (void)space->remove_commit_observer(m.get());  // it was added above: removing cannot fail
     return s;
   }
   {

@@ -100,8 +100,9 @@ class ColumnMirror final : public TxnCommitObserver {
     unsigned collect_threads = 0;
   };
 
-  /// Builds a mirror of `space`: installs it as the keyspace's commit observer (which keeps it
-  /// alive, and updated, as long as the keyspace lives; one mirror per keyspace), loads the table from one
+  /// Builds a mirror of `space`: adds it to the keyspace's commit observers (which keep it
+  /// alive, and updated, as long as the keyspace lives; several mirrors may observe one keyspace,
+  /// up to TxnSpace::kMaxCommitObservers observers in all), loads the table from one
   /// SNAPSHOT (in pieces of `load_page` rows) and then applies the commits that came after that
   /// snapshot; starts the background collector. InvalidArgument for an empty range, a column
   /// that is not an integer field of the codec, or no key_id; whatever SNAPSHOT or a bad loaded

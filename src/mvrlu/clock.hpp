@@ -15,18 +15,15 @@
 #include <string>
 #include <vector>
 
+#include "clock/tsc.hpp"
 #include "duet/mvrlu.hpp"
 
 namespace duet::mvrlu::detail {
 
-/// Whether CPUID reports an invariant TSC (constant rate, runs in every C-state).
-bool tsc_invariant();
-
-/// Measures the ORDO boundary: for every ordered pair of CPUs this process may run on, the
-/// minimum over round trips of (TSC read on j after seeing i's TSC value) - (i's value); the
-/// boundary is the maximum over pairs. Measured once per process (later calls return the
-/// cached value). `detail` receives a one-line description for the log.
-std::uint64_t measure_ordo_boundary(std::string* detail);
+// The invariant-TSC check and ORDO's boundary measurement (once per process) are shared with
+// the txn keyspace's TSC clock: src/clock/tsc.hpp.
+using clock::measure_ordo_boundary;
+using clock::tsc_invariant;
 
 class Clock {
  public:

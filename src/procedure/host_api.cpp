@@ -620,12 +620,19 @@ bool Shared::MirrorDef::operator==(const MirrorDef& o) const {
 Status Shared::attach_mirror(const std::shared_ptr<TxnSpace>& space, const MirrorDef& def) {
   std::lock_guard<std::mutex> lk(mirrors_m_);
   std::erase_if(mirrors_, [](const Mirror& m) { return m.space.expired(); });
+  std::size_t on_space = 0;
   for (const Mirror& m : mirrors_)
     if (m.space.lock() == space) {
-      if (m.def == def) return Status::Ok();
-      return Status::InvalidArgument("this keyspace already has the column mirror '" + m.def.name +
-                                     "' (one per keyspace), defined otherwise");
+      if (m.def.name == def.name) {
+        if (m.def == def) return Status::Ok();
+        return Status::InvalidArgument("this keyspace already has a column mirror '" + m.def.name +
+                                       "', defined otherwise");
+      }
+      ++on_space;
     }
+  if (on_space >= kMaxMirrorsPerKeyspace)
+    return Status::InvalidArgument("this keyspace already has " + std::to_string(on_space) +
+                                   " column mirrors, the most it takes");
   compute::ColumnMirror::Config cfg;
   cfg.lo = def.lo;
   cfg.hi = def.hi;

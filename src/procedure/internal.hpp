@@ -47,9 +47,13 @@ class Shared {
     unsigned query_threads = 1;
     bool operator==(const MirrorDef& o) const;
   };
-  /// Attaches `def` to `space` unless that keyspace already has it: Ok when it has (or now has)
-  /// this very definition; InvalidArgument when it has another (or the attach refuses it).
-  /// Attaching holds the mirrors' lock (find_mirror waits meanwhile).
+  /// The most column mirrors one keyspace takes (each is a commit observer of it, so each adds
+  /// its cost to every commit).
+  static constexpr std::size_t kMaxMirrorsPerKeyspace = 8;
+  /// Attaches `def` to `space` unless that keyspace already has a mirror of its name: Ok when
+  /// it has (or now has) this very definition; InvalidArgument when its mirror of that name is
+  /// defined otherwise, when it already has kMaxMirrorsPerKeyspace, or when the attach refuses
+  /// the definition. Attaching holds the mirrors' lock (find_mirror waits meanwhile).
   Status attach_mirror(const std::shared_ptr<TxnSpace>& space, const MirrorDef& def);
   /// The mirror named `name` on `space` (*threads: its query threads); NotFound when none.
   Status find_mirror(const TxnSpace* space, std::string_view name, std::shared_ptr<compute::ColumnMirror>* out,
@@ -62,7 +66,7 @@ class Shared {
     std::shared_ptr<compute::ColumnMirror> mirror;
   };
   std::mutex mirrors_m_;
-  std::vector<Mirror> mirrors_;  ///< one per keyspace; entries of dropped keyspaces are pruned
+  std::vector<Mirror> mirrors_;  ///< by keyspace and name; entries of dropped keyspaces are pruned
   std::mutex m_;
   std::shared_ptr<compute::Engine> engine_;
   std::map<std::string, compute::ModelId> models_;  ///< serialized model -> id

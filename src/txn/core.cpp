@@ -609,7 +609,7 @@ Core::Core(const TxnConfig& c) : cfg(c), slots(new Slot[std::size_t{c.max_transa
   flush_every = exact ? 1 : std::clamp<std::uint64_t>(cfg.gc_watermark / 64, 1, 256);
   tsc_clock = cfg.clock == TxnClock::kTsc;
   tsc_boundary = !tsc_clock ? 0
-                 : cfg.tsc_boundary_cycles == TxnConfig::kMeasureBoundary ? measured_tsc_boundary()
+                 : cfg.tsc_boundary_cycles == TxnConfig::kMeasureBoundary ? clock::measure_ordo_boundary(nullptr)
                                                                           : cfg.tsc_boundary_cycles;
   if (cfg.background_gc) collector = std::thread([this] { run_collector(); });
 }

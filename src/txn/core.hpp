@@ -18,7 +18,7 @@
 #include "duet/txn.hpp"
 #include "mem/striped_counter.hpp"
 #include "index/lit/lit.hpp"
-#include "txn/tsc.hpp"
+#include "clock/tsc.hpp"
 
 namespace duet::sched {
 class ThreadPool;
@@ -220,17 +220,14 @@ struct Core {
     return gts.fetch_add(1, std::memory_order_seq_cst) + 1;
   }
   /// Returns once a start read on any core from now on is >= t (the commit wait; nothing to do
-  /// for the counter). Costs up to twice the boundary, spent while the commit's own TSC passes t.
+  /// for the counter). Costs up to twice the boundary, spent while the commit's own TSC passes
+  /// t. A commit calls it before it installs anything, its locks held.
   void commit_wait(std::uint64_t t) const {
 #if defined(__x86_64__)
-    // Only this thread's own reads need ordering here: LFENCE; RDTSC per check, no MFENCE.
+    // Only this thread's own reads need ordering here: no MFENCE per check.
     if (tsc_clock) {
       const std::uint64_t until = t + 2 * tsc_boundary + planted_lag();
-      for (;;) {
-        _mm_lfence();
-        if (__rdtsc() >= until) break;
-        _mm_pause();
-      }
+      while (clock::ordered_tsc() < until) _mm_pause();
     }
 #endif
     (void)t;
@@ -238,7 +235,7 @@ struct Core {
 #if defined(__x86_64__)
   /// This thread's TSC (fenced_tsc, less the planted skew of TxnFaults::tsc_skew_cycles).
   std::uint64_t tsc() const {
-    const std::uint64_t t = fenced_tsc();
+    const std::uint64_t t = clock::fenced_tsc();
     return t - planted_lag();
   }
   /// The planted skew of this thread's TSC (0 unless TxnFaults::tsc_skew_cycles is set).
@@ -278,11 +275,17 @@ struct Core {
   /// Frees a cut tail; *n and *b get the versions and bytes freed.
   static void free_tail(Version* t, std::uint64_t* n, std::uint64_t* b);
 
-  /// The commit observer (null: none), read by every writing commit after its timestamp is
-  /// taken; `observers` keeps each one installed alive (under observers_m).
-  std::atomic<TxnCommitObserver*> observer{nullptr};
+  /// The commit observers, in the order they were added: an immutable list, replaced whole by
+  /// each add or remove and read by every writing commit after its timestamp is taken (null:
+  /// none). Every list ever published and every observer ever added stay alive until the
+  /// keyspace dies (under observers_m), since a commit may still be walking an older list.
+  struct ObserverList {
+    std::vector<TxnCommitObserver*> list;
+  };
+  std::atomic<const ObserverList*> observers{nullptr};
   std::mutex observers_m;
-  std::vector<std::shared_ptr<TxnCommitObserver>> observers;
+  std::vector<std::unique_ptr<ObserverList>> observer_lists;     ///< under observers_m
+  std::vector<std::shared_ptr<TxnCommitObserver>> observers_kept;  ///< under observers_m
   /// TxnSpace::wait_commits.
   void wait_commits(std::uint64_t ts);
 

@@ -802,9 +802,15 @@ Status Txn::commit(CommitResult* r) {
     yield_n(f.step_yields);
     if (f.hook) f.hook("ts", {});
   }
+  // The TSC clock's commit wait, with every lock held: nothing of this commit becomes visible
+  // before every core's clock reads past t, so a transaction that begins after any reader saw
+  // it (or after this commit returned) starts at or above t (docs/txn.md, "Timestamp source").
+  // Nothing to do for the counter.
+  c.commit_wait(t);
   // Every key is locked and the timestamp taken: the observer sees write sets of one key in
   // timestamp order, and a reader waits for it through this slot's commit word (wait_commits).
-  if (TxnCommitObserver* o = c.observer.load(std::memory_order_seq_cst)) o->on_commit(t, writes_);
+  if (const Core::ObserverList* l = c.observers.load(std::memory_order_seq_cst))
+    for (TxnCommitObserver* o : l->list) o->on_commit(t, writes_);
   std::int64_t present_delta = 0;
   std::uint64_t added = 0, obsoleted = 0, bytes = 0;
   // Versions below the collection floor are unreachable for every reader now and later; the
@@ -889,7 +895,6 @@ Status Txn::commit(CommitResult* r) {
     c.raise_floor(c.oldest_start(true));
     if (obs >= static_cast<std::int64_t>(c.cfg.gc_watermark)) c.request_gc();
   }
-  c.commit_wait(t);
   return Status::Ok();
 }
 
@@ -940,12 +945,32 @@ class TxnSpaceImpl final : public TxnSpace {
   void collect() override { core_->collect(); }
 
   std::uint64_t oldest_start() const override { return core_->oldest_start(false); }
-  Status set_commit_observer(std::shared_ptr<TxnCommitObserver> o) override {
+  Status add_commit_observer(std::shared_ptr<TxnCommitObserver> o) override {
+    if (!o) return Status::InvalidArgument("txn: a null commit observer");
     std::lock_guard<std::mutex> lk(core_->observers_m);
-    if (o && core_->observer.load(std::memory_order_relaxed) != nullptr)
-      return Status::InvalidArgument("txn: a commit observer is already installed");
-    core_->observer.store(o.get(), std::memory_order_seq_cst);
-    if (o) core_->observers.push_back(std::move(o));
+    const Core::ObserverList* cur = core_->observers.load(std::memory_order_relaxed);
+    auto next = std::make_unique<Core::ObserverList>();
+    if (cur) next->list = cur->list;
+    if (std::find(next->list.begin(), next->list.end(), o.get()) != next->list.end())
+      return Status::InvalidArgument("txn: that commit observer is already added");
+    if (next->list.size() >= kMaxCommitObservers)
+      return Status::InvalidArgument("txn: a keyspace takes at most " + std::to_string(kMaxCommitObservers) +
+                                     " commit observers");
+    next->list.push_back(o.get());
+    publish_observers(std::move(next));
+    core_->observers_kept.push_back(std::move(o));
+    return Status::Ok();
+  }
+
+  Status remove_commit_observer(const TxnCommitObserver* o) override {
+    std::lock_guard<std::mutex> lk(core_->observers_m);
+    const Core::ObserverList* cur = core_->observers.load(std::memory_order_relaxed);
+    if (!cur || std::find(cur->list.begin(), cur->list.end(), o) == cur->list.end())
+      return Status::NotFound("txn: not a commit observer of this keyspace");
+    auto next = std::make_unique<Core::ObserverList>();
+    for (TxnCommitObserver* x : cur->list)
+      if (x != o) next->list.push_back(x);
+    publish_observers(next->list.empty() ? nullptr : std::move(next));
     return Status::Ok();
   }
 
@@ -973,6 +998,14 @@ class TxnSpaceImpl final : public TxnSpace {
   const TxnConfig& config() const override { return core_->cfg; }
 
  private:
+  /// Makes `next` (null: no observers) the list commits read, keeping it alive with every list
+  /// before it (under observers_m). Seq_cst, as the commit's load: a commit that takes its
+  /// timestamp after this store reads this list or a later one.
+  void publish_observers(std::unique_ptr<Core::ObserverList> next) {
+    core_->observers.store(next.get(), std::memory_order_seq_cst);
+    if (next) core_->observer_lists.push_back(std::move(next));
+  }
+
   std::string name_;
   std::shared_ptr<Core> core_;
 };
@@ -990,7 +1023,7 @@ Status TxnSpace::open(std::string name, const TxnConfig& c, std::shared_ptr<TxnS
   if (c.clock == TxnClock::kTsc) {
     if (c.tsc_boundary_cycles != TxnConfig::kMeasureBoundary && c.tsc_boundary_cycles > (std::uint64_t{1} << 20))
       return Status::InvalidArgument("tsc_boundary_cycles must be at most 2^20");
-    if (Status u = txn::tsc_clock_usable(); !u.ok()) return u;
+    if (Status u = clock::tsc_clock_usable(); !u.ok()) return u;
   }
   auto core = std::make_shared<Core>(c);
   Status s = core->index.init();

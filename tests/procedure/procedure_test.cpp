@@ -384,9 +384,14 @@ TEST_F(ProcCall, ColumnMirrorsThroughTheAbi) {
   EXPECT_EQ(o.reply.items[0].i, DUET_OK);
   ASSERT_EQ(o.reply.items[1].items.size(), 2u);
   EXPECT_EQ(o.reply.items[1].items[0].i, 10);
-  // Another definition (another name, or the same name otherwise): refused; m1 stays.
-  EXPECT_EQ(call("mirror", {}, {"m2", "r0", "r:", "2", "1", "v"}, true).reply.items[0].i, DUET_ERR_INVALID);
+  // The same name defined otherwise: refused; m1 stays.
   EXPECT_EQ(call("mirror", {}, {"m1", "r0", "r:", "2", "0", "v"}, true).reply.items[0].i, DUET_ERR_INVALID);
+  // Other names: more mirrors of the keyspace (here of the same rows), up to eight; a ninth is refused.
+  for (int i = 2; i <= 8; ++i) {
+    const std::string name = "m" + std::to_string(i);
+    EXPECT_EQ(call("mirror", {}, {name, "r0", "r:", "2", "1", "v"}, true).reply.items[0].i, DUET_OK) << name;
+  }
+  EXPECT_EQ(call("mirror", {}, {"m9", "r0", "r:", "2", "1", "v"}, true).reply.items[0].i, DUET_ERR_INVALID);
   // Commits after the attach reach it: r4 becomes 100, r5 is deleted, r2 no row of the codec.
   put("r4", row(100));
   {
@@ -407,6 +412,13 @@ TEST_F(ProcCall, ColumnMirrorsThroughTheAbi) {
   EXPECT_EQ(got.items[0].i, want.reply.items[0].i);  // 3, 4, 6, 7, 8, 9
   EXPECT_EQ(got.items[1].i, want.reply.items[1].i);  // 3 + 100 + 6 + 7 + 8 + 9
   EXPECT_EQ(got.items[1].i, 133);
+  // Every mirror of the keyspace saw the same commits.
+  for (int i = 2; i <= 8; ++i) {
+    const ProcReply other = call("mirror_sum", {}, {"m" + std::to_string(i), "3"}, true).reply;
+    ASSERT_EQ(other.items.size(), 2u) << i;
+    EXPECT_EQ(other.items[1].i, 133) << i;
+  }
+  EXPECT_EQ(call("mirror_sum", {}, {"m9", "3"}, true).reply.i, DUET_NOT_FOUND);
   // Another keyspace has no mirror.
   std::shared_ptr<TxnSpace> other;
   TxnConfig tc;

@@ -783,8 +783,8 @@ struct ModelTxn {
 
 // The commit observer: it sees every writing commit once, the write sets of one key in
 // timestamp order, deletes as nullopt; after wait_commits(S) it has seen every timestamp up to
-// S (writing commits take consecutive timestamps 1, 2, ...). One observer at a time; removing it
-// stops the calls.
+// S (writing commits take consecutive timestamps 1, 2, ...). Two observers see the same commits;
+// removing one stops its calls and not the other's; at most kMaxCommitObservers at once.
 TEST(TxnApi, CommitObserverSeesEachKeyInOrderAndWaitCommitsCoversAStart) {
   struct Recorder : TxnCommitObserver {
     std::mutex m;
@@ -805,8 +805,11 @@ TEST(TxnApi, CommitObserverSeesEachKeyInOrderAndWaitCommitsCoversAStart) {
   };
   auto s = open_space();
   auto rec = std::make_shared<Recorder>();
-  ASSERT_TRUE(s->set_commit_observer(rec).ok());
-  EXPECT_EQ(s->set_commit_observer(std::make_shared<Recorder>()).code(), StatusCode::kInvalidArgument);
+  auto rec2 = std::make_shared<Recorder>();  // a second observer sees the same calls
+  ASSERT_TRUE(s->add_commit_observer(rec).ok());
+  ASSERT_TRUE(s->add_commit_observer(rec2).ok());
+  EXPECT_EQ(s->add_commit_observer(rec).code(), StatusCode::kInvalidArgument);  // already there
+  EXPECT_EQ(s->add_commit_observer(nullptr).code(), StatusCode::kInvalidArgument);
   std::atomic<unsigned> done{0};
   std::vector<std::thread> writers;
   for (unsigned w = 0; w < 3; ++w)
@@ -848,10 +851,39 @@ TEST(TxnApi, CommitObserverSeesEachKeyInOrderAndWaitCommitsCoversAStart) {
     EXPECT_EQ(sorted.back(), s->now());
     calls = rec->seen.size();
   }
-  ASSERT_TRUE(s->set_commit_observer(nullptr).ok());
+  {
+    std::lock_guard<std::mutex> lk(rec2->m);
+    std::vector<std::uint64_t> a = rec->seen, b = rec2->seen;
+    std::sort(a.begin(), a.end());
+    std::sort(b.begin(), b.end());
+    EXPECT_EQ(a, b) << "both observers see every commit";
+    EXPECT_EQ(rec2->out_of_order, 0u);
+  }
+  // Removing one leaves the other; a removed one is not an observer any more.
+  ASSERT_TRUE(s->remove_commit_observer(rec.get()).ok());
+  EXPECT_EQ(s->remove_commit_observer(rec.get()).code(), StatusCode::kNotFound);
   put_commit(*s, "after", "x");
-  std::lock_guard<std::mutex> lk(rec->m);
-  EXPECT_EQ(rec->seen.size(), calls);
+  {
+    std::lock_guard<std::mutex> lk(rec->m);
+    EXPECT_EQ(rec->seen.size(), calls);
+  }
+  {
+    std::lock_guard<std::mutex> lk(rec2->m);
+    EXPECT_EQ(rec2->seen.size(), calls + 1);
+  }
+  ASSERT_TRUE(s->remove_commit_observer(rec2.get()).ok());
+  // At most kMaxCommitObservers at once.
+  std::vector<std::shared_ptr<Recorder>> many;
+  for (std::size_t i = 0; i < TxnSpace::kMaxCommitObservers; ++i) {
+    many.push_back(std::make_shared<Recorder>());
+    ASSERT_TRUE(s->add_commit_observer(many.back()).ok());
+  }
+  EXPECT_EQ(s->add_commit_observer(std::make_shared<Recorder>()).code(), StatusCode::kInvalidArgument);
+  put_commit(*s, "many", "x");
+  for (auto& r : many) {
+    std::lock_guard<std::mutex> lk(r->m);
+    EXPECT_EQ(r->seen.size(), 1u);
+  }
 }
 
 TEST(TxnApi, AgreesWithAReferenceModel) {
