@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # The txn keyspace's two clocks (TxnConfig::clock) on a many-core machine: the TSC boundary
 # measurement, the timestamp sources alone, then disjoint commits at 1-16 threads and YCSB-T
-# (4 ops, 95% reads, uniform, 10^6 keys, 16 threads) for each of $CONFIGS (default "counter
+# (4 ops, 95% reads, $DISTS: default uniform, also "uniform,zipf"; 10^6 keys, 16 threads) for each of $CONFIGS (default "counter
 # tsc"; also tsc256 and tsc0, the TSC at a fixed boundary of 256 or 0 cycles; "tsc" is the
 # measured default), the order reversed every other round of $ROUNDS; a flat profile of 16
 # disjoint committers with the counter and the TSC. Expects $PACK (default gpu-pack-clock/) with
@@ -21,6 +21,7 @@ fi
 . bench/common/machine_info.sh
 O=${OUT:-out-clock-ab}
 ROUNDS=${ROUNDS:-2}
+DISTS=${DISTS:-uniform}
 mkdir -p "$O"
 export LD_LIBRARY_PATH=$P${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}
 LOG=$O/log.txt
@@ -48,7 +49,7 @@ for round in $(seq 1 "$ROUNDS"); do
       --out "$O/$c-disjoint-$round" 2>&1 | grep -E '^commit' | sed "s/^/$c /" | tee -a "$LOG"
     echo "=== $c round $round: ycsbt" | tee -a "$LOG"
     # shellcheck disable=SC2086
-    timeout 180 "${B[@]}" ${CLOCK[$c]} --experiments ycsbt --ops 4 --reads 95 --dists uniform --key-bytes 8 \
+    timeout 180 "${B[@]}" ${CLOCK[$c]} --experiments ycsbt --ops 4 --reads 95 --dists "$DISTS" --key-bytes 8 \
       --threads 16 --keys 1000000 --txns 200000 --sets 3 --out "$O/$c-ycsbt-$round" 2>&1 | grep -E '^ycsbt' |
       sed "s/^/$c /" | tee -a "$LOG"
   done
