@@ -9,3 +9,12 @@ machine_info() {
   nvidia-smi -L 2>/dev/null || echo "no nvidia-smi"
   echo "transparent huge pages: $(cat /sys/kernel/mm/transparent_hugepage/enabled 2>/dev/null)"
 }
+# start_run OUT PACK: makes OUT, puts PACK's libraries first on LD_LIBRARY_PATH, writes
+# OUT/machine.txt and starts OUT/log.txt with it; sets LOG to the log's path.
+start_run() {
+  mkdir -p "$1"
+  export LD_LIBRARY_PATH=$2${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}
+  LOG=$1/log.txt
+  machine_info > "$1/machine.txt"
+  tee -a "$LOG" < "$1/machine.txt"
+}

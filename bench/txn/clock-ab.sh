@@ -22,11 +22,7 @@ fi
 O=${OUT:-out-clock-ab}
 ROUNDS=${ROUNDS:-2}
 DISTS=${DISTS:-uniform}
-mkdir -p "$O"
-export LD_LIBRARY_PATH=$P${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}
-LOG=$O/log.txt
-machine_info > "$O/machine.txt"
-tee -a "$LOG" < "$O/machine.txt"
+start_run "$O" "$P"
 B=("$P/duet_bench_txn" --systems duet)
 declare -A CLOCK=([counter]="--clock counter" [tsc]="--clock tsc" [tsc256]="--clock tsc --tsc-boundary 256"
                   [tsc0]="--clock tsc --tsc-boundary 0")

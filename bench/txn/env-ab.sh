@@ -8,13 +8,9 @@ set -uo pipefail
 P=${PACK:-gpu-pack-clock}
 O=${OUT:-out-env-ab}
 ROUNDS=${ROUNDS:-3}
-mkdir -p "$O"
 # shellcheck source=bench/common/machine_info.sh
 . bench/common/machine_info.sh
-export LD_LIBRARY_PATH=$P${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}
-LOG=$O/log.txt
-machine_info > "$O/machine.txt"
-tee -a "$LOG" < "$O/machine.txt"
+start_run "$O" "$P"
 declare -A ENVS=([a]="${ENV_A:-}" [b]="${ENV_B:-MALLOC_CONF=thp:always,metadata_thp:always}")
 for round in $(seq 1 "$ROUNDS"); do
   order=(a b)

@@ -7,13 +7,9 @@
 set -uo pipefail
 P=${PACK:-gpu-pack-clock}
 O=${OUT:-out-profile-ycsbt}
-mkdir -p "$O"
 # shellcheck source=bench/common/machine_info.sh
 . bench/common/machine_info.sh
-export LD_LIBRARY_PATH=$P${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}
-LOG=$O/log.txt
-machine_info > "$O/machine.txt"
-tee -a "$LOG" < "$O/machine.txt"
+start_run "$O" "$P"
 B=("$P/duet_bench_txn" --systems duet --clock "${CLOCK:-counter}" --experiments ycsbt --ops 4 --reads 95
    --dists uniform --key-bytes 8 --threads 16 --keys 1000000)
 for run in before profiled after; do

@@ -14,11 +14,7 @@ set -uo pipefail
 P=${PACK:-gpu-pack-snap}
 O=${OUT:-out-snapshot-ab}
 ROUNDS=${ROUNDS:-2}
-mkdir -p "$O"
-export LD_LIBRARY_PATH=$P${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}
-machine_info > "$O/machine.txt"
-LOG=$O/log.txt
-cat "$O/machine.txt" | tee -a "$LOG"
+start_run "$O" "$P"
 S=(--systems duet --keys 1000000 --sets 5 --experiments snapshot --snapshot-shapes range)
 declare -A CFG=([p16w15]="--threads 16 --snapshot-threads 16" [p16w1]="--threads 2 --snapshot-threads 16"
                 [p1w1]="--threads 2 --snapshot-threads 1")

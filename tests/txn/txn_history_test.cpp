@@ -256,15 +256,21 @@ RunResult run_and_check(const TxnConfig& cfg, const Workload& w) {
   return rr;
 }
 
-TEST(TxnHistory, ZipfMixIsSnapshotIsolated) {
-  TxnConfig cfg;
+/// The Zipf mix on `cfg` (collection watermark 64), `txns` transactions per thread at scale 1:
+/// SI with real-time order, a third committed at least, some conflicts.
+RunResult zipf_mix_checked(TxnConfig cfg, int txns) {
   cfg.gc_watermark = 64;
   Workload w;
-  w.txns_per_thread = std::max(200, static_cast<int>(25000 * scale()));
-  const RunResult r = run_and_check(cfg, w);
+  w.txns_per_thread = std::max(200, static_cast<int>(txns * scale()));
+  RunResult r = run_and_check(cfg, w);
   EXPECT_TRUE(r.check.ok) << r.check.anomaly << ": " << r.check.detail;
   EXPECT_GT(r.committed, r.txns / 3);
   EXPECT_GT(r.stats.conflicts, 0u) << "Zipf keys should conflict sometimes";
+  return r;
+}
+
+TEST(TxnHistory, ZipfMixIsSnapshotIsolated) {
+  const RunResult r = zipf_mix_checked(TxnConfig{}, 25000);
   EXPECT_GT(r.stats.reclaimed, 0u) << "collection ran";
   std::printf("txns %zu committed %zu conflicts %llu reclaimed %llu versions %llu\n", r.txns, r.committed,
               (unsigned long long)r.stats.conflicts, (unsigned long long)r.stats.reclaimed,
@@ -289,13 +295,7 @@ TEST(TxnHistory, ZipfMixIsSnapshotIsolatedOnTheTscClock) {
   if (!tsc_clock_here()) return;  // the refusal was checked
   TxnConfig cfg;
   cfg.clock = TxnClock::kTsc;
-  cfg.gc_watermark = 64;
-  Workload w;
-  w.txns_per_thread = std::max(200, static_cast<int>(10000 * scale()));
-  const RunResult r = run_and_check(cfg, w);
-  EXPECT_TRUE(r.check.ok) << r.check.anomaly << ": " << r.check.detail;
-  EXPECT_GT(r.committed, r.txns / 3);
-  EXPECT_GT(r.stats.conflicts, 0u) << "Zipf keys should conflict sometimes";
+  zipf_mix_checked(cfg, 10000);
 }
 
 TEST(TxnHistory, VersionBudgetKeepsSnapshotIsolation) {
