@@ -73,6 +73,9 @@ struct StoreConfig {
   /// `batch` keyspaces: the Epic database each one opens beside its accounts (none while
   /// `epic.tables` is empty; docs/epic.md).
   EpicConfig epic;
+  /// `txn` keyspaces: their timestamp source (TxnConfig::clock; the TSC is refused by
+  /// create() with InvalidArgument where it cannot be used).
+  TxnClock txn_clock = TxnClock::kCounter;
 };
 
 /// What measure_devices() found.

@@ -350,6 +350,7 @@ struct TxnStats {
   std::uint64_t reclaimed = 0;          ///< versions freed by collection
   std::uint64_t bytes = 0;              ///< key and value bytes held
   std::uint64_t ts = 0;                 ///< the global timestamp
+  TxnClock clock = TxnClock::kCounter;    ///< the timestamp source
   std::uint64_t tsc_boundary_cycles = 0;  ///< the TSC clock's boundary in use (0 with the counter)
 };
 

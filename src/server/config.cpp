@@ -330,6 +330,14 @@ const std::vector<Setting>& settings() {
                  [](ServerConfig* c, std::string_view v) {
                    return set_atomic("max-batches-in-flight", v, &c->max_batches_in_flight, 1, 256);
                  }});
+    t.push_back({"txn-clock", false,
+                 [](const ServerConfig& c) { return std::string(c.store.txn_clock == TxnClock::kTsc ? "tsc" : "counter"); },
+                 [](ServerConfig* c, std::string_view v) {
+                   const std::string b = ascii_lower(v);
+                   if (b != "counter" && b != "tsc") return bad("txn-clock", v, "expected counter or tsc");
+                   c->store.txn_clock = b == "tsc" ? TxnClock::kTsc : TxnClock::kCounter;
+                   return Status::Ok();
+                 }});
     t.push_back({"txn-idle-timeout", true,
                  [](const ServerConfig& c) { return std::to_string(c.txn_idle_timeout_ms.load()); },
                  [](ServerConfig* c, std::string_view v) {
@@ -495,6 +503,7 @@ const char* server_usage() {
          "  --database-kinds SPEC       keyspace kind per database: KIND[,INDEX=KIND...] (kv)\n"
          "  --db-kind 'INDEX KIND'      one database's kind (adds to --database-kinds)\n"
          "  --txn-idle-timeout MS       abort an interactive transaction idle this long (60000; 0: never)\n"
+         "  --txn-clock counter|tsc     txn databases' timestamp source (counter; docs/txn.md)\n"
          "  --maxmemory BYTES           memory budget for keys and values (0: half of RAM)\n"
          "  --maxclients N              connections at once (10000)\n"
          "  --proto-max-bulk-len BYTES  largest argument (512mb)\n"

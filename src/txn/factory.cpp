@@ -29,6 +29,7 @@ namespace txn {
 Status make_txn_space(std::string_view name, const StoreConfig& config, std::shared_ptr<Keyspace>* out) {
   TxnConfig c;
   c.memory_budget_bytes = config.memory_budget_bytes;
+  c.clock = config.txn_clock;
   // The store's limits bound the kind's own (64 KiB keys, 512 MiB values) from below only.
   c.limits.max_key_bytes = std::min(c.limits.max_key_bytes, config.limits.max_key_bytes);
   c.limits.max_value_bytes = std::min(c.limits.max_value_bytes, config.limits.max_value_bytes);

@@ -992,6 +992,7 @@ class TxnSpaceImpl final : public TxnSpace {
     s.reclaimed = static_cast<std::uint64_t>(c.reclaimed.sum());
     s.bytes = c.bytes_total();
     s.ts = c.clock_now();
+    s.clock = c.cfg.clock;
     s.tsc_boundary_cycles = c.tsc_clock ? c.tsc_boundary : 0;
     return s;
   }

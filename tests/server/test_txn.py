@@ -377,3 +377,62 @@ def test_histories_are_snapshot_isolated(tsrv, tmp_path):
     out = check(planted)
     assert out.returncode == 1 and out.stdout.startswith(("lost update", "incompatible order")), \
         out.stdout + out.stderr
+
+
+def _tsc_usable():
+    try:
+        return Path("/sys/devices/system/clocksource/clocksource0/current_clocksource").read_text().strip() == "tsc"
+    except OSError:
+        return False
+
+
+def test_txn_clock_setting(server_factory):
+    """--txn-clock tsc: txn databases take timestamps from the TSC (INFO says so, with the
+    measured boundary), and a client that saw a counter's value never reads an older one
+    afterwards, from any connection (real-time order across the commit wait). A bad value, or
+    the TSC where the kernel does not use it, stops startup with the reason."""
+    bad = subprocess.run([str(duet_bin()), "server", "--port", "0", "--txn-clock", "sundial"],
+                         capture_output=True, text=True, timeout=60)
+    assert bad.returncode != 0 and "txn-clock" in bad.stderr, bad.stderr
+    if not _tsc_usable():
+        p = subprocess.run([str(duet_bin()), "server", "--port", "0", "--database-kinds", "kv,1=txn",
+                            "--txn-clock", "tsc"], capture_output=True, text=True, timeout=60)
+        assert p.returncode != 0 and "counter clock" in p.stderr, p.stderr
+        return
+    s = server_factory(extra=["--database-kinds", "kv,1=txn", "--txn-clock", "tsc"])
+    r = client(s)
+    assert r.config_get("txn-clock") == {"txn-clock": "tsc"}
+    with pytest.raises(redis.ResponseError):
+        r.config_set("txn-clock", "counter")  # fixed at startup
+    stop = threading.Event()
+    errors = []
+
+    def incr(i):
+        c = client(s)
+        while not stop.is_set():
+            c.incr(f"n{i % 2}")
+
+    def watch():
+        # A value seen, then a fresh read on another connection: never smaller.
+        a, b = client(s), client(s)
+        seen = {"n0": 0, "n1": 0}
+        while not stop.is_set():
+            for k in seen:
+                v = int(a.get(k) or 0)
+                w = int(b.get(k) or 0)
+                if w < v or v < seen[k]:
+                    errors.append((k, seen[k], v, w))
+                seen[k] = max(seen[k], w)
+
+    threads = [threading.Thread(target=incr, args=(i,)) for i in range(4)] + [threading.Thread(target=watch)]
+    for t in threads:
+        t.start()
+    time.sleep(1.5)
+    stop.set()
+    for t in threads:
+        t.join()
+    assert not errors, errors[:5]
+    stats = r.info("duet")[f"txn_db{TXN_DB}"]
+    assert stats["clock"] == "tsc" and stats["tsc_boundary_cycles"] > 0
+    assert stats["commits"] > 100
+    assert int(r.get("n0")) + int(r.get("n1")) == stats["commits"]

@@ -559,7 +559,10 @@ void append_txn_info(const ServerStats& s, std::string* out) {
             ",read_only=" + std::to_string(t.read_only) + ",versions=" + std::to_string(t.versions) +
             ",obsolete_versions=" + std::to_string(t.obsolete_versions) + ",collections=" +
             std::to_string(t.collections) + ",reclaimed=" + std::to_string(t.reclaimed) +
-            ",bytes=" + std::to_string(t.bytes) + ",ts=" + std::to_string(t.ts) + "\r\n";
+            ",bytes=" + std::to_string(t.bytes) + ",ts=" + std::to_string(t.ts) +
+            ",clock=" + (t.clock == TxnClock::kTsc ? "tsc,tsc_boundary_cycles=" + std::to_string(t.tsc_boundary_cycles)
+                                                        : std::string("counter")) +
+            "\r\n";
   }
 }
 
