@@ -65,6 +65,8 @@ struct Run {
   double tps = 0, p50 = 0, p99 = 0;
   double retries_per_txn = 0, retried_fraction = 0, decline_rate = 0, rule_fraud_rate = 0, agreement = 0;
   double launches_per_txn = 0, rows_per_launch = 0;
+  double lock_waits_per_txn = 0, collector_lock_waits_per_txn = 0;  ///< TxnStats::lock_waits over the run
+  double lock_wait_backoffs_per_txn = 0;
   std::uint64_t flagged_committed = 0, failed = 0;
   std::string error;
 };
@@ -78,7 +80,8 @@ Run run_payments(Olda& w, TxnSpace& space, const std::vector<Payment>& pays, uns
   std::atomic<bool> go{false};
   std::string err;
   std::atomic<bool> have_err{false};
-  const std::uint64_t l0 = w.launches(), i0 = w.inferences(), c0 = space.stats().commits;
+  const TxnStats s0 = space.stats();
+  const std::uint64_t l0 = w.launches(), i0 = w.inferences(), c0 = s0.commits;
   std::vector<std::thread> ts;
   for (unsigned t = 0; t < threads; ++t)
     ts.emplace_back([&, t] {
@@ -125,6 +128,10 @@ Run run_payments(Olda& w, TxnSpace& space, const std::vector<Payment>& pays, uns
   const double launches = static_cast<double>(w.launches() - l0), inf = static_cast<double>(w.inferences() - i0);
   r.launches_per_txn = launches / n;
   r.rows_per_launch = launches > 0 ? inf / launches : 0;
+  const TxnStats s1 = space.stats();
+  r.lock_waits_per_txn = static_cast<double>(s1.lock_waits - s0.lock_waits) / n;
+  r.collector_lock_waits_per_txn = static_cast<double>(s1.lock_waits_collector - s0.lock_waits_collector) / n;
+  r.lock_wait_backoffs_per_txn = static_cast<double>(s1.lock_wait_backoffs - s0.lock_wait_backoffs) / n;
   r.flagged_committed = flagged_committed.load();
   r.failed = failed.load();
   if (r.failed) r.error = err;
@@ -183,6 +190,9 @@ Json summary_json(const std::vector<Run>& runs, Json rec) {
   rec.set("model_rule_agreement", med([](const Run& r) { return r.agreement; }).median);
   rec.set("launches_per_txn", med([](const Run& r) { return r.launches_per_txn; }).median);
   rec.set("rows_per_launch", med([](const Run& r) { return r.rows_per_launch; }).median);
+  rec.set("lock_waits_per_txn", med([](const Run& r) { return r.lock_waits_per_txn; }).median);
+  rec.set("collector_lock_waits_per_txn", med([](const Run& r) { return r.collector_lock_waits_per_txn; }).median);
+  rec.set("lock_wait_backoffs_per_txn", med([](const Run& r) { return r.lock_wait_backoffs_per_txn; }).median);
   rec.set("load_s", med([](const Run& r) { return r.load_s; }).median);
   rec.set("reps", static_cast<std::uint64_t>(runs.size()));
   return rec;

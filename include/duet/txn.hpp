@@ -351,6 +351,11 @@ struct TxnStats {
   std::uint64_t bytes = 0;              ///< key and value bytes held
   std::uint64_t ts = 0;                 ///< the global timestamp
   TxnClock clock = TxnClock::kCounter;    ///< the timestamp source
+  /// Keys a commit found locked as it came to lock them, once per key and commit: by another
+  /// committer (lock_waits) or by the collector cutting the key's versions. The commit pauses,
+  /// then yields, then sleeps, until the key is free.
+  std::uint64_t lock_waits = 0, lock_waits_collector = 0;
+  std::uint64_t lock_wait_backoffs = 0;  ///< steps of those waits past the first 64 pauses (yields, then 20 µs sleeps)
   std::uint64_t tsc_boundary_cycles = 0;  ///< the TSC clock's boundary in use (0 with the counter)
 };
 

@@ -19,11 +19,6 @@ namespace duet::txn {
 
 namespace {
 
-void cpu_relax(unsigned spins) {
-  if (spins < 64) _mm_pause();
-  else std::this_thread::yield();
-}
-
 std::uint64_t now_ns() {
   return static_cast<std::uint64_t>(
       std::chrono::duration_cast<std::chrono::nanoseconds>(std::chrono::steady_clock::now().time_since_epoch()).count());
@@ -740,7 +735,7 @@ Version* Core::read(Entry* e, std::uint64_t start) {
     const std::uint64_t w = slots[l - 1].commit.load(std::memory_order_seq_cst);
     if (w == 0) break;                          // still locking: its timestamp will be > start
     if (w != 1 && (w >> 1) > start) break;      // a later timestamp: invisible anyway
-    cpu_relax(spins);
+    wait_relax(spins);
   }
   Version* v = e->head.load(std::memory_order_acquire);
   while (v != nullptr && v->ts > start) v = v->older.load(std::memory_order_acquire);
@@ -755,7 +750,7 @@ void Core::wait_commits(std::uint64_t ts) {
     for (unsigned spins = 0;; ++spins) {
       const std::uint64_t w = slots[i].commit.load(std::memory_order_seq_cst);
       if (w == 0 || (w != 1 && (w >> 1) > ts)) break;
-      cpu_relax(spins);
+      wait_relax(spins);
     }
 }
 

@@ -4,6 +4,7 @@
 
 #include <algorithm>
 #include <atomic>
+#include <chrono>
 #include <condition_variable>
 #include <functional>
 #include <cstdint>
@@ -178,6 +179,18 @@ class Index {
   std::atomic<std::uint64_t> n_buckets_{0};  ///< buckets made
 };
 
+/// One step of waiting for another thread (a key's committer, a commit's install): the first
+/// 64 steps pause (the other thread is usually running and done within microseconds), the next
+/// 32 yield, and later ones sleep 20 µs each, so that a waiter whose holder is off the CPU
+/// (preempted, or blocked in the kernel) gives its CPU up instead of spinning on sched_yield,
+/// which under CFS rarely hands the CPU to the holder: OLDA at 16 threads spent most of its
+/// time in such yields (bench/results/compute-olda/h200-cpu-profile/).
+inline void wait_relax(unsigned spins) {
+  if (spins < 64) _mm_pause();
+  else if (spins < 96) std::this_thread::yield();
+  else std::this_thread::sleep_for(std::chrono::microseconds(20));
+}
+
 struct Core {
   explicit Core(const TxnConfig& c);
   ~Core();
@@ -250,6 +263,10 @@ struct Core {
   // directly, so either may run below the true count (modulo 2^64) by what slots hold pending;
   // obsolete_total() and bytes_total() add the slots back.
   alignas(128) mem::StripedCounter present_keys, versions, commits, conflicts, read_only;
+  /// Keys a commit found locked when it came to lock them (by another committer; by the
+  /// collector), counted once per key and commit: TxnStats::lock_waits.
+  mem::StripedCounter lock_waits, lock_waits_collector;
+  mem::StripedCounter lock_wait_backoffs;  ///< their steps past the first 64 pauses (wait_relax)
   std::atomic<std::uint64_t> obsolete{0}, bytes{0};
   /// Adds obsolete versions and bytes from a commit of `slot`; true when this folded the
   /// slot's counts into the shared ones (*obs: the shared obsolete count after the fold, as a

@@ -746,7 +746,9 @@ Status Txn::commit(CommitResult* r) {
   // The keys' entries are looked up together, their misses overlapped (Index::find_many),
   // before the locks are taken one by one: a lookup one key at a time paid each key's
   // dependent misses in turn, and the locks were held meanwhile. A key with no entry yet gets
-  // one below (find_or_insert).
+  // one here too, before any lock is held (an entry with no version is invisible): inserting
+  // it into the index can block (the ordered index's and the point map's growth), and a lock
+  // held meanwhile kept every other committer of that key waiting.
   for (std::size_t i = 0; i < ws.size(); i += txn::Index::kFindMany) {
     const std::size_t n = std::min(ws.size() - i, txn::Index::kFindMany);
     std::string_view keys[txn::Index::kFindMany];
@@ -754,20 +756,26 @@ Status Txn::commit(CommitResult* r) {
     std::atomic<Version*>* hints[txn::Index::kFindMany];
     for (std::size_t j = 0; j < n; ++j) keys[j] = ws[i + j].key;
     c.index.find_many(keys, n, es, hints);
-    for (std::size_t j = 0; j < n; ++j) ws[i + j].e = es[j], ws[i + j].hint = hints[j];
+    for (std::size_t j = 0; j < n; ++j) {
+      Item& it = ws[i + j];
+      it.e = es[j];
+      it.hint = hints[j];
+      if (it.e != nullptr) continue;
+      bool created = false;
+      it.e = c.index.find_or_insert(it.key, &created, &it.hint);
+      if (created) created_bytes += sizeof(Entry) + it.key.size();
+    }
   }
   for (std::size_t i = 0; i < ws.size(); ++i) {
     Item& it = ws[i];
-    bool created = false;
-    Entry* e = it.e != nullptr ? it.e : c.index.find_or_insert(it.key, &created, &it.hint);
-    if (created) created_bytes += sizeof(Entry) + it.key.size();
+    Entry* e = it.e;
     for (unsigned spins = 0;; ++spins) {
       std::uint64_t expect = 0;
-      if (e->lock.load(std::memory_order_relaxed) == 0 &&
-          e->lock.compare_exchange_weak(expect, lock_word, std::memory_order_seq_cst))
-        break;
-      if (spins < 64) _mm_pause();
-      else std::this_thread::yield();
+      const std::uint64_t held = e->lock.load(std::memory_order_relaxed);
+      if (held == 0 && e->lock.compare_exchange_weak(expect, lock_word, std::memory_order_seq_cst)) break;
+      if (spins == 0) ((held == 0 ? expect : held) == c.collector_lock_word() ? c.lock_waits_collector : c.lock_waits).add(1);
+      if (spins >= 64) c.lock_wait_backoffs.add(1);
+      txn::wait_relax(spins);
     }
     it.e = e;
     Version* h = e->head.load(std::memory_order_acquire);
@@ -993,6 +1001,9 @@ class TxnSpaceImpl final : public TxnSpace {
     s.bytes = c.bytes_total();
     s.ts = c.clock_now();
     s.clock = c.cfg.clock;
+    s.lock_waits = static_cast<std::uint64_t>(c.lock_waits.sum());
+    s.lock_waits_collector = static_cast<std::uint64_t>(c.lock_waits_collector.sum());
+    s.lock_wait_backoffs = static_cast<std::uint64_t>(c.lock_wait_backoffs.sum());
     s.tsc_boundary_cycles = c.tsc_clock ? c.tsc_boundary : 0;
     return s;
   }

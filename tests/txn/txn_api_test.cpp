@@ -886,6 +886,71 @@ TEST(TxnApi, CommitObserverSeesEachKeyInOrderAndWaitCommitsCoversAStart) {
   }
 }
 
+// A commit makes the entries of its new keys before it locks any key: index inserts can block
+// (the index growing), and a lock held meanwhile kept every other committer of that key waiting
+// (docs/txn.md, "Commit"). At the first "locked" step every new key of the write set already
+// has its entry (TxnStats::keys counts entries, with or without a version).
+TEST(TxnApi, NewKeysGetEntriesBeforeAnyLockIsTaken) {
+  std::shared_ptr<TxnSpace> s;
+  std::vector<std::uint64_t> keys_at_lock;
+  TxnConfig c;
+  c.background_gc = false;
+  c.faults.hook = [&](std::string_view step, std::string_view) {
+    if (step == "locked") keys_at_lock.push_back(s->stats().keys);
+  };
+  ASSERT_TRUE(TxnSpace::open("t", c, &s).ok());
+  put_commit(*s, "old", "1");  // one existing key, locked first (key order)
+  keys_at_lock.clear();
+  Txn t;
+  ASSERT_TRUE(s->begin(&t).ok());
+  ASSERT_TRUE(t.put("old", "2").ok());
+  for (const char* k : {"p1", "p2", "p3"}) ASSERT_TRUE(t.put(k, "x").ok());
+  CommitResult r;
+  ASSERT_TRUE(t.commit(&r).ok());
+  ASSERT_EQ(r.outcome, TxnOutcome::kCommitted);
+  ASSERT_EQ(keys_at_lock.size(), 4u);
+  for (std::uint64_t k : keys_at_lock) EXPECT_EQ(k, 4u) << "a new key's entry was made with a lock held";
+}
+
+// A commit that finds its key locked by another committer counts one lock wait, and waits
+// (pauses, yields, sleeps) until the holder unlocks; then it validates and loses (first
+// updater wins).
+TEST(TxnApi, ALockedKeyIsCountedAsALockWait) {
+  std::shared_ptr<TxnSpace> s;
+  std::atomic<std::thread::id> holder{};
+  std::atomic<bool> locked{false};
+  TxnConfig c;
+  c.background_gc = false;
+  c.faults.hook = [&](std::string_view step, std::string_view) {
+    if (step != "locked" || std::this_thread::get_id() != holder.load()) return;
+    // The first committer holds the key until the second has counted its wait (bounded).
+    locked = true;
+    const auto until = std::chrono::steady_clock::now() + std::chrono::seconds(20);
+    while (s->stats().lock_waits == 0 && std::chrono::steady_clock::now() < until) std::this_thread::yield();
+  };
+  ASSERT_TRUE(TxnSpace::open("t", c, &s).ok());
+  put_commit(*s, "k", "0");
+  Txn a, b;
+  ASSERT_TRUE(s->begin(&a).ok());
+  ASSERT_TRUE(s->begin(&b).ok());
+  ASSERT_TRUE(a.put("k", "a").ok());
+  ASSERT_TRUE(b.put("k", "b").ok());
+  std::thread first([&] {
+    holder = std::this_thread::get_id();
+    CommitResult r;
+    ASSERT_TRUE(a.commit(&r).ok());
+    EXPECT_EQ(r.outcome, TxnOutcome::kCommitted);
+  });
+  while (!locked.load()) std::this_thread::yield();
+  // a holds k: b's commit finds it locked, counts the wait, waits, and then loses.
+  CommitResult rb;
+  ASSERT_TRUE(b.commit(&rb).ok());
+  first.join();
+  EXPECT_EQ(rb.outcome, TxnOutcome::kConflict);
+  EXPECT_EQ(s->stats().lock_waits, 1u);
+  EXPECT_EQ(s->stats().lock_waits_collector, 0u);
+}
+
 TEST(TxnApi, AgreesWithAReferenceModel) {
   TxnConfig c;
   c.gc_watermark = 16;
