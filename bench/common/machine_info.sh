@@ -18,3 +18,14 @@ start_run() {
   machine_info > "$1/machine.txt"
   tee -a "$LOG" < "$1/machine.txt"
 }
+# perf_flat FREQ SORT REPORT CMD...: runs CMD under perf-pack/perf's `perf record` at FREQ samples
+# per second and writes its flat profile (no children, sorted by SORT, lines of 0.4% and more) to
+# REPORT; CMD's output goes to stdout. The recording is deleted afterwards.
+perf_flat() {
+  local freq=$1 sort=$2 report=$3
+  shift 3
+  LD_LIBRARY_PATH=perf-pack:${LD_LIBRARY_PATH:-} timeout 200 perf-pack/perf record -F "$freq" -o "$report.data" -- "$@" 2>&1
+  LD_LIBRARY_PATH=perf-pack timeout 120 perf-pack/perf report -i "$report.data" --no-children --sort "$sort" \
+    --stdio --percent-limit 0.4 2>/dev/null | grep -v '^$' | head -80 > "$report"
+  rm -f "$report.data"
+}

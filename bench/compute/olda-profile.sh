@@ -30,12 +30,8 @@ case "${1:-}" in
       timeout 120 "${B[@]}" --threads "$t" --out "$O/olda-t$t.json" 2>&1 | tail -4 | tee -a "$LOG"
       grep -oE '"[a-z_]*lock_wait[a-z_]*_per_txn": [0-9.e+-]*' "$O/olda-t$t.json" | tee -a "$LOG"
       [ -n "${NO_PERF:-}" ] && continue
-      LD_LIBRARY_PATH=perf-pack:$LD_LIBRARY_PATH timeout 200 perf-pack/perf record -F 999 -o "$O/perf.data" -- \
-        "${B[@]}" --threads "$t" --out "$O/olda-perf-t$t.json" > /dev/null 2>&1
-      LD_LIBRARY_PATH=perf-pack timeout 120 perf-pack/perf report -i "$O/perf.data" --no-children \
-        --sort comm,symbol --stdio --percent-limit 0.4 2>/dev/null | grep -v '^$' | head -70 > "$O/perf-t$t.txt"
+      perf_flat 999 comm,symbol "$O/perf-t$t.txt" "${B[@]}" --threads "$t" --out "$O/olda-perf-t$t.json" > /dev/null
       grep '%' "$O/perf-t$t.txt" | head -25 | tee -a "$LOG"
-      rm -f "$O/perf.data"
       if [ -n "${CALLERS:-}" ]; then  # who calls sched_yield and the futex waits (DWARF unwinding)
         LD_LIBRARY_PATH=perf-pack:$LD_LIBRARY_PATH timeout 200 perf-pack/perf record -F 199 --call-graph dwarf,16384 \
           -o "$O/perf.data" -- "${B[@]}" --threads "$t" --out "$O/olda-callers-t$t.json" > /dev/null 2>&1

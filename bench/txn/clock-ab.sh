@@ -54,12 +54,8 @@ if [ -z "${NO_PROFILE:-}" ] && [ -x perf-pack/perf ]; then
   for c in counter tsc; do
     echo "=== perf record $c disjoint 16" | tee -a "$LOG"
     # shellcheck disable=SC2086
-    LD_LIBRARY_PATH=perf-pack:$LD_LIBRARY_PATH timeout 120 perf-pack/perf record -F 999 -o "$O/perf.data" -- \
-      "${B[@]}" ${CLOCK[$c]} --experiments disjoint --threads 16 --txns 1000000 --sets 3 --out "$O/perf-run-$c" 2>&1 |
-      grep -E '^commit' | tee -a "$LOG"
-    LD_LIBRARY_PATH=perf-pack timeout 60 perf-pack/perf report -i "$O/perf.data" --no-children --sort symbol \
-      --stdio --percent-limit 0.5 2>/dev/null | head -60 > "$O/perf-$c.txt"
+    perf_flat 999 symbol "$O/perf-$c.txt" "${B[@]}" ${CLOCK[$c]} --experiments disjoint --threads 16 --txns 1000000 \
+      --sets 3 --out "$O/perf-run-$c" | grep -E '^commit' | tee -a "$LOG"
     head -25 "$O/perf-$c.txt" | tee -a "$LOG"
-    rm -f "$O/perf.data"
   done
 fi

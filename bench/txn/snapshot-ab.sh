@@ -41,11 +41,8 @@ if [ -z "${NO_PROFILE:-}" ] && [ -x perf-pack/perf ]; then
   for name in p16w1 p16w15; do
     echo "=== perf record new $name" | tee -a "$LOG"
     # shellcheck disable=SC2086
-    LD_LIBRARY_PATH=perf-pack:$LD_LIBRARY_PATH timeout 120 perf-pack/perf record -F 499 -o "$O/perf.data" -- \
-      "$P/duet_bench_txn_new" "${S[@]}" ${CFG[$name]} --sets 40 --out "$O/perf-run-$name" 2>&1 | grep -E '^snapshot' | tee -a "$LOG"
-    LD_LIBRARY_PATH=perf-pack timeout 60 perf-pack/perf report -i "$O/perf.data" --no-children --sort comm,symbol \
-      --stdio --percent-limit 0.4 2>/dev/null | head -80 > "$O/perf-$name.txt"
+    perf_flat 499 comm,symbol "$O/perf-$name.txt" "$P/duet_bench_txn_new" "${S[@]}" ${CFG[$name]} --sets 40 \
+      --out "$O/perf-run-$name" | grep -E '^snapshot' | tee -a "$LOG"
     head -30 "$O/perf-$name.txt" | tee -a "$LOG"
-    rm -f "$O/perf.data"
   done
 fi

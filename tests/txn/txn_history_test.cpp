@@ -17,6 +17,7 @@
 #include <cstring>
 #include <random>
 #include <thread>
+#include <utility>
 
 #include "duet/txn.hpp"
 #include "txn/si_checker.hpp"
@@ -315,19 +316,26 @@ TEST(TxnHistory, VersionBudgetKeepsSnapshotIsolation) {
 
 /// Runs small contended workloads with the fault until the checker rejects one (a bounded
 /// number of attempts; deterministic interleavings below do not depend on timing).
-sicheck::Result caught(TxnFaults f, TxnConfig cfg = {}) {
+/// The controls' run: `cfg` with the fault `f`, yields between commit steps and no collector
+/// (a planted read bug may read a version collection frees; committers free nothing under such
+/// a fault, see TxnApi.CommittersFreeNothingUnderAPlantedReadFault), and a small contended
+/// workload: 4 uniform keys, 4 threads of 500 transactions, no long readers.
+std::pair<TxnConfig, Workload> control_run(TxnFaults f, TxnConfig cfg) {
   cfg.faults = f;
   cfg.faults.step_yields = 2;
+  cfg.background_gc = false;
   Workload w;
   w.keys = 4;
   w.theta = 0;
   w.threads = 4;
   w.txns_per_thread = 500;
   w.long_readers = false;
-  // A planted read bug may read a version collection frees: no collector (and committers free
-  // nothing under such a fault, see TxnApi.CommittersFreeNothingUnderAPlantedReadFault).
   w.collector = false;
-  cfg.background_gc = false;
+  return {cfg, w};
+}
+
+sicheck::Result caught(TxnFaults f, TxnConfig base = {}) {
+  const auto [cfg, w] = control_run(f, base);
   for (int attempt = 0; attempt < 20; ++attempt) {
     RunResult r = run_and_check(cfg, w);
     if (!r.check.ok) return r.check;
@@ -363,21 +371,12 @@ TEST(TxnHistoryControls, TscSkewWithinTheBoundaryPasses) {
   // The same skewed cores with a boundary twice the skew: the commit wait and the start's
   // margin cover it, so the same workload stays SI in every attempt.
   if (!tsc_clock_here()) return;
-  TxnConfig cfg;
-  cfg.clock = TxnClock::kTsc;
-  cfg.tsc_boundary_cycles = 40000;
+  TxnConfig base;
+  base.clock = TxnClock::kTsc;
+  base.tsc_boundary_cycles = 40000;
   TxnFaults f;
   f.tsc_skew_cycles = 20000;
-  cfg.faults = f;
-  cfg.faults.step_yields = 2;
-  cfg.background_gc = false;
-  Workload w;
-  w.keys = 4;
-  w.theta = 0;
-  w.threads = 4;
-  w.txns_per_thread = 500;
-  w.long_readers = false;
-  w.collector = false;
+  const auto [cfg, w] = control_run(f, base);
   // Ten attempts: with the commit wait after the install instead of before it (a reader could
   // then see a version before every clock had passed it, and a transaction beginning after that
   // reader returned could start below it), 9 of 10 runs of this test failed.
