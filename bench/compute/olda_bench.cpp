@@ -14,7 +14,7 @@
 // --extra-users users loaded once with enough history. Medians over --reps runs with [min, max];
 // a short table, and JSON in bench/results/compute-olda/.
 //
-// Flags: --users 10,100,1000,10^4,10^5  --threads 8  --payments 2^15  --reps 3
+// Flags: --users 10,100,1000,10^4,10^5  --threads 8  --payments 2^18  --reps 3
 //        --systems cpu,gpu  --modes per_txn,batcher  --extra 0,100,1000,10000
 //        --extra-users 1000  --history 4  --inflight 2  --seed 1  --out FILE  --quick
 // (--extra none skips part 2; --export DIR writes the work for the peer, olda_fedb.py, and stops.)
@@ -43,7 +43,10 @@ using namespace duet::compute::olda;
 struct Options {
   std::vector<std::uint64_t> users{10, 100, 1000, 10000, 100000};
   unsigned threads = 8;
-  std::uint64_t payments = 1 << 15;
+  /// Payments per run. 2^15 lasted about 0.1 s at 16 threads and measured the threads' start
+  /// and the fresh keyspace's first growth: 213-302 k payments/s where 2^18 gives 1.03 M
+  /// (bench/results/compute-olda/h200-cpu-profile/7-run-length/).
+  std::uint64_t payments = 1 << 18;
   unsigned reps = 3;
   std::vector<std::string> systems{"cpu", "gpu"};
   std::vector<std::string> modes{"per_txn", "batcher"};
@@ -316,7 +319,7 @@ int run_olda_bench(int argc, char** argv) {
     return false;
   });
   if (help) {
-    std::printf("duet bench olda [--users 10,100,1000,10^4,10^5] [--threads 8] [--payments 2^15] [--reps 3]\n"
+    std::printf("duet bench olda [--users 10,100,1000,10^4,10^5] [--threads 8] [--payments 2^18] [--reps 3]\n"
                 "                [--systems cpu,gpu] [--modes per_txn,batcher] [--extra 0,100,1000,10000]\n"
                 "                [--extra-users 1000] [--history 4] [--inflight 2] [--seed 1] [--out file.json] [--quick]\n"
                 "The OLDA fraud microbenchmark (docs/compute.md, \"OLDA\"): one transaction per payment.\n");
