@@ -27,8 +27,6 @@
 #include <random>
 #include <string>
 #include <thread>
-#include <pthread.h>
-#include <sched.h>
 #include <unistd.h>
 #include <vector>
 
@@ -708,12 +706,7 @@ void clock_exp(const Options& o, Report& rep) {
   (void)rep;
   std::printf("clock: no TSC on this CPU (skipped)\n");
 #else
-  cpu_set_t allowed;
-  CPU_ZERO(&allowed);
-  std::vector<int> cpus;
-  if (sched_getaffinity(0, sizeof(allowed), &allowed) == 0)
-    for (int c = 0; c < CPU_SETSIZE && cpus.size() < 16; ++c)
-      if (CPU_ISSET(c, &allowed)) cpus.push_back(c);
+  const std::vector<int> cpus = duet::clock::allowed_cpus(16);
   const int rounds = o.quick ? 200 : 2000;
   std::vector<double> bounds;
   bool pinned = true;
@@ -898,9 +891,7 @@ int main(int argc, char** argv) {
         else return err = "bad --dists (uniform, zipf)", false;
       }
     } else if (f == "--clock") {
-      if (v == "counter") g_clock = TxnClock::kCounter;
-      else if (v == "tsc") g_clock = TxnClock::kTsc;
-      else return err = "bad --clock (counter, tsc)", false;
+      if (!parse_txn_clock(v, &g_clock).ok()) return err = "bad --clock (counter, tsc)", false;
     } else if (f == "--tsc-boundary") {
       auto x = parse_count(v);
       if (!x || *x > (1u << 20)) return err = "bad --tsc-boundary (0 .. 2^20 cycles)", false;
@@ -943,7 +934,7 @@ int main(int argc, char** argv) {
   config.set("value_bytes", 100).set("reader_seconds", o.reader_seconds);
   config.set("snapshot_threads", o.snapshot_threads);
   config.set("pack_threads", g_pack_threads);
-  config.set("clock", g_clock == TxnClock::kTsc ? "tsc" : "counter");
+  config.set("clock", txn_clock_name(g_clock));
   if (g_clock == TxnClock::kTsc) {
     if (g_tsc_boundary == TxnConfig::kMeasureBoundary)
       config.set("tsc_boundary_cycles", "measured: " + std::to_string(duet::clock::measure_ordo_boundary(nullptr)));

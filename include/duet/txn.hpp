@@ -77,14 +77,20 @@ enum class TxnClock {
   /// One shared atomic counter: BEGIN reads it, each writing COMMIT increments it. Exact and
   /// portable; every committer writes one cache line, which bounds commits across cores.
   kCounter,
-  /// The CPU's invariant time-stamp counter (x86-64 with constant and nonstop TSC, used by the
-  /// kernel as its clocksource): BEGIN reads its core's TSC less tsc_boundary_cycles; COMMIT
-  /// reads it after its locks (at least one above each written key's newest version) and
-  /// returns once its own TSC has passed the timestamp by twice the boundary (the commit wait,
-  /// as ORDO's), so a transaction that begins later on any core sees it. No shared line is
-  /// written. open() refuses it (InvalidArgument) where the TSC cannot be used.
+  /// The CPU's invariant time-stamp counter (x86-64, used by the kernel as its clocksource):
+  /// BEGIN reads its core's TSC less the boundary; COMMIT reads it with its locks held (at least
+  /// one above each locked key's newest version), then waits, still holding them, until its own
+  /// TSC has passed the timestamp by twice the boundary (ORDO's commit wait) before installing,
+  /// so a transaction that begins after the commit returned, or after any reader saw it, sees
+  /// it on any core. No shared line is written. open() refuses it (InvalidArgument) where the
+  /// TSC cannot be used.
   kTsc,
 };
+
+/// Parses "counter" or "tsc" (any case); InvalidArgument naming both otherwise.
+Status parse_txn_clock(std::string_view text, TxnClock* out);
+/// "counter" or "tsc".
+const char* txn_clock_name(TxnClock c);
 
 /// A txn keyspace's settings; TxnSpace::open checks every field.
 struct TxnConfig {

@@ -60,53 +60,54 @@ bool pin(int cpu) {
 
 }  // namespace
 
+namespace {
+
+/// One end of a pair's probe: 2 x rounds turns, sending its TSC on odd turns when `sends_first`
+/// (else on even ones) and receiving on the others; *best gets the least (its TSC on receipt) -
+/// (the value received). Returns early when the partner stops answering (about 2^26 polls).
+void probe_side(PairProbe& p, int rounds, bool sends_first, std::int64_t* best) {
+  constexpr long kMaxPolls = 1l << 26;
+  for (int r = 1; r <= 2 * rounds; ++r) {
+    long polls = 0;
+    if ((r % 2 == 1) == sends_first) {
+      p.sent.store(ordered_tsc(), std::memory_order_release);
+      while (p.ack.load(std::memory_order_acquire) != static_cast<std::uint64_t>(r))
+        if (++polls > kMaxPolls) return;
+    } else {
+      std::uint64_t v;
+      while ((v = p.sent.load(std::memory_order_acquire)) == 0)
+        if (++polls > kMaxPolls) return;
+      *best = std::min(*best, static_cast<std::int64_t>(ordered_tsc() - v));
+      p.sent.store(0, std::memory_order_relaxed);
+      p.ack.store(static_cast<std::uint64_t>(r), std::memory_order_release);
+    }
+  }
+}
+
+}  // namespace
+
+std::vector<int> allowed_cpus(std::size_t max) {
+  std::vector<int> cpus;
+  cpu_set_t set;
+  CPU_ZERO(&set);
+  if (sched_getaffinity(0, sizeof(set), &set) == 0)
+    for (int c = 0; c < CPU_SETSIZE && cpus.size() < max; ++c)
+      if (CPU_ISSET(c, &set)) cpus.push_back(c);
+  return cpus;
+}
+
 std::int64_t ordo_pair_bound(int ci, int cj, int rounds, bool* pinned) {
   PairProbe p;
   std::int64_t best_ij = INT64_MAX, best_ji = INT64_MAX;
   std::thread other([&] {
     if (cj >= 0 && !pin(cj)) *pinned = false;
-    for (int r = 1; r <= 2 * rounds; ++r) {
-      if (r % 2 == 1) {  // receive from i
-        std::uint64_t v;
-        long spins = 0;
-        while ((v = p.sent.load(std::memory_order_acquire)) == 0) {
-          if (++spins > (1l << 26)) return;
-        }
-        const std::uint64_t t = ordered_tsc();
-        best_ij = std::min(best_ij, static_cast<std::int64_t>(t - v));
-        p.sent.store(0, std::memory_order_relaxed);
-        p.ack.store(static_cast<std::uint64_t>(r), std::memory_order_release);
-      } else {  // send to i
-        p.sent.store(ordered_tsc(), std::memory_order_release);
-        long spins = 0;
-        while (p.ack.load(std::memory_order_acquire) != static_cast<std::uint64_t>(r)) {
-          if (++spins > (1l << 26)) return;
-        }
-      }
-    }
+    probe_side(p, rounds, false, &best_ij);
   });
   // The caller's thread is the pair's other end: pinned here, its affinity restored below.
   cpu_set_t saved;
   const bool have_saved = sched_getaffinity(0, sizeof(saved), &saved) == 0;
   if (ci >= 0 && !pin(ci)) *pinned = false;
-  for (int r = 1; r <= 2 * rounds; ++r) {
-    long spins = 0;
-    if (r % 2 == 1) {
-      p.sent.store(ordered_tsc(), std::memory_order_release);
-      while (p.ack.load(std::memory_order_acquire) != static_cast<std::uint64_t>(r)) {
-        if (++spins > (1l << 26)) break;
-      }
-    } else {
-      std::uint64_t v;
-      while ((v = p.sent.load(std::memory_order_acquire)) == 0) {
-        if (++spins > (1l << 26)) break;
-      }
-      const std::uint64_t t = ordered_tsc();
-      best_ji = std::min(best_ji, static_cast<std::int64_t>(t - v));
-      p.sent.store(0, std::memory_order_relaxed);
-      p.ack.store(static_cast<std::uint64_t>(r), std::memory_order_release);
-    }
-  }
+  probe_side(p, rounds, true, &best_ji);
   other.join();
   if (ci >= 0 && have_saved) pthread_setaffinity_np(pthread_self(), sizeof(saved), &saved);
   return std::max<std::int64_t>({best_ij == INT64_MAX ? 0 : best_ij, best_ji == INT64_MAX ? 0 : best_ji, 0});
@@ -117,12 +118,7 @@ std::uint64_t measure_ordo_boundary(std::string* detail) {
   static std::uint64_t boundary = 0;
   static std::string text;
   std::call_once(once, [] {
-    cpu_set_t set;
-    CPU_ZERO(&set);
-    std::vector<int> cpus;
-    if (sched_getaffinity(0, sizeof(set), &set) == 0)
-      for (int c = 0; c < CPU_SETSIZE && cpus.size() < 64; ++c)
-        if (CPU_ISSET(c, &set)) cpus.push_back(c);
+    const std::vector<int> cpus = allowed_cpus(64);
     bool pinned = true;
     std::int64_t worst = 0;
     std::size_t pairs = 0;

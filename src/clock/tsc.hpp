@@ -6,6 +6,7 @@
 
 #include <cstdint>
 #include <string>
+#include <vector>
 #if defined(__x86_64__)
 #include <x86intrin.h>
 #endif
@@ -47,6 +48,10 @@ inline std::uint64_t fenced_tsc() {
   return t;
 }
 #endif
+
+/// The first `max` CPUs this thread may run on (its affinity mask), ascending; empty when the
+/// mask cannot be read.
+std::vector<int> allowed_cpus(std::size_t max);
 
 /// ORDO's bound for one pair of CPUs (-1: unpinned threads): two threads pinned to ci and cj
 /// pass TSC values back and forth `rounds` times each way; for each direction the least

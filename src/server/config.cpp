@@ -331,11 +331,9 @@ const std::vector<Setting>& settings() {
                    return set_atomic("max-batches-in-flight", v, &c->max_batches_in_flight, 1, 256);
                  }});
     t.push_back({"txn-clock", false,
-                 [](const ServerConfig& c) { return std::string(c.store.txn_clock == TxnClock::kTsc ? "tsc" : "counter"); },
+                 [](const ServerConfig& c) { return std::string(txn_clock_name(c.store.txn_clock)); },
                  [](ServerConfig* c, std::string_view v) {
-                   const std::string b = ascii_lower(v);
-                   if (b != "counter" && b != "tsc") return bad("txn-clock", v, "expected counter or tsc");
-                   c->store.txn_clock = b == "tsc" ? TxnClock::kTsc : TxnClock::kCounter;
+                   if (!parse_txn_clock(v, &c->store.txn_clock).ok()) return bad("txn-clock", v, "expected counter or tsc");
                    return Status::Ok();
                  }});
     t.push_back({"txn-idle-timeout", true,

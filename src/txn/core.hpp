@@ -16,6 +16,7 @@
 #include <string_view>
 #include <thread>
 #include <vector>
+
 #include "duet/txn.hpp"
 #include "mem/striped_counter.hpp"
 #include "index/lit/lit.hpp"
@@ -183,8 +184,8 @@ class Index {
 /// 64 steps pause (the other thread is usually running and done within microseconds), the next
 /// 32 yield, and later ones sleep 20 µs each, so that a waiter whose holder is off the CPU
 /// (preempted, or blocked in the kernel) gives its CPU up instead of spinning on sched_yield,
-/// which under CFS rarely hands the CPU to the holder: OLDA at 16 threads spent most of its
-/// time in such yields (bench/results/compute-olda/h200-cpu-profile/).
+/// which under CFS rarely hands the CPU to the holder: a third of a 16-thread OLDA profile was
+/// such yields (bench/results/compute-olda/h200-cpu-profile/).
 inline void wait_relax(unsigned spins) {
   if (spins < 64) _mm_pause();
   else if (spins < 96) std::this_thread::yield();
@@ -211,7 +212,7 @@ struct Core {
   alignas(128) std::atomic<std::uint64_t> gts{0};  ///< the counter clock (TxnClock::kCounter)
   // The clock (TxnConfig::clock; docs/txn.md, "Timestamp source"). With the TSC, gts is unused.
   bool tsc_clock = false;
-  std::uint64_t tsc_boundary = 0;  ///< cfg.tsc_boundary_cycles
+  std::uint64_t tsc_boundary = 0;  ///< B: cfg.tsc_boundary_cycles, or measured (0 with the counter)
   /// The clock now, as a start: every commit that has returned, and every one whose timestamp
   /// was taken before this call (in the order of memory accesses), has a timestamp <= it; a
   /// commit that takes its timestamp after this call gets a greater one. Ordered after every

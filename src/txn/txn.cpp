@@ -2,6 +2,7 @@
 #include <immintrin.h>
 
 #include <algorithm>
+#include <cctype>
 #include <cstring>
 #include <mutex>
 #include <thread>
@@ -768,7 +769,7 @@ Status Txn::commit(CommitResult* r) {
   }
   for (std::size_t i = 0; i < ws.size(); ++i) {
     Item& it = ws[i];
-    Entry* e = it.e;
+    Entry* const e = it.e;
     for (unsigned spins = 0;; ++spins) {
       std::uint64_t expect = 0;
       const std::uint64_t held = e->lock.load(std::memory_order_relaxed);
@@ -777,7 +778,6 @@ Status Txn::commit(CommitResult* r) {
       if (spins >= 64) c.lock_wait_backoffs.add(1);
       txn::wait_relax(spins);
     }
-    it.e = e;
     Version* h = e->head.load(std::memory_order_acquire);
     if (h != nullptr) above = std::max(above, h->ts);
     if (!f.skip_validation && h != nullptr && h->ts > it.bound) {
@@ -1004,7 +1004,7 @@ class TxnSpaceImpl final : public TxnSpace {
     s.lock_waits = static_cast<std::uint64_t>(c.lock_waits.sum());
     s.lock_waits_collector = static_cast<std::uint64_t>(c.lock_waits_collector.sum());
     s.lock_wait_backoffs = static_cast<std::uint64_t>(c.lock_wait_backoffs.sum());
-    s.tsc_boundary_cycles = c.tsc_clock ? c.tsc_boundary : 0;
+    s.tsc_boundary_cycles = c.tsc_boundary;
     return s;
   }
   const TxnConfig& config() const override { return core_->cfg; }
@@ -1021,6 +1021,17 @@ class TxnSpaceImpl final : public TxnSpace {
   std::string name_;
   std::shared_ptr<Core> core_;
 };
+
+Status parse_txn_clock(std::string_view text, TxnClock* out) {
+  std::string t(text);
+  for (char& ch : t) ch = static_cast<char>(std::tolower(static_cast<unsigned char>(ch)));
+  if (t == "counter") *out = TxnClock::kCounter;
+  else if (t == "tsc") *out = TxnClock::kTsc;
+  else return Status::InvalidArgument("txn clock must be counter or tsc, got '" + std::string(text) + "'");
+  return Status::Ok();
+}
+
+const char* txn_clock_name(TxnClock c) { return c == TxnClock::kTsc ? "tsc" : "counter"; }
 
 Status TxnSpace::open(std::string name, const TxnConfig& c, std::shared_ptr<TxnSpace>* out) {
   if (out == nullptr) return Status::InvalidArgument("open: null output");

@@ -529,6 +529,26 @@ TEST(TxnApi, PointMapGrowsWhileReadersRun) {
     for (int i = 0; i < per; i += 97) ASSERT_EQ(read1(*s, key(w, i)), "v") << key(w, i);
 }
 
+TEST(TxnApi, ClockNamesParseBothWays) {
+  for (TxnClock k : {TxnClock::kCounter, TxnClock::kTsc}) {
+    TxnClock back = k == TxnClock::kTsc ? TxnClock::kCounter : TxnClock::kTsc;
+    ASSERT_TRUE(parse_txn_clock(txn_clock_name(k), &back).ok());
+    EXPECT_EQ(back, k);
+  }
+  TxnClock c = TxnClock::kCounter;
+  EXPECT_TRUE(parse_txn_clock("TSC", &c).ok());
+  EXPECT_EQ(c, TxnClock::kTsc);
+  const Status bad = parse_txn_clock("sundial", &c);
+  EXPECT_EQ(bad.code(), StatusCode::kInvalidArgument);
+  EXPECT_NE(bad.message().find("counter or tsc"), std::string::npos);
+  EXPECT_EQ(c, TxnClock::kTsc);  // unchanged
+  TxnConfig cfg;
+  cfg.clock = TxnClock::kTsc;
+  cfg.tsc_boundary_cycles = (std::uint64_t{1} << 20) + 1;
+  std::shared_ptr<TxnSpace> s;
+  EXPECT_EQ(TxnSpace::open("t", cfg, &s).code(), StatusCode::kInvalidArgument);
+}
+
 TEST(TxnApi, BadInput) {
   TxnConfig c;
   c.limits.max_key_bytes = 16;

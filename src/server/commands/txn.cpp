@@ -560,8 +560,8 @@ void append_txn_info(const ServerStats& s, std::string* out) {
             ",obsolete_versions=" + std::to_string(t.obsolete_versions) + ",collections=" +
             std::to_string(t.collections) + ",reclaimed=" + std::to_string(t.reclaimed) +
             ",bytes=" + std::to_string(t.bytes) + ",ts=" + std::to_string(t.ts) +
-            ",clock=" + (t.clock == TxnClock::kTsc ? "tsc,tsc_boundary_cycles=" + std::to_string(t.tsc_boundary_cycles)
-                                                        : std::string("counter")) +
+            ",clock=" + txn_clock_name(t.clock) +
+            (t.clock == TxnClock::kTsc ? ",tsc_boundary_cycles=" + std::to_string(t.tsc_boundary_cycles) : std::string()) +
             "\r\n";
   }
 }
