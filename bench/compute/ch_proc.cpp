@@ -92,9 +92,11 @@ struct AbiAdapter {
     return true;
   }
   bool get_many(const std::string_view* k, std::size_t n, std::string* v, bool* found, bool) {
-    duet_bytes keys[kMaxLines] = {}, vals[kMaxLines] = {};
-    int f[kMaxLines] = {};
-    if (n > kMaxLines) return fail(DUET_ERR_INVALID);  // NewOrder's lines, the only caller
+    // The largest batch: Delivery's lines, up to kMaxLines for each of the ten districts' orders.
+    constexpr std::size_t kMax = kDistricts * kMaxLines;
+    duet_bytes keys[kMax] = {}, vals[kMax] = {};
+    int f[kMax] = {};
+    if (n > kMax) return fail(DUET_ERR_INVALID);
     for (std::size_t i = 0; i < n; ++i) keys[i] = duet_bytes{k[i].data(), k[i].size()};
     if (const int c = duet_get_many(t, keys, n, vals, f); c != DUET_OK) return fail(c);
     for (std::size_t i = 0; i < n; ++i) {

@@ -652,6 +652,66 @@ TEST(Ch, NewOrderWithARepeatedItemUpdatesItsStockForEachLine) {
   EXPECT_EQ(get(after, sc5, sf::quantity), q);
 }
 
+// Delivery takes each district's oldest new order: its NEW-ORDER row goes, the order gets the
+// carrier, every one of its O_OL_CNT lines the delivery date, and the customer the lines' amounts
+// and one more delivery; the next order is untouched.
+TEST(Ch, DeliveryDatesEveryLineOfTheOldestOrdersAndCreditsTheirSum) {
+  const Scale sc = tiny();
+  Fixture f(sc);
+  const std::vector<Op> work = make_work(sc, Mix::seed(), 400, 4);
+  const Op op = *std::ranges::find_if(work, [](const Op& o) { return o.kind == Kind::kDelivery; });
+  const std::uint32_t oldest = sc.orders - sc.new_orders + 1;
+  auto read = [&](const std::string& k) {
+    Txn t;
+    EXPECT_TRUE(f.space->begin(&t).ok());
+    std::string v;
+    bool found = false;
+    EXPECT_TRUE(t.get(k, &v, &found).ok());
+    t.abort();
+    return found ? v : std::string();
+  };
+  const RowCodec &oc = codec(kOrder), &lc = codec(kOrderLine), &cc = codec(kCustomer);
+  std::array<std::string, kDistricts> customers;
+  std::array<std::int64_t, kDistricts> sums{};
+  for (std::uint32_t d = 1; d <= kDistricts; ++d) {
+    const std::string order = read(order_key(op.w, d, oldest));
+    ASSERT_FALSE(order.empty());
+    ASSERT_FALSE(read(new_order_key(op.w, d, oldest)).empty());
+    for (std::int64_t l = 1; l <= get(order, oc, of::ol_cnt); ++l) {
+      const std::string line = read(order_line_key(op.w, d, oldest, static_cast<std::uint32_t>(l)));
+      ASSERT_FALSE(line.empty());
+      EXPECT_EQ(get(line, lc, olf::delivery_d), 0);
+      sums[d - 1] += get(line, lc, olf::amount);
+    }
+    customers[d - 1] = read(customer_key(op.w, d, static_cast<std::uint32_t>(get(order, oc, of::c_id))));
+  }
+  std::uint64_t rng = 1;
+  OpResult r;
+  ASSERT_TRUE(f.ch->run(op, &r, &rng).ok());
+  ASSERT_TRUE(r.committed);
+  EXPECT_EQ(r.value, kDistricts);
+  for (std::uint32_t d = 1; d <= kDistricts; ++d) {
+    EXPECT_EQ(r.delivered[d - 1], oldest) << "district " << d;
+    EXPECT_EQ(read(new_order_key(op.w, d, oldest)), "");
+    const std::string order = read(order_key(op.w, d, oldest));
+    EXPECT_EQ(get(order, oc, of::carrier_id), op.carrier);
+    const std::int64_t lines = get(order, oc, of::ol_cnt);
+    for (std::int64_t l = 1; l <= lines; ++l)
+      EXPECT_EQ(get(read(order_line_key(op.w, d, oldest, static_cast<std::uint32_t>(l))), lc, olf::delivery_d), op.date)
+          << "district " << d << " line " << l << " of " << lines;
+    EXPECT_EQ(read(order_line_key(op.w, d, oldest, static_cast<std::uint32_t>(lines + 1))), "");
+    const std::string next_line = read(order_line_key(op.w, d, oldest + 1, 1));
+    EXPECT_EQ(get(next_line, lc, olf::delivery_d), 0);
+    const std::string c = read(customer_key(op.w, d, static_cast<std::uint32_t>(get(order, oc, of::c_id))));
+    EXPECT_EQ(get(c, cc, cf::balance), get(customers[d - 1], cc, cf::balance) + sums[d - 1]);
+    EXPECT_EQ(get(c, cc, cf::delivery_cnt), get(customers[d - 1], cc, cf::delivery_cnt) + 1);
+  }
+  Txn t;
+  ASSERT_TRUE(f.space->begin(&t).ok());
+  const Status s = f.ch->check_consistency(&t);
+  EXPECT_TRUE(s.ok()) << s.to_string();
+}
+
 // Negative control for the freshness check: a query whose transaction began before a NewOrder
 // committed (it reads an older snapshot) must be caught; one begun after it must pass.
 TEST(Ch, FreshnessCheckCatchesAStaleQuery) {
