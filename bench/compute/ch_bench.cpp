@@ -33,7 +33,9 @@
 //        --server-bin PATH --proc PATH --server-threads N: the server system's duet binary, procedure
 //        library (default: beside this program) and I/O threads (default: the server's)
 //        --q3-sweep default|S,...  --q3-plans read,snapshot-keys,snapshot-tables  --q3-queries 5: instead
-//        of the mixes, Q3 by each plan while its selectivity varies (ch_q3_sweep.hpp; --reps rounds)
+//        of the mixes, Q3 by each plan while its selectivity varies (ch_q3_sweep.hpp; --reps rounds),
+//        alone or, with --q3-workers N [--q3-worker-mix seed|tpcc] [--q3-worker-rate TXN/S], beside N
+//        OLTP workers (--ops each, cycled; paced together, or unpaced)
 //        --export DIR: instead, copy one loaded database out for DuckDB (ch_export.hpp)
 #include "bench/compute/ch_bench.hpp"
 #include "bench/compute/ch_export.hpp"
@@ -97,6 +99,9 @@ struct Options {
   std::vector<double> q3_sweep;
   std::vector<Q3Plan> q3_plans{Q3Plan::kRead, Q3Plan::kSnapshotKeys, Q3Plan::kSnapshotTables};
   unsigned q3_queries = 5;
+  unsigned q3_workers = 0;           // OLTP workers beside the sweep
+  std::string q3_worker_mix = "seed";
+  double q3_worker_rate = 0;         // their total pace, txn/s (0: unpaced)
   // The TPC-C mix's Q3 beside the workers: the fastest plan of the sweep by default
   Q3Plan q3_plan = Q3Plan::kSnapshotKeys;
   std::string export_dir;  // --export: copy the database out for DuckDB instead (ch_export.hpp)
@@ -551,6 +556,19 @@ int run_ch_bench(int argc, char** argv) {
     if (f == "--proc") return o.server.proc_lib = v, true;
     if (f == "--server-threads") return count(&x) && (o.server.threads = static_cast<unsigned>(x), true);
     if (f == "--q3-queries") return count(&x) && x > 0 && (o.q3_queries = static_cast<unsigned>(x), true);
+    if (f == "--q3-workers") {
+      if (!count(&x) || x > 1024) return err = "--q3-workers: a count 0 .. 1024", false;
+      return o.q3_workers = static_cast<unsigned>(x), true;
+    }
+    if (f == "--q3-worker-rate") {
+      const auto d = parse_double(v);
+      if (!d || !(*d >= 0)) return err = "--q3-worker-rate: txn/s >= 0 (0: unpaced)", false;
+      return o.q3_worker_rate = *d, true;
+    }
+    if (f == "--q3-worker-mix") {
+      if (v != "seed" && v != "tpcc") return err = "--q3-worker-mix: seed or tpcc", false;
+      return o.q3_worker_mix = v, true;
+    }
     if (f == "--queries") {
       if (v != "on" && v != "off") return err = "--queries: on or off", false;
       return o.queries = v == "on", true;
@@ -569,7 +587,10 @@ int run_ch_bench(int argc, char** argv) {
                 "  systems: duet (embedded), server (duet server, each operation one FCALL), rocksdb\n"
                 "duet bench ch --q3-sweep default|S,S,... [--q3-plans read,snapshot-keys,snapshot-tables] [--q3-queries 5]\n"
                 "              [--warehouses 1] [--scale full|small] [--reps 3] [--snapshot-threads 1] [--out FILE] [--quick]\n"
-                "  Q3 by each plan while its customer selectivity varies (default 0.017,0.1,0.2,0.4,0.6,0.8,1.0)\n"
+                "              [--q3-workers 0] [--q3-worker-mix seed|tpcc] [--q3-worker-rate 0] [--ops 20000]\n"
+                "  Q3 by each plan while its customer selectivity varies (default 0.017,0.1,0.2,0.4,0.6,0.8,1.0),\n"
+                "  alone or beside --q3-workers OLTP threads, each cycling through --ops pre-generated operations,\n"
+                "  together paced at --q3-worker-rate txn/s (0: unpaced; the database grows with every NewOrder)\n"
                 "duet bench ch --export DIR [--warehouses 1] [--scale full|small] [--reps 3]\n"
                 "  one loaded database copied to DIR as CSV for bench/compute/ch_duckdb.py, with Duet's Q1/Q3/Q6\n"
                 "  results and times on the same snapshot\n");
@@ -623,6 +644,10 @@ int run_ch_bench(int argc, char** argv) {
     w.rounds = o.reps;
     w.load_threads = o.load_threads;
     w.snapshot_threads = o.snapshot_threads;
+    w.workers = o.q3_workers;
+    w.worker_mix = o.q3_worker_mix;
+    w.worker_ops = o.ops;
+    w.worker_rate = o.q3_worker_rate;
     w.quick = o.quick;
     w.engine = engine;
     w.out = o.out.empty() ? "bench/results/compute-ch/q3-sweep-" + utc_now(true) + ".json" : o.out;

@@ -3,9 +3,10 @@
 
 usage: bench/compute/plot_q3.py OUT_PREFIX RESULT.json...
 
-Writes OUT_PREFIX-<warehouses>w.png per result file: queries/s (median, with the [min, max]
-range over rounds as error bars) and p90 latency against the selectivity, one line per plan.
-Prints the same figures as a Markdown table. Without matplotlib (Debian: python3-matplotlib) it
+Writes OUT_PREFIX-<warehouses>w.png per result file (OUT_PREFIX-<warehouses>w-<N>workers.png for
+a sweep beside N OLTP workers, `--q3-workers N`): queries/s (median, with the [min, max] range over
+rounds as error bars) and p90 latency against the selectivity, one line per plan. Prints the same
+figures as a Markdown table, with the workers' txn/s during each point when they ran. Without matplotlib (Debian: python3-matplotlib) it
 prints the tables only.
 """
 import json
@@ -20,7 +21,16 @@ PLANS = ["read", "snapshot-keys", "snapshot-tables"]
 
 def wh(doc):
     n = doc["config"]["warehouses"]
-    return f"{n} warehouse" + ("" if n == 1 else "s")
+    text = f"{n} warehouse" + ("" if n == 1 else "s")
+    workers = doc["config"].get("workers", 0)
+    if workers:
+        text += f", beside {workers} {doc['config']['worker_mix']}-mix worker" + ("" if workers == 1 else "s")
+    return text
+
+
+def out_path(prefix, doc):
+    workers = doc["config"].get("workers", 0)
+    return f"{prefix}-{doc['config']['warehouses']}w" + (f"-{workers}workers" if workers else "") + ".png"
 
 
 def table(doc):
@@ -40,7 +50,10 @@ def table(doc):
                 cells.append("-")
                 continue
             q = r["queries_per_s"]
-            cells.append(f"{q['median']:.3g} [{q['min']:.3g}, {q['max']:.3g}], p90 {r['p90_ms']['median']:.3g}")
+            cell = f"{q['median']:.3g} [{q['min']:.3g}, {q['max']:.3g}], p90 {r['p90_ms']['median']:.3g}"
+            if "worker_txn_per_s" in r:
+                cell += f", workers {r['worker_txn_per_s']['median']:.0f} txn/s"
+            cells.append(cell)
         k, rd = by.get((s, "snapshot-keys")), by.get((s, "read"))
         ratio = f"{k['queries_per_s']['median'] / rd['queries_per_s']['median']:.2f}x" if k and rd else "-"
         print(f"| {s:g} | " + " | ".join(cells) + f" | {ratio} |")
@@ -87,7 +100,7 @@ def main(argv):
     if plt is None:
         return 0
     for d in docs:
-        plot(plt, d, f"{argv[1]}-{d['config']['warehouses']}w.png")
+        plot(plt, d, out_path(argv[1], d))
     return 0
 
 
