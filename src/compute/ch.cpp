@@ -47,7 +47,7 @@ Status Ch::make(std::shared_ptr<TxnSpace> space, const Scale& s, std::unique_ptr
   c->space_ = std::move(space);
   c->s_ = s;
   c->max_attempts_ = max_attempts;
-  c->hints_ = std::make_unique<DeliveryHints>(s.warehouses);
+  c->hints_ = std::make_unique<DeliveryHints>(s.warehouses, /*for_queries=*/true);
   *out = std::move(c);
   return Status::Ok();
 }
@@ -149,13 +149,14 @@ const Column& col(const Table& t, std::string_view name) { return *t.get(name); 
 }  // namespace
 
 Status read_table(Txn* t, Tag tag, Table* out, std::size_t* rows_read, TxnSnapshot* buffer,
-                  std::span<const std::string> fields) {
+                  std::span<const std::string> fields, std::span<const SnapshotArg> ranges) {
   std::string lo, hi;
   table_range(tag, &lo, &hi);
   const SnapshotArg arg = SnapshotArg::of(TxnRange{lo, hi, true, false, false, false});
+  if (ranges.empty()) ranges = std::span<const SnapshotArg>(&arg, 1);
   TxnSnapshot own;
   TxnSnapshot& snap = buffer ? *buffer : own;
-  if (Status s = t->snapshot(std::span<const SnapshotArg>(&arg, 1), &snap); !s.ok()) return s;
+  if (Status s = t->snapshot(ranges, &snap); !s.ok()) return s;
   if (rows_read) *rows_read += snap.size();
   if (fields.empty()) return codec(tag).decode(RowCodec::slots_of(snap), out);
   return codec(tag).decode_fields(RowCodec::slots_of(snap), fields, out);
@@ -295,31 +296,40 @@ TxnRange order_lines_of(std::int64_t w, std::int64_t d, std::int64_t o) {
 Status Ch::q3(Txn* t, Context* ctx, QueryResult* out, const StateFilter& f, Q3Plan plan, QueryScratch* scratch) {
   QueryScratch own;
   if (scratch == nullptr) scratch = &own;
+  if (plan == Q3Plan::kSnapshotTables && !ctx)
+    return Status::InvalidArgument("ch: Q3's snapshot-tables plan needs a compute context");
+  // Delivered orders' NEW-ORDER keys stay in the index as tombstones, which a scan from order 0
+  // steps over one by one: each district is read from the order Deliveries committed before t's
+  // snapshot had reached. A transaction that wrote NEW-ORDER keys itself reads them all.
+  std::string lo, hi;
+  table_range(kNewOrder, &lo, &hi);
+  const auto w = t->writes().lower_bound(std::string_view(lo));
+  const bool own_new_orders = w != t->writes().end() && w->first < hi;
+  const std::vector<std::uint32_t> starts = own_new_orders ? std::vector<std::uint32_t>{}
+                                                           : hints_->query_starts(t->start_ts());
   switch (plan) {
-    case Q3Plan::kRead: return q3_read(t, out, f);
-    case Q3Plan::kSnapshotKeys: return q3_keys(t, out, f, scratch);
+    case Q3Plan::kRead: return q3_read(t, out, f, starts);
+    case Q3Plan::kSnapshotKeys: return q3_keys(t, out, f, scratch, starts);
     case Q3Plan::kSnapshotTables: break;
   }
-  if (!ctx) return Status::InvalidArgument("ch: Q3's snapshot-tables plan needs a compute context");
-  return q3_tables(t, ctx, out, f, scratch);
+  return q3_tables(t, ctx, out, f, scratch, starts);
 }
 
-Status Ch::q3_read(Txn* t, QueryResult* out, const StateFilter& f) {
+Status Ch::q3_read(Txn* t, QueryResult* out, const StateFilter& f, std::span<const std::uint32_t> starts) {
   TxnAdapter a{t, {}};
   out->q3.clear();
-  if (procs::q3_read(a, f, &out->q3, &out->rows_read) == Body::kDone) return Status::Ok();
+  if (procs::q3_read(a, f, &out->q3, &out->rows_read, starts) == Body::kDone) return Status::Ok();
   return a.failed.ok() ? Status::Internal("ch q3: the READ plan failed") : a.failed;
 }
 
-Status Ch::q3_keys(Txn* t, QueryResult* out, const StateFilter& f, QueryScratch* scratch) {
+Status Ch::q3_keys(Txn* t, QueryResult* out, const StateFilter& f, QueryScratch* scratch,
+                   std::span<const std::uint32_t> starts) {
   const RowCodec &cc = codec(kCustomer), &oc = codec(kOrder), &nc = codec(kNewOrder), &lc = codec(kOrderLine);
-  std::string lo, hi;
-  table_range(kNewOrder, &lo, &hi);
   // Buffer a holds the new orders, then the customers, then the order lines (each step's keys
   // are in args before its SNAPSHOT clears a); b holds the orders, which the last step reads.
   std::vector<SnapshotArg>& args = scratch->args;
   args.clear();
-  args.push_back(SnapshotArg::of(TxnRange{lo, hi, true, false, false, false}));
+  new_order_ranges(starts, &args);
   TxnSnapshot &news = scratch->a, &orders = scratch->b, &customers = scratch->a, &lines = scratch->a;
   if (Status s = t->snapshot(args, &news); !s.ok()) return s;
   out->rows_read += news.size();
@@ -364,13 +374,17 @@ Status Ch::q3_keys(Txn* t, QueryResult* out, const StateFilter& f, QueryScratch*
   return Status::Ok();
 }
 
-Status Ch::q3_tables(Txn* t, Context* ctx, QueryResult* out, const StateFilter& f, QueryScratch* scratch) {
+Status Ch::q3_tables(Txn* t, Context* ctx, QueryResult* out, const StateFilter& f, QueryScratch* scratch,
+                     std::span<const std::uint32_t> starts) {
   Table C, N, O, L;  // each table decoded (the columns Q3 reads) from one SNAPSHOT in buffer a
   const std::string c_read[] = {"c_id", "c_d_id", "c_w_id", "c_state"};
   const std::string o_read[] = {"o_id", "o_d_id", "o_w_id", "o_c_id", "o_entry_d"};
   const std::string l_read[] = {"ol_w_id", "ol_d_id", "ol_o_id", "ol_amount"};
   if (Status s = read_table(t, kCustomer, &C, &out->rows_read, &scratch->a, c_read); !s.ok()) return s;
-  if (Status s = read_table(t, kNewOrder, &N, &out->rows_read, &scratch->a); !s.ok()) return s;
+  std::vector<SnapshotArg>& news = scratch->args;
+  news.clear();
+  new_order_ranges(starts, &news);
+  if (Status s = read_table(t, kNewOrder, &N, &out->rows_read, &scratch->a, {}, news); !s.ok()) return s;
   if (Status s = read_table(t, kOrder, &O, &out->rows_read, &scratch->a, o_read); !s.ok()) return s;
   if (Status s = read_table(t, kOrderLine, &L, &out->rows_read, &scratch->a, l_read); !s.ok()) return s;
   // c_state in [f.lo, f.hi] (CH: LIKE 'A%')

@@ -126,12 +126,17 @@ namespace sf { enum : std::size_t { i_id, w_id, quantity, ytd, order_cnt, remote
 
 /// The row codec of each table (fields named as TPC-C's columns: w_id, w_tax, ...).
 const RowCodec& codec(Tag t);
-/// Table `tag` at *t's snapshot, by one SNAPSHOT of its key range (into *buffer when given, whose
+/// Table `tag` at *t's snapshot, by one SNAPSHOT of its key range (or of `ranges`, when not empty:
+/// they must lie in the table's) (into *buffer when given, whose
 /// capacity it reuses), decoded into *out: one column per field, or only the fields named in
 /// `fields` when it is not empty. Adds the rows read to *rows_read when given. Errors of
 /// Txn::snapshot and RowCodec::decode pass through.
 Status read_table(Txn* t, Tag tag, Table* out, std::size_t* rows_read = nullptr, TxnSnapshot* buffer = nullptr,
-                  std::span<const std::string> fields = {});
+                  std::span<const std::string> fields = {}, std::span<const SnapshotArg> ranges = {});
+/// The NEW-ORDER table as one range per district, district (w, d)'s from order
+/// starts[(w - 1) * kDistricts + (d - 1)] (DeliveryHints::query_starts); the whole table as one
+/// range when `starts` is empty. Appended to *out.
+void new_order_ranges(std::span<const std::uint32_t> starts, std::vector<SnapshotArg>* out);
 
 /// Field access on an encoded row (the codec's little-endian layout; the row must be the
 /// codec's row_bytes() long).
@@ -238,12 +243,26 @@ struct OpResult {
 /// Delivery, so a transaction begun after that commit sees none of them; one begun before it skips
 /// them as if it had begun after (its writes touch other orders, and the outcome is that of the
 /// two Deliveries in commit order). Thread-safe.
+///
+/// For queries, which write nothing and so may not skip orders their snapshot still holds, it can
+/// also keep (`for_queries`) the last few Deliveries' (commit timestamp, order) per district:
+/// query_start() then gives a start that is safe at a given snapshot.
 class DeliveryHints {
  public:
-  explicit DeliveryHints(std::uint32_t warehouses);
+  explicit DeliveryHints(std::uint32_t warehouses, bool for_queries = false);
   std::uint32_t start(std::uint32_t w, std::uint32_t d) const;
-  /// After a commit: each district's hint past the order r delivered there.
+  /// After a commit (at r.commit_ts): each district's hint past the order r delivered there; with
+  /// for_queries, that order is also kept for query_start().
   void advance(std::uint32_t w, const OpResult& r);
+  /// The lowest order a NEW-ORDER key of district (w, d) can have in a snapshot that starts at
+  /// `start_ts`: one past the order deleted there by the newest kept Delivery that committed at or
+  /// before start_ts, else 0 (also without for_queries, and for out-of-range (w, d)). Safe: that
+  /// Delivery deleted the oldest order at or above a hint below which every key was gone from
+  /// every snapshot after its commit, and no key below an existing order is ever made again.
+  /// Costs one stripe lock.
+  std::uint32_t query_start(std::uint32_t w, std::uint32_t d, std::uint64_t start_ts) const;
+  /// query_start of every district, index (w - 1) * kDistricts + (d - 1).
+  std::vector<std::uint32_t> query_starts(std::uint64_t start_ts) const;
   /// Without knowing whether the transaction will commit: o was the first NEW-ORDER key at or
   /// above the hint present in some transaction's snapshot, so raise the hint to o. Safe for
   /// every later transaction: a NewOrder takes its id from D_NEXT_O_ID, above o once o exists, so
@@ -253,8 +272,17 @@ class DeliveryHints {
   void reset();
 
  private:
+  /// The last kKept Deliveries of one district that deleted an order: (commit ts, that order + 1),
+  /// ts 0 for an empty slot.
+  static constexpr std::size_t kKept = 4, kStripes = 64;
+  struct Kept {
+    std::array<std::uint64_t, kKept> ts{};
+    std::array<std::uint32_t, kKept> next{};
+  };
   std::unique_ptr<std::atomic<std::uint32_t>[]> h_;
   std::uint32_t n_;
+  std::unique_ptr<Kept[]> kept_;  ///< for_queries only; under stripes_[district index % kStripes]
+  mutable std::array<std::mutex, kStripes> stripes_;
 };
 
 /// Bounded retry with backoff: yields for the first conflicts, then sleeps up to 1 ms (jittered).
@@ -388,15 +416,20 @@ class Ch {
 
   const Scale& scale() const { return s_; }
   TxnSpace& space() { return *space_; }
+  /// Delivery's hints, kept for queries too (Q3 reads NEW-ORDER from their query_starts).
+  const DeliveryHints& delivery_hints() const { return *hints_; }
 
  private:
   Ch() = default;
   std::shared_ptr<TxnSpace> space_;
   /// q on the mirror at t's start (on its device and threads), counting the versions scanned.
   Status mirror_query(Txn* t, const ColumnMirror::Query& q, Table* a, QueryResult* out);
-  Status q3_tables(Txn* t, Context* ctx, QueryResult* out, const StateFilter& f, QueryScratch* scratch);
-  Status q3_read(Txn* t, QueryResult* out, const StateFilter& f);
-  Status q3_keys(Txn* t, QueryResult* out, const StateFilter& f, QueryScratch* scratch);
+  // Q3's plans; `starts`: where each district's NEW-ORDER keys begin at t's snapshot (empty: 0).
+  Status q3_tables(Txn* t, Context* ctx, QueryResult* out, const StateFilter& f, QueryScratch* scratch,
+                   std::span<const std::uint32_t> starts);
+  Status q3_read(Txn* t, QueryResult* out, const StateFilter& f, std::span<const std::uint32_t> starts);
+  Status q3_keys(Txn* t, QueryResult* out, const StateFilter& f, QueryScratch* scratch,
+                 std::span<const std::uint32_t> starts);
   Scale s_;
   unsigned max_attempts_ = 100000;
   std::unique_ptr<DeliveryHints> hints_;

@@ -183,15 +183,19 @@ Body payment(A& a, const Op& op, OpResult*) {
 
 // CH's Q3 by its READ plan (docs/compute.md, "Q3: READ vs SNAPSHOT"): index nested-loop joins
 // driven from NEW-ORDER, an order and its customer read per new order, the order's lines only
-// for a customer the filter selects. Appends the rows to *rows in Q3's result order and adds
-// the rows read to *rows_read.
+// for a customer the filter selects. NEW-ORDER is read whole, or with `starts`
+// (DeliveryHints::query_starts at the adapter's snapshot) district by district from them. Appends
+// the rows to *rows in Q3's result order and adds the rows read to *rows_read.
 template <class A>
-Body q3_read(A& a, const StateFilter& f, std::vector<Q3Row>* rows, std::size_t* rows_read) {
+Body q3_read(A& a, const StateFilter& f, std::vector<Q3Row>* rows, std::size_t* rows_read,
+             std::span<const std::uint32_t> starts = {}) {
   const RowCodec &cc = codec(kCustomer), &oc = codec(kOrder), &nc = codec(kNewOrder), &lc = codec(kOrderLine);
   std::string lo, hi, row;
-  table_range(kNewOrder, &lo, &hi);
   std::vector<std::pair<std::string, std::string>> news, lines;
-  if (!a.range(lo, hi, 0, &news)) return Body::kRetry;
+  std::vector<SnapshotArg> ranges;
+  new_order_ranges(starts, &ranges);
+  for (const SnapshotArg& r : ranges)
+    if (!a.range(r.range.start, r.range.end, 0, &news)) return Body::kRetry;
   *rows_read += news.size();
   for (const auto& [k, v] : news) {
     const auto w = static_cast<std::uint32_t>(get(v, nc, nof::w_id)), d = static_cast<std::uint32_t>(get(v, nc, nof::d_id)),

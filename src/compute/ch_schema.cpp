@@ -553,8 +553,26 @@ void backoff(unsigned conflicts, std::uint64_t* rng) {
   std::this_thread::sleep_for(std::chrono::nanoseconds(static_cast<std::int64_t>(us * 1000)));
 }
 
-DeliveryHints::DeliveryHints(std::uint32_t warehouses)
-    : h_(new std::atomic<std::uint32_t>[std::size_t{warehouses} * kDistricts]), n_(warehouses * kDistricts) {
+void new_order_ranges(std::span<const std::uint32_t> starts, std::vector<SnapshotArg>* out) {
+  std::string lo, hi;
+  if (starts.empty()) {
+    table_range(kNewOrder, &lo, &hi);
+    out->push_back(SnapshotArg::of(TxnRange{lo, hi, true, false, false, false}));
+    return;
+  }
+  for (std::size_t i = 0; i < starts.size(); ++i) {
+    const auto w = static_cast<std::uint32_t>(i / kDistricts + 1), d = static_cast<std::uint32_t>(i % kDistricts + 1);
+    std::string prefix = new_order_key(w, d, 0);
+    prefix.resize(4);  // tag, w, d
+    prefix_range(prefix, &lo, &hi);
+    out->push_back(SnapshotArg::of(TxnRange{new_order_key(w, d, starts[i]), hi, true, false, false, false}));
+  }
+}
+
+DeliveryHints::DeliveryHints(std::uint32_t warehouses, bool for_queries)
+    : h_(new std::atomic<std::uint32_t>[std::size_t{warehouses} * kDistricts]),
+      n_(warehouses * kDistricts),
+      kept_(for_queries ? new Kept[std::size_t{warehouses} * kDistricts] : nullptr) {
   for (std::uint32_t i = 0; i < n_; ++i) h_[i].store(0, std::memory_order_relaxed);
 }
 
@@ -573,12 +591,47 @@ void DeliveryHints::observe(std::uint32_t w, std::uint32_t d, std::uint32_t o) {
 }
 
 void DeliveryHints::advance(std::uint32_t w, const OpResult& r) {
-  for (std::uint32_t d = 1; d <= kDistricts; ++d)
-    if (const std::uint32_t o = r.delivered[d - 1]; o != 0) observe(w, d, o + 1);
+  for (std::uint32_t d = 1; d <= kDistricts; ++d) {
+    const std::uint32_t o = r.delivered[d - 1];
+    if (o == 0) continue;
+    observe(w, d, o + 1);
+    const std::size_t i = std::size_t{w - 1} * kDistricts + (d - 1);
+    if (!kept_ || w == 0 || i >= n_ || r.commit_ts == 0) continue;
+    // Deliveries of one district may report out of commit order: the oldest kept one gives way.
+    std::lock_guard<std::mutex> g(stripes_[i % kStripes]);
+    Kept& k = kept_[i];
+    std::size_t oldest = 0;
+    for (std::size_t j = 1; j < kKept; ++j)
+      if (k.ts[j] < k.ts[oldest]) oldest = j;
+    if (k.ts[oldest] < r.commit_ts) k.ts[oldest] = r.commit_ts, k.next[oldest] = o + 1;
+  }
+}
+
+std::uint32_t DeliveryHints::query_start(std::uint32_t w, std::uint32_t d, std::uint64_t start_ts) const {
+  if (!kept_ || w == 0 || d == 0 || d > kDistricts) return 0;
+  const std::size_t i = std::size_t{w - 1} * kDistricts + (d - 1);
+  if (i >= n_) return 0;
+  std::lock_guard<std::mutex> g(stripes_[i % kStripes]);
+  std::uint32_t best = 0;
+  for (std::size_t j = 0; j < kKept; ++j)
+    if (kept_[i].ts[j] != 0 && kept_[i].ts[j] <= start_ts) best = std::max(best, kept_[i].next[j]);
+  return best;
+}
+
+std::vector<std::uint32_t> DeliveryHints::query_starts(std::uint64_t start_ts) const {
+  std::vector<std::uint32_t> out(n_);
+  for (std::uint32_t i = 0; i < n_; ++i) out[i] = query_start(i / kDistricts + 1, i % kDistricts + 1, start_ts);
+  return out;
 }
 
 void DeliveryHints::reset() {
-  for (std::uint32_t i = 0; i < n_; ++i) h_[i].store(0, std::memory_order_release);
+  for (std::uint32_t i = 0; i < n_; ++i) {
+    h_[i].store(0, std::memory_order_release);
+    if (kept_) {
+      std::lock_guard<std::mutex> g(stripes_[i % kStripes]);
+      kept_[i] = Kept{};
+    }
+  }
 }
 
 AckBoard::AckBoard(unsigned slots) : slots_(new Slot[slots ? slots : 1]), n_(slots ? slots : 1) {}

@@ -163,6 +163,85 @@ TEST(Ch, DeliveryHintsRiseAndReset) {
   EXPECT_EQ(h.start(2, 3), 0u);
 }
 
+// For queries the hints keep each district's last Deliveries by commit timestamp: a snapshot
+// gets one past the order of the newest Delivery committed at or before its start, never a
+// later one's, whatever order the commits are reported in.
+TEST(Ch, DeliveryHintsGiveQueriesOnlyStartsTheirSnapshotHolds) {
+  DeliveryHints plain(1);
+  DeliveryHints h(2, /*for_queries=*/true);
+  auto deliver = [&](std::uint64_t ts, std::uint32_t o) {
+    OpResult r;
+    r.commit_ts = ts;
+    r.delivered[2] = o;  // district 3
+    h.advance(2, r);
+    plain.advance(1, r);
+  };
+  EXPECT_EQ(h.query_start(2, 3, 1000), 0u);
+  deliver(100, 5);
+  EXPECT_EQ(plain.query_start(1, 3, 1000), 0u);  // not kept without for_queries
+  EXPECT_EQ(h.query_start(2, 3, 99), 0u);
+  EXPECT_EQ(h.query_start(2, 3, 100), 6u);
+  deliver(300, 9);
+  deliver(200, 7);  // reported after a later commit
+  EXPECT_EQ(h.query_start(2, 3, 150), 6u);
+  EXPECT_EQ(h.query_start(2, 3, 250), 8u);
+  EXPECT_EQ(h.query_start(2, 3, 300), 10u);
+  EXPECT_EQ(h.query_start(2, 2, 300), 0u);  // another district
+  EXPECT_EQ(h.query_start(1, 3, 300), 0u);  // another warehouse
+  EXPECT_EQ(h.query_start(3, 3, 300), 0u);  // no warehouse 3
+  EXPECT_EQ(h.query_start(2, 11, 300), 0u);
+  deliver(400, 11);
+  deliver(500, 13);  // the fifth: the oldest kept (100) gives way
+  EXPECT_EQ(h.query_start(2, 3, 150), 0u);
+  EXPECT_EQ(h.query_start(2, 3, 450), 12u);
+  const std::vector<std::uint32_t> all = h.query_starts(450);
+  ASSERT_EQ(all.size(), 2u * kDistricts);
+  EXPECT_EQ(all[kDistricts + 2], 12u);
+  EXPECT_EQ(std::count(all.begin(), all.end(), 0u), static_cast<long>(all.size()) - 1);
+  h.reset();
+  EXPECT_EQ(h.query_start(2, 3, 450), 0u);
+}
+
+// Q3 reads NEW-ORDER from where committed Deliveries left it, but only those committed before its
+// snapshot: a query begun before a Delivery must still see the orders it delivered.
+TEST(Ch, Q3SkipsOnlyTheOrdersDeliveredBeforeItsSnapshot) {
+  const Scale sc = tiny();
+  Fixture f(sc);
+  const std::vector<Op> work = make_work(sc, Mix::seed(), 400, 4);
+  const Op op = *std::ranges::find_if(work, [](const Op& o) { return o.kind == Kind::kDelivery; });
+  const std::uint32_t oldest = sc.orders - sc.new_orders + 1;
+  Txn before;
+  ASSERT_TRUE(f.space->begin(&before).ok());
+  std::uint64_t rng = 1;
+  OpResult r;
+  ASSERT_TRUE(f.ch->run(op, &r, &rng).ok());
+  ASSERT_TRUE(r.committed);
+  Txn after;
+  ASSERT_TRUE(f.space->begin(&after).ok());
+  const std::vector<std::uint32_t> early = f.ch->delivery_hints().query_starts(before.start_ts());
+  const std::vector<std::uint32_t> late = f.ch->delivery_hints().query_starts(after.start_ts());
+  for (std::uint32_t d = 1; d <= kDistricts; ++d) {
+    EXPECT_EQ(early[(op.w - 1) * kDistricts + d - 1], 0u);
+    EXPECT_EQ(late[(op.w - 1) * kDistricts + d - 1], oldest + 1);
+  }
+  std::unique_ptr<Context> ctx;
+  ASSERT_TRUE(f.engine->context(Device::kCpu, &ctx).ok());
+  StateFilter all;
+  ASSERT_TRUE(StateFilter::of_selectivity(1.0, &all).ok());
+  for (Txn* t : {&before, &after}) {
+    QueryResult ref;
+    ASSERT_TRUE(Ch::reference(t, &ref, all).ok());
+    const bool has_delivered = std::ranges::any_of(ref.q3, [&](const Q3Row& q) { return q.o_id == oldest; });
+    EXPECT_EQ(has_delivered, t == &before);
+    for (Q3Plan plan : {Q3Plan::kRead, Q3Plan::kSnapshotKeys, Q3Plan::kSnapshotTables}) {
+      QueryResult q;
+      ASSERT_TRUE(f.ch->q3(t, ctx.get(), &q, all, plan).ok()) << q3_plan_name(plan);
+      EXPECT_EQ(q.q3, ref.q3) << q3_plan_name(plan) << (t == &before ? ", begun before the Delivery" : ", after");
+    }
+    t->abort();
+  }
+}
+
 TEST(Ch, KeysPreserveOrder) {
   EXPECT_LT(order_key(1, 2, 255), order_key(1, 2, 256));
   EXPECT_LT(order_key(1, 10, 99999), order_key(2, 1, 1));
