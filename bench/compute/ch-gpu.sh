@@ -18,8 +18,11 @@
 #                                         separated by ';' run after it, to ch-2.json, ch-3.json ...;
 #                                         with $PROFILE (arguments for one more run) and perf packed
 #                                         (PACK_PERF=1 at pack time), that run under `perf record`
-#                                         (cpu-clock, flat; recording from PROFILE_DELAY_MS on) and
-#                                         its report to $OUT/profile.txt
+#                                         (cpu-clock, flat; recording from PROFILE_DELAY_MS on, or
+#                                         with PROFILE_WINDOW="AFTER SPAN" only from AFTER s to
+#                                         AFTER + SPAN s, to leave the load and the checks and
+#                                         teardown after the run out) and its report to
+#                                         $OUT/profile.txt
 #   there: bench/compute/ch-gpu.sh ab     alternates a base build ($P/base/duet_bench_ch, packed
 #                                         by hand from an older build) with this one, $ROUNDS
 #                                         times (default 2), each run with $AB_ARGS; every run's
@@ -88,8 +91,20 @@ case "${1:-}" in
     done
     if [ -n "${PROFILE:-}" ] && [ -x $P/perf/perf ]; then
       # shellcheck disable=SC2086
-      LD_LIBRARY_PATH=$PWD/$P/perf/lib:$LD_LIBRARY_PATH $P/perf/perf record -e cpu-clock -F 999 -D "${PROFILE_DELAY_MS:-0}" -o "$OUT/perf.data" \
-        $P/bench/duet_bench_ch $PROFILE --out "$OUT/ch-profile.json" > "$OUT/ch-profile.txt" 2>&1 || true
+      if [ -n "${PROFILE_WINDOW:-}" ]; then
+        # Only the worker phase: attach after the first number of seconds, for the second, so
+        # that neither the load nor the checks and teardown after the run are in the profile.
+        read -r after span <<< "$PROFILE_WINDOW"
+        $P/bench/duet_bench_ch $PROFILE --out "$OUT/ch-profile.json" > "$OUT/ch-profile.txt" 2>&1 &
+        pid=$!
+        sleep "$after"
+        LD_LIBRARY_PATH=$PWD/$P/perf/lib:$LD_LIBRARY_PATH $P/perf/perf record -e cpu-clock -F 999 -p $pid -o "$OUT/perf.data" \
+          -- sleep "$span" > /dev/null 2>&1 || true
+        wait $pid || true
+      else
+        LD_LIBRARY_PATH=$PWD/$P/perf/lib:$LD_LIBRARY_PATH $P/perf/perf record -e cpu-clock -F 999 -D "${PROFILE_DELAY_MS:-0}" -o "$OUT/perf.data" \
+          $P/bench/duet_bench_ch $PROFILE --out "$OUT/ch-profile.json" > "$OUT/ch-profile.txt" 2>&1 || true
+      fi
       { echo "perf record -e cpu-clock -F 999: duet_bench_ch $PROFILE"; grep -E '^(seed|tpcc)' "$OUT/ch-profile.txt" || true
         LD_LIBRARY_PATH=$PWD/$P/perf/lib:$LD_LIBRARY_PATH $P/perf/perf report -i "$OUT/perf.data" --no-children \
           --sort dso,sym --percent-limit 0.3 --stdio 2>&1 | grep -v '^#' | grep -v '^$' | head -120; } > "$OUT/profile.txt"
