@@ -45,6 +45,15 @@ Scale scaled_small() {
   return sc;
 }
 
+// The first operation of kind k in a seed-mix work list for `sc`.
+Op first_op(const Scale& sc, Kind k) {
+  const std::vector<Op> work = make_work(sc, Mix::seed(), 400, 4);
+  return *std::ranges::find_if(work, [k](const Op& o) { return o.kind == k; });
+}
+
+// Every district's oldest undelivered order in a freshly loaded `sc`.
+std::uint32_t oldest_new_order(const Scale& sc) { return sc.orders - sc.new_orders + 1; }
+
 struct Fixture {
   std::shared_ptr<TxnSpace> space;
   std::unique_ptr<Ch> ch;
@@ -57,6 +66,16 @@ struct Fixture {
     ec.device = Device::kCpu;
     ec.cpu_threads = 2;
     EXPECT_TRUE(Engine::open(ec, &engine).ok());
+  }
+  // Key k's value in a fresh transaction, "" when absent.
+  std::string read(const std::string& k) {
+    Txn t;
+    EXPECT_TRUE(space->begin(&t).ok());
+    std::string v;
+    bool found = false;
+    EXPECT_TRUE(t.get(k, &v, &found).ok());
+    t.abort();
+    return found ? v : std::string();
   }
   // Runs the three queries and the reference on one fresh transaction.
   void queries_equal_reference(const std::vector<Ack>& acks, std::size_t* checked) {
@@ -207,9 +226,8 @@ TEST(Ch, DeliveryHintsGiveQueriesOnlyStartsTheirSnapshotHolds) {
 TEST(Ch, Q3SkipsOnlyTheOrdersDeliveredBeforeItsSnapshot) {
   const Scale sc = tiny();
   Fixture f(sc);
-  const std::vector<Op> work = make_work(sc, Mix::seed(), 400, 4);
-  const Op op = *std::ranges::find_if(work, [](const Op& o) { return o.kind == Kind::kDelivery; });
-  const std::uint32_t oldest = sc.orders - sc.new_orders + 1;
+  const Op op = first_op(sc, Kind::kDelivery);
+  const std::uint32_t oldest = oldest_new_order(sc);
   Txn before;
   ASSERT_TRUE(f.space->begin(&before).ok());
   std::uint64_t rng = 1;
@@ -659,15 +677,7 @@ TEST(Ch, NewOrderWithAnUnusedItemRollsBack) {
   EXPECT_GT(planted, new_orders / 200);  // about 1%
   EXPECT_LT(planted, new_orders / 50);
   Op op = *std::find_if(work.begin(), work.end(), [](const Op& o) { return o.kind == Kind::kNewOrder; });
-  auto read = [&](const std::string& k) {
-    Txn t;
-    EXPECT_TRUE(f.space->begin(&t).ok());
-    std::string v;
-    bool found = false;
-    EXPECT_TRUE(t.get(k, &v, &found).ok());
-    t.abort();
-    return found ? v : std::string();
-  };
+  auto read = [&](const std::string& k) { return f.read(k); };
   const std::string district = read(district_key(op.w, op.d));
   const std::string stock = read(stock_key(op.lines[0].supply_w, op.lines[0].item));
   const std::int64_t next = get(district, codec(kDistrict), df::next_o_id);
@@ -737,18 +747,9 @@ TEST(Ch, NewOrderWithARepeatedItemUpdatesItsStockForEachLine) {
 TEST(Ch, DeliveryDatesEveryLineOfTheOldestOrdersAndCreditsTheirSum) {
   const Scale sc = tiny();
   Fixture f(sc);
-  const std::vector<Op> work = make_work(sc, Mix::seed(), 400, 4);
-  const Op op = *std::ranges::find_if(work, [](const Op& o) { return o.kind == Kind::kDelivery; });
-  const std::uint32_t oldest = sc.orders - sc.new_orders + 1;
-  auto read = [&](const std::string& k) {
-    Txn t;
-    EXPECT_TRUE(f.space->begin(&t).ok());
-    std::string v;
-    bool found = false;
-    EXPECT_TRUE(t.get(k, &v, &found).ok());
-    t.abort();
-    return found ? v : std::string();
-  };
+  const Op op = first_op(sc, Kind::kDelivery);
+  const std::uint32_t oldest = oldest_new_order(sc);
+  auto read = [&](const std::string& k) { return f.read(k); };
   const RowCodec &oc = codec(kOrder), &lc = codec(kOrderLine), &cc = codec(kCustomer);
   std::array<std::string, kDistricts> customers;
   std::array<std::int64_t, kDistricts> sums{};
