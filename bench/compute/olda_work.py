@@ -120,4 +120,5 @@ def write_results(out, prefix, benchmark, config, records, device="cpu"):
         f"{prefix}-{doc['date'].replace(':', '').replace('-', '')}.json"
     path.parent.mkdir(parents=True, exist_ok=True)
     path.write_text(json.dumps(doc, indent=2) + "\n")
-    return path.relative_to(REPO) if path.resolve().is_relative_to(REPO) else path
+    full = path.resolve()
+    return full.relative_to(REPO) if full.is_relative_to(REPO) else path
