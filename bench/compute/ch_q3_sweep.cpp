@@ -140,6 +140,7 @@ int run_q3_sweep(const Q3Sweep& w) {
   if (w.worker_mix == "seed") mix = Mix::seed();
   else if (w.worker_mix == "tpcc") mix = Mix::tpcc();
   else return std::fprintf(stderr, "duet bench ch: unknown worker mix %s\n", w.worker_mix.c_str()), 2;
+  if (w.workers && w.worker_ops == 0) return std::fprintf(stderr, "duet bench ch: workers need operations\n"), 2;
   std::printf("loaded in %.1f s; Q3 sweep: %zu selectivities x %zu plans, %u queries per point per round, %u rounds",
               load_s, w.selectivities.size(), w.plans.size(), w.queries, w.rounds);
   if (w.workers) std::printf(", beside %u %s-mix workers", w.workers, w.worker_mix.c_str());

@@ -38,7 +38,8 @@ struct Q3Sweep {
 /// timed queries of a round, one untimed transaction runs every plan at one snapshot: they must give
 /// the same rows. With workers, every timed query must also see each NewOrder acknowledged before
 /// it began (Ch::check_fresh). Returns 0; 1 when a query or a worker failed, two plans disagreed, a
-/// query was stale or the file could not be written; 2 for a bad selectivity or worker mix.
+/// query was stale or the file could not be written; 2 for a bad selectivity or worker mix, or
+/// workers without operations.
 int run_q3_sweep(const Q3Sweep& w);
 
 }  // namespace duet::bench
