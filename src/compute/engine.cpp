@@ -1,13 +1,13 @@
 // Engine, Context and Batcher: argument checks, the stream pool, and dispatch to the CPU or GPU
 // backend (internal.hpp).
 #include <algorithm>
-#include <cctype>
 #include <condition_variable>
 #include <cstring>
 #include <deque>
 #include <mutex>
 #include <thread>
 
+#include "common/ascii.hpp"
 #include "common/log.hpp"
 #include "compute/internal.hpp"
 #include "sched/thread_pool.hpp"
@@ -31,10 +31,7 @@ const char* device_name(Device d) {
 bool parse_device(std::string_view text, Device* out) {
   for (Device d : {Device::kAuto, Device::kCpu, Device::kGpu}) {
     const std::string_view name = device_name(d);
-    if (text.size() == name.size() &&
-        std::equal(text.begin(), text.end(), name.begin(), [](char a, char b) {
-          return static_cast<char>(std::tolower(static_cast<unsigned char>(a))) == b;
-        })) {
+    if (iequals(text, name)) {
       *out = d;
       return true;
     }

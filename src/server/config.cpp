@@ -152,19 +152,6 @@ bool glob_match(std::string_view p, std::string_view s, bool nocase) {
   return pi == p.size();
 }
 
-std::string ascii_lower(std::string_view s) {
-  std::string r(s);
-  for (char& ch : r) ch = static_cast<char>(std::tolower(static_cast<unsigned char>(ch)));
-  return r;
-}
-
-bool iequals(std::string_view a, std::string_view b) {
-  if (a.size() != b.size()) return false;
-  for (std::size_t i = 0; i < a.size(); ++i)
-    if (std::tolower(static_cast<unsigned char>(a[i])) != std::tolower(static_cast<unsigned char>(b[i]))) return false;
-  return true;
-}
-
 namespace {
 
 /// One setting: its name, whether CONFIG SET may change it, how to read and write it.

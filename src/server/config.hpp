@@ -2,6 +2,7 @@
 // `--port 7000`), and the table behind CONFIG GET / CONFIG SET. See docs/server.md.
 #pragma once
 
+#include "common/ascii.hpp"
 #include <atomic>
 #include <cstdint>
 #include <string>
@@ -81,11 +82,6 @@ const char* server_usage();
 
 /// Parses "100", "4kb", "2gb" ... into bytes; false for anything else.
 bool parse_size(std::string_view text, std::uint64_t* out);
-
-/// ASCII lower case of s (command and setting names).
-std::string ascii_lower(std::string_view s);
-/// ASCII case-insensitive equality.
-bool iequals(std::string_view a, std::string_view b);
 
 /// Redis glob matching (*, ?, [abc], [^a], [a-z], \x), binary safe; `nocase` folds ASCII case.
 bool glob_match(std::string_view pattern, std::string_view text, bool nocase = false);

@@ -2,11 +2,11 @@
 #include <immintrin.h>
 
 #include <algorithm>
-#include <cctype>
 #include <cstring>
 #include <mutex>
 #include <thread>
 
+#include "common/ascii.hpp"
 #include "duet/txn.hpp"
 #include "gpu/device.hpp"
 #include "sched/thread_pool.hpp"
@@ -1023,10 +1023,8 @@ class TxnSpaceImpl final : public TxnSpace {
 };
 
 Status parse_txn_clock(std::string_view text, TxnClock* out) {
-  std::string t(text);
-  for (char& ch : t) ch = static_cast<char>(std::tolower(static_cast<unsigned char>(ch)));
-  if (t == "counter") *out = TxnClock::kCounter;
-  else if (t == "tsc") *out = TxnClock::kTsc;
+  if (iequals(text, "counter")) *out = TxnClock::kCounter;
+  else if (iequals(text, "tsc")) *out = TxnClock::kTsc;
   else return Status::InvalidArgument("txn clock must be counter or tsc, got '" + std::string(text) + "'");
   return Status::Ok();
 }

@@ -2,13 +2,13 @@
 // threads, driven by the Epochs front end; with placement kGpu (or kGpuTwin) the engine indexes
 // and plans through a DevicePlanner (the GPU runner, or HostPlanner, its CPU twin).
 #include <algorithm>
-#include <cctype>
 #include <charconv>
 #include <new>
 #include <system_error>
 #include <thread>
 
 #include "batch/epic/epochs.hpp"
+#include "common/ascii.hpp"
 #include "batch/epic/gpu.hpp"
 #include "batch/epic/tpcc.hpp"
 #include "batch/epic/workloads.hpp"
@@ -214,8 +214,8 @@ namespace {
 // expected names otherwise.
 template <class E, class NameOf>
 Status parse_named(std::string_view text, std::initializer_list<E> values, NameOf name_of, const char* what, E* out) {
-  std::string t(text), expected;
-  for (char& ch : t) ch = static_cast<char>(std::tolower(static_cast<unsigned char>(ch)));
+  const std::string t = ascii_lower(text);
+  std::string expected;
   for (E v : values) {
     if (t == name_of(v)) return *out = v, Status::Ok();
     expected += (expected.empty() ? "" : ", ") + std::string(name_of(v));
