@@ -105,6 +105,8 @@ std::string customer_name_prefix(std::uint32_t w, std::uint32_t d, std::string_v
 void table_range(Tag t, std::string* lo, std::string* hi);
 /// [lo, hi): the keys of one table whose key starts with `prefix` (the tag byte included).
 void prefix_range(std::string_view prefix, std::string* lo, std::string* hi);
+/// [lo, hi): the NEW-ORDER keys of district (w, d) from order `from` on.
+void new_orders_range(std::uint32_t w, std::uint32_t d, std::uint32_t from, std::string* lo, std::string* hi);
 /// [lo, hi): the ORDER-LINE keys of order o of district (w, d).
 void order_lines_range(std::uint32_t w, std::uint32_t d, std::uint32_t o, std::string* lo, std::string* hi);
 
@@ -275,6 +277,10 @@ class DeliveryHints {
   /// The last kKept Deliveries of one district that deleted an order: (commit ts, that order + 1),
   /// ts 0 for an empty slot.
   static constexpr std::size_t kKept = 4, kStripes = 64;
+  /// (w, d)'s slot, n_ when out of range.
+  std::size_t index(std::uint32_t w, std::uint32_t d) const;
+  /// query_start of slot i (< n_).
+  std::uint32_t query_start_at(std::size_t i, std::uint64_t start_ts) const;
   struct Kept {
     std::array<std::uint64_t, kKept> ts{};
     std::array<std::uint32_t, kKept> next{};

@@ -256,10 +256,7 @@ Body delivery(A& a, const Op& op, OpResult* r, DeliveryHints* hints) {
     if (o != 0) {
       key = keys[d - 1];
     } else {
-      std::string prefix = new_order_key(op.w, d, 0);
-      prefix.resize(4);
-      prefix_range(prefix, &lo, &hi);
-      if (hints) lo = new_order_key(op.w, d, hints->start(op.w, d));
+      new_orders_range(op.w, d, hints ? hints->start(op.w, d) : 0, &lo, &hi);
       kv.clear();
       if (!a.range(lo, hi, 1, &kv)) return Body::kRetry;
       if (kv.empty()) continue;  // none: skipped, as TPC-C allows

@@ -170,6 +170,13 @@ void prefix_range(std::string_view prefix, std::string* lo, std::string* hi) {
   if (!hi->empty()) hi->back() = static_cast<char>(static_cast<unsigned char>(hi->back()) + 1);
 }
 
+void new_orders_range(std::uint32_t w, std::uint32_t d, std::uint32_t from, std::string* lo, std::string* hi) {
+  std::string prefix = new_order_key(w, d, 0);
+  prefix.resize(4);  // tag, warehouse, district
+  prefix_range(prefix, lo, hi);
+  *lo = new_order_key(w, d, from);
+}
+
 void order_lines_range(std::uint32_t w, std::uint32_t d, std::uint32_t o, std::string* lo, std::string* hi) {
   std::string prefix = order_line_key(w, d, o, 0);
   prefix.pop_back();  // tag, warehouse, district, order: without the line number
@@ -562,10 +569,8 @@ void new_order_ranges(std::span<const std::uint32_t> starts, std::vector<Snapsho
   }
   for (std::size_t i = 0; i < starts.size(); ++i) {
     const auto w = static_cast<std::uint32_t>(i / kDistricts + 1), d = static_cast<std::uint32_t>(i % kDistricts + 1);
-    std::string prefix = new_order_key(w, d, 0);
-    prefix.resize(4);  // tag, w, d
-    prefix_range(prefix, &lo, &hi);
-    out->push_back(SnapshotArg::of(TxnRange{new_order_key(w, d, starts[i]), hi, true, false, false, false}));
+    new_orders_range(w, d, starts[i], &lo, &hi);
+    out->push_back(SnapshotArg::of(TxnRange{lo, hi, true, false, false, false}));
   }
 }
 
@@ -576,14 +581,18 @@ DeliveryHints::DeliveryHints(std::uint32_t warehouses, bool for_queries)
   for (std::uint32_t i = 0; i < n_; ++i) h_[i].store(0, std::memory_order_relaxed);
 }
 
+std::size_t DeliveryHints::index(std::uint32_t w, std::uint32_t d) const {
+  if (w == 0 || d == 0 || d > kDistricts) return n_;
+  return std::min<std::size_t>(std::size_t{w - 1} * kDistricts + (d - 1), n_);
+}
+
 std::uint32_t DeliveryHints::start(std::uint32_t w, std::uint32_t d) const {
-  const std::size_t i = std::size_t{w - 1} * kDistricts + (d - 1);
+  const std::size_t i = index(w, d);
   return i < n_ ? h_[i].load(std::memory_order_acquire) : 0;
 }
 
 void DeliveryHints::observe(std::uint32_t w, std::uint32_t d, std::uint32_t o) {
-  if (w == 0 || d == 0 || d > kDistricts) return;
-  const std::size_t i = std::size_t{w - 1} * kDistricts + (d - 1);
+  const std::size_t i = index(w, d);
   if (i >= n_) return;
   std::uint32_t cur = h_[i].load(std::memory_order_relaxed);
   while (cur < o && !h_[i].compare_exchange_weak(cur, o, std::memory_order_release)) {
@@ -595,8 +604,8 @@ void DeliveryHints::advance(std::uint32_t w, const OpResult& r) {
     const std::uint32_t o = r.delivered[d - 1];
     if (o == 0) continue;
     observe(w, d, o + 1);
-    const std::size_t i = std::size_t{w - 1} * kDistricts + (d - 1);
-    if (!kept_ || w == 0 || i >= n_ || r.commit_ts == 0) continue;
+    const std::size_t i = index(w, d);
+    if (!kept_ || i >= n_ || r.commit_ts == 0) continue;
     // Deliveries of one district may report out of commit order: the oldest kept one gives way.
     std::lock_guard<std::mutex> g(stripes_[i % kStripes]);
     Kept& k = kept_[i];
@@ -608,9 +617,12 @@ void DeliveryHints::advance(std::uint32_t w, const OpResult& r) {
 }
 
 std::uint32_t DeliveryHints::query_start(std::uint32_t w, std::uint32_t d, std::uint64_t start_ts) const {
-  if (!kept_ || w == 0 || d == 0 || d > kDistricts) return 0;
-  const std::size_t i = std::size_t{w - 1} * kDistricts + (d - 1);
-  if (i >= n_) return 0;
+  const std::size_t i = index(w, d);
+  return i < n_ ? query_start_at(i, start_ts) : 0;
+}
+
+std::uint32_t DeliveryHints::query_start_at(std::size_t i, std::uint64_t start_ts) const {
+  if (!kept_) return 0;
   std::lock_guard<std::mutex> g(stripes_[i % kStripes]);
   std::uint32_t best = 0;
   for (std::size_t j = 0; j < kKept; ++j)
@@ -620,7 +632,7 @@ std::uint32_t DeliveryHints::query_start(std::uint32_t w, std::uint32_t d, std::
 
 std::vector<std::uint32_t> DeliveryHints::query_starts(std::uint64_t start_ts) const {
   std::vector<std::uint32_t> out(n_);
-  for (std::uint32_t i = 0; i < n_; ++i) out[i] = query_start(i / kDistricts + 1, i % kDistricts + 1, start_ts);
+  for (std::uint32_t i = 0; i < n_; ++i) out[i] = query_start_at(i, start_ts);
   return out;
 }
 
