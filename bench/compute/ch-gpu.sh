@@ -90,6 +90,8 @@ case "${1:-}" in
       n=$((n + 1))
     done
     if [ -n "${PROFILE:-}" ] && [ -x $P/perf/perf ]; then
+      # The packed perf with its own libraries.
+      perf_packed() { LD_LIBRARY_PATH=$PWD/$P/perf/lib:$LD_LIBRARY_PATH $P/perf/perf "$@"; }
       # shellcheck disable=SC2086
       if [ -n "${PROFILE_WINDOW:-}" ]; then
         # Only the worker phase: attach after the first number of seconds, for the second, so
@@ -98,15 +100,14 @@ case "${1:-}" in
         $P/bench/duet_bench_ch $PROFILE --out "$OUT/ch-profile.json" > "$OUT/ch-profile.txt" 2>&1 &
         pid=$!
         sleep "$after"
-        LD_LIBRARY_PATH=$PWD/$P/perf/lib:$LD_LIBRARY_PATH $P/perf/perf record -e cpu-clock -F 999 -p $pid -o "$OUT/perf.data" \
-          -- sleep "$span" > /dev/null 2>&1 || true
+        perf_packed record -e cpu-clock -F 999 -p $pid -o "$OUT/perf.data" -- sleep "$span" > /dev/null 2>&1 || true
         wait $pid || true
       else
-        LD_LIBRARY_PATH=$PWD/$P/perf/lib:$LD_LIBRARY_PATH $P/perf/perf record -e cpu-clock -F 999 -D "${PROFILE_DELAY_MS:-0}" -o "$OUT/perf.data" \
+        perf_packed record -e cpu-clock -F 999 -D "${PROFILE_DELAY_MS:-0}" -o "$OUT/perf.data" \
           $P/bench/duet_bench_ch $PROFILE --out "$OUT/ch-profile.json" > "$OUT/ch-profile.txt" 2>&1 || true
       fi
       { echo "perf record -e cpu-clock -F 999: duet_bench_ch $PROFILE"; grep -E '^(seed|tpcc)' "$OUT/ch-profile.txt" || true
-        LD_LIBRARY_PATH=$PWD/$P/perf/lib:$LD_LIBRARY_PATH $P/perf/perf report -i "$OUT/perf.data" --no-children \
+        perf_packed report -i "$OUT/perf.data" --no-children \
           --sort dso,sym --percent-limit 0.3 --stdio 2>&1 | grep -v '^#' | grep -v '^$' | head -120; } > "$OUT/profile.txt"
       rm -f "$OUT/perf.data" "$OUT/ch-profile.txt"
     fi
