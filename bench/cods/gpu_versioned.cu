@@ -122,9 +122,20 @@ struct Times {
   std::uint64_t retries = 0, hits = 0, nodes_used = 0, nodes_recycled = 0, range_pairs = 0;
 };
 
+/// Who runs the requests: K keys per node on tiles of `group` lanes (1: one lane per request);
+/// mixed: reads on the tiles, each update on a lane of its own.
+struct Shape {
+  unsigned k, group;
+  bool mixed;
+};
+const Shape kShapes[] = {{14, 16, false}, {30, 32, false}, {14, 1, false},
+                         {30, 1, false},  {14, 16, true},  {30, 32, true}};
+
 /// One system on one mix: versioned (true) or the plain tree.
-Status run_system(bool versioned, bool fully_atomic, unsigned k, unsigned group, const VersionedBenchOptions& o,
-                  const Mix& m, Work& w, Times* t) {
+Status run_system(bool versioned, bool fully_atomic, const Shape& shape, const VersionedBenchOptions& o, const Mix& m,
+                  Work& w, Times* t) {
+  const unsigned k = shape.k, group = shape.group;
+  const ds::GpuMode mode = shape.mixed ? ds::GpuMode::kMixed : ds::GpuMode::kGroup;
   const ds::Regime regime = fully_atomic ? ds::Regime::kFullyAtomic : ds::Regime::kElementwise;
   for (unsigned r = 0; r < o.repeats; ++r) {
     std::unique_ptr<ds::GpuVersionedTree> vt;
@@ -133,6 +144,7 @@ Status run_system(bool versioned, bool fully_atomic, unsigned k, unsigned group,
       ds::GpuVersionedConfig c;
       c.keys_per_node = k;
       c.group = group;
+      c.mode = mode;
       c.regime = regime;
       c.pool_nodes = 2 * (w.pre + w.updates) / 7 + (m.rng ? w.pre / 4 : 0) + 65536;
       const Status s = ds::make_gpu_versioned_tree(c, &vt);
@@ -142,6 +154,7 @@ Status run_system(bool versioned, bool fully_atomic, unsigned k, unsigned group,
       c.kind = ds::GpuKind::kTree;
       c.keys_per_node = k;
       c.group = group;
+      c.mode = mode;
       c.regime = regime;
       c.pool_nodes = 2 * (w.pre + w.updates) / 7 + 65536;
       const Status s = ds::make_gpu_structure(c, &pt);
@@ -206,24 +219,29 @@ std::string row(const std::string& sys, const std::string& mix, const Summary& s
 
 Status gpu_versioned_figures(const VersionedBenchOptions& o,
                              const std::function<void(Json, const std::string&, bool)>& emit) {
+  for (const std::string& name : o.mixes)
+    if (std::none_of(std::begin(kMixes), std::end(kMixes), [&](const Mix& m) { return name == m.name; }))
+      return Status::InvalidArgument("unknown vtree mix '" + name + "'");
   const std::vector<std::uint64_t> prefill = prefill_keys(o.range, o.range / 2, o.seed);
   for (const Mix& m : kMixes) {
+    if (!o.mixes.empty() && std::find(o.mixes.begin(), o.mixes.end(), m.name) == o.mixes.end()) continue;
     Work w;
     Status s = make_work(o, m, prefill, &w);
     if (!s.ok()) return s;
-    for (const auto [k, group] : {std::pair{14u, 16u}, std::pair{30u, 32u}}) {
+    for (const Shape& shape : kShapes) {
+      const unsigned k = shape.k, group = shape.group;
       for (bool fa : {true, false}) {
         double plain_median = 0;
         for (bool versioned : {false, true}) {
           if (!versioned && m.rng > 0) continue;  // the plain tree has no RANGE
           const std::string sys = std::string(versioned ? "cods-gpu-vtree" : "cods-gpu-tree") + (fa ? "-fa" : "-ew") +
-                                  "-k" + std::to_string(k) + "-g" + std::to_string(group);
+                                  "-k" + std::to_string(k) + (shape.mixed ? "-mixed-g" : "-g") + std::to_string(group);
           if (!o.filter.empty() && std::none_of(o.filter.begin(), o.filter.end(), [&](const std::string& f) {
                 return sys.find(f) != std::string::npos;
               }))
             continue;
           Times t;
-          s = run_system(versioned, fa, k, group, o, m, w, &t);
+          s = run_system(versioned, fa, shape, o, m, w, &t);
           Json rec = Json::object();
           rec.set("name", "vtree");
           rec.set("system", sys);
@@ -231,6 +249,7 @@ Status gpu_versioned_figures(const VersionedBenchOptions& o,
           rec.set("structure", versioned ? "versioned-tree" : "tree");
           rec.set("k", k);
           rec.set("group", "gpu-tile-" + std::to_string(group));
+          rec.set("mode", shape.mixed ? "mixed" : group == 1 ? "single-lane" : "group");
           rec.set("regime", fa ? "fully-atomic" : "elementwise");
           rec.set("mix", m.name);
           rec.set("mix_note", m.note);

@@ -2,8 +2,9 @@
 // gpu_versioned.cu, gpu_versioned_none.cpp without CUDA): the versioned tree against the plain
 // tree on the same pre-generated work without ranges, with 10% ranges, and the shapes of Awad
 // et al.'s MVGpuBTree figures (find, erase + find, inserts with range queries), plus the GPU LIT
-// at 80/10/10 for reference. K = 14 on 16 lanes and K = 30 on 32 lanes, both regimes. 8-byte
-// keys and values; half of [0, range) prefilled.
+// at 80/10/10 for reference. K = 14 on 16 lanes and K = 30 on 32 lanes, each also on one lane
+// per request and in mixed mode (reads on the tiles, updates on one lane each), both regimes.
+// 8-byte keys and values; half of [0, range) prefilled.
 #pragma once
 
 #include <cstdint>
@@ -25,6 +26,9 @@ struct VersionedBenchOptions {
   std::uint64_t seed = 1;
   /// Run only the systems whose names contain one of these (all when empty), e.g. "k30".
   std::vector<std::string> filter;
+  /// Run only the mixes of these names (all when empty); an unknown name is InvalidArgument,
+  /// before anything runs.
+  std::vector<std::string> mixes;
 };
 
 /// Runs the figures; emit(record, row, ok) receives each JSON record, its printed row and

@@ -50,6 +50,8 @@ const char* kUsage = R"(usage: duet_bench_cods [options]
   --gpu-shapes L   of list,hash,tree: the GPU (and gpu-cpu) shapes to run (default all)
   --gpu-filter L   run only the GPU (and vtree) systems whose names contain one of these
                    (default all)
+  --vtree-mixes L  run only these vtree mixes (find, get90, get80, get50, erase-find,
+                   r10-get80, r10-get50, insert-rq-50, insert-rq-5; default all)
   --seed N         workload seed (default 1)
   --quick          smoke sizes: ranges / 10, 0.02 s, 1 repeat, 2^14-op streams, 2^18 GPU ops
   --list           print the systems and exit
@@ -67,6 +69,7 @@ struct Options {
   std::uint64_t gpu_ops = 4000000;
   std::vector<std::string> gpu_shapes{"list", "hash", "tree"};
   std::vector<std::string> gpu_filter;
+  std::vector<std::string> vtree_mixes;
   std::uint64_t remote_delay_ns = 1500;
   std::uint64_t seed = 1;
   bool quick = false, list = false;
@@ -134,6 +137,8 @@ bool parse(int argc, char** argv, Options* o, bool* help, std::string* error) {
             if (x != "list" && x != "hash" && x != "tree") return fail("unknown shape " + x);
         } else if (f == "--gpu-filter") {
           o->gpu_filter = split_list(v);
+        } else if (f == "--vtree-mixes") {
+          o->vtree_mixes = split_list(v);
         } else if (f == "--remote-delay-ns") {
           auto c = parse_count(v);
           if (!c || *c > 1000000000) return fail("must be in [0, 10^9]");
@@ -633,6 +638,7 @@ int main_impl(int argc, char** argv) {
       vo.repeats = o.repeats;
       vo.seed = o.seed;
       vo.filter = o.gpu_filter;
+      vo.mixes = o.vtree_mixes;
       if (o.quick) vo.range /= 100;
       const Status s = gpu_versioned_figures(vo, [&](Json rec, const std::string& line, bool ok) {
         all_ok &= ok;

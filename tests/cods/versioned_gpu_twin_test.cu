@@ -5,7 +5,8 @@
 // overlap the batch's updates. Also: RANGEs at snapshots held across batches, saved versions
 // recycled by the pool, a pool that grows
 // within batches (RANGE batches among them) changes no outcome, a pool too small to grow enough
-// leaves nothing half applied, and bad input. Skipped, visibly, without a GPU (the configuration
+// leaves nothing half applied, and bad input; on tiles, on one lane per request and in mixed mode
+// (reads on tiles, updates on lanes). Skipped, visibly, without a GPU (the configuration
 // checks run without one).
 #include <cuda_runtime.h>
 #include <gtest/gtest.h>
@@ -70,6 +71,7 @@ struct Shape {
   const char* name;
   unsigned k, g;
   Regime regime;
+  GpuMode mode = GpuMode::kGroup;
 };
 std::ostream& operator<<(std::ostream& o, const Shape& s) { return o << s.name; }
 
@@ -140,6 +142,7 @@ GpuVersionedConfig config_of(const Shape& s, std::uint64_t pool_nodes) {
   GpuVersionedConfig c;
   c.keys_per_node = s.k;
   c.group = s.g;
+  c.mode = s.mode;
   c.regime = s.regime;
   c.pool_nodes = pool_nodes;
   return c;
@@ -177,7 +180,12 @@ TEST_P(CodsVersionedGpuTwin, SameOutcomesAsTheCpuTwin) {
 INSTANTIATE_TEST_SUITE_P(Shapes, CodsVersionedGpuTwin,
                          ::testing::Values(Shape{"fa_k14_g16", 14, 16, Regime::kFullyAtomic},
                                            Shape{"ew_k14_g16", 14, 16, Regime::kElementwise},
-                                           Shape{"fa_k30_g32", 30, 32, Regime::kFullyAtomic}),
+                                           Shape{"fa_k30_g32", 30, 32, Regime::kFullyAtomic},
+                                           Shape{"fa_k14_g1", 14, 1, Regime::kFullyAtomic},
+                                           Shape{"ew_k30_g1", 30, 1, Regime::kElementwise},
+                                           Shape{"fa_k14_g16_mixed", 14, 16, Regime::kFullyAtomic, GpuMode::kMixed},
+                                           Shape{"ew_k14_g16_mixed", 14, 16, Regime::kElementwise, GpuMode::kMixed},
+                                           Shape{"fa_k30_g32_mixed", 30, 32, Regime::kFullyAtomic, GpuMode::kMixed}),
                          [](const ::testing::TestParamInfo<Shape>& i) { return std::string(i.param.name); });
 
 /// A pool of 16 nodes that starts the tree and may grow: a batch of 100 inserts, then batches of
@@ -305,6 +313,14 @@ TEST(CodsVersionedGpuDriver, BadInput) {
   const Status bad = make_gpu_versioned_tree(c, &gpu);
   EXPECT_EQ(bad.code(), StatusCode::kInvalidArgument);
   EXPECT_NE(bad.to_string().find("(14, 16)"), std::string::npos);
+  c = GpuVersionedConfig{};
+  c.group = 1;
+  c.mode = GpuMode::kMixed;  // mixed mode needs a tile for its reads
+  const Status lane_mixed = make_gpu_versioned_tree(c, &gpu);
+  EXPECT_EQ(lane_mixed.code(), StatusCode::kInvalidArgument);
+  EXPECT_NE(lane_mixed.to_string().find("mixed"), std::string::npos) << lane_mixed.to_string();
+  c.mode = static_cast<GpuMode>(7);
+  EXPECT_EQ(make_gpu_versioned_tree(c, &gpu).code(), StatusCode::kInvalidArgument);
   c = GpuVersionedConfig{};
   c.pool_nodes = 1;
   EXPECT_EQ(make_gpu_versioned_tree(c, &gpu).code(), StatusCode::kInvalidArgument);

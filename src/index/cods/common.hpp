@@ -21,6 +21,15 @@ namespace duet::cods::ds {
 ///    get return a whole set; nodes are rewritten in place with at most two sets per update.
 enum class Regime : std::uint8_t { kElementwise = 0, kFullyAtomic = 1 };
 
+/// Who runs a request of a GPU batch (gpu_batch.hpp, gpu_versioned.hpp).
+///  * kGroup: every request on one group of `group` lanes (a tile of 8, 16 or 32, or one lane
+///    when group is 1: the one-lane group, cods::CpuThread, runs on a GPU thread unchanged);
+///  * kMixed: reads (GET; the versioned tree's RANGE) on tiles of `group` lanes (8, 16 or 32),
+///    one coalesced node read each, and every update on one lane of its own (each lane of a tile
+///    takes a request; the tile runs its reads one after another, then the lanes run their
+///    updates side by side).
+enum class GpuMode : std::uint8_t { kGroup = 0, kMixed = 1 };
+
 /// One request of a batch.
 enum class Op : std::uint8_t {
   kGet = 0,     ///< contains (sets) or read the value (tree)

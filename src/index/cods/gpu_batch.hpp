@@ -25,14 +25,6 @@ namespace duet::cods::ds {
 
 enum class GpuKind : std::uint8_t { kList = 0, kHashSet = 1, kTree = 2 };
 
-/// Who runs a request.
-///  * kGroup: every request on one group of `group` lanes (a tile of 8, 16 or 32, or one lane
-///    when group is 1: the one-lane group, cods::CpuThread, runs on a GPU thread unchanged);
-///  * kMixed: GETs on tiles of `group` lanes (8, 16 or 32), one coalesced node read each, and
-///    every update on one lane of its own (each lane of a tile takes a request; the tile runs its
-///    GETs one after another, then the lanes run their updates side by side).
-enum class GpuMode : std::uint8_t { kGroup = 0, kMixed = 1 };
-
 /// What to build. Supported (keys_per_node, group): (6, 8), (14, 8), (14, 16), (30, 32), and
 /// (6 | 14 | 30, 1) in kGroup mode; any other pair is InvalidArgument naming them.
 struct GpuConfig {

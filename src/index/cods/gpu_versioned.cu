@@ -7,11 +7,13 @@
 #include <cuda_runtime.h>
 
 #include <algorithm>
+#include <cstddef>
 #include <cstdint>
 #include <memory>
 #include <mutex>
 #include <set>
 #include <string>
+#include <type_traits>
 #include <vector>
 
 #include "gpu/cuda_try.hpp"
@@ -71,53 +73,108 @@ __global__ void scan_ranges_kernel(const Op* ops, std::uint64_t n, std::uint64_t
   if (__syncthreads_or(any) && threadIdx.x == 0) *ranges = 1;
 }
 
+/// One request of a batch on group g (a tile or one lane): GET, INSERT and REMOVE on the latest
+/// state, RANGE (kRanges only) at snapshot `read_at` into the request's page. Every lane of g
+/// returns the outcome.
+template <class Tree, bool kRanges, class Group, class Env, class Clock>
+__device__ DUET_INLINE TreeResult vtree_request(const Group& g, Env& env, Clock& clock, VersionedRoot* root,
+                                                std::uint64_t read_at, Op op, std::uint64_t k, const std::uint64_t* values,
+                                                std::uint64_t i, std::uint64_t* rkeys, std::uint64_t* rvalues,
+                                                std::uint64_t limit) {
+  if (op == Op::kGet) return Tree::get(g, env, root, k);
+  if (op == Op::kInsert) return values ? Tree::insert(g, env, clock, root, k, values[i]) : TreeResult{OpStatus::kInvalid, 0};
+  if (op == Op::kRemove) return Tree::remove(g, env, clock, root, k);
+  if constexpr (kRanges) {
+    if (op == kOpRange && values && values[i] >= k && (limit == 0 || (rkeys && rvalues))) {
+      const std::uint64_t base = i * limit;
+      const std::uint64_t c = Tree::range(g, env, root, read_at, k, values[i], limit,
+                                          [&](std::uint64_t at, std::uint64_t key, std::uint64_t v) {
+                                            rkeys[base + at] = key;
+                                            rvalues[base + at] = v;
+                                          });
+      return {OpStatus::kFound, c};
+    }
+  }
+  return {OpStatus::kInvalid, 0};
+}
+
+/// Stores request i's outcome (one lane does).
+__device__ DUET_INLINE void vtree_store(std::uint64_t i, TreeResult r, OpStatus* status, std::uint64_t* out,
+                                        std::uint64_t* retries) {
+  status[i] = r.status;
+  out[i] = r.status == OpStatus::kFound ? r.value : 0;
+  if (r.status == OpStatus::kRetry) atomic_add(retries, 1, Order::relaxed);
+}
+
+/// Who runs a request in vtree_kernel: a tile of G lanes, one lane, or mixed (GpuMode).
+enum class Runner { kTile, kLane, kMixed };
+
 /// Three blocks of 256 threads per SM, as the plain tree's kernel gets with its 74 registers: left
 /// to itself the compiler gave this one 96-106, two blocks per SM, and GETs ran at 0.75x the
 /// plain tree's rate (H100, 10^7 keys).
-/// kRanges: the batch holds RANGEs, which read snapshot `read_at`; kSave: see BatchClock.
-template <class Tree, unsigned G, class Env, bool kRanges, bool kSave>
+/// Tree runs on tiles of G lanes, Tree1 (the same nodes) on one lane. kRanges: the batch holds
+/// RANGEs, which read snapshot `read_at`; kSave: see BatchClock.
+template <class Tree, class Tree1, unsigned G, Runner kRun, class Env, bool kRanges, bool kSave>
 __global__ void __launch_bounds__(kBlockThreads, 3) vtree_kernel(VersionedRoot* root, Env env, BatchClock<kSave> clock,
                              std::uint64_t read_at, const Op* ops, const std::uint64_t* keys,
                              const std::uint64_t* values, OpStatus* status, std::uint64_t* out,
                              std::uint64_t* rkeys, std::uint64_t* rvalues, std::uint64_t limit, std::uint64_t n,
                              std::uint64_t* retries) {
   static_assert(kSave || !kRanges, "a batch with RANGEs keeps the snapshot they read");
-  const auto g = GpuTile<G>::of_this_block();
-  const std::uint64_t tiles = std::uint64_t(gridDim.x) * blockDim.x / G;
-  for (std::uint64_t i = (blockIdx.x * std::uint64_t(blockDim.x) + threadIdx.x) / G; i < n; i += tiles) {
-    const Op op = ops[i];
-    const std::uint64_t k = keys[i];
-    TreeResult r{OpStatus::kInvalid, 0};
-    if (op == Op::kGet) {
-      r = Tree::get(g, env, root, k);
-    } else if (op == Op::kInsert) {
-      if (values) r = Tree::insert(g, env, clock, root, k, values[i]);
-    } else if (op == Op::kRemove) {
-      r = Tree::remove(g, env, clock, root, k);
-    } else if constexpr (kRanges) {
-      if (op == kOpRange && values && values[i] >= k && (limit == 0 || (rkeys && rvalues))) {
-        const std::uint64_t base = i * limit;
-        const std::uint64_t c = Tree::range(g, env, root, read_at, k, values[i], limit,
-                                            [&](std::uint64_t at, std::uint64_t key, std::uint64_t v) {
-                                              rkeys[base + at] = key;
-                                              rvalues[base + at] = v;
-                                            });
-        r = {OpStatus::kFound, c};
-      }
+  const std::uint64_t thread = blockIdx.x * std::uint64_t(blockDim.x) + threadIdx.x;
+  const std::uint64_t threads = std::uint64_t(gridDim.x) * blockDim.x;
+  if constexpr (kRun == Runner::kLane) {
+    const CpuThread g{};
+    for (std::uint64_t i = thread; i < n; i += threads)
+      vtree_store(i, vtree_request<Tree1, kRanges>(g, env, clock, root, read_at, ops[i], keys[i], values, i, rkeys,
+                                                   rvalues, limit),
+                  status, out, retries);
+  } else if constexpr (kRun == Runner::kTile) {
+    const auto g = GpuTile<G>::of_this_block();
+    for (std::uint64_t i = thread / G; i < n; i += threads / G) {
+      const TreeResult r =
+          vtree_request<Tree, kRanges>(g, env, clock, root, read_at, ops[i], keys[i], values, i, rkeys, rvalues, limit);
+      if (g.is_leader()) vtree_store(i, r, status, out, retries);
     }
-    if (g.is_leader()) {
-      status[i] = r.status;
-      out[i] = r.status == OpStatus::kFound ? r.value : 0;
-      if (r.status == OpStatus::kRetry) atomic_add(retries, 1, Order::relaxed);
+  } else {
+    // Each lane of a tile takes a request; the tile runs the reads among them one after another,
+    // then every lane with an update runs it alone.
+    const auto g = GpuTile<G>::of_this_block();
+    for (std::uint64_t base = thread / G * G; base < n; base += threads) {
+      const std::uint64_t i = base + g.lane();
+      const bool have = i < n;
+      const Op op = have ? ops[i] : Op::kGet;
+      const std::uint64_t k = have ? keys[i] : 0;
+      const bool read = op == Op::kGet || op == kOpRange;
+      std::uint32_t reads = g.ballot(have && read);
+      while (reads != 0) {
+        const unsigned src = __ffs(reads) - 1;
+        reads &= reads - 1;
+        const TreeResult r = vtree_request<Tree, kRanges>(g, env, clock, root, read_at, static_cast<Op>(g.shfl(static_cast<unsigned>(op), src)),
+                                                          g.shfl(k, src),
+                                                          values, base + src, rkeys, rvalues, limit);
+        if (g.lane() == src) vtree_store(i, r, status, out, retries);
+      }
+      if (have && !read)
+        vtree_store(i, vtree_request<Tree1, kRanges>(CpuThread{}, env, clock, root, read_at, op, k, values, i, rkeys,
+                                                     rvalues, limit),
+                    status, out, retries);
+      g.sync();
     }
   }
 }
 
+/// G is the tile whose node layout the pool holds; config.group 1 runs every request on one lane
+/// and kMixed runs updates on one lane (cods::CpuThread), both over the same nodes.
 template <unsigned K, unsigned G, Regime R>
 class VersionedImpl final : public GpuVersionedTree {
   using Tree = VersionedBLinkTree<K, GpuTile<G>, R>;
+  using Tree1 = VersionedBLinkTree<K, CpuThread, R>;
   using Leaf = typename Tree::Leaf;
   using Env = PoolEnv<Leaf>;
+  static_assert(sizeof(typename Tree1::Leaf) == sizeof(Leaf) && alignof(typename Tree1::Leaf) == alignof(Leaf) &&
+                    offsetof(typename Tree1::Leaf, prev) == offsetof(Leaf, prev),
+                "the one-lane group must see the tile's node layout");
 
  public:
   explicit VersionedImpl(const GpuVersionedConfig& c) : config_(c) {}
@@ -254,8 +311,10 @@ class VersionedImpl final : public GpuVersionedTree {
     std::uint64_t ranges = 0;
     DUET_CUDA_TRY(cudaMemcpyAsync(&ranges, ranges_, 8, cudaMemcpyDeviceToHost, stream_));
     DUET_CUDA_TRY(cudaStreamSynchronize(stream_));
+    // A tile per request, or (one lane, mixed) a lane per request.
+    const std::uint64_t lanes = config_.group == 1 || config_.mode == GpuMode::kMixed ? d.n : d.n * G;
     const unsigned grid = std::max(1u, static_cast<unsigned>(std::min<std::uint64_t>(
-                                           (d.n * G + kBlockThreads - 1) / kBlockThreads, sms * 8)));
+                                           (lanes + kBlockThreads - 1) / kBlockThreads, sms * 8)));
     // The snapshots that may be read during or after the batch, sorted, in GPU memory (the
     // previous batch has ended: run_once synchronises before it returns).
     std::vector<std::uint64_t> live(live_.begin(), live_.end());
@@ -274,12 +333,21 @@ class VersionedImpl final : public GpuVersionedTree {
                                                   dr.status, dr.values, dr.range_keys, dr.range_values,
                                                   dr.range_limit, d.n, retries_);
     };
-    if (ranges)
-      launch(vtree_kernel<Tree, G, Env, true, true>, BatchClock<true>{t, lp, live.size()});
-    else if (!live.empty())
-      launch(vtree_kernel<Tree, G, Env, false, true>, BatchClock<true>{t, lp, live.size()});
+    auto launch_runner = [&](auto runner) {
+      constexpr Runner kRun = decltype(runner)::value;
+      if (ranges)
+        launch(vtree_kernel<Tree, Tree1, G, kRun, Env, true, true>, BatchClock<true>{t, lp, live.size()});
+      else if (!live.empty())
+        launch(vtree_kernel<Tree, Tree1, G, kRun, Env, false, true>, BatchClock<true>{t, lp, live.size()});
+      else
+        launch(vtree_kernel<Tree, Tree1, G, kRun, Env, false, false>, BatchClock<false>{t, nullptr, 0});
+    };
+    if (config_.group == 1)
+      launch_runner(std::integral_constant<Runner, Runner::kLane>{});
+    else if (config_.mode == GpuMode::kMixed)
+      launch_runner(std::integral_constant<Runner, Runner::kMixed>{});
     else
-      launch(vtree_kernel<Tree, G, Env, false, false>, BatchClock<false>{t, nullptr, 0});
+      launch_runner(std::integral_constant<Runner, Runner::kTile>{});
     DUET_CUDA_TRY(cudaGetLastError());
     const Status recycled = pool_.recycle(stream_);
     if (!recycled.ok()) return recycled;
@@ -323,11 +391,15 @@ Status make_gpu_versioned_tree(const GpuVersionedConfig& c, std::unique_ptr<GpuV
   if (c.pool_max_nodes < c.pool_nodes || c.pool_max_nodes > (std::uint64_t(1) << 32))
     return Status::InvalidArgument("pool_max_nodes " + std::to_string(c.pool_max_nodes) + " is outside [pool_nodes " +
                                    std::to_string(c.pool_nodes) + ", 2^32]");
+  if (c.mode != GpuMode::kGroup && c.mode != GpuMode::kMixed) return Status::InvalidArgument("unknown mode");
   const unsigned k = c.keys_per_node, g = c.group;
-  if (!((k == 14 && g == 16) || (k == 30 && g == 32)))
+  if (!((k == 14 && (g == 16 || g == 1)) || (k == 30 && (g == 32 || g == 1))))
     return Status::InvalidArgument("keys_per_node " + std::to_string(k) + " with group " + std::to_string(g) +
-                                   " is not built; supported: (14, 16), (30, 32)");
+                                   " is not built; supported: (14, 16), (30, 32), (14 | 30, 1)");
+  if (g == 1 && c.mode == GpuMode::kMixed)
+    return Status::InvalidArgument("mixed mode runs GETs and RANGEs on tiles: group must be 16 or 32, not 1");
   if (!gpu::device().present) return Status::Unavailable("no GPU: " + gpu::device().reason);
+  // A one-lane configuration uses the node layout of K's own tile (the same words).
   if (k == 14) return make_regime<14, 16>(c, out);
   return make_regime<30, 32>(c, out);
 }

@@ -1,6 +1,8 @@
 // The GPU batch driver of the CODS versioned B-link tree (gpu_versioned.cu): the DUET_HD
 // algorithm of versioned_blink_tree.hpp run by tiles of `group` lanes, one request per tile at a
-// time, with nodes from a pool in GPU memory. Plain C++ (no CUDA types).
+// time, or by one lane per request, or in mixed mode (GET and RANGE on tiles, each update on a
+// lane of its own; GpuMode in common.hpp), with nodes from a pool in GPU memory. Plain C++ (no
+// CUDA types).
 //
 // Batch semantics: a batch is stamped with the next timestamp t. GET, INSERT and REMOVE act on
 // the latest state and are linearizable, the requests of one batch running concurrently (two on
@@ -32,10 +34,13 @@
 
 namespace duet::cods::ds {
 
-/// What to build. Supported (keys_per_node, group): (14, 16) and (30, 32), both regimes.
+/// What to build. Supported (keys_per_node, group): (14, 16) and (30, 32) in either mode, and
+/// (14 | 30, 1) in kGroup mode (one lane per request, over the node layout of K's tile), both
+/// regimes; any other pair or mode is InvalidArgument naming them.
 struct GpuVersionedConfig {
   unsigned keys_per_node = 14;
-  unsigned group = 16;
+  unsigned group = 16;  ///< lanes per request (kMixed: per GET or RANGE): 1 (kGroup only), 16 or 32
+  GpuMode mode = GpuMode::kGroup;
   Regime regime = Regime::kFullyAtomic;
   std::uint64_t pool_nodes = 1u << 20;  ///< nodes in the pool at first (leaves, saved versions, index), 2 to 2^32
   /// The most nodes the pool may grow to (pool_nodes to 2^32; GPU memory may stop it sooner).
