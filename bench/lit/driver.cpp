@@ -1,7 +1,5 @@
 #include "driver.hpp"
 
-#include <sys/resource.h>
-
 #include <algorithm>
 #include <chrono>
 #include <cmath>
@@ -9,17 +7,14 @@
 #include <sstream>
 #include <thread>
 
+#include "../common/process_stats.hpp"
+
 namespace duet::bench::lit {
 namespace {
 
 using Clock = std::chrono::steady_clock;
 
-/// Peak resident memory of this process so far, in GiB.
-double peak_rss_gib() {
-  rusage u{};
-  getrusage(RUSAGE_SELF, &u);
-  return static_cast<double>(u.ru_maxrss) / (1024.0 * 1024.0);
-}
+using duet::bench::peak_rss_gib;
 
 std::string theta_string(double t) {
   std::ostringstream os;

@@ -1,12 +1,11 @@
 #include "cpu_driver.hpp"
 
-#include <sys/resource.h>
-
 #include <algorithm>
 #include <chrono>
 #include <cstdio>
 #include <memory>
 
+#include "../common/process_stats.hpp"
 #include "systems.hpp"
 
 namespace duet::bench::lslab {
@@ -18,12 +17,7 @@ using duet::lslab::Op;
 using duet::lslab::OpStatus;
 using Clock = std::chrono::steady_clock;
 
-/// Peak resident memory of this process so far, in GiB.
-double peak_rss_gib() {
-  rusage u{};
-  getrusage(RUSAGE_SELF, &u);
-  return static_cast<double>(u.ru_maxrss) / (1024.0 * 1024.0);
-}
+using duet::bench::peak_rss_gib;
 
 /// Buffers shared by every run of one system: requests, outcomes, and the re-insert batch.
 struct Buffers {

@@ -1,9 +1,12 @@
 // duet_bench_net: a closed-loop RESP2 load driver for Redis-protocol servers. See --help and
 // bench/README.md ("Server benchmark").
+#include <algorithm>
 #include <cstdio>
 #include <cstdlib>
+#include <optional>
 #include <string>
 
+#include "bench/common/process_stats.hpp"
 #include "bench/common/results.hpp"
 #include "driver.hpp"
 #include "options.hpp"
@@ -103,7 +106,16 @@ int main(int argc, char** argv) {
       std::fprintf(stderr, "duet_bench_net: ERROR during the warm-up: %s\n", warm.first_problem.c_str());
   }
   std::fflush(stdout);
+  // CPU time over the measured phase alone: this process's (every client thread runs inside
+  // run_mix) and, given its pid, the server's.
+  const pid_t server = static_cast<pid_t>(o.server_pid);
+  const double client_cpu0 = duet::bench::self_cpu_seconds();
+  const auto server_cpu0 = server ? duet::bench::process_cpu_seconds(server) : std::nullopt;
   const PhaseStats run = driver.run_mix(o.seconds, o.requests, true, o.load);
+  const double client_cpu = duet::bench::self_cpu_seconds() - client_cpu0;
+  const auto server_cpu1 = server ? duet::bench::process_cpu_seconds(server) : std::nullopt;
+  const bool have_server_cpu = server_cpu0.has_value() && server_cpu1.has_value();
+  const double server_cpu = have_server_cpu ? *server_cpu1 - *server_cpu0 : 0;
 
   const std::uint64_t bad = problems(loaded, o, false) + problems(warm, o, o.load) + problems(run, o, o.load);
   std::printf("%s %s: %.0f ops/s (%llu requests in %.2f s), p50 %.1f us, p99 %.1f us, p99.9 %.1f us\n",
@@ -111,6 +123,11 @@ int main(int argc, char** argv) {
               run.seconds, run.all.quantile_ns(0.5) * 1e-3, run.all.quantile_ns(0.99) * 1e-3,
               run.all.quantile_ns(0.999) * 1e-3);
   if (!o.quiet) {
+    const double per = 1e6 / static_cast<double>(std::max<std::uint64_t>(run.requests, 1));
+    if (have_server_cpu)
+      std::printf("  CPU per request: client %.2f us, server %.2f us\n", client_cpu * per, server_cpu * per);
+    else
+      std::printf("  CPU per request: client %.2f us\n", client_cpu * per);
     print_latency("all", run.all);
     print_latency("get", run.get);
     print_latency("set", run.set);
@@ -164,6 +181,12 @@ int main(int argc, char** argv) {
   all.set("wrong_types", run.wrong_type);
   all.set("wrong_values", run.wrong_values);
   all.set("warmup_requests", warm.requests);
+  const double measured = static_cast<double>(std::max<std::uint64_t>(run.requests, 1));
+  all.set("client_cpu_s", client_cpu);
+  all.set("client_cpu_us_per_request", client_cpu * 1e6 / measured);
+  all.set("server_pid", o.server_pid ? Json(o.server_pid) : Json());
+  all.set("server_cpu_s", have_server_cpu ? Json(server_cpu) : Json());
+  all.set("server_cpu_us_per_request", have_server_cpu ? Json(server_cpu * 1e6 / measured) : Json());
   all.set("verified", bad == 0);
   const std::string& first = !loaded.first_problem.empty() ? loaded.first_problem
                              : !warm.first_problem.empty() ? warm.first_problem

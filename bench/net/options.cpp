@@ -54,6 +54,9 @@ Usage: duet_bench_net [options]
                         request bytes so far and the socket's unread / unsent bytes, then the
                         server's INFO from a fresh connection, and exits with status 1
   --seed N              random seed (default 1)
+  --server-pid PID      the server's process id, when it runs on this machine: the result
+                        then gives its CPU time per measured request (from /proc) beside
+                        the client's own (both over the measured phase only)
   --label NAME          the system's name in the records (default "server")
   --device NAME         the result file's device field (default "cpu")
   --out PATH            result file, or a folder (ending in '/') to write
@@ -168,6 +171,8 @@ std::optional<std::string> parse_options(int argc, char** argv, Options* o, bool
       err = real(0.1, 1e6, &o->stall_seconds);
     } else if (a == "--seed") {
       err = count(0, std::uint64_t(1) << 62, &o->seed);
+    } else if (a == "--server-pid") {
+      err = count(1, std::uint64_t(1) << 31, &o->server_pid);
     } else if (a == "--label") {
       if (!value(&o->label)) return a + " needs a value";
     } else if (a == "--device") {

@@ -27,6 +27,9 @@ struct Options {
   bool allow_misses = false;    ///< a GET of a loaded key that finds nothing is a failure unless set
   double stall_seconds = 10;    ///< fail when no connection of a client thread finishes a batch for this long
   std::uint64_t seed = 1;
+  /// The server's process id on this machine (0: unknown): the measured phase's records then
+  /// give the server's CPU time per request beside the client's.
+  std::uint64_t server_pid = 0;
   std::string label = "server";  ///< `system` of the records
   std::string device = "cpu";    ///< the result file's `device` (what the server runs on)
   std::string out = "bench/results/";

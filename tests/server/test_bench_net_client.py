@@ -2,8 +2,10 @@
 is descheduled or stopped for longer than `--stall` must not declare a stall when the replies
 are waiting in its sockets (it checked for a stall before reading the replies of its pass, and
 once failed a run so), while a server that stops answering must be reported as a stall, with
-the waiting connections' socket state."""
+the waiting connections' socket state. Also: the CPU time per request the client reports for
+its measured phase, its own and (given its pid) the server's."""
 
+import json
 import os
 import signal
 import subprocess
@@ -47,3 +49,28 @@ def test_a_stopped_server_is_reported_with_its_connections(server_factory, tmp_p
     assert client.returncode != 0
     assert "stall" in err and "the server has not answered" in err, err
     assert "INFO failed" in err, err  # the stopped server cannot answer the INFO either
+
+
+def test_the_measured_phase_reports_the_client_and_server_cpu(server_factory, tmp_path):
+    """With the server's pid the result gives both processes' CPU time over the measured phase
+    alone; with a pid that names no process the server's is null and the run still passes."""
+    srv = server_factory(threads=2)
+    for pid, expect_server in ((srv.proc.pid, True), (2**31 - 1, False)):
+        out = tmp_path / f"cpu-{pid}.json"
+        args = [str(bench_net_bin("duet_bench_net")), "--host", "127.0.0.1", "-p", str(srv.port), "-t", "1", "-c",
+                "8", "-P", "16", "-k", "1000", "--mix", "get=1", "-s", "1", "--warmup", "0", "--server-pid", str(pid),
+                "--out", str(out)]
+        run = subprocess.run(args, capture_output=True, text=True, timeout=60)
+        assert run.returncode == 0, run.stderr
+        assert "CPU per request: client" in run.stdout
+        rec = next(r for r in json.loads(out.read_text())["records"] if r.get("op") == "all")
+        assert rec["requests"] > 0
+        # The client was busy for most of the second it measured, and never more than its one thread.
+        assert 0.05 < rec["client_cpu_s"] < 1.5, rec
+        assert rec["client_cpu_us_per_request"] > 0
+        if expect_server:
+            # The server answered every request of that second: some CPU, at most its two threads' worth.
+            assert 0 < rec["server_cpu_s"] <= 2 * rec["seconds"] + 0.1, rec
+            assert rec["server_cpu_us_per_request"] > 0
+        else:
+            assert rec["server_cpu_s"] is None and rec["server_cpu_us_per_request"] is None, rec
