@@ -19,6 +19,7 @@
 #include "compute/ch.hpp"
 #include "compute/ch_procs.hpp"
 #include "reference.hpp"
+#include "txn/read_key.hpp"
 
 namespace duet::compute::ch {
 namespace {
@@ -68,15 +69,7 @@ struct Fixture {
     EXPECT_TRUE(Engine::open(ec, &engine).ok());
   }
   // Key k's value in a fresh transaction, "" when absent.
-  std::string read(const std::string& k) {
-    Txn t;
-    EXPECT_TRUE(space->begin(&t).ok());
-    std::string v;
-    bool found = false;
-    EXPECT_TRUE(t.get(k, &v, &found).ok());
-    t.abort();
-    return found ? v : std::string();
-  }
+  std::string read(const std::string& k) { return duet::test::read_key(*space, k).value_or(""); }
   // Runs the three queries and the reference on one fresh transaction.
   void queries_equal_reference(const std::vector<Ack>& acks, std::size_t* checked) {
     std::unique_ptr<Context> ctx;
@@ -677,9 +670,8 @@ TEST(Ch, NewOrderWithAnUnusedItemRollsBack) {
   EXPECT_GT(planted, new_orders / 200);  // about 1%
   EXPECT_LT(planted, new_orders / 50);
   Op op = *std::find_if(work.begin(), work.end(), [](const Op& o) { return o.kind == Kind::kNewOrder; });
-  auto read = [&](const std::string& k) { return f.read(k); };
-  const std::string district = read(district_key(op.w, op.d));
-  const std::string stock = read(stock_key(op.lines[0].supply_w, op.lines[0].item));
+  const std::string district = f.read(district_key(op.w, op.d));
+  const std::string stock = f.read(stock_key(op.lines[0].supply_w, op.lines[0].item));
   const std::int64_t next = get(district, codec(kDistrict), df::next_o_id);
   Op bad = op;
   bad.lines[bad.ol_cnt - 1].item = kUnusedItem;
@@ -688,11 +680,11 @@ TEST(Ch, NewOrderWithAnUnusedItemRollsBack) {
   ASSERT_TRUE(f.ch->run(bad, &r, &rng).ok());
   EXPECT_TRUE(r.rolled_back);
   EXPECT_FALSE(r.committed);
-  EXPECT_EQ(read(district_key(op.w, op.d)), district);
-  EXPECT_EQ(read(stock_key(op.lines[0].supply_w, op.lines[0].item)), stock);
-  EXPECT_EQ(read(order_key(op.w, op.d, static_cast<std::uint32_t>(next))), "");
-  EXPECT_EQ(read(new_order_key(op.w, op.d, static_cast<std::uint32_t>(next))), "");
-  EXPECT_EQ(read(order_line_key(op.w, op.d, static_cast<std::uint32_t>(next), 1)), "");
+  EXPECT_EQ(f.read(district_key(op.w, op.d)), district);
+  EXPECT_EQ(f.read(stock_key(op.lines[0].supply_w, op.lines[0].item)), stock);
+  EXPECT_EQ(f.read(order_key(op.w, op.d, static_cast<std::uint32_t>(next))), "");
+  EXPECT_EQ(f.read(new_order_key(op.w, op.d, static_cast<std::uint32_t>(next))), "");
+  EXPECT_EQ(f.read(order_line_key(op.w, op.d, static_cast<std::uint32_t>(next), 1)), "");
   ASSERT_TRUE(f.ch->run(op, &r, &rng).ok());
   EXPECT_TRUE(r.committed);
   EXPECT_FALSE(r.rolled_back);
@@ -749,21 +741,20 @@ TEST(Ch, DeliveryDatesEveryLineOfTheOldestOrdersAndCreditsTheirSum) {
   Fixture f(sc);
   const Op op = first_op(sc, Kind::kDelivery);
   const std::uint32_t oldest = oldest_new_order(sc);
-  auto read = [&](const std::string& k) { return f.read(k); };
   const RowCodec &oc = codec(kOrder), &lc = codec(kOrderLine), &cc = codec(kCustomer);
   std::array<std::string, kDistricts> customers;
   std::array<std::int64_t, kDistricts> sums{};
   for (std::uint32_t d = 1; d <= kDistricts; ++d) {
-    const std::string order = read(order_key(op.w, d, oldest));
+    const std::string order = f.read(order_key(op.w, d, oldest));
     ASSERT_FALSE(order.empty());
-    ASSERT_FALSE(read(new_order_key(op.w, d, oldest)).empty());
+    ASSERT_FALSE(f.read(new_order_key(op.w, d, oldest)).empty());
     for (std::int64_t l = 1; l <= get(order, oc, of::ol_cnt); ++l) {
-      const std::string line = read(order_line_key(op.w, d, oldest, static_cast<std::uint32_t>(l)));
+      const std::string line = f.read(order_line_key(op.w, d, oldest, static_cast<std::uint32_t>(l)));
       ASSERT_FALSE(line.empty());
       EXPECT_EQ(get(line, lc, olf::delivery_d), 0);
       sums[d - 1] += get(line, lc, olf::amount);
     }
-    customers[d - 1] = read(customer_key(op.w, d, static_cast<std::uint32_t>(get(order, oc, of::c_id))));
+    customers[d - 1] = f.read(customer_key(op.w, d, static_cast<std::uint32_t>(get(order, oc, of::c_id))));
   }
   std::uint64_t rng = 1;
   OpResult r;
@@ -772,17 +763,18 @@ TEST(Ch, DeliveryDatesEveryLineOfTheOldestOrdersAndCreditsTheirSum) {
   EXPECT_EQ(r.value, kDistricts);
   for (std::uint32_t d = 1; d <= kDistricts; ++d) {
     EXPECT_EQ(r.delivered[d - 1], oldest) << "district " << d;
-    EXPECT_EQ(read(new_order_key(op.w, d, oldest)), "");
-    const std::string order = read(order_key(op.w, d, oldest));
+    EXPECT_EQ(f.read(new_order_key(op.w, d, oldest)), "");
+    const std::string order = f.read(order_key(op.w, d, oldest));
     EXPECT_EQ(get(order, oc, of::carrier_id), op.carrier);
     const std::int64_t lines = get(order, oc, of::ol_cnt);
     for (std::int64_t l = 1; l <= lines; ++l)
-      EXPECT_EQ(get(read(order_line_key(op.w, d, oldest, static_cast<std::uint32_t>(l))), lc, olf::delivery_d), op.date)
+      EXPECT_EQ(get(f.read(order_line_key(op.w, d, oldest, static_cast<std::uint32_t>(l))), lc, olf::delivery_d),
+                op.date)
           << "district " << d << " line " << l << " of " << lines;
-    EXPECT_EQ(read(order_line_key(op.w, d, oldest, static_cast<std::uint32_t>(lines + 1))), "");
-    const std::string next_line = read(order_line_key(op.w, d, oldest + 1, 1));
+    EXPECT_EQ(f.read(order_line_key(op.w, d, oldest, static_cast<std::uint32_t>(lines + 1))), "");
+    const std::string next_line = f.read(order_line_key(op.w, d, oldest + 1, 1));
     EXPECT_EQ(get(next_line, lc, olf::delivery_d), 0);
-    const std::string c = read(customer_key(op.w, d, static_cast<std::uint32_t>(get(order, oc, of::c_id))));
+    const std::string c = f.read(customer_key(op.w, d, static_cast<std::uint32_t>(get(order, oc, of::c_id))));
     EXPECT_EQ(get(c, cc, cf::balance), get(customers[d - 1], cc, cf::balance) + sums[d - 1]);
     EXPECT_EQ(get(c, cc, cf::delivery_cnt), get(customers[d - 1], cc, cf::delivery_cnt) + 1);
   }

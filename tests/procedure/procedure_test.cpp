@@ -17,6 +17,7 @@
 #include "duet/procedure.h"
 #include "duet/procedure.hpp"
 #include "duet/txn.hpp"
+#include "txn/read_key.hpp"
 
 namespace duet {
 namespace {
@@ -51,14 +52,7 @@ struct Fixture : ::testing::Test {
     EXPECT_TRUE(s.ok()) << s.to_string();
     return out;
   }
-  std::string get(const std::string& k) {
-    Txn t;
-    EXPECT_TRUE(space->begin(&t).ok());
-    std::string v;
-    bool found = false;
-    EXPECT_TRUE(t.get(k, &v, &found).ok());
-    return found ? v : "<absent>";
-  }
+  std::string get(const std::string& k) { return test::read_key(*space, k).value_or("<absent>"); }
   void put(const std::string& k, const std::string& v) {
     Txn t;
     ASSERT_TRUE(space->begin(&t).ok());

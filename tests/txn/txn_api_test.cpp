@@ -18,6 +18,7 @@
 
 #include "duet/store.hpp"
 #include "duet/txn.hpp"
+#include "txn/read_key.hpp"
 
 namespace duet {
 namespace {
@@ -38,15 +39,7 @@ void put_commit(TxnSpace& s, std::string_view k, std::string_view v) {
   ASSERT_EQ(r.outcome, TxnOutcome::kCommitted);
 }
 
-std::optional<std::string> read1(TxnSpace& s, std::string_view k) {
-  Txn t;
-  EXPECT_TRUE(s.begin(&t).ok());
-  std::string v;
-  bool found = false;
-  EXPECT_TRUE(t.get(k, &v, &found).ok());
-  t.abort();
-  return found ? std::optional<std::string>(v) : std::nullopt;
-}
+using test::read_key;
 
 TEST(TxnApi, StoreCreatesTxnKeyspaces) {
   std::unique_ptr<Store> store;
@@ -90,7 +83,7 @@ TEST(TxnApi, ReadsSeeTheStartOverlaidByOwnWrites) {
   EXPECT_EQ(r.outcome, TxnOutcome::kConflict);
   EXPECT_EQ(r.conflict_key, "k");
   EXPECT_FALSE(old.active());
-  EXPECT_EQ(read1(*s, "k"), "v2") << "the aborted transaction changed nothing";
+  EXPECT_EQ(read_key(*s, "k"), "v2") << "the aborted transaction changed nothing";
 }
 
 TEST(TxnApi, ReadOnlyTransactionsNeverAbort) {
@@ -128,7 +121,7 @@ TEST(TxnApi, WatchedKeysAreValidatedWithoutBeingWritten) {
     EXPECT_EQ(r.outcome, TxnOutcome::kConflict) << "writes=" << writes;
     EXPECT_EQ(r.conflict_key, "w");
   }
-  EXPECT_EQ(read1(*s, "a"), std::nullopt) << "the aborted watcher installed nothing";
+  EXPECT_EQ(read_key(*s, "a"), std::nullopt) << "the aborted watcher installed nothing";
   // Unchanged watched keys (also absent ones) commit, and are not written.
   const std::uint64_t later = s->now();
   put_commit(*s, "x", "2");
@@ -140,9 +133,9 @@ TEST(TxnApi, WatchedKeysAreValidatedWithoutBeingWritten) {
   CommitResult r;
   ASSERT_TRUE(t.commit(&r).ok());
   EXPECT_EQ(r.outcome, TxnOutcome::kCommitted);
-  EXPECT_EQ(read1(*s, "a"), "v");
-  EXPECT_EQ(read1(*s, "w"), "1");
-  EXPECT_EQ(read1(*s, "absent"), std::nullopt);
+  EXPECT_EQ(read_key(*s, "a"), "v");
+  EXPECT_EQ(read_key(*s, "w"), "1");
+  EXPECT_EQ(read_key(*s, "absent"), std::nullopt);
   // Watching twice keeps the earlier bound; watching a written key validates against it.
   Txn u;
   ASSERT_TRUE(s->begin(&u).ok());
@@ -152,7 +145,7 @@ TEST(TxnApi, WatchedKeysAreValidatedWithoutBeingWritten) {
   ASSERT_TRUE(u.commit(&r).ok());
   EXPECT_EQ(r.outcome, TxnOutcome::kConflict);
   EXPECT_EQ(r.conflict_key, "x");
-  EXPECT_EQ(read1(*s, "x"), "2");
+  EXPECT_EQ(read_key(*s, "x"), "2");
   Txn idle;
   EXPECT_EQ(idle.watch("x", 0).code(), StatusCode::kInvalidArgument) << "an inactive transaction";
 }
@@ -170,7 +163,7 @@ TEST(TxnApi, DeletesAndRecreation) {
     ASSERT_TRUE(t.commit(&r).ok());
     ASSERT_EQ(r.outcome, TxnOutcome::kCommitted);
   }
-  EXPECT_EQ(read1(*s, "a"), std::nullopt);
+  EXPECT_EQ(read_key(*s, "a"), std::nullopt);
   EXPECT_EQ(s->size(), 0u);
   std::string v;
   bool f;
@@ -178,7 +171,7 @@ TEST(TxnApi, DeletesAndRecreation) {
   EXPECT_TRUE(f);
   EXPECT_EQ(v, "1");
   put_commit(*s, "a", "2");
-  EXPECT_EQ(read1(*s, "a"), "2");
+  EXPECT_EQ(read_key(*s, "a"), "2");
   EXPECT_EQ(s->size(), 1u);
 }
 
@@ -508,7 +501,7 @@ TEST(TxnApi, PointMapGrowsWhileReadersRun) {
   auto key = [](int w, int i, int = 0) { return "w" + std::to_string(w) + "/" + std::to_string(i); };
   std::vector<std::thread> ts;
   start_creators(*s, std::span(done), per, 1, key, bad, [&](int w, int i) {
-    if (read1(*s, key(w, i)) != "v") bad = true;
+    if (read_key(*s, key(w, i)) != "v") bad = true;
   }, &ts);
   for (int rd = 0; rd < 2; ++rd)
     ts.emplace_back([&, rd] {
@@ -517,7 +510,7 @@ TEST(TxnApi, PointMapGrowsWhileReadersRun) {
         const int w = static_cast<int>(rng() % kWriters);
         const int n = done[w].load(std::memory_order_acquire);
         if (n == 0) continue;
-        if (read1(*s, key(w, static_cast<int>(rng() % n))) != "v") bad = true;
+        if (read_key(*s, key(w, static_cast<int>(rng() % n))) != "v") bad = true;
       }
     });
   for (int w = 0; w < kWriters; ++w) ts[w].join();
@@ -526,7 +519,7 @@ TEST(TxnApi, PointMapGrowsWhileReadersRun) {
   ASSERT_FALSE(bad) << "a committed key was not found";
   EXPECT_EQ(s->size(), static_cast<std::uint64_t>(kWriters * per));
   for (int w = 0; w < kWriters; ++w)
-    for (int i = 0; i < per; i += 97) ASSERT_EQ(read1(*s, key(w, i)), "v") << key(w, i);
+    for (int i = 0; i < per; i += 97) ASSERT_EQ(read_key(*s, key(w, i)), "v") << key(w, i);
 }
 
 TEST(TxnApi, ClockNamesParseBothWays) {
@@ -607,8 +600,8 @@ TEST(TxnApi, MemoryBudgetAbortsTheCommit) {
   CommitResult r;
   EXPECT_EQ(t.commit(&r).code(), StatusCode::kResourceExhausted);
   EXPECT_FALSE(t.active());
-  EXPECT_EQ(read1(*s, "big"), std::nullopt);
-  EXPECT_EQ(read1(*s, "small"), "v");
+  EXPECT_EQ(read_key(*s, "big"), std::nullopt);
+  EXPECT_EQ(read_key(*s, "small"), "v");
 }
 
 TEST(TxnApi, CollectionFreesOnlyBelowTheOldestStart) {
@@ -630,7 +623,7 @@ TEST(TxnApi, CollectionFreesOnlyBelowTheOldestStart) {
   s->collect();
   EXPECT_EQ(s->stats().versions, 1u);
   EXPECT_EQ(s->stats().reclaimed, 100u);
-  EXPECT_EQ(read1(*s, "k"), "100");
+  EXPECT_EQ(read_key(*s, "k"), "100");
 }
 
 TEST(TxnApi, CommittersFreeVersionsBelowTheCollectionFloor) {
@@ -653,7 +646,7 @@ TEST(TxnApi, CommittersFreeVersionsBelowTheCollectionFloor) {
   holder.abort();
   for (int i = 20; i < 23; ++i) put_commit(*s, "k", std::to_string(i));
   EXPECT_LE(s->stats().versions, 3u) << "the floor moved past the holder's start";
-  EXPECT_EQ(read1(*s, "k"), "22");
+  EXPECT_EQ(read_key(*s, "k"), "22");
   EXPECT_EQ(s->stats().obsolete_versions + 1, s->stats().versions);
 }
 
@@ -783,7 +776,7 @@ TEST(TxnApi, RealTimeReaderWaitsForInstallOfAnEarlierTimestamp) {
   std::thread reader;
   c.faults.hook = [&](std::string_view step, std::string_view) {
     if (step != "ts") return;
-    reader = std::thread([&] { seen = read1(*s, "x"); });
+    reader = std::thread([&] { seen = read_key(*s, "x"); });
     // Give the reader a chance to reach the key while it is locked (whether it does or not,
     // it must see the write: its start is >= the timestamp).
     for (int i = 0; i < 1000; ++i) std::this_thread::yield();
