@@ -2,13 +2,13 @@
 // `--port 7000`), and the table behind CONFIG GET / CONFIG SET. See docs/server.md.
 #pragma once
 
-#include "common/ascii.hpp"
 #include <atomic>
 #include <cstdint>
 #include <string>
 #include <string_view>
 #include <vector>
 
+#include "common/ascii.hpp"
 #include "duet/status.hpp"
 #include "duet/store.hpp"
 

@@ -8,10 +8,10 @@
 #include <thread>
 
 #include "batch/epic/epochs.hpp"
-#include "common/ascii.hpp"
 #include "batch/epic/gpu.hpp"
 #include "batch/epic/tpcc.hpp"
 #include "batch/epic/workloads.hpp"
+#include "common/ascii.hpp"
 #include "duet/batch.hpp"
 
 namespace duet {
@@ -214,10 +214,9 @@ namespace {
 // expected names otherwise.
 template <class E, class NameOf>
 Status parse_named(std::string_view text, std::initializer_list<E> values, NameOf name_of, const char* what, E* out) {
-  const std::string t = ascii_lower(text);
   std::string expected;
   for (E v : values) {
-    if (t == name_of(v)) return *out = v, Status::Ok();
+    if (iequals(text, name_of(v))) return *out = v, Status::Ok();
     expected += (expected.empty() ? "" : ", ") + std::string(name_of(v));
   }
   return Status::InvalidArgument(std::string("unknown ") + what + " '" + std::string(text) + "' (expected one of " +
