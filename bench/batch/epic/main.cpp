@@ -1,6 +1,8 @@
 // duet_bench_epic: Epic on YCSB A/B/C/F (plain and field-split, Zipf θ), against the serial executor
 // on identical pre-generated epochs. Systems: serial (one thread, single-version tables),
-// epic-twin (Epic-CPU with host indexing and planning, the CPU twin: the CI path), epic-cpu
+// epic-twin (Epic-CPU with host indexing and planning, the CPU twin: the CI path), epic-twin-counter
+// (the twin handing txns to its threads from one counter in serial order, whatever --exec-order
+// says: the order before per-thread queues), epic-cpu
 // (Epic-CPU: indexing on L-Slab and planning on the GPU, plans copied to the host, CPU threads),
 // epic-cpu-hostidx (host indexing, GPU planning, CPU threads: the earlier Epic-CPU), epic-gpu
 // (indexing on L-Slab, planning and execution on the GPU; packed transfers), epic-gpu-perarray
@@ -60,7 +62,12 @@ struct Config {
   std::vector<double> abort_rates{0.0};  ///< --abort-rates: YCSB's injected abort shares
   unsigned backoff_ns = 1024;  ///< the GPU executor's longest sleep between polls
   bool gather_reads = true;    ///< the GPU executor waits for a txn's reads at once (GpuRunner::set_gather_reads)
+  ExecOrder exec_order = ExecOrder::kAuto;  ///< --exec-order: how CPU engines hand txns to threads
 };
+
+const char* exec_order_name(ExecOrder o) {
+  return o == ExecOrder::kSerial ? "serial" : o == ExecOrder::kAffinity ? "affinity" : "auto";
+}
 
 /// The GPU executor's settings from the command line (every GPU runner of a run gets the same).
 void tune_gpu(GpuRunner& r, const Config& c) {
@@ -74,6 +81,7 @@ struct Sample {
   std::vector<double> retries;  ///< rocksdb: txns retried after a lock timeout or deadlock
   std::vector<double> exec_threads;  ///< CPU engines: threads that executed each epoch (wait fallback)
   std::vector<double> waited;        ///< CPU engines: ms the executing threads spent in long waits
+  std::vector<double> affinity, cross;  ///< CPU engines: per-thread queues used (1/0), kAuto's cross share
   std::vector<double> latency_us;    ///< epic-submit: each txn's submit-to-result time (epochs 2..N)
   std::vector<double> pack, h2d, d2h;  ///< GPU epochs: the transfer phase's parts per epoch (ms)
 };
@@ -98,6 +106,10 @@ void set_exec_threads(b::Json& r, const Sample& s) {
   b::Json w = b::Json::array();
   for (double x : s.waited) w.push(x);
   r.set("long_wait_ms_per_epoch", w);
+  b::Json a2 = b::Json::array(), x = b::Json::array();
+  for (double v : s.affinity) a2.push(static_cast<std::uint64_t>(v));
+  for (double v : s.cross) x.push(v);
+  r.set("exec_affinity_per_epoch", a2).set("cross_share_per_epoch", x);
 }
 
 /// epic-submit's per-txn latency (submit to result), for the JSON and the table; "" for others.
@@ -213,7 +225,7 @@ void describe(b::Json& r, const std::string& system) {
 template <class Procs, class Report>
 bool measure_systems(const std::vector<Batch>& epochs, SerialStore* serial, const PeerRun& rocks,
                      const std::vector<std::pair<std::string, Engine<Procs>*>>& cpus,
-                     const std::vector<GpuSystem>& gpus, Report&& report, std::string* error) {
+                     const std::vector<GpuSystem>& gpus, ExecOrder order, Report&& report, std::string* error) {
   struct System {
     std::string name;
     std::function<bool(const Batch&, Sample&)> step;
@@ -249,6 +261,8 @@ bool measure_systems(const std::vector<Batch>& epochs, SerialStore* serial, cons
   for (const auto& [name, eng] : cpus) {
     if (!eng) continue;
     Engine<Procs>* engine = eng;
+    // epic-twin-counter: the twin with one counter in serial order, whatever --exec-order says.
+    engine->set_exec_order(name == "epic-twin-counter" ? ExecOrder::kSerial : order);
     if (name == "epic-submit" || name == "epic-submit-gpu") {
       systems.push_back({name, submit_step<Procs>(engine, error), {}});
       continue;
@@ -268,6 +282,7 @@ bool measure_systems(const std::vector<Batch>& epochs, SerialStore* serial, cons
                          s.exec.push_back(st.exec_ms), s.gc.push_back(st.gc_ms);
                          s.exec_threads.push_back(st.exec_threads);
                          s.waited.push_back(static_cast<double>(st.waited_ns) / 1e6);
+                         s.affinity.push_back(st.exec_affinity ? 1 : 0), s.cross.push_back(st.cross_share);
                          return true;
                        }, {}});
   }
@@ -325,7 +340,10 @@ int main(int argc, char** argv) {
       for (auto& x : list(v)) c.splits.push_back(x == "1");
     } else if (f == "--systems") c.systems = list(v);
     else if (f == "--out") c.out = v;
-    else if (f == "--gpu-backoff") c.backoff_ns = static_cast<unsigned>(b::parse_count(v).value_or(0));
+    else if (f == "--exec-order") {
+      if (v != "serial" && v != "affinity" && v != "auto") return error = "--exec-order takes serial, affinity or auto", false;
+      c.exec_order = v == "serial" ? ExecOrder::kSerial : v == "affinity" ? ExecOrder::kAffinity : ExecOrder::kAuto;
+    } else if (f == "--gpu-backoff") c.backoff_ns = static_cast<unsigned>(b::parse_count(v).value_or(0));
     else if (f == "--gpu-gather") {
       if (v != "0" && v != "1") return error = "--gpu-gather takes 0 or 1", false;
       c.gather_reads = v == "1";
@@ -343,8 +361,8 @@ int main(int argc, char** argv) {
   if (!ok || help) {
     std::cerr << (ok ? "" : error + "\n")
               << "usage: duet_bench_epic [--quick] [--records N] [--epoch N] [--epoch-sizes N,N..] [--epochs N] [--threads N]\n"
-                 "  [--workloads A,B,C,F,U (U: ten read-updates)] [--abort-rates 0,0.25] [--thetas 0,0.99] [--split 0,1] [--systems serial,epic-twin,epic-submit,epic-submit-gpu,epic-cpu,epic-cpu-hostidx,epic-gpu,epic-gpu-perarray,epic-gpu-hostidx,rocksdb]\n"
-                 "  [--out FILE] [--np WAREHOUSES: TPC-C instead of YCSB] [--mix np|full] [--tpcc-layout records|split (split)]\n  [--gpu-backoff NS (1024)] [--gpu-gather 0|1 (1)]\n";
+                 "  [--workloads A,B,C,F,U (U: ten read-updates)] [--abort-rates 0,0.25] [--thetas 0,0.99] [--split 0,1] [--systems serial,epic-twin,epic-twin-counter,epic-submit,epic-submit-gpu,epic-cpu,epic-cpu-hostidx,epic-gpu,epic-gpu-perarray,epic-gpu-hostidx,rocksdb]\n"
+                 "  [--out FILE] [--np WAREHOUSES: TPC-C instead of YCSB] [--mix np|full] [--tpcc-layout records|split (split)]\n  [--gpu-backoff NS (1024)] [--gpu-gather 0|1 (1)]\n  [--exec-order serial|affinity|auto (auto): how CPU engines hand txns to threads]\n";
     return ok ? 0 : 2;
   }
   if (quick) c.records = 100000, c.epoch = 10000, c.epochs = 4;
@@ -422,10 +440,11 @@ int main(int argc, char** argv) {
         };
       }
 #endif
-      std::unique_ptr<Engine<TpccProcs>> twin, epic_cpu, epic_cpu_h, submit, submit_gpu;
+      std::unique_ptr<Engine<TpccProcs>> twin, twin_counter, epic_cpu, epic_cpu_h, submit, submit_gpu;
       std::unique_ptr<Database> gpu_db, gpu_hdb, gpu_pdb;
       if (has("serial")) serial = std::make_unique<SerialStore>(specs);
       if (has("epic-twin")) twin = std::make_unique<Engine<TpccProcs>>(specs, c.threads);
+      if (has("epic-twin-counter")) twin_counter = std::make_unique<Engine<TpccProcs>>(specs, c.threads);
       if (has("epic-submit")) submit = std::make_unique<Engine<TpccProcs>>(specs, c.threads);
       if (gpu && has("epic-submit-gpu")) submit_gpu = epic_cpu_engine<TpccProcs>(specs, c.threads, ProcSet::kTpcc, true);
       if (gpu && has("epic-cpu")) epic_cpu = epic_cpu_engine<TpccProcs>(specs, c.threads, ProcSet::kTpcc, false);
@@ -440,6 +459,7 @@ int main(int argc, char** argv) {
         if (rocks && !rocks->load(t, k, d)) error = "rocksdb load failed";
 #endif
         if (twin) twin->db().load(t, k, d);
+        if (twin_counter) twin_counter->db().load(t, k, d);
         if (submit) submit->db().load(t, k, d);
         if (submit_gpu) submit_gpu->db().load(t, k, d);
         if (epic_cpu) epic_cpu->db().load(t, k, d);
@@ -495,13 +515,14 @@ int main(int argc, char** argv) {
       // Reruns (a mispredicted order id) are not resubmitted here; reconnaissance over one
       // generator predicts every id, so none occur.
       if (!measure_systems<TpccProcs>(epochs, serial.get(), rocks_run,
-                                      {{"epic-twin", twin.get()}, {"epic-cpu", epic_cpu.get()},
+                                      {{"epic-twin", twin.get()}, {"epic-twin-counter", twin_counter.get()},
+                                       {"epic-cpu", epic_cpu.get()},
                                        {"epic-cpu-hostidx", epic_cpu_h.get()}, {"epic-submit", submit.get()},
                                        {"epic-submit-gpu", submit_gpu.get()}},
                                       {{"epic-gpu", gpu_db.get(), np_runner.get()},
                                        {"epic-gpu-perarray", gpu_pdb.get(), np_prunner.get()},
                                        {"epic-gpu-hostidx", gpu_hdb.get(), np_hrunner.get()}},
-                                      report, &error))
+                                      c.exec_order, report, &error))
         return 1;
       c.splits.clear();
     }
@@ -538,7 +559,7 @@ int main(int argc, char** argv) {
         };
       }
 #endif
-      std::unique_ptr<Engine<YcsbProcs>> twin, epic_cpu, epic_cpu_h, submit, submit_gpu;
+      std::unique_ptr<Engine<YcsbProcs>> twin, twin_counter, epic_cpu, epic_cpu_h, submit, submit_gpu;
       std::shared_ptr<GpuRunner> prunner;
       if (has("serial")) {
         serial = std::make_unique<SerialStore>(std::vector<TableSpec>{spec});
@@ -548,6 +569,10 @@ int main(int argc, char** argv) {
       if (has("epic-twin")) {
         twin = std::make_unique<Engine<YcsbProcs>>(std::vector<TableSpec>{spec}, c.threads);
         load(twin->db(), nullptr, spec);
+      }
+      if (has("epic-twin-counter")) {
+        twin_counter = std::make_unique<Engine<YcsbProcs>>(std::vector<TableSpec>{spec}, c.threads);
+        load(twin_counter->db(), nullptr, spec);
       }
       if (has("epic-submit")) {
         submit = std::make_unique<Engine<YcsbProcs>>(std::vector<TableSpec>{spec}, c.threads);
@@ -628,13 +653,14 @@ int main(int argc, char** argv) {
             records.push(r);
           };
           if (!measure_systems<YcsbProcs>(epochs, serial.get(), rocks_run,
-                                          {{"epic-twin", twin.get()}, {"epic-cpu", epic_cpu.get()},
+                                          {{"epic-twin", twin.get()}, {"epic-twin-counter", twin_counter.get()},
+                                       {"epic-cpu", epic_cpu.get()},
                                            {"epic-cpu-hostidx", epic_cpu_h.get()}, {"epic-submit", submit.get()},
                                            {"epic-submit-gpu", submit_gpu.get()}},
                                           {{"epic-gpu", gpu_db.get(), runner.get()},
                                            {"epic-gpu-perarray", gpu_pdb.get(), prunner.get()},
                                            {"epic-gpu-hostidx", gpu_hdb.get(), hrunner.get()}},
-                                          report, &error))
+                                          c.exec_order, report, &error))
             return 1;
         }
     }
@@ -644,7 +670,7 @@ int main(int argc, char** argv) {
   for (auto x : sizes) size_list.push(static_cast<std::uint64_t>(x));
   config.set("records", c.records).set("epoch_txns", static_cast<std::uint64_t>(c.epoch)).set("epoch_sizes", size_list).set("epochs", c.epochs);
   config.set("threads", c.threads).set("ops_per_txn", 10).set("record_bytes", 1000).set("field_bytes", 100);
-  config.set("np_warehouses", c.np).set("tpcc_mix", c.full ? "full" : "np").set("tpcc_layout", layout_name(c.layout)).set("gpu_max_backoff_ns", c.backoff_ns).set("gpu_gather_reads", c.gather_reads).set("median_over", "epochs 2..N").set("gpu", gpu ? device : "none: " + why);
+  config.set("np_warehouses", c.np).set("tpcc_mix", c.full ? "full" : "np").set("tpcc_layout", layout_name(c.layout)).set("gpu_max_backoff_ns", c.backoff_ns).set("gpu_gather_reads", c.gather_reads).set("exec_order", exec_order_name(c.exec_order)).set("median_over", "epochs 2..N").set("gpu", gpu ? device : "none: " + why);
   config.set("command", "bench/batch/epic: duet_bench_epic" + std::string(quick ? " --quick" : ""));
 #ifdef DUET_HAVE_ROCKSDB
   config.set("rocksdb", "RocksDB " + std::to_string(ROCKSDB_MAJOR) + "." + std::to_string(ROCKSDB_MINOR) + "." +

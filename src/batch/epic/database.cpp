@@ -17,10 +17,11 @@ void Batch::clear() {
   args.clear();
   attempt.clear();
   tag.clear();
+  part.clear();
 }
 
 bool Batch::add(std::uint32_t p, const std::vector<Key>& reads, const std::vector<Key>& writes,
-                const std::vector<std::uint32_t>& a, std::uint64_t tg, std::uint32_t att) {
+                const std::vector<std::uint32_t>& a, std::uint64_t tg, std::uint32_t att, std::uint32_t partition) {
   if (reads.size() + writes.size() > kMaxOps || writes.size() > kMaxWrites || proc.size() >= kMaxTxns) return false;
   for (std::size_t i = 0; i < writes.size(); ++i)
     for (std::size_t j = i + 1; j < writes.size(); ++j)
@@ -34,6 +35,7 @@ bool Batch::add(std::uint32_t p, const std::vector<Key>& reads, const std::vecto
   arg_begin.push_back(static_cast<std::uint32_t>(args.size()));
   attempt.push_back(att);
   tag.push_back(tg);
+  part.push_back(partition);
   return true;
 }
 
@@ -46,6 +48,7 @@ void Batch::add_from(const Batch& o, std::size_t t, std::uint32_t att) {
   arg_begin.push_back(static_cast<std::uint32_t>(args.size()));
   attempt.push_back(att);
   tag.push_back(o.tag[t]);
+  part.push_back(t < o.part.size() ? o.part[t] : kAnyPart);
 }
 
 void Batch::pop_back() {
@@ -58,6 +61,7 @@ void Batch::pop_back() {
   args.resize(arg_begin.back());
   attempt.pop_back();
   tag.pop_back();
+  part.pop_back();
 }
 
 void Scratch::reserve(std::uint32_t temps) {

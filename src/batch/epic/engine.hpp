@@ -23,6 +23,8 @@ struct EpochStats {
   double transfer_ms = 0;  ///< with a DevicePlanner: keys to the device and plans back (else 0)
   int exec_threads = 0;    ///< threads that executed the epoch (see Engine::set_wait_fallback)
   std::uint64_t waited_ns = 0;  ///< time the executing threads spent in long waits (EpochView::waited)
+  bool exec_affinity = false;   ///< the threads took txns from per-thread queues (Engine::set_exec_order)
+  double cross_share = 0;       ///< kAuto's sampled share of temp reads whose writer was in another queue
   bool planned_on_host = false;  ///< a DevicePlanner could not take the epoch (DevicePlanner::fits)
   bool small_on_host = false;    ///< planned on the host as a small epoch (set_min_device_epoch_ops)
 };
@@ -62,6 +64,7 @@ inline EpochView make_view(Database& db, std::vector<TableView>& tv, const Batch
   v.arg_begin = b.arg_begin.data();
   v.args = b.args.data();
   v.attempt = b.attempt.data();
+  v.part = b.part.size() == b.size() ? b.part.data() : nullptr;
   v.op_table = op_table;
   v.rid = rid;
   v.loc = loc;
@@ -119,6 +122,12 @@ class Engine {
   /// contended epoch about 11x slower than all of them, long waits included, and eight such
   /// epochs followed each trigger.)
   void set_wait_fallback(double share, int epochs) { fallback_share_ = share, fallback_epochs_ = epochs; }
+  /// How execution hands txns to the threads (deal in exec_cpu.hpp). Default kAuto: per-thread
+  /// queues, by each txn's partition hint or else its first declared key, where they come out
+  /// even and keep most chains of versions on one thread (TPC-C, whose generator gives each txn
+  /// its home warehouse, when the threads divide the warehouses evenly); else one counter in
+  /// serial order. Results are the same either way; only where the waits fall changes.
+  void set_exec_order(ExecOrder o) { exec_order_ = o; }
   /// For tests of the fallback: each epoch's cost per txn (ns) becomes cost(threads, measured).
   void set_fallback_cost_for_tests(std::function<double(int threads, double ns_per_txn)> cost) {
     fallback_cost_ = std::move(cost);
@@ -250,7 +259,8 @@ class Engine {
     v.stuck = &stuck;
     v.waited = &waited;
     const int exec_threads = single_left_ > 0 ? 1 : threads_;
-    execute_cpu<Procs>(v, exec_threads);
+    deal(v, temp_count, exec_threads, exec_order_, &queues_);
+    execute_cpu<Procs>(v, exec_threads, &queues_);
     const double exec_ns = ms_since(t_exec) * 1e6;
     double cost = run->size() ? exec_ns / static_cast<double>(run->size()) : 0.0;
     if (fallback_cost_) cost = fallback_cost_(exec_threads, cost);
@@ -267,6 +277,8 @@ class Engine {
     }
     out->stats.exec_threads = exec_threads;
     out->stats.waited_ns = waited;
+    out->stats.exec_affinity = queues_.used();
+    out->stats.cross_share = queues_.cross_share;
     if (stuck) {
       *err = "stuck wait: txn " + std::to_string(stuck - 1) + " waited past the watchdog (a planning bug)";
       damaged_ = true;
@@ -312,6 +324,8 @@ class Engine {
   int hold_off_ = 0;          ///< all-thread epochs left that start no fallback (one thread cost more)
   double trigger_cost_ = 0;   ///< cost per txn (ns) of the all-thread epoch that started the fallback
   std::function<double(int, double)> fallback_cost_;
+  ExecOrder exec_order_ = ExecOrder::kAuto;
+  ExecQueues queues_;
   Scratch scratch_;
   std::vector<TableView> tv_;
   Batch reruns_;

@@ -32,6 +32,7 @@ namespace duet::batch::epic {
 inline constexpr std::uint32_t kPrev = 0xFFFFFFFFu;     ///< read the version as of the epoch's start
 inline constexpr std::uint32_t kCurr = 0xFFFFFFFEu;     ///< the record's epoch-final version
 inline constexpr std::uint32_t kInvalid = 0xFFFFFFFFu;  ///< record id of a key that is not present
+inline constexpr std::uint32_t kAnyPart = 0xFFFFFFFFu;  ///< a txn submitted without a partition hint
 inline constexpr std::uint32_t kMaxTxns = 1u << 20;     ///< txns per epoch (20 bits in the op word)
 inline constexpr std::uint32_t kMaxOps = 1u << 11;      ///< ops per txn (11 bits in the op word)
 inline constexpr std::uint32_t kMaxWrites = 64;         ///< writes per txn (one 64-bit fill mask)
@@ -119,13 +120,18 @@ struct Batch {
   std::vector<std::uint32_t> args;
   std::vector<std::uint32_t> attempt;       ///< 0 on first submission, +1 per rerun
   std::vector<std::uint64_t> tag;           ///< the submitter's id for the txn (results keep it)
+  /// The txn's partition (kAnyPart: none given), a hint for CPU execution only: txns of one
+  /// partition go to one thread's queue (see deal() in exec_cpu.hpp). TPC-C gives the home
+  /// warehouse. Results never depend on it.
+  std::vector<std::uint32_t> part;
 
   std::size_t size() const { return proc.size(); }
   void clear();
   /// Appends one txn; returns false (nothing added) when it exceeds kMaxOps or kMaxWrites, or
   /// declares the same write key twice.
   bool add(std::uint32_t p, const std::vector<Key>& reads, const std::vector<Key>& writes,
-           const std::vector<std::uint32_t>& a, std::uint64_t tg = 0, std::uint32_t att = 0);
+           const std::vector<std::uint32_t>& a, std::uint64_t tg = 0, std::uint32_t att = 0,
+           std::uint32_t partition = kAnyPart);
   /// Appends txn t of `other`.
   void add_from(const Batch& other, std::size_t t, std::uint32_t att);
   /// Removes the last txn (no-op on an empty batch).

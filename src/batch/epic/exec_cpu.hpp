@@ -9,6 +9,7 @@
 // forever and the state equals serial execution in which the txn did not write.
 #pragma once
 
+#include <algorithm>
 #include <atomic>
 #include <chrono>
 #include <thread>
@@ -50,6 +51,7 @@ struct EpochView {
   const std::uint32_t* arg_begin = nullptr;
   const std::uint32_t* args = nullptr;
   const std::uint32_t* attempt = nullptr;
+  const std::uint32_t* part = nullptr;  ///< CPU only, optional: per txn its partition hint or kAnyPart
   const std::uint8_t* op_table = nullptr;
   const std::uint32_t* rid = nullptr;
   const std::uint32_t* loc = nullptr;
@@ -260,23 +262,112 @@ std::uint64_t run_txn_cpu(const EpochView& v, std::uint32_t t) {
   return c.waited();
 }
 
-/// Runs the epoch on `threads` CPU threads (the caller and the workers of its WorkPool). Txns are
-/// handed out in serial order from one counter, so every wait points at a txn some thread already
-/// holds: progress is guaranteed. A worker that wakes after the last txn was taken is not waited for.
-template <class Procs>
-void execute_cpu(const EpochView& v, int threads) {
-  std::atomic<std::uint32_t> next{0};
-  auto work = [&] {
-    std::uint64_t waited = 0;
-    for (;;) {
-      const std::uint32_t t = next.fetch_add(1, std::memory_order_relaxed);
-      if (t >= v.n) break;
-      waited += run_txn_cpu<Procs>(v, t);
+/// How execute_cpu hands an epoch's txns to its threads.
+enum class ExecOrder : std::uint8_t {
+  kSerial,    ///< one counter, in serial order: a dependency on a recent txn usually crosses threads
+  kAffinity,  ///< one queue per thread, by each txn's partition hint or first declared key (see deal)
+  kAuto,      ///< kAffinity where the queues are even and few version reads cross them, else kSerial
+};
+
+/// One queue of txns per thread, each in serial order, and what the dealing measured.
+struct ExecQueues {
+  std::vector<std::uint32_t> begin;  ///< threads + 1 offsets into txn (empty: serial order)
+  std::vector<std::uint32_t> txn;
+  double max_over_mean = 0;  ///< the longest queue over the mean length
+  double cross_share = 0;    ///< sampled reads of temp versions whose writer is in another queue
+  std::vector<std::uint8_t> queue_of, slot_queue;  // scratch, kept for the next epoch
+  bool used() const { return !begin.empty(); }
+};
+
+/// Deals the epoch's txns into one queue per thread: txn t goes to queue part % threads, where
+/// part is its partition hint (Batch::part) or, without one, the record of its first declared
+/// key (t when that key names no record, or the txn has none). Txns of one partition (TPC-C: of
+/// one home warehouse) then keep their chains of versions on one thread. For kAuto it also
+/// measures, over the first 8192 txns, the share of reads of temp versions (scratchpad slots)
+/// whose writer went to another queue, and deals only if the queues are within 1.25x of their
+/// mean and that share is at most half of what serial order gives ((threads - 1) / threads).
+/// Returns whether it dealt (q->used()); costs one pass over the txns and one over the sample's
+/// ops. Below 256 txns per thread it never deals.
+inline bool deal(const EpochView& v, std::uint32_t temp_count, int threads, ExecOrder order, ExecQueues* q) {
+  q->begin.clear();
+  q->max_over_mean = 0, q->cross_share = 0;
+  if (order == ExecOrder::kSerial || threads < 2 || threads > 255 || v.n < 256u * static_cast<std::uint32_t>(threads))
+    return false;
+  const auto nt = static_cast<std::uint32_t>(threads);
+  q->queue_of.resize(v.n);
+  std::vector<std::uint32_t> count(nt + 1, 0);
+  for (std::uint32_t t = 0; t < v.n; ++t) {
+    std::uint32_t part = v.part ? v.part[t] : kAnyPart;
+    if (part == kAnyPart) {
+      const std::uint32_t ob = v.op_begin[t];
+      part = ob < v.op_begin[t + 1] && v.rid[ob] != kInvalid ? v.rid[ob] : t;
     }
-    if (v.waited) std::atomic_ref<std::uint64_t>(*v.waited).fetch_add(waited, std::memory_order_relaxed);
-  };
-  if (threads <= 1 || v.n < 2) return work();
-  thread_pool(threads - 1).run(static_cast<std::size_t>(threads), [&](std::size_t) { work(); });
+    const auto k = static_cast<std::uint8_t>(part % nt);
+    q->queue_of[t] = k;
+    ++count[k + 1];
+  }
+  const std::uint32_t longest = *std::max_element(count.begin() + 1, count.end());
+  q->max_over_mean = static_cast<double>(longest) * nt / v.n;
+  if (order == ExecOrder::kAuto) {
+    const std::uint32_t sample = std::min<std::uint32_t>(v.n, 8192);
+    q->slot_queue.assign(temp_count, 0);
+    std::uint64_t reads = 0, cross = 0;
+    for (std::uint32_t t = 0; t < sample; ++t) {
+      const std::uint8_t mine = static_cast<std::uint8_t>(q->queue_of[t] + 1);
+      const std::uint32_t ob = v.op_begin[t], mid = ob + v.nreads[t], oe = v.op_begin[t + 1];
+      for (std::uint32_t op = ob; op < mid; ++op) {  // a txn reads before it writes
+        const std::uint32_t loc = v.loc[op];
+        if (loc == kPrev || loc == kCurr || loc >= temp_count) continue;
+        ++reads;
+        cross += q->slot_queue[loc] != mine;
+      }
+      for (std::uint32_t op = mid; op < oe; ++op)
+        if (v.loc[op] < temp_count) q->slot_queue[v.loc[op]] = mine;
+    }
+    q->cross_share = reads ? static_cast<double>(cross) / static_cast<double>(reads) : 0.0;
+    const double serial_share = static_cast<double>(nt - 1) / nt;
+    if (q->max_over_mean > 1.25 || reads < 64 || q->cross_share > 0.5 * serial_share) return false;
+  }
+  for (std::uint32_t k = 0; k < nt; ++k) count[k + 1] += count[k];
+  q->begin = count;
+  q->txn.resize(v.n);
+  for (std::uint32_t t = 0; t < v.n; ++t) q->txn[count[q->queue_of[t]]++] = t;
+  return true;
+}
+
+/// Runs the epoch on `threads` CPU threads (the caller and the workers of its WorkPool).
+/// Without queues (or !q->used()), txns are handed out in serial order from one counter: a txn
+/// waits only for an earlier one, which a thread already holds. With them, each queue is a chunk
+/// of the pool's job, run whole and in order by the thread that claims it (the caller claims the
+/// next unclaimed queue when it finishes one; a txn waiting for one in a queue nobody has claimed
+/// yet waits until the worker wakes and claims it). A txn then waits for an earlier one that is
+/// held, or is next in a queue whose thread runs in order up to it: progress is guaranteed
+/// either way. A thread that finishes its queue
+/// does not take txns from a queue another thread holds: on a loaded machine, where that thread
+/// may be descheduled, every txn taken from it would wait on the one before it, which is how
+/// the counter's epochs collapse.
+template <class Procs>
+void execute_cpu(const EpochView& v, int threads, const ExecQueues* q = nullptr) {
+  std::atomic<std::uint64_t> waited{0};
+  if (threads <= 1 || v.n < 2) {
+    std::uint64_t w = 0;
+    for (std::uint32_t t = 0; t < v.n; ++t) w += run_txn_cpu<Procs>(v, t);
+    waited = w;
+  } else if (!q || !q->used()) {
+    std::atomic<std::uint32_t> next{0};
+    thread_pool(threads - 1).run(static_cast<std::size_t>(threads), [&](std::size_t) {
+      std::uint64_t w = 0;
+      for (std::uint32_t t; (t = next.fetch_add(1, std::memory_order_relaxed)) < v.n;) w += run_txn_cpu<Procs>(v, t);
+      waited.fetch_add(w, std::memory_order_relaxed);
+    });
+  } else {
+    thread_pool(threads - 1).run(static_cast<std::size_t>(threads), [&](std::size_t j) {
+      std::uint64_t w = 0;
+      for (std::uint32_t i = q->begin[j]; i < q->begin[j + 1]; ++i) w += run_txn_cpu<Procs>(v, q->txn[i]);
+      waited.fetch_add(w, std::memory_order_relaxed);
+    });
+  }
+  if (v.waited) std::atomic_ref<std::uint64_t>(*v.waited).fetch_add(waited.load(), std::memory_order_relaxed);
 }
 
 }  // namespace duet::batch::epic

@@ -124,7 +124,7 @@ class TpccGenerator {
     wr.push_back({kOrder, order_key(w, d, o)});
     wr.push_back({kNewOrder, order_key(w, d, o)});
     for (std::uint32_t l = 0; l < lines; ++l) wr.push_back({kOrderLine, order_line_key(w, d, o, l)});
-    b->add(proc(TpccProcs::kNewOrderProc), r, wr, a, tag);
+    b->add(proc(TpccProcs::kNewOrderProc), r, wr, a, tag, 0, w);
     if (rollback) return;  // reconnaissance: only orders that will commit take an id
     ++ctr;
     if (mix_ != TpccMix::kFull) return;
@@ -144,7 +144,7 @@ class TpccGenerator {
     else r = {{kWarehouse, w}, {kDistrict, dk}, {kCustomer, ck}};
     std::vector<Key> wr = r;
     wr.push_back({kHistory, history_++});
-    b->add(proc(TpccProcs::kPaymentProc), r, wr, {1 + pick(5000)}, tag);
+    b->add(proc(TpccProcs::kPaymentProc), r, wr, {1 + pick(5000)}, tag, 0, w);
   }
 
   void order_status(std::uint32_t w, std::uint32_t d, std::uint32_t cid, Batch* b, std::uint64_t tag) {
@@ -160,14 +160,14 @@ class TpccGenerator {
       r.push_back({kOrder, order_key(w, d, o)});
       for (std::uint32_t l = 0; l < n; ++l) r.push_back({kOrderLine, order_line_key(w, d, o, l)});
     }
-    b->add(proc(TpccProcs::kOrderStatusProc), r, {}, {cid, has, n}, tag);
+    b->add(proc(TpccProcs::kOrderStatusProc), r, {}, {cid, has, n}, tag, 0, w);
   }
 
   void delivery_piece(const Piece& p, Batch* b, std::uint64_t tag) {
     const std::uint64_t dk = district_key(p.w, p.d);
     std::uint32_t& head = deliver_next_[dk];
     if (head == next_o_[dk]) {  // nothing to deliver in this district: an empty txn keeps the count
-      b->add(proc(TpccProcs::kDeliveryProc), {}, {}, {0, 0, p.carrier, p.date}, tag);
+      b->add(proc(TpccProcs::kDeliveryProc), {}, {}, {0, 0, p.carrier, p.date}, tag, 0, p.w);
       return;
     }
     const std::uint32_t o = head++;
@@ -178,7 +178,7 @@ class TpccGenerator {
     const std::uint64_t ck = customer_key(p.w, p.d, ord.cid);
     r.push_back(customer(ck, kCBalance));
     if (split()) r.push_back(customer(ck, kCDeliveryCnt));
-    b->add(proc(TpccProcs::kDeliveryProc), r, r, {ord.cid, n, p.carrier, p.date}, tag);
+    b->add(proc(TpccProcs::kDeliveryProc), r, r, {ord.cid, n, p.carrier, p.date}, tag, 0, p.w);
   }
 
   void stock_level(std::uint32_t w, std::uint32_t d, Batch* b, std::uint64_t tag) {
@@ -195,7 +195,7 @@ class TpccGenerator {
     }
     const std::uint32_t k = static_cast<std::uint32_t>(r.size() - 1);
     for (auto i : items) r.push_back({kStock, static_cast<std::uint64_t>(w) * kItems + i});
-    b->add(proc(TpccProcs::kStockLevelProc), r, {}, {10 + pick(11), next, k}, tag);
+    b->add(proc(TpccProcs::kStockLevelProc), r, {}, {10 + pick(11), next, k}, tag, 0, w);
   }
 
   bool split() const { return layout_ == TpccLayout::kSplit; }
