@@ -154,24 +154,40 @@ std::uint32_t Database::lookup(std::uint32_t table, std::uint64_t key) const {
 }
 
 bool Database::index(const Batch& b, Indexed* out, std::string* err, int threads) {
-  const std::size_t n = b.size();
-  // Pass 1: count the distinct missing write keys per indexed table before changing anything.
-  std::vector<std::vector<std::uint64_t>> missing(tables_.size());
-  for (std::size_t t = 0; t < n; ++t)
-    for (std::uint32_t i = b.op_begin[t] + b.nreads[t]; i < b.op_begin[t + 1]; ++i) {
-      const Key& k = b.keys[i];
-      if (tables_[k.table].spec.indexed && !tables_[k.table].index.count(k.key)) missing[k.table].push_back(k.key);
-    }
+  const std::size_t n = b.size(), ops = b.keys.size();
+  // Lookups only read the index, so `threads` threads share them in contiguous ranges.
+  const bool parallel = threads > 1 && ops >= 65536;
+  const std::size_t parts = parallel ? 2 * static_cast<std::size_t>(threads) : 1;
+  // Pass 1: the missing write keys of each indexed table, in txn order, before changing anything
+  // (read-only: each range of txns lists its own, and the lists are taken range by range).
+  auto& missing = missing_;  // [range][table]
+  missing.resize(parts);
+  for (auto& m : missing) {
+    m.resize(tables_.size());
+    for (auto& keys : m) keys.clear();
+  }
+  auto scan = [&](std::size_t p) {
+    for (std::size_t t = n * p / parts; t < n * (p + 1) / parts; ++t)
+      for (std::uint32_t i = b.op_begin[t] + b.nreads[t]; i < b.op_begin[t + 1]; ++i) {
+        const Key& k = b.keys[i];
+        if (tables_[k.table].spec.indexed && !tables_[k.table].index.count(k.key)) missing[p][k.table].push_back(k.key);
+      }
+  };
+  if (parallel) {
+    thread_pool(threads - 1).run(parts, scan);
+  } else {
+    scan(0);
+  }
   for (std::size_t tb = 0; tb < tables_.size(); ++tb) {
-    auto& m = missing[tb];
-    if (m.size() <= tables_[tb].free_ring.size()) continue;  // fits even counting repeats
+    std::size_t need = 0;
+    for (const auto& m : missing) need += m[tb].size();
+    if (need <= tables_[tb].free_ring.size()) continue;  // fits even counting repeats
     // Count each key once (a key two txns insert takes one id) before calling the table full.
-    std::vector<std::uint64_t> uniq;
     std::unordered_map<std::uint64_t, char> seen;
-    seen.reserve(m.size());
-    for (auto k : m)
-      if (seen.emplace(k, 0).second) uniq.push_back(k);
-    if (uniq.size() > tables_[tb].free_ring.size()) {
+    seen.reserve(need);
+    for (const auto& m : missing)
+      for (auto k : m[tb]) seen.emplace(k, 0);
+    if (seen.size() > tables_[tb].free_ring.size()) {
       if (err) *err = "table " + tables_[tb].spec.name + " is full";
       return false;
     }
@@ -180,18 +196,17 @@ bool Database::index(const Batch& b, Indexed* out, std::string* err, int threads
   // already inserted.
   for (std::size_t tb = 0; tb < tables_.size(); ++tb) {
     TableStore& t = tables_[tb];
-    for (auto k : missing[tb]) {
-      if (!t.index.emplace(k, t.free_ring.front()).second) continue;
-      const std::uint32_t r = t.free_ring.front();
-      t.free_ring.pop_front();
-      t.backlink[r] = k;
-    }
+    for (const auto& m : missing)
+      for (auto k : m[tb]) {
+        if (!t.index.emplace(k, t.free_ring.front()).second) continue;
+        const std::uint32_t r = t.free_ring.front();
+        t.free_ring.pop_front();
+        t.backlink[r] = k;
+      }
   }
-  const std::size_t ops = b.keys.size();
   out->table.resize(ops);
   out->rid.resize(ops);
   out->global.resize(ops);
-  // Lookups only read the index, so `threads` threads share them in contiguous ranges.
   auto look = [&](std::size_t lo, std::size_t hi) {
     for (std::size_t i = lo; i < hi; ++i) {
       const Key& k = b.keys[i];
@@ -201,8 +216,7 @@ bool Database::index(const Batch& b, Indexed* out, std::string* err, int threads
       out->global[i] = r == kInvalid ? kInvalid : tables_[k.table].base + r;
     }
   };
-  if (threads > 1 && ops >= 65536) {
-    const std::size_t parts = 2 * static_cast<std::size_t>(threads);
+  if (parallel) {
     thread_pool(threads - 1).run(parts, [&](std::size_t p) { look(ops * p / parts, ops * (p + 1) / parts); });
   } else {
     look(0, ops);

@@ -102,6 +102,8 @@ class Database {
 
  private:
   std::vector<TableStore> tables_;
+  /// index(): per range of txns, per table, the missing write keys (kept: reused every epoch).
+  std::vector<std::vector<std::vector<std::uint64_t>>> missing_;
   std::uint32_t max_words_ = 0;
   std::uint32_t eid_ = 2;
   std::string error_;
