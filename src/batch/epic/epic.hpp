@@ -127,8 +127,9 @@ struct Batch {
 
   std::size_t size() const { return proc.size(); }
   void clear();
-  /// Appends one txn; returns false (nothing added) when it exceeds kMaxOps or kMaxWrites, or
-  /// declares the same write key twice.
+  /// Appends one txn (tagged `tg`, on attempt `att`, in partition `partition`: see `part`);
+  /// returns false (nothing added) when it exceeds kMaxOps or kMaxWrites, or declares the same
+  /// write key twice.
   bool add(std::uint32_t p, const std::vector<Key>& reads, const std::vector<Key>& writes,
            const std::vector<std::uint32_t>& a, std::uint64_t tg = 0, std::uint32_t att = 0,
            std::uint32_t partition = kAnyPart);
