@@ -91,9 +91,17 @@ enum class EpicPlacement : std::uint8_t {
   kGpuTwin = 3,  ///< kGpu's path with the GPU replaced by its CPU twin (tests the path without a GPU)
 };
 
+/// How an Epic database's CPU threads take an epoch's txns (docs/epic.md, "CPU execution order").
+enum class EpicExecOrder : std::uint8_t {
+  kAuto = 0,         ///< per-thread queues where the epoch partitions evenly and few reads cross them, else kSerial
+  kSerial = 1,       ///< every thread takes the next txn from one counter, in serial order
+  kPartitioned = 2,  ///< one queue per thread, by each txn's first declared key's record (epochs of 256+ txns per thread)
+};
+
 struct EpicConfig {
   EpicProcedures procedures = EpicProcedures::kMix;
   EpicPlacement placement = EpicPlacement::kAuto;
+  EpicExecOrder exec_order = EpicExecOrder::kAuto;
   /// Epochs of more ops (declared keys) than this are planned on the CPU even with kGpu (0: as
   /// many as the device's free memory holds).
   std::uint64_t max_device_epoch_ops = 0;
@@ -114,6 +122,7 @@ struct EpicStats {
   EpicPlacement placement = EpicPlacement::kCpu;  ///< the placement in use (never kAuto)
   std::uint64_t host_planned_epochs = 0;  ///< kGpu epochs planned on the CPU (too big for the device)
   std::uint64_t small_epochs_on_host = 0;  ///< kGpu epochs planned on the CPU (under min_device_epoch_ops)
+  std::uint64_t queued_epochs = 0;  ///< epochs whose threads ran per-thread queues (EpicExecOrder)
 };
 
 /// An Epic database: epochs indexed and planned per EpicPlacement, executed on CPU threads over
@@ -169,6 +178,11 @@ class EpicDatabase {
 /// (InvalidArgument else).
 const char* epic_placement_name(EpicPlacement p);
 Status parse_epic_placement(std::string_view text, EpicPlacement* out);
+
+/// "auto", "serial", "partitioned"; parse_epic_exec_order accepts them in any case
+/// (InvalidArgument else).
+const char* epic_exec_order_name(EpicExecOrder o);
+Status parse_epic_exec_order(std::string_view text, EpicExecOrder* out);
 
 /// "mix", "ycsb", "tpcc"; parse_epic_procedures accepts them in any case (InvalidArgument else).
 const char* epic_procedures_name(EpicProcedures p);

@@ -369,6 +369,9 @@ const std::vector<Setting>& settings() {
     t.push_back({"epic-placement", false,
                  [](const ServerConfig& c) { return std::string(epic_placement_name(c.store.epic.placement)); },
                  [](ServerConfig* c, std::string_view v) { return parse_epic_placement(v, &c->store.epic.placement); }});
+    t.push_back({"epic-exec-order", false,
+                 [](const ServerConfig& c) { return std::string(epic_exec_order_name(c.store.epic.exec_order)); },
+                 [](ServerConfig* c, std::string_view v) { return parse_epic_exec_order(v, &c->store.epic.exec_order); }});
     t.push_back({"epic-min-device-epoch-ops", false,
                  [](const ServerConfig& c) { return std::to_string(c.store.epic.min_device_epoch_ops); },
                  [](ServerConfig* c, std::string_view v) {

@@ -128,6 +128,8 @@ class Engine {
   /// its home warehouse, when the threads divide the warehouses evenly); else one counter in
   /// serial order. Results are the same either way; only where the waits fall changes.
   void set_exec_order(ExecOrder o) { exec_order_ = o; }
+  /// Epochs executed from per-thread queues so far (any thread may ask).
+  std::uint64_t queued_epochs() const { return queued_epochs_.load(std::memory_order_relaxed); }
   /// For tests of the fallback: each epoch's cost per txn (ns) becomes cost(threads, measured).
   void set_fallback_cost_for_tests(std::function<double(int threads, double ns_per_txn)> cost) {
     fallback_cost_ = std::move(cost);
@@ -278,6 +280,7 @@ class Engine {
     out->stats.exec_threads = exec_threads;
     out->stats.waited_ns = waited;
     out->stats.exec_affinity = queues_.used();
+    if (queues_.used()) queued_epochs_.fetch_add(1, std::memory_order_relaxed);
     out->stats.cross_share = queues_.cross_share;
     if (stuck) {
       *err = "stuck wait: txn " + std::to_string(stuck - 1) + " waited past the watchdog (a planning bug)";
@@ -326,6 +329,7 @@ class Engine {
   std::function<double(int, double)> fallback_cost_;
   ExecOrder exec_order_ = ExecOrder::kAuto;
   ExecQueues queues_;
+  std::atomic<std::uint64_t> queued_epochs_{0};
   Scratch scratch_;
   std::vector<TableView> tv_;
   Batch reruns_;

@@ -29,6 +29,9 @@ class EpicDatabaseImpl final : public EpicDatabase {
   EpicDatabaseImpl(const EpicConfig& config, int threads, batch::epic::EpochsConfig cfg,
                    std::shared_ptr<batch::epic::DevicePlanner> planner, EpicPlacement placement)
       : config_(config), placement_(placement), engine_(config.tables, threads), epochs_(engine_, cfg) {
+    engine_.set_exec_order(config.exec_order == EpicExecOrder::kSerial        ? batch::epic::ExecOrder::kSerial
+                           : config.exec_order == EpicExecOrder::kPartitioned ? batch::epic::ExecOrder::kAffinity
+                                                                              : batch::epic::ExecOrder::kAuto);
     if (planner) {
       planner->set_max_epoch_ops(config.max_device_epoch_ops);
       engine_.set_device_planner(std::move(planner));
@@ -107,6 +110,7 @@ class EpicDatabaseImpl final : public EpicDatabase {
     s.placement = placement_;
     s.host_planned_epochs = engine_.host_planned_epochs();
     s.small_epochs_on_host = engine_.small_epochs_on_host();
+    s.queued_epochs = engine_.queued_epochs();
     return s;
   }
 
@@ -237,6 +241,20 @@ const char* epic_placement_name(EpicPlacement p) {
     case EpicPlacement::kGpuTwin: return "gpu-twin";
   }
   return "unknown";
+}
+
+const char* epic_exec_order_name(EpicExecOrder o) {
+  switch (o) {
+    case EpicExecOrder::kAuto: return "auto";
+    case EpicExecOrder::kSerial: return "serial";
+    case EpicExecOrder::kPartitioned: return "partitioned";
+  }
+  return "unknown";
+}
+
+Status parse_epic_exec_order(std::string_view text, EpicExecOrder* out) {
+  return parse_named(text, {EpicExecOrder::kAuto, EpicExecOrder::kSerial, EpicExecOrder::kPartitioned},
+                     epic_exec_order_name, "Epic execution order", out);
 }
 
 Status parse_epic_placement(std::string_view text, EpicPlacement* out) {

@@ -374,7 +374,8 @@ void append_batch_info(const ServerStats& s, std::string* out) {
             {"rerun_epochs", std::to_string(e.rerun_epochs)},
             {"placement", epic_placement_name(e.placement)},
             {"host_planned_epochs", std::to_string(e.host_planned_epochs)},
-            {"small_epochs_on_host", std::to_string(e.small_epochs_on_host)}},
+            {"small_epochs_on_host", std::to_string(e.small_epochs_on_host)},
+            {"queued_epochs", std::to_string(e.queued_epochs)}},
            0);
     }
   }
