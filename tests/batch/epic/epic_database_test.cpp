@@ -288,11 +288,13 @@ TEST(EpicDatabase, SettingsParseAndPrintBack) {
 }
 
 // The execution order setting: 2,048 Mix txns in epochs of 1,024 on 2 threads equal serial
-// execution in every order; `partitioned` runs both epochs from per-thread queues, `serial` none,
-// and `auto` none either (the Mix's random first keys cross queues about half the time).
+// execution in every order; `partitioned` runs the first epoch from per-thread queues, `serial`
+// none, and `auto` none either (the Mix's random first keys cross queues about half the time).
+// Only the first epoch is certain to run on both threads: on a slow sanitizer build its waits
+// can start the wait fallback, and the second then runs on one thread, where nothing is dealt.
 TEST(EpicDatabase, ExecOrderSettingDealsOrNotAndResultsEqualSerial) {
-  for (auto [order, queued] : {std::pair{EpicExecOrder::kPartitioned, 2u}, std::pair{EpicExecOrder::kSerial, 0u},
-                               std::pair{EpicExecOrder::kAuto, 0u}}) {
+  for (auto [order, queued] : {std::pair{EpicExecOrder::kPartitioned, true}, std::pair{EpicExecOrder::kSerial, false},
+                               std::pair{EpicExecOrder::kAuto, false}}) {
     SCOPED_TRACE(epic_exec_order_name(order));
     EpicConfig c;
     c.procedures = EpicProcedures::kMix;
@@ -335,7 +337,11 @@ TEST(EpicDatabase, ExecOrderSettingDealsOrNotAndResultsEqualSerial) {
       }
     const EpicStats st = db->stats();
     EXPECT_EQ(st.epochs, 2u);
-    EXPECT_EQ(st.queued_epochs, queued);
+    if (queued) {
+      EXPECT_GE(st.queued_epochs, 1u);
+    } else {
+      EXPECT_EQ(st.queued_epochs, 0u);
+    }
   }
 }
 
