@@ -14,8 +14,6 @@ namespace {
 
 using Clock = std::chrono::steady_clock;
 
-using duet::bench::peak_rss_gib;
-
 std::string theta_string(double t) {
   std::ostringstream os;
   os << t;

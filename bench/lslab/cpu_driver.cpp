@@ -17,8 +17,6 @@ using duet::lslab::Op;
 using duet::lslab::OpStatus;
 using Clock = std::chrono::steady_clock;
 
-using duet::bench::peak_rss_gib;
-
 /// Buffers shared by every run of one system: requests, outcomes, and the re-insert batch.
 struct Buffers {
   Requests req;

@@ -95,7 +95,7 @@ enum class EpicPlacement : std::uint8_t {
 enum class EpicExecOrder : std::uint8_t {
   kAuto = 0,         ///< per-thread queues where the epoch partitions evenly and few reads cross them, else kSerial
   kSerial = 1,       ///< every thread takes the next txn from one counter, in serial order
-  kPartitioned = 2,  ///< one queue per thread, by each txn's first declared key's record (epochs of 256+ txns per thread)
+  kPartitioned = 2,  ///< one queue per thread, by each txn's partition hint, else its first declared key's record (epochs of 256+ txns per thread)
 };
 
 struct EpicConfig {

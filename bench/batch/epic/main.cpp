@@ -65,10 +65,6 @@ struct Config {
   ExecOrder exec_order = ExecOrder::kAuto;  ///< --exec-order: how CPU engines hand txns to threads
 };
 
-const char* exec_order_name(ExecOrder o) {
-  return o == ExecOrder::kSerial ? "serial" : o == ExecOrder::kAffinity ? "affinity" : "auto";
-}
-
 /// The GPU executor's settings from the command line (every GPU runner of a run gets the same).
 void tune_gpu(GpuRunner& r, const Config& c) {
   r.set_max_backoff_ns(c.backoff_ns);
@@ -341,8 +337,7 @@ int main(int argc, char** argv) {
     } else if (f == "--systems") c.systems = list(v);
     else if (f == "--out") c.out = v;
     else if (f == "--exec-order") {
-      if (v != "serial" && v != "affinity" && v != "auto") return error = "--exec-order takes serial, affinity or auto", false;
-      c.exec_order = v == "serial" ? ExecOrder::kSerial : v == "affinity" ? ExecOrder::kAffinity : ExecOrder::kAuto;
+      if (const duet::Status s = duet::parse_epic_exec_order(v, &c.exec_order); !s.ok()) return error = s.message(), false;
     } else if (f == "--gpu-backoff") c.backoff_ns = static_cast<unsigned>(b::parse_count(v).value_or(0));
     else if (f == "--gpu-gather") {
       if (v != "0" && v != "1") return error = "--gpu-gather takes 0 or 1", false;
@@ -362,7 +357,7 @@ int main(int argc, char** argv) {
     std::cerr << (ok ? "" : error + "\n")
               << "usage: duet_bench_epic [--quick] [--records N] [--epoch N] [--epoch-sizes N,N..] [--epochs N] [--threads N]\n"
                  "  [--workloads A,B,C,F,U (U: ten read-updates)] [--abort-rates 0,0.25] [--thetas 0,0.99] [--split 0,1] [--systems serial,epic-twin,epic-twin-counter,epic-submit,epic-submit-gpu,epic-cpu,epic-cpu-hostidx,epic-gpu,epic-gpu-perarray,epic-gpu-hostidx,rocksdb]\n"
-                 "  [--out FILE] [--np WAREHOUSES: TPC-C instead of YCSB] [--mix np|full] [--tpcc-layout records|split (split)]\n  [--gpu-backoff NS (1024)] [--gpu-gather 0|1 (1)]\n  [--exec-order serial|affinity|auto (auto): how CPU engines hand txns to threads]\n";
+                 "  [--out FILE] [--np WAREHOUSES: TPC-C instead of YCSB] [--mix np|full] [--tpcc-layout records|split (split)]\n  [--gpu-backoff NS (1024)] [--gpu-gather 0|1 (1)]\n  [--exec-order serial|partitioned|auto (auto): how CPU engines hand txns to threads]\n";
     return ok ? 0 : 2;
   }
   if (quick) c.records = 100000, c.epoch = 10000, c.epochs = 4;
@@ -670,7 +665,7 @@ int main(int argc, char** argv) {
   for (auto x : sizes) size_list.push(static_cast<std::uint64_t>(x));
   config.set("records", c.records).set("epoch_txns", static_cast<std::uint64_t>(c.epoch)).set("epoch_sizes", size_list).set("epochs", c.epochs);
   config.set("threads", c.threads).set("ops_per_txn", 10).set("record_bytes", 1000).set("field_bytes", 100);
-  config.set("np_warehouses", c.np).set("tpcc_mix", c.full ? "full" : "np").set("tpcc_layout", layout_name(c.layout)).set("gpu_max_backoff_ns", c.backoff_ns).set("gpu_gather_reads", c.gather_reads).set("exec_order", exec_order_name(c.exec_order)).set("median_over", "epochs 2..N").set("gpu", gpu ? device : "none: " + why);
+  config.set("np_warehouses", c.np).set("tpcc_mix", c.full ? "full" : "np").set("tpcc_layout", layout_name(c.layout)).set("gpu_max_backoff_ns", c.backoff_ns).set("gpu_gather_reads", c.gather_reads).set("exec_order", epic_exec_order_name(c.exec_order)).set("median_over", "epochs 2..N").set("gpu", gpu ? device : "none: " + why);
   config.set("command", "bench/batch/epic: duet_bench_epic" + std::string(quick ? " --quick" : ""));
 #ifdef DUET_HAVE_ROCKSDB
   config.set("rocksdb", "RocksDB " + std::to_string(ROCKSDB_MAJOR) + "." + std::to_string(ROCKSDB_MINOR) + "." +

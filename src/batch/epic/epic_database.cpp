@@ -29,9 +29,7 @@ class EpicDatabaseImpl final : public EpicDatabase {
   EpicDatabaseImpl(const EpicConfig& config, int threads, batch::epic::EpochsConfig cfg,
                    std::shared_ptr<batch::epic::DevicePlanner> planner, EpicPlacement placement)
       : config_(config), placement_(placement), engine_(config.tables, threads), epochs_(engine_, cfg) {
-    engine_.set_exec_order(config.exec_order == EpicExecOrder::kSerial        ? batch::epic::ExecOrder::kSerial
-                           : config.exec_order == EpicExecOrder::kPartitioned ? batch::epic::ExecOrder::kAffinity
-                                                                              : batch::epic::ExecOrder::kAuto);
+    engine_.set_exec_order(config.exec_order);
     if (planner) {
       planner->set_max_epoch_ops(config.max_device_epoch_ops);
       engine_.set_device_planner(std::move(planner));

@@ -262,19 +262,16 @@ std::uint64_t run_txn_cpu(const EpochView& v, std::uint32_t t) {
   return c.waited();
 }
 
-/// How execute_cpu hands an epoch's txns to its threads.
-enum class ExecOrder : std::uint8_t {
-  kSerial,    ///< one counter, in serial order: a dependency on a recent txn usually crosses threads
-  kAffinity,  ///< one queue per thread, by each txn's partition hint or first declared key (see deal)
-  kAuto,      ///< kAffinity where the queues are even and few version reads cross them, else kSerial
-};
+/// How execute_cpu hands an epoch's txns to its threads: the public EpicExecOrder (kSerial: one
+/// counter, in serial order; kPartitioned: one queue per thread, see deal; kAuto: kPartitioned
+/// where the queues are even and few version reads cross them, else kSerial).
+using ExecOrder = EpicExecOrder;
 
 /// One queue of txns per thread, each in serial order, and what the dealing measured.
 struct ExecQueues {
   std::vector<std::uint32_t> begin;  ///< threads + 1 offsets into txn (empty: serial order)
   std::vector<std::uint32_t> txn;
-  double max_over_mean = 0;  ///< the longest queue over the mean length
-  double cross_share = 0;    ///< sampled reads of temp versions whose writer is in another queue
+  double cross_share = 0;  ///< kAuto: sampled reads of temp versions whose writer is in another queue
   std::vector<std::uint8_t> queue_of, slot_queue;  // scratch, kept for the next epoch
   bool used() const { return !begin.empty(); }
 };
@@ -290,7 +287,7 @@ struct ExecQueues {
 /// ops. Below 256 txns per thread it never deals.
 inline bool deal(const EpochView& v, std::uint32_t temp_count, int threads, ExecOrder order, ExecQueues* q) {
   q->begin.clear();
-  q->max_over_mean = 0, q->cross_share = 0;
+  q->cross_share = 0;
   if (order == ExecOrder::kSerial || threads < 2 || threads > 255 || v.n < 256u * static_cast<std::uint32_t>(threads))
     return false;
   const auto nt = static_cast<std::uint32_t>(threads);
@@ -307,7 +304,7 @@ inline bool deal(const EpochView& v, std::uint32_t temp_count, int threads, Exec
     ++count[k + 1];
   }
   const std::uint32_t longest = *std::max_element(count.begin() + 1, count.end());
-  q->max_over_mean = static_cast<double>(longest) * nt / v.n;
+  const double max_over_mean = static_cast<double>(longest) * nt / v.n;
   if (order == ExecOrder::kAuto) {
     const std::uint32_t sample = std::min<std::uint32_t>(v.n, 8192);
     q->slot_queue.assign(temp_count, 0);
@@ -326,7 +323,7 @@ inline bool deal(const EpochView& v, std::uint32_t temp_count, int threads, Exec
     }
     q->cross_share = reads ? static_cast<double>(cross) / static_cast<double>(reads) : 0.0;
     const double serial_share = static_cast<double>(nt - 1) / nt;
-    if (q->max_over_mean > 1.25 || reads < 64 || q->cross_share > 0.5 * serial_share) return false;
+    if (max_over_mean > 1.25 || reads < 64 || q->cross_share > 0.5 * serial_share) return false;
   }
   for (std::uint32_t k = 0; k < nt; ++k) count[k + 1] += count[k];
   q->begin = count;

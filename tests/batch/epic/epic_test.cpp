@@ -403,7 +403,7 @@ TEST(EpicExecOrder, DealKeepsEachQueueInSerialOrder) {
   v.part = part.data();
   for (int threads : {2, 3, 5}) {
     ExecQueues q;
-    ASSERT_TRUE(deal(v, 0, threads, ExecOrder::kAffinity, &q)) << threads;
+    ASSERT_TRUE(deal(v, 0, threads, ExecOrder::kPartitioned, &q)) << threads;
     ASSERT_EQ(q.begin.size(), static_cast<std::size_t>(threads) + 1);
     ASSERT_EQ(q.begin.back(), n);
     std::vector<int> seen(n, 0);
@@ -426,7 +426,7 @@ TEST(EpicExecOrder, DealKeepsEachQueueInSerialOrder) {
   // Too few txns per thread: serial order even when asked.
   v.n = 300;
   ExecQueues q;
-  EXPECT_FALSE(deal(v, 0, 2, ExecOrder::kAffinity, &q));
+  EXPECT_FALSE(deal(v, 0, 2, ExecOrder::kPartitioned, &q));
 }
 
 // kAuto deals TPC-C with 2 warehouses on 2 threads (partition hint: the home warehouse; few temp
@@ -452,15 +452,15 @@ TEST(EpicExecOrder, AutoDealsPartitionedWorkOnly) {
 TEST(EpicExecOrder, ForcedQueuesEqualSerial) {
   const int epochs = std::max(2, static_cast<int>(6 * test_scale()));
   int dealt = 0;
-  ASSERT_EQ(run_ycsb('F', 0.99, true, epochs, 2000, 3, 0, ExecOrder::kAffinity, &dealt), "");
+  ASSERT_EQ(run_ycsb('F', 0.99, true, epochs, 2000, 3, 0, ExecOrder::kPartitioned, &dealt), "");
   EXPECT_EQ(dealt, epochs);
-  ASSERT_EQ(run_ycsb('U', 0.8, false, epochs, 2000, 4, 0.25, ExecOrder::kAffinity), "");
+  ASSERT_EQ(run_ycsb('U', 0.8, false, epochs, 2000, 4, 0.25, ExecOrder::kPartitioned), "");
   for (std::uint64_t seed : {21, 22}) {
     ASSERT_EQ(run_mix(seed, std::max(4, static_cast<int>(20 * test_scale())), 2000, 4, {}, nullptr, nullptr,
-                      [](Engine<MixProcs>& e) { e.set_exec_order(ExecOrder::kAffinity); }),
+                      [](Engine<MixProcs>& e) { e.set_exec_order(ExecOrder::kPartitioned); }),
               "");
   }
-  ASSERT_EQ(run_tpcc(2, TpccMix::kFull, epochs, 2000, 3, nullptr, TpccLayout::kSplit, ExecOrder::kAffinity), "");
+  ASSERT_EQ(run_tpcc(2, TpccMix::kFull, epochs, 2000, 3, nullptr, TpccLayout::kSplit, ExecOrder::kPartitioned), "");
 }
 
 // ------------------------------------------------------------------ Epic-CPU's device-planner path
