@@ -15,6 +15,7 @@
 #include "gpu/device.hpp"
 #include "index/cods/blink_tree.hpp"
 #include "index/cods/gpu_batch.hpp"
+#include "index/cods/gpu_mixed.cuh"
 #include "index/cods/gpu_pool.cuh"
 #include "index/cods/hash_set.hpp"
 
@@ -78,43 +79,31 @@ __global__ void set_lane_kernel(typename Set1::View view, Env env, const Op* ops
   }
 }
 
-/// Mixed mode: each lane of a tile takes a request; the tile runs the GETs among them one after
-/// another (one coalesced read per node), then every lane holding an update runs it alone. All
-/// lanes of a tile make the same number of rounds, so the tile's collectives stay converged.
+/// Mixed mode (mixed_rounds): GETs on the tile, one coalesced read per node; updates on a lane.
 template <class Set, class Set1, unsigned G, class Env, class St>
 __global__ void set_mixed_kernel(typename Set::View view, typename Set1::View view1, Env env, const Op* ops,
                                  const std::uint64_t* keys, OpStatus* status, std::uint64_t* out, std::uint64_t n,
                                  std::uint64_t* retries, St stamps) {
   const auto g = GpuTile<G>::of_this_block();
-  const std::uint64_t tiles = std::uint64_t(gridDim.x) * blockDim.x / G;
-  for (std::uint64_t base = (blockIdx.x * std::uint64_t(blockDim.x) + threadIdx.x) / G * G; base < n;
-       base += tiles * G) {
-    const std::uint64_t i = base + g.lane();
-    const bool have = i < n;
-    const Op op = have ? ops[i] : Op::kGet;
-    const std::uint64_t k = have ? keys[i] : 0;
-    std::uint32_t gets = g.ballot(have && op == Op::kGet);
-    while (gets != 0) {
-      const unsigned src = __ffs(gets) - 1;
-      gets &= gets - 1;
-      stamps.invoke(g, base + src);
-      const OpStatus s = Set::execute(g, env, view, Op::kGet, g.shfl(k, src));
-      stamps.respond(g, base + src);
-      if (g.lane() == src) {
+  mixed_rounds(
+      g, ops, keys, n, [](Op op) { return op == Op::kGet; },
+      [&](unsigned src, std::uint64_t j, std::uint64_t i, Op, std::uint64_t k) {
+        stamps.invoke(g, j);
+        const OpStatus s = Set::execute(g, env, view, Op::kGet, g.shfl(k, src));
+        stamps.respond(g, j);
+        if (g.lane() == src) {
+          status[i] = s;
+          out[i] = 0;
+        }
+      },
+      [&](std::uint64_t i, Op op, std::uint64_t k) {
+        stamps.invoke(CpuThread{}, i);
+        const OpStatus s = Set1::execute(CpuThread{}, env, view1, op, k);
+        stamps.respond(CpuThread{}, i);
         status[i] = s;
         out[i] = 0;
-      }
-    }
-    if (have && op != Op::kGet) {
-      stamps.invoke(CpuThread{}, i);
-      const OpStatus s = Set1::execute(CpuThread{}, env, view1, op, k);
-      stamps.respond(CpuThread{}, i);
-      status[i] = s;
-      out[i] = 0;
-      if (s == OpStatus::kRetry) atomic_add(retries, 1, Order::relaxed);
-    }
-    g.sync();
-  }
+        if (s == OpStatus::kRetry) atomic_add(retries, 1, Order::relaxed);
+      });
 }
 
 template <class Tree1, class Env, class St>
@@ -141,37 +130,27 @@ __global__ void tree_mixed_kernel(TreeRoot* root, Env env, const Op* ops, const 
                                   const std::uint64_t* values, OpStatus* status, std::uint64_t* out, std::uint64_t n,
                                   std::uint64_t* retries, St stamps) {
   const auto g = GpuTile<G>::of_this_block();
-  const std::uint64_t tiles = std::uint64_t(gridDim.x) * blockDim.x / G;
-  for (std::uint64_t base = (blockIdx.x * std::uint64_t(blockDim.x) + threadIdx.x) / G * G; base < n;
-       base += tiles * G) {
-    const std::uint64_t i = base + g.lane();
-    const bool have = i < n;
-    const Op op = have ? ops[i] : Op::kGet;
-    const std::uint64_t k = have ? keys[i] : 0;
-    std::uint32_t gets = g.ballot(have && op == Op::kGet);
-    while (gets != 0) {
-      const unsigned src = __ffs(gets) - 1;
-      gets &= gets - 1;
-      stamps.invoke(g, base + src);
-      const TreeResult r = Tree::execute(g, env, root, Op::kGet, g.shfl(k, src), 0);
-      stamps.respond(g, base + src);
-      if (g.lane() == src) {
+  mixed_rounds(
+      g, ops, keys, n, [](Op op) { return op == Op::kGet; },
+      [&](unsigned src, std::uint64_t j, std::uint64_t i, Op, std::uint64_t k) {
+        stamps.invoke(g, j);
+        const TreeResult r = Tree::execute(g, env, root, Op::kGet, g.shfl(k, src), 0);
+        stamps.respond(g, j);
+        if (g.lane() == src) {
+          status[i] = r.status;
+          out[i] = r.status == OpStatus::kFound ? r.value : 0;
+        }
+      },
+      [&](std::uint64_t i, Op op, std::uint64_t k) {
+        TreeResult r{OpStatus::kInvalid, 0};
+        stamps.invoke(CpuThread{}, i);
+        if (op != Op::kInsert || values != nullptr)
+          r = Tree1::execute(CpuThread{}, env, root, op, k, op == Op::kInsert ? values[i] : 0);
+        stamps.respond(CpuThread{}, i);
         status[i] = r.status;
         out[i] = r.status == OpStatus::kFound ? r.value : 0;
-      }
-    }
-    if (have && op != Op::kGet) {
-      TreeResult r{OpStatus::kInvalid, 0};
-      stamps.invoke(CpuThread{}, i);
-      if (op != Op::kInsert || values != nullptr)
-        r = Tree1::execute(CpuThread{}, env, root, op, k, op == Op::kInsert ? values[i] : 0);
-      stamps.respond(CpuThread{}, i);
-      status[i] = r.status;
-      out[i] = r.status == OpStatus::kFound ? r.value : 0;
-      if (r.status == OpStatus::kRetry) atomic_add(retries, 1, Order::relaxed);
-    }
-    g.sync();
-  }
+        if (r.status == OpStatus::kRetry) atomic_add(retries, 1, Order::relaxed);
+      });
 }
 
 template <class Tree, unsigned G, class Env, class St>

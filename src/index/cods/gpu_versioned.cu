@@ -18,6 +18,7 @@
 
 #include "gpu/cuda_try.hpp"
 #include "gpu/device.hpp"
+#include "index/cods/gpu_mixed.cuh"
 #include "index/cods/gpu_pool.cuh"
 #include "index/cods/gpu_versioned.hpp"
 #include "index/cods/versioned_blink_tree.hpp"
@@ -137,30 +138,20 @@ __global__ void __launch_bounds__(kBlockThreads, 3) vtree_kernel(VersionedRoot* 
       if (g.is_leader()) vtree_store(i, r, status, out, retries);
     }
   } else {
-    // Each lane of a tile takes a request; the tile runs the reads among them one after another,
-    // then every lane with an update runs it alone.
     const auto g = GpuTile<G>::of_this_block();
-    for (std::uint64_t base = thread / G * G; base < n; base += threads) {
-      const std::uint64_t i = base + g.lane();
-      const bool have = i < n;
-      const Op op = have ? ops[i] : Op::kGet;
-      const std::uint64_t k = have ? keys[i] : 0;
-      const bool read = op == Op::kGet || op == kOpRange;
-      std::uint32_t reads = g.ballot(have && read);
-      while (reads != 0) {
-        const unsigned src = __ffs(reads) - 1;
-        reads &= reads - 1;
-        const TreeResult r = vtree_request<Tree, kRanges>(g, env, clock, root, read_at, static_cast<Op>(g.shfl(static_cast<unsigned>(op), src)),
-                                                          g.shfl(k, src),
-                                                          values, base + src, rkeys, rvalues, limit);
-        if (g.lane() == src) vtree_store(i, r, status, out, retries);
-      }
-      if (have && !read)
-        vtree_store(i, vtree_request<Tree1, kRanges>(CpuThread{}, env, clock, root, read_at, op, k, values, i, rkeys,
-                                                     rvalues, limit),
-                    status, out, retries);
-      g.sync();
-    }
+    mixed_rounds(
+        g, ops, keys, n, [](Op op) { return op == Op::kGet || op == kOpRange; },
+        [&](unsigned src, std::uint64_t j, std::uint64_t i, Op op, std::uint64_t k) {
+          const TreeResult r = vtree_request<Tree, kRanges>(g, env, clock, root, read_at,
+                                                            static_cast<Op>(g.shfl(static_cast<unsigned>(op), src)),
+                                                            g.shfl(k, src), values, j, rkeys, rvalues, limit);
+          if (g.lane() == src) vtree_store(i, r, status, out, retries);
+        },
+        [&](std::uint64_t i, Op op, std::uint64_t k) {
+          vtree_store(i, vtree_request<Tree1, kRanges>(CpuThread{}, env, clock, root, read_at, op, k, values, i, rkeys,
+                                                       rvalues, limit),
+                      status, out, retries);
+        });
   }
 }
 
