@@ -50,6 +50,9 @@ struct Config {
   std::vector<std::string> workloads{"A", "B", "C", "F"};
   std::vector<double> thetas{0.0, 0.99};
   std::vector<int> splits{0, 1};
+  /// --pieces: YCSB txns whole (0) and/or with each op a piece (1, Epic's piece splitting; the
+  /// Epic systems run the pieces, serial, rocksdb and the front-end systems the whole txns).
+  std::vector<int> pieces{0};
   /// epic-gpu indexes on the GPU (L-Slab); epic-gpu-hostidx is the same GPU epoch with host indexing.
   std::vector<std::string> systems{"serial", "epic-twin", "epic-cpu", "epic-cpu-hostidx", "epic-gpu", "epic-gpu-perarray",
                                    "epic-gpu-hostidx", "rocksdb"};
@@ -218,14 +221,18 @@ void describe(b::Json& r, const std::string& system) {
 /// Epochs are interleaved: epoch e runs on every system before epoch e + 1 runs on any, so on a
 /// shared machine a change of load falls on all systems alike rather than on whichever ran last.
 /// False (after printing the error) when an epoch fails.
+/// With `whole` (piece splitting: `epochs` holds the same txns split into pieces), serial, rocksdb
+/// and the front-end systems run `whole` instead, epoch for epoch.
 template <class Procs, class Report>
 bool measure_systems(const std::vector<Batch>& epochs, SerialStore* serial, const PeerRun& rocks,
                      const std::vector<std::pair<std::string, Engine<Procs>*>>& cpus,
-                     const std::vector<GpuSystem>& gpus, ExecOrder order, Report&& report, std::string* error) {
+                     const std::vector<GpuSystem>& gpus, ExecOrder order, Report&& report, std::string* error,
+                     const std::vector<Batch>* whole = nullptr) {
   struct System {
     std::string name;
     std::function<bool(const Batch&, Sample&)> step;
     Sample s;
+    bool runs_whole = false;  ///< runs `whole`'s txns (see above)
   };
   std::vector<System> systems;
   std::vector<std::uint32_t> outcome, out;
@@ -238,7 +245,7 @@ bool measure_systems(const std::vector<Batch>& epochs, SerialStore* serial, cons
                          s.wall.push_back(e.size() / ms * 1e3);
                          s.index.push_back(0), s.transfer.push_back(0), s.plan.push_back(0), s.exec.push_back(ms), s.gc.push_back(0);
                          return true;
-                       }, {}});
+                       }, {}, true});
   if (rocks)
     systems.push_back({"rocksdb", [&](const Batch& e, Sample& s) {
                          std::uint64_t retries = 0;
@@ -253,14 +260,14 @@ bool measure_systems(const std::vector<Batch>& epochs, SerialStore* serial, cons
                          s.index.push_back(0), s.transfer.push_back(0), s.plan.push_back(0), s.exec.push_back(ms), s.gc.push_back(0);
                          s.retries.push_back(static_cast<double>(retries));
                          return true;
-                       }, {}});
+                       }, {}, true});
   for (const auto& [name, eng] : cpus) {
     if (!eng) continue;
     Engine<Procs>* engine = eng;
     // epic-twin-counter: the twin with one counter in serial order, whatever --exec-order says.
     engine->set_exec_order(name == "epic-twin-counter" ? ExecOrder::kSerial : order);
     if (name == "epic-submit" || name == "epic-submit-gpu") {
-      systems.push_back({name, submit_step<Procs>(engine, error), {}});
+      systems.push_back({name, submit_step<Procs>(engine, error), {}, true});
       continue;
     }
     systems.push_back({name, [engine, error](const Batch& e, Sample& s) {
@@ -303,9 +310,9 @@ bool measure_systems(const std::vector<Batch>& epochs, SerialStore* serial, cons
                          return true;
                        }, {}});
   }
-  for (const Batch& e : epochs)
+  for (std::size_t e = 0; e < epochs.size(); ++e)
     for (System& sys : systems)
-      if (!sys.step(e, sys.s)) return false;
+      if (!sys.step(whole && sys.runs_whole ? (*whole)[e] : epochs[e], sys.s)) return false;
   for (System& sys : systems) report(sys.name, sys.s);
   return true;
 }
@@ -334,6 +341,12 @@ int main(int argc, char** argv) {
     } else if (f == "--split") {
       c.splits.clear();
       for (auto& x : list(v)) c.splits.push_back(x == "1");
+    } else if (f == "--pieces") {
+      c.pieces.clear();
+      for (auto& x : list(v)) {
+        if (x != "0" && x != "1") return error = "--pieces takes 0, 1 or 0,1", false;
+        c.pieces.push_back(x == "1");
+      }
     } else if (f == "--systems") c.systems = list(v);
     else if (f == "--out") c.out = v;
     else if (f == "--exec-order") {
@@ -356,7 +369,7 @@ int main(int argc, char** argv) {
   if (!ok || help) {
     std::cerr << (ok ? "" : error + "\n")
               << "usage: duet_bench_epic [--quick] [--records N] [--epoch N] [--epoch-sizes N,N..] [--epochs N] [--threads N]\n"
-                 "  [--workloads A,B,C,F,U (U: ten read-updates)] [--abort-rates 0,0.25] [--thetas 0,0.99] [--split 0,1] [--systems serial,epic-twin,epic-twin-counter,epic-submit,epic-submit-gpu,epic-cpu,epic-cpu-hostidx,epic-gpu,epic-gpu-perarray,epic-gpu-hostidx,rocksdb]\n"
+                 "  [--workloads A,B,C,F,U (U: ten read-updates)] [--abort-rates 0,0.25] [--thetas 0,0.99] [--split 0,1] [--pieces 0,1 (0)] [--systems serial,epic-twin,epic-twin-counter,epic-submit,epic-submit-gpu,epic-cpu,epic-cpu-hostidx,epic-gpu,epic-gpu-perarray,epic-gpu-hostidx,rocksdb]\n"
                  "  [--out FILE] [--np WAREHOUSES: TPC-C instead of YCSB] [--mix np|full] [--tpcc-layout records|split (split)]\n  [--gpu-backoff NS (1024)] [--gpu-gather 0|1 (1)]\n  [--exec-order serial|partitioned|auto (auto): how CPU engines hand txns to threads]\n";
     return ok ? 0 : 2;
   }
@@ -612,26 +625,43 @@ int main(int argc, char** argv) {
       }
       for (const auto& wl : c.workloads)
         for (double theta : c.thetas)
-        for (double abort_rate : c.abort_rates) {
+        for (double abort_rate : c.abort_rates)
+        for (int pieces : c.pieces) {
+          if (pieces && abort_rate > 0) continue;  // a txn that may abort is never split
           YcsbConfig y = YcsbConfig::workload(wl.empty() ? 'A' : wl[0], theta, split);
           y.records = c.records;
           y.seed = 42;
           y.abort_rate = abort_rate;
           YcsbGenerator gen(y);
-          std::vector<Batch> epochs(c.epochs);
+          std::vector<Batch> epochs(c.epochs), whole;
           for (int e = 0; e < c.epochs; ++e) gen.generate(c.epoch, &epochs[e], e * c.epoch);
+          std::size_t entries = epochs.empty() ? 0 : epochs[0].size();
+          if (pieces) {
+            // The same txns (same seed), each op a piece; the whole ones stay for serial and the peers.
+            whole = std::move(epochs);
+            y.pieces = true;
+            YcsbGenerator pgen(y);
+            epochs.assign(c.epochs, Batch{});
+            for (int e = 0; e < c.epochs; ++e) pgen.generate(c.epoch, &epochs[e], e * c.epoch);
+            entries = epochs.empty() ? 0 : epochs[0].size();
+          }
           auto report = [&](const std::string& system, const Sample& s) {
             std::vector<double> f(s.formula.begin() + 1, s.formula.end()), w(s.wall.begin() + 1, s.wall.end());
             auto med = [](std::vector<double> xs) { return b::summarize(std::vector<double>(xs.begin() + 1, xs.end())).median; };
-            std::printf("%-4s %-5.2f %-5d %-10s %14.0f %14.0f %9.2f %9.2f %9.2f %9.2f%s\n", wl.c_str(), theta, split,
+            std::printf("%-4s %-5.2f %-5d %-10s %14.0f %14.0f %9.2f %9.2f %9.2f %9.2f%s%s\n", wl.c_str(), theta, split,
                         system.c_str(), b::summarize(f).median, b::summarize(w).median, med(s.index), med(s.transfer),
                         med(s.plan), med(s.exec),
-                        abort_rate > 0 ? ("  aborts " + std::to_string(static_cast<int>(abort_rate * 100)) + "%").c_str() : "");
+                        abort_rate > 0 ? ("  aborts " + std::to_string(static_cast<int>(abort_rate * 100)) + "%").c_str() : "",
+                        pieces ? "  pieces" : "");
             std::fflush(stdout);
             b::Json r = b::Json::object();
             r.set("name", "ycsb-" + wl).set("system", system).set("workload", "ycsb-" + wl).set("op", "txn");
             r.set("theta", theta).set("split", split == 1).set("epoch_txns", static_cast<std::uint64_t>(c.epoch));
             r.set("abort_rate", abort_rate);
+            // Pieces: what the Epic systems planned and executed per epoch (serial, rocksdb and the
+            // front ends ran the whole txns); throughput counts txns either way.
+            const bool ran_pieces = pieces && system != "serial" && system != "rocksdb" && system.rfind("epic-submit", 0) != 0;
+            r.set("pieces", ran_pieces).set("entries_per_epoch", static_cast<std::uint64_t>(ran_pieces ? entries : c.epoch));
             const b::Summary fs = b::summarize(f), ws = b::summarize(w);
             r.set("formula_ops_per_s", fs.median).set("formula_ops_per_s_min", fs.min).set("formula_ops_per_s_max", fs.max);
             r.set("wall_ops_per_s", ws.median).set("wall_ops_per_s_min", ws.min).set("wall_ops_per_s_max", ws.max);
@@ -655,7 +685,7 @@ int main(int argc, char** argv) {
                                           {{"epic-gpu", gpu_db.get(), runner.get()},
                                            {"epic-gpu-perarray", gpu_pdb.get(), prunner.get()},
                                            {"epic-gpu-hostidx", gpu_hdb.get(), hrunner.get()}},
-                                          c.exec_order, report, &error))
+                                          c.exec_order, report, &error, pieces ? &whole : nullptr))
             return 1;
         }
     }
@@ -664,6 +694,9 @@ int main(int argc, char** argv) {
   b::Json size_list = b::Json::array();
   for (auto x : sizes) size_list.push(static_cast<std::uint64_t>(x));
   config.set("records", c.records).set("epoch_txns", static_cast<std::uint64_t>(c.epoch)).set("epoch_sizes", size_list).set("epochs", c.epochs);
+  b::Json piece_list = b::Json::array();
+  for (int x : c.pieces) piece_list.push(static_cast<std::uint64_t>(x));
+  config.set("pieces", piece_list);
   config.set("threads", c.threads).set("ops_per_txn", 10).set("record_bytes", 1000).set("field_bytes", 100);
   config.set("np_warehouses", c.np).set("tpcc_mix", c.full ? "full" : "np").set("tpcc_layout", layout_name(c.layout)).set("gpu_max_backoff_ns", c.backoff_ns).set("gpu_gather_reads", c.gather_reads).set("exec_order", epic_exec_order_name(c.exec_order)).set("median_over", "epochs 2..N").set("gpu", gpu ? device : "none: " + why);
   config.set("command", "bench/batch/epic: duet_bench_epic" + std::string(quick ? " --quick" : ""));

@@ -18,6 +18,13 @@ void Batch::clear() {
   attempt.clear();
   tag.clear();
   part.clear();
+  piece.clear();
+}
+
+std::size_t Batch::txn_count() const {
+  std::size_t later = 0;
+  for (std::uint8_t x : piece) later += x;
+  return size() - later;
 }
 
 bool Batch::add(std::uint32_t p, const std::vector<Key>& reads, const std::vector<Key>& writes,
@@ -36,6 +43,15 @@ bool Batch::add(std::uint32_t p, const std::vector<Key>& reads, const std::vecto
   attempt.push_back(att);
   tag.push_back(tg);
   part.push_back(partition);
+  piece.push_back(0);
+  return true;
+}
+
+bool Batch::add_piece(std::uint32_t p, const std::vector<Key>& reads, const std::vector<Key>& writes,
+                      const std::vector<std::uint32_t>& a) {
+  if (proc.empty()) return false;
+  if (!add(p, reads, writes, a, tag.back(), attempt.back(), part.back())) return false;
+  piece.back() = 1;
   return true;
 }
 
@@ -49,6 +65,7 @@ void Batch::add_from(const Batch& o, std::size_t t, std::uint32_t att) {
   attempt.push_back(att);
   tag.push_back(o.tag[t]);
   part.push_back(t < o.part.size() ? o.part[t] : kAnyPart);
+  piece.push_back(t < o.piece.size() ? o.piece[t] : 0);
 }
 
 void Batch::pop_back() {
@@ -62,6 +79,25 @@ void Batch::pop_back() {
   attempt.pop_back();
   tag.pop_back();
   part.pop_back();
+  if (!piece.empty()) piece.pop_back();
+}
+
+void fold_pieces(const Batch& b, const std::vector<std::uint32_t>& outcome, const std::vector<std::uint32_t>& out,
+                 std::vector<std::uint32_t>* txn_outcome, std::vector<std::uint32_t>* txn_out) {
+  txn_outcome->clear();
+  txn_out->clear();
+  txn_outcome->reserve(b.txn_count());
+  txn_out->reserve(b.txn_count() * kMaxOut);
+  for (std::size_t t = 0; t < b.size(); ++t) {
+    const bool later = t < b.piece.size() && b.piece[t] && !txn_outcome->empty();
+    if (!later) {
+      txn_outcome->push_back(outcome[t]);
+      txn_out->insert(txn_out->end(), out.begin() + t * kMaxOut, out.begin() + (t + 1) * kMaxOut);
+      continue;
+    }
+    if (txn_outcome->back() == kCommitted) txn_outcome->back() = outcome[t];
+    for (std::uint32_t k = 0; k < kMaxOut; ++k) (*txn_out)[txn_out->size() - kMaxOut + k] += out[t * kMaxOut + k];
+  }
 }
 
 void Scratch::reserve(std::uint32_t temps) {

@@ -17,7 +17,8 @@ namespace duet::batch::epic {
 
 /// Wall time of one epoch's phases, in milliseconds.
 struct EpochStats {
-  std::size_t txns = 0;
+  std::size_t txns = 0;     ///< txns run (a txn split into pieces counts once: Batch::txn_count)
+  std::size_t entries = 0;  ///< txns and pieces planned and executed (Batch::size)
   std::uint32_t temp_count = 0;
   double index_ms = 0, plan_ms = 0, exec_ms = 0, gc_ms = 0, total_ms = 0;
   double transfer_ms = 0;  ///< with a DevicePlanner: keys to the device and plans back (else 0)
@@ -300,10 +301,13 @@ class Engine {
     out->attempt = run->attempt;
     Batch next;
     for (std::size_t t = 0; t < run->size(); ++t)
-      if (out->results.outcome[t] == kRerun && (max_attempts_ == 0 || run->attempt[t] + 1 < max_attempts_))
+      if (out->results.outcome[t] == kRerun && (max_attempts_ == 0 || run->attempt[t] + 1 < max_attempts_)) {
         next.add_from(*run, t, run->attempt[t] + 1);
+        next.piece.back() = 0;  // a rerun runs as a txn of its own (pieces never rerun: Batch::add_piece)
+      }
     reruns_ = std::move(next);
-    out->stats.txns = run->size();
+    out->stats.txns = run->txn_count();
+    out->stats.entries = run->size();
     out->stats.temp_count = temp_count;
     out->stats.total_ms = ms_since(t0);
     return true;

@@ -124,8 +124,16 @@ struct Batch {
   /// partition go to one thread's queue (see deal() in exec_cpu.hpp). TPC-C gives the home
   /// warehouse. Results never depend on it.
   std::vector<std::uint32_t> part;
+  /// 1 where the entry is a later piece of the txn before it (add_piece: piece splitting), else
+  /// 0. The pieces of one txn sit at consecutive serial positions and are planned and executed
+  /// each as a txn of its own, so no piece waits for another's reads; fold_pieces() gives the
+  /// txn's outcome and outputs.
+  std::vector<std::uint8_t> piece;
 
+  /// Entries (txns and pieces), which is what the engine plans and executes.
   std::size_t size() const { return proc.size(); }
+  /// Txns: entries that are not later pieces. Linear in size().
+  std::size_t txn_count() const;
   void clear();
   /// Appends one txn (tagged `tg`, on attempt `att`, in partition `partition`: see `part`);
   /// returns false (nothing added) when it exceeds kMaxOps or kMaxWrites, or declares the same
@@ -133,11 +141,28 @@ struct Batch {
   bool add(std::uint32_t p, const std::vector<Key>& reads, const std::vector<Key>& writes,
            const std::vector<std::uint32_t>& a, std::uint64_t tg = 0, std::uint32_t att = 0,
            std::uint32_t partition = kAnyPart);
-  /// Appends txn t of `other`.
+  /// Appends a later piece of the txn added last, with its tag, attempt and partition. Piece
+  /// splitting is for a procedure whose txn divides into pieces that are independent: a piece's
+  /// writes depend only on its own reads and args, no piece reads what an earlier piece of the
+  /// same txn writes (the whole txn's reads see the state before it; put pieces that only read
+  /// first), no piece aborts or reruns, and each output word of the txn is the sum (mod 2^32) of
+  /// that word over its pieces. Then the result equals the whole txn's, and one piece's chain of
+  /// versions never waits on another's (Epic section 4.5). The engine does not check this; it is
+  /// the submitter's promise. False (nothing added) as add(), or when the batch is empty.
+  bool add_piece(std::uint32_t p, const std::vector<Key>& reads, const std::vector<Key>& writes,
+                 const std::vector<std::uint32_t>& a);
+  /// Appends txn t of `other` (a piece stays a piece).
   void add_from(const Batch& other, std::size_t t, std::uint32_t att);
   /// Removes the last txn (no-op on an empty batch).
   void pop_back();
 };
+
+/// Per txn of `b` (entries that are not later pieces), its outcome and outputs from the
+/// per-entry `outcome` and `out` (kMaxOut words per entry) of an epoch that ran `b`: a txn's
+/// outcome is its first piece's outcome other than kCommitted (kCommitted if none), and output
+/// word k the sum of its pieces' word k. A batch without pieces comes back as it went in.
+void fold_pieces(const Batch& b, const std::vector<std::uint32_t>& outcome, const std::vector<std::uint32_t>& out,
+                 std::vector<std::uint32_t>* txn_outcome, std::vector<std::uint32_t>* txn_out);
 
 /// The indexed form of a batch: per op its table and record id (kInvalid for a missing read key)
 /// and its global id (table base + id; kInvalid stays kInvalid), which planning sorts by.

@@ -888,7 +888,8 @@ class Runner final : public GpuRunner {
     const double gc = ms_since(t1);
     out->tag = b.tag;
     out->attempt = b.attempt;
-    out->stats.txns = n;
+    out->stats.txns = b.txn_count();
+    out->stats.entries = n;
     out->stats.temp_count = temp_count_;
     out->stats.plan_ms = plan;
     out->stats.exec_ms = exec;

@@ -136,6 +136,9 @@ struct YcsbConfig {
   double theta = 0.0;
   double abort_rate = 0.0;         // share of txns that abort after their reads (injected)
   bool split = false;
+  /// Piece splitting: each op is a piece of its txn (Batch::add_piece), reads first, then the
+  /// ops that write. Ignored with abort_rate > 0 (a piece may not abort).
+  bool pieces = false;
   std::uint64_t seed = 1;
   static YcsbConfig workload(char w, double theta, bool split);
 };
@@ -168,18 +171,20 @@ inline std::uint32_t ycsb_initial(std::uint64_t item, std::uint32_t w) {
 
 /// Generates YCSB txns into `b`. A read reads the record (split: its fields); an update writes one
 /// field (plain: a read of the record plus a write, the copy-update); an RMW reads the record and
-/// updates one field. A txn's written records are distinct.
+/// updates one field. A txn's written records are distinct. With `pieces` each op is a piece of
+/// its own (its read sum is the piece's output 0, which fold_pieces adds up to the txn's), the
+/// ops that only read first: a read of a record the txn also writes must see the record as it
+/// was before the txn. The random draws are the same either way, so a config with and without
+/// pieces generates the same txns.
 class YcsbGenerator {
  public:
   explicit YcsbGenerator(const YcsbConfig& c) : c_(c), z_(c.records, c.theta, c.seed) {}
   void generate(std::size_t n, Batch* b, std::uint64_t first_tag = 0) {
-    std::vector<Key> reads, writes;
-    std::vector<std::uint32_t> args;
     std::vector<std::uint64_t> wrec;
     auto& rng = z_.rng();
     std::uniform_real_distribution<double> u(0, 1);
     for (std::size_t t = 0; t < n; ++t) {
-      reads.clear(), writes.clear(), args.clear(), wrec.clear();
+      ops_.clear(), wrec.clear();
       for (std::uint32_t k = 0; k < c_.ops; ++k) {
         const bool is_read = u(rng) < c_.read;
         std::uint64_t r = z_.next();
@@ -190,35 +195,61 @@ class YcsbGenerator {
         const bool rmw = !is_read && u(rng) < c_.rmw;
         const std::uint32_t f = static_cast<std::uint32_t>(rng() % c_.fields);
         const std::uint32_t val = static_cast<std::uint32_t>(rng());
-        if (c_.split) {
-          if (is_read || rmw)
-            for (std::uint32_t ff = 0; ff < c_.fields; ++ff) reads.push_back({0, r * c_.fields + ff});
-          writes.push_back({0, 0});
-          if (!is_read) {
-            writes.back().key = r * c_.fields + f;
-            args.insert(args.end(), {0xFFFFFFFFu, 0, c_.field_words, val});
-          } else {
-            writes.pop_back();
-          }
-        } else {
-          if (is_read) {
-            reads.push_back({0, r});
-          } else {
-            reads.push_back({0, r});
-            writes.push_back({0, r});
-            const auto src = static_cast<std::uint32_t>(reads.size() - 1);
-            args.insert(args.end(), {src < 16 ? src : 0xFFFFFFFFu, f * c_.field_words, c_.field_words, val});
-          }
-        }
+        ops_.push_back({r, f, val, !is_read, is_read || rmw});
       }
-      if (c_.abort_rate > 0) args.push_back(u(rng) < c_.abort_rate ? 1u : 0u);
-      b->add(0, reads, writes, args, first_tag + t);
+      std::int32_t abort = -1;
+      if (c_.abort_rate > 0) abort = u(rng) < c_.abort_rate ? 1 : 0;
+      if (c_.pieces && abort < 0) {
+        bool first = true;
+        for (int pass = 0; pass < 2; ++pass)  // pieces that only read, then pieces that write
+          for (const Op& o : ops_) {
+            if (o.write != (pass == 1)) continue;
+            clear_txn();
+            append(o);
+            if (first) b->add(0, reads_, writes_, args_, first_tag + t);
+            else b->add_piece(0, reads_, writes_, args_);
+            first = false;
+          }
+        continue;
+      }
+      clear_txn();
+      for (const Op& o : ops_) append(o);
+      if (abort >= 0) args_.push_back(static_cast<std::uint32_t>(abort));
+      b->add(0, reads_, writes_, args_, first_tag + t);
     }
   }
 
  private:
+  struct Op {
+    std::uint64_t record;
+    std::uint32_t field, value;
+    bool write;         ///< an update or RMW (else a read)
+    bool reads_record;  ///< a read or RMW (split: reads every field; plain reads the record always)
+  };
+  void clear_txn() { reads_.clear(), writes_.clear(), args_.clear(); }
+  // Adds op o's keys and args to the txn being built.
+  void append(const Op& o) {
+    if (c_.split) {
+      if (o.reads_record)
+        for (std::uint32_t ff = 0; ff < c_.fields; ++ff) reads_.push_back({0, o.record * c_.fields + ff});
+      if (o.write) {
+        writes_.push_back({0, o.record * c_.fields + o.field});
+        args_.insert(args_.end(), {0xFFFFFFFFu, 0, c_.field_words, o.value});
+      }
+      return;
+    }
+    reads_.push_back({0, o.record});
+    if (!o.write) return;
+    writes_.push_back({0, o.record});
+    const auto src = static_cast<std::uint32_t>(reads_.size() - 1);
+    args_.insert(args_.end(), {src < 16 ? src : 0xFFFFFFFFu, o.field * c_.field_words, c_.field_words, o.value});
+  }
+
   YcsbConfig c_;
   Zipf z_;
+  std::vector<Op> ops_;
+  std::vector<Key> reads_, writes_;
+  std::vector<std::uint32_t> args_;
 };
 
 }  // namespace duet::batch::epic

@@ -82,4 +82,47 @@ std::string replay_epoch(SerialStore& s, Batch& pending, const Batch& submitted,
   return "";
 }
 
+/// Piece splitting's check: `pieces` (Batch::add_piece) is `whole` with its txns split, and
+/// `out` is the engine's epoch over `pieces`. Runs `whole` serially (no reruns: pieces never
+/// rerun) and compares each txn's outcome and outputs with the pieces' folded ones
+/// (fold_pieces). Returns the first difference, or "".
+template <class Procs>
+std::string replay_pieces(SerialStore& s, const Batch& whole, const Batch& pieces, const EpochOutput& out) {
+  if (pieces.txn_count() != whole.size())
+    return std::to_string(pieces.txn_count()) + " txns in pieces, " + std::to_string(whole.size()) + " whole";
+  if (out.results.outcome.size() != pieces.size()) return "epoch ran " + std::to_string(out.results.outcome.size()) + " entries";
+  std::vector<std::uint32_t> outcome, outv, folded, foldedv;
+  run_serial<Procs>(s, whole, &outcome, &outv);
+  fold_pieces(pieces, out.results.outcome, out.results.out, &folded, &foldedv);
+  for (std::size_t t = 0; t < whole.size(); ++t) {
+    if (outcome[t] != folded[t])
+      return "txn " + std::to_string(t) + ": outcome " + std::to_string(folded[t]) + " != " + std::to_string(outcome[t]);
+    for (std::uint32_t k = 0; k < kMaxOut; ++k)
+      if (outv[t * kMaxOut + k] != foldedv[t * kMaxOut + k])
+        return "txn " + std::to_string(t) + ": output " + std::to_string(k) + " is " +
+               std::to_string(foldedv[t * kMaxOut + k]) + ", serial " + std::to_string(outv[t * kMaxOut + k]);
+  }
+  return "";
+}
+
+/// The negative control of piece order: `b` with each txn's pieces that write moved before its
+/// pieces that only read, so a read of a record its own txn writes sees the txn's write.
+inline Batch writes_first(const Batch& b) {
+  Batch r;
+  for (std::size_t t0 = 0, t1; t0 < b.size(); t0 = t1) {
+    for (t1 = t0 + 1; t1 < b.size() && b.piece[t1]; ++t1) {
+    }
+    bool first = true;
+    for (int pass = 0; pass < 2; ++pass)
+      for (std::size_t t = t0; t < t1; ++t) {
+        const bool writes = b.op_begin[t + 1] - b.op_begin[t] > b.nreads[t];
+        if (writes != (pass == 0)) continue;
+        r.add_from(b, t, b.attempt[t]);
+        r.piece.back() = first ? 0 : 1;
+        first = false;
+      }
+  }
+  return r;
+}
+
 }  // namespace duet::batch::epic::test

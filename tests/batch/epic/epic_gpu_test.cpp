@@ -494,6 +494,53 @@ TEST(EpicGpuExec, YcsbAt100KEqualsSerial) {
       }
 }
 
+// Piece splitting on the GPU at the benchmark's size: YCSB's 100K txns as up to 10^6 pieces, each
+// op a piece (one warp each), against the whole txns run serially; also on Epic-CPU.
+TEST(EpicGpuExec, YcsbPiecesAt100KEqualTheWholeTxns) {
+  REQUIRE_GPU();
+  std::string err;
+  auto g = make_gpu_runner(ProcSet::kYcsb, &err);
+  ASSERT_TRUE(g) << err;
+  for (char w : {'A', 'F'})
+    for (double theta : {0.0, 0.99})
+      for (bool split : {false, true}) {
+        YcsbConfig c = YcsbConfig::workload(w, theta, split);
+        c.records = 100000;
+        YcsbConfig cp = c;
+        cp.pieces = true;
+        const std::vector<TableSpec> specs{ycsb_table(c)};
+        Database db(specs);
+        Engine<YcsbProcs> cpu(specs, 8);
+        auto planner = make_gpu_runner(ProcSet::kYcsb, &err);
+        ASSERT_TRUE(planner) << err;
+        cpu.set_device_planner(std::move(planner));
+        SerialStore s(specs);
+        std::vector<std::uint32_t> d(specs[0].record_words);
+        for (std::uint64_t k = 0; k < specs[0].capacity; ++k) {
+          for (std::uint32_t i = 0; i < d.size(); ++i) d[i] = ycsb_initial(k, i);
+          db.load(0, k, d.data());
+          cpu.db().load(0, k, d.data());
+          s.put(0, k, d.data());
+        }
+        ASSERT_TRUE(g->upload(db, &err)) << err;
+        YcsbGenerator gw(c), gp(cp);
+        Batch whole, pieces;
+        gw.generate(100000, &whole);
+        gp.generate(100000, &pieces);
+        ASSERT_GT(pieces.size(), whole.size());
+        EpochOutput out, cout;
+        ASSERT_TRUE(g->run_epoch(db, pieces, &out, &err)) << err;
+        EXPECT_EQ(out.stats.txns, whole.size());
+        ASSERT_TRUE(cpu.run_epoch(pieces, &cout, &err)) << err;
+        SerialStore s2 = s;
+        ASSERT_EQ(test::replay_pieces<YcsbProcs>(s, whole, pieces, out), "") << w << theta << split;
+        ASSERT_EQ(test::replay_pieces<YcsbProcs>(s2, whole, pieces, cout), "") << "Epic-CPU " << w << theta << split;
+        ASSERT_TRUE(g->download(db, &err)) << err;
+        ASSERT_EQ(compare_state(db, s), "") << w << " " << theta << " " << split;
+        ASSERT_EQ(compare_state(cpu.db(), s), "") << "Epic-CPU " << w << " " << theta << " " << split;
+      }
+}
+
 // TPC-C (NP and the full mix) at 1 and 4 warehouses, in both layouts (rows, and rows split by
 // field), 100K-txn epochs, on the GPU (GPU indexing) and on Epic-CPU (GPU plan, CPU threads). On
 // NP a GPU runner indexing on the host runs the same epochs: outcomes, outputs, index entries,
