@@ -369,7 +369,7 @@ int main(int argc, char** argv) {
   if (!ok || help) {
     std::cerr << (ok ? "" : error + "\n")
               << "usage: duet_bench_epic [--quick] [--records N] [--epoch N] [--epoch-sizes N,N..] [--epochs N] [--threads N]\n"
-                 "  [--workloads A,B,C,F,U (U: ten read-updates)] [--abort-rates 0,0.25] [--thetas 0,0.99] [--split 0,1] [--pieces 0,1 (0)] [--systems serial,epic-twin,epic-twin-counter,epic-submit,epic-submit-gpu,epic-cpu,epic-cpu-hostidx,epic-gpu,epic-gpu-perarray,epic-gpu-hostidx,rocksdb]\n"
+                 "  [--workloads A,B,C,F,U (U: ten read-updates)] [--abort-rates 0,0.25] [--thetas 0,0.99] [--split 0,1] [--pieces 0,1 (0): YCSB's ops, TPC-C's Payments as pieces] [--systems serial,epic-twin,epic-twin-counter,epic-submit,epic-submit-gpu,epic-cpu,epic-cpu-hostidx,epic-gpu,epic-gpu-perarray,epic-gpu-hostidx,rocksdb]\n"
                  "  [--out FILE] [--np WAREHOUSES: TPC-C instead of YCSB] [--mix np|full] [--tpcc-layout records|split (split)]\n  [--gpu-backoff NS (1024)] [--gpu-gather 0|1 (1)]\n  [--exec-order serial|partitioned|auto (auto): how CPU engines hand txns to threads]\n";
     return ok ? 0 : 2;
   }
@@ -378,6 +378,10 @@ int main(int argc, char** argv) {
                         std::any_of(c.abort_rates.begin(), c.abort_rates.end(), [](double x) { return x < 0 || x > 1; });
   if (c.records == 0 || c.epoch == 0 || c.epoch > kMaxTxns || bad_size || c.epochs < 2 || c.threads < 1) {
     std::cerr << "bad configuration: records, epoch sizes (at most 2^20), threads >= 1, epochs >= 2, abort rates in [0, 1]\n";
+    return 2;
+  }
+  if (c.pieces.empty() || (c.np && c.pieces.size() != 1)) {
+    std::cerr << "--pieces: TPC-C takes 0 or 1 (one run each: its epochs build on each other), YCSB 0, 1 or 0,1\n";
     return 2;
   }
   std::string why;
@@ -490,8 +494,19 @@ int main(int argc, char** argv) {
         std::cerr << gen.error() << "\n";
         return 1;
       }
-      std::vector<Batch> epochs(c.epochs);
+      std::vector<Batch> epochs(c.epochs), whole;
       for (int e = 0; e < c.epochs; ++e) gen.generate(c.epoch, &epochs[e], e * c.epoch);
+      // Pieces: the same txns from a second generator on the same seed, each Payment in three
+      // pieces; serial, rocksdb and the front ends run the whole txns.
+      const bool pieces = c.pieces.back() == 1;
+      if (pieces) {
+        whole = std::move(epochs);
+        TpccGenerator pgen(c.np, 42, c.full ? TpccMix::kFull : TpccMix::kNp, c.layout);
+        pgen.set_split_payments(true);
+        epochs.assign(c.epochs, Batch{});
+        for (int e = 0; e < c.epochs; ++e) pgen.generate(c.epoch, &epochs[e], e * c.epoch);
+      }
+      const std::uint64_t entries = epochs.empty() ? 0 : epochs[0].size();
       const std::string wl = c.full ? "tpcc-full" : "tpcc-np";
       auto report = [&](const std::string& system, const Sample& p) {
         std::vector<double> f(p.formula.begin() + 1, p.formula.end()), w(p.wall.begin() + 1, p.wall.end());
@@ -506,6 +521,8 @@ int main(int argc, char** argv) {
         b::Json r = b::Json::object();
         r.set("name", wl).set("system", system).set("workload", wl).set("op", "txn");
         r.set("warehouses", c.np).set("epoch_txns", static_cast<std::uint64_t>(c.epoch)).set("tpcc_layout", layout_name(c.layout));
+        const bool ran_pieces = pieces && system != "serial" && system != "rocksdb" && system.rfind("epic-submit", 0) != 0;
+        r.set("pieces", ran_pieces).set("entries_per_epoch", ran_pieces ? entries : static_cast<std::uint64_t>(c.epoch));
         r.set("formula_ops_per_s", fs.median).set("formula_ops_per_s_min", fs.min).set("formula_ops_per_s_max", fs.max);
         r.set("wall_ops_per_s", ws.median).set("wall_ops_per_s_min", ws.min).set("wall_ops_per_s_max", ws.max);
         r.set("epoch_wall_ms_median", ws.median > 0 ? c.epoch / ws.median * 1e3 : 0.0);
@@ -530,7 +547,7 @@ int main(int argc, char** argv) {
                                       {{"epic-gpu", gpu_db.get(), np_runner.get()},
                                        {"epic-gpu-perarray", gpu_pdb.get(), np_prunner.get()},
                                        {"epic-gpu-hostidx", gpu_hdb.get(), np_hrunner.get()}},
-                                      c.exec_order, report, &error))
+                                      c.exec_order, report, &error, pieces ? &whole : nullptr))
         return 1;
       c.splits.clear();
     }

@@ -66,11 +66,14 @@ inline std::uint64_t order_line_key(std::uint32_t w, std::uint32_t d, std::uint3
 
 struct TpccProcs {
   enum : std::uint32_t { kNewOrderProc = 0, kPaymentProc = 1, kOrderStatusProc = 2, kDeliveryProc = 3, kStockLevelProc = 4 };
+  /// Payment's pieces (TpccGenerator::set_split_payments): kAddPiece for the warehouse's and the
+  /// district's ytd, then kPaymentCustomerPiece.
+  enum : std::uint32_t { kAddPiece = 5, kPaymentCustomerPiece = 6 };
   /// Set in a procedure id: the procedure runs against the split layout (TpccLayout::kSplit).
   static constexpr std::uint32_t kSplit = 8;
   /// The procedure of an id, without the layout bit.
   DUET_HD static std::uint32_t base(std::uint32_t p) { return p & ~kSplit; }
-  static bool known(std::uint32_t p) { return base(p) < 5; }
+  static bool known(std::uint32_t p) { return base(p) < 7; }
 
   // NewOrder. Reads: warehouse, district, customer, items[n], stocks[n] (split: the warehouse's
   // tax, the district's next order id and tax, the customer's discount, items, stocks). Writes:
@@ -158,6 +161,45 @@ struct TpccProcs {
     });
     const std::uint32_t bal = cu[0] - amt;
     c.write(3, [bal, amt](std::uint32_t w) { return w == 0 ? bal : w == 1 ? amt : 0u; });
+    c.out(1, bal);
+  }
+  // Payment in pieces (piece splitting, Batch::add_piece): the warehouse's ytd, the district's ytd,
+  // then the customer and the history row, each a txn of its own at consecutive positions, so the
+  // chain of Payments through a warehouse's ytd waits for nothing but itself. The pieces share no
+  // item, none aborts (the rows are bulk-loaded), and only the last has an output: together they
+  // equal payment().
+  // kAddPiece: reads one item and writes it back with arg 0 added to its word arg 1.
+  template <class Ctx>
+  DUET_HD static void add_piece(Ctx& c) {
+    const std::uint32_t amt = c.arg(0), f = c.arg(1);
+    const std::uint32_t* r = c.read(0);
+    if (!r) return c.abort(2);
+    c.write(0, [r, amt, f](std::uint32_t w) { return w == f ? r[w] + amt : r[w]; });
+  }
+  // kPaymentCustomerPiece: the customer (split: its balance, ytd_payment and payment_cnt) and the
+  // history row, as payment() writes them. Arg: amount. Output: 1 the customer's new balance.
+  template <class Ctx>
+  DUET_HD static void payment_customer(Ctx& c, bool split) {
+    const std::uint32_t amt = c.arg(0);
+    if (split) {
+      const std::uint32_t* balance = c.read(0);
+      const std::uint32_t* paid = c.read(1);
+      const std::uint32_t* count = c.read(2);
+      if (!balance || !paid || !count) return c.abort(2);
+      const std::uint32_t bal = balance[0] - amt;
+      c.write(0, [bal](std::uint32_t) { return bal; });
+      c.write(1, [paid, amt](std::uint32_t) { return paid[0] + amt; });
+      c.write(2, [count](std::uint32_t) { return count[0] + 1; });
+      c.write(3, [bal, amt](std::uint32_t w) { return w == 0 ? bal : w == 1 ? amt : 0u; });
+      return c.out(1, bal);
+    }
+    const std::uint32_t* cu = c.read(0);
+    if (!cu) return c.abort(2);
+    c.write(0, [cu, amt](std::uint32_t w) {
+      return w == 0 ? cu[0] - amt : w == 1 ? cu[1] + amt : w == 2 ? cu[2] + 1 : cu[w];
+    });
+    const std::uint32_t bal = cu[0] - amt;
+    c.write(1, [bal, amt](std::uint32_t w) { return w == 0 ? bal : w == 1 ? amt : 0u; });
     c.out(1, bal);
   }
   // OrderStatus (read-only). Reads: customer (split: its balance), then (when reconnaissance
@@ -250,6 +292,8 @@ struct TpccProcs {
     if (p == kOrderStatusProc) return order_status(c), true;
     if (p == kDeliveryProc) return delivery(c, split), true;
     if (p == kStockLevelProc) return stock_level(c), true;
+    if (p == kAddPiece) return add_piece(c), true;
+    if (p == kPaymentCustomerPiece) return payment_customer(c, split), true;
     return false;
   }
 };

@@ -51,6 +51,10 @@ class TpccGenerator {
   }
   ~TpccGenerator() { session_.reset(); }
 
+  /// Piece splitting: each Payment as three pieces (TpccProcs::kAddPiece for the warehouse's and
+  /// the district's ytd, then kPaymentCustomerPiece), the same txns and draws as without.
+  void set_split_payments(bool on) { split_payments_ = on; }
+
   /// "" or why the generator cannot run (generate then adds nothing).
   const std::string& error() const { return error_; }
 
@@ -144,7 +148,16 @@ class TpccGenerator {
     else r = {{kWarehouse, w}, {kDistrict, dk}, {kCustomer, ck}};
     std::vector<Key> wr = r;
     wr.push_back({kHistory, history_++});
-    b->add(proc(TpccProcs::kPaymentProc), r, wr, {1 + pick(5000)}, tag, 0, w);
+    const std::uint32_t amount = 1 + pick(5000);
+    if (!split_payments_) {
+      b->add(proc(TpccProcs::kPaymentProc), r, wr, {amount}, tag, 0, w);
+      return;
+    }
+    // The pieces: r's first two keys are the warehouse's and the district's (their ytd when split).
+    b->add(proc(TpccProcs::kAddPiece), {r[0]}, {r[0]}, {amount, split() ? 0u : kWYtd}, tag, 0, w);
+    b->add_piece(proc(TpccProcs::kAddPiece), {r[1]}, {r[1]}, {amount, split() ? 0u : kDYtd});
+    b->add_piece(proc(TpccProcs::kPaymentCustomerPiece), std::vector<Key>(r.begin() + 2, r.end()),
+                 std::vector<Key>(wr.begin() + 2, wr.end()), {amount});
   }
 
   void order_status(std::uint32_t w, std::uint32_t d, std::uint32_t cid, Batch* b, std::uint64_t tag) {
@@ -209,6 +222,7 @@ class TpccGenerator {
   std::uint32_t w_;
   TpccMix mix_;
   TpccLayout layout_;
+  bool split_payments_ = false;
   std::mt19937_64 rng_;
   std::vector<std::uint32_t> next_o_, deliver_next_;
   std::vector<std::vector<Order>> orders_;  ///< per district, by order id - kFirstOrderId (full mix)

@@ -350,7 +350,7 @@ TEST(EpicDatabase, EachProcedureSetKnowsItsOwnProcedures) {
     EpicProcedures set;
     std::uint32_t known, unknown;
   };
-  for (const Case& k : {Case{EpicProcedures::kMix, 0, 3}, Case{EpicProcedures::kYcsb, 0, 1}, Case{EpicProcedures::kTpcc, 4, 5}}) {
+  for (const Case& k : {Case{EpicProcedures::kMix, 0, 3}, Case{EpicProcedures::kYcsb, 0, 1}, Case{EpicProcedures::kTpcc, 6, 7}}) {
     EpicConfig c;
     c.procedures = k.set;
     c.tables = {{"t", 4, 16, false}};

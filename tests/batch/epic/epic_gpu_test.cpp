@@ -611,5 +611,55 @@ TEST(EpicGpuExec, TpccAt100KEqualsSerial) {
   }
 }
 
+// TPC-C with each Payment in three pieces, 100K-txn epochs, on the GPU and on Epic-CPU, against
+// the same txns run whole and serially: NP at 1 and 4 warehouses and the full mix at 1, split layout.
+TEST(EpicGpuExec, TpccPaymentPiecesAt100KEqualTheWholeTxns) {
+  REQUIRE_GPU();
+  std::string err;
+  std::shared_ptr<GpuRunner> g(make_gpu_runner(ProcSet::kTpcc, &err).release());
+  ASSERT_TRUE(g) << err;
+  struct Case {
+    TpccMix mix;
+    std::uint32_t w;
+  };
+  for (const Case& k : {Case{TpccMix::kNp, 1}, Case{TpccMix::kNp, 4}, Case{TpccMix::kFull, 1}}) {
+    SCOPED_TRACE(std::string(k.mix == TpccMix::kFull ? "full mix" : "NP") + " w " + std::to_string(k.w));
+    const auto specs = tpcc_tables(k.w, 120000, 120000, TpccLayout::kSplit);
+    Database db(specs);
+    std::shared_ptr<GpuRunner> gc(make_gpu_runner(ProcSet::kTpcc, &err).release());
+    ASSERT_TRUE(gc) << err;
+    Engine<TpccProcs> cpu(specs, 8);
+    cpu.set_device_planner(gc);
+    SerialStore s(specs);
+    tpcc_load(
+        k.w,
+        [&](std::uint32_t t, std::uint64_t key, const std::uint32_t* d) {
+          db.load(t, key, d);
+          cpu.db().load(t, key, d);
+          s.put(t, key, d);
+        },
+        TpccLayout::kSplit);
+    SerialStore s2 = s;
+    ASSERT_TRUE(g->upload(db, &err)) << err;
+    TpccGenerator gw(k.w, 91 + k.w, k.mix, TpccLayout::kSplit), gp(k.w, 91 + k.w, k.mix, TpccLayout::kSplit);
+    gp.set_split_payments(true);
+    for (int ep = 0; ep < 2; ++ep) {
+      Batch whole, pieces;
+      gw.generate(100000, &whole, ep * 100000);
+      gp.generate(100000, &pieces, ep * 100000);
+      ASSERT_GT(pieces.size(), whole.size());
+      EpochOutput out, out2;
+      ASSERT_TRUE(g->run_epoch(db, pieces, &out, &err)) << err;
+      ASSERT_EQ(test::replay_pieces<TpccProcs>(s, whole, pieces, out), "") << "epoch " << ep;
+      ASSERT_TRUE(cpu.run_epoch(pieces, &out2, &err)) << err;
+      ASSERT_EQ(test::replay_pieces<TpccProcs>(s2, whole, pieces, out2), "") << "epic-cpu epoch " << ep;
+    }
+    ASSERT_TRUE(g->download(db, &err)) << err;
+    ASSERT_EQ(compare_state(db, s), "");
+    ASSERT_TRUE(cpu.sync(&err)) << err;
+    ASSERT_EQ(compare_state(cpu.db(), s2), "") << "epic-cpu";
+  }
+}
+
 }  // namespace
 }  // namespace duet::batch::epic

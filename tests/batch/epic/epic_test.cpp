@@ -475,6 +475,52 @@ std::string run_tpcc(std::uint32_t warehouses, TpccMix mix, int epochs, int max_
 // Scaled-down (sanitizer) runs use 2 warehouses instead of 4: loading the tables dominates there.
 std::uint32_t many_warehouses() { return test_scale() >= 0.5 ? 4 : 2; }
 
+// TPC-C with each Payment in three pieces (TpccGenerator::set_split_payments), on the engine,
+// against the same txns run whole and serially (replay_pieces), epoch by epoch: NP and the full
+// mix, both layouts.
+std::string run_tpcc_pieces(std::uint32_t warehouses, TpccMix mix, TpccLayout layout, int epochs, int max_size,
+                            int threads) {
+  const auto specs = tpcc_tables(warehouses, 40000, 40000, layout);
+  Engine<TpccProcs> e(specs, threads);
+  SerialStore s(specs);
+  tpcc_load(
+      warehouses,
+      [&](std::uint32_t t, std::uint64_t k, const std::uint32_t* d) {
+        e.db().load(t, k, d);
+        s.put(t, k, d);
+      },
+      layout);
+  TpccGenerator gw(warehouses, 91, mix, layout), gp(warehouses, 91, mix, layout);
+  gp.set_split_payments(true);
+  std::mt19937_64 rng(3);
+  std::uint64_t tag = 0;
+  std::size_t split = 0;
+  for (int ep = 0; ep < epochs; ++ep) {
+    Batch whole, pieces;
+    const std::size_t n = 1 + rng() % max_size;
+    gw.generate(n, &whole, tag);
+    gp.generate(n, &pieces, tag);
+    tag += n;
+    split += pieces.size() - whole.size();
+    EpochOutput out;
+    std::string err;
+    if (!e.run_epoch(pieces, &out, &err)) return err;
+    std::string d = test::replay_pieces<TpccProcs>(s, whole, pieces, out);
+    if (d.empty()) d = compare_state(e.db(), s);
+    if (!d.empty()) return "epoch " + std::to_string(ep) + ": " + d;
+  }
+  if (split == 0) return "no Payment was split";
+  return "";
+}
+
+TEST(EpicPieces, TpccPaymentPiecesEqualTheWholeTxnsRunSerially) {
+  const int epochs = std::max(2, static_cast<int>(6 * test_scale()));
+  for (TpccLayout layout : {TpccLayout::kSplit, TpccLayout::kRecords}) {
+    ASSERT_EQ(run_tpcc_pieces(1, TpccMix::kNp, layout, epochs, 2000, 3), "");
+    ASSERT_EQ(run_tpcc_pieces(2, TpccMix::kFull, layout, epochs, 2000, 3), "");
+  }
+}
+
 TEST(EpicOracle, TpccNpEqualsSerial) {
   const int epochs = std::max(2, static_cast<int>(20 * test_scale()));
   ASSERT_EQ(run_tpcc(1, TpccMix::kNp, epochs, 2000, 4), "");
