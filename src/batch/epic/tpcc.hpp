@@ -126,42 +126,55 @@ struct TpccProcs {
     c.out(1, amount);
     c.out(2, o_id);
   }
+  // Payment's customer part, shared by payment() and its last piece. Reads from read index r0:
+  // split, the customer's balance, ytd_payment and payment_cnt; else its row. False when one is
+  // missing.
+  template <class Ctx>
+  DUET_HD static bool customer_reads(Ctx& c, std::uint32_t r0, bool split, const std::uint32_t* (&p)[3]) {
+    p[0] = c.read(r0);
+    p[1] = split ? c.read(r0 + 1) : p[0];
+    p[2] = split ? c.read(r0 + 2) : p[0];
+    return p[0] && p[1] && p[2];
+  }
+  // Writes them back from write index w0 (the balance less `amt`, ytd_payment plus `amt`, one
+  // more payment) and then the history row; output 1 is the new balance.
+  template <class Ctx>
+  DUET_HD static void customer_writes(Ctx& c, std::uint32_t w0, bool split, const std::uint32_t* const (&p)[3],
+                                      std::uint32_t amt) {
+    const std::uint32_t* balance = p[0];
+    const std::uint32_t* paid = p[1];
+    const std::uint32_t* count = p[2];
+    const std::uint32_t bal = balance[0] - amt;
+    if (split) {
+      c.write(w0, [bal](std::uint32_t) { return bal; });
+      c.write(w0 + 1, [paid, amt](std::uint32_t) { return paid[0] + amt; });
+      c.write(w0 + 2, [count](std::uint32_t) { return count[0] + 1; });
+    } else {
+      const std::uint32_t* row = p[0];  // balance, ytd_payment, payment_cnt, ... in one row
+      c.write(w0, [row, amt](std::uint32_t w) {
+        return w == 0 ? row[0] - amt : w == 1 ? row[1] + amt : w == 2 ? row[2] + 1 : row[w];
+      });
+    }
+    c.write(w0 + (split ? 3 : 1), [bal, amt](std::uint32_t w) { return w == 0 ? bal : w == 1 ? amt : 0u; });
+    c.out(1, bal);
+  }
   // Payment. Reads and writes warehouse, district, customer (split: the warehouse's and the
   // district's ytd, the customer's balance, ytd_payment and payment_cnt); inserts a history row.
   // Arg: amount. Output: 1 the customer's new balance.
   template <class Ctx>
   DUET_HD static void payment(Ctx& c, bool split) {
     const std::uint32_t amt = c.arg(0);
-    if (split) {
-      const std::uint32_t* wy = c.read(0);
-      const std::uint32_t* dy = c.read(1);
-      const std::uint32_t* balance = c.read(2);
-      const std::uint32_t* paid = c.read(3);
-      const std::uint32_t* count = c.read(4);
-      if (!wy || !dy || !balance || !paid || !count) return c.abort(2);
-      // The ytd sums first: the chains of Payments through them go on before this txn loads
-      // its customer's fields.
-      c.write(0, [wy, amt](std::uint32_t) { return wy[0] + amt; });
-      c.write(1, [dy, amt](std::uint32_t) { return dy[0] + amt; });
-      const std::uint32_t bal = balance[0] - amt;
-      c.write(2, [bal](std::uint32_t) { return bal; });
-      c.write(3, [paid, amt](std::uint32_t) { return paid[0] + amt; });
-      c.write(4, [count](std::uint32_t) { return count[0] + 1; });
-      c.write(5, [bal, amt](std::uint32_t w) { return w == 0 ? bal : w == 1 ? amt : 0u; });
-      return c.out(1, bal);
-    }
     const std::uint32_t* wh = c.read(0);
     const std::uint32_t* di = c.read(1);
-    const std::uint32_t* cu = c.read(2);
-    if (!wh || !di || !cu) return c.abort(2);
-    c.write(0, [wh, amt](std::uint32_t w) { return w == 0 ? wh[0] + amt : wh[w]; });
-    c.write(1, [di, amt](std::uint32_t w) { return w == 1 ? di[1] + amt : di[w]; });
-    c.write(2, [cu, amt](std::uint32_t w) {
-      return w == 0 ? cu[0] - amt : w == 1 ? cu[1] + amt : w == 2 ? cu[2] + 1 : cu[w];
-    });
-    const std::uint32_t bal = cu[0] - amt;
-    c.write(3, [bal, amt](std::uint32_t w) { return w == 0 ? bal : w == 1 ? amt : 0u; });
-    c.out(1, bal);
+    const std::uint32_t* cu[3];
+    if (!customer_reads(c, 2, split, cu) || !wh || !di) return c.abort(2);
+    // The ytd sums first: the chains of Payments through them go on before this txn loads its
+    // customer's fields. Split, each is an item of one word; else the warehouse's ytd is word
+    // kWYtd of its row and the district's word kDYtd.
+    const std::uint32_t wf = split ? 0u : std::uint32_t{kWYtd}, df = split ? 0u : std::uint32_t{kDYtd};
+    c.write(0, [wh, amt, wf](std::uint32_t w) { return w == wf ? wh[w] + amt : wh[w]; });
+    c.write(1, [di, amt, df](std::uint32_t w) { return w == df ? di[w] + amt : di[w]; });
+    customer_writes(c, 2, split, cu, amt);
   }
   // Payment in pieces (piece splitting, Batch::add_piece): the warehouse's ytd, the district's ytd,
   // then the customer and the history row, each a txn of its own at consecutive positions, so the
@@ -176,31 +189,13 @@ struct TpccProcs {
     if (!r) return c.abort(2);
     c.write(0, [r, amt, f](std::uint32_t w) { return w == f ? r[w] + amt : r[w]; });
   }
-  // kPaymentCustomerPiece: the customer (split: its balance, ytd_payment and payment_cnt) and the
-  // history row, as payment() writes them. Arg: amount. Output: 1 the customer's new balance.
+  // kPaymentCustomerPiece: the customer and the history row, as payment() writes them. Arg:
+  // amount. Output: 1 the customer's new balance.
   template <class Ctx>
   DUET_HD static void payment_customer(Ctx& c, bool split) {
-    const std::uint32_t amt = c.arg(0);
-    if (split) {
-      const std::uint32_t* balance = c.read(0);
-      const std::uint32_t* paid = c.read(1);
-      const std::uint32_t* count = c.read(2);
-      if (!balance || !paid || !count) return c.abort(2);
-      const std::uint32_t bal = balance[0] - amt;
-      c.write(0, [bal](std::uint32_t) { return bal; });
-      c.write(1, [paid, amt](std::uint32_t) { return paid[0] + amt; });
-      c.write(2, [count](std::uint32_t) { return count[0] + 1; });
-      c.write(3, [bal, amt](std::uint32_t w) { return w == 0 ? bal : w == 1 ? amt : 0u; });
-      return c.out(1, bal);
-    }
-    const std::uint32_t* cu = c.read(0);
-    if (!cu) return c.abort(2);
-    c.write(0, [cu, amt](std::uint32_t w) {
-      return w == 0 ? cu[0] - amt : w == 1 ? cu[1] + amt : w == 2 ? cu[2] + 1 : cu[w];
-    });
-    const std::uint32_t bal = cu[0] - amt;
-    c.write(1, [bal, amt](std::uint32_t w) { return w == 0 ? bal : w == 1 ? amt : 0u; });
-    c.out(1, bal);
+    const std::uint32_t* cu[3];
+    if (!customer_reads(c, 0, split, cu)) return c.abort(2);
+    customer_writes(c, 0, split, cu, c.arg(0));
   }
   // OrderStatus (read-only). Reads: customer (split: its balance), then (when reconnaissance
   // found an order) the customer's last order and its n order lines. Args: customer id,

@@ -154,8 +154,8 @@ class TpccGenerator {
       return;
     }
     // The pieces: r's first two keys are the warehouse's and the district's (their ytd when split).
-    b->add(proc(TpccProcs::kAddPiece), {r[0]}, {r[0]}, {amount, split() ? 0u : kWYtd}, tag, 0, w);
-    b->add_piece(proc(TpccProcs::kAddPiece), {r[1]}, {r[1]}, {amount, split() ? 0u : kDYtd});
+    b->add(proc(TpccProcs::kAddPiece), {r[0]}, {r[0]}, {amount, split() ? 0u : std::uint32_t{kWYtd}}, tag, 0, w);
+    b->add_piece(proc(TpccProcs::kAddPiece), {r[1]}, {r[1]}, {amount, split() ? 0u : std::uint32_t{kDYtd}});
     b->add_piece(proc(TpccProcs::kPaymentCustomerPiece), std::vector<Key>(r.begin() + 2, r.end()),
                  std::vector<Key>(wr.begin() + 2, wr.end()), {amount});
   }

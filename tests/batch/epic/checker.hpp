@@ -10,6 +10,7 @@
 
 #include "batch/epic/engine.hpp"
 #include "batch/epic/serial.hpp"
+#include "batch/epic/tpcc.hpp"
 
 namespace duet::batch::epic::test {
 
@@ -80,6 +81,18 @@ std::string replay_epoch(SerialStore& s, Batch& pending, const Batch& submitted,
   }
   pending = std::move(next);
   return "";
+}
+
+/// Bulk-loads TPC-C's tables (`w` warehouses, `layout`) into `s` and each of `dbs` (Databases).
+template <class... Dbs>
+void load_tpcc(std::uint32_t w, TpccLayout layout, SerialStore& s, Dbs&... dbs) {
+  tpcc_load(
+      w,
+      [&](std::uint32_t t, std::uint64_t k, const std::uint32_t* d) {
+        (dbs.load(t, k, d), ...);
+        s.put(t, k, d);
+      },
+      layout);
 }
 
 /// Piece splitting's check: `pieces` (Batch::add_piece) is `whole` with its txns split, and

@@ -631,14 +631,7 @@ TEST(EpicGpuExec, TpccPaymentPiecesAt100KEqualTheWholeTxns) {
     Engine<TpccProcs> cpu(specs, 8);
     cpu.set_device_planner(gc);
     SerialStore s(specs);
-    tpcc_load(
-        k.w,
-        [&](std::uint32_t t, std::uint64_t key, const std::uint32_t* d) {
-          db.load(t, key, d);
-          cpu.db().load(t, key, d);
-          s.put(t, key, d);
-        },
-        TpccLayout::kSplit);
+    test::load_tpcc(k.w, TpccLayout::kSplit, s, db, cpu.db());
     SerialStore s2 = s;
     ASSERT_TRUE(g->upload(db, &err)) << err;
     TpccGenerator gw(k.w, 91 + k.w, k.mix, TpccLayout::kSplit), gp(k.w, 91 + k.w, k.mix, TpccLayout::kSplit);

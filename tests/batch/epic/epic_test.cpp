@@ -424,13 +424,7 @@ std::string run_tpcc(std::uint32_t warehouses, TpccMix mix, int epochs, int max_
   if (affinity_epochs) e.set_wait_fallback(0.25, 0);  // as in run_ycsb
   if (dev) e.set_device_planner(dev);
   SerialStore s(specs);
-  tpcc_load(
-      warehouses,
-      [&](std::uint32_t t, std::uint64_t k, const std::uint32_t* d) {
-        e.db().load(t, k, d);
-        s.put(t, k, d);
-      },
-      layout);
+  test::load_tpcc(warehouses, layout, s, e.db());
   TpccGenerator g(warehouses, 77 + warehouses, mix, layout);
   if (!g.error().empty()) return g.error();
   std::mt19937_64 rng(5);
@@ -483,13 +477,7 @@ std::string run_tpcc_pieces(std::uint32_t warehouses, TpccMix mix, TpccLayout la
   const auto specs = tpcc_tables(warehouses, 40000, 40000, layout);
   Engine<TpccProcs> e(specs, threads);
   SerialStore s(specs);
-  tpcc_load(
-      warehouses,
-      [&](std::uint32_t t, std::uint64_t k, const std::uint32_t* d) {
-        e.db().load(t, k, d);
-        s.put(t, k, d);
-      },
-      layout);
+  test::load_tpcc(warehouses, layout, s, e.db());
   TpccGenerator gw(warehouses, 91, mix, layout), gp(warehouses, 91, mix, layout);
   gp.set_split_payments(true);
   std::mt19937_64 rng(3);
