@@ -1,0 +1,29 @@
+#!/usr/bin/env bash
+# The 2-core measurement of piece splitting (docs/epic.md, "Piece splitting"): the CPU twin with
+# whole txns and with pieces (YCSB: each op a piece; TPC-C: each Payment in three pieces), beside
+# the serial executor on the whole txns. YCSB runs both in one program run (whole, then pieces,
+# per workload); TPC-C takes one run per setting, so sets alternate whole and pieces. The load
+# average before each set goes into bench.log.
+# Usage: bench/batch/epic/2core-pieces.sh BUILD_DIR [OUT_DIR] [SETS (3)]
+set -euo pipefail
+cd "$(dirname "$0")/../../.."
+B=${1:?build dir}/bench/duet_bench_epic
+R=${2:-bench/results/epic/2core-pieces}
+SETS=${3:-3}
+mkdir -p "$R"
+log="$R/bench.log"
+: > "$log"
+load() { echo "== $1 $(date -u +%H:%M:%S) load average: $(cut -d' ' -f1-3 /proc/loadavg)" | tee -a "$log"; }
+run() {  # name, then duet_bench_epic's arguments
+  local name=$1
+  shift
+  load "$name"
+  "$B" "$@" --out "$R/$name.json" 2>&1 | grep -E "^(np|full|A|B|C|F) " | tee -a "$log"
+}
+for i in $(seq "$SETS"); do
+  run "ycsb-set$i" --records 1000000 --epoch 20000 --epochs 6 --threads 2 --workloads A,F --thetas 0,0.99 \
+    --split 0,1 --pieces 0,1 --systems serial,epic-twin
+  for p in 0 1; do
+    run "np-w2-pieces$p-set$i" --np 2 --threads 2 --epoch 20000 --epochs 8 --mix np --pieces $p --systems serial,epic-twin
+  done
+done
