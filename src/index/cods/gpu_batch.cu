@@ -79,9 +79,18 @@ __global__ void set_lane_kernel(typename Set1::View view, Env env, const Op* ops
   }
 }
 
+/// Mixed mode's register cap: three blocks of kBlockThreads per SM (85 registers), as the
+/// versioned tree's kernel has. Left to itself the compiler gave the mixed kernels the one-lane
+/// code's 96-255 registers (a node fragment per lane), one or two blocks per SM, and their tile
+/// GETs, most of a batch, ran at 0.40x of the tile kernel's where the capped versioned kernel
+/// ran them at its tile's speed (bench/results/cods-h200-vtree-modes/). The one-lane kernels
+/// keep their registers: capped, their fragments spill (the capped versioned tree's one-lane
+/// K = 30 GETs ran at 0.48x the uncapped plain tree's).
+constexpr int kMixedBlocksPerSm = 3;
+
 /// Mixed mode (mixed_rounds): GETs on the tile, one coalesced read per node; updates on a lane.
 template <class Set, class Set1, unsigned G, class Env, class St>
-__global__ void set_mixed_kernel(typename Set::View view, typename Set1::View view1, Env env, const Op* ops,
+__global__ void __launch_bounds__(kBlockThreads, kMixedBlocksPerSm) set_mixed_kernel(typename Set::View view, typename Set1::View view1, Env env, const Op* ops,
                                  const std::uint64_t* keys, OpStatus* status, std::uint64_t* out, std::uint64_t n,
                                  std::uint64_t* retries, St stamps) {
   const auto g = GpuTile<G>::of_this_block();
@@ -126,7 +135,7 @@ __global__ void tree_lane_kernel(TreeRoot* root, Env env, const Op* ops, const s
 }
 
 template <class Tree, class Tree1, unsigned G, class Env, class St>
-__global__ void tree_mixed_kernel(TreeRoot* root, Env env, const Op* ops, const std::uint64_t* keys,
+__global__ void __launch_bounds__(kBlockThreads, kMixedBlocksPerSm) tree_mixed_kernel(TreeRoot* root, Env env, const Op* ops, const std::uint64_t* keys,
                                   const std::uint64_t* values, OpStatus* status, std::uint64_t* out, std::uint64_t n,
                                   std::uint64_t* retries, St stamps) {
   const auto g = GpuTile<G>::of_this_block();
