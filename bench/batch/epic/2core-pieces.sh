@@ -10,16 +10,7 @@ cd "$(dirname "$0")/../../.."
 B=${1:?build dir}/bench/duet_bench_epic
 R=${2:-bench/results/epic/2core-pieces}
 SETS=${3:-3}
-mkdir -p "$R"
-log="$R/bench.log"
-: > "$log"
-load() { echo "== $1 $(date -u +%H:%M:%S) load average: $(cut -d' ' -f1-3 /proc/loadavg)" | tee -a "$log"; }
-run() {  # name, then duet_bench_epic's arguments
-  local name=$1
-  shift
-  load "$name"
-  "$B" "$@" --out "$R/$name.json" 2>&1 | grep -E "^(np|full|A|B|C|F) " | tee -a "$log"
-}
+. bench/batch/epic/2core-common.sh
 for i in $(seq "$SETS"); do
   run "ycsb-set$i" --records 1000000 --epoch 20000 --epochs 6 --threads 2 --workloads A,F --thetas 0,0.99 \
     --split 0,1 --pieces 0,1 --systems serial,epic-twin

@@ -11,16 +11,7 @@ cd "$(dirname "$0")/../../.."
 B=${1:?build dir}/bench/duet_bench_epic
 R=${2:-bench/results/epic/2core-queues}
 SPIN=${3:-10}
-mkdir -p "$R"
-log="$R/bench.log"
-: > "$log"
-load() { echo "== $1 $(date -u +%H:%M:%S) load average: $(cut -d' ' -f1-3 /proc/loadavg)" | tee -a "$log"; }
-run() {  # name, then duet_bench_epic's arguments
-  local name=$1
-  shift
-  load "$name"
-  "$B" "$@" --out "$R/$name.json" 2>&1 | grep -E "^(np|full|A|B|C|F) " | tee -a "$log"
-}
+. bench/batch/epic/2core-common.sh
 tpcc=(--np 2 --threads 2 --epoch 20000 --epochs 8 --systems serial,epic-twin,epic-twin-counter)
 for i in 1 2 3; do run "np-w2-idle-set$i" "${tpcc[@]}" --mix np; done
 for i in 1 2 3; do run "full-w2-idle-set$i" "${tpcc[@]}" --mix full; done

@@ -205,6 +205,12 @@ std::unique_ptr<Engine<Procs>> epic_cpu_engine(const std::vector<TableSpec>& spe
   return e;
 }
 
+/// Whether `system` ran the pieces of a run with pieces (serial, rocksdb and the front ends run
+/// the whole txns: measure_systems' `whole`).
+bool runs_pieces(bool pieces, const std::string& system) {
+  return pieces && system != "serial" && system != "rocksdb" && system.rfind("epic-submit", 0) != 0;
+}
+
 void describe(b::Json& r, const std::string& system) {
   const char *index = "cpu", *plan = "cpu", *exec = "cpu", *xfer = "none";
   if (system == "epic-cpu" || system == "epic-submit-gpu") index = "gpu", plan = "gpu", xfer = "packed";
@@ -521,7 +527,7 @@ int main(int argc, char** argv) {
         b::Json r = b::Json::object();
         r.set("name", wl).set("system", system).set("workload", wl).set("op", "txn");
         r.set("warehouses", c.np).set("epoch_txns", static_cast<std::uint64_t>(c.epoch)).set("tpcc_layout", layout_name(c.layout));
-        const bool ran_pieces = pieces && system != "serial" && system != "rocksdb" && system.rfind("epic-submit", 0) != 0;
+        const bool ran_pieces = runs_pieces(pieces, system);
         r.set("pieces", ran_pieces).set("entries_per_epoch", ran_pieces ? entries : static_cast<std::uint64_t>(c.epoch));
         r.set("formula_ops_per_s", fs.median).set("formula_ops_per_s_min", fs.min).set("formula_ops_per_s_max", fs.max);
         r.set("wall_ops_per_s", ws.median).set("wall_ops_per_s_min", ws.min).set("wall_ops_per_s_max", ws.max);
@@ -677,7 +683,7 @@ int main(int argc, char** argv) {
             r.set("abort_rate", abort_rate);
             // Pieces: what the Epic systems planned and executed per epoch (serial, rocksdb and the
             // front ends ran the whole txns); throughput counts txns either way.
-            const bool ran_pieces = pieces && system != "serial" && system != "rocksdb" && system.rfind("epic-submit", 0) != 0;
+            const bool ran_pieces = runs_pieces(pieces, system);
             r.set("pieces", ran_pieces).set("entries_per_epoch", static_cast<std::uint64_t>(ran_pieces ? entries : c.epoch));
             const b::Summary fs = b::summarize(f), ws = b::summarize(w);
             r.set("formula_ops_per_s", fs.median).set("formula_ops_per_s_min", fs.min).set("formula_ops_per_s_max", fs.max);
