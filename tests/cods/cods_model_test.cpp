@@ -144,9 +144,10 @@ TYPED_TEST(CodsModel, TreeAgainstStdMap) {
   EXPECT_EQ(got, want);
 }
 
-// 5.4's bound: without removals a search reads the head and ceil(n/K) nodes when the nodes are
-// full (ascending inserts fill them), and at most 1 + ceil((n-1) / floor((K+1)/2)) when they
-// came from splits (every node but the last keeps at least floor((K+1)/2) keys).
+// 5.4's bound: without removals a search reads ceil(n/K) nodes when the nodes are full
+// (ascending inserts fill them), plus the keyless head in the elementwise regime (the fully
+// atomic head holds keys), and at most 2 + ceil((n-1) / floor((K+1)/2)) when they came from
+// splits (every node but the last keeps at least floor((K+1)/2) keys).
 TYPED_TEST(CodsModel, ListSearchReadsCeilNOverKNodes) {
   constexpr unsigned K = TypeParam::K;
   for (const std::uint64_t n : {std::uint64_t(1), std::uint64_t(K), std::uint64_t(K + 1), std::uint64_t(1000)}) {
@@ -156,7 +157,8 @@ TYPED_TEST(CodsModel, ListSearchReadsCeilNOverKNodes) {
     for (const std::uint64_t probe : {3 * (n - 1), 3 * n, kMax}) {
       env->counters().node_reads = 0;
       (void)list.contains(*env, probe);
-      EXPECT_EQ(env->counters().node_reads, 1 + (n + K - 1) / K) << "n=" << n << " probe=" << probe;
+      const std::uint64_t head = CpuLazyList<K, TypeParam::R>::Algo::kKeyedHead ? 0 : 1;
+      EXPECT_EQ(env->counters().node_reads, head + (n + K - 1) / K) << "n=" << n << " probe=" << probe;
     }
   }
   CpuLazyList<K, TypeParam::R> list;
@@ -169,6 +171,48 @@ TYPED_TEST(CodsModel, ListSearchReadsCeilNOverKNodes) {
   (void)list.contains(*env, kMax);
   const std::uint64_t half = (K + 1) / 2;
   EXPECT_LE(env->counters().node_reads, 2 + (keys.size() - 1 + half - 1) / half);
+}
+
+// The fully atomic head holds keys: up to K keys are one node read; a full head splits into a
+// new node after it; emptied, it stays linked in front of its successors and takes keys again.
+// The elementwise head stays a keyless sentinel (one read more).
+TYPED_TEST(CodsModel, HeadHoldsKeysInTheFullyAtomicRegime) {
+  constexpr unsigned K = TypeParam::K;
+  using L = CpuLazyList<K, TypeParam::R>;
+  constexpr std::uint64_t head = L::Algo::kKeyedHead ? 0 : 1;
+  static_assert(L::Algo::kKeyedHead == (TypeParam::R == F));
+  L list;
+  auto env = list.session();
+  std::set<std::uint64_t> model;
+  for (std::uint64_t k = 0; k < K; ++k) {  // descending: every insert is GT in the first node
+    ASSERT_EQ(list.insert(*env, 1000 - 2 * k), OpStatus::kNotFound);
+    model.insert(1000 - 2 * k);
+  }
+  env->counters().node_reads = 0;
+  EXPECT_TRUE(list.contains(*env, 1000));
+  EXPECT_EQ(env->counters().node_reads, head + 1);
+  ASSERT_EQ(list.insert(*env, 1), OpStatus::kNotFound);  // the first node splits
+  model.insert(1);
+  EXPECT_EQ(list.keys(), std::vector<std::uint64_t>(model.begin(), model.end()));
+  env->counters().node_reads = 0;
+  EXPECT_TRUE(list.contains(*env, 1));
+  EXPECT_EQ(env->counters().node_reads, head + 1);
+  // Empty the first node's keys (the lower half after the split); the rest stay reachable.
+  const std::uint64_t lower = (K + 2) / 2;
+  std::vector<std::uint64_t> first(model.begin(), std::next(model.begin(), static_cast<long>(lower)));
+  for (std::uint64_t k : first) {
+    ASSERT_EQ(list.remove(*env, k), OpStatus::kFound);
+    model.erase(k);
+  }
+  for (std::uint64_t k : model) EXPECT_TRUE(list.contains(*env, k)) << k;
+  for (std::uint64_t k : first) EXPECT_FALSE(list.contains(*env, k)) << k;
+  EXPECT_EQ(list.keys(), std::vector<std::uint64_t>(model.begin(), model.end()));
+  ASSERT_EQ(list.insert(*env, 0), OpStatus::kNotFound);  // into the emptied head (fully atomic)
+  model.insert(0);
+  env->counters().node_reads = 0;
+  EXPECT_TRUE(list.contains(*env, 0));
+  EXPECT_EQ(env->counters().node_reads, 1u + head);
+  EXPECT_EQ(list.keys(), std::vector<std::uint64_t>(model.begin(), model.end()));
 }
 
 // A tree GET reads one node per level when nothing moves (no right moves in a quiet tree).

@@ -117,7 +117,8 @@ class CpuSet : public SetCalls<Derived, Algo, CpuEnv> {
 }  // namespace detail
 
 /// A sorted set of 8-byte keys (any value, 0 and 2^64-1 included) in a coalesced lazy list of
-/// K-key nodes. contains is lock-free; a search costs ceil(n/K) node reads plus the head.
+/// K-key nodes. contains is lock-free; a search costs ceil(n/K) node reads, plus the keyless
+/// head in the elementwise regime.
 template <unsigned K, Regime R>
 class CpuLazyList : public detail::CpuSet<CpuLazyList<K, R>, LazyList<K, CpuThread, R>> {
   using Base = detail::CpuSet<CpuLazyList<K, R>, LazyList<K, CpuThread, R>>;

@@ -1,7 +1,8 @@
 // The CODS chaining hash set (dissertation 5.2.1, 5.5): an array of coalesced lazy lists, one
 // head node per bucket. No key is reserved (presence is each node's bitset). Every operation
-// is the list's on the key's bucket: a contains reads the bucket's head and then ceil(b/K)
-// nodes for a bucket of b keys in full nodes; updates lock one or two nodes of that bucket.
+// is the list's on the key's bucket: a contains reads ceil(b/K) nodes for a bucket of b keys in
+// full nodes (fully atomic: the head holds keys, so a bucket of up to K keys is one read), plus
+// the keyless head (elementwise); updates lock one or two nodes of that bucket.
 #pragma once
 
 #include <cstdint>

@@ -5,12 +5,19 @@
 // and the node's lock is a bit of the bitset word (fully atomic nodes, K <= 30, keep their
 // version there too: FoldedMeta), so K = 14 on 16 words is one 128 B node in both regimes.
 // The next word is a node address whose low bit is the DELETED mark. Keys of a node are all
-// smaller than the keys of its successor. A sentinel head node holds no keys and is never
-// removed. No key value is reserved: presence is the bitset's.
+// smaller than the keys of its successor. The head node is never removed. In the elementwise
+// regime it is a sentinel that holds no keys (a published node is never rewritten, and the head
+// cannot be replaced: a hash set's heads are an array). In the fully atomic regime, where nodes
+// are rewritten in place, the head holds keys like any node (kKeyedHead): it may be FOUND or GT
+// with no prev, an update of it locks it alone (nothing precedes it, and it is never marked),
+// and a removal that empties it leaves it empty and linked. A bucket of up to K keys is then
+// one node, and a search reads one node fewer. No key value is reserved: presence is the
+// bitset's.
 //
 // Search takes no lock: it gets each node (one coalesced read) and stops at the node that
 // holds k (FOUND), the first node with a key above k (GT), or after the last node (END). In a
-// list of n keys without removals it reads the head and ceil(n/K) nodes when nodes are full.
+// list of n keys without removals it reads ceil(n/K) nodes when nodes are full, plus the
+// keyless head in the elementwise regime.
 // Updates lock prev and curr (and prev_prev in the elementwise END case), re-read them and
 // check validated() (below), then:
 //  * kFullyAtomic (Alg. 16/17): the node is rewritten in place by atomic sets, at most two per
@@ -119,8 +126,8 @@ struct LazyList {
   /// What search() found. stale: the deciding node was marked when read.
   struct Position {
     Where where;
-    Node* prev_prev;  ///< predecessor of prev (null when prev is the head)
-    Node* prev;
+    Node* prev_prev;  ///< predecessor of prev (null when prev is the head or null)
+    Node* prev;       ///< null when curr is the (keyed) head
     Node* curr;       ///< null at END
     bool stale;
   };
@@ -133,6 +140,8 @@ struct LazyList {
   }
 
   static constexpr bool kFullyAtomic = R == Regime::kFullyAtomic;
+  /// The head holds keys (fully atomic regime only; see the file comment).
+  static constexpr bool kKeyedHead = kFullyAtomic;
   static constexpr unsigned kDataBytes = sizeof(CObject<kW>);
 
   /// One coalesced get of node n into f (atomic in the fully atomic regime: a sequence-lock
@@ -219,6 +228,11 @@ DUET_UNROLL
     Node* prev = head;
     Frag fp;
     read(g, env, prev, fp);
+    if constexpr (kKeyedHead) {  // the head decides alone; it is never marked
+      const ElementMask m = keys_of(g, fp);
+      if (fp.match(g, k, m)) return {Where::kFound, nullptr, nullptr, head, false};
+      if (greater(g, fp, k, m)) return {Where::kGreater, nullptr, nullptr, head, false};
+    }
     for (;;) {
       if (env.stuck()) return {Where::kEnd, pp, prev, nullptr, true};  // tests only: see cpu_env.hpp
       const std::uint64_t nx = fp.broadcast(g, Shape::kNext);
@@ -278,7 +292,8 @@ DUET_UNROLL
         if (!spare[i]) short_of_nodes = true;
       }
       if (short_of_nodes) break;  // kRetry, nothing changed
-      const int r = p.where == Where::kGreater ? insert_gt(g, env, p, k, spare) : insert_end(g, env, head, p, k, spare);
+      const int r =
+          p.where == Where::kGreater ? insert_gt(g, env, head, p, k, spare) : insert_end(g, env, head, p, k, spare);
       if (r < 0) {
         spin_pause();
         continue;
@@ -338,7 +353,7 @@ DUET_UNROLL
   /// Appends the keys of the list in order (host only, quiescent list). For tests.
   template <class Out>
   static void keys(Node* head, Out& out) {
-    for (Node* n = ptr(head->data().elem[Shape::kNext]); n; n = ptr(n->data().elem[Shape::kNext])) {
+    for (Node* n = kKeyedHead ? head : ptr(head->data().elem[Shape::kNext]); n; n = ptr(n->data().elem[Shape::kNext])) {
       const std::uint64_t meta = n->data().elem[Shape::kMeta];
       for (unsigned i = 0; i < K; ++i)
         if ((meta >> i) & 1) out.push_back(n->data().elem[i]);
@@ -427,6 +442,26 @@ DUET_UNROLL
     return true;
   }
 
+  /// Locks the pair an update of curr needs (lock_linked_pair), or the keyed head alone when it
+  /// is curr (p.prev null): nothing precedes the head and it is never marked, so it needs no
+  /// check. held/nheld receive what is locked; fc and cn curr's fresh copy and next word.
+  template <class Env>
+  DUET_HD static DUET_INLINE bool lock_curr(const Group& g, Env& env, const Position& p, std::uint64_t k,
+                                            Node** held, unsigned& nheld, Frag& fp, Frag& fc, std::uint64_t& cn) {
+    if (kKeyedHead && p.prev == nullptr) {
+      held[0] = p.curr;
+      nheld = 1;
+      lock_node(g, env, p.curr);
+      read(g, env, p.curr, fc);
+      cn = fc.broadcast(g, Shape::kNext);
+      return true;
+    }
+    held[0] = p.prev;
+    held[1] = p.curr;
+    nheld = 2;
+    return lock_linked_pair(g, env, p, k, held, fp, fc, cn);
+  }
+
   /// Writes the bitset of a node holding n packed keys, and its next word.
   DUET_HD static DUET_INLINE void set_meta(const Group& g, Frag& f, unsigned n, std::uint64_t next) {
     put(g, f, Shape::kMeta, prefix_mask(n));
@@ -451,21 +486,36 @@ DUET_UNROLL
     return true;
   }
 
-  /// GT: k goes into curr. Returns 1 inserted, 0 found present, -1 retry.
+  /// GT: k goes into curr, or at the end of the keyed head when that is prev, has room and k is
+  /// below every key of curr (so the bucket's first node fills before its second).
+  /// Returns 1 inserted, 0 found present, -1 retry.
   template <class Env>
-  DUET_HD static int insert_gt(const Group& g, Env& env, const Position& p, std::uint64_t k, Node** spare) {
-    Node* held[2] = {p.prev, p.curr};
+  DUET_HD static int insert_gt(const Group& g, Env& env, Node* head, const Position& p, std::uint64_t k,
+                               Node** spare) {
+    Node* held[2];
+    unsigned nheld;
     Frag fp, fc;
     std::uint64_t cn;
-    if (!lock_linked_pair(g, env, p, k, held, fp, fc, cn)) return -1;
+    if (!lock_curr(g, env, p, k, held, nheld, fp, fc, cn)) return -1;
     const ElementMask m = keys_of(g, fc);
     if (fc.match(g, k, m)) {
-      unlock_all(g, env, held, 2);
+      unlock_all(g, env, held, nheld);
       return 0;
     }
     if (!greater(g, fc, k, m)) {  // k now belongs further on
-      unlock_all(g, env, held, 2);
+      unlock_all(g, env, held, nheld);
       return -1;
+    }
+    if (kKeyedHead && p.prev == head && !less(g, fc, k, m)) {  // k below every key of curr
+      const unsigned np = static_cast<unsigned>(popcount(keys_of(g, fp)));
+      if (np < K) {
+        const std::uint64_t head_next = fp.broadcast(g, Shape::kNext);  // curr
+        insert_at(g, fp, np, np, k);
+        set_meta(g, fp, np + 1, head_next);
+        write(g, env, head, fp);
+        unlock_all(g, env, held, nheld);
+        return 1;
+      }
     }
     const unsigned n = static_cast<unsigned>(popcount(m));
     const unsigned pos = static_cast<unsigned>(popcount(less(g, fc, k, m)));
@@ -477,7 +527,7 @@ DUET_UNROLL
         spare[0] = nullptr;
       }
       write(g, env, p.curr, fc);
-      unlock_all(g, env, held, 2);
+      unlock_all(g, env, held, nheld);
     } else {
       Node* copy = spare[0];
       if (add_key(g, fc, upper, n, pos, k, next, to_word(env, spare[1]))) {
@@ -523,7 +573,7 @@ DUET_UNROLL
       return 0;
     }
     const unsigned n = static_cast<unsigned>(popcount(m));
-    if (p.prev == head || n == K) {
+    if ((!kKeyedHead && p.prev == head) || n == K) {
       // A new last node holding only k, linked from prev.
       Node* fresh = spare[0];
       spare[0] = nullptr;
@@ -561,20 +611,21 @@ DUET_UNROLL
   /// FOUND: removes k from curr. Returns 1 removed, 0 absent, -1 retry.
   template <class Env>
   DUET_HD static int remove_found(const Group& g, Env& env, const Position& p, std::uint64_t k, Node*& spare) {
-    Node* held[2] = {p.prev, p.curr};
+    Node* held[2];
+    unsigned nheld;
     Frag fp, fc;
     std::uint64_t cn;
-    if (!lock_linked_pair(g, env, p, k, held, fp, fc, cn)) return -1;
+    if (!lock_curr(g, env, p, k, held, nheld, fp, fc, cn)) return -1;
     const ElementMask m = keys_of(g, fc);
     const int pos = fc.find(g, k, m);
     if (pos < 0) {  // k moved (a split) or went: search again
-      unlock_all(g, env, held, 2);
+      unlock_all(g, env, held, nheld);
       return -1;
     }
     const unsigned n = static_cast<unsigned>(popcount(m));
     const std::uint64_t next = cn & ~kMarked;
-    if (n == 1) {
-      // curr becomes empty: mark it, then unlink it from prev.
+    if (n == 1 && p.prev != nullptr) {
+      // curr becomes empty: mark it, then unlink it from prev. (An emptied keyed head stays.)
       if constexpr (R == Regime::kFullyAtomic) {
         remove_at(g, fc, n, static_cast<unsigned>(pos));
         set_meta(g, fc, 0, next | kMarked);
@@ -593,7 +644,7 @@ DUET_UNROLL
     set_meta(g, fc, n - 1, next);
     if constexpr (R == Regime::kFullyAtomic) {
       write(g, env, p.curr, fc);  // Alg. 17 line 18, fixed: set(curr, curr_copy)
-      unlock_all(g, env, held, 2);
+      unlock_all(g, env, held, nheld);
     } else {
       Node* copy = spare;
       spare = nullptr;
