@@ -12,6 +12,7 @@
 #include <cstdint>
 #include <memory>
 #include <mutex>
+#include <new>
 #include <string>
 #include <utility>
 #include <vector>
@@ -21,6 +22,7 @@
 #include "index/cods/cpu_env.hpp"
 #include "index/cods/hash_set.hpp"
 #include "index/cods/lazy_list.hpp"
+#include "mem/host_memory.hpp"
 
 namespace duet::cods::ds {
 
@@ -173,22 +175,30 @@ class CpuHashSet : public detail::CpuSet<CpuHashSet<K, R>, HashSet<K, CpuThread,
   /// The most buckets make() accepts (2^32).
   static constexpr std::uint64_t kMaxBuckets = std::uint64_t(1) << 32;
 
-  /// InvalidArgument for a null out, or buckets 0 or above kMaxBuckets.
+  /// InvalidArgument for a null out, or buckets 0 or above kMaxBuckets; ResourceExhausted when
+  /// the heads cannot be mapped. The heads are one mapping on huge pages where the kernel allows
+  /// (a GET's first read lands in it: at K = 8, 125,000 heads are 16 MB, past 4 KB pages' TLB).
   static Status make(std::uint64_t buckets, std::unique_ptr<CpuHashSet>* out) {
     if (!out) return Status::InvalidArgument("out is null");
     if (buckets == 0 || buckets > kMaxBuckets)
       return Status::InvalidArgument("bucket count " + std::to_string(buckets) + " is outside [1, 2^32]");
     std::unique_ptr<CpuHashSet> s(new CpuHashSet());
-    s->heads_ = std::make_unique<Node[]>(buckets);
-    for (std::uint64_t i = 0; i < buckets; ++i) Algo::List::init_head(&s->heads_[i]);
-    s->view_ = {s->heads_.get(), buckets};
+    s->heads_bytes_ = sizeof(Node) * buckets;
+    s->heads_ = static_cast<Node*>(mem::map_zeroed(s->heads_bytes_));
+    if (!s->heads_) return Status::ResourceExhausted("cannot map " + std::to_string(buckets) + " bucket heads");
+    for (std::uint64_t i = 0; i < buckets; ++i) Algo::List::init_head(new (&s->heads_[i]) Node());
+    s->view_ = {s->heads_, buckets};
     *out = std::move(s);
     return Status::Ok();
   }
   ~CpuHashSet() {
-    if (this->has_arena()) return;
-    for (std::uint64_t i = 0; i < view_.buckets; ++i) Algo::List::destroy_chain(&heads_[i], [](Node* n) { delete n; });
+    if (!heads_) return;
+    if (!this->has_arena())
+      for (std::uint64_t i = 0; i < view_.buckets; ++i) Algo::List::destroy_chain(&heads_[i], [](Node* n) { delete n; });
+    mem::unmap(heads_, heads_bytes_);
   }
+  CpuHashSet(const CpuHashSet&) = delete;
+  CpuHashSet& operator=(const CpuHashSet&) = delete;
 
   using Base::execute;
   OpStatus execute(CpuEnv& s, Op op, std::uint64_t k) {
@@ -207,7 +217,8 @@ class CpuHashSet : public detail::CpuSet<CpuHashSet<K, R>, HashSet<K, CpuThread,
   CpuHashSet() = default;
   const typename Algo::View& root() const { return view_; }
 
-  std::unique_ptr<Node[]> heads_;
+  Node* heads_ = nullptr;  // mem::map_zeroed, heads_bytes_ long
+  std::size_t heads_bytes_ = 0;
   typename Algo::View view_;
 };
 
