@@ -58,6 +58,17 @@ struct EpicKey {
   std::uint64_t key = 0;
 };
 
+/// One piece of a txn submitted in pieces (EpicDatabase::submit_pieces): a procedure call of
+/// its own, with its declared keys and args.
+struct EpicPiece {
+  std::uint32_t proc = 0;
+  std::span<const EpicKey> reads;
+  std::span<const EpicKey> writes;
+  std::span<const std::uint32_t> args;
+};
+/// The most pieces of one txn.
+inline constexpr std::size_t kEpicMaxPieces = 64;
+
 /// How a txn that ran ended.
 enum class EpicOutcome : std::uint8_t {
   kCommitted = 0,
@@ -154,6 +165,20 @@ class EpicDatabase {
   /// not block (the rest of the epoch's results wait for it) nor call this database.
   virtual void submit(std::uint32_t proc, std::span<const EpicKey> reads, std::span<const EpicKey> writes,
                       std::span<const std::uint32_t> args, std::function<void(EpicTxnResult&&)> done) = 0;
+  /// Queues one txn in pieces (piece splitting, docs/epic.md "Pieces"). Each piece runs as a txn
+  /// of its own at consecutive serial positions of one epoch, planned and executed apart, so a
+  /// piece's writes wait for no other piece's reads. The result equals the whole txn's when the
+  /// pieces are independent, which the caller promises and the database does not check: a
+  /// piece's writes use only its own reads and args, no piece reads what an earlier piece writes
+  /// (pieces that only read go first), no piece aborts or asks to rerun, and each output word of
+  /// the txn is the sum (mod 2^32) of that word over its pieces. The one result: the first
+  /// piece's status that is not ok (nothing else set; pieces that ran stay applied), else the first
+  /// outcome other than kCommitted, the summed output words, the first piece's epoch and position
+  /// and the most attempts of any piece. Refused whole, nothing queued, for no pieces, more than
+  /// kEpicMaxPieces, or any piece submit() would refuse (the message names the piece).
+  virtual std::future<EpicTxnResult> submit_pieces(std::span<const EpicPiece> pieces) = 0;
+  /// As submit_pieces, with `done` getting the result as submit's callback form does.
+  virtual void submit_pieces(std::span<const EpicPiece> pieces, std::function<void(EpicTxnResult&&)> done) = 0;
   /// Closes the open epoch and returns once every txn submitted before the call has its result.
   virtual void flush() = 0;
   /// As flush(), without waiting: `done` runs on the epoch thread once they have (it must not

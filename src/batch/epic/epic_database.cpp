@@ -81,6 +81,17 @@ class EpicDatabaseImpl final : public EpicDatabase {
       submitted_.store(true, std::memory_order_release);
   }
 
+  std::future<EpicTxnResult> submit_pieces(std::span<const EpicPiece> pieces) override {
+    bool accepted = false;
+    auto f = epochs_.submit_pieces(specs(pieces), &accepted);
+    if (accepted) submitted_.store(true, std::memory_order_release);
+    return f;
+  }
+
+  void submit_pieces(std::span<const EpicPiece> pieces, std::function<void(EpicTxnResult&&)> done) override {
+    if (epochs_.submit_pieces(specs(pieces), std::move(done))) submitted_.store(true, std::memory_order_release);
+  }
+
   void flush() override { epochs_.flush(); }
   void flush(std::function<void()> done) override { epochs_.flush(std::move(done)); }
 
@@ -113,6 +124,17 @@ class EpicDatabaseImpl final : public EpicDatabase {
   }
 
  private:
+  static std::vector<batch::epic::PieceSpec> specs(std::span<const EpicPiece> pieces) {
+    std::vector<batch::epic::PieceSpec> out(pieces.size());
+    for (std::size_t i = 0; i < pieces.size(); ++i) {
+      out[i].proc = pieces[i].proc;
+      out[i].reads.assign(pieces[i].reads.begin(), pieces[i].reads.end());
+      out[i].writes.assign(pieces[i].writes.begin(), pieces[i].writes.end());
+      out[i].args.assign(pieces[i].args.begin(), pieces[i].args.end());
+    }
+    return out;
+  }
+
   // A committed record while no epoch runs (the caller holds the engine idle).
   Status read_idle(std::uint32_t table, std::uint64_t key, std::vector<std::uint32_t>* record) {
     batch::epic::Database& db = engine_.db();

@@ -46,6 +46,15 @@ struct EpochsConfig {
 using TxnResult = EpicTxnResult;
 static_assert(kMaxOut == sizeof(TxnResult::out) / sizeof(TxnResult::out[0]));
 
+/// One piece of a txn submitted in pieces (Epochs::submit_pieces): a procedure call of its own.
+struct PieceSpec {
+  std::uint32_t proc = 0;
+  std::vector<Key> reads, writes;
+  std::vector<std::uint32_t> args;
+};
+/// The most pieces of one txn (the public limit).
+inline constexpr std::size_t kMaxPieces = ::duet::kEpicMaxPieces;
+
 /// Counters of an Epochs front end.
 struct EpochsStats {
   std::uint64_t epochs = 0, txns = 0, refused = 0, failed_epochs = 0;
@@ -101,6 +110,27 @@ class Epochs {
     Waiter w;
     w.callback = std::move(done);
     return enqueue(proc, reads, writes, args, std::move(w));
+  }
+
+  /// Queues one txn in pieces (Batch::add_piece says when that equals the whole txn; the front
+  /// end does not check it): each piece is a txn of its own at consecutive serial positions,
+  /// planned and executed apart, and all of them go into one epoch. `done` gets one result when
+  /// every piece has run (reruns included): the first piece's status that is not ok, if any (with
+  /// nothing else set; pieces that ran before it stay applied), else the first outcome other than
+  /// kCommitted (kCommitted if none), each output word the sum of the pieces' words (mod 2^32), the
+  /// first piece's epoch and position and the most attempts of any piece. Refused whole, nothing
+  /// queued, for no pieces or more than kMaxPieces, or when any piece would be refused by submit.
+  bool submit_pieces(const std::vector<PieceSpec>& pieces, std::function<void(TxnResult&&)> done) {
+    Waiter w;
+    w.callback = std::move(done);
+    return enqueue_pieces(pieces, std::move(w));
+  }
+  std::future<TxnResult> submit_pieces(const std::vector<PieceSpec>& pieces, bool* accepted = nullptr) {
+    Waiter w;
+    std::future<TxnResult> f = w.promise.get_future();
+    const bool ok = enqueue_pieces(pieces, std::move(w));
+    if (accepted) *accepted = ok;
+    return f;
   }
 
   /// Closes the open epoch now and returns once every txn whose submit() returned before this
@@ -172,13 +202,18 @@ class Epochs {
   }
 
  private:
-  /// Who gets a txn's result: its promise, or its callback when it has one.
+  struct PieceGroup;
+  /// Who gets an entry's result: its promise, or its callback when it has one, or, for a piece,
+  /// its txn's group, which resolves the txn's own waiter when its last piece has a result.
   struct Waiter {
     std::promise<TxnResult> promise;
     std::function<void(TxnResult&&)> callback;
+    std::shared_ptr<PieceGroup> group;
+    std::uint32_t piece = 0;  ///< this entry's index among its group's pieces
     // A callback that throws would end the epoch thread, and the process with it: the exception
     // is reported on stderr and dropped, and the epoch's other results are still delivered.
     void resolve(TxnResult&& r) {
+      if (group) return PieceGroup::arrive(std::move(group), piece, std::move(r));
       if (!callback) return promise.set_value(std::move(r));
       try {
         callback(std::move(r));
@@ -187,6 +222,38 @@ class Epochs {
       } catch (...) {
         std::fprintf(stderr, "duet: an Epic result callback threw (dropped)\n");
       }
+    }
+  };
+
+  /// The pieces of one txn: their results as they come (on the epoch thread, or all at once on
+  /// the submitting thread when refused), folded into `whole` when the last arrives.
+  struct PieceGroup {
+    Waiter whole;
+    std::vector<TxnResult> parts;
+    std::size_t left = 0;
+    static void arrive(std::shared_ptr<PieceGroup> g, std::uint32_t i, TxnResult&& r) {
+      g->parts[i] = std::move(r);
+      if (--g->left == 0) g->whole.resolve(fold(g->parts));
+    }
+    static TxnResult fold(const std::vector<TxnResult>& parts) {
+      TxnResult r;
+      std::uint32_t attempts = 0;
+      for (const TxnResult& p : parts) attempts = std::max(attempts, p.attempts);
+      for (const TxnResult& p : parts)
+        if (!p.status.ok()) {
+          r.status = p.status;
+          r.attempts = attempts;
+          return r;
+        }
+      r.outcome = EpicOutcome::kCommitted;
+      for (const TxnResult& p : parts) {
+        if (r.outcome == EpicOutcome::kCommitted) r.outcome = p.outcome;
+        for (std::uint32_t k = 0; k < kMaxOut; ++k) r.out[k] += p.out[k];
+      }
+      r.epoch = parts.front().epoch;
+      r.position = parts.front().position;
+      r.attempts = attempts;
+      return r;
     }
   };
 
@@ -203,48 +270,106 @@ class Epochs {
     std::function<void()> done;
   };
 
-  bool enqueue(std::uint32_t proc, const std::vector<Key>& reads, const std::vector<Key>& writes,
-               const std::vector<std::uint32_t>& args, Waiter&& w) {
-    Status refusal;
-    std::size_t before = 0;
-    if (!Procs::known(proc)) {
-      refusal = Status::InvalidArgument("unknown procedure " + std::to_string(proc));
-    } else {
-      // Checked in place at the queue's end (one copy of keys and args), taken back if refused.
-      Queue& q = my_queue();
-      std::lock_guard<std::mutex> lk(q.m);
-      std::string err;
-      if (!q.txns.add(proc, reads, writes, args)) {
-        refusal = Status::InvalidArgument("more than " + std::to_string(kMaxOps) + " keys or " +
-                                          std::to_string(kMaxWrites) +
-                                          " writes, a write key declared twice, or this thread has 2^20 txns queued");
-      } else if (err = engine_.db().check_keys(q.txns, q.txns.size() - 1); !err.empty()) {
-        q.txns.pop_back();
-        refusal = Status::InvalidArgument(std::move(err));
-      } else if (failed_.load(std::memory_order_acquire)) {
-        q.txns.pop_back();
-        // failure_ was written once, before failed_ was released; m_ is not taken here (the
-        // epoch loop takes the queues' locks under it).
-        refusal = Status::Internal("the engine failed and must be reloaded: " + failure_);
-      } else {
-        q.waiters.push_back(std::move(w));
-        // Numbered and counted under the queue's lock: each queue's numbers rise from front to
-        // back, and take() never takes a txn queued_ does not count yet.
-        q.seqs.push_back(seq_.fetch_add(1, std::memory_order_acq_rel));
-        before = queued_.fetch_add(1, std::memory_order_acq_rel);
-      }
+  /// Appends one entry to q (a later piece of the txn added last when `piece`), checked in place
+  /// at the queue's end (one copy of keys and args): not ok, nothing appended, when refused.
+  /// Caller holds q.m.
+  Status append(Queue& q, std::uint32_t proc, const std::vector<Key>& reads, const std::vector<Key>& writes,
+                const std::vector<std::uint32_t>& args, bool piece) {
+    if (!Procs::known(proc)) return Status::InvalidArgument("unknown procedure " + std::to_string(proc));
+    if (!(piece ? q.txns.add_piece(proc, reads, writes, args) : q.txns.add(proc, reads, writes, args)))
+      return Status::InvalidArgument("more than " + std::to_string(kMaxOps) + " keys or " + std::to_string(kMaxWrites) +
+                                     " writes, a write key declared twice, or this thread has 2^20 txns queued");
+    if (std::string err = engine_.db().check_keys(q.txns, q.txns.size() - 1); !err.empty()) {
+      q.txns.pop_back();
+      return Status::InvalidArgument(std::move(err));
     }
-    if (!refusal.ok()) {  // resolved outside every lock
-      refused_.fetch_add(1, std::memory_order_relaxed);
-      w.resolve(error_result(std::move(refusal)));
-      return false;
+    if (failed_.load(std::memory_order_acquire)) {
+      q.txns.pop_back();
+      // failure_ was written once, before failed_ was released; m_ is not taken here (the epoch
+      // loop takes the queues' locks under it).
+      return Status::Internal("the engine failed and must be reloaded: " + failure_);
     }
-    // Wake the epoch thread when the epoch opens (its wait clock starts) or fills.
-    if (before == 0 || before + 1 == cfg_.epoch_size) {
+    return Status::Ok();
+  }
+
+  /// Queues the entries appended last (n of them) with their waiters, numbered and counted under
+  /// the queue's lock: each queue's numbers rise from front to back, and take() never takes an
+  /// entry queued_ does not count yet. Returns queued_ before. Caller holds q.m.
+  std::size_t commit_entries(Queue& q, std::vector<Waiter>&& ws) {
+    for (Waiter& w : ws) {
+      q.waiters.push_back(std::move(w));
+      q.seqs.push_back(seq_.fetch_add(1, std::memory_order_acq_rel));
+    }
+    return queued_.fetch_add(ws.size(), std::memory_order_acq_rel);
+  }
+
+  /// After `n` entries were queued on top of `before`: wakes the epoch thread when the epoch
+  /// opens (its wait clock starts) or fills.
+  void wake(std::size_t before, std::size_t n) {
+    if (before == 0 || (before < cfg_.epoch_size && before + n >= cfg_.epoch_size)) {
       std::lock_guard<std::mutex> lk(m_);
       if (before == 0 && !open_known_) open_since_ = std::chrono::steady_clock::now(), open_known_ = true;
       cv_.notify_all();
     }
+  }
+
+  bool refuse(Waiter&& w, Status why) {  // resolved outside every lock
+    refused_.fetch_add(1, std::memory_order_relaxed);
+    w.resolve(error_result(std::move(why)));
+    return false;
+  }
+
+  bool enqueue(std::uint32_t proc, const std::vector<Key>& reads, const std::vector<Key>& writes,
+               const std::vector<std::uint32_t>& args, Waiter&& w) {
+    std::size_t before = 0;
+    Status refusal;
+    {
+      Queue& q = my_queue();
+      std::lock_guard<std::mutex> lk(q.m);
+      refusal = append(q, proc, reads, writes, args, false);
+      if (refusal.ok()) {
+        std::vector<Waiter> ws;
+        ws.push_back(std::move(w));
+        before = commit_entries(q, std::move(ws));
+      }
+    }
+    if (!refusal.ok()) return refuse(std::move(w), std::move(refusal));
+    wake(before, 1);
+    return true;
+  }
+
+  bool enqueue_pieces(const std::vector<PieceSpec>& pieces, Waiter&& w) {
+    if (pieces.empty() || pieces.size() > kMaxPieces)
+      return refuse(std::move(w), Status::InvalidArgument("a txn in pieces has 1 to " + std::to_string(kMaxPieces) +
+                                                          " pieces, not " + std::to_string(pieces.size())));
+    std::size_t before = 0;
+    Status refusal;
+    {
+      Queue& q = my_queue();
+      std::lock_guard<std::mutex> lk(q.m);
+      std::size_t added = 0;
+      for (; added < pieces.size(); ++added) {
+        const PieceSpec& p = pieces[added];
+        refusal = append(q, p.proc, p.reads, p.writes, p.args, added > 0);
+        if (!refusal.ok()) {
+          refusal = Status(refusal.code(), "piece " + std::to_string(added) + ": " + refusal.message());
+          break;
+        }
+      }
+      if (refusal.ok()) {
+        auto g = std::make_shared<PieceGroup>();
+        g->whole = std::move(w);
+        g->parts.resize(pieces.size());
+        g->left = pieces.size();
+        std::vector<Waiter> ws(pieces.size());
+        for (std::size_t i = 0; i < ws.size(); ++i) ws[i].group = g, ws[i].piece = static_cast<std::uint32_t>(i);
+        before = commit_entries(q, std::move(ws));
+      } else {
+        for (; added > 0; --added) q.txns.pop_back();
+      }
+    }
+    if (!refusal.ok()) return refuse(std::move(w), std::move(refusal));
+    wake(before, pieces.size());
     return true;
   }
 
@@ -290,8 +415,17 @@ class Epochs {
     for (Queue* q : qs) {
       if (batch_.size() >= limit) break;
       std::lock_guard<std::mutex> lk(q->m);
-      const std::size_t n = std::min(q->txns.size(), limit - batch_.size());
-      if (n == 0) continue;
+      std::size_t n = std::min(q->txns.size(), limit - batch_.size());
+      // A txn's pieces go into one epoch: stop before a txn cut short (the rest of the epoch
+      // waits for the next), unless the epoch would be empty: then its first txn goes whole.
+      const auto later_piece = [&](std::size_t t) { return t < q->txns.piece.size() && q->txns.piece[t] != 0; };
+      const std::size_t wanted = n;
+      while (n > 0 && n < q->txns.size() && later_piece(n)) --n;
+      if (n == 0 && batch_.size() == 0 && !q->txns.proc.empty())
+        for (n = 1; n < q->txns.size() && later_piece(n);) ++n;
+      const bool cut = n < wanted;
+      if (n == 0 && !cut) continue;
+      if (n == 0) break;
       if (n == q->txns.size() && batch_.size() == 0) {
         std::swap(batch_, q->txns);
         q->txns.clear();
@@ -305,6 +439,7 @@ class Epochs {
       q->waiters.erase(q->waiters.begin(), q->waiters.begin() + static_cast<std::ptrdiff_t>(n));
       seqs_.insert(seqs_.end(), q->seqs.begin(), q->seqs.begin() + static_cast<std::ptrdiff_t>(n));
       q->seqs.erase(q->seqs.begin(), q->seqs.begin() + static_cast<std::ptrdiff_t>(n));
+      if (cut) break;
     }
     // Tags: unique over the front end's life (reruns are found by them).
     for (std::size_t t = 0; t < batch_.size(); ++t) batch_.tag[t] = next_tag_++;

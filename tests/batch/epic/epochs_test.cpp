@@ -274,6 +274,147 @@ TEST(EpicEpochs, AnAsyncFlushRunsItsCallbackAfterTheEarlierTxns) {
   EXPECT_TRUE(again.get_future().get());
 }
 
+// Txns of 1-4 pieces (each piece a drawn Mix txn, reruns left out) through submit_pieces, half
+// with futures and half with callbacks, in epochs of 7 entries, so pieces meet the epoch's size:
+// each result is the fold of its pieces' results under serial execution of every piece as a txn
+// of its own in submission order, and a txn's pieces all run in one epoch at consecutive
+// positions (the next txn starts where they end, or at position 0 of a later epoch).
+TEST(EpicEpochs, TxnsInPiecesEqualTheirPiecesRunSeriallyAndFolded) {
+  Engine<MixProcs> e(mix_tables(), 2);
+  SerialStore s(mix_tables());
+  ASSERT_TRUE(load_mix(e.db(), s));
+  const int n = std::max(100, static_cast<int>(1000 * test_scale()));
+  MixGen g(91);
+  std::vector<std::vector<PieceSpec>> txns;
+  Batch serial;  // every piece as a txn of its own, in submission order
+  std::vector<std::future<TxnResult>> fs(n);
+  std::vector<TxnResult> called(n);
+  std::vector<int> calls(n, 0);
+  EpochsStats st;
+  {
+    Epochs<MixProcs> fe(e, {7, kNever});
+    for (int i = 0; i < n; ++i) {
+      std::vector<PieceSpec> pieces(1 + g.rng() % 4);
+      for (PieceSpec& p : pieces) {
+        MixTxn x = g.draw();
+        if (x.args[1] == 2) x.args[1] = 0;  // no reruns: the serial order is submission order
+        p = {x.proc, x.reads, x.writes, x.args};
+        ASSERT_TRUE(serial.add(p.proc, p.reads, p.writes, p.args));
+      }
+      txns.push_back(pieces);
+      if (i % 2 == 0) {
+        bool accepted = false;
+        fs[i] = fe.submit_pieces(pieces, &accepted);
+        ASSERT_TRUE(accepted);
+      } else {
+        ASSERT_TRUE(fe.submit_pieces(pieces, [&called, &calls, i](TxnResult&& r) {
+          called[i] = std::move(r);
+          ++calls[i];
+        }));
+      }
+    }
+    fe.flush();
+    st = fe.stats();
+  }
+  std::vector<std::uint32_t> outcome, out;
+  run_serial<MixProcs>(s, serial, &outcome, &out);
+  std::size_t j = 0;  // the txn's first piece in `serial`
+  std::pair<std::uint32_t, std::uint32_t> next{0, 0};  // where the next txn may start
+  int illegal_or_aborted_later = 0;
+  for (int i = 0; i < n; ++i) {
+    if (i % 2) ASSERT_EQ(calls[i], 1) << "txn " << i;
+    const TxnResult r = i % 2 ? called[i] : fs[i].get();
+    ASSERT_TRUE(r.status.ok()) << "txn " << i << ": " << r.status.message();
+    std::uint32_t want_outcome = 0, want_out[kMaxOut] = {0, 0, 0, 0};
+    for (std::size_t p = 0; p < txns[i].size(); ++p) {
+      if (want_outcome == 0) want_outcome = outcome[j + p];
+      else illegal_or_aborted_later += outcome[j + p] != 0;
+      for (std::uint32_t k = 0; k < kMaxOut; ++k) want_out[k] += out[(j + p) * kMaxOut + k];
+    }
+    ASSERT_EQ(static_cast<std::uint32_t>(r.outcome), want_outcome) << "txn " << i;
+    for (std::uint32_t k = 0; k < kMaxOut; ++k) ASSERT_EQ(r.out[k], want_out[k]) << "txn " << i << " word " << k;
+    EXPECT_EQ(r.attempts, 1u);
+    if (r.epoch == next.first) {
+      ASSERT_EQ(r.position, next.second) << "txn " << i << " does not start where the one before ended";
+    } else {
+      ASSERT_GT(r.epoch, next.first) << "txn " << i;
+      ASSERT_EQ(r.position, 0u) << "txn " << i << ": a piece of the txn before ran in its epoch";
+    }
+    next = {r.epoch, r.position + static_cast<std::uint32_t>(txns[i].size())};
+    j += txns[i].size();
+  }
+  EXPECT_GT(illegal_or_aborted_later, 0) << "some txn's later piece did not commit (the fold keeps the first)";
+  EXPECT_EQ(st.txns, serial.size()) << "the engine ran every piece once";
+  EXPECT_EQ(st.refused, 0u);
+  ASSERT_EQ(compare_state(e.db(), s), "");
+}
+
+// A piece that asks to rerun holds its txn's result until it has run (attempts: the most of any
+// piece); one that never runs right fails the txn with the rerun error after max_attempts, and
+// the pieces that committed stay applied.
+TEST(EpicEpochs, APieceThatRerunsHoldsItsTxnsResult) {
+  Engine<MixProcs> e(mix_tables(), 2);
+  SerialStore s(mix_tables());
+  ASSERT_TRUE(load_mix(e.db(), s));
+  EpochsConfig cfg{100, kNever};
+  cfg.max_attempts = 4;
+  Epochs<MixProcs> fe(e, cfg);
+  const std::vector<Key> k1 = {{0, 1}}, k2 = {{0, 2}}, k5 = {{0, 5}}, k6 = {{0, 6}};
+  auto once = fe.submit_pieces({{MixProcs::kRmw, k1, k1, {10, 0}}, {MixProcs::kRmw, k2, k2, {20, 2}}});
+  auto never = fe.submit_pieces({{MixProcs::kRmw, k5, k5, {30, 0}}, {MixProcs::kRmw, k6, k6, {40, 4}}});
+  fe.flush();
+  ASSERT_EQ(once.wait_for(std::chrono::seconds(0)), std::future_status::ready);
+  const TxnResult a = once.get();
+  ASSERT_TRUE(a.status.ok()) << a.status.message();
+  EXPECT_EQ(a.outcome, EpicOutcome::kCommitted);
+  EXPECT_EQ(a.attempts, 2u);
+  const TxnResult b = never.get();
+  EXPECT_EQ(b.status.code(), StatusCode::kInvalidArgument);
+  EXPECT_NE(b.status.message().find("declared keys are wrong"), std::string::npos) << b.status.message();
+  EXPECT_EQ(b.attempts, 4u);
+  // Serially: both pieces of `once`, and the first of `never`, each a txn.
+  Batch run;
+  ASSERT_TRUE(run.add(MixProcs::kRmw, k1, k1, {10, 0}));
+  ASSERT_TRUE(run.add(MixProcs::kRmw, k5, k5, {30, 0}));
+  ASSERT_TRUE(run.add(MixProcs::kRmw, k2, k2, {20, 0}));
+  std::vector<std::uint32_t> outcome, out;
+  run_serial<MixProcs>(s, run, &outcome, &out);
+  ASSERT_EQ(compare_state(e.db(), s), "");
+}
+
+// A txn in pieces is refused whole, nothing queued: no pieces, more than kMaxPieces, or one bad
+// piece (the message names it).
+TEST(EpicEpochs, PiecesAreRefusedWholeOnBadInput) {
+  Engine<MixProcs> e(mix_tables(), 2);
+  SerialStore s(mix_tables());
+  ASSERT_TRUE(load_mix(e.db(), s));
+  Epochs<MixProcs> fe(e, {1000, kNever});
+  const std::vector<Key> k = {{0, 3}};
+  const PieceSpec fine{MixProcs::kRmw, k, k, {1, 0}};
+  std::vector<std::future<TxnResult>> bad;
+  bad.push_back(fe.submit_pieces({}));
+  bad.push_back(fe.submit_pieces(std::vector<PieceSpec>(kMaxPieces + 1, fine)));
+  bad.push_back(fe.submit_pieces({fine, {99, k, k, {1, 0}}}));                // unknown procedure
+  bad.push_back(fe.submit_pieces({fine, fine, {MixProcs::kRmw, {}, {{0, 64}}, {1, 0}}}));  // key out of range
+  std::vector<std::string> why;
+  for (auto& f : bad) {
+    ASSERT_EQ(f.wait_for(std::chrono::seconds(0)), std::future_status::ready);
+    const TxnResult r = f.get();
+    EXPECT_EQ(r.status.code(), StatusCode::kInvalidArgument);
+    why.push_back(r.status.message());
+  }
+  EXPECT_NE(why[2].find("piece 1"), std::string::npos) << why[2];
+  EXPECT_NE(why[3].find("piece 2"), std::string::npos) << why[3];
+  EXPECT_EQ(fe.stats().refused, 4u);
+  fe.flush();
+  EXPECT_EQ(fe.stats().epochs, 0u) << "nothing was queued";
+  ASSERT_EQ(compare_state(e.db(), s), "");
+  // The largest txn in pieces runs.
+  auto ok = fe.submit_pieces(std::vector<PieceSpec>(kMaxPieces, fine));
+  fe.flush();
+  EXPECT_TRUE(ok.get().status.ok());
+}
+
 TEST(EpicEpochs, BadInputIsRefusedAtOnceAndNothingApplied) {
   Engine<MixProcs> e(mix_tables(), 2);
   SerialStore s(mix_tables());
