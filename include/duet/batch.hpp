@@ -172,9 +172,10 @@ class EpicDatabase {
   /// piece's writes use only its own reads and args, no piece reads what an earlier piece writes
   /// (pieces that only read go first), no piece aborts or asks to rerun, and each output word of
   /// the txn is the sum (mod 2^32) of that word over its pieces. The one result: the first
-  /// piece's status that is not ok (nothing else set; pieces that ran stay applied), else the first
-  /// outcome other than kCommitted, the summed output words, the first piece's epoch and position
-  /// and the most attempts of any piece. Refused whole, nothing queued, for no pieces, more than
+  /// piece's status that is not ok (nothing else set; the pieces that ran stay applied), else the
+  /// outcome and output words of the first piece that did not commit (the others stay applied),
+  /// else kCommitted with the summed output words; the first piece's epoch and position and the
+  /// most attempts of any piece. Refused whole, nothing queued, for no pieces, more than
   /// kEpicMaxPieces, or any piece submit() would refuse (the message names the piece).
   virtual std::future<EpicTxnResult> submit_pieces(std::span<const EpicPiece> pieces) = 0;
   /// As submit_pieces, with `done` getting the result as submit's callback form does.

@@ -1,6 +1,7 @@
-"""Epic's stored procedures over the server (BATCH.CALL, BATCH.GET, BATCH.LOAD, BATCH.FLUSH) on a
-`batch` database opened with Epic tables and the Mix procedure set, through redis-py: results
-equal a Python replay of the procedures in each client's order; only the calling client waits
+"""Epic's stored procedures over the server (BATCH.CALL, BATCH.CALLPIECES, BATCH.GET, BATCH.LOAD,
+BATCH.FLUSH) on a `batch` database opened with Epic tables and the Mix procedure set, through
+redis-py: results equal a Python replay of the procedures in each client's order (a call in
+pieces: each piece replayed as a call, the replies folded); only the calling client waits
 for its epoch; a client gone mid-wait loses nothing; a shutdown answers the calls waiting; bad
 input gets an error and changes nothing."""
 
@@ -230,6 +231,80 @@ def test_shutdown_answers_the_calls_waiting(server_factory):
     assert s.signal_and_wait() == 0
     t.join(10)
     assert [int(x) for x in box.get("reply", [])] == [0, 0, 0, 3], box
+
+
+def pieces_args(pieces):
+    out = ["BATCH.CALLPIECES", len(pieces)]
+    for proc, reads, writes, args in pieces:
+        out += ([proc, len(reads)] + [f"{t}:{k}" for t, k in reads] + [len(writes)] +
+                [f"{t}:{k}" for t, k in writes] + [len(args)] + list(args))
+    return out
+
+
+def fold(results):
+    """One reply for a txn in pieces: the first piece's that did not commit, else the output
+    words summed over the pieces."""
+    for res in results:
+        if not isinstance(res, list):
+            return res
+    return [sum(ws) & M32 for ws in zip(*results)]
+
+
+def test_calls_in_pieces_equal_their_pieces_replayed_and_folded(server_factory):
+    # Each piece runs as a call of its own, in order; the one reply folds them. Pipelined with
+    # whole calls between, in epochs of 16 calls, so pieces meet the epoch's size.
+    import random
+    s = epic_server(server_factory, epoch_size=16)
+    r = client(s)
+    rng = random.Random(11)
+    keys = [("small", k) for k in range(6)] + [("wide", k) for k in range(4)] + [("idx", k * 1000) for k in range(5)]
+    model = MixModel()
+    txns = []
+    for i in range(300):
+        if i % 3 == 0:
+            txns.append(("whole", draw(rng, keys)))
+        else:
+            txns.append(("pieces", [draw(rng, keys) for _ in range(rng.randint(1, 4))]))
+    p = r.pipeline(transaction=False)
+    for kind, t in txns:
+        p.execute_command(*(call_args(*t) if kind == "whole" else pieces_args(t)))
+    got = p.execute(raise_on_error=False)
+    folded_failures = 0
+    for i, ((kind, t), g) in enumerate(zip(txns, got)):
+        if kind == "whole":
+            want = model.call(*t)
+        else:
+            results = [model.call(*piece) for piece in t]
+            folded_failures += sum(1 for x in results if not isinstance(x, list)) > 1
+            want = fold(results)
+        assert reply_of(g) == want, f"call {i}: {kind} {t}"
+    assert folded_failures > 0, "some txn has two pieces that do not commit"
+    for (t, k) in keys:
+        want = model.rec.get((t, k))
+        g = r.execute_command("BATCH.GET", t, k)
+        assert (None if g is None else [int(x) for x in g]) == want, (t, k)
+
+
+def test_bad_pieces_are_refused_whole(server_factory):
+    s = epic_server(server_factory)
+    r = client(s)
+    assert r.execute_command("BATCH.LOAD", "wide", 3, 1, 2, 3, 4) == "OK"
+    ok = (RMW, [("wide", 3)], [("wide", 3)], [5, 0])
+    bad = [
+        (["BATCH.CALLPIECES", 0], "wrong number of arguments"),
+        (["BATCH.CALLPIECES", 0, 0, 0, 0, 0], "numpieces"),
+        (["BATCH.CALLPIECES", 65] + pieces_args([ok])[2:], "numpieces"),
+        (["BATCH.CALLPIECES", 2] + pieces_args([ok])[2:], "piece 1"),               # a piece short
+        (pieces_args([ok]) + [7], "follow the last"),                              # one too many
+        (pieces_args([ok, (RMW, [], [("small", 64)], [1, 0])]), "piece 1"),      # key out of range
+        (pieces_args([ok, ok, (9, [], [("wide", 3)], [1, 0])]), "piece 2"),      # unknown procedure
+        (pieces_args([ok])[:-1] + ["x"], "arg 1"),                                 # arg not a number
+    ]
+    for args, match in bad:
+        with pytest.raises(redis.ResponseError, match=match):
+            r.execute_command(*args)
+    assert r.execute_command("BATCH.FLUSH") == "OK"
+    assert [int(x) for x in r.execute_command("BATCH.GET", "wide", 3)] == [1, 2, 3, 4], "nothing applied"
 
 
 def test_bad_input_is_refused_and_changes_nothing(server_factory):

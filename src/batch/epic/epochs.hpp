@@ -12,6 +12,7 @@
 // an error after `max_attempts` tries.
 #pragma once
 
+#include <algorithm>
 #include <atomic>
 #include <chrono>
 #include <condition_variable>
@@ -20,6 +21,7 @@
 #include <exception>
 #include <functional>
 #include <future>
+#include <iterator>
 #include <memory>
 #include <mutex>
 #include <string>
@@ -116,9 +118,10 @@ class Epochs {
   /// end does not check it): each piece is a txn of its own at consecutive serial positions,
   /// planned and executed apart, and all of them go into one epoch. `done` gets one result when
   /// every piece has run (reruns included): the first piece's status that is not ok, if any (with
-  /// nothing else set; pieces that ran before it stay applied), else the first outcome other than
-  /// kCommitted (kCommitted if none), each output word the sum of the pieces' words (mod 2^32), the
-  /// first piece's epoch and position and the most attempts of any piece. Refused whole, nothing
+  /// nothing else set; the pieces that ran stay applied), else the outcome and output words of the
+  /// first piece that did not commit, else kCommitted with each output word the sum of the
+  /// pieces' words (mod 2^32); the first piece's epoch and position and the most attempts of any
+  /// piece. Refused whole, nothing
   /// queued, for no pieces or more than kMaxPieces, or when any piece would be refused by submit.
   bool submit_pieces(const std::vector<PieceSpec>& pieces, std::function<void(TxnResult&&)> done) {
     Waiter w;
@@ -246,10 +249,14 @@ class Epochs {
           return r;
         }
       r.outcome = EpicOutcome::kCommitted;
-      for (const TxnResult& p : parts) {
-        if (r.outcome == EpicOutcome::kCommitted) r.outcome = p.outcome;
+      for (const TxnResult& p : parts)  // committed: each word summed over the pieces
         for (std::uint32_t k = 0; k < kMaxOut; ++k) r.out[k] += p.out[k];
-      }
+      for (const TxnResult& p : parts)
+        if (p.outcome != EpicOutcome::kCommitted) {  // else the first piece that did not commit
+          r.outcome = p.outcome;
+          std::copy(std::begin(p.out), std::end(p.out), std::begin(r.out));
+          break;
+        }
       r.epoch = parts.front().epoch;
       r.position = parts.front().position;
       r.attempts = attempts;

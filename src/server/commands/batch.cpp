@@ -7,6 +7,8 @@
 //   BATCH.STATS                                                 -> map: abort rate, fallback share, latency
 // and Epic's stored procedures, on a batch database opened with Epic tables (docs/epic.md):
 //   BATCH.CALL proc numreads key.. numwrites key.. [arg ...]    -> the output words, at its epoch's end
+//   BATCH.CALLPIECES numpieces proc numreads key.. numwrites key.. numargs arg.. [proc ...]
+//                                                               -> the pieces' folded output words, likewise
 //   BATCH.GET table key                                         -> the record's words, or nil
 //   BATCH.FLUSH                                                 -> OK once every earlier call has run (deferred too)
 //   BATCH.LOAD table key word [word ...]                        -> OK (bulk load, before the first call)
@@ -241,38 +243,93 @@ void write_epic_result(ReplyWriter& w, const EpicTxnResult& r) {
   for (std::uint32_t v : r.out) w.integer(v);
 }
 
+/// One procedure call parsed from args[*i..]: `proc numreads key.. numwrites key..`, then the
+/// args: every argument left (`numargs` < 0), or `numargs arg..`. Advances *i past it; writes the
+/// error (prefixed by `where`) and returns false.
+struct ParsedCall {
+  std::uint32_t proc = 0;
+  std::vector<EpicKey> reads, writes;
+  std::vector<std::uint32_t> args;
+};
+bool parse_call(CommandContext& ctx, const EpicDatabase& e, std::size_t* i, bool counted_args, const std::string& where,
+                ParsedCall* out) {
+  const std::size_t end = ctx.args.size();
+  std::uint64_t v = 0;
+  if (*i >= end || !parse_u64(ctx.args[*i], &v) || v > UINT32_MAX)
+    return ctx.error("ERR " + where + "proc is not an unsigned 32-bit integer"), false;
+  out->proc = static_cast<std::uint32_t>(v);
+  ++*i;
+  auto count = [&](const char* what, std::uint64_t* n) {
+    if (*i >= end || !parse_u64(ctx.args[*i], n) || *n > end - *i - 1)
+      return ctx.error("ERR " + where + "num" + what + " is not a count of the " +
+                       (std::string_view(what) == "args" ? "args" : "keys") + " that follow"),
+             false;
+    ++*i;
+    return true;
+  };
+  auto keys = [&](const char* what, std::vector<EpicKey>* ks) {
+    std::uint64_t n = 0;
+    if (!count(what, &n)) return false;
+    ks->resize(n);
+    for (std::uint64_t k = 0; k < n; ++k, ++*i)
+      if (!epic_key_arg(ctx, e, *i, &(*ks)[k])) return false;
+    return true;
+  };
+  if (!keys("reads", &out->reads) || !keys("writes", &out->writes)) return false;
+  std::uint64_t n = end - *i;
+  if (counted_args && !count("args", &n)) return false;
+  for (std::uint64_t k = 0; k < n; ++k, ++*i) {
+    if (!parse_u64(ctx.args[*i], &v) || v > UINT32_MAX)
+      return ctx.error("ERR " + where + "arg " + std::to_string(k) + " is not an unsigned 32-bit integer"), false;
+    out->args.push_back(static_cast<std::uint32_t>(v));
+  }
+  return true;
+}
+
+/// The callback that finishes a BATCH.CALL or BATCH.CALLPIECES reply. It holds no reference to
+/// the keyspace: dropping the keyspace (FLUSHDB) destroys the Epic database, which first runs
+/// every call queued (so each gets its reply), and a last reference released on the epoch
+/// thread would make that thread join itself.
+std::function<void(EpicTxnResult&&)> epic_reply(DeferredReply finish) {
+  return [finish = std::move(finish)](EpicTxnResult&& r) {
+    const bool failed = !r.status.ok() || r.outcome != EpicOutcome::kCommitted;
+    finish(failed, [&r](ReplyWriter& w) { write_epic_result(w, r); });
+  };
+}
+
 void call(CommandContext& ctx) {
   std::shared_ptr<BatchSpace> keep;
   EpicDatabase* e = epic_of(ctx, &keep);
   if (!e) return;
-  std::uint64_t proc = 0, nr = 0, nw = 0;
-  if (!parse_u64(ctx.args[1], &proc) || proc > UINT32_MAX) return ctx.error("ERR proc is not an unsigned 32-bit integer");
-  std::size_t i = 2;
-  auto keys = [&](std::uint64_t* n, std::vector<EpicKey>* out, const char* what) {
-    if (i >= ctx.args.size() || !parse_u64(ctx.args[i], n) || *n > ctx.args.size() - i - 1) {
-      ctx.error(std::string("ERR num") + what + " is not a count of the keys that follow");
-      return false;
-    }
-    ++i;
-    out->resize(*n);
-    for (std::uint64_t k = 0; k < *n; ++k, ++i)
-      if (!epic_key_arg(ctx, *e, i, &(*out)[k])) return false;
-    return true;
-  };
-  std::vector<EpicKey> reads, writes;
-  if (!keys(&nr, &reads, "reads") || !keys(&nw, &writes, "writes")) return;
-  std::vector<std::uint32_t> args;
-  if (!u32_args(ctx, i, "arg", &args)) return;
+  std::size_t i = 1;
+  ParsedCall c;
+  if (!parse_call(ctx, *e, &i, false, "", &c)) return;
   DeferredReply finish = defer_for_epic(ctx, "BATCH.CALL");
   if (!finish) return;
-  // The callback holds no reference to the keyspace: dropping the keyspace (FLUSHDB) destroys
-  // the Epic database, which first runs every call queued (so each gets its reply), and a last
-  // reference released on the epoch thread would make that thread join itself.
-  e->submit(static_cast<std::uint32_t>(proc), reads, writes, args,
-            [finish = std::move(finish)](EpicTxnResult&& r) {
-              const bool failed = !r.status.ok() || r.outcome != EpicOutcome::kCommitted;
-              finish(failed, [&r](ReplyWriter& w) { write_epic_result(w, r); });
-            });
+  e->submit(c.proc, c.reads, c.writes, c.args, epic_reply(std::move(finish)));
+}
+
+/// BATCH.CALLPIECES numpieces proc numreads key.. numwrites key.. numargs arg.. [proc ...]: one
+/// txn in pieces (EpicDatabase::submit_pieces), one reply with the folded result.
+void call_pieces(CommandContext& ctx) {
+  std::shared_ptr<BatchSpace> keep;
+  EpicDatabase* e = epic_of(ctx, &keep);
+  if (!e) return;
+  std::uint64_t n = 0;
+  if (!parse_u64(ctx.args[1], &n) || n == 0 || n > kEpicMaxPieces)
+    return ctx.error("ERR numpieces is not a count from 1 to " + std::to_string(kEpicMaxPieces));
+  std::vector<ParsedCall> calls(n);
+  std::size_t i = 2;
+  for (std::uint64_t p = 0; p < n; ++p)
+    if (!parse_call(ctx, *e, &i, true, "piece " + std::to_string(p) + ": ", &calls[p])) return;
+  if (i != ctx.args.size())
+    return ctx.error("ERR " + std::to_string(ctx.args.size() - i) + " arguments follow the last of the " +
+                     std::to_string(n) + " pieces");
+  std::vector<EpicPiece> pieces(n);
+  for (std::uint64_t p = 0; p < n; ++p) pieces[p] = {calls[p].proc, calls[p].reads, calls[p].writes, calls[p].args};
+  DeferredReply finish = defer_for_epic(ctx, "BATCH.CALLPIECES");
+  if (!finish) return;
+  e->submit_pieces(pieces, epic_reply(std::move(finish)));
 }
 
 void epic_get(CommandContext& ctx) {
@@ -419,6 +476,16 @@ void register_batch_commands(CommandTable& t) {
                   {"key", "string", nullptr, true, true}, {"numwrites", "integer", nullptr, false, false},
                   {"key", "string", nullptr, true, true}, {"arg", "integer", nullptr, true, true}},
          .local = call});
+  t.add({.name = "batch.callpieces", .arity = -6, .flags = kWrite | kKeyless, .first_key = 0, .last_key = 0,
+         .step = 0, .kinds = kBatchKind, .group = kGroup,
+         .summary = "Calls one Epic txn as independent pieces (each its own procedure call, planned and run apart); "
+                    "replies once with their folded result at the epoch's end.",
+         .since = "0.1.0", .complexity = "O(N) in the keys and args, plus the wait for the epoch",
+         .args = {{"numpieces", "integer", nullptr, false, false}, {"proc", "integer", nullptr, false, true},
+                  {"numreads", "integer", nullptr, false, true}, {"key", "string", nullptr, true, true},
+                  {"numwrites", "integer", nullptr, false, true}, {"key", "string", nullptr, true, true},
+                  {"numargs", "integer", nullptr, false, true}, {"arg", "integer", nullptr, true, true}},
+         .local = call_pieces});
   t.add({.name = "batch.get", .arity = 3, .flags = kReadOnly | kKeyless | kBarrier, .first_key = 0, .last_key = 0,
          .step = 0, .kinds = kBatchKind, .group = kGroup,
          .summary = "An Epic record's words as of the last completed epoch (after this client's earlier calls).",
