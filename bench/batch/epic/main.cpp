@@ -51,7 +51,7 @@ struct Config {
   std::vector<double> thetas{0.0, 0.99};
   std::vector<int> splits{0, 1};
   /// --pieces: YCSB txns whole (0) and/or with each op a piece (1, Epic's piece splitting; the
-  /// Epic systems run the pieces, serial, rocksdb and the front-end systems the whole txns).
+  /// Epic systems, the front ends among them, run the pieces; serial and rocksdb the whole txns).
   std::vector<int> pieces{0};
   /// epic-gpu indexes on the GPU (L-Slab); epic-gpu-hostidx is the same GPU epoch with host indexing.
   std::vector<std::string> systems{"serial", "epic-twin", "epic-cpu", "epic-cpu-hostidx", "epic-gpu", "epic-gpu-perarray",
@@ -124,28 +124,42 @@ std::string set_latency(b::Json& r, const Sample& s) {
 }
 
 /// epic-submit: the epoch's txns submitted one by one from this thread through the Epochs front
-/// end (an epoch closes at the epoch's size, so it runs the same epochs as epic-twin); the wall
-/// time covers submission, the epoch and collecting every result.
+/// end, a txn in pieces through submit_pieces, then a flush, which closes the epoch: it runs the
+/// same epochs as epic-twin (up to 2^19 entries, the front end's largest epoch; a batch with more
+/// pieces runs as two epochs). The wall time covers submission, the epoch and collecting every
+/// result. Throughput and latency count txns.
 template <class Procs>
 std::function<bool(const Batch&, Sample&)> submit_step(Engine<Procs>* engine, std::string* error) {
   auto front = std::make_shared<std::unique_ptr<Epochs<Procs>>>();
   auto seen = std::make_shared<int>(0);
   return [engine, error, front, seen](const Batch& e, Sample& s) {
-    if (!*front) *front = std::make_unique<Epochs<Procs>>(*engine, EpochsConfig{e.size(), std::chrono::seconds(10)});
-    std::vector<std::future<TxnResult>> fs(e.size());
-    std::vector<std::chrono::steady_clock::time_point> at(e.size());
-    std::vector<Key> reads, writes;
-    std::vector<std::uint32_t> args;
+    // Epochs close on the flush below (a size would have to match every epoch's entries, which
+    // vary with the pieces).
+    if (!*front) *front = std::make_unique<Epochs<Procs>>(*engine, EpochsConfig{kMaxTxns / 2, std::chrono::seconds(10)});
+    const std::size_t txns = e.txn_count();
+    std::vector<std::future<TxnResult>> fs(txns);
+    std::vector<std::chrono::steady_clock::time_point> at(txns);
+    std::vector<PieceSpec> pieces;
+    const auto later_piece = [&e](std::size_t u) { return u < e.piece.size() && e.piece[u] != 0; };
     const auto t0 = std::chrono::steady_clock::now();
-    for (std::size_t t = 0; t < e.size(); ++t) {
-      const std::uint32_t b0 = e.op_begin[t], b1 = e.op_begin[t + 1], r1 = b0 + e.nreads[t];
-      reads.assign(e.keys.begin() + b0, e.keys.begin() + r1);
-      writes.assign(e.keys.begin() + r1, e.keys.begin() + b1);
-      args.assign(e.args.begin() + e.arg_begin[t], e.args.begin() + e.arg_begin[t + 1]);
+    for (std::size_t u = 0, t = 0; u < e.size(); ++t) {
+      pieces.clear();
+      do {  // the entry u and the later pieces after it
+        const std::uint32_t b0 = e.op_begin[u], b1 = e.op_begin[u + 1], r1 = b0 + e.nreads[u];
+        PieceSpec p;
+        p.proc = e.proc[u];
+        p.reads.assign(e.keys.begin() + b0, e.keys.begin() + r1);
+        p.writes.assign(e.keys.begin() + r1, e.keys.begin() + b1);
+        p.args.assign(e.args.begin() + e.arg_begin[u], e.args.begin() + e.arg_begin[u + 1]);
+        pieces.push_back(std::move(p));
+        ++u;
+      } while (later_piece(u));
       at[t] = std::chrono::steady_clock::now();
-      fs[t] = (*front)->submit(e.proc[t], reads, writes, args);
+      if (pieces.size() == 1) fs[t] = (*front)->submit(pieces[0].proc, pieces[0].reads, pieces[0].writes, pieces[0].args);
+      else fs[t] = (*front)->submit_pieces(pieces);
     }
-    for (std::size_t t = 0; t < e.size(); ++t) {
+    (*front)->flush();
+    for (std::size_t t = 0; t < txns; ++t) {
       const TxnResult r = fs[t].get();
       if (!r.status.ok()) {
         *error = r.status.message();
@@ -157,8 +171,8 @@ std::function<bool(const Batch&, Sample&)> submit_step(Engine<Procs>* engine, st
     }
     ++*seen;
     const double ms = ms_since(t0);
-    s.formula.push_back(e.size() / ms * 1e3);
-    s.wall.push_back(e.size() / ms * 1e3);
+    s.formula.push_back(txns / ms * 1e3);
+    s.wall.push_back(txns / ms * 1e3);
     s.index.push_back(0), s.transfer.push_back(0), s.plan.push_back(0), s.exec.push_back(ms), s.gc.push_back(0);
     return true;
   };
@@ -205,11 +219,9 @@ std::unique_ptr<Engine<Procs>> epic_cpu_engine(const std::vector<TableSpec>& spe
   return e;
 }
 
-/// Whether `system` ran the pieces of a run with pieces (serial, rocksdb and the front ends run
-/// the whole txns: measure_systems' `whole`).
-bool runs_pieces(bool pieces, const std::string& system) {
-  return pieces && system != "serial" && system != "rocksdb" && system.rfind("epic-submit", 0) != 0;
-}
+/// Whether `system` ran the pieces of a run with pieces (serial and rocksdb run the whole txns:
+/// measure_systems' `whole`; the front ends submit the pieces through submit_pieces).
+bool runs_pieces(bool pieces, const std::string& system) { return pieces && system != "serial" && system != "rocksdb"; }
 
 void describe(b::Json& r, const std::string& system) {
   const char *index = "cpu", *plan = "cpu", *exec = "cpu", *xfer = "none";
@@ -227,8 +239,8 @@ void describe(b::Json& r, const std::string& system) {
 /// Epochs are interleaved: epoch e runs on every system before epoch e + 1 runs on any, so on a
 /// shared machine a change of load falls on all systems alike rather than on whichever ran last.
 /// False (after printing the error) when an epoch fails.
-/// With `whole` (piece splitting: `epochs` holds the same txns split into pieces), serial, rocksdb
-/// and the front-end systems run `whole` instead, epoch for epoch.
+/// With `whole` (piece splitting: `epochs` holds the same txns split into pieces), serial and
+/// rocksdb run `whole` instead, epoch for epoch.
 template <class Procs, class Report>
 bool measure_systems(const std::vector<Batch>& epochs, SerialStore* serial, const PeerRun& rocks,
                      const std::vector<std::pair<std::string, Engine<Procs>*>>& cpus,
@@ -273,7 +285,7 @@ bool measure_systems(const std::vector<Batch>& epochs, SerialStore* serial, cons
     // epic-twin-counter: the twin with one counter in serial order, whatever --exec-order says.
     engine->set_exec_order(name == "epic-twin-counter" ? ExecOrder::kSerial : order);
     if (name == "epic-submit" || name == "epic-submit-gpu") {
-      systems.push_back({name, submit_step<Procs>(engine, error), {}, true});
+      systems.push_back({name, submit_step<Procs>(engine, error), {}});
       continue;
     }
     systems.push_back({name, [engine, error](const Batch& e, Sample& s) {
@@ -503,7 +515,7 @@ int main(int argc, char** argv) {
       std::vector<Batch> epochs(c.epochs), whole;
       for (int e = 0; e < c.epochs; ++e) gen.generate(c.epoch, &epochs[e], e * c.epoch);
       // Pieces: the same txns from a second generator on the same seed, each Payment in three
-      // pieces; serial, rocksdb and the front ends run the whole txns.
+      // pieces; serial and rocksdb run the whole txns.
       const bool pieces = c.pieces.back() == 1;
       if (pieces) {
         whole = std::move(epochs);
@@ -681,8 +693,8 @@ int main(int argc, char** argv) {
             r.set("name", "ycsb-" + wl).set("system", system).set("workload", "ycsb-" + wl).set("op", "txn");
             r.set("theta", theta).set("split", split == 1).set("epoch_txns", static_cast<std::uint64_t>(c.epoch));
             r.set("abort_rate", abort_rate);
-            // Pieces: what the Epic systems planned and executed per epoch (serial, rocksdb and the
-            // front ends ran the whole txns); throughput counts txns either way.
+            // Pieces: what the Epic systems planned and executed per epoch (serial and rocksdb ran
+            // the whole txns); throughput counts txns either way.
             const bool ran_pieces = runs_pieces(pieces, system);
             r.set("pieces", ran_pieces).set("entries_per_epoch", static_cast<std::uint64_t>(ran_pieces ? entries : c.epoch));
             const b::Summary fs = b::summarize(f), ws = b::summarize(w);

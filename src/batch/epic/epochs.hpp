@@ -121,8 +121,8 @@ class Epochs {
   /// nothing else set; the pieces that ran stay applied), else the outcome and output words of the
   /// first piece that did not commit, else kCommitted with each output word the sum of the
   /// pieces' words (mod 2^32); the first piece's epoch and position and the most attempts of any
-  /// piece. Refused whole, nothing
-  /// queued, for no pieces or more than kMaxPieces, or when any piece would be refused by submit.
+  /// piece. Refused whole, nothing queued, for no pieces or more than kMaxPieces, or when any
+  /// piece would be refused by submit (the message names it).
   bool submit_pieces(const std::vector<PieceSpec>& pieces, std::function<void(TxnResult&&)> done) {
     Waiter w;
     w.callback = std::move(done);
