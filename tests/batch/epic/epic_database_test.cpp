@@ -27,6 +27,17 @@ using batch::epic::test::MixGen;
 using batch::epic::test::MixTxn;
 
 
+/// A configuration of procedure set `p` over `tables`, `threads` executing threads and epochs of
+/// `epoch_size` txns; the rest default.
+EpicConfig config_of(EpicProcedures p, std::vector<EpicTable> tables, unsigned threads, std::size_t epoch_size) {
+  EpicConfig c;
+  c.procedures = p;
+  c.tables = std::move(tables);
+  c.threads = threads;
+  c.epoch_size = epoch_size;
+  return c;
+}
+
 TEST(EpicDatabase, OpenRefusesBadConfigurations) {
   std::unique_ptr<EpicDatabase> db;
   EpicConfig c;
@@ -212,11 +223,7 @@ TEST(EpicDatabase, EpochsTooBigForTheDevicePlannerRunOnTheHost) {
 // returns; while an epoch runs (held here by a txn's callback, which runs inside the epoch) it
 // returns at once and answers on the epoch thread once that epoch has ended, with its writes.
 TEST(EpicDatabase, AReadDuringAnEpochIsAnsweredWhenTheEpochEnds) {
-  EpicConfig c;
-  c.procedures = EpicProcedures::kMix;
-  c.tables = {{"t", 1, 16, false}};
-  c.threads = 1;
-  c.epoch_size = 1000;
+  const EpicConfig c = config_of(EpicProcedures::kMix, {{"t", 1, 16, false}}, 1, 1000);
   std::unique_ptr<EpicDatabase> db;
   ASSERT_TRUE(EpicDatabase::open(c, &db).ok());
   const std::uint32_t one = 7;
@@ -357,10 +364,7 @@ TEST(EpicDatabase, EachProcedureSetKnowsItsOwnProcedures) {
     std::uint32_t known, unknown;
   };
   for (const Case& k : {Case{EpicProcedures::kMix, 0, 3}, Case{EpicProcedures::kYcsb, 0, 1}, Case{EpicProcedures::kTpcc, 6, 7}}) {
-    EpicConfig c;
-    c.procedures = k.set;
-    c.tables = {{"t", 4, 16, false}};
-    c.threads = 1;
+    const EpicConfig c = config_of(k.set, {{"t", 4, 16, false}}, 1, EpicConfig{}.epoch_size);
     std::unique_ptr<EpicDatabase> db;
     ASSERT_TRUE(EpicDatabase::open(c, &db).ok());
     const EpicKey key{0, 1};
@@ -379,11 +383,7 @@ TEST(EpicDatabase, EachProcedureSetKnowsItsOwnProcedures) {
 // word must end at its load value plus every amount added to it, whatever the order; each txn
 // commits once, its pieces at consecutive positions of one epoch.
 TEST(EpicDatabase, TxnsInPiecesFromConcurrentSubmittersAllApplyOnce) {
-  EpicConfig c;
-  c.procedures = EpicProcedures::kTpcc;
-  c.tables = {{"acct", 4, 32, false}};
-  c.threads = 2;
-  c.epoch_size = 64;
+  EpicConfig c = config_of(EpicProcedures::kTpcc, {{"acct", 4, 32, false}}, 2, 64);
   c.placement = EpicPlacement::kCpu;
   std::unique_ptr<EpicDatabase> db;
   ASSERT_TRUE(EpicDatabase::open(c, &db).ok());

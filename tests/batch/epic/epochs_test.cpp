@@ -27,6 +27,13 @@ using test::test_scale;
 
 constexpr auto kNever = std::chrono::hours(1);
 
+/// Epochs of 100 txns that never close by wait, with `max_attempts` tries per txn.
+EpochsConfig hundred_per_epoch(std::uint32_t max_attempts) {
+  EpochsConfig cfg{100, kNever};
+  cfg.max_attempts = max_attempts;
+  return cfg;
+}
+
 /// Replays the txns that ran, in (eid, position) order and with their final attempt numbers, on
 /// a serial store loaded like the engine's, and compares every outcome and output, then the
 /// engine's tables. (A rerun's first attempt wrote nothing, so it is left out.) Returns the first
@@ -214,9 +221,7 @@ TEST(EpicEpochs, ATxnThatAlwaysRerunsGetsAnErrorAfterItsAttempts) {
   Engine<MixProcs> e(mix_tables(), 2);
   SerialStore s(mix_tables());
   ASSERT_TRUE(load_mix(e.db(), s));
-  EpochsConfig cfg{100, kNever};
-  cfg.max_attempts = 5;
-  Epochs<MixProcs> fe(e, cfg);
+  Epochs<MixProcs> fe(e, hundred_per_epoch(5));
   auto stuck = fe.submit(MixProcs::kRmw, {{0, 1}}, {{0, 1}}, {1, 4});
   auto fine = fe.submit(MixProcs::kRmw, {{0, 2}}, {{0, 2}}, {1, 0});
   fe.flush();
@@ -362,9 +367,7 @@ TEST(EpicEpochs, APieceThatRerunsHoldsItsTxnsResult) {
   Engine<MixProcs> e(mix_tables(), 2);
   SerialStore s(mix_tables());
   ASSERT_TRUE(load_mix(e.db(), s));
-  EpochsConfig cfg{100, kNever};
-  cfg.max_attempts = 4;
-  Epochs<MixProcs> fe(e, cfg);
+  Epochs<MixProcs> fe(e, hundred_per_epoch(4));
   const std::vector<Key> k1 = {{0, 1}}, k2 = {{0, 2}}, k5 = {{0, 5}}, k6 = {{0, 6}};
   auto once = fe.submit_pieces({{MixProcs::kRmw, k1, k1, {10, 0}}, {MixProcs::kRmw, k2, k2, {20, 2}}});
   auto never = fe.submit_pieces({{MixProcs::kRmw, k5, k5, {30, 0}}, {MixProcs::kRmw, k6, k6, {40, 4}}});
