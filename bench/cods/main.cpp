@@ -487,6 +487,24 @@ int main_impl(int argc, char** argv) {
       if (s.name == name) return &s;
     return nullptr;
   };
+  // --systems: a name no system has is an error; one that none of the chosen figures runs is said
+  // (a figure runs its own systems only: the hash figure has no K = 6, the hash-k sweep has).
+  if (!o.systems.empty()) {
+    std::vector<std::string> in_figures;
+    for (const CpuExperiment& e : cpu_experiments(o)) in_figures.insert(in_figures.end(), e.systems.begin(), e.systems.end());
+    for (const std::string& name : o.systems) {
+      const bool unavailable = std::any_of(missing.begin(), missing.end(), [&](const std::string& m) {
+        return m.find(name + ",") != std::string::npos || m.find(name + ")") != std::string::npos;
+      });
+      if (!find(name) && !unavailable) {
+        std::fprintf(stderr, "duet_bench_cods: --systems: no system named '%s' (--list names them)\n", name.c_str());
+        return 2;
+      }
+      if (std::find(in_figures.begin(), in_figures.end(), name) == in_figures.end())
+        std::fprintf(stderr, "duet_bench_cods: --systems: %s is in none of the chosen CPU figures; it will not run\n",
+                     name.c_str());
+    }
+  }
   const bool want_gpu = std::find(o.figures.begin(), o.figures.end(), "gpu") != o.figures.end();
   std::string no_gpu;
   const bool have_gpu = gpu_present(&no_gpu);
