@@ -139,24 +139,23 @@ std::function<bool(const Batch&, Sample&)> submit_step(Engine<Procs>* engine, st
     const std::size_t txns = e.txn_count();
     std::vector<std::future<TxnResult>> fs(txns);
     std::vector<std::chrono::steady_clock::time_point> at(txns);
-    std::vector<PieceSpec> pieces;
+    std::vector<duet::EpicPiece> pieces;  // views into e's arrays, as a caller of EpicDatabase passes spans
     const auto later_piece = [&e](std::size_t u) { return u < e.piece.size() && e.piece[u] != 0; };
+    const std::span<const Key> keys(e.keys);
+    const std::span<const std::uint32_t> all_args(e.args);
     const auto t0 = std::chrono::steady_clock::now();
     for (std::size_t u = 0, t = 0; u < e.size(); ++t) {
       pieces.clear();
       do {  // the entry u and the later pieces after it
         const std::uint32_t b0 = e.op_begin[u], b1 = e.op_begin[u + 1], r1 = b0 + e.nreads[u];
-        PieceSpec p;
-        p.proc = e.proc[u];
-        p.reads.assign(e.keys.begin() + b0, e.keys.begin() + r1);
-        p.writes.assign(e.keys.begin() + r1, e.keys.begin() + b1);
-        p.args.assign(e.args.begin() + e.arg_begin[u], e.args.begin() + e.arg_begin[u + 1]);
-        pieces.push_back(std::move(p));
+        pieces.push_back({e.proc[u], keys.subspan(b0, r1 - b0), keys.subspan(r1, b1 - r1),
+                          all_args.subspan(e.arg_begin[u], e.arg_begin[u + 1] - e.arg_begin[u])});
         ++u;
       } while (later_piece(u));
       at[t] = std::chrono::steady_clock::now();
-      if (pieces.size() == 1) fs[t] = (*front)->submit(pieces[0].proc, pieces[0].reads, pieces[0].writes, pieces[0].args);
-      else fs[t] = (*front)->submit_pieces(pieces);
+      const duet::EpicPiece& p = pieces[0];
+      if (pieces.size() == 1) fs[t] = (*front)->submit(p.proc, p.reads, p.writes, p.args);
+      else fs[t] = (*front)->submit_piece_views(pieces);
     }
     (*front)->flush();
     for (std::size_t t = 0; t < txns; ++t) {

@@ -27,8 +27,8 @@ std::size_t Batch::txn_count() const {
   return size() - later;
 }
 
-bool Batch::add(std::uint32_t p, const std::vector<Key>& reads, const std::vector<Key>& writes,
-                const std::vector<std::uint32_t>& a, std::uint64_t tg, std::uint32_t att, std::uint32_t partition) {
+bool Batch::add(std::uint32_t p, std::span<const Key> reads, std::span<const Key> writes, std::span<const std::uint32_t> a,
+                std::uint64_t tg, std::uint32_t att, std::uint32_t partition) {
   if (reads.size() + writes.size() > kMaxOps || writes.size() > kMaxWrites || proc.size() >= kMaxTxns) return false;
   for (std::size_t i = 0; i < writes.size(); ++i)
     for (std::size_t j = i + 1; j < writes.size(); ++j)
@@ -47,8 +47,8 @@ bool Batch::add(std::uint32_t p, const std::vector<Key>& reads, const std::vecto
   return true;
 }
 
-bool Batch::add_piece(std::uint32_t p, const std::vector<Key>& reads, const std::vector<Key>& writes,
-                      const std::vector<std::uint32_t>& a) {
+bool Batch::add_piece(std::uint32_t p, std::span<const Key> reads, std::span<const Key> writes,
+                      std::span<const std::uint32_t> a) {
   if (proc.empty()) return false;
   if (!add(p, reads, writes, a, tag.back(), attempt.back(), part.back())) return false;
   piece.back() = 1;

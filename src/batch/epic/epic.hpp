@@ -21,6 +21,7 @@
 #pragma once
 
 #include <cstdint>
+#include <span>
 #include <string>
 #include <vector>
 
@@ -138,9 +139,14 @@ struct Batch {
   /// Appends one txn (tagged `tg`, on attempt `att`, in partition `partition`: see `part`);
   /// returns false (nothing added) when it exceeds kMaxOps or kMaxWrites, or declares the same
   /// write key twice.
+  bool add(std::uint32_t p, std::span<const Key> reads, std::span<const Key> writes, std::span<const std::uint32_t> a,
+           std::uint64_t tg = 0, std::uint32_t att = 0, std::uint32_t partition = kAnyPart);
   bool add(std::uint32_t p, const std::vector<Key>& reads, const std::vector<Key>& writes,
            const std::vector<std::uint32_t>& a, std::uint64_t tg = 0, std::uint32_t att = 0,
-           std::uint32_t partition = kAnyPart);
+           std::uint32_t partition = kAnyPart) {
+    return add(p, std::span<const Key>(reads), std::span<const Key>(writes), std::span<const std::uint32_t>(a), tg, att,
+               partition);
+  }
   /// Appends a later piece of the txn added last, with its tag, attempt and partition. Piece
   /// splitting is for a procedure whose txn divides into pieces that are independent: a piece's
   /// writes depend only on its own reads and args, no piece reads what an earlier piece of the
@@ -149,8 +155,12 @@ struct Batch {
   /// that word over its pieces. Then the result equals the whole txn's, and one piece's chain of
   /// versions never waits on another's (Epic section 4.5). The engine does not check this; it is
   /// the submitter's promise. False (nothing added) as add(), or when the batch is empty.
+  bool add_piece(std::uint32_t p, std::span<const Key> reads, std::span<const Key> writes,
+                 std::span<const std::uint32_t> a);
   bool add_piece(std::uint32_t p, const std::vector<Key>& reads, const std::vector<Key>& writes,
-                 const std::vector<std::uint32_t>& a);
+                 const std::vector<std::uint32_t>& a) {
+    return add_piece(p, std::span<const Key>(reads), std::span<const Key>(writes), std::span<const std::uint32_t>(a));
+  }
   /// Appends txn t of `other` (a piece stays a piece).
   void add_from(const Batch& other, std::size_t t, std::uint32_t att);
   /// Removes the last txn (no-op on an empty batch).

@@ -68,28 +68,26 @@ class EpicDatabaseImpl final : public EpicDatabase {
   std::future<EpicTxnResult> submit(std::uint32_t proc, std::span<const EpicKey> reads, std::span<const EpicKey> writes,
                                     std::span<const std::uint32_t> args) override {
     bool accepted = false;
-    auto f = epochs_.submit(proc, std::vector<Key>(reads.begin(), reads.end()), std::vector<Key>(writes.begin(), writes.end()),
-                            std::vector<std::uint32_t>(args.begin(), args.end()), &accepted);
+    auto f = epochs_.submit(proc, reads, writes, args, &accepted);
     if (accepted) submitted_.store(true, std::memory_order_release);
     return f;
   }
 
   void submit(std::uint32_t proc, std::span<const EpicKey> reads, std::span<const EpicKey> writes,
               std::span<const std::uint32_t> args, std::function<void(EpicTxnResult&&)> done) override {
-    if (epochs_.submit(proc, std::vector<Key>(reads.begin(), reads.end()), std::vector<Key>(writes.begin(), writes.end()),
-                       std::vector<std::uint32_t>(args.begin(), args.end()), std::move(done)))
+    if (epochs_.submit(proc, reads, writes, args, std::move(done)))
       submitted_.store(true, std::memory_order_release);
   }
 
   std::future<EpicTxnResult> submit_pieces(std::span<const EpicPiece> pieces) override {
     bool accepted = false;
-    auto f = epochs_.submit_pieces(specs(pieces), &accepted);
+    auto f = epochs_.submit_piece_views(pieces, &accepted);
     if (accepted) submitted_.store(true, std::memory_order_release);
     return f;
   }
 
   void submit_pieces(std::span<const EpicPiece> pieces, std::function<void(EpicTxnResult&&)> done) override {
-    if (epochs_.submit_pieces(specs(pieces), std::move(done))) submitted_.store(true, std::memory_order_release);
+    if (epochs_.submit_piece_views(pieces, std::move(done))) submitted_.store(true, std::memory_order_release);
   }
 
   void flush() override { epochs_.flush(); }
@@ -124,17 +122,6 @@ class EpicDatabaseImpl final : public EpicDatabase {
   }
 
  private:
-  static std::vector<batch::epic::PieceSpec> specs(std::span<const EpicPiece> pieces) {
-    std::vector<batch::epic::PieceSpec> out(pieces.size());
-    for (std::size_t i = 0; i < pieces.size(); ++i) {
-      out[i].proc = pieces[i].proc;
-      out[i].reads.assign(pieces[i].reads.begin(), pieces[i].reads.end());
-      out[i].writes.assign(pieces[i].writes.begin(), pieces[i].writes.end());
-      out[i].args.assign(pieces[i].args.begin(), pieces[i].args.end());
-    }
-    return out;
-  }
-
   // A committed record while no epoch runs (the caller holds the engine idle).
   Status read_idle(std::uint32_t table, std::uint64_t key, std::vector<std::uint32_t>* record) {
     batch::epic::Database& db = engine_.db();

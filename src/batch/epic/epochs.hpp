@@ -24,6 +24,8 @@
 #include <iterator>
 #include <memory>
 #include <mutex>
+#include <optional>
+#include <span>
 #include <string>
 #include <thread>
 #include <unordered_map>
@@ -95,23 +97,33 @@ class Epochs {
   /// for good (Internal); otherwise when the txn's epoch has run. *accepted, when given, says
   /// whether it was queued. Cost: a copy of the keys and args into this thread's queue under its
   /// own lock, and the future's shared state.
-  std::future<TxnResult> submit(std::uint32_t proc, const std::vector<Key>& reads, const std::vector<Key>& writes,
-                                const std::vector<std::uint32_t>& args, bool* accepted = nullptr) {
+  std::future<TxnResult> submit(std::uint32_t proc, std::span<const Key> reads, std::span<const Key> writes,
+                                std::span<const std::uint32_t> args, bool* accepted = nullptr) {
     Waiter w;
-    std::future<TxnResult> f = w.promise.get_future();
+    std::future<TxnResult> f = w.promise.emplace().get_future();
     const bool ok = enqueue(proc, reads, writes, args, std::move(w));
     if (accepted) *accepted = ok;
     return f;
+  }
+  std::future<TxnResult> submit(std::uint32_t proc, const std::vector<Key>& reads, const std::vector<Key>& writes,
+                                const std::vector<std::uint32_t>& args, bool* accepted = nullptr) {
+    return submit(proc, std::span<const Key>(reads), std::span<const Key>(writes), std::span<const std::uint32_t>(args),
+                  accepted);
   }
 
   /// As submit, but `done` gets the result: on the epoch thread once the txn's epoch has run, or
   /// on the calling thread, before this returns, when the txn is refused. `done` must not block
   /// (the rest of the epoch's results wait for it) and must not call back into this front end.
-  bool submit(std::uint32_t proc, const std::vector<Key>& reads, const std::vector<Key>& writes,
-              const std::vector<std::uint32_t>& args, std::function<void(TxnResult&&)> done) {
+  bool submit(std::uint32_t proc, std::span<const Key> reads, std::span<const Key> writes,
+              std::span<const std::uint32_t> args, std::function<void(TxnResult&&)> done) {
     Waiter w;
     w.callback = std::move(done);
     return enqueue(proc, reads, writes, args, std::move(w));
+  }
+  bool submit(std::uint32_t proc, const std::vector<Key>& reads, const std::vector<Key>& writes,
+              const std::vector<std::uint32_t>& args, std::function<void(TxnResult&&)> done) {
+    return submit(proc, std::span<const Key>(reads), std::span<const Key>(writes), std::span<const std::uint32_t>(args),
+                  std::move(done));
   }
 
   /// Queues one txn in pieces (Batch::add_piece says when that equals the whole txn; the front
@@ -123,17 +135,31 @@ class Epochs {
   /// pieces' words (mod 2^32); the first piece's epoch and position and the most attempts of any
   /// piece. Refused whole, nothing queued, for no pieces or more than kMaxPieces, or when any
   /// piece would be refused by submit (the message names it).
-  bool submit_pieces(const std::vector<PieceSpec>& pieces, std::function<void(TxnResult&&)> done) {
+  /// Views of the pieces (EpicPiece's spans), read before this returns: nothing is copied but
+  /// into the queue.
+  bool submit_piece_views(std::span<const EpicPiece> pieces, std::function<void(TxnResult&&)> done) {
     Waiter w;
     w.callback = std::move(done);
     return enqueue_pieces(pieces, std::move(w));
   }
-  std::future<TxnResult> submit_pieces(const std::vector<PieceSpec>& pieces, bool* accepted = nullptr) {
+  std::future<TxnResult> submit_piece_views(std::span<const EpicPiece> pieces, bool* accepted = nullptr) {
     Waiter w;
-    std::future<TxnResult> f = w.promise.get_future();
+    std::future<TxnResult> f = w.promise.emplace().get_future();
     const bool ok = enqueue_pieces(pieces, std::move(w));
     if (accepted) *accepted = ok;
     return f;
+  }
+  bool submit_pieces(const std::vector<PieceSpec>& pieces, std::function<void(TxnResult&&)> done) {
+    return submit_piece_views(views(pieces), std::move(done));
+  }
+  std::future<TxnResult> submit_pieces(const std::vector<PieceSpec>& pieces, bool* accepted = nullptr) {
+    return submit_piece_views(views(pieces), accepted);
+  }
+  /// EpicPiece views of owned pieces (valid while `pieces` lives).
+  static std::vector<EpicPiece> views(const std::vector<PieceSpec>& pieces) {
+    std::vector<EpicPiece> v(pieces.size());
+    for (std::size_t i = 0; i < pieces.size(); ++i) v[i] = {pieces[i].proc, pieces[i].reads, pieces[i].writes, pieces[i].args};
+    return v;
   }
 
   /// Closes the open epoch now and returns once every txn whose submit() returned before this
@@ -207,9 +233,10 @@ class Epochs {
  private:
   struct PieceGroup;
   /// Who gets an entry's result: its promise, or its callback when it has one, or, for a piece,
-  /// its txn's group, which resolves the txn's own waiter when its last piece has a result.
+  /// its txn's group, which resolves the txn's own waiter when its last piece has a result. The
+  /// promise is made only where a future was asked for (each one is a heap allocation).
   struct Waiter {
-    std::promise<TxnResult> promise;
+    std::optional<std::promise<TxnResult>> promise;
     std::function<void(TxnResult&&)> callback;
     std::shared_ptr<PieceGroup> group;
     std::uint32_t piece = 0;  ///< this entry's index among its group's pieces
@@ -217,7 +244,10 @@ class Epochs {
     // is reported on stderr and dropped, and the epoch's other results are still delivered.
     void resolve(TxnResult&& r) {
       if (group) return PieceGroup::arrive(std::move(group), piece, std::move(r));
-      if (!callback) return promise.set_value(std::move(r));
+      if (!callback) {
+        if (promise) promise->set_value(std::move(r));
+        return;
+      }
       try {
         callback(std::move(r));
       } catch (const std::exception& e) {
@@ -280,8 +310,8 @@ class Epochs {
   /// Appends one entry to q (a later piece of the txn added last when `piece`), checked in place
   /// at the queue's end (one copy of keys and args): not ok, nothing appended, when refused.
   /// Caller holds q.m.
-  Status append(Queue& q, std::uint32_t proc, const std::vector<Key>& reads, const std::vector<Key>& writes,
-                const std::vector<std::uint32_t>& args, bool piece) {
+  Status append(Queue& q, std::uint32_t proc, std::span<const Key> reads, std::span<const Key> writes,
+                std::span<const std::uint32_t> args, bool piece) {
     if (!Procs::known(proc)) return Status::InvalidArgument("unknown procedure " + std::to_string(proc));
     if (!(piece ? q.txns.add_piece(proc, reads, writes, args) : q.txns.add(proc, reads, writes, args)))
       return Status::InvalidArgument("more than " + std::to_string(kMaxOps) + " keys or " + std::to_string(kMaxWrites) +
@@ -326,8 +356,8 @@ class Epochs {
     return false;
   }
 
-  bool enqueue(std::uint32_t proc, const std::vector<Key>& reads, const std::vector<Key>& writes,
-               const std::vector<std::uint32_t>& args, Waiter&& w) {
+  bool enqueue(std::uint32_t proc, std::span<const Key> reads, std::span<const Key> writes,
+               std::span<const std::uint32_t> args, Waiter&& w) {
     std::size_t before = 0;
     Status refusal;
     {
@@ -345,7 +375,7 @@ class Epochs {
     return true;
   }
 
-  bool enqueue_pieces(const std::vector<PieceSpec>& pieces, Waiter&& w) {
+  bool enqueue_pieces(std::span<const EpicPiece> pieces, Waiter&& w) {
     if (pieces.empty() || pieces.size() > kMaxPieces)
       return refuse(std::move(w), Status::InvalidArgument("a txn in pieces has 1 to " + std::to_string(kMaxPieces) +
                                                           " pieces, not " + std::to_string(pieces.size())));
@@ -356,7 +386,7 @@ class Epochs {
       std::lock_guard<std::mutex> lk(q.m);
       std::size_t added = 0;
       for (; added < pieces.size(); ++added) {
-        const PieceSpec& p = pieces[added];
+        const EpicPiece& p = pieces[added];
         refusal = append(q, p.proc, p.reads, p.writes, p.args, added > 0);
         if (!refusal.ok()) {
           refusal = Status(refusal.code(), "piece " + std::to_string(added) + ": " + refusal.message());
