@@ -244,8 +244,9 @@ void write_epic_result(ReplyWriter& w, const EpicTxnResult& r) {
 }
 
 /// One procedure call parsed from args[*i..]: `proc numreads key.. numwrites key..`, then the
-/// args: every argument left (`numargs` < 0), or `numargs arg..`. Advances *i past it; writes the
-/// error (prefixed by `where`) and returns false.
+/// args: every argument left (BATCH.CALL), or, with `counted_args`, `numargs arg..`
+/// (BATCH.CALLPIECES). Advances *i past it; on bad input writes the error (prefixed by `where`)
+/// and returns false.
 struct ParsedCall {
   std::uint32_t proc = 0;
   std::vector<EpicKey> reads, writes;
