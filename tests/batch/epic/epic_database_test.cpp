@@ -382,9 +382,10 @@ TEST(EpicDatabase, EachProcedureSetKnowsItsOwnProcedures) {
 // 1-3 words of a direct table, one kAddPiece (TPC-C's set) per word. Additions commute, so every
 // word must end at its load value plus every amount added to it, whatever the order; each txn
 // commits once, its pieces at consecutive positions of one epoch.
-TEST(EpicDatabase, TxnsInPiecesFromConcurrentSubmittersAllApplyOnce) {
+void pieces_from_concurrent_submitters_apply_once(EpicPlacement placement) {
   EpicConfig c = config_of(EpicProcedures::kTpcc, {{"acct", 4, 32, false}}, 2, 64);
-  c.placement = EpicPlacement::kCpu;
+  c.placement = placement;
+  c.min_device_epoch_ops = 0;  // with a device planner, every epoch on it
   std::unique_ptr<EpicDatabase> db;
   ASSERT_TRUE(EpicDatabase::open(c, &db).ok());
   std::vector<std::uint64_t> want(32 * 4);
@@ -449,6 +450,15 @@ TEST(EpicDatabase, TxnsInPiecesFromConcurrentSubmittersAllApplyOnce) {
   std::vector<std::uint32_t> rec;
   ASSERT_TRUE(db->read(0, 1, &rec).ok());
   EXPECT_EQ(rec[0], static_cast<std::uint32_t>(want[4])) << "nothing of the refused txn applied";
+}
+
+// In every placement: the CPU twin, the device-planner path with its CPU twin (every epoch on
+// it), and auto (the GPU planner on a machine with a GPU).
+TEST(EpicDatabase, TxnsInPiecesFromConcurrentSubmittersAllApplyOnce) {
+  for (EpicPlacement p : {EpicPlacement::kCpu, EpicPlacement::kGpuTwin, EpicPlacement::kAuto}) {
+    SCOPED_TRACE(epic_placement_name(p));
+    pieces_from_concurrent_submitters_apply_once(p);
+  }
 }
 
 }  // namespace
