@@ -17,6 +17,8 @@
 #  11. (step "pieces") piece splitting: YCSB A, C and F (θ 0 and 0.99, plain and split; PIECES_YCSB
 #      picks workloads) with whole txns and with each op a piece, then TPC-C (PIECES_TPCC, default
 #      "np1 np64 full1") with whole Payments and with Payments in pieces; epic-cpu and epic-gpu
+#      (PIECES_SYSTEMS: e.g. add epic-submit-gpu for the front end's submit_pieces; a YCSB batch of
+#      100K txns in pieces is 10^6 entries, past the front end's 2^19-entry epoch, so it runs as two)
 #  10. (step "peers") the RocksDB TransactionDB peer beside serial, epic-twin, epic-cpu and epic-gpu on
 #      the same epochs and threads: TPC-C NP and the full mix at 1 and 64 warehouses, YCSB-A and C
 #      at θ 0 and 0.99 plain (the pack carries librocksdb when the build found it)
@@ -57,11 +59,11 @@ step np && run epic-np-w1-h100 60 --np 1 --systems serial,epic-cpu,epic-gpu,epic
 step np && run epic-np-w64-h100 80 --np 64 --systems serial,epic-cpu,epic-gpu,epic-gpu-hostidx
 step backoff && run epic-ycsb-backoff256-h100 60 --records 1000000 --systems epic-gpu --workloads A,F --thetas 0.99 --gpu-backoff 256
 step backoff && run epic-np-backoff256-h100 40 --np 1 --systems epic-gpu --gpu-backoff 256
-step pieces && run epic-pieces-ycsb ${T_PIECES:-300} --records 1000000 --workloads ${PIECES_YCSB:-A,C,F} --thetas 0,0.99 --split 0,1 --pieces 0,1 --systems epic-cpu,epic-gpu
+step pieces && run epic-pieces-ycsb ${T_PIECES:-300} --records 1000000 --workloads ${PIECES_YCSB:-A,C,F} --thetas 0,0.99 --split 0,1 --pieces 0,1 --systems ${PIECES_SYSTEMS:-epic-cpu,epic-gpu}
 for tp in ${PIECES_TPCC:-np1 np64 full1}; do  # TPC-C whole, then with Payments in pieces (one run each)
   wh=${tp#np}; wh=${wh#full}; mix=np; [[ $tp == full* ]] && mix=full
   for pc in 0 1; do
-    step pieces && run epic-pieces-$tp-$pc ${T_PIECES_TPCC:-50} --np $wh --mix $mix --pieces $pc --systems epic-cpu,epic-gpu
+    step pieces && run epic-pieces-$tp-$pc ${T_PIECES_TPCC:-50} --np $wh --mix $mix --pieces $pc --systems ${PIECES_SYSTEMS:-epic-cpu,epic-gpu}
   done
 done
 step full && run epic-full-w1-h100 90 --np 1 --mix full --systems serial,epic-cpu,epic-gpu
