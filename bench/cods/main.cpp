@@ -32,8 +32,8 @@ using Clk = std::chrono::steady_clock;
 const char* kUsage = R"(usage: duet_bench_cods [options]
   --figures LIST   of list,list-k,hash,hash-k,tree,tree-k,gpu,gpu-cpu,remote (default all
                    but remote)
-                   list/hash/tree: CODS at tuned K and K = 1 (2 for the hash set) against the
-                   peers, every mix at 1 and the most threads, and mix 90 at every thread count;
+                   list/hash/tree: CODS at tuned K and K = 1 (hash set: K = 2, 6 and 8) against
+                   the peers, every mix at 1 and the most threads, and mix 90 at every thread count;
                    *-k: the K sweeps (mix 90, 1 and the most threads); gpu: the GPU shapes;
                    gpu-cpu: the CPU structures on the GPU shapes with the most threads;
                    remote: the structures on simulated remote memory (remote.hpp), mix 95;
@@ -208,7 +208,7 @@ std::vector<CpuExperiment> cpu_experiments(const Options& o) {
   const Shape list{Structure::kList, 1, 2000, 0}, hash{Structure::kHash, 125000 / div, 1000000 / div, 0},
       tree{Structure::kTree, 1, 1000000 / div, 0};
   const auto list_sys = plus(cods_names(Structure::kList, {8, 1}), {"cds-lazy-list", "cds-michael-list"});
-  const auto hash_sys = plus(cods_names(Structure::kHash, {8, 2}), {"cds-michael-hash", "cds-split-list", "tbb-hash-map"});
+  const auto hash_sys = plus(cods_names(Structure::kHash, {8, 6, 2}), {"cds-michael-hash", "cds-split-list", "tbb-hash-map"});
   const auto tree_sys = plus(cods_names(Structure::kTree, {16, 8, 4, 2, 1}, false),
                              {"cods-tree-ew-k8", "cds-skip-list", "tbb-set", "lit"});
   std::vector<CpuExperiment> e;
