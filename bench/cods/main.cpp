@@ -488,15 +488,12 @@ int main_impl(int argc, char** argv) {
     return nullptr;
   };
   // --systems: a name no system has is an error; one that none of the chosen figures runs is said
-  // (a figure runs its own systems only: the hash figure has no K = 6, the hash-k sweep has).
+  // (a figure runs its own systems only: the hash figure has no K = 5, the hash-k sweep has).
   if (!o.systems.empty()) {
     std::vector<std::string> in_figures;
     for (const CpuExperiment& e : cpu_experiments(o)) in_figures.insert(in_figures.end(), e.systems.begin(), e.systems.end());
     for (const std::string& name : o.systems) {
-      const bool unavailable = std::any_of(missing.begin(), missing.end(), [&](const std::string& m) {
-        return m.find(name + ",") != std::string::npos || m.find(name + ")") != std::string::npos;
-      });
-      if (!find(name) && !unavailable) {
+      if (!find(name) && !is_unavailable_peer(name)) {
         std::fprintf(stderr, "duet_bench_cods: --systems: no system named '%s' (--list names them)\n", name.c_str());
         return 2;
       }

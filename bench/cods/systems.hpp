@@ -68,8 +68,10 @@ void add_tbb_systems(std::vector<SystemInfo>* out);
 
 /// Every system built into this binary.
 std::vector<SystemInfo> all_systems();
-/// Peers this binary lacks (their library was missing at configure time).
+/// Peers this binary lacks (their library was missing at configure time), one line per library.
 std::vector<std::string> unavailable_peers();
+/// Whether `system` names a peer this binary lacks.
+bool is_unavailable_peer(const std::string& system);
 
 /// CODS system names: "cods-list-fa-k8", "cods-hash-ew-k2", "cods-tree-fa-k16".
 std::string cods_name(Structure s, bool fully_atomic, unsigned k);

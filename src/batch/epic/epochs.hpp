@@ -329,15 +329,12 @@ class Epochs {
     return Status::Ok();
   }
 
-  /// Queues the entries appended last (n of them) with their waiters, numbered and counted under
-  /// the queue's lock: each queue's numbers rise from front to back, and take() never takes an
-  /// entry queued_ does not count yet. Returns queued_ before. Caller holds q.m.
-  std::size_t commit_entries(Queue& q, std::vector<Waiter>&& ws) {
-    for (Waiter& w : ws) {
-      q.waiters.push_back(std::move(w));
-      q.seqs.push_back(seq_.fetch_add(1, std::memory_order_acq_rel));
-    }
-    return queued_.fetch_add(ws.size(), std::memory_order_acq_rel);
+  /// Gives the entry appended last its waiter and submission number. Numbered (and
+  /// then counted in queued_) under the queue's lock: each queue's numbers rise from front to
+  /// back, and take() never takes an entry queued_ does not count yet. Caller holds q.m.
+  void number_entry(Queue& q, Waiter&& w) {
+    q.waiters.push_back(std::move(w));
+    q.seqs.push_back(seq_.fetch_add(1, std::memory_order_acq_rel));
   }
 
   /// After `n` entries were queued on top of `before`: wakes the epoch thread when the epoch
@@ -358,55 +355,55 @@ class Epochs {
 
   bool enqueue(std::uint32_t proc, std::span<const Key> reads, std::span<const Key> writes,
                std::span<const std::uint32_t> args, Waiter&& w) {
-    std::size_t before = 0;
-    Status refusal;
-    {
-      Queue& q = my_queue();
-      std::lock_guard<std::mutex> lk(q.m);
-      refusal = append(q, proc, reads, writes, args, false);
-      if (refusal.ok()) {
-        std::vector<Waiter> ws;
-        ws.push_back(std::move(w));
-        before = commit_entries(q, std::move(ws));
-      }
-    }
-    if (!refusal.ok()) return refuse(std::move(w), std::move(refusal));
-    wake(before, 1);
-    return true;
+    const EpicPiece whole{proc, reads, writes, args};
+    return enqueue_entries(std::span<const EpicPiece>(&whole, 1), false, std::move(w));
   }
 
   bool enqueue_pieces(std::span<const EpicPiece> pieces, Waiter&& w) {
     if (pieces.empty() || pieces.size() > kMaxPieces)
       return refuse(std::move(w), Status::InvalidArgument("a txn in pieces has 1 to " + std::to_string(kMaxPieces) +
                                                           " pieces, not " + std::to_string(pieces.size())));
+    return enqueue_entries(pieces, true, std::move(w));
+  }
+
+  /// Queues one txn: `entries` (its pieces when `in_pieces`, refusals then naming the piece) all
+  /// or none, under this thread's queue lock. One entry gets `w` itself; several share a group
+  /// that resolves `w` once all have results.
+  bool enqueue_entries(std::span<const EpicPiece> entries, bool in_pieces, Waiter&& w) {
     std::size_t before = 0;
     Status refusal;
     {
       Queue& q = my_queue();
       std::lock_guard<std::mutex> lk(q.m);
       std::size_t added = 0;
-      for (; added < pieces.size(); ++added) {
-        const EpicPiece& p = pieces[added];
+      for (; added < entries.size(); ++added) {
+        const EpicPiece& p = entries[added];
         refusal = append(q, p.proc, p.reads, p.writes, p.args, added > 0);
         if (!refusal.ok()) {
-          refusal = Status(refusal.code(), "piece " + std::to_string(added) + ": " + refusal.message());
+          if (in_pieces) refusal = Status(refusal.code(), "piece " + std::to_string(added) + ": " + refusal.message());
           break;
         }
       }
-      if (refusal.ok()) {
+      if (!refusal.ok()) {
+        for (; added > 0; --added) q.txns.pop_back();
+      } else if (entries.size() == 1) {
+        number_entry(q, std::move(w));
+      } else {
         auto g = std::make_shared<PieceGroup>();
         g->whole = std::move(w);
-        g->parts.resize(pieces.size());
-        g->left = pieces.size();
-        std::vector<Waiter> ws(pieces.size());
-        for (std::size_t i = 0; i < ws.size(); ++i) ws[i].group = g, ws[i].piece = static_cast<std::uint32_t>(i);
-        before = commit_entries(q, std::move(ws));
-      } else {
-        for (; added > 0; --added) q.txns.pop_back();
+        g->parts.resize(entries.size());
+        g->left = entries.size();
+        for (std::size_t i = 0; i < entries.size(); ++i) {
+          Waiter piece;
+          piece.group = g;
+          piece.piece = static_cast<std::uint32_t>(i);
+          number_entry(q, std::move(piece));
+        }
       }
+      if (refusal.ok()) before = queued_.fetch_add(entries.size(), std::memory_order_acq_rel);
     }
     if (!refusal.ok()) return refuse(std::move(w), std::move(refusal));
-    wake(before, pieces.size());
+    wake(before, entries.size());
     return true;
   }
 

@@ -444,13 +444,15 @@ DUET_UNROLL
 
   /// Locks the pair an update of curr needs (lock_linked_pair), or the keyed head alone when it
   /// is curr (p.prev null): nothing precedes the head and it is never marked, so it needs no
-  /// check. held/nheld receive what is locked; fc and cn curr's fresh copy and next word.
+  /// check. held/nheld receive what is locked; fp prev's fresh copy (empty when there is no
+  /// prev), fc and cn curr's fresh copy and next word.
   template <class Env>
   DUET_HD static DUET_INLINE bool lock_curr(const Group& g, Env& env, const Position& p, std::uint64_t k,
                                             Node** held, unsigned& nheld, Frag& fp, Frag& fc, std::uint64_t& cn) {
     if (kKeyedHead && p.prev == nullptr) {
       held[0] = p.curr;
       nheld = 1;
+      fp.fill(0);
       lock_node(g, env, p.curr);
       read(g, env, p.curr, fc);
       cn = fc.broadcast(g, Shape::kNext);
@@ -624,7 +626,7 @@ DUET_UNROLL
     }
     const unsigned n = static_cast<unsigned>(popcount(m));
     const std::uint64_t next = cn & ~kMarked;
-    if (n == 1 && p.prev != nullptr) {
+    if (n == 1 && (!kKeyedHead || p.prev != nullptr)) {
       // curr becomes empty: mark it, then unlink it from prev. (An emptied keyed head stays.)
       if constexpr (R == Regime::kFullyAtomic) {
         remove_at(g, fc, n, static_cast<unsigned>(pos));

@@ -20,7 +20,9 @@
 // Accounts are unsigned 64-bit integers; outcomes are "committed", "gas-only" and "aborted".
 // These handlers wait for their block on the client's thread (a block takes microseconds to
 // milliseconds; BATCH.TRANSFER waits up to the single-transfer window as well).
+#include <algorithm>
 #include <charconv>
+#include <cstdint>
 #include <string>
 #include <vector>
 
@@ -212,13 +214,14 @@ bool epic_record_args(CommandContext& ctx, const EpicDatabase& e, EpicKey* out) 
   return true;
 }
 
-/// Parses args[from..] as unsigned 32-bit integers (`what` N names a bad one); writes the error
-/// and returns false.
-bool u32_args(CommandContext& ctx, std::size_t from, const char* what, std::vector<std::uint32_t>* out) {
-  for (std::size_t i = from; i < ctx.args.size(); ++i) {
+/// Parses args[from..to) (to the end by default) as unsigned 32-bit integers (`what` N names a
+/// bad one); writes the error and returns false.
+bool u32_args(CommandContext& ctx, std::size_t from, const std::string& what, std::vector<std::uint32_t>* out,
+              std::size_t to = SIZE_MAX) {
+  for (std::size_t i = from; i < std::min(to, ctx.args.size()); ++i) {
     std::uint64_t v = 0;
     if (!parse_u64(ctx.args[i], &v) || v > UINT32_MAX)
-      return ctx.error("ERR " + std::string(what) + " " + std::to_string(i - from) + " is not an unsigned 32-bit integer"),
+      return ctx.error("ERR " + what + " " + std::to_string(i - from) + " is not an unsigned 32-bit integer"),
              false;
     out->push_back(static_cast<std::uint32_t>(v));
   }
@@ -279,12 +282,9 @@ bool parse_call(CommandContext& ctx, const EpicDatabase& e, std::size_t* i, bool
   if (!keys("reads", &out->reads) || !keys("writes", &out->writes)) return false;
   std::uint64_t n = end - *i;
   if (counted_args && !count("args", &n)) return false;
-  for (std::uint64_t k = 0; k < n; ++k, ++*i) {
-    if (!parse_u64(ctx.args[*i], &v) || v > UINT32_MAX)
-      return ctx.error("ERR " + where + "arg " + std::to_string(k) + " is not an unsigned 32-bit integer"), false;
-    out->args.push_back(static_cast<std::uint32_t>(v));
-  }
-  return true;
+  const std::size_t from = *i;
+  *i += n;
+  return u32_args(ctx, from, where + "arg", &out->args, *i);
 }
 
 /// The callback that finishes a BATCH.CALL or BATCH.CALLPIECES reply. It holds no reference to

@@ -327,7 +327,9 @@ TEST(EpicEpochs, TxnsInPiecesEqualTheirPiecesRunSeriallyAndFolded) {
   std::pair<std::uint32_t, std::uint32_t> next{0, 0};  // where the next txn may start
   int illegal_or_aborted_later = 0;
   for (int i = 0; i < n; ++i) {
-    if (i % 2) ASSERT_EQ(calls[i], 1) << "txn " << i;
+    if (i % 2) {
+      ASSERT_EQ(calls[i], 1) << "txn " << i;
+    }
     const TxnResult r = i % 2 ? called[i] : fs[i].get();
     ASSERT_TRUE(r.status.ok()) << "txn " << i << ": " << r.status.message();
     std::uint32_t want_outcome = 0, want_out[kMaxOut] = {0, 0, 0, 0};
