@@ -5,6 +5,7 @@ pieces: each piece replayed as a call, the replies folded); only the calling cli
 for its epoch; a client gone mid-wait loses nothing; a shutdown answers the calls waiting; bad
 input gets an error and changes nothing."""
 
+import re
 import socket
 import threading
 import time
@@ -51,7 +52,7 @@ class MixModel:
         mode = args[1] if len(args) > 1 else 0
         if mode == 1:
             return ("ABORTED", 7)
-        v = (args[0] + total) & M32
+        v = ((args[0] if args else 0) + total) & M32
         wrote = False
         for j, (t, k) in enumerate(writes):
             if proc == DELETE and j % 2 == 0:
@@ -305,6 +306,149 @@ def test_bad_pieces_are_refused_whole(server_factory):
             r.execute_command(*args)
     assert r.execute_command("BATCH.FLUSH") == "OK"
     assert [int(x) for x in r.execute_command("BATCH.GET", "wide", 3)] == [1, 2, 3, 4], "nothing applied"
+
+
+CAPACITY = {"small": 64, "wide": 200}  # direct tables; idx is indexed (any 64-bit key)
+TABLE_NAMES = ["small", "wide", "idx"]
+U64 = re.compile(r"[0-9]+\Z")
+
+
+def parse_key(tok):
+    """`table:key` as the server reads it (table by name or number), or None."""
+    table, colon, key = tok.rpartition(":")
+    if not colon or not U64.match(key) or int(key) >= 1 << 64:
+        return None
+    if U64.match(table):
+        return (TABLE_NAMES[int(table)], int(key)) if int(table) < len(TABLE_NAMES) else None
+    return (table, int(key)) if table in TABLE_NAMES else None
+
+
+def parse_calls(toks, counted_args):
+    """BATCH.CALL's arguments (`counted_args` False: one call, the args to the end) or one
+    BATCH.CALLPIECES piece list after numpieces (True), as the server's grammar and checks
+    read them: a list of (proc, reads, writes, args), or None where the server must refuse
+    the whole command."""
+    calls, i, n = [], 0, len(toks)
+
+    def number(limit):
+        nonlocal i
+        if i >= n or not U64.match(toks[i]) or int(toks[i]) > limit:
+            raise ValueError
+        i += 1
+        return int(toks[i - 1])
+
+    try:
+        while i < n or not calls:
+            proc = number(M32)
+            lists = []
+            for _ in range(2):
+                k = number(n - i - 1)
+                keys = [parse_key(t) for t in toks[i:i + k]]
+                if None in keys:
+                    raise ValueError
+                i += k
+                lists.append(keys)
+            k = number(n - i - 1) if counted_args else n - i
+            args = toks[i:i + k]
+            if not all(U64.match(a) and int(a) <= M32 for a in args):
+                raise ValueError
+            i += k
+            reads, writes = lists
+            if proc not in (RMW, DELETE, PARTIAL) or len(set(writes)) != len(writes) or any(
+                    t in CAPACITY and key >= CAPACITY[t] for t, key in reads + writes):
+                raise ValueError
+            calls.append((proc, reads, writes, [int(a) for a in args]))
+            if not counted_args:
+                break
+    except ValueError:
+        return None
+    return calls
+
+
+def mutate(rng, toks):
+    """Up to three edits of a command's arguments: a number moved by -1, +1 or +2^32, a key
+    renamed (its table by number, a sign, a missing part), a token dropped, inserted or the
+    list cut short."""
+    toks = list(toks)
+    for _ in range(rng.randrange(4)):
+        if not toks:
+            break
+        i = rng.randrange(len(toks))
+        op = rng.randrange(5)
+        if op == 0 and U64.match(toks[i]):
+            toks[i] = str(max(0, int(toks[i]) + rng.choice([-1, 1, 1 << 32])))
+        elif op == 1 and ":" in toks[i]:
+            t, _, k = toks[i].rpartition(":")
+            toks[i] = rng.choice([f"{TABLE_NAMES.index(t)}:{k}", f"{t}:+{k}", f"{t}:-{k}", f"{t}:", f":{k}",
+                                  f"{t}:{k}:{k}", f"{t}:{int(k) + 64}", f"3:{k}", k])
+        elif op == 2:
+            del toks[i]
+        elif op == 3:
+            toks.insert(i, rng.choice(["0", "1", "2", "3", "small:1", "idx:7", "x", ""]))
+        elif op == 4:
+            toks = toks[:i]
+    return toks
+
+
+def test_mutated_calls_are_refused_whole_or_equal_their_replay(server_factory):
+    # Valid calls and calls in pieces, each edited at random: the server must refuse exactly
+    # the ones its grammar and checks refuse (parsed here independently), apply nothing of a
+    # refused one, and give every other the Python replay's reply, in epochs of 16 calls.
+    import random
+    s = epic_server(server_factory, epoch_size=16)
+    r = client(s)
+    rng = random.Random(23)
+    keys = ([("small", k) for k in range(6)] + [("small", 63)] + [("wide", k) for k in range(4)] +
+            [("idx", k * 1000) for k in range(5)] + [("idx", (1 << 64) - 1)])
+    outside = [("small", 64), ("wide", 200), ("small", (1 << 64) - 1)]  # past direct tables' ends
+
+    def draw_edited():
+        """draw()'s txn, but its keys drawn with replacement (a write key twice) and now and
+        then past a direct table's end."""
+        proc, reads, writes, args = draw(rng, keys)
+        pick = lambda: rng.choice(outside) if rng.random() < 0.04 else rng.choice(keys[:4] if rng.random() < 0.3 else keys)
+        return proc, [pick() for _ in reads], [pick() for _ in writes], args
+
+    sent = []
+    while len(sent) < 800:
+        if rng.random() < 0.5:
+            args = call_args(*draw_edited())[1:]
+            toks = mutate(rng, [str(a) for a in args])
+            calls = parse_calls(toks, counted_args=False)
+            cmd = ["BATCH.CALL"] + toks
+        else:
+            args = pieces_args([draw_edited() for _ in range(rng.randint(1, 3))])[1:]
+            toks = mutate(rng, [str(a) for a in args])
+            counted = U64.match(toks[0]) and 1 <= int(toks[0]) <= 64 if toks else False
+            calls = parse_calls(toks[1:], counted_args=True) if counted else None
+            if calls is not None and len(calls) != int(toks[0]):
+                calls = None
+            cmd = ["BATCH.CALLPIECES"] + toks
+        # Modes 2 and 4 rerun (a later epoch): the replay keeps submission order, so leave them out.
+        if calls is not None and any(len(a) > 1 and a[1] in (2, 4) for _, _, _, a in calls):
+            continue
+        sent.append((cmd, calls))
+    refused = sum(calls is None for _, calls in sent)
+    assert 200 < refused < 600, f"{refused} of {len(sent)} edited calls refused: the mix is off"
+    p = r.pipeline(transaction=False)
+    for cmd, _ in sent:
+        p.execute_command(*cmd)
+    got = p.execute(raise_on_error=False)
+    model = MixModel()
+    for i, ((cmd, calls), g) in enumerate(zip(sent, got)):
+        if calls is None:
+            assert isinstance(g, redis.ResponseError) and not str(g).startswith(("ABORTED", "ILLEGAL")), \
+                f"call {i} should be refused: {cmd} -> {g!r}"
+            continue
+        if isinstance(g, redis.ResponseError):
+            assert str(g).startswith(("ABORTED", "ILLEGAL")), f"call {i} should run: {cmd} -> {g}"
+        results = [model.call(proc, reads, writes, args) for proc, reads, writes, args in calls]
+        assert reply_of(g) == (results[0] if cmd[0] == "BATCH.CALL" else fold(results)), f"call {i}: {cmd}"
+    for (t, k) in keys:
+        want = model.rec.get((t, k))
+        g = r.execute_command("BATCH.GET", t, k)
+        assert (None if g is None else [int(x) for x in g]) == want, (t, k)
+    assert len(model.rec) > 5, "some records were written"
 
 
 def test_bad_input_is_refused_and_changes_nothing(server_factory):
