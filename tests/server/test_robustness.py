@@ -10,7 +10,7 @@ import socket
 import pytest
 
 from resp_client import Conn, ConnectionClosed, encode, encode_many
-from server_util import poll_until
+from server_util import IS_REDIS, poll_until
 
 MiB = 1 << 20
 
@@ -328,3 +328,59 @@ def test_reply_to_reset_connection_does_not_kill_server(srv, sentinel):
             pass
         c.abort()
     sentinel()
+
+
+@pytest.mark.skipif(IS_REDIS, reason="Duet's keyspace kinds (txn, batch) and commands")
+def test_seeded_random_arguments_to_every_command(server_factory):
+    """Every command the server lists (COMMAND) but the ones that end or block the connection
+    (SHUTDOWN, QUIT, MONITOR, ...) or reach other databases (SELECT, FLUSHALL), called 20,000
+    times with seeded random arguments (numbers at the 32- and 64-bit edges, option words,
+    binary, 70 KB strings) on a kv, a txn and a batch database with Epic tables: every call gets
+    a well-formed reply over the same connection, the server stays up, and a database the
+    calls never reach keeps its data."""
+    s = server_factory(extra=["--database-kinds", "kv,1=txn,2=batch", "--epic-procedures", "mix",
+                              "--epic-tables", "small:1:64,wide:4:200,idx:3:400:indexed",
+                              "--epic-epoch-max-wait-us", "500"])
+    kept = {f"kept:{i}".encode(): os.urandom(i + 1) for i in range(100)}
+    with s.conn(timeout=30) as c:
+        c.call("SELECT", 5)
+        assert c.call("MSET", *[x for kv in kept.items() for x in kv]) == "OK"
+        names = sorted(n.decode() if isinstance(n, bytes) else n for n, *_ in c.call("COMMAND"))
+    ends_or_blocks = {"shutdown", "quit", "reset", "monitor", "subscribe", "psubscribe", "ssubscribe", "sync",
+                      "psync", "debug", "select", "flushall", "swapdb", "move", "replicaof", "slaveof", "failover",
+                      "save", "bgsave", "bgrewriteaof", "client", "wait", "blpop", "brpop"}
+    names = [n for n in names if n.lower() not in ends_or_blocks]
+    assert {"batch.call", "batch.callpieces", "txn", "snapshot", "set", "config"} <= set(n.lower() for n in names)
+    rng = random.Random(20261205)
+    words = ["EX", "PX", "NX", "XX", "GET", "COUNT", "MATCH", "TYPE", "LIMIT", "SET", "INFO", "DOCS", "HELP",
+             "RESETSTAT", "maxmemory", "*", "epic-epoch-size", "max-key-bytes", "k", "small:1", "idx:7", "wide",
+             "inf", "-inf", "nan", "1e400", ""]
+    edges = [0, 1, 2, 3, 64, 65, 2**31, 2**32 - 1, 2**32, 2**63 - 1, 2**63, 2**64 - 1, 2**64, -1, -2**63, -2**63 - 1]
+
+    def token():
+        r = rng.random()
+        if r < 0.3:
+            return str(rng.choice(edges))
+        if r < 0.55:
+            return rng.choice(words)
+        if r < 0.8:
+            return str(rng.randrange(-3, 70))
+        if r < 0.97:
+            return rng.randbytes(rng.randrange(0, 24))
+        return rng.randbytes(70_000)
+
+    counts = {"replies": 0, "errors": 0}
+    with s.conn(timeout=30) as c:
+        for i in range(20_000):
+            if i % 500 == 0:  # leave a MULTI a call opened, then move to another database
+                c.call_raw("DISCARD")
+                assert c.call("SELECT", rng.choice([0, 1, 2])) == "OK"
+            name = rng.choice(names)
+            args = [token() for _ in range(rng.choice([0, 1, 2, 3, 4, 6, 9, 14]))]
+            reply = c.call_raw(name, *args)  # raises on a closed connection or a malformed reply
+            counts["errors" if reply.startswith(b"-") else "replies"] += 1
+    assert counts["replies"] > 1000 and counts["errors"] > 1000, counts
+    s.check_alive("random arguments")
+    with s.conn(timeout=30) as c:
+        c.call("SELECT", 5)
+        assert c.call("MGET", *kept) == list(kept.values()), "a database no call reached changed"
