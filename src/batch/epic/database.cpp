@@ -1,10 +1,9 @@
 #include "batch/epic/database.hpp"
 
+#include "batch/epic/pool.hpp"
+
 #include <algorithm>
 #include <thread>
-#include <unordered_map>
-
-#include "batch/epic/pool.hpp"
 
 namespace duet::batch::epic {
 
@@ -151,12 +150,14 @@ bool Database::load(std::uint32_t table, std::uint64_t key, const std::uint32_t*
   const bool index_only = t.slots.size() != t.spec.capacity;  // a shadow: keys only, no records
   std::uint32_t r;
   if (t.spec.indexed) {
-    r = t.index.find(key);
-    if (r == kInvalid) {
+    auto it = t.index.find(key);
+    if (it != t.index.end()) {
+      r = it->second;
+    } else {
       if (t.free_ring.empty()) return false;
       r = t.free_ring.front();
       t.free_ring.pop_front();
-      t.index.insert(key, r);
+      t.index.emplace(key, r);
       t.backlink[r] = key;
     }
   } else {
@@ -184,7 +185,8 @@ std::string Database::check_keys(const Batch& b, std::size_t t) const {
 std::uint32_t Database::lookup(std::uint32_t table, std::uint64_t key) const {
   const TableStore& t = tables_[table];
   if (!t.spec.indexed) return key < t.spec.capacity ? static_cast<std::uint32_t>(key) : kInvalid;
-  return t.index.find(key);
+  auto it = t.index.find(key);
+  return it == t.index.end() ? kInvalid : it->second;
 }
 
 bool Database::index(const Batch& b, Indexed* out, std::string* err, int threads) {
@@ -200,20 +202,11 @@ bool Database::index(const Batch& b, Indexed* out, std::string* err, int threads
     m.resize(tables_.size());
     for (auto& keys : m) keys.clear();
   }
-  // Each pass probes the index for keys known in advance, so it prefetches the slot of the key
-  // kAhead ops on while it probes this one: the misses overlap instead of queueing.
-  constexpr std::size_t kAhead = 512;
-  auto prefetch = [&](std::size_t i) {
-    if (i >= ops) return;
-    const Key& k = b.keys[i];
-    if (k.table < tables_.size() && tables_[k.table].spec.indexed) tables_[k.table].index.prefetch(k.key);
-  };
   auto scan = [&](std::size_t p) {
     for (std::size_t t = n * p / parts; t < n * (p + 1) / parts; ++t)
       for (std::uint32_t i = b.op_begin[t] + b.nreads[t]; i < b.op_begin[t + 1]; ++i) {
-        prefetch(i + kAhead);
         const Key& k = b.keys[i];
-        if (tables_[k.table].spec.indexed && !tables_[k.table].index.contains(k.key)) missing[p][k.table].push_back(k.key);
+        if (tables_[k.table].spec.indexed && !tables_[k.table].index.count(k.key)) missing[p][k.table].push_back(k.key);
       }
   };
   if (parallel) {
@@ -240,10 +233,8 @@ bool Database::index(const Batch& b, Indexed* out, std::string* err, int threads
   for (std::size_t tb = 0; tb < tables_.size(); ++tb) {
     TableStore& t = tables_[tb];
     for (const auto& m : missing)
-      for (std::size_t j = 0; j < m[tb].size(); ++j) {
-        if (j + kAhead < m[tb].size()) t.index.prefetch(m[tb][j + kAhead]);
-        const std::uint64_t k = m[tb][j];
-        if (!t.index.insert(k, t.free_ring.front())) continue;
+      for (auto k : m[tb]) {
+        if (!t.index.emplace(k, t.free_ring.front()).second) continue;
         const std::uint32_t r = t.free_ring.front();
         t.free_ring.pop_front();
         t.backlink[r] = k;
@@ -254,7 +245,6 @@ bool Database::index(const Batch& b, Indexed* out, std::string* err, int threads
   out->global.resize(ops);
   auto look = [&](std::size_t lo, std::size_t hi) {
     for (std::size_t i = lo; i < hi; ++i) {
-      prefetch(i + kAhead);
       const Key& k = b.keys[i];
       const std::uint32_t r = lookup(k.table, k.key);
       out->table[i] = static_cast<std::uint8_t>(k.table);

@@ -5,14 +5,12 @@
 #include <cstdint>
 #include <deque>
 #include <string>
+#include <unordered_map>
 #include <vector>
 
 #include "batch/epic/epic.hpp"
-#include "batch/epic/key_index.hpp"
 
 namespace duet::batch::epic {
-
-static_assert(KeyIndex::kAbsent == kInvalid, "an absent key reads as an invalid record id");
 
 /// One table's storage. `slots[r]` holds record r's two slot words (slot 0 low); `data` holds
 /// slot s of record r at ((r * 2 + s) * record_words).
@@ -22,7 +20,7 @@ struct TableStore {
   std::vector<std::uint64_t> slots;
   std::vector<std::uint32_t> data;
   std::vector<std::uint8_t> deleted;           ///< 1: the record ends this epoch invalid
-  KeyIndex index;                              ///< indexed tables only
+  std::unordered_map<std::uint64_t, std::uint32_t> index;  ///< indexed tables only
   std::vector<std::uint64_t> backlink;         ///< record id -> key (indexed tables)
   std::deque<std::uint32_t> free_ring;         ///< free record ids, FIFO
 };

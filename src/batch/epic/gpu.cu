@@ -1249,13 +1249,11 @@ class Runner final : public GpuRunner {
         std::vector<std::uint64_t> keys, vals;
         keys.reserve(t.index.size());
         vals.reserve(t.index.size());
-        bool reserved = false;
-        t.index.for_each([&](std::uint64_t k, std::uint32_t r) {
-          reserved |= k == lslab::kReservedKey;
+        for (const auto& [k, r] : t.index) {
+          if (k == lslab::kReservedKey) return *err = "table " + t.spec.name + ": key 2^64-1 cannot be GPU-indexed", false;
           keys.push_back(k);
           vals.push_back(r);
-        });
-        if (reserved) return *err = "table " + t.spec.name + ": key 2^64-1 cannot be GPU-indexed", false;
+        }
         std::vector<lslab::Op> ops(keys.size(), lslab::Op::kPut);
         std::vector<lslab::OpStatus> st(keys.size());
         std::vector<std::uint64_t> prev(keys.size());
@@ -1283,7 +1281,7 @@ class Runner final : public GpuRunner {
       Status s = d.map->export_entries(&keys, &vals);
       if (!s.ok()) return *err = "L-Slab export of table " + t.spec.name + ": " + s.to_string(), false;
       t.index.clear();
-      for (std::size_t j = 0; j < keys.size(); ++j) t.index.insert(keys[j], static_cast<std::uint32_t>(vals[j]));
+      for (std::size_t j = 0; j < keys.size(); ++j) t.index.emplace(keys[j], static_cast<std::uint32_t>(vals[j]));
     }
     return true;
   }
