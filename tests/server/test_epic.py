@@ -52,6 +52,8 @@ class MixModel:
         mode = args[1] if len(args) > 1 else 0
         if mode == 1:
             return ("ABORTED", 7)
+        if mode == 5:  # a read past the declared reads, then an abort: the broken rule decides
+            return ("ILLEGAL",)
         v = ((args[0] if args else 0) + total) & M32
         wrote = False
         for j, (t, k) in enumerate(writes):
@@ -486,6 +488,32 @@ def test_bad_input_is_refused_and_changes_nothing(server_factory):
     assert cfg["epic-tables"] == TABLES and cfg["epic-procedures"] == "mix"
     with pytest.raises(redis.ResponseError, match="immutable"):
         r.config_set("epic-epoch-size", 10)
+
+
+def test_calls_that_do_not_fit_their_procedure_are_refused_and_change_nothing(server_factory):
+    # TPC-C's procedures read their keys and args by position: Payment takes 3 reads, 4 writes
+    # and 1 arg (records layout), its add piece 1 read, 1 write and 2 args.
+    s = server_factory(extra=["--database-kinds", "kv,1=batch", "--epic-procedures", "tpcc",
+                              "--epic-tables", "t:4:16", "--epic-epoch-max-wait-us", "500"])
+    r = client(s)
+    for k in range(8):
+        assert r.execute_command("BATCH.LOAD", "t", k, 100, 200, 300, 400) == "OK"
+    bad = [
+        (["BATCH.CALL", 1, 3, "t:1", "t:2", "t:3", 1, "t:1", 5],
+         "Payment takes 3 reads, 4 writes and 1 arg here; the call has 3 reads, 1 write and 1 arg"),
+        (["BATCH.CALL", 1, 3, "t:1", "t:2", "t:3", 4, "t:1", "t:2", "t:3", "t:4"], "the call has 3 reads, 4 writes and 0 args"),
+        (["BATCH.CALL", 0, 0, 4, "t:1", "t:2", "t:3", "t:4", 5], "NewOrder takes 13 reads"),
+        (["BATCH.CALLPIECES", 2, 5, 1, "t:1", 1, "t:1", 2, 7, 0, 5, 1, "t:2", 1, "t:2", 1, 7], "piece 1: Payment's add piece takes"),
+    ]
+    for args, match in bad:
+        with pytest.raises(redis.ResponseError, match=re.escape(match)):
+            r.execute_command(*args)
+    assert r.execute_command("BATCH.FLUSH") == "OK"
+    for k in range(8):
+        assert [int(x) for x in r.execute_command("BATCH.GET", "t", k)] == [100, 200, 300, 400], k
+    # The add piece as it is meant: word 2 of t:1 plus 7.
+    assert [int(x) for x in r.execute_command("BATCH.CALL", 5, 1, "t:1", 1, "t:1", 7, 2)] == [0, 0, 0, 0]
+    assert [int(x) for x in r.execute_command("BATCH.GET", "t", 1)] == [100, 200, 307, 400]
 
 
 def test_a_call_whose_keys_stay_wrong_gets_an_error_after_its_attempts(server_factory):

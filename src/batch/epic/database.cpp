@@ -7,6 +7,15 @@
 
 namespace duet::batch::epic {
 
+std::string shape_mismatch(const char* name, std::uint32_t reads, std::uint32_t writes, std::uint32_t args,
+                           const CallShape& got) {
+  if (got.reads == reads && got.writes == writes && got.args.size() == args) return "";
+  auto n = [](std::uint32_t v, const char* what) { return std::to_string(v) + " " + what + (v == 1 ? "" : "s"); };
+  return std::string(name) + " takes " + n(reads, "read") + ", " + n(writes, "write") + " and " + n(args, "arg") +
+         " here; the call has " + n(got.reads, "read") + ", " + n(got.writes, "write") + " and " +
+         n(static_cast<std::uint32_t>(got.args.size()), "arg");
+}
+
 void Batch::clear() {
   // Keeps the vectors' capacity: a batch refilled again and again allocates once.
   proc.clear();

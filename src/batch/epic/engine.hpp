@@ -5,6 +5,7 @@
 // the new txns, in their old relative order.
 #pragma once
 
+#include <algorithm>
 #include <atomic>
 #include <chrono>
 #include <functional>
@@ -181,12 +182,19 @@ class Engine {
 
   /// "" if every txn of `b` names known tables, in-range direct keys and a known procedure.
   std::string check(const Batch& b) const {
-    for (std::size_t t = 0; t < b.size(); ++t) {
-      if (!Procs::known(b.proc[t])) return "txn " + std::to_string(t) + ": unknown procedure " + std::to_string(b.proc[t]);
-      std::string e = db_.check_keys(b, t);
-      if (!e.empty()) return "txn " + std::to_string(t) + ": " + e;
-    }
+    for (std::size_t t = 0; t < b.size(); ++t)
+      if (std::string e = check_txn(b, t); !e.empty()) return "txn " + std::to_string(t) + ": " + e;
     return "";
+  }
+  /// Entry t of `b` alone: a known procedure, called with the keys and args it takes
+  /// (Procs::shape_error), on known tables with direct keys in range. "" or the reason.
+  std::string check_txn(const Batch& b, std::size_t t) const {
+    if (!Procs::known(b.proc[t])) return "unknown procedure " + std::to_string(b.proc[t]);
+    const std::uint32_t ops = b.op_begin[t + 1] - b.op_begin[t];
+    const CallShape shape{b.nreads[t], ops - b.nreads[t],
+                          std::span<const std::uint32_t>(b.args.data() + b.arg_begin[t], b.arg_begin[t + 1] - b.arg_begin[t])};
+    if (std::string e = Procs::shape_error(b.proc[t], shape); !e.empty()) return e;
+    return db_.check_keys(b, t);
   }
 
   /// Runs one epoch: pending reruns, then `b`. On bad input or a failure nothing is applied and
@@ -263,6 +271,9 @@ class Engine {
     v.waited = &waited;
     const int exec_threads = single_left_ > 0 ? 1 : threads_;
     deal(v, temp_count, exec_threads, exec_order_, &queues_);
+    if (faults_.reversed_queues && queues_.used())
+      for (std::size_t j = 0; j + 1 < queues_.begin.size(); ++j)
+        std::reverse(queues_.txn.begin() + queues_.begin[j], queues_.txn.begin() + queues_.begin[j + 1]);
     execute_cpu<Procs>(v, exec_threads, &queues_);
     const double exec_ns = ms_since(t_exec) * 1e6;
     double cost = run->size() ? exec_ns / static_cast<double>(run->size()) : 0.0;

@@ -174,6 +174,19 @@ struct Batch {
 void fold_pieces(const Batch& b, const std::vector<std::uint32_t>& outcome, const std::vector<std::uint32_t>& out,
                  std::vector<std::uint32_t>* txn_outcome, std::vector<std::uint32_t>* txn_out);
 
+/// The declared shape of one call: how many read keys, write keys and args it has, and the args.
+/// A procedure set's shape_error() checks it before the call is queued.
+struct CallShape {
+  std::uint32_t reads = 0, writes = 0;
+  std::span<const std::uint32_t> args;
+  std::uint32_t arg(std::size_t i) const { return i < args.size() ? args[i] : 0; }
+};
+
+/// "" if `got` has `reads` reads, `writes` writes and `args` args, else the reason naming the
+/// procedure `name` and both shapes (for a procedure set's shape_error()).
+std::string shape_mismatch(const char* name, std::uint32_t reads, std::uint32_t writes, std::uint32_t args,
+                           const CallShape& got);
+
 /// The indexed form of a batch: per op its table and record id (kInvalid for a missing read key)
 /// and its global id (table base + id; kInvalid stays kInvalid), which planning sorts by.
 struct Indexed {
@@ -196,6 +209,7 @@ struct Faults {
   bool write_before_read = false;   ///< a txn's writes submitted before its reads
   bool skip_abort_fill = false;     ///< aborted txns leave their slots unfilled
   bool eid_before_data = false;     ///< writers publish the eid, then store the data
+  bool reversed_queues = false;     ///< each dealt CPU queue runs its txns last first
 };
 
 /// Alg. 2-4 on the CPU: the plan for `n` txns whose ops are `global` (op_begin/nreads from the

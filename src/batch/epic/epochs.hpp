@@ -316,7 +316,7 @@ class Epochs {
     if (!(piece ? q.txns.add_piece(proc, reads, writes, args) : q.txns.add(proc, reads, writes, args)))
       return Status::InvalidArgument("more than " + std::to_string(kMaxOps) + " keys or " + std::to_string(kMaxWrites) +
                                      " writes, a write key declared twice, or this thread has 2^20 txns queued");
-    if (std::string err = engine_.db().check_keys(q.txns, q.txns.size() - 1); !err.empty()) {
+    if (std::string err = engine_.check_txn(q.txns, q.txns.size() - 1); !err.empty()) {
       q.txns.pop_back();
       return Status::InvalidArgument(std::move(err));
     }

@@ -142,6 +142,7 @@ class SerialCtx {
     if (wrote_) return illegal();
     if (aborted_) return;
     aborted_ = true;
+    if (*outcome_ == kIllegal) return;  // a rule broken earlier (a bad index) stays the outcome
     *outcome_ = o;
     out(0, reason);
   }

@@ -16,6 +16,7 @@
 #pragma once
 
 #include <cstdint>
+#include <string>
 #include <vector>
 
 #include "batch/epic/epic.hpp"
@@ -74,6 +75,43 @@ struct TpccProcs {
   /// The procedure of an id, without the layout bit.
   DUET_HD static std::uint32_t base(std::uint32_t p) { return p & ~kSplit; }
   static bool known(std::uint32_t p) { return base(p) < 7; }
+  /// The keys and args each procedure reads by position (see each below), from its args' line
+  /// and order counts: "" when the call has exactly those, else why not. The data-dependent part
+  /// (are they the right keys?) stays the procedure's: it reruns or aborts.
+  static std::string shape_error(std::uint32_t p, const CallShape& c) {
+    const bool split = (p & kSplit) != 0;
+    const std::uint32_t cust = split ? 3 : 1;  // the customer's reads: balance, ytd, count, or the row
+    switch (base(p)) {
+      case kNewOrderProc: {
+        const std::uint32_t n = c.arg(0);
+        if (n > 15) return "NewOrder takes 0 to 15 lines, not " + std::to_string(n);
+        return shape_mismatch("NewOrder", (split ? 4 : 3) + 2 * n, 3 + 2 * n, 4 + 2 * n, c);
+      }
+      case kPaymentProc: return shape_mismatch("Payment", 2 + cust, 2 + cust + 1, 1, c);
+      case kOrderStatusProc: {
+        const std::uint32_t has = c.arg(1), n = c.arg(2);
+        if (n > 15) return "OrderStatus takes 0 to 15 lines, not " + std::to_string(n);
+        return shape_mismatch("OrderStatus", 1 + (has ? 1 + n : 0), 0, 3, c);
+      }
+      case kDeliveryProc: {
+        const std::uint32_t n = c.arg(1), rest = split ? 2 : 1;
+        if (n > 15) return "Delivery takes 0 to 15 lines, not " + std::to_string(n);
+        if (c.reads == 0 && c.writes == 0) return shape_mismatch("Delivery", 0, 0, 4, c);  // no order to deliver
+        return shape_mismatch("Delivery", 2 + n + rest, 2 + n + rest, 4, c);
+      }
+      case kStockLevelProc: {
+        const std::uint32_t k = c.arg(2);
+        if (c.args.size() != 3 || c.writes != 0 || c.reads < 1ull + k)
+          return "StockLevel takes 3 args (threshold, next order id, order lines k), no writes and at least 1 + k "
+                 "reads; the call has " + std::to_string(c.args.size()) + " args, " + std::to_string(c.writes) +
+                 " writes and " + std::to_string(c.reads) + " reads for k = " + std::to_string(k);
+        return "";
+      }
+      case kAddPiece: return shape_mismatch("Payment's add piece", 1, 1, 2, c);
+      case kPaymentCustomerPiece: return shape_mismatch("Payment's customer piece", cust, cust + 1, 1, c);
+    }
+    return "unknown procedure " + std::to_string(p);
+  }
 
   // NewOrder. Reads: warehouse, district, customer, items[n], stocks[n] (split: the warehouse's
   // tax, the district's next order id and tax, the customer's discount, items, stocks). Writes:

@@ -7,6 +7,7 @@
 #include <cstdint>
 #include <algorithm>
 #include <random>
+#include <string>
 #include <vector>
 
 #include "batch/epic/epic.hpp"
@@ -16,10 +17,13 @@ namespace duet::batch::epic {
 // ---------------------------------------------------------------- Mix
 /// Procedures over any tables. Args: [0] kind-specific value, [1] abort mode (0 none, 1 abort
 /// before writing, 2 rerun on the first attempt, 3 write then abort: kIllegal, 4 rerun on every
-/// attempt: declared keys that never become right).
+/// attempt: declared keys that never become right, 5 read past the declared reads then abort:
+/// kIllegal, nothing written).
 struct MixProcs {
   enum : std::uint32_t { kRmw = 0, kDelete = 1, kPartial = 2, kCount = 3 };
   static bool known(std::uint32_t p) { return p < kCount; }
+  /// Any keys and args fit (a missing arg reads as 0).
+  static std::string shape_error(std::uint32_t, const CallShape&) { return ""; }
 
   template <class Ctx>
   DUET_HD static std::uint32_t checksum(Ctx& c, std::uint32_t* present) {
@@ -37,6 +41,7 @@ struct MixProcs {
   DUET_HD static bool decide(Ctx& c) {
     const std::uint32_t mode = c.arg(1);
     if (mode == 1) return c.abort(7), false;
+    if (mode == 5) return (void)c.read(c.nreads()), c.abort(5), false;  // the bad index decides
     if ((mode == 2 && c.attempt() == 0) || mode == 4) return c.rerun(), false;
     return true;
   }
@@ -72,6 +77,22 @@ struct MixProcs {
 /// its reads (the injected aborts of the abort benchmark).
 struct YcsbProcs {
   static bool known(std::uint32_t p) { return p == 0; }
+  /// Four args per write and an optional abort flag; each write's source read (when it has one)
+  /// among the first 16 reads.
+  static std::string shape_error(std::uint32_t, const CallShape& c) {
+    const std::size_t n = c.args.size();
+    if (n != 4ull * c.writes && n != 4ull * c.writes + 1)
+      return "YCSB's procedure takes 4 args per write (source read, first word, word count, value) and an optional "
+             "abort flag: " + std::to_string(4ull * c.writes) + " or " + std::to_string(4ull * c.writes + 1) +
+             " args for " + std::to_string(c.writes) + " writes, not " + std::to_string(n);
+    for (std::uint32_t j = 0; j < c.writes; ++j) {
+      const std::uint32_t si = c.arg(4 * j);
+      if (si != 0xFFFFFFFFu && (si >= c.reads || si >= 16))
+        return "YCSB write " + std::to_string(j) + ": source read " + std::to_string(si) +
+               " is not one of the call's first " + std::to_string(c.reads < 16 ? c.reads : 16) + " reads";
+    }
+    return "";
+  }
   template <class Ctx>
   DUET_HD static bool dispatch(std::uint32_t p, Ctx& c) {
     if (p != 0) return false;

@@ -241,7 +241,9 @@ void write_epic_result(ReplyWriter& w, const EpicTxnResult& r) {
   if (!r.status.ok()) return w.error("ERR " + r.status.message());
   if (r.outcome == EpicOutcome::kAborted) return w.error("ABORTED reason " + std::to_string(r.out[0]));
   if (r.outcome == EpicOutcome::kIllegal)
-    return w.error("ILLEGAL the procedure broke the rules (an abort or a read after its first write)");
+    return w.error(
+        "ILLEGAL the procedure broke the rules (a key index past its declared keys, a key written twice, or a read "
+        "or an abort after its first write)");
   w.array(4);
   for (std::uint32_t v : r.out) w.integer(v);
 }

@@ -378,6 +378,51 @@ TEST(EpicDatabase, EachProcedureSetKnowsItsOwnProcedures) {
   }
 }
 
+// A call whose key or arg counts do not fit its procedure is refused at submission with a
+// reason naming the procedure and both shapes, and nothing of it applies; a call that fits runs.
+TEST(EpicDatabase, CallsOfTheWrongShapeAreRefusedNamingTheShape) {
+  using batch::epic::TpccProcs;
+  const EpicConfig c = config_of(EpicProcedures::kTpcc, {{"t", 4, 16, false}}, 1, EpicConfig{}.epoch_size);
+  std::unique_ptr<EpicDatabase> db;
+  ASSERT_TRUE(EpicDatabase::open(c, &db).ok());
+  const std::uint32_t rec[4] = {100, 200, 300, 400};
+  for (std::uint64_t k = 0; k < 16; ++k) ASSERT_TRUE(db->load(0, k, rec).ok());
+  const std::vector<EpicKey> k0 = {}, k1 = {{0, 1}}, k3 = {{0, 1}, {0, 2}, {0, 3}}, k4 = {{0, 4}, {0, 5}, {0, 6}, {0, 7}};
+  const std::vector<std::uint32_t> amount = {5}, none = {};
+  struct Bad {
+    std::uint32_t proc;
+    const std::vector<EpicKey>& reads;
+    const std::vector<EpicKey>& writes;
+    const std::vector<std::uint32_t>& args;
+    const char* says;
+  };
+  for (const Bad& b : {Bad{TpccProcs::kPaymentProc, k3, k1, amount, "Payment takes 3 reads, 4 writes and 1 arg here; the call has 3 reads, 1 write and 1 arg"},
+                       Bad{TpccProcs::kPaymentProc, k3, k4, none, "Payment takes 3 reads, 4 writes and 1 arg"},
+                       Bad{TpccProcs::kNewOrderProc, k0, k4, amount, "NewOrder takes"},
+                       Bad{TpccProcs::kAddPiece, k1, k1, amount, "add piece takes 1 read, 1 write and 2 args"}}) {
+    const EpicTxnResult r = db->submit(b.proc, b.reads, b.writes, b.args).get();
+    EXPECT_EQ(r.status.code(), StatusCode::kInvalidArgument) << b.says;
+    EXPECT_NE(r.status.message().find(b.says), std::string::npos) << r.status.message();
+  }
+  db->flush();
+  for (std::uint64_t k = 0; k < 16; ++k) {
+    std::vector<std::uint32_t> got;
+    ASSERT_TRUE(db->read(0, k, &got).ok());
+    ASSERT_EQ(got, std::vector<std::uint32_t>(rec, rec + 4)) << "record " << k << ": nothing applied";
+  }
+  const std::vector<std::uint32_t> add = {5, 2};
+  const EpicTxnResult ok = db->submit(TpccProcs::kAddPiece, k1, k1, add).get();
+  ASSERT_TRUE(ok.status.ok()) << ok.status.message();
+  EXPECT_EQ(ok.outcome, EpicOutcome::kCommitted);
+  // YCSB: four args per write and an optional abort flag; a write's source among the reads.
+  const EpicConfig y = config_of(EpicProcedures::kYcsb, {{"t", 4, 16, false}}, 1, EpicConfig{}.epoch_size);
+  ASSERT_TRUE(EpicDatabase::open(y, &db).ok());
+  const std::vector<std::uint32_t> three = {0, 0, 1}, bad_source = {1, 0, 1, 9}, fine = {0, 0, 1, 9, 0};
+  EXPECT_NE(db->submit(0, k1, k1, three).get().status.message().find("4 args per write"), std::string::npos);
+  EXPECT_NE(db->submit(0, k1, k1, bad_source).get().status.message().find("source read 1"), std::string::npos);
+  EXPECT_TRUE(db->submit(0, k1, k1, fine).get().status.ok());
+}
+
 // Txns in pieces through the public API, from four threads at once: each txn adds amounts to
 // 1-3 words of a direct table, one kAddPiece (TPC-C's set) per word. Additions commute, so every
 // word must end at its load value plus every amount added to it, whatever the order; each txn

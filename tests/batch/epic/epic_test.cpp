@@ -592,6 +592,27 @@ TEST(EpicExecOrder, ForcedQueuesEqualSerial) {
   ASSERT_EQ(run_tpcc(2, TpccMix::kFull, epochs, 2000, 3, nullptr, TpccLayout::kSplit, ExecOrder::kPartitioned), "");
 }
 
+// Planted: each queue run last txn first. On TPC-C NP w 2 dealt by home warehouse, a queue's
+// chains through its warehouse then wait on txns its own thread has not run: the watchdog fails
+// the epoch ("stuck wait") instead of hanging.
+TEST(EpicExecOrder, ReversedQueuesAreCaughtByTheWatchdog) {
+  const auto specs = tpcc_tables(2, 40000, 40000, TpccLayout::kSplit);
+  Engine<TpccProcs> e(specs, 2);
+  e.set_exec_order(ExecOrder::kPartitioned);
+  e.set_watchdog_ms(50);
+  e.faults().reversed_queues = true;
+  SerialStore s(specs);
+  test::load_tpcc(2, TpccLayout::kSplit, s, e.db());
+  TpccGenerator g(2, 79, TpccMix::kNp, TpccLayout::kSplit);
+  ASSERT_EQ(g.error(), "");
+  Batch b;
+  g.generate(2000, &b, 0);
+  EpochOutput out;
+  std::string err;
+  EXPECT_FALSE(e.run_epoch(b, &out, &err));
+  EXPECT_NE(err.find("stuck wait"), std::string::npos) << err;
+}
+
 // ------------------------------------------------------------------ Epic-CPU's device-planner path
 // The engine with a DevicePlanner (HostPlanner: the CPU twin of the GPU's) indexes and plans apart
 // from its tables, executes from the planner's arrays, and hands the ids its deleted-bit scan
@@ -829,7 +850,8 @@ TEST(EpicOracle, TpccWrongPredictionsRerun) {
     if (ep == 2)
       for (std::size_t t = 0; t < b.size(); ++t) {
         const std::uint32_t p = b.proc[t], a = b.arg_begin[t];
-        if (p == TpccProcs::kOrderStatusProc && b.args[a + 1] == 1) b.args[a + 2] += 1, planted.push_back(t);
+        // Another customer than the order's (its line count must match its declared line keys).
+        if (p == TpccProcs::kOrderStatusProc && b.args[a + 1] == 1) b.args[a] += 1, planted.push_back(t);
         if (p == TpccProcs::kDeliveryProc && b.nreads[t] > 0) b.args[a] += 1, planted.push_back(t);
         if (p == TpccProcs::kStockLevelProc) b.args[a + 1] += 1, planted.push_back(t);
       }
@@ -891,6 +913,19 @@ TEST(EpicInput, BadInputIsRejectedAndNothingApplied) {
   ASSERT_TRUE(ill.add(MixProcs::kRmw, {}, {{0, 3}}, {1, 3}));
   ASSERT_TRUE(e.run_epoch(ill, &out, &err)) << err;
   EXPECT_EQ(out.results.outcome[0], static_cast<std::uint32_t>(kIllegal));
+  // A read past the declared reads, then an abort: still kIllegal (the abort does not hide the
+  // broken rule), and nothing is written; the serial executor agrees.
+  Batch bad_index;
+  ASSERT_TRUE(bad_index.add(MixProcs::kRmw, {{0, 1}}, {{0, 4}}, {1, 5}));
+  const std::uint32_t* before4 = e.db().get(0, 4);
+  const std::vector<std::uint32_t> was = before4 ? std::vector<std::uint32_t>(before4, before4 + 1) : std::vector<std::uint32_t>{};
+  ASSERT_TRUE(e.run_epoch(bad_index, &out, &err)) << err;
+  EXPECT_EQ(out.results.outcome[0], static_cast<std::uint32_t>(kIllegal));
+  const std::uint32_t* after4 = e.db().get(0, 4);
+  EXPECT_EQ(after4 ? std::vector<std::uint32_t>(after4, after4 + 1) : std::vector<std::uint32_t>{}, was);
+  std::vector<std::uint32_t> serial_outcome, serial_out;
+  run_serial<MixProcs>(s, bad_index, &serial_outcome, &serial_out);
+  EXPECT_EQ(serial_outcome[0], static_cast<std::uint32_t>(kIllegal));
 }
 
 TEST(EpicInput, DatabaseRejectsBadTables) {

@@ -27,7 +27,8 @@ struct MixTxn {
 };
 
 /// Random Mix txns: a third of them on 4 hot keys per table; arg 1 is the abort mode (10%
-/// abort, 5% rerun on the first attempt, 2% write then abort).
+/// abort, 5% rerun on the first attempt, 2% write then abort, 2% a read past the declared reads
+/// then an abort).
 struct MixGen {
   std::mt19937_64 rng;
   explicit MixGen(std::uint64_t seed) : rng(seed) {}
@@ -53,7 +54,7 @@ struct MixGen {
     const std::uint32_t r = static_cast<std::uint32_t>(rng() % 100);
     x.proc = r < 70 ? MixProcs::kRmw : r < 85 ? MixProcs::kDelete : MixProcs::kPartial;
     const std::uint32_t a = static_cast<std::uint32_t>(rng() % 100);
-    const std::uint32_t mode = a < 10 ? 1 : a < 15 ? 2 : a < 17 ? 3 : 0;
+    const std::uint32_t mode = a < 10 ? 1 : a < 15 ? 2 : a < 17 ? 3 : a < 19 ? 5 : 0;
     x.args = {static_cast<std::uint32_t>(rng()), mode};
     return x;
   }
