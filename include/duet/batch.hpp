@@ -78,8 +78,8 @@ enum class EpicOutcome : std::uint8_t {
 };
 
 /// The result of one txn. `status` is not ok when the txn did not run: refused at submission
-/// (InvalidArgument: unknown procedure or table, a direct key out of range, too many keys, a
-/// write key declared twice; Internal after a failure that left the database needing a new
+/// (InvalidArgument: unknown procedure or table, keys or args the procedure does not take (their
+/// counts), a direct key out of range, too many keys, a write key declared twice; Internal after a failure that left the database needing a new
 /// load, i.e. a new EpicDatabase; nothing queued), its epoch failed (ResourceExhausted when an
 /// indexed table ran out of records, Internal otherwise; nothing of that epoch applied), or its
 /// procedure asked to rerun `max_attempts` times (InvalidArgument: its declared keys are wrong).

@@ -92,7 +92,8 @@ class Epochs {
 
   /// Queues one txn: procedure `proc` with its declared read and write keys and its args. The
   /// future is ready at once, with a status that is not ok and nothing queued, for an unknown
-  /// procedure, an unknown table, a direct key out of range, more than kMaxOps keys or
+  /// procedure, keys or args of counts the procedure does not take (Procs::shape_error), an
+  /// unknown table, a direct key out of range, more than kMaxOps keys or
   /// kMaxWrites writes, a write key declared twice (InvalidArgument), or after the engine failed
   /// for good (Internal); otherwise when the txn's epoch has run. *accepted, when given, says
   /// whether it was queued. Cost: a copy of the keys and args into this thread's queue under its
