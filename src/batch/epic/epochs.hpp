@@ -24,6 +24,7 @@
 #include <iterator>
 #include <memory>
 #include <mutex>
+#include <numeric>
 #include <optional>
 #include <span>
 #include <string>
@@ -429,13 +430,35 @@ class Epochs {
   }
 
  public:
+  /// Each queue's share of an epoch of `limit` entries when the queues hold `size`: all of it
+  /// when everything fits, else equal shares, a queue holding less than its share taking what it
+  /// holds and leaving the rest to the others (the remainder of the division to the first
+  /// queues). So one busy submitter cannot keep the others' txns out of every epoch.
+  static std::vector<std::size_t> fair_shares(const std::vector<std::size_t>& size, std::size_t limit) {
+    std::size_t total = 0;
+    for (std::size_t s : size) total += s;
+    if (total <= limit) return size;
+    std::vector<std::size_t> order(size.size()), share(size.size(), 0);
+    std::iota(order.begin(), order.end(), std::size_t{0});
+    std::stable_sort(order.begin(), order.end(), [&](std::size_t a, std::size_t b) { return size[a] < size[b]; });
+    std::size_t left = limit, k = size.size(), i = 0;
+    for (; i < order.size() && size[order[i]] * k <= left; ++i, --k) left -= share[order[i]] = size[order[i]];
+    std::vector<std::size_t> rest(order.begin() + static_cast<std::ptrdiff_t>(i), order.end());
+    std::sort(rest.begin(), rest.end());  // the remainder goes to the first queues
+    for (std::size_t j = 0; j < rest.size(); ++j) share[rest[j]] = left / k + (j < left % k ? 1 : 0);
+    return share;
+  }
+
   /// Entries in this thread's list of queues (one per live front end it submitted to); for tests.
   static std::size_t queues_of_this_thread_for_tests() { return my_queues().size(); }
 
  private:
 
-  /// Moves queued txns, thread by thread, into batch_ and waiters_: at most epoch_size, and no
-  /// more than the engine's pending reruns leave room for in an epoch.
+  /// Moves queued txns into batch_ and waiters_, queue by queue, each queue's share of the epoch
+  /// (fair_shares of at most epoch_size entries, and no more than the engine's pending reruns
+  /// leave room for) from its front. A txn's pieces stay together: a share that would cut a txn
+  /// stops before it, and a queue whose first txn is longer than its share gives it whole when
+  /// the epoch has room for it, or when the epoch would otherwise be empty.
   void take() {
     batch_.clear();
     waiters_.clear();
@@ -447,20 +470,25 @@ class Epochs {
       std::lock_guard<std::mutex> lk(queues_m_);
       for (auto& q : queues_) qs.push_back(q.get());
     }
-    for (Queue* q : qs) {
-      if (batch_.size() >= limit) break;
+    std::vector<std::size_t> size(qs.size());
+    for (std::size_t i = 0; i < qs.size(); ++i) {
+      std::lock_guard<std::mutex> lk(qs[i]->m);
+      size[i] = qs[i]->txns.size();
+    }
+    const std::vector<std::size_t> share = fair_shares(size, limit);
+    for (std::size_t i = 0; i < qs.size(); ++i) {
+      Queue* q = qs[i];
       std::lock_guard<std::mutex> lk(q->m);
-      std::size_t n = std::min(q->txns.size(), limit - batch_.size());
-      // A txn's pieces go into one epoch: stop before a txn cut short (the rest of the epoch
-      // waits for the next), unless the epoch would be empty: then its first txn goes whole.
+      const std::size_t free = limit > batch_.size() ? limit - batch_.size() : 0;
+      std::size_t n = std::min({q->txns.size(), share[i], free});
       const auto later_piece = [&](std::size_t t) { return t < q->txns.piece.size() && q->txns.piece[t] != 0; };
-      const std::size_t wanted = n;
       while (n > 0 && n < q->txns.size() && later_piece(n)) --n;
-      if (n == 0 && batch_.size() == 0 && !q->txns.proc.empty())
-        for (n = 1; n < q->txns.size() && later_piece(n);) ++n;
-      const bool cut = n < wanted;
-      if (n == 0 && !cut) continue;
-      if (n == 0) break;
+      if (n == 0 && !q->txns.proc.empty()) {  // its first txn is longer than its share
+        std::size_t whole = 1;
+        while (whole < q->txns.size() && later_piece(whole)) ++whole;
+        if (whole <= free || batch_.size() == 0) n = whole;
+      }
+      if (n == 0) continue;
       if (n == q->txns.size() && batch_.size() == 0) {
         std::swap(batch_, q->txns);
         q->txns.clear();
@@ -474,7 +502,6 @@ class Epochs {
       q->waiters.erase(q->waiters.begin(), q->waiters.begin() + static_cast<std::ptrdiff_t>(n));
       seqs_.insert(seqs_.end(), q->seqs.begin(), q->seqs.begin() + static_cast<std::ptrdiff_t>(n));
       q->seqs.erase(q->seqs.begin(), q->seqs.begin() + static_cast<std::ptrdiff_t>(n));
-      if (cut) break;
     }
     // Tags: unique over the front end's life (reruns are found by them).
     for (std::size_t t = 0; t < batch_.size(); ++t) batch_.tag[t] = next_tag_++;

@@ -215,6 +215,48 @@ TEST(EpicEpochs, EpochsCloseBySizeByWaitAndOnFlush) {
   }
 }
 
+// Each queue gets its share of an epoch: equal shares, a queue holding less than its share
+// leaving the rest to the others, the remainder to the first queues, and everything when it fits.
+TEST(EpicEpochs, FairSharesSplitAnEpochAmongTheQueues) {
+  using E = Epochs<MixProcs>;
+  EXPECT_EQ(E::fair_shares({3, 2}, 8), (std::vector<std::size_t>{3, 2}));
+  EXPECT_EQ(E::fair_shares({40, 1}, 8), (std::vector<std::size_t>{7, 1}));
+  EXPECT_EQ(E::fair_shares({40, 40, 40}, 8), (std::vector<std::size_t>{3, 3, 2}));
+  EXPECT_EQ(E::fair_shares({0, 40, 2, 40}, 9), (std::vector<std::size_t>{0, 4, 2, 3}));
+  EXPECT_EQ(E::fair_shares({}, 8), (std::vector<std::size_t>{}));
+}
+
+// A thread that keeps more than an epoch queued does not keep another thread's txn out: with
+// the epoch thread held while thread A queues 40 txns and thread B one, in epochs of 8, B's txn
+// runs in the first epoch after, beside A's first seven (before, A's queue drained first).
+TEST(EpicEpochs, ABusySubmitterDoesNotStarveTheOthers) {
+  Engine<MixProcs> e(mix_tables(), 1);
+  SerialStore unused(mix_tables());
+  ASSERT_TRUE(load_mix(e.db(), unused));
+  Epochs<MixProcs> fe(e, {8, kNever});
+  std::promise<void> held, release;
+  std::shared_future<void> go = release.get_future().share();
+  // The first epoch's callback holds the epoch thread until the queues are filled.
+  fe.submit(MixProcs::kRmw, {{0, 1}}, {{0, 1}}, {1, 0}, [&held, go](TxnResult&&) {
+    held.set_value();
+    go.wait();
+  });
+  fe.flush([] {});
+  held.get_future().wait();
+  std::vector<std::future<TxnResult>> a;
+  for (std::uint64_t k = 0; k < 40; ++k) a.push_back(fe.submit(MixProcs::kRmw, {{0, k}}, {{0, k}}, {1, 0}));
+  std::future<TxnResult> b;
+  std::thread([&] { b = fe.submit(MixProcs::kRmw, {{1, 3}}, {{1, 3}}, {1, 0}); }).join();
+  release.set_value();
+  fe.flush();
+  const std::vector<TxnResult> ra = get_all(a);
+  const TxnResult rb = b.get();
+  ASSERT_TRUE(rb.status.ok()) << rb.status.message();
+  EXPECT_EQ(rb.epoch, ra.front().epoch) << "B's txn shares the first epoch after the hold with A's first";
+  EXPECT_LT(rb.epoch, ra.back().epoch);
+  EXPECT_EQ(rb.position, 7u) << "A's share of 7, then B's one";
+}
+
 // A txn whose procedure asks to rerun on every attempt (Mix mode 4) gets an error after
 // max_attempts tries; the txns around it run, and flush returns.
 TEST(EpicEpochs, ATxnThatAlwaysRerunsGetsAnErrorAfterItsAttempts) {
