@@ -268,7 +268,8 @@ TEST(EpicOracle, CheckerCatchesACorruptRecordAndOutcome) {
 // then off, so that every epoch runs on every thread (on a slow sanitizer build an epoch's waits
 // could otherwise move the next ones to one thread, where nothing is dealt).
 std::string run_ycsb(char w, double theta, bool split, int epochs, int size, int threads, double abort_rate = 0,
-                     ExecOrder order = ExecOrder::kAuto, int* affinity_epochs = nullptr) {
+                     ExecOrder order = ExecOrder::kAuto, int* affinity_epochs = nullptr,
+                     std::shared_ptr<DevicePlanner> dev = nullptr) {
   YcsbConfig c = YcsbConfig::workload(w, theta, split);
   c.abort_rate = abort_rate;
   c.records = 2000;
@@ -277,6 +278,7 @@ std::string run_ycsb(char w, double theta, bool split, int epochs, int size, int
   Engine<YcsbProcs> e(specs, threads);
   e.set_exec_order(order);
   if (affinity_epochs) e.set_wait_fallback(0.25, 0);
+  if (dev) e.set_device_planner(dev);
   SerialStore s(specs);
   const std::uint32_t words = specs[0].record_words;
   std::vector<std::uint32_t> d(words);
@@ -622,9 +624,16 @@ TEST(EpicDevicePlanner, EngineEqualsSerial) {
   for (int threads : {1, 4})
     ASSERT_EQ(run_mix(11, epochs, 2000, threads, {}, nullptr, std::make_shared<HostPlanner>(threads)), "")
         << "threads " << threads;
-  // TPC-C's load dominates under the sanitizers, whose scaled runs check the Mix part only.
+  // YCSB A, B, C and F, plain and split, at θ 0.99 and (A) 0, on the planner's path too.
+  for (char w : {'A', 'B', 'C', 'F'})
+    for (bool split : {false, true})
+      ASSERT_EQ(run_ycsb(w, 0.99, split, 3, 1000, 3, 0, ExecOrder::kAuto, nullptr, std::make_shared<HostPlanner>(2)), "")
+          << w << " split " << split;
+  ASSERT_EQ(run_ycsb('A', 0.0, false, 3, 1000, 3, 0, ExecOrder::kAuto, nullptr, std::make_shared<HostPlanner>(2)), "");
+  // TPC-C's load dominates under the sanitizers, whose scaled runs check the Mix and YCSB parts only.
   if (test_scale() >= 0.5) {
     ASSERT_EQ(run_tpcc(1, TpccMix::kFull, 6, 2000, 3, std::make_shared<HostPlanner>(2)), "");
+    ASSERT_EQ(run_tpcc(4, TpccMix::kNp, 4, 2000, 3, std::make_shared<HostPlanner>(3)), "");
   }
 }
 
@@ -926,6 +935,31 @@ TEST(EpicInput, BadInputIsRejectedAndNothingApplied) {
   std::vector<std::uint32_t> serial_outcome, serial_out;
   run_serial<MixProcs>(s, bad_index, &serial_outcome, &serial_out);
   EXPECT_EQ(serial_outcome[0], static_cast<std::uint32_t>(kIllegal));
+}
+
+// A record deleted in one epoch gives its id back: on a full indexed table of 4 records the
+// next insert succeeds and takes the freed id, and the deleted key is gone from the index.
+TEST(EpicInput, AFreedIdIsHandedOutAgain) {
+  Engine<MixProcs> e({{"idx", 1, 4, true}}, 2);
+  EpochOutput out;
+  std::string err;
+  Batch fill;
+  for (std::uint64_t k : {10, 11, 12, 13}) ASSERT_TRUE(fill.add(MixProcs::kRmw, {}, {{0, k}}, {1, 0}));
+  ASSERT_TRUE(e.run_epoch(fill, &out, &err)) << err;
+  const std::uint32_t id11 = e.db().lookup(0, 11);
+  ASSERT_NE(id11, kInvalid);
+  Batch more;
+  ASSERT_TRUE(more.add(MixProcs::kRmw, {}, {{0, 99}}, {1, 0}));
+  EXPECT_FALSE(e.run_epoch(more, &out, &err)) << "the table is full";
+  Batch del;
+  ASSERT_TRUE(del.add(MixProcs::kDelete, {}, {{0, 11}}, {1, 0}));
+  ASSERT_TRUE(e.run_epoch(del, &out, &err)) << err;
+  EXPECT_EQ(e.db().lookup(0, 11), kInvalid);
+  ASSERT_TRUE(e.run_epoch(more, &out, &err)) << err;
+  EXPECT_EQ(out.results.outcome[0], static_cast<std::uint32_t>(kCommitted));
+  EXPECT_EQ(e.db().lookup(0, 99), id11) << "the insert took the freed id";
+  EXPECT_NE(e.db().get(0, 99), nullptr);
+  EXPECT_EQ(e.db().get(0, 11), nullptr);
 }
 
 TEST(EpicInput, DatabaseRejectsBadTables) {
