@@ -8,6 +8,7 @@
 #include <map>
 #include <random>
 #include <set>
+#include <string>
 #include <vector>
 
 #include "index/cods/cpu.hpp"
@@ -84,26 +85,14 @@ void run_set_model(S& s, std::uint64_t seed, int ops, bool keys_sorted) {
   for (std::uint64_t k : {std::uint64_t(0), kMax}) EXPECT_EQ(s.contains(*env, k), model.count(k) == 1);
 }
 
-}  // namespace
-
-TYPED_TEST(CodsModel, ListAgainstStdSet) {
-  CpuLazyList<TypeParam::K, TypeParam::R> list;
-  run_set_model(list, 11 + TypeParam::K, 12000, true);
-}
-
-TYPED_TEST(CodsModel, HashSetAgainstStdSet) {
-  using Set = CpuHashSet<TypeParam::K, TypeParam::R>;
-  std::unique_ptr<Set> set;
-  ASSERT_TRUE(Set::make(7, &set).ok());
-  run_set_model(*set, 23 + TypeParam::K, 12000, false);
-}
-
-TYPED_TEST(CodsModel, TreeAgainstStdMap) {
-  CpuBLinkTree<TypeParam::K, TypeParam::R> tree;
+/// Random GET, INSERT and REMOVE on a tree of K keys per node against std::map.
+template <unsigned K, Regime R>
+void run_tree_model(std::uint64_t seed, int ops) {
+  SCOPED_TRACE("K = " + std::to_string(K));
+  CpuBLinkTree<K, R> tree;
   auto env = tree.session();
   std::map<std::uint64_t, std::uint64_t> model;
-  std::mt19937_64 rng(37 + TypeParam::K);
-  const int ops = 30000;
+  std::mt19937_64 rng(seed);
   for (int i = 0; i < ops; ++i) {
     // Wider dense range than the sets so the tree grows several levels.
     std::uint64_t k = draw_key(rng);
@@ -142,6 +131,29 @@ TYPED_TEST(CodsModel, TreeAgainstStdMap) {
   EXPECT_TRUE(tree.entries(&got)) << "a leaf is out of order or holds a key beyond its high key";
   const std::vector<std::pair<std::uint64_t, std::uint64_t>> want(model.begin(), model.end());
   EXPECT_EQ(got, want);
+}
+
+}  // namespace
+
+TYPED_TEST(CodsModel, ListAgainstStdSet) {
+  CpuLazyList<TypeParam::K, TypeParam::R> list;
+  run_set_model(list, 11 + TypeParam::K, 12000, true);
+}
+
+TYPED_TEST(CodsModel, HashSetAgainstStdSet) {
+  using Set = CpuHashSet<TypeParam::K, TypeParam::R>;
+  std::unique_ptr<Set> set;
+  ASSERT_TRUE(Set::make(7, &set).ok());
+  run_set_model(*set, 23 + TypeParam::K, 12000, false);
+}
+
+TYPED_TEST(CodsModel, TreeAgainstStdMap) { run_tree_model<TypeParam::K, TypeParam::R>(37 + TypeParam::K, 30000); }
+
+// The largest K a tree node takes (TreeShape: the meta word's bitset below its level field at
+// bit 48), both regimes: one more key is a compile error (ctest CodsTreeK49CompileCheck).
+TEST(CodsModelLargestK, TreeAtK48AgainstStdMap) {
+  run_tree_model<48, E>(48, 20000);
+  run_tree_model<48, F>(49, 20000);
 }
 
 // 5.4's bound: without removals a search reads ceil(n/K) nodes when the nodes are full

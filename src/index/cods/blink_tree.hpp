@@ -48,9 +48,14 @@
 
 namespace duet::cods::ds {
 
+/// A tree node's shape for K keys and a group of G lanes: the slots of the keys c-object, the
+/// meta word's fields, and the c-objects' sizes. K is 1 to 48: the meta word's presence bitset
+/// (bits 0..max(K, 4)-1) must stay below the level field (bits 48..55).
 template <unsigned K, unsigned G>
 struct TreeShape {
-  static_assert(K >= 1 && K <= 60, "a tree node holds 1 to 60 keys");
+  static_assert(K >= 1 && K <= 48,
+                "a tree node holds 1 to 48 keys (the meta word's presence bitset, bits 0..K-1, must stay below "
+                "the level at bit 48)");
   static constexpr unsigned kLeafCap = K;
   static constexpr unsigned kInnerCap = K < 4 ? 4 : K;
   static constexpr unsigned kMeta = kInnerCap;
@@ -61,6 +66,7 @@ struct TreeShape {
   static constexpr ElementMask kKeyMask = prefix_mask(kInnerCap);
   static constexpr std::uint64_t kInfinite = std::uint64_t(1) << 63;
   static constexpr unsigned kLevelShift = 48;
+  static_assert(kInnerCap <= kLevelShift, "the presence bitset and the level field of the meta word overlap");
 };
 
 template <unsigned K, unsigned G, Regime R>
