@@ -138,9 +138,11 @@ struct BLinkTree {
     n->key_data().elem[Shape::kMeta] = Shape::kInfinite;
   }
 
-  /// Validated lock-free read of both c-objects (retries while a writer is inside).
-  template <class Env>
-  DUET_HD static void read(const Group& g, Env& env, Node* n, KFrag& fk, VFrag& fv) {
+  /// Validated lock-free read of both c-objects (retries while a writer is inside, or when the
+  /// version moved during the loads). mid (tests only; cods::NoStall, the default, compiles to
+  /// the plain read) is called on every attempt after the keys are loaded, before the values.
+  template <class Env, class Mid = NoStall>
+  DUET_HD static void read(const Group& g, Env& env, Node* n, KFrag& fk, VFrag& fv, Mid&& mid = Mid{}) {
     std::uint64_t* ver = n->version();
     for (;;) {
       const std::uint64_t v1 = leader_load(g, ver, Order::acquire);
@@ -150,6 +152,11 @@ struct BLinkTree {
       }
       fence(Order::acquire);  // every lane's loads come after the leader's v1
       fk.get(g, n->key_data());
+      if constexpr (!std::is_same_v<std::decay_t<Mid>, NoStall>) {
+        g.sync();
+        mid();
+        g.sync();
+      }
       fv.get(g, n->values);
       fence(Order::acquire);
       g.sync();  // every lane's loads are done before the leader re-reads the word
@@ -171,10 +178,22 @@ struct BLinkTree {
     fk.set(g, n->key_data());
     fv.set(g, n->values);
   }
-  /// The same, counted as one write by a remote environment.
-  template <class Env>
-  DUET_HD static DUET_INLINE void write(const Group& g, Env& env, Node* n, const KFrag& fk, const VFrag& fv) {
-    write(g, n, fk, fv);
+  /// The same, counted as one write by a remote environment. mid (tests only; cods::NoStall, the
+  /// default, compiles to the plain write) is called after the keys are stored and before the
+  /// values, with the node still locked.
+  template <class Env, class Mid = NoStall>
+  DUET_HD static DUET_INLINE void write(const Group& g, Env& env, Node* n, const KFrag& fk, const VFrag& fv,
+                                        Mid&& mid = Mid{}) {
+    if constexpr (std::is_same_v<std::decay_t<Mid>, NoStall>) {
+      write(g, n, fk, fv);
+    } else {
+      fk.set(g, n->key_data());
+      fence(Order::release);
+      g.sync();
+      mid();
+      g.sync();
+      fv.set(g, n->values);
+    }
     remote_write(env);
   }
 

@@ -147,8 +147,10 @@ struct LazyList {
   /// One coalesced get of node n into f (atomic in the fully atomic regime: a sequence-lock
   /// read of the meta word around the element loads; a change of the lock bit alone does not
   /// force a retry, a set in progress or completed does).
-  template <class Env>
-  DUET_HD static DUET_INLINE void read(const Group& g, Env& env, Node* n, Frag& f) {
+  /// mid (tests only; cods::NoStall, the default, compiles to the plain read) is called on every
+  /// attempt halfway through the element loads: after those below kW / 2, before the others.
+  template <class Env, class Mid = NoStall>
+  DUET_HD static DUET_INLINE void read(const Group& g, Env& env, Node* n, Frag& f, Mid&& mid = Mid{}) {
     if constexpr (R == Regime::kFullyAtomic) {
       for (;;) {
         const std::uint64_t v1 = leader_load(g, n->meta(), Order::acquire);
@@ -157,14 +159,14 @@ struct LazyList {
           continue;
         }
         fence(Order::acquire);  // every lane: its element loads come after the leader's v1
-        f.get(g, n->obj);
+        get_elements(g, n, f, mid);
         fence(Order::acquire);
         g.sync();  // every lane's loads are done before the leader re-reads the word
         const std::uint64_t v2 = leader_load(g, n->meta(), Order::relaxed);
         if (((v1 ^ v2) & ~FoldedMeta::kLock) == 0) break;
       }
     } else {
-      f.get(g, n->obj);
+      get_elements(g, n, f, mid);
       fence(Order::acquire);
     }
     env.node_read();
@@ -174,8 +176,12 @@ struct LazyList {
   /// builder of an unpublished node): version made odd, the elements but the meta word stored,
   /// then the meta word with f's bitset, the version advanced to even and the lock bit kept.
   /// Elementwise, only into a node not yet published (the publishing store orders it).
-  template <class Env>
-  DUET_HD static DUET_INLINE void write(const Group& g, Env& env, Node* n, const Frag& f) {
+  /// mid (tests only; cods::NoStall, the default, compiles to the plain write) is called
+  /// halfway through the element stores: after those below kW / 2, before the others (fully
+  /// atomic: with the version odd, before the meta word's final store).
+  template <class Env, class Mid = NoStall>
+  DUET_HD static DUET_INLINE void write(const Group& g, Env& env, Node* n, const Frag& f, Mid&& mid = Mid{}) {
+    constexpr bool kStall = !std::is_same_v<std::decay_t<Mid>, NoStall>;
     if constexpr (R == Regime::kFullyAtomic) {
       if (kDataBytes > 64) remote_cas(env);  // the version word
       const std::uint64_t cur = leader_load(g, n->meta(), Order::relaxed);
@@ -185,7 +191,17 @@ struct LazyList {
 DUET_UNROLL
       for (unsigned j = 0; j < Frag::kPerLane; ++j) {
         const unsigned i = Frag::index(g, j);
-        if (i != Shape::kMeta) atomic_store(&n->obj.elem[i], f.e[j], Order::relaxed);
+        if (i != Shape::kMeta && (!kStall || i < kW / 2)) atomic_store(&n->obj.elem[i], f.e[j], Order::relaxed);
+      }
+      if constexpr (kStall) {
+        fence(Order::release);
+        g.sync();
+        mid();
+        g.sync();
+        for (unsigned j = 0; j < Frag::kPerLane; ++j) {
+          const unsigned i = Frag::index(g, j);
+          if (i != Shape::kMeta && i >= kW / 2) atomic_store(&n->obj.elem[i], f.e[j], Order::relaxed);
+        }
       }
       const std::uint64_t bits = f.broadcast(g, Shape::kMeta) & Shape::kKeyMask;
       fence(Order::release);
@@ -194,6 +210,8 @@ DUET_UNROLL
           ((cur + 2 * FoldedMeta::kVersionOne) & FoldedMeta::kVersion) | (cur & FoldedMeta::kLock) | bits;
       if (g.is_leader()) atomic_store(n->meta(), next, Order::release);
       g.sync();
+    } else if constexpr (kStall) {
+      f.set(g, n->obj, mid);
     } else {
       f.set(g, n->obj);
     }
@@ -361,6 +379,23 @@ DUET_UNROLL
   }
 
  private:
+  /// f.get of n's c-object, calling mid (unless NoStall) between the elements below kW / 2 and
+  /// the others.
+  template <class Mid>
+  DUET_HD static DUET_INLINE void get_elements(const Group& g, Node* n, Frag& f, Mid&& mid) {
+    if constexpr (std::is_same_v<std::decay_t<Mid>, NoStall>) {
+      f.get(g, n->obj);
+    } else {
+      for (unsigned j = 0; j < Frag::kPerLane; ++j)
+        if (Frag::index(g, j) < kW / 2) f.e[j] = atomic_load(&n->obj.elem[Frag::index(g, j)], Order::relaxed);
+      g.sync();
+      mid();
+      g.sync();
+      for (unsigned j = 0; j < Frag::kPerLane; ++j)
+        if (Frag::index(g, j) >= kW / 2) f.e[j] = atomic_load(&n->obj.elem[Frag::index(g, j)], Order::relaxed);
+    }
+  }
+
   // Node locks: the meta word's lock bit (Node::kLock), taken by a leader CAS and released by
   // the holder's store. Each attempt is one CAS and each release one write over remote memory.
   template <class Env>
