@@ -16,10 +16,13 @@
 // Versions: the word is even when the node is free and odd while a writer holds it, and each
 // release advances it. A reader gets both c-objects between two reads of the word and retries
 // when they differ or a writer is inside, so it never acts on a torn node and takes no lock.
-// The regime picks where the word lives: kFullyAtomic puts it in front of the keys as an
-// AtomicCObject's version (the node's first line holds version and keys), kElementwise keeps a
-// separate lock word. In both regimes the values c-object is covered by the same word: a GET
-// must pair a key with its value, which one c-object's atomicity alone does not give.
+// The word is the node's lock: writers take it with common.hpp's lock() (odd) and release it
+// with unlock() (a release add, even again), and readers validate against it in read() below;
+// the tree never calls cods::atomic_get/atomic_set. The regime picks only where the word lives:
+// kFullyAtomic in front of the keys, in the version field of their AtomicCObject (the node's
+// first line holds version and keys), kElementwise in a separate word. In both regimes the
+// values c-object is covered by the same word: a GET must pair a key with its value, which one
+// c-object's atomicity alone does not give.
 //
 // Descent is lock-free: from the root, move right while k >= high, else take the child of the
 // last separator <= k. Updates lock the leaf, move right under locks (unlock, lock the right

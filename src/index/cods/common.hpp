@@ -17,8 +17,11 @@ namespace duet::cods::ds {
 /// The atomicity regime of a structure's c-objects (dissertation 5.3, docs/cods.md):
 ///  * kElementwise: each element moves atomically, a multi-element get may see a set half
 ///    done; the list therefore never rewrites a published node's keys (copy-on-write);
-///  * kFullyAtomic: a version word in front of the elements (cods::AtomicCObject) makes every
-///    get return a whole set; nodes are rewritten in place with at most two sets per update.
+///  * kFullyAtomic: every get of a node returns the state after some whole set, by a sequence
+///    lock on a version word: the list keeps its version in the node's own bitset word
+///    (FoldedMeta in lazy_list.hpp, no word in front of the elements), the tree its node lock
+///    (blink_tree.hpp; in this regime the version field of the keys' cods::AtomicCObject). Nodes
+///    are rewritten in place, the list with at most two sets per update.
 enum class Regime : std::uint8_t { kElementwise = 0, kFullyAtomic = 1 };
 
 /// Who runs a request of a GPU batch (gpu_batch.hpp, gpu_versioned.hpp).
