@@ -377,6 +377,15 @@ const std::vector<Setting>& settings() {
                  [](ServerConfig* c, std::string_view v) {
                    return set_uint("epic-min-device-epoch-ops", v, &c->store.epic.min_device_epoch_ops, 0, 1ull << 40);
                  }});
+    t.push_back({"epic-max-device-epoch-ops", false,
+                 [](const ServerConfig& c) { return std::to_string(c.store.epic.max_device_epoch_ops); },
+                 [](ServerConfig* c, std::string_view v) {
+                   return set_uint("epic-max-device-epoch-ops", v, &c->store.epic.max_device_epoch_ops, 0, 1ull << 40);
+                 }});
+    t.push_back({"epic-max-attempts", false, [](const ServerConfig& c) { return std::to_string(c.store.epic.max_attempts); },
+                 [](ServerConfig* c, std::string_view v) {
+                   return set_uint("epic-max-attempts", v, &c->store.epic.max_attempts, 1, 1000);
+                 }});
     t.push_back({"epic-tables", false, [](const ServerConfig& c) { return format_epic_tables(c.store.epic.tables); },
                  [](ServerConfig* c, std::string_view v) { return parse_epic_tables(v, &c->store.epic.tables); }});
     t.push_back({"epic-threads", false, [](const ServerConfig& c) { return std::to_string(c.store.epic.threads); },

@@ -525,6 +525,15 @@ def test_a_call_whose_keys_stay_wrong_gets_an_error_after_its_attempts(server_fa
     assert r.execute_command("BATCH.FLUSH") == "OK"
     assert r.execute_command("BATCH.GET", "small", 4) is None
     assert r.execute_command(*call_args(RMW, [], [("small", 4)], [1, 0])) == [0, 0, 0, 1]
+    # epic-max-attempts bounds the tries: with 1, mode 2 (a rerun on the first attempt only)
+    # already gets the error; the default (8) lets it commit on its second.
+    assert r.config_get("epic-max-attempts") == {"epic-max-attempts": "8"}
+    assert [int(x) for x in r.execute_command(*call_args(RMW, [], [("small", 5)], [1, 2]))][3] == 1
+    s1 = server_factory(extra=["--database-kinds", "kv,1=batch", "--epic-procedures", "mix", "--epic-tables", TABLES,
+                               "--epic-epoch-max-wait-us", "500", "--epic-max-attempts", "1"])
+    r1 = client(s1)
+    with pytest.raises(redis.ResponseError, match="rerun 1 times"):
+        r1.execute_command(*call_args(RMW, [], [("small", 5)], [1, 2]))
 
 
 def test_a_batch_database_without_epic_tables_says_so(server_factory):
