@@ -41,7 +41,9 @@ checkers::CheckResult recorded(Front& front, const Hooks* hooks, std::uint64_t r
   for (int b = 0; b < batches; ++b) {
     history::Recorded r = history::contended_batch(rng, space, 8 * range, b);
     const Status s = history::record_on_cpu(front, sessions, r, ticket);
-    EXPECT_TRUE(s.ok()) << s.to_string();
+    // Under a planted bug the test environment gives a stuck request up as kRetry (nothing
+    // changed), which execute() reports as ResourceExhausted; those requests are left out.
+    EXPECT_TRUE(s.ok() || (hooks && s.code() == StatusCode::kResourceExhausted)) << s.to_string();
     std::string why;
     EXPECT_TRUE(history::add_batch(r, tree, h, &why)) << why;
   }

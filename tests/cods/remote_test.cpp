@@ -327,6 +327,19 @@ void region_full_changes_nothing() {
   ASSERT_EQ(retries, 10);
   EXPECT_EQ(l->keys(), std::vector<std::uint64_t>(model.begin(), model.end()));
   for (std::uint64_t x : model) ASSERT_TRUE(l->contains(*env, x));
+  // A batch on the full region: ResourceExhausted, as the GPU driver answers; the inserts that
+  // found no node stay kRetry and change nothing, the GET beside them is answered.
+  const Op ops[3] = {Op::kInsert, Op::kGet, Op::kInsert};
+  const std::uint64_t keys[3] = {k * 3 + 1, *model.begin(), k * 3 + 2};
+  OpStatus st[3];
+  std::uint64_t vals[3];
+  BatchResult r{st, vals};
+  const Status bs = l->execute(*env, Batch{ops, keys, nullptr, 3}, r);
+  EXPECT_EQ(bs.code(), StatusCode::kResourceExhausted) << bs.to_string();
+  EXPECT_EQ(st[0], OpStatus::kRetry);
+  EXPECT_EQ(st[1], OpStatus::kFound);
+  EXPECT_EQ(st[2], OpStatus::kRetry);
+  EXPECT_EQ(l->keys(), std::vector<std::uint64_t>(model.begin(), model.end()));
 }
 
 TEST(CodsRemoteBadInput, RegionFullChangesNothing) {

@@ -38,6 +38,16 @@ inline Status check_batch(const Batch& b, const BatchResult& r, bool needs_value
   return Status::Ok();
 }
 
+/// After a batch ran: ResourceExhausted naming how many requests stayed kRetry (each changed
+/// nothing: it found no free node), else Ok. The GPU driver's status for the same batch.
+inline Status retries_exhausted(const Batch& b, const BatchResult& r) {
+  std::uint64_t left = 0;
+  for (std::uint64_t i = 0; i < b.n; ++i) left += r.status[i] == OpStatus::kRetry;
+  if (left == 0) return Status::Ok();
+  return Status::ResourceExhausted(std::to_string(left) + " of " + std::to_string(b.n) +
+                                   " requests stayed kRetry and changed nothing (no free node); the others applied");
+}
+
 /// The calls every set front end makes the same way, over any environment (CpuEnv here,
 /// RemoteEnv in remote_front.hpp): contains, insert, remove and the batch execute. Derived
 /// gives root() (the structure argument of Algo's calls), the one-request execute(s, op, k)
@@ -60,7 +70,9 @@ class SetCalls {
     [[maybe_unused]] auto held = Derived::enter(s);
     return Algo::remove(CpuThread{}, s, self().root(), k);
   }
-  /// The batch in index order (the CPU twin's semantics, above).
+  /// The batch in index order (the CPU twin's semantics, above). As the GPU driver does,
+  /// ResourceExhausted when some request found no free node (it stays kRetry, having changed
+  /// nothing; the others applied).
   Status execute(Env& s, const Batch& b, BatchResult& r) {
     Status st = check_batch(b, r, false);
     if (!st.ok()) return st;
@@ -68,7 +80,7 @@ class SetCalls {
       r.status[i] = self().execute(s, b.ops[i], b.keys[i]);
       r.values[i] = 0;
     }
-    return Status::Ok();
+    return retries_exhausted(b, r);
   }
 
  private:
@@ -76,6 +88,7 @@ class SetCalls {
 };
 
 /// A tree's batch in index order over any environment: Tree gives execute(s, op, k, v).
+/// ResourceExhausted when some request found no free node (kRetry, nothing changed by it).
 template <class Tree, class Env>
 Status execute_tree_batch(Tree& t, Env& s, const Batch& b, BatchResult& r) {
   Status st = check_batch(b, r, true);
@@ -85,7 +98,7 @@ Status execute_tree_batch(Tree& t, Env& s, const Batch& b, BatchResult& r) {
     r.status[i] = x.status;
     r.values[i] = x.status == OpStatus::kFound ? x.value : 0;
   }
-  return Status::Ok();
+  return retries_exhausted(b, r);
 }
 
 /// What the CPU set front ends share beyond SetCalls: sessions on their EpochManager (with the
