@@ -13,7 +13,8 @@
 #include <memory>
 #include <random>
 
-#include "batch/epic/checker.hpp"
+#include "batch/epic/engine.hpp"
+#include "checkers/epic_serial_checker.hpp"
 #include "batch/epic/planner_compare.hpp"
 #include "batch/epic/mix_gen.hpp"
 #include "batch/epic/gpu.hpp"

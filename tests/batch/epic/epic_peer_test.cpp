@@ -8,7 +8,7 @@
 
 #include <random>
 
-#include "batch/epic/checker.hpp"
+#include "checkers/epic_serial_checker.hpp"
 #include "batch/epic/serial.hpp"
 #include "batch/epic/tpcc_gen.hpp"
 #include "batch/epic/workloads.hpp"

@@ -15,7 +15,7 @@
 #include "batch/epic/serial.hpp"
 #include "batch/epic/tpcc_gen.hpp"
 #include "batch/epic/workloads.hpp"
-#include "batch/epic/checker.hpp"
+#include "checkers/epic_serial_checker.hpp"
 #include "batch/epic/planner_compare.hpp"
 #include "batch/epic/mix_gen.hpp"
 

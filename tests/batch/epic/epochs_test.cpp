@@ -11,7 +11,7 @@
 #include <stdexcept>
 #include <thread>
 
-#include "batch/epic/checker.hpp"
+#include "checkers/epic_serial_checker.hpp"
 #include "batch/epic/epochs.hpp"
 #include "batch/epic/mix_gen.hpp"
 

@@ -1,14 +1,15 @@
 // The serial-equivalence checker for Epic: replays each epoch serially (serial.hpp: no indexing,
-// planning or executor code) in the engine's order, reruns included, and compares every record
-// (present or not, and its words), the index's bookkeeping, and every txn's tag, attempt, outcome
-// and outputs.
+// planning or executor code; it includes none of the engine's headers) in the engine's order,
+// reruns included, and compares every record (present or not, and its words), the index's
+// bookkeeping, and every txn's tag, attempt, outcome and outputs.
 #pragma once
 
 #include <cstdlib>
 #include <string>
 #include <vector>
 
-#include "batch/epic/engine.hpp"
+#include "batch/epic/database.hpp"
+#include "batch/epic/epoch_output.hpp"
 #include "batch/epic/serial.hpp"
 #include "batch/epic/tpcc.hpp"
 
