@@ -421,28 +421,9 @@ Status make_regime(const GpuConfig& c, std::unique_ptr<GpuStructure>* out) {
 
 Status make_gpu_structure(const GpuConfig& c, std::unique_ptr<GpuStructure>* out) {
   if (!out) return Status::InvalidArgument("out is null");
-  if (c.kind != GpuKind::kList && c.kind != GpuKind::kHashSet && c.kind != GpuKind::kTree)
-    return Status::InvalidArgument("unknown structure kind");
-  if (c.regime != Regime::kElementwise && c.regime != Regime::kFullyAtomic)
-    return Status::InvalidArgument("unknown regime");
-  if (c.kind == GpuKind::kHashSet && (c.buckets == 0 || c.buckets > (std::uint64_t(1) << 32)))
-    return Status::InvalidArgument("bucket count " + std::to_string(c.buckets) + " is outside [1, 2^32]");
-  if (c.pool_nodes == 0 || c.pool_nodes > (std::uint64_t(1) << 32))
-    return Status::InvalidArgument("pool_nodes " + std::to_string(c.pool_nodes) + " is outside [1, 2^32]");
-  if (c.pool_max_nodes < c.pool_nodes || c.pool_max_nodes > (std::uint64_t(1) << 32))
-    return Status::InvalidArgument("pool_max_nodes " + std::to_string(c.pool_max_nodes) + " is outside [pool_nodes " +
-                                   std::to_string(c.pool_nodes) + ", 2^32]");
-  if (c.mode != GpuMode::kGroup && c.mode != GpuMode::kMixed) return Status::InvalidArgument("unknown mode");
+  // The same checks as a build without CUDA (gpu_batch_config.cpp); past them the pair is built.
+  if (Status s = check_gpu_config(c); !s.ok()) return s;
   const unsigned k = c.keys_per_node, g = c.group;
-  const bool lane = g == 1 && (k == 6 || k == 14 || k == 30);
-  const bool built = (k == 6 && g == 8) || (k == 14 && (g == 8 || g == 16)) || (k == 30 && g == 32) || lane;
-  if (!built)
-    return Status::InvalidArgument("keys_per_node " + std::to_string(k) + " with group " + std::to_string(g) +
-                                   " is not built; supported: (6, 8), (14, 8), (14, 16), (30, 32), (6 | 14 | 30, 1)");
-  if (c.planted != Bug::kNone && c.mode == GpuMode::kMixed)
-    return Status::InvalidArgument("a planted bug is for group mode only (mixed-mode lanes cannot agree to give up)");
-  if (lane && c.mode == GpuMode::kMixed)
-    return Status::InvalidArgument("mixed mode runs GETs on tiles: group must be 8, 16 or 32, not 1");
   if (!gpu::device().present) return Status::Unavailable("no GPU: " + gpu::device().reason);
   // A one-lane configuration uses the node layout of K's own tile (the same words).
   if (k == 6 && (g == 8 || g == 1)) return make_regime<6, 8>(c, out);

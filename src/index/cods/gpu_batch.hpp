@@ -62,8 +62,17 @@ class GpuStructure {
   virtual std::uint64_t pool_capacity() const = 0;
 };
 
-/// Creates a structure on the current GPU. Unavailable without a GPU (or in a build without
-/// CUDA, where this function is not linked); InvalidArgument for a bad configuration;
+/// Checks `config` as make_gpu_structure does before it looks for a GPU: OK, or InvalidArgument
+/// naming the first problem: an unknown kind, regime or mode; a hash set's bucket count outside
+/// [1, 2^32] (a list's or a tree's is not read); pool_nodes outside [1, 2^32]; pool_max_nodes
+/// outside [pool_nodes, 2^32]; a (keys_per_node, group) pair that is not built (the message
+/// lists those that are); a planted bug, or group 1, in kMixed mode. Plain C++
+/// (gpu_batch_config.cpp), compiled in every build, with or without CUDA; touches no GPU.
+Status check_gpu_config(const GpuConfig& config);
+
+/// Creates a structure on the current GPU. In every build, with or without CUDA: InvalidArgument
+/// for a null `out` or a bad configuration (check_gpu_config's status), before anything else;
+/// then Unavailable without a GPU (in a build without CUDA, gpu_batch_none.cpp, always);
 /// ResourceExhausted when GPU memory is short.
 Status make_gpu_structure(const GpuConfig& config, std::unique_ptr<GpuStructure>* out);
 

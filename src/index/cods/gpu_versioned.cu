@@ -375,20 +375,9 @@ Status make_regime(const GpuVersionedConfig& c, std::unique_ptr<GpuVersionedTree
 
 Status make_gpu_versioned_tree(const GpuVersionedConfig& c, std::unique_ptr<GpuVersionedTree>* out) {
   if (!out) return Status::InvalidArgument("out is null");
-  if (c.regime != Regime::kElementwise && c.regime != Regime::kFullyAtomic)
-    return Status::InvalidArgument("unknown regime");
-  if (c.pool_nodes < 2 || c.pool_nodes > (std::uint64_t(1) << 32))
-    return Status::InvalidArgument("pool_nodes " + std::to_string(c.pool_nodes) + " is outside [2, 2^32]");
-  if (c.pool_max_nodes < c.pool_nodes || c.pool_max_nodes > (std::uint64_t(1) << 32))
-    return Status::InvalidArgument("pool_max_nodes " + std::to_string(c.pool_max_nodes) + " is outside [pool_nodes " +
-                                   std::to_string(c.pool_nodes) + ", 2^32]");
-  if (c.mode != GpuMode::kGroup && c.mode != GpuMode::kMixed) return Status::InvalidArgument("unknown mode");
-  const unsigned k = c.keys_per_node, g = c.group;
-  if (!((k == 14 && (g == 16 || g == 1)) || (k == 30 && (g == 32 || g == 1))))
-    return Status::InvalidArgument("keys_per_node " + std::to_string(k) + " with group " + std::to_string(g) +
-                                   " is not built; supported: (14, 16), (30, 32), (14 | 30, 1)");
-  if (g == 1 && c.mode == GpuMode::kMixed)
-    return Status::InvalidArgument("mixed mode runs GETs and RANGEs on tiles: group must be 16 or 32, not 1");
+  // The same checks as a build without CUDA (gpu_batch_config.cpp); past them the pair is built.
+  if (Status s = check_gpu_versioned_config(c); !s.ok()) return s;
+  const unsigned k = c.keys_per_node;
   if (!gpu::device().present) return Status::Unavailable("no GPU: " + gpu::device().reason);
   // A one-lane configuration uses the node layout of K's own tile (the same words).
   if (k == 14) return make_regime<14, 16>(c, out);

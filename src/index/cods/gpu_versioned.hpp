@@ -80,8 +80,17 @@ class GpuVersionedTree {
   virtual std::uint64_t pool_capacity() const = 0;
 };
 
-/// Creates the tree on the current GPU. Unavailable without a GPU; InvalidArgument for a bad
-/// configuration (naming the supported pairs); ResourceExhausted when GPU memory is short.
+/// Checks `config` as make_gpu_versioned_tree does before it looks for a GPU: OK, or
+/// InvalidArgument naming the first problem: an unknown regime or mode; pool_nodes outside
+/// [2, 2^32]; pool_max_nodes outside [pool_nodes, 2^32]; a (keys_per_node, group) pair that is
+/// not built (the message lists those that are); group 1 in kMixed mode. Plain C++
+/// (gpu_batch_config.cpp), compiled in every build, with or without CUDA; touches no GPU.
+Status check_gpu_versioned_config(const GpuVersionedConfig& config);
+
+/// Creates the tree on the current GPU. In every build, with or without CUDA: InvalidArgument for
+/// a null `out` or a bad configuration (check_gpu_versioned_config's status), before anything
+/// else; then Unavailable without a GPU (in a build without CUDA, gpu_batch_none.cpp, always);
+/// ResourceExhausted when GPU memory is short.
 Status make_gpu_versioned_tree(const GpuVersionedConfig& config, std::unique_ptr<GpuVersionedTree>* out);
 
 }  // namespace duet::cods::ds
