@@ -217,39 +217,54 @@ void expect_list_content(const CpuThread& g, const typename L::Frag& r, const ty
   EXPECT_EQ(r.e[L::Shape::kNext], want.e[L::Shape::kNext]);
 }
 
+/// A list node in regime R holding `before` (keys 10..12, next 0x1000) and a writer thread
+/// stalled halfway through LazyList::write of `after` (keys 40..45, next 0x2000): words 0..3
+/// new, the rest old. finish() lets the write complete.
+template <ds::Regime R>
+struct StalledListWrite {
+  using L = List6<R>;
+  const CpuThread g{};
+  BareEnv env;
+  typename L::Node node;
+  const typename L::Frag before = list_content<L>(10, 3, 0x1000), after = list_content<L>(40, 6, 0x2000);
+  Stall s;
+  std::thread writer;
+  StalledListWrite() {
+    L::init_head(&node);
+    L::write(g, env, &node, before);
+    writer = std::thread([this] {
+      BareEnv we;
+      L::write(g, we, &node, after, s.hook());
+    });
+    s.wait_stalled();
+  }
+  void finish() {
+    s.go.store(true);
+    writer.join();
+  }
+};
+
 // A fully atomic list read started while a writer is stalled halfway through LazyList::write
 // (lower half of the node written, version odd) waits until the write completes, and then
 // returns the whole new node.
 TEST(CodsTornRead, ListFullyAtomicReadWaitsOutAStalledWrite) {
   using L = List6<kF>;
   static_assert(L::kW == 8 && L::Shape::kMeta == 6 && L::Shape::kNext == 7);
-  const CpuThread g;
-  BareEnv env;
-  typename L::Node node;
-  L::init_head(&node);
-  const auto before = list_content<L>(10, 3, 0x1000), after = list_content<L>(40, 6, 0x2000);
-  L::write(g, env, &node, before);
-  Stall s;
-  std::thread writer([&] {
-    BareEnv we;
-    L::write(g, we, &node, after, s.hook());
-  });
-  s.wait_stalled();
+  StalledListWrite<kF> w;
   // The stall is mid-write: words 0..3 are new, keys 4..5 and next still old.
-  EXPECT_EQ(node.obj.elem[0], 40u);
-  EXPECT_EQ(node.obj.elem[3], 43u);
-  EXPECT_EQ(node.obj.elem[4], 0u);
-  EXPECT_EQ(node.obj.elem[7], 0x1000u);
+  EXPECT_EQ(w.node.obj.elem[0], 40u);
+  EXPECT_EQ(w.node.obj.elem[3], 43u);
+  EXPECT_EQ(w.node.obj.elem[4], 0u);
+  EXPECT_EQ(w.node.obj.elem[7], 0x1000u);
   typename L::Frag r;
   Reader reader([&] {
     BareEnv re;
-    L::read(g, re, &node, r);
+    L::read(w.g, re, &w.node, r);
   });
   EXPECT_FALSE(reader.returns_during_stall()) << "LazyList::read returned while a write was half done";
-  s.go.store(true);
-  writer.join();
+  w.finish();
   reader.t.join();
-  expect_list_content<L>(g, r, after);
+  expect_list_content<L>(w.g, r, w.after);
 }
 
 // Negative control: the elementwise list's read does not wait, and sees the stalled write's
@@ -257,6 +272,24 @@ TEST(CodsTornRead, ListFullyAtomicReadWaitsOutAStalledWrite) {
 // a node no write produced. This is why the elementwise list never rewrites a published node.
 TEST(CodsTornRead, ListElementwiseReadSeesAStalledWrite) {
   using L = List6<kE>;
+  StalledListWrite<kE> w;
+  typename L::Frag r;
+  L::read(w.g, w.env, &w.node, r);
+  for (unsigned i = 0; i < 4; ++i) EXPECT_EQ(r.e[i], 40 + i) << "key slot " << i;
+  EXPECT_EQ(r.e[4], 0u);
+  EXPECT_EQ(L::keys_of(w.g, r), ds::prefix_mask(3));
+  EXPECT_EQ(r.e[L::Shape::kNext], 0x1000u);
+  w.finish();
+  L::read(w.g, w.env, &w.node, r);
+  expect_list_content<L>(w.g, r, w.after);
+}
+
+/// A list read in regime R stalled halfway through its element loads while a whole write of
+/// `after` (keys 40..45, next 0x2000) replaces `before` (keys 10..12, next 0x1000): the copy
+/// the read returns.
+template <ds::Regime R>
+typename List6<R>::Frag list_read_across_a_write() {
+  using L = List6<R>;
   const CpuThread g;
   BareEnv env;
   typename L::Node node;
@@ -264,21 +297,16 @@ TEST(CodsTornRead, ListElementwiseReadSeesAStalledWrite) {
   const auto before = list_content<L>(10, 3, 0x1000), after = list_content<L>(40, 6, 0x2000);
   L::write(g, env, &node, before);
   Stall s;
-  std::thread writer([&] {
-    BareEnv we;
-    L::write(g, we, &node, after, s.hook());
+  typename L::Frag r;
+  std::thread reader([&] {
+    BareEnv re;
+    L::read(g, re, &node, r, s.hook_once());
   });
   s.wait_stalled();
-  typename L::Frag r;
-  L::read(g, env, &node, r);
-  for (unsigned i = 0; i < 4; ++i) EXPECT_EQ(r.e[i], 40 + i) << "key slot " << i;
-  EXPECT_EQ(r.e[4], 0u);
-  EXPECT_EQ(L::keys_of(g, r), ds::prefix_mask(3));
-  EXPECT_EQ(r.e[L::Shape::kNext], 0x1000u);
+  L::write(g, env, &node, after);
   s.go.store(true);
-  writer.join();
-  L::read(g, env, &node, r);
-  expect_list_content<L>(g, r, after);
+  reader.join();
+  return r;
 }
 
 // The other side: a fully atomic list read stalled halfway through its element loads (lower
@@ -286,50 +314,19 @@ TEST(CodsTornRead, ListElementwiseReadSeesAStalledWrite) {
 // upper half: the version moved, so it retries and returns the new node.
 TEST(CodsTornRead, ListFullyAtomicReadRetriesAfterAWriteDuringIt) {
   using L = List6<kF>;
-  const CpuThread g;
-  BareEnv env;
-  typename L::Node node;
-  L::init_head(&node);
-  const auto before = list_content<L>(10, 3, 0x1000), after = list_content<L>(40, 6, 0x2000);
-  L::write(g, env, &node, before);
-  Stall s;
-  typename L::Frag r;
-  std::thread reader([&] {
-    BareEnv re;
-    L::read(g, re, &node, r, s.hook_once());
-  });
-  s.wait_stalled();
-  L::write(g, env, &node, after);
-  s.go.store(true);
-  reader.join();
-  expect_list_content<L>(g, r, after);
+  expect_list_content<L>(CpuThread{}, list_read_across_a_write<kF>(), list_content<L>(40, 6, 0x2000));
 }
 
 // Negative control: the elementwise read, stalled the same way, returns the old lower half
 // (keys 10..12, then 0) with the new upper half (keys 44, 45, the bitset of 6 and next 0x2000).
 TEST(CodsTornRead, ListElementwiseReadTearsAcrossAWriteDuringIt) {
   using L = List6<kE>;
-  const CpuThread g;
-  BareEnv env;
-  typename L::Node node;
-  L::init_head(&node);
-  const auto before = list_content<L>(10, 3, 0x1000), after = list_content<L>(40, 6, 0x2000);
-  L::write(g, env, &node, before);
-  Stall s;
-  typename L::Frag r;
-  std::thread reader([&] {
-    BareEnv re;
-    L::read(g, re, &node, r, s.hook_once());
-  });
-  s.wait_stalled();
-  L::write(g, env, &node, after);
-  s.go.store(true);
-  reader.join();
+  const typename L::Frag r = list_read_across_a_write<kE>();
   for (unsigned i = 0; i < 3; ++i) EXPECT_EQ(r.e[i], 10 + i) << "key slot " << i;
   EXPECT_EQ(r.e[3], 0u);
   EXPECT_EQ(r.e[4], 44u);
   EXPECT_EQ(r.e[5], 45u);
-  EXPECT_EQ(L::keys_of(g, r), ds::prefix_mask(6));
+  EXPECT_EQ(L::keys_of(CpuThread{}, r), ds::prefix_mask(6));
   EXPECT_EQ(r.e[L::Shape::kNext], 0x2000u);
 }
 
@@ -393,6 +390,23 @@ TreeContent<T> tree_content(std::uint64_t first, unsigned count, std::uint64_t v
   return c;
 }
 
+/// Writes `c` into the tree node under its lock (as the tree's updaters do), with an optional
+/// stall hook passed to BLinkTree::write.
+template <class T, class... Hook>
+void tree_locked_write(BareEnv& env, typename T::Node& node, const TreeContent<T>& c, Hook&&... hook) {
+  const CpuThread g;
+  ds::lock(g, env, node.version());
+  T::write(g, env, &node, c.k, c.v, std::forward<Hook>(hook)...);
+  ds::unlock(g, env, node.version());
+}
+
+/// Expects the copy (rk, rv) to be exactly the node content `want`.
+template <class T>
+void expect_tree_content(const typename T::KFrag& rk, const typename T::VFrag& rv, const TreeContent<T>& want) {
+  for (unsigned i = 0; i < T::Shape::kWords; ++i) EXPECT_EQ(rk.e[i], want.k.e[i]) << "keys word " << i;
+  for (unsigned i = 0; i < T::Shape::kValueWords; ++i) EXPECT_EQ(rv.e[i], want.v.e[i]) << "values word " << i;
+}
+
 /// A tree node is written under its lock; a BLinkTree::read started while the writer is stalled
 /// between the keys and the values (keys new, values old: a key would pair with a stale value)
 /// waits until the write is done and the lock released, then returns the whole new node.
@@ -404,15 +418,11 @@ void tree_read_waits_out_a_stalled_write() {
   typename T::Node node;
   T::init_leaf(&node);
   const auto before = tree_content<T>(1, 2, 101), after = tree_content<T>(1, 4, 201);
-  ds::lock(g, env, node.version());
-  T::write(g, env, &node, before.k, before.v);
-  ds::unlock(g, env, node.version());
+  tree_locked_write(env, node, before);
   Stall s;
   std::thread writer([&] {
     BareEnv we;
-    ds::lock(g, we, node.version());
-    T::write(g, we, &node, after.k, after.v, s.hook());
-    ds::unlock(g, we, node.version());
+    tree_locked_write(we, node, after, s.hook());
   });
   s.wait_stalled();
   EXPECT_EQ(node.key_data().elem[3], 4u);  // the keys are new
@@ -427,8 +437,7 @@ void tree_read_waits_out_a_stalled_write() {
   s.go.store(true);
   writer.join();
   reader.t.join();
-  for (unsigned i = 0; i < T::Shape::kWords; ++i) EXPECT_EQ(rk.e[i], after.k.e[i]) << "keys word " << i;
-  for (unsigned i = 0; i < T::Shape::kValueWords; ++i) EXPECT_EQ(rv.e[i], after.v.e[i]) << "values word " << i;
+  expect_tree_content(rk, rv, after);
 }
 TEST(CodsTornRead, TreeFullyAtomicReadWaitsOutAStalledWrite) { tree_read_waits_out_a_stalled_write<kF>(); }
 TEST(CodsTornRead, TreeElementwiseReadWaitsOutAStalledWrite) { tree_read_waits_out_a_stalled_write<kE>(); }
@@ -443,9 +452,7 @@ void tree_read_retries_after_a_write_during_it() {
   typename T::Node node;
   T::init_leaf(&node);
   const auto before = tree_content<T>(1, 2, 101), after = tree_content<T>(1, 4, 201);
-  ds::lock(g, env, node.version());
-  T::write(g, env, &node, before.k, before.v);
-  ds::unlock(g, env, node.version());
+  tree_locked_write(env, node, before);
   Stall s;
   typename T::KFrag rk;
   typename T::VFrag rv;
@@ -454,13 +461,10 @@ void tree_read_retries_after_a_write_during_it() {
     T::read(g, re, &node, rk, rv, s.hook_once());
   });
   s.wait_stalled();
-  ds::lock(g, env, node.version());
-  T::write(g, env, &node, after.k, after.v);
-  ds::unlock(g, env, node.version());
+  tree_locked_write(env, node, after);
   s.go.store(true);
   reader.join();
-  for (unsigned i = 0; i < T::Shape::kWords; ++i) EXPECT_EQ(rk.e[i], after.k.e[i]) << "keys word " << i;
-  for (unsigned i = 0; i < T::Shape::kValueWords; ++i) EXPECT_EQ(rv.e[i], after.v.e[i]) << "values word " << i;
+  expect_tree_content(rk, rv, after);
 }
 TEST(CodsTornRead, TreeFullyAtomicReadRetriesAfterAWriteDuringIt) { tree_read_retries_after_a_write_during_it<kF>(); }
 TEST(CodsTornRead, TreeElementwiseReadRetriesAfterAWriteDuringIt) { tree_read_retries_after_a_write_during_it<kE>(); }
