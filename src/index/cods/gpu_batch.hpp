@@ -13,6 +13,9 @@
 // driver then grows the pool (between batches: nodes never move) and runs those requests again
 // within the same execute(). Only when the pool cannot grow (its maximum, or GPU memory is short)
 // do requests stay kRetry, and execute() returns ResourceExhausted.
+//
+// make_cpu_structure and make_cpu_* (below) build the CPU twin of the same configuration
+// behind the same GpuStructure interface.
 #pragma once
 
 #include <cstdint>
@@ -91,5 +94,60 @@ inline Status make_gpu_blink_tree(GpuConfig config, std::unique_ptr<GpuStructure
   config.kind = GpuKind::kTree;
   return make_gpu_structure(config, out);
 }
+
+// ---- The CPU twin (cpu_twin.cpp, plain C++, in every build): the same structure on the host,
+// behind the same interface, so a caller (a test, a benchmark, a fallback without a GPU) swaps
+// one for the other by configuration alone.
+
+/// Creates the CPU twin of make_gpu_structure(config): cpu.hpp's front end (CpuHashSet, a list
+/// being its one-bucket set as on the GPU; CpuBLinkTree) with config's kind, keys_per_node,
+/// regime and buckets. Errors, in order: InvalidArgument for a null `out`; check_gpu_config's
+/// status as is (the twin accepts what the GPU driver accepts); InvalidArgument for a planted
+/// bug (config.planted selects the GPU's test instantiation of the kernels; the CPU's planted
+/// bugs are set through a session's Hooks on cpu.hpp's templates, as the history tests do); a
+/// (kind, keys_per_node, regime) that cpu.hpp's templates do not hold would be InvalidArgument
+/// naming it (none of those the GPU builds: 6, 14 and 30 keys fit every kind and regime);
+/// ResourceExhausted when a hash set's bucket heads cannot be mapped. Cost: a hash set maps its
+/// heads (buckets nodes, zeroed), the others allocate one node. Needs no GPU.
+///
+/// The twin differs from the GPU structure only where the GPU's hardware is concerned:
+///  * group and mode only choose the GPU's lanes: they are checked, then ignored; the twin's
+///    outcomes are those of the GPU for every group and mode;
+///  * execute() runs the batch on the calling thread, one request after another in index order
+///    (cpu.hpp's execute). Each request is linearizable as on the GPU; two requests on one key
+///    in one batch take effect in index order, which is one of the orders the GPU may give.
+///    Several threads may call execute() at once (each call borrows a session of its own);
+///  * execute_resident() is execute(): the twin's "resident" memory is host memory;
+///  * with result.stamps set, each request draws its two tickets from one counter of the
+///    structure, just before it starts and just after it ends, as the GPU's kernels do;
+///  * nodes come from the host heap and are freed through the front end's epoch manager: there
+///    is no pool, so pool_nodes and pool_max_nodes are checked and then ignored, nodes_used()
+///    and pool_capacity() are 0, and ResourceExhausted (requests left kRetry, having changed
+///    nothing) comes only when the heap is out of memory, where a GPU with a fixed pool runs
+///    out sooner.
+Status make_cpu_structure(const GpuConfig& config, std::unique_ptr<GpuStructure>* out);
+
+/// make_cpu_structure by name, as make_gpu_list / make_gpu_hash_set / make_gpu_blink_tree (the
+/// name sets the kind; a list has one bucket); the other fields, errors and costs as above.
+inline Status make_cpu_list(GpuConfig config, std::unique_ptr<GpuStructure>* out) {
+  config.kind = GpuKind::kList;
+  config.buckets = 1;
+  return make_cpu_structure(config, out);
+}
+inline Status make_cpu_hash_set(GpuConfig config, std::unique_ptr<GpuStructure>* out) {
+  config.kind = GpuKind::kHashSet;
+  return make_cpu_structure(config, out);
+}
+inline Status make_cpu_blink_tree(GpuConfig config, std::unique_ptr<GpuStructure>* out) {
+  config.kind = GpuKind::kTree;
+  return make_cpu_structure(config, out);
+}
+
+/// The node reads a CPU twin's calls have made so far (cpu_env.hpp's Counters::node_reads over
+/// its sessions: one per coalesced node get, so a search of a list of n keys in full nodes reads
+/// ceil(n/K), plus the keyless head in the elementwise regime), counting the calls that have
+/// returned. InvalidArgument when `twin` did not come from make_cpu_structure or *reads is null.
+/// Cost: a lock and a sum over the twin's sessions (as many as its calls ever ran at once).
+Status cpu_node_reads(const GpuStructure& twin, std::uint64_t* reads);
 
 }  // namespace duet::cods::ds
