@@ -79,20 +79,24 @@ Status check_gpu_config(const GpuConfig& config);
 /// ResourceExhausted when GPU memory is short.
 Status make_gpu_structure(const GpuConfig& config, std::unique_ptr<GpuStructure>* out);
 
-/// make_gpu_structure by name, in L-Slab's style: `config`'s kind is the name's (a list has one
-/// bucket, whatever config.buckets says); the other fields, the errors and the costs are as above.
-inline Status make_gpu_list(GpuConfig config, std::unique_ptr<GpuStructure>* out) {
-  config.kind = GpuKind::kList;
-  config.buckets = 1;
-  return make_gpu_structure(config, out);
+/// `config` with its kind set to `kind` (a list has one bucket, whatever config.buckets says):
+/// what the by-name factories below pass on.
+inline GpuConfig as_kind(GpuConfig config, GpuKind kind) {
+  config.kind = kind;
+  if (kind == GpuKind::kList) config.buckets = 1;
+  return config;
 }
-inline Status make_gpu_hash_set(GpuConfig config, std::unique_ptr<GpuStructure>* out) {
-  config.kind = GpuKind::kHashSet;
-  return make_gpu_structure(config, out);
+
+/// make_gpu_structure by name, in L-Slab's style: `config`'s kind is the name's (as_kind); the
+/// other fields, the errors and the costs are as above.
+inline Status make_gpu_list(const GpuConfig& config, std::unique_ptr<GpuStructure>* out) {
+  return make_gpu_structure(as_kind(config, GpuKind::kList), out);
 }
-inline Status make_gpu_blink_tree(GpuConfig config, std::unique_ptr<GpuStructure>* out) {
-  config.kind = GpuKind::kTree;
-  return make_gpu_structure(config, out);
+inline Status make_gpu_hash_set(const GpuConfig& config, std::unique_ptr<GpuStructure>* out) {
+  return make_gpu_structure(as_kind(config, GpuKind::kHashSet), out);
+}
+inline Status make_gpu_blink_tree(const GpuConfig& config, std::unique_ptr<GpuStructure>* out) {
+  return make_gpu_structure(as_kind(config, GpuKind::kTree), out);
 }
 
 // ---- The CPU twin (cpu_twin.cpp, plain C++, in every build): the same structure on the host,
@@ -129,18 +133,14 @@ Status make_cpu_structure(const GpuConfig& config, std::unique_ptr<GpuStructure>
 
 /// make_cpu_structure by name, as make_gpu_list / make_gpu_hash_set / make_gpu_blink_tree (the
 /// name sets the kind; a list has one bucket); the other fields, errors and costs as above.
-inline Status make_cpu_list(GpuConfig config, std::unique_ptr<GpuStructure>* out) {
-  config.kind = GpuKind::kList;
-  config.buckets = 1;
-  return make_cpu_structure(config, out);
+inline Status make_cpu_list(const GpuConfig& config, std::unique_ptr<GpuStructure>* out) {
+  return make_cpu_structure(as_kind(config, GpuKind::kList), out);
 }
-inline Status make_cpu_hash_set(GpuConfig config, std::unique_ptr<GpuStructure>* out) {
-  config.kind = GpuKind::kHashSet;
-  return make_cpu_structure(config, out);
+inline Status make_cpu_hash_set(const GpuConfig& config, std::unique_ptr<GpuStructure>* out) {
+  return make_cpu_structure(as_kind(config, GpuKind::kHashSet), out);
 }
-inline Status make_cpu_blink_tree(GpuConfig config, std::unique_ptr<GpuStructure>* out) {
-  config.kind = GpuKind::kTree;
-  return make_cpu_structure(config, out);
+inline Status make_cpu_blink_tree(const GpuConfig& config, std::unique_ptr<GpuStructure>* out) {
+  return make_cpu_structure(as_kind(config, GpuKind::kTree), out);
 }
 
 /// The node reads a CPU twin's calls have made so far (cpu_env.hpp's Counters::node_reads over
