@@ -29,17 +29,16 @@ inline void store_bitmap(std::uint64_t& b, std::uint64_t v) { __atomic_store_n(&
 inline std::uint64_t prefix_mask(unsigned c) { return c >= 64 ? ~std::uint64_t{0} : (std::uint64_t{1} << c) - 1; }
 /// Sorted slots move keys under optimistic readers that read slots below a count they saw
 /// earlier, so the bitmap's release/acquire does not order a moved string key's bytes before
-/// the reader's use of them: string-key pointers are stored with release and loaded with
-/// acquire here (plain moves on x86).
+/// the reader's use of them; nor does it for a key a reader finds by fingerprint in an unsorted
+/// node. String-key pointers are therefore stored with release and loaded with acquire in
+/// every slot (BytesKeys::Slots::set_key and raw_key).
 template <class KT>
 inline void put_key(detail::Node<KT>* n, unsigned i, typename KT::Stored k) {
-  if constexpr (KT::kBlobs) __atomic_store_n(&n->slots.keys[i], k, __ATOMIC_RELEASE);
-  else n->slots.set_key(i, k);
+  n->slots.set_key(i, k);
 }
 template <class KT>
 inline typename KT::Stored get_key(const detail::Node<KT>* n, unsigned i) {
-  if constexpr (KT::kBlobs) return __atomic_load_n(&n->slots.keys[i], __ATOMIC_ACQUIRE);
-  else return n->slots.raw_key(i);
+  return n->slots.raw_key(i);
 }
 }  // namespace
 

@@ -185,13 +185,16 @@ struct U64Keys {
 struct BytesKeys {
   using Arg = std::string_view;
   using Owned = std::string;
+  /// A slot's key is a pointer to a Blob written before it is published: the store releases
+  /// and the loads acquire, so a lock-free reader that follows the pointer sees the bytes (plain
+  /// moves on x86; without the pair a reader may see a blob's length unwritten).
   struct Slots {
     const detail::Blob* keys[detail::kSlots];
     std::uint64_t values[detail::kSlots];
-    Arg key(unsigned i) const { return detail::ld(keys[i])->view(); }
+    Arg key(unsigned i) const { return raw_key(i)->view(); }
     std::uint64_t& value(unsigned i) { return values[i]; }
-    void set_key(unsigned i, const detail::Blob* k) { detail::st(keys[i], k); }
-    const detail::Blob* raw_key(unsigned i) const { return detail::ld(keys[i]); }
+    void set_key(unsigned i, const detail::Blob* k) { __atomic_store_n(&keys[i], k, __ATOMIC_RELEASE); }
+    const detail::Blob* raw_key(unsigned i) const { return __atomic_load_n(&keys[i], __ATOMIC_ACQUIRE); }
   };
   using Stored = const detail::Blob*;
   using Anchor = detail::Blob*;
