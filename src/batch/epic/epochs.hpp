@@ -314,10 +314,10 @@ class Epochs {
   /// Caller holds q.m.
   Status append(Queue& q, std::uint32_t proc, std::span<const Key> reads, std::span<const Key> writes,
                 std::span<const std::uint32_t> args, bool piece) {
-    if (!Procs::known(proc)) return Status::InvalidArgument("unknown procedure " + std::to_string(proc));
     if (!(piece ? q.txns.add_piece(proc, reads, writes, args) : q.txns.add(proc, reads, writes, args)))
       return Status::InvalidArgument("more than " + std::to_string(kMaxOps) + " keys or " + std::to_string(kMaxWrites) +
                                      " writes, a write key declared twice, or this thread has 2^20 txns queued");
+    // The procedure, its call's shape, tables and key ranges: one check, the engine's.
     if (std::string err = engine_.check_txn(q.txns, q.txns.size() - 1); !err.empty()) {
       q.txns.pop_back();
       return Status::InvalidArgument(std::move(err));

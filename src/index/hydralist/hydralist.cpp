@@ -27,19 +27,6 @@ inline std::uint64_t load_bitmap(const std::uint64_t& b) { return __atomic_load_
 inline void store_bitmap(std::uint64_t& b, std::uint64_t v) { __atomic_store_n(&b, v, __ATOMIC_RELEASE); }
 /// The bitmap of a sorted node holding c keys (its first c slots).
 inline std::uint64_t prefix_mask(unsigned c) { return c >= 64 ? ~std::uint64_t{0} : (std::uint64_t{1} << c) - 1; }
-/// Sorted slots move keys under optimistic readers that read slots below a count they saw
-/// earlier, so the bitmap's release/acquire does not order a moved string key's bytes before
-/// the reader's use of them; nor does it for a key a reader finds by fingerprint in an unsorted
-/// node. String-key pointers are therefore stored with release and loaded with acquire in
-/// every slot (BytesKeys::Slots::set_key and raw_key).
-template <class KT>
-inline void put_key(detail::Node<KT>* n, unsigned i, typename KT::Stored k) {
-  n->slots.set_key(i, k);
-}
-template <class KT>
-inline typename KT::Stored get_key(const detail::Node<KT>* n, unsigned i) {
-  return n->slots.raw_key(i);
-}
 }  // namespace
 
 // ======================================================================================
@@ -140,7 +127,7 @@ int Session<KT>::sorted_position(Node* n, Arg key, bool* found) const {
   const unsigned cnt = static_cast<unsigned>(std::popcount(load_bitmap(n->bitmap)));
   auto key_at = [&](unsigned i, Arg* out) {
     if constexpr (KT::kBlobs) {
-      const detail::Blob* b = get_key(n, i);
+      const detail::Blob* b = n->slots.raw_key(i);
       if (!b) return false;  // torn: the caller's version check fails
       *out = b->view();
     } else {
@@ -285,12 +272,12 @@ void Session<KT>::erase_slot(Node* n, unsigned i) {
   }
   const unsigned cnt = static_cast<unsigned>(std::popcount(bm));
   for (unsigned j = i; j + 1 < cnt; ++j) {
-    put_key(n, j, n->slots.raw_key(j + 1));
+    n->slots.set_key(j, n->slots.raw_key(j + 1));
     st(n->slots.value(j), ld(n->slots.value(j + 1)));
   }
   // A string slot beyond the count holds no pointer, so every pointer a reader finds in a
   // slot was live when it was there (the removed key's copy is retired after this).
-  if constexpr (KT::kBlobs) put_key<KT>(n, cnt - 1, nullptr);
+  if constexpr (KT::kBlobs) n->slots.set_key(cnt - 1, nullptr);
   store_bitmap(n->bitmap, prefix_mask(cnt - 1));
 }
 
@@ -301,10 +288,10 @@ Result Session<KT>::insert_sorted_locked(Node* n, Arg key, typename KT::Stored s
   const unsigned cnt = static_cast<unsigned>(std::popcount(ld(n->bitmap)));
   if (cnt < detail::kSlots) {
     for (unsigned j = cnt; j > pos; --j) {
-      put_key(n, j, n->slots.raw_key(j - 1));
+      n->slots.set_key(j, n->slots.raw_key(j - 1));
       st(n->slots.value(j), ld(n->slots.value(j - 1)));
     }
-    put_key(n, pos, stored);
+    n->slots.set_key(pos, stored);
     st(n->slots.value(pos), value);
     store_bitmap(n->bitmap, prefix_mask(cnt + 1));
     unlock(n);
@@ -347,11 +334,11 @@ Result Session<KT>::insert_sorted_locked(Node* n, Arg key, typename KT::Stored s
   n->next.store(nn, std::memory_order_release);
   if (y) y->prev.store(nn, std::memory_order_release);
   for (unsigned t = 0; t < 32; ++t) {
-    put_key(n, t, es[t].stored);
+    n->slots.set_key(t, es[t].stored);
     st(n->slots.value(t), es[t].value);
   }
   if constexpr (KT::kBlobs)
-    for (unsigned t = 32; t < detail::kSlots; ++t) put_key<KT>(n, t, nullptr);
+    for (unsigned t = 32; t < detail::kSlots; ++t) n->slots.set_key(t, nullptr);
   store_bitmap(n->bitmap, prefix_mask(32));
   ++stat_splits_;
   log(nn, true);
@@ -665,7 +652,7 @@ Result Session<KT>::scan_impl(Arg start, const Arg* end, std::size_t limit, Emit
       for (unsigned i = 0; i < cnt; ++i) {
         const std::uint8_t s = sorted ? static_cast<std::uint8_t>(i) : ld(n->permuter[i]) & 63;
         if constexpr (KT::kBlobs) {
-          const detail::Blob* b = sorted ? get_key(n, s) : n->slots.raw_key(s);
+          const detail::Blob* b = n->slots.raw_key(s);
           if (!b) {
             torn = true;
             break;
