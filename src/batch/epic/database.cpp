@@ -16,6 +16,24 @@ std::string shape_mismatch(const char* name, std::uint32_t reads, std::uint32_t 
          n(static_cast<std::uint32_t>(got.args.size()), "arg");
 }
 
+WidthCheck& WidthCheck::read_at_least(std::uint32_t i, std::uint32_t words) {
+  const TableSpec* t = call_.read_table(i);
+  if (err_.empty() && t && t->record_words < words)
+    err_ = std::string(name_) + " reads word " + std::to_string(words - 1) + " of its read " + std::to_string(i) +
+           ", but table " + t->name + " has " + std::to_string(t->record_words) + "-word records";
+  return *this;
+}
+
+WidthCheck& WidthCheck::copies(std::uint32_t j, std::uint32_t i) {
+  const TableSpec* from = call_.read_table(i);
+  const TableSpec* to = call_.write_table(j);
+  if (err_.empty() && from && to && from->record_words < to->record_words)
+    err_ = std::string(name_) + " fills its write " + std::to_string(j) + " (table " + to->name + ", " +
+           std::to_string(to->record_words) + "-word records) from its read " + std::to_string(i) + " (table " +
+           from->name + ", " + std::to_string(from->record_words) + "-word records), which is narrower";
+  return *this;
+}
+
 void Batch::clear() {
   // Keeps the vectors' capacity: a batch refilled again and again allocates once.
   proc.clear();
@@ -136,6 +154,7 @@ Database::Database(std::vector<TableSpec> specs, bool index_only) {
     if (base >= kCurr) {
       error_ = "total table capacity exceeds 2^32 - 2 records";
       tables_.clear();
+      specs_.clear();
       return;
     }
     if (!index_only) {
@@ -150,6 +169,7 @@ Database::Database(std::vector<TableSpec> specs, bool index_only) {
     }
     max_words_ = std::max(max_words_, s.record_words);
     tables_.push_back(std::move(t));
+    specs_.push_back(s);
   }
 }
 

@@ -4,6 +4,7 @@
 
 #include <cstdint>
 #include <deque>
+#include <span>
 #include <string>
 #include <unordered_map>
 #include <vector>
@@ -59,6 +60,8 @@ class Database {
   const std::string& error() const { return error_; }
 
   std::size_t num_tables() const { return tables_.size(); }
+  /// The tables' specs, in table order.
+  std::span<const TableSpec> specs() const { return specs_; }
   TableStore& table(std::uint32_t t) { return tables_[t]; }
   const TableStore& table(std::uint32_t t) const { return tables_[t]; }
   std::uint32_t max_words() const { return max_words_; }
@@ -102,6 +105,7 @@ class Database {
 
  private:
   std::vector<TableStore> tables_;
+  std::vector<TableSpec> specs_;
   /// index(): per range of txns, per table, the missing write keys (kept: reused every epoch).
   std::vector<std::vector<std::vector<std::uint64_t>>> missing_;
   std::uint32_t max_words_ = 0;

@@ -164,15 +164,17 @@ class Engine {
       if (std::string e = check_txn(b, t); !e.empty()) return "txn " + std::to_string(t) + ": " + e;
     return "";
   }
-  /// Entry t of `b` alone: a known procedure, called with the keys and args it takes
-  /// (Procs::shape_error), on known tables with direct keys in range. "" or the reason.
+  /// Entry t of `b` alone: a known procedure on known tables with direct keys in range, called
+  /// with the keys and args it takes and on records as wide as it reads (Procs::shape_error).
+  /// "" or the reason.
   std::string check_txn(const Batch& b, std::size_t t) const {
     if (!Procs::known(b.proc[t])) return "unknown procedure " + std::to_string(b.proc[t]);
+    if (std::string e = db_.check_keys(b, t); !e.empty()) return e;
     const std::uint32_t ops = b.op_begin[t + 1] - b.op_begin[t];
     const CallShape shape{b.nreads[t], ops - b.nreads[t],
-                          std::span<const std::uint32_t>(b.args.data() + b.arg_begin[t], b.arg_begin[t + 1] - b.arg_begin[t])};
-    if (std::string e = Procs::shape_error(b.proc[t], shape); !e.empty()) return e;
-    return db_.check_keys(b, t);
+                          std::span<const std::uint32_t>(b.args.data() + b.arg_begin[t], b.arg_begin[t + 1] - b.arg_begin[t]),
+                          std::span<const Key>(b.keys.data() + b.op_begin[t], ops), db_.specs()};
+    return Procs::shape_error(b.proc[t], shape);
   }
 
   /// Runs one epoch: pending reruns, then `b`. On bad input or a failure nothing is applied and

@@ -174,18 +174,51 @@ struct Batch {
 void fold_pieces(const Batch& b, const std::vector<std::uint32_t>& outcome, const std::vector<std::uint32_t>& out,
                  std::vector<std::uint32_t>* txn_outcome, std::vector<std::uint32_t>* txn_out);
 
-/// The declared shape of one call: how many read keys, write keys and args it has, and the args.
-/// A procedure set's shape_error() checks it before the call is queued.
+/// The declared shape of one call: how many read keys, write keys and args it has, the args, and
+/// the keys with the tables they name. A procedure set's shape_error() checks it before the call
+/// is queued.
 struct CallShape {
   std::uint32_t reads = 0, writes = 0;
   std::span<const std::uint32_t> args;
+  /// The call's keys, reads first, and the database's tables, which every key names
+  /// (Engine::check_txn checks the keys first). Both empty for a check of the counts alone.
+  std::span<const Key> keys;
+  std::span<const TableSpec> tables;
   std::uint32_t arg(std::size_t i) const { return i < args.size() ? args[i] : 0; }
+  /// The table of read i or write j, or nullptr when the shape has no keys.
+  const TableSpec* read_table(std::uint32_t i) const { return table_of(i); }
+  const TableSpec* write_table(std::uint32_t j) const { return table_of(reads + j); }
+
+ private:
+  const TableSpec* table_of(std::uint32_t op) const {
+    return op < keys.size() && keys[op].table < tables.size() ? &tables[keys[op].table] : nullptr;
+  }
 };
 
 /// "" if `got` has `reads` reads, `writes` writes and `args` args, else the reason naming the
 /// procedure `name` and both shapes (for a procedure set's shape_error()).
 std::string shape_mismatch(const char* name, std::uint32_t reads, std::uint32_t writes, std::uint32_t args,
                            const CallShape& got);
+
+/// The record widths a procedure relies on, checked against the tables a call names, so that a
+/// procedure indexing fixed words of its records never reads past one: a read it indexes up to
+/// some word, and a write it fills word by word from a read (a copy-update). error() is the
+/// first rule the call breaks, naming the procedure, the op and both tables, or "" (also when
+/// the shape has no keys). For a procedure set's shape_error(); costs a few compares per rule.
+class WidthCheck {
+ public:
+  WidthCheck(const char* name, const CallShape& call) : name_(name), call_(call) {}
+  /// Read i's records have at least `words` words (the procedure reads word words - 1).
+  WidthCheck& read_at_least(std::uint32_t i, std::uint32_t words);
+  /// Write j is filled word by word from read i: read i's records are at least as wide as write j's.
+  WidthCheck& copies(std::uint32_t j, std::uint32_t i);
+  const std::string& error() const { return err_; }
+
+ private:
+  const char* name_;
+  const CallShape& call_;
+  std::string err_;
+};
 
 /// The indexed form of a batch: per op its table and record id (kInvalid for a missing read key)
 /// and its global id (table base + id; kInvalid stays kInvalid), which planning sorts by.

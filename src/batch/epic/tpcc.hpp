@@ -76,9 +76,65 @@ struct TpccProcs {
   DUET_HD static std::uint32_t base(std::uint32_t p) { return p & ~kSplit; }
   static bool known(std::uint32_t p) { return base(p) < 7; }
   /// The keys and args each procedure reads by position (see each below), from its args' line
-  /// and order counts: "" when the call has exactly those, else why not. The data-dependent part
-  /// (are they the right keys?) stays the procedure's: it reruns or aborts.
+  /// and order counts, and the record widths it relies on (width_error): "" when the call has
+  /// exactly those, else why not. The data-dependent part (are they the right keys?) stays the
+  /// procedure's: it reruns or aborts.
   static std::string shape_error(std::uint32_t p, const CallShape& c) {
+    std::string e = count_error(p, c);
+    return e.empty() ? width_error(p, c) : e;
+  }
+  /// The words each procedure indexes in its reads and the writes it copies from a read, as
+  /// written below, for a call whose counts fit (count_error).
+  static std::string width_error(std::uint32_t p, const CallShape& c) {
+    const bool split = (p & kSplit) != 0;
+    // Payment's customer: split, three one-word items (word 0 only); else its row, copied with
+    // its balance, ytd and count changed.
+    const auto customer = [split](WidthCheck& w, std::uint32_t r0, std::uint32_t w0) {
+      if (!split) w.copies(w0, r0);
+    };
+    switch (base(p)) {
+      case kNewOrderProc: {
+        const std::uint32_t n = c.arg(0), first_item = split ? 4 : 3;
+        WidthCheck w("NewOrder", c);
+        if (!split) w.read_at_least(0, kWTax + 1).read_at_least(1, kDTax + 1).read_at_least(2, kCDiscount + 1);
+        w.copies(0, 1);
+        for (std::uint32_t l = 0; l < n; ++l) w.read_at_least(first_item + l, 2).read_at_least(first_item + n + l, 4);
+        return w.error();
+      }
+      case kPaymentProc: {
+        WidthCheck w("Payment", c);
+        w.copies(0, 0).copies(1, 1);
+        customer(w, 2, 2);
+        return w.error();
+      }
+      case kOrderStatusProc: {
+        WidthCheck w("OrderStatus", c);
+        if (c.arg(1)) {
+          w.read_at_least(1, 2);
+          for (std::uint32_t l = 0; l < c.arg(2); ++l) w.read_at_least(2 + l, 4);
+        }
+        return w.error();
+      }
+      case kDeliveryProc: {
+        if (c.reads == 0) return "";
+        const std::uint32_t n = c.arg(1);
+        WidthCheck w("Delivery", c);
+        w.read_at_least(1, 2).copies(1, 1);
+        for (std::uint32_t l = 0; l < n; ++l) w.read_at_least(2 + l, 4).copies(2 + l, 2 + l);
+        if (!split) w.copies(2 + n, 2 + n);
+        return w.error();
+      }
+      case kAddPiece: return WidthCheck("Payment's add piece", c).copies(0, 0).error();
+      case kPaymentCustomerPiece: {
+        WidthCheck w("Payment's customer piece", c);
+        customer(w, 0, 0);
+        return w.error();
+      }
+    }
+    return "";  // StockLevel reads word 0 alone
+  }
+  /// The counts of keys and args each procedure takes.
+  static std::string count_error(std::uint32_t p, const CallShape& c) {
     const bool split = (p & kSplit) != 0;
     const std::uint32_t cust = split ? 3 : 1;  // the customer's reads: balance, ytd, count, or the row
     switch (base(p)) {

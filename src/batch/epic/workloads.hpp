@@ -78,7 +78,7 @@ struct MixProcs {
 struct YcsbProcs {
   static bool known(std::uint32_t p) { return p == 0; }
   /// Four args per write and an optional abort flag; each write's source read (when it has one)
-  /// among the first 16 reads.
+  /// among the first 16 reads, with records at least as wide as the write's (it copies them).
   static std::string shape_error(std::uint32_t, const CallShape& c) {
     const std::size_t n = c.args.size();
     if (n != 4ull * c.writes && n != 4ull * c.writes + 1)
@@ -91,7 +91,10 @@ struct YcsbProcs {
         return "YCSB write " + std::to_string(j) + ": source read " + std::to_string(si) +
                " is not one of the call's first " + std::to_string(c.reads < 16 ? c.reads : 16) + " reads";
     }
-    return "";
+    WidthCheck w("YCSB's procedure", c);
+    for (std::uint32_t j = 0; j < c.writes; ++j)
+      if (c.arg(4 * j) != 0xFFFFFFFFu) w.copies(j, c.arg(4 * j));
+    return w.error();
   }
   template <class Ctx>
   DUET_HD static bool dispatch(std::uint32_t p, Ctx& c) {

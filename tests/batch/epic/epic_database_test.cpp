@@ -423,6 +423,60 @@ TEST(EpicDatabase, CallsOfTheWrongShapeAreRefusedNamingTheShape) {
   EXPECT_TRUE(db->submit(0, k1, k1, fine).get().status.ok());
 }
 
+// Procedures index fixed words of the records they read and fill a copy-update word by word from
+// its source, so a call that names a record narrower than that would read past it (found by
+// fuzzing the server: a 1-word YCSB source for a 4-word write read the next records' words). Such
+// calls are refused naming both tables, nothing applies, and the same calls on wide enough
+// records run.
+TEST(EpicDatabase, CallsOnRecordsNarrowerThanTheProcedureReadsAreRefused) {
+  using batch::epic::TpccProcs;
+  struct Case {
+    EpicProcedures procs;
+    std::uint32_t proc;
+    std::vector<EpicKey> reads, writes;
+    std::vector<std::uint32_t> args;
+    const char* says;
+  };
+  // Table 0 ("n") has 1-word records, table 1 ("w") 4-word ones, record k of it {k, k+1, k+2, k+3}:
+  // NewOrder's district (w:1) then has next order id 1, OrderStatus's order (w:1) customer 1 and
+  // 2 lines, as their args declare.
+  const std::vector<Case> narrow = {
+      {EpicProcedures::kYcsb, 0, {{0, 3}}, {{1, 0}}, {0, 0, 0, 5}, "fills its write 0 (table w, 4-word records) from its read 0 (table n, 1-word"},
+      {EpicProcedures::kTpcc, TpccProcs::kAddPiece, {{0, 3}}, {{1, 0}}, {7, 0}, "add piece fills its write 0 (table w"},
+      {EpicProcedures::kTpcc, TpccProcs::kPaymentProc, {{1, 0}, {0, 1}, {1, 2}}, {{1, 0}, {1, 1}, {1, 2}, {1, 3}}, {5},
+       "Payment fills its write 1 (table w, 4-word records) from its read 1 (table n"},
+      {EpicProcedures::kTpcc, TpccProcs::kNewOrderProc, {{0, 0}, {1, 1}, {1, 2}}, {{1, 1}, {1, 5}, {1, 6}}, {0, 1, 0, 1},
+       "NewOrder reads word 1 of its read 0, but table n has 1-word records"},
+      {EpicProcedures::kTpcc, TpccProcs::kOrderStatusProc, {{1, 0}, {0, 1}, {1, 3}, {1, 4}}, {}, {1, 1, 2},
+       "OrderStatus reads word 1 of its read 1, but table n"},
+  };
+  for (const Case& c : narrow) {
+    SCOPED_TRACE(c.says);
+    std::unique_ptr<EpicDatabase> db;
+    ASSERT_TRUE(EpicDatabase::open(config_of(c.procs, {{"n", 1, 16, false}, {"w", 4, 16, false}}, 1, 64), &db).ok());
+    for (std::uint32_t k = 0; k < 16; ++k) {
+      const std::uint32_t one[1] = {100 + k}, four[4] = {k, k + 1, k + 2, k + 3};
+      ASSERT_TRUE(db->load(0, k, one).ok());
+      ASSERT_TRUE(db->load(1, k, four).ok());
+    }
+    const EpicTxnResult r = db->submit(c.proc, c.reads, c.writes, c.args).get();
+    EXPECT_EQ(r.status.code(), StatusCode::kInvalidArgument);
+    EXPECT_NE(r.status.message().find(c.says), std::string::npos) << r.status.message();
+    db->flush();
+    for (std::uint32_t k = 0; k < 16; ++k) {
+      std::vector<std::uint32_t> got;
+      ASSERT_TRUE(db->read(1, k, &got).ok());
+      EXPECT_EQ(got, (std::vector<std::uint32_t>{k, k + 1, k + 2, k + 3})) << "w:" << k << ": nothing applied";
+    }
+    // The same call with every key in the 4-word table runs.
+    std::vector<EpicKey> reads = c.reads, writes = c.writes;
+    for (EpicKey& k : reads) k.table = 1;
+    for (EpicKey& k : writes) k.table = 1;
+    const EpicTxnResult ok = db->submit(c.proc, reads, writes, c.args).get();
+    EXPECT_TRUE(ok.status.ok()) << ok.status.message();
+  }
+}
+
 // Txns in pieces through the public API, from four threads at once: each txn adds amounts to
 // 1-3 words of a direct table, one kAddPiece (TPC-C's set) per word. Additions commute, so every
 // word must end at its load value plus every amount added to it, whatever the order; each txn
