@@ -150,6 +150,11 @@ class EpicDatabase {
   /// 2^32 - 2 records in all, threads over 64, an epoch size outside 1 .. 2^19 or max_attempts
   /// outside 1 .. 1000; Ok otherwise. What open checks first (servers check at startup).
   static Status check(const EpicConfig& config);
+  /// The host memory the tables of one database take, in bytes: per record its two slots of
+  /// record_words words, its slot word and deleted byte, and in an indexed table its index entry,
+  /// back-link and free-ring id (counted at 48 bytes). The device copy, when the GPU holds one, is
+  /// not counted. Servers charge it to their memory budget for each batch database they open.
+  static std::uint64_t host_bytes(const EpicConfig& config);
 
   /// Bulk load before the first submission: record `key` of `table` holds `record` (exactly
   /// record_words words). InvalidArgument for an unknown table, a wrong length, a direct key out

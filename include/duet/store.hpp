@@ -46,8 +46,9 @@ struct DeviceProbe {
 /// Everything a Store needs to open. Every field has a sensible default.
 struct StoreConfig {
   DeviceChoice device = DeviceChoice::kAuto;
-  /// Bytes of host memory the store may use for values, keys and the Hot Cache; 0 = half of
-  /// physical memory. Writes that would exceed it get kResourceExhausted.
+  /// Bytes of host memory the store may use for values, keys, the Hot Cache and the Epic tables
+  /// of `batch` keyspaces; 0 = half of physical memory. Writes that would exceed it get
+  /// kResourceExhausted, and so does opening a batch keyspace whose tables would.
   std::uint64_t memory_budget_bytes = 0;
   /// Keys each keyspace's Canonical Store is sized for up front (it grows beyond).
   std::uint64_t expected_keys = 1u << 20;
@@ -77,6 +78,10 @@ struct StoreConfig {
   /// create() with InvalidArgument where it cannot be used).
   TxnClock txn_clock = TxnClock::kCounter;
 };
+
+/// The memory budget a Store opened with `config` enforces, in bytes: memory_budget_bytes, or
+/// half of physical memory when that is 0 (4 GiB where the system does not say).
+std::uint64_t effective_memory_budget(const StoreConfig& config);
 
 /// What measure_devices() found.
 struct DeviceMeasurement {

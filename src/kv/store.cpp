@@ -103,6 +103,12 @@ Status KvSpace::finish(std::unique_ptr<KvInFlight> batch) {
   return done ? done->status : Status::InvalidArgument("finish() of a batch this keyspace did not start");
 }
 
+std::uint64_t effective_memory_budget(const StoreConfig& c) {
+  if (c.memory_budget_bytes) return c.memory_budget_bytes;
+  const long pages = sysconf(_SC_PHYS_PAGES), page = sysconf(_SC_PAGESIZE);
+  return pages > 0 && page > 0 ? std::uint64_t(pages) * std::uint64_t(page) / 2 : (1ull << 32);
+}
+
 namespace {
 
 Status validate(const StoreConfig& c) {
@@ -117,7 +123,7 @@ Status validate(const StoreConfig& c) {
 class StoreImpl final : public Store {
  public:
   StoreImpl(const StoreConfig& c, bool gpu, std::string why)
-      : config_(c), gpu_(gpu), why_(std::move(why)), shared_(std::make_shared<kv::StoreResources>(budget_bytes(c))) {}
+      : config_(c), gpu_(gpu), why_(std::move(why)), shared_(std::make_shared<kv::StoreResources>(effective_memory_budget(c))) {}
 
   /// Releases the Store's handles: keyspaces no one else holds go now; the rest live on, and
   /// keep the shared resources alive through their own share.
@@ -184,11 +190,6 @@ class StoreImpl final : public Store {
     std::shared_ptr<Keyspace> space;
   };
 
-  static std::uint64_t budget_bytes(const StoreConfig& c) {
-    if (c.memory_budget_bytes) return c.memory_budget_bytes;
-    const long pages = sysconf(_SC_PHYS_PAGES), page = sysconf(_SC_PAGESIZE);
-    return pages > 0 && page > 0 ? std::uint64_t(pages) * std::uint64_t(page) / 2 : (1ull << 32);
-  }
   static Status not_found(std::string_view name) {
     return Status::NotFound("no keyspace named '" + std::string(name) + "'");
   }
@@ -205,9 +206,33 @@ class StoreImpl final : public Store {
     switch (kind) {
       case KeyspaceKind::kKv: return make_kv(name, out);
       case KeyspaceKind::kTxn: return txn::make_txn_space(name, config_, out);
-      case KeyspaceKind::kBatch: return batch::make_batch_keyspace(name, gpu_, config_.epic, out);
+      case KeyspaceKind::kBatch: return make_batch(name, out);
     }
     return Status::InvalidArgument("unknown keyspace kind");
+  }
+
+  /// A batch keyspace whose Epic tables (if any) are charged to the memory budget for as long
+  /// as it lives: ResourceExhausted, nothing opened, when they do not fit what is left.
+  Status make_batch(std::string_view name, std::shared_ptr<Keyspace>* out) {
+    const std::uint64_t bytes = config_.epic.tables.empty() ? 0 : EpicDatabase::host_bytes(config_.epic);
+    if (bytes && !shared_->budget.charge(bytes).ok())
+      return Status::ResourceExhausted("the Epic tables of batch keyspace '" + std::string(name) + "' take " +
+                                       std::to_string(bytes) + " bytes, more than the memory budget has left (" +
+                                       std::to_string(shared_->budget.limit()) + " bytes in all)");
+    std::shared_ptr<Keyspace> space;
+    Status s = batch::make_batch_keyspace(name, gpu_, config_.epic, &space);
+    if (!s.ok()) {
+      if (bytes) shared_->budget.release(bytes);
+      return s;
+    }
+    if (!bytes) return *out = std::move(space), s;
+    // The charge is returned when the last holder lets the keyspace go.
+    Keyspace* raw = space.get();
+    *out = std::shared_ptr<Keyspace>(raw, [space = std::move(space), shared = shared_, bytes](Keyspace*) mutable {
+      space.reset();
+      shared->budget.release(bytes);
+    });
+    return s;
   }
 
   Status make_kv(std::string_view name, std::shared_ptr<Keyspace>* out) {

@@ -48,8 +48,11 @@ KeyspaceKind Server::database_kind(unsigned db) const {
   return db < dbs_.size() ? dbs_[db]->kind : KeyspaceKind::kKv;
 }
 
-std::shared_ptr<Keyspace> Server::keyspace(unsigned db) {
-  if (db >= dbs_.size()) return nullptr;
+std::shared_ptr<Keyspace> Server::keyspace(unsigned db, std::string* why) {
+  if (db >= dbs_.size()) {
+    if (why) *why = "no database " + std::to_string(db);
+    return nullptr;
+  }
   Database& d = *dbs_[db];
   std::lock_guard<std::mutex> lk(d.m);
   if (d.space) return d.space;
@@ -57,6 +60,7 @@ std::shared_ptr<Keyspace> Server::keyspace(unsigned db) {
   const Status s = store_->create(keyspace_name(db), d.kind, &space);
   if (!s.ok()) {
     duet::log(LogLevel::kError, "cannot open database " + std::to_string(db) + ": " + s.to_string());
+    if (why) *why = s.message();
     return nullptr;
   }
   if (space->kind() == KeyspaceKind::kKv) {
@@ -229,6 +233,13 @@ Status Server::start() {
   started_ = std::chrono::steady_clock::now();
   if (!cfg_.store.epic.tables.empty()) {
     if (Status s = EpicDatabase::check(cfg_.store.epic); !s.ok()) return Status(s.code(), "epic settings: " + s.message());
+    // Each batch database charges its tables to the memory budget when it opens; tables that
+    // could never fit are refused now rather than at a client's first command.
+    const std::uint64_t bytes = EpicDatabase::host_bytes(cfg_.store.epic), budget = effective_memory_budget(cfg_.store);
+    if (bytes > budget)
+      return Status::ResourceExhausted("epic settings: the tables take " + std::to_string(bytes) +
+                                       " bytes in each batch database, more than the memory budget of " +
+                                       std::to_string(budget) + " bytes (maxmemory)");
     // Batch databases open on first use; a placement they would refuse is refused now.
     const std::string device = store_->device_description();
     if (cfg_.store.epic.placement == EpicPlacement::kGpu && device.rfind("gpu", 0) != 0)

@@ -61,9 +61,10 @@ class Server {
   unsigned databases() const { return static_cast<unsigned>(dbs_.size()); }
   /// The kind of database db's keyspace (fixed at startup).
   KeyspaceKind database_kind(unsigned db) const;
-  /// Database db's keyspace, opened on first use; null when it cannot be opened (logged) or db
-  /// is out of range. The handle stays valid after a FLUSHDB (which swaps in a new keyspace).
-  std::shared_ptr<Keyspace> keyspace(unsigned db);
+  /// Database db's keyspace, opened on first use; null when it cannot be opened (logged, and the
+  /// reason in *why when given) or db is out of range. The handle stays valid after a FLUSHDB
+  /// (which swaps in a new keyspace).
+  std::shared_ptr<Keyspace> keyspace(unsigned db, std::string* why = nullptr);
   /// The key and value size limits (max-key-bytes, max-value-bytes); fixed at startup.
   const KvLimits& limits() const { return cfg_.store.limits; }
   /// txn-idle-timeout in milliseconds (0: none); live.

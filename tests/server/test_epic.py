@@ -516,6 +516,48 @@ def test_calls_that_do_not_fit_their_procedure_are_refused_and_change_nothing(se
     assert [int(x) for x in r.execute_command("BATCH.GET", "t", 1)] == [100, 200, 307, 400]
 
 
+def test_calls_on_records_narrower_than_their_procedure_reads_are_refused(server_factory):
+    # YCSB's procedure fills a write word by word from its source read: a 1-word source for a
+    # 4-word write used to read the records after it (and crash an ASan build).
+    s = server_factory(extra=["--database-kinds", "kv,1=batch", "--epic-procedures", "ycsb",
+                              "--epic-tables", "small:1:64,wide:4:200", "--epic-epoch-max-wait-us", "500"])
+    r = client(s)
+    for k in range(64):
+        assert r.execute_command("BATCH.LOAD", "small", k, 1000 + k) == "OK"
+    for k in range(4):
+        assert r.execute_command("BATCH.LOAD", "wide", k, k, k, k, k) == "OK"
+    with pytest.raises(redis.ResponseError, match=re.escape(
+            "fills its write 0 (table wide, 4-word records) from its read 0 (table small, 1-word records)")):
+        r.execute_command("BATCH.CALL", 0, 1, "small:63", 1, "wide:0", 0, 0, 0, 5)
+    assert r.execute_command("BATCH.FLUSH") == "OK"
+    assert [int(x) for x in r.execute_command("BATCH.GET", "wide", 0)] == [0, 0, 0, 0]
+    # A wide source, or none, is fine: words 1..2 of wide:0 become 5 + w, the rest comes from wide:3.
+    r.execute_command("BATCH.CALL", 0, 1, "wide:3", 1, "wide:0", 0, 1, 2, 5)
+    assert [int(x) for x in r.execute_command("BATCH.GET", "wide", 0)] == [3, 6, 7, 3]
+    r.execute_command("BATCH.CALL", 0, 1, "small:1", 1, "small:2", 0, 0, 0, 5)
+    assert [int(x) for x in r.execute_command("BATCH.GET", "small", 2)] == [1001]
+
+
+def test_epic_tables_are_charged_to_the_memory_budget(server_factory):
+    # Tables that could never fit the budget stop the server at startup with a message.
+    s = server_factory(wait=False, extra=["--database-kinds", "kv,1=batch", "--maxmemory", "1000000",
+                                          "--epic-tables", "t:100:100000"])
+    s.returncode = s.proc.wait(30)
+    assert s.returncode != 0
+    assert "the tables take 80900000 bytes in each batch database, more than the memory budget" in s.stderr_text()
+    # Each batch database charges its tables when it opens: the first of two fits, the second
+    # is refused with OOM while the first keeps working.
+    s = server_factory(extra=["--database-kinds", "kv,1=batch,2=batch", "--maxmemory", "20000000",
+                              "--epic-tables", "t:4:400000", "--epic-epoch-max-wait-us", "500"])
+    r1 = client(s)
+    assert r1.execute_command("BATCH.LOAD", "t", 7, 1, 2, 3, 4) == "OK"
+    r2 = redis.Redis(port=s.port, db=2, decode_responses=True)
+    with pytest.raises(redis.ResponseError, match="Epic tables of batch keyspace .* take 16400000 bytes, more than "
+                                                  "the memory budget has left"):
+        r2.execute_command("BATCH.LOAD", "t", 7, 1, 2, 3, 4)
+    assert [int(x) for x in r1.execute_command("BATCH.GET", "t", 7)] == [1, 2, 3, 4]
+
+
 def test_a_call_whose_keys_stay_wrong_gets_an_error_after_its_attempts(server_factory):
     # Mix's mode 4 asks to rerun on every attempt (declared keys that never become right).
     s = epic_server(server_factory)

@@ -160,6 +160,16 @@ Status EpicDatabase::check(const EpicConfig& config) {
   return Status::Ok();
 }
 
+std::uint64_t EpicDatabase::host_bytes(const EpicConfig& config) {
+  std::uint64_t bytes = 0;
+  for (const EpicTable& t : config.tables) {
+    const std::uint64_t per_record = 2ull * t.record_words * sizeof(std::uint32_t) + sizeof(std::uint64_t) + 1 +
+                                     (t.indexed ? 48 : 0);
+    bytes += per_record * t.capacity;
+  }
+  return bytes;
+}
+
 Status EpicDatabase::open(const EpicConfig& config, std::unique_ptr<EpicDatabase>* out) {
   if (!out) return Status::InvalidArgument("null output");
   if (Status s = check(config); !s.ok()) return s;

@@ -51,8 +51,9 @@ bool parse_i64(std::string_view s, std::int64_t* v) {
 }
 
 std::shared_ptr<BatchSpace> space_of(CommandContext& ctx) {
-  auto s = std::dynamic_pointer_cast<BatchSpace>(ctx.server.keyspace(ctx.session.db));
-  if (!s) ctx.error("ERR the batch keyspace of this database cannot be opened");
+  std::string why;
+  auto s = std::dynamic_pointer_cast<BatchSpace>(ctx.server.keyspace(ctx.session.db, &why));
+  if (!s) ctx.error("ERR the batch keyspace of this database cannot be opened: " + why);
   return s;
 }
 

@@ -197,8 +197,9 @@ void fcall_common(CommandContext& ctx, bool read_only) {
     if (a[3 + i].size() > max_key)
       return ctx.error("ERR key is too large: " + std::to_string(a[3 + i].size()) + " bytes, max-key-bytes is " +
                        std::to_string(max_key));
-  auto space = std::dynamic_pointer_cast<TxnSpace>(ctx.server.keyspace(ctx.session.db));
-  if (!space) return ctx.error("ERR the txn keyspace of this database cannot be opened");
+  std::string why;
+  auto space = std::dynamic_pointer_cast<TxnSpace>(ctx.server.keyspace(ctx.session.db, &why));
+  if (!space) return ctx.error("ERR the txn keyspace of this database cannot be opened: " + why);
   auto reg = registry(ctx);
   if (!reg) return;
   const std::size_t nkeys = static_cast<std::size_t>(numkeys);

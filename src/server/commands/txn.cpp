@@ -78,8 +78,9 @@ TxnSession& session_of(Session& s) {
 }
 
 std::shared_ptr<TxnSpace> space_of(CommandContext& ctx) {
-  auto s = std::dynamic_pointer_cast<TxnSpace>(ctx.server.keyspace(ctx.session.db));
-  if (!s) ctx.error("ERR the txn keyspace of this database cannot be opened");
+  std::string why;
+  auto s = std::dynamic_pointer_cast<TxnSpace>(ctx.server.keyspace(ctx.session.db, &why));
+  if (!s) ctx.error("ERR the txn keyspace of this database cannot be opened: " + why);
   return s;
 }
 
