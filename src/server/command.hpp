@@ -211,6 +211,10 @@ std::size_t last_key_index(const CommandDef& c, std::size_t argc);
 /// The error text (without the leading '-') for the first key argument of `args`, at c's key
 /// positions, that is longer than max_key bytes; empty when none is.
 std::string oversized_key_error(const CommandDef& c, Args args, std::size_t max_key);
+/// For a command of key-value pairs (step 2: MSET), the error text for the first value that is
+/// longer than max_value bytes; empty when none is or c is not such a command. Checked before
+/// any key is touched, so such a command changes nothing.
+std::string oversized_pair_value_error(const CommandDef& c, Args args, std::size_t max_value);
 /// The error reply for a command on a database whose kind does not run it, or empty when it
 /// does. E.g. "ERR 'get' is not supported by database 3, whose keyspace kind is 'txn'".
 std::string kind_error(const CommandDef& c, unsigned db, KeyspaceKind kind);

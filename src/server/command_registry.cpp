@@ -173,6 +173,16 @@ std::string oversized_key_error(const CommandDef& c, Args args, std::size_t max_
   return {};
 }
 
+std::string oversized_pair_value_error(const CommandDef& c, Args args, std::size_t max_value) {
+  if (c.first_key <= 0 || c.step != 2) return {};
+  const std::size_t last = last_key_index(c, args.size());
+  for (std::size_t i = static_cast<std::size_t>(c.first_key); i <= last && i + 1 < args.size(); i += 2)
+    if (args[i + 1].size() > max_value)
+      return "ERR value of " + std::to_string(args[i + 1].size()) + " bytes is over max-value-bytes (" +
+             std::to_string(max_value) + ")";
+  return {};
+}
+
 std::string kind_error(const CommandDef& c, unsigned db, KeyspaceKind kind) {
   if (c.kinds & kind_bit(kind)) return {};
   return "ERR '" + std::string(c.name) + "' is not supported by database " + std::to_string(db) +

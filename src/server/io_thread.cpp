@@ -515,6 +515,8 @@ void IoThread::dispatch_keys(Conn* c, PendingReply* r, const CommandDef& def, Ar
   const std::size_t step = static_cast<std::size_t>(def.step);
   if (std::string e = oversized_key_error(def, args, srv_->cfg_.store.limits.max_key_bytes); !e.empty())
     return fail(e);
+  if (std::string e = oversized_pair_value_error(def, args, srv_->cfg_.store.limits.max_value_bytes); !e.empty())
+    return fail(e);
   // The first key's op doubles as the prototype the command's parse fills.
   KeyOp* op = new_op();
   if (def.key.parse) {

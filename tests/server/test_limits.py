@@ -239,3 +239,18 @@ def test_protocol_error_reply_arrives_while_client_still_sends(server_factory):
             assert closed
     with s.conn() as c:
         assert c.call("DBSIZE") == 0
+
+
+def test_mset_with_a_value_over_max_value_bytes_writes_nothing(server_factory):
+    """MSET whose one value is over max-value-bytes is refused whole, on a kv and a txn database:
+    it used to write the other pairs of a kv database and reply an error."""
+    s = server_factory(extra=["--database-kinds", "kv,1=txn", "--max-value-bytes", "1024"])
+    with s.conn() as c:
+        for db in (0, 1):
+            assert c.call("SELECT", db) == "OK"
+            for pairs in (["m1", "a", "m2", b"x" * 1025, "m3", "c"], ["n2", b"x" * 1025, "n1", "a"]):
+                r = c.call("MSET", *pairs)
+                assert isinstance(r, RespError) and "1025" in str(r), (db, r)
+            assert c.call("MGET", "m1", "m2", "m3", "n1", "n2") == [None] * 5, db
+            assert c.call("MSET", "m1", "a", "m2", b"x" * 1024) == "OK"
+            assert c.call("MGET", "m1", "m2") == [b"a", b"x" * 1024]
