@@ -162,6 +162,13 @@ struct Setting {
   std::function<Status(ServerConfig*, std::string_view)> set;  // null: fixed
 };
 
+/// The shortest text that reads back as exactly `v` (CONFIG GET of a real-valued setting).
+std::string shortest_text(double v) {
+  char buf[64];
+  const auto r = std::to_chars(buf, buf + sizeof buf, v);
+  return std::string(buf, r.ptr);
+}
+
 Status bad(std::string_view name, std::string_view value, const char* want) {
   return Status::InvalidArgument("argument '" + std::string(value) + "' for '" + std::string(name) + "' is invalid: " +
                                  want);
@@ -273,7 +280,7 @@ const std::vector<Setting>& settings() {
                  }});
     t.push_back({"router", false, [](const ServerConfig& c) { return std::string(router_mode_name(c.store.router.mode)); },
                  [](ServerConfig* c, std::string_view v) { return parse_router_mode(v, &c->store.router.mode); }});
-    t.push_back({"router-threshold", true, [](const ServerConfig& c) { return std::to_string(c.store.router.threshold); },
+    t.push_back({"router-threshold", true, [](const ServerConfig& c) { return shortest_text(c.store.router.threshold); },
                  [](ServerConfig* c, std::string_view v) {
                    double d = 0;
                    auto r = std::from_chars(v.data(), v.data() + v.size(), d);

@@ -108,11 +108,23 @@ std::vector<std::pair<std::string, std::string>> Server::config_get(const std::v
   return kv;
 }
 
-Status Server::config_set(std::string_view name, std::string_view value) {
+Status Server::config_set(std::span<const std::pair<std::string_view, std::string_view>> pairs) {
   std::lock_guard<std::mutex> lk(config_m_);
-  Status s = apply_setting(&cfg_, name, value, true);
-  if (!s.ok()) return s;
-  if (ascii_lower(name) == "router-threshold") {
+  // Each setting's value before this call, to put back if a later pair is refused (CONFIG GET's
+  // text of a setting reads back to the same value).
+  std::vector<std::pair<std::string_view, std::string>> before;
+  bool threshold = false;
+  for (const auto& [name, value] : pairs) {
+    const auto old = duet::server::config_get(cfg_, name);
+    Status s = apply_setting(&cfg_, name, value, true);
+    if (!s.ok()) {
+      for (auto it = before.rbegin(); it != before.rend(); ++it) (void)apply_setting(&cfg_, it->first, it->second, true);
+      return s;
+    }
+    if (!old.empty()) before.emplace_back(name, old.front().second);
+    threshold = threshold || ascii_lower(name) == "router-threshold";
+  }
+  if (threshold) {
     for (auto& d : dbs_) {
       std::lock_guard<std::mutex> dl(d->m);
       if (d->space && d->space->kind() == KeyspaceKind::kKv)

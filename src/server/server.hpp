@@ -25,6 +25,7 @@
 #include <functional>
 #include <memory>
 #include <mutex>
+#include <span>
 #include <string>
 #include <thread>
 #include <vector>
@@ -77,7 +78,9 @@ class Server {
   /// CONFIG GET over several glob patterns: each matching setting once, in the order found.
   std::vector<std::pair<std::string, std::string>> config_get(const std::vector<std::string_view>& patterns);
   /// CONFIG SET of one setting (live settings only). InvalidArgument says why.
-  [[nodiscard]] Status config_set(std::string_view name, std::string_view value);
+  /// CONFIG SET of name-value pairs, all or none: on the first pair refused, those already set
+  /// get their previous values back and that pair's error is returned.
+  [[nodiscard]] Status config_set(std::span<const std::pair<std::string_view, std::string_view>> pairs);
   /// CLIENT LIST's text: one line per connection, by id.
   std::string client_list();
   /// The server-wide statistics (the aggregator INFO and /metrics both read).

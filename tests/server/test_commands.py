@@ -585,6 +585,32 @@ def test_config_router_threshold(conn):
         conn.call("CONFIG", "SET", "router-threshold", old)
 
 
+def test_config_set_of_several_settings_is_all_or_nothing(conn):
+    """CONFIG SET with a refused pair changes none of the settings it names (Redis 7's rule); it
+    used to keep the pairs before the refused one."""
+    old = conn.call("CONFIG", "GET", "maxclients")[1]
+    assert old != b"100"
+    for bad in (["proto-max-bulk-len", "abc"], ["no-such-setting-xyz", "1"], ["port", "1"]):
+        assert is_err(conn.call("CONFIG", "SET", "maxclients", "100", *bad)), bad
+        assert conn.call("CONFIG", "GET", "maxclients")[1] == old, bad
+
+
+@duet_only
+def test_config_get_of_router_threshold_reads_back_exactly(conn):
+    """CONFIG GET prints router-threshold so that setting the text back keeps the value (it
+    printed 1e-07 as 0.000000)."""
+    old = conn.call("CONFIG", "GET", "router-threshold")[1]
+    try:
+        for v in ("1e-07", "0.000013", "0.3333333333333333"):
+            assert conn.call("CONFIG", "SET", "router-threshold", v) == "OK"
+            text = conn.call("CONFIG", "GET", "router-threshold")[1]
+            assert float(text) == float(v), (v, text)
+            assert conn.call("CONFIG", "SET", "router-threshold", text) == "OK"
+            assert conn.call("CONFIG", "GET", "router-threshold")[1] == text
+    finally:
+        conn.call("CONFIG", "SET", "router-threshold", old)
+
+
 def test_client_id_setname_getname(srv):
     """CLIENT ID is a distinct integer per connection; CLIENT GETNAME is null until SETNAME;
     SETNAME rejects spaces and an empty name clears the name."""

@@ -174,8 +174,9 @@ void config(CommandContext& ctx) {
   } else if (iequals(args[1], "set")) {
     if (args.size() < 4 || args.size() % 2 != 0)
       return ctx.error("ERR wrong number of arguments for 'config|set' command");
-    Status st;
-    for (std::size_t i = 2; i + 1 < args.size() && st.ok(); i += 2) st = ctx.server.config_set(args[i], args[i + 1]);
+    std::vector<std::pair<std::string_view, std::string_view>> pairs;
+    for (std::size_t i = 2; i + 1 < args.size(); i += 2) pairs.emplace_back(args[i], args[i + 1]);
+    const Status st = ctx.server.config_set(pairs);
     if (st.ok()) ctx.out.simple("OK");
     else ctx.error("ERR CONFIG SET failed: " + st.message());
   } else if (iequals(args[1], "resetstat")) {
