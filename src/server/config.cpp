@@ -21,6 +21,7 @@ ServerConfig::ServerConfig(const ServerConfig& o)
       procedure_max_attempts(o.procedure_max_attempts), procedure_backoff_max_us(o.procedure_backoff_max_us),
       procedure_compute_device(o.procedure_compute_device), procedure_threads(o.procedure_threads), maxclients(o.maxclients.load()),
       proto_max_bulk_len(o.proto_max_bulk_len.load()), client_query_buffer_limit(o.client_query_buffer_limit.load()),
+      max_unread_output(o.max_unread_output.load()),
       max_multibulk_len(o.max_multibulk_len.load()), max_batch(o.max_batch.load()),
       max_batches_in_flight(o.max_batches_in_flight.load()), txn_idle_timeout_ms(o.txn_idle_timeout_ms.load()) {}
 
@@ -312,6 +313,11 @@ const std::vector<Setting>& settings() {
                    return set_atomic("client-query-buffer-limit", v, &c->client_query_buffer_limit, 1024 * 1024,
                                      8ull << 30);
                  }});
+    t.push_back({"max-unread-output", true,
+                 [](const ServerConfig& c) { return std::to_string(c.max_unread_output.load()); },
+                 [](ServerConfig* c, std::string_view v) {
+                   return set_atomic("max-unread-output", v, &c->max_unread_output, 0, UINT64_MAX);
+                 }});
     t.push_back({"max-multibulk-len", true,
                  [](const ServerConfig& c) { return std::to_string(c.max_multibulk_len.load()); },
                  [](ServerConfig* c, std::string_view v) {
@@ -512,6 +518,7 @@ const char* server_usage() {
          "  --maxclients N              connections at once (10000)\n"
          "  --proto-max-bulk-len BYTES  largest argument (512mb)\n"
          "  --client-query-buffer-limit BYTES  largest unanswered input of one client (1gb)\n"
+         "  --max-unread-output BYTES   stop reading a client with more unsent replies (0: no limit)\n"
          "  --max-key-bytes / --max-value-bytes BYTES  engine limits (64kb / 512mb)\n"
          "  --router learned|all-cold|all-hot, --router-threshold X, --hot-cache-entries N\n"
          "  --router-train-requests N   sampled requests before a new router model is installed (312500)\n"

@@ -46,6 +46,9 @@ struct ServerConfig {
   std::atomic<std::uint64_t> maxclients{10000};
   std::atomic<std::uint64_t> proto_max_bulk_len{512ull * 1024 * 1024};
   std::atomic<std::uint64_t> client_query_buffer_limit{1024ull * 1024 * 1024};
+  /// Unsent reply bytes past which a client's input is no longer read (0: no limit, as Redis
+  /// does for normal clients; a limit stalls a client that sends a whole pipeline before reading).
+  std::atomic<std::uint64_t> max_unread_output{0};
   std::atomic<std::uint64_t> max_multibulk_len{1024 * 1024};
   std::atomic<std::uint64_t> max_batch{4096};  ///< most commands one thread sends the engine at once
   /// Most engine batches one thread keeps in flight (submitted, not yet completed) while it

@@ -353,8 +353,10 @@ void IoThread::adopt(Accepted a) {
 
 void IoThread::update_events(Conn* c) {
   const std::size_t pending = c->out.size() - c->out_off;
-  // Backpressure: stop reading a client that does not read; nothing to read after its EOF.
-  const std::uint32_t want = (!c->peer_closed && pending <= kMaxPendingOutput ? EPOLLIN : 0u) |
+  // Backpressure, when max-unread-output is set: stop reading a client that does not read;
+  // nothing to read after its EOF.
+  const std::uint64_t limit = srv_->cfg_.max_unread_output.load(std::memory_order_relaxed);
+  const std::uint32_t want = (!c->peer_closed && (limit == 0 || pending <= limit) ? EPOLLIN : 0u) |
                              (pending > 0 ? EPOLLOUT : 0u);
   if (c->events == want) return;
   c->events = want;

@@ -119,7 +119,7 @@ class IoThread final : public RequestSink, private KeyOpSink {
   void flush(Conn* c);
   void close_conn(Conn* c);
   void maybe_free(Conn* c);
-  /// Registers EPOLLIN unless the client's unsent output is over kMaxPendingOutput, and
+  /// Registers EPOLLIN unless the client's unsent output is over max-unread-output, and
   /// EPOLLOUT while output is pending.
   void update_events(Conn* c);
   /// Closes a connection whose last replies are out; if the client may still be sending, first
@@ -127,7 +127,6 @@ class IoThread final : public RequestSink, private KeyOpSink {
   void finish_close(Conn* c);
   void expire_lingering();
   static constexpr std::uint64_t kLingerNs = 2'000'000'000;
-  static constexpr std::size_t kMaxPendingOutput = 4u << 20;
   static constexpr std::size_t kMaxPendingReplies = 100000;
 
   Server* srv_;

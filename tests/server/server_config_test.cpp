@@ -460,6 +460,7 @@ TEST(ConfigGet, PatternsSelectSettingsWithTheirValues) {
   EXPECT_EQ(max, (std::map<std::string, std::string>{{"maxmemory", "1048576"},
                                                      {"max-key-bytes", "65536"},
                                                      {"max-value-bytes", "536870912"},
+                                                     {"max-unread-output", "0"},
                                                      {"maxclients", "12"},
                                                      {"max-batches-in-flight", "8"},
                                                      {"max-multibulk-len", "1048576"},

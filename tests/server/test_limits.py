@@ -254,3 +254,28 @@ def test_mset_with_a_value_over_max_value_bytes_writes_nothing(server_factory):
             assert c.call("MGET", "m1", "m2", "m3", "n1", "n2") == [None] * 5, db
             assert c.call("MSET", "m1", "a", "m2", b"x" * 1024) == "OK"
             assert c.call("MGET", "m1", "m2") == [b"a", b"x" * 1024]
+
+
+def test_a_pipeline_sent_whole_before_its_large_replies_are_read_completes(server_factory):
+    """redis-py sends a whole pipeline before reading a reply. With 20 MiB of replies the server
+    used to stop reading the client at 4 MiB of unsent output while the client still wrote:
+    both waited forever. By default (max-unread-output 0) the server reads on, as Redis does; a
+    limit set live applies to later pipelines."""
+    import redis
+    s = server_factory()
+    r = redis.Redis(port=s.port, socket_timeout=30)
+    assert r.config_get("max-unread-output") == {"max-unread-output": "0"}
+    p = r.pipeline(transaction=False)
+    for i in range(20):
+        p.set(f"k{i}", bytes([i]) * MiB)
+        p.get(f"k{i}")
+    got = p.execute()
+    assert [got[2 * i + 1] for i in range(20)] == [bytes([i]) * MiB for i in range(20)]
+    # With a limit, a client that sends without reading is paused, not dropped: once it reads,
+    # every reply arrives in order.
+    assert r.config_set("max-unread-output", MiB) is True
+    with s.conn(timeout=30) as c:
+        c.send(encode("GET", "k1") * 8)
+        for _ in range(8):
+            assert c.read_reply() == bytes([1]) * MiB
+    assert r.config_set("max-unread-output", 0) is True
