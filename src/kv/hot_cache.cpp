@@ -102,8 +102,17 @@ HotCache::Table::~Table() {
 
 HotCache::Bucket& HotCache::Table::bucket(std::uint64_t ikey) const { return buckets[mix(ikey) & mask]; }
 
-HotCache::HotCache(std::uint64_t expected_entries)
-    : table_(new Table(std::bit_ceil(std::max<std::uint64_t>(expected_entries / 4, 64)))) {}
+namespace {
+std::uint64_t initial_buckets(std::uint64_t expected_entries) {
+  return std::bit_ceil(std::max<std::uint64_t>(expected_entries / 4, 64));
+}
+}  // namespace
+
+HotCache::HotCache(std::uint64_t expected_entries) : table_(new Table(initial_buckets(expected_entries))) {}
+
+std::uint64_t HotCache::initial_bytes(std::uint64_t expected_entries) {
+  return initial_buckets(expected_entries) * sizeof(Bucket);
+}
 
 HotCache::~HotCache() {
   wait_for_grow();

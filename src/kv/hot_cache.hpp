@@ -44,6 +44,9 @@ class HotCache {
 
   /// Sized for about `expected_entries` entries at half load.
   explicit HotCache(std::uint64_t expected_entries);
+  /// Bytes of the bucket array a cache for `expected_entries` starts with (what the
+  /// constructor allocates at once; overflow nodes and grows come later).
+  static std::uint64_t initial_bytes(std::uint64_t expected_entries);
   ~HotCache();
   HotCache(const HotCache&) = delete;
   HotCache& operator=(const HotCache&) = delete;

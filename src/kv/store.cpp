@@ -9,6 +9,7 @@
 #include "batch/batch_space.hpp"
 #include "duet/store.hpp"
 #include "gpu/device.hpp"
+#include "kv/hot_cache.hpp"
 #include "kv/kv_space.hpp"
 #include "txn/factory.hpp"
 
@@ -141,7 +142,12 @@ class StoreImpl final : public Store {
       if (find_locked(name) != spaces_.end()) return already_exists(name);
     }
     std::shared_ptr<Keyspace> space;
-    Status s = make_space(name, kind, &space);
+    Status s;
+    try {
+      s = make_space(name, kind, &space);
+    } catch (const std::bad_alloc&) {
+      s = Status::ResourceExhausted("keyspace '" + std::string(name) + "': out of memory while building it");
+    }
     if (!s.ok()) return s;
     {
       std::lock_guard<std::mutex> lk(m_);
@@ -211,28 +217,37 @@ class StoreImpl final : public Store {
     return Status::InvalidArgument("unknown keyspace kind");
   }
 
-  /// A batch keyspace whose Epic tables (if any) are charged to the memory budget for as long
-  /// as it lives: ResourceExhausted, nothing opened, when they do not fit what is left.
-  Status make_batch(std::string_view name, std::shared_ptr<Keyspace>* out) {
-    const std::uint64_t bytes = config_.epic.tables.empty() ? 0 : EpicDatabase::host_bytes(config_.epic);
-    if (bytes && !shared_->budget.charge(bytes).ok())
-      return Status::ResourceExhausted("the Epic tables of batch keyspace '" + std::string(name) + "' take " +
-                                       std::to_string(bytes) + " bytes, more than the memory budget has left (" +
-                                       std::to_string(shared_->budget.limit()) + " bytes in all)");
-    std::shared_ptr<Keyspace> space;
-    Status s = batch::make_batch_keyspace(name, gpu_, config_.epic, &space);
-    if (!s.ok()) {
-      if (bytes) shared_->budget.release(bytes);
-      return s;
-    }
-    if (!bytes) return *out = std::move(space), s;
-    // The charge is returned when the last holder lets the keyspace go.
+  /// ResourceExhausted naming keyspace `name` and `what` takes `bytes`, when the memory budget
+  /// has less than that left.
+  Status over_budget(std::string_view name, const char* what, std::uint64_t bytes) const {
+    return Status::ResourceExhausted("the " + std::string(what) + " of keyspace '" + std::string(name) + "' take " +
+                                     std::to_string(bytes) + " bytes, more than the memory budget has left (" +
+                                     std::to_string(shared_->budget.limit()) + " bytes in all, maxmemory)");
+  }
+  /// Hands out `space` with `bytes` of the memory budget charged to it, returned when its last
+  /// handle goes; over_budget (and `space` freed) when the budget has less left.
+  Status charged(std::string_view name, const char* what, std::uint64_t bytes, std::shared_ptr<Keyspace> space,
+                 std::shared_ptr<Keyspace>* out) {
+    if (bytes == 0) return *out = std::move(space), Status::Ok();
+    if (!shared_->budget.charge(bytes).ok()) return over_budget(name, what, bytes);
     Keyspace* raw = space.get();
     *out = std::shared_ptr<Keyspace>(raw, [space = std::move(space), shared = shared_, bytes](Keyspace*) mutable {
       space.reset();
       shared->budget.release(bytes);
     });
-    return s;
+    return Status::Ok();
+  }
+
+  /// A batch keyspace, its Epic tables (if any) charged to the memory budget: refused before
+  /// they are allocated when they do not fit what is left.
+  Status make_batch(std::string_view name, std::shared_ptr<Keyspace>* out) {
+    const char* what = "Epic tables";
+    const std::uint64_t bytes = config_.epic.tables.empty() ? 0 : EpicDatabase::host_bytes(config_.epic);
+    if (bytes > shared_->budget.limit() - std::min(shared_->budget.used(), shared_->budget.limit()))
+      return over_budget(name, what, bytes);
+    std::shared_ptr<Keyspace> space;
+    Status s = batch::make_batch_keyspace(name, gpu_, config_.epic, &space);
+    return s.ok() ? charged(name, what, bytes, std::move(space), out) : s;
   }
 
   Status make_kv(std::string_view name, std::shared_ptr<Keyspace>* out) {
@@ -243,6 +258,11 @@ class StoreImpl final : public Store {
       lc.max_pool_slabs = config_.max_store_slabs;
       lc.initial_pool_slabs = std::min<std::uint64_t>(config_.max_store_slabs, 1024);
     }
+    // The Hot Cache's and the Canonical Store's bucket arrays are allocated whole, outside the
+    // budget (which counts keys and values as they come); one larger than the whole budget is
+    // refused rather than allocated.
+    const std::uint64_t hot = kv::HotCache::initial_bytes(config_.hot_cache_entries);
+    if (hot > shared_->budget.limit()) return over_budget(name, "Hot Cache buckets", hot);
     std::unique_ptr<lslab::Map> map;
     Status s = gpu_ ? lslab::make_gpu_map(lc, &map) : lslab::make_cpu_map(lc, &map);
     if (!s.ok()) return s;

@@ -292,7 +292,9 @@ Status Server::start() {
     if (!metrics_->start(cfg_.metrics_bind, cfg_.metrics_port, [this] { return metrics_text(); }, &why))
       return Status::Unavailable("metrics endpoint: " + why);
   }
-  keyspace(0);  // open database 0 now, so a bad device or budget shows at startup
+  // Database 0 opens now: a device, budget or size that cannot work stops the server with the
+  // reason instead of failing every command.
+  if (std::string why; !keyspace(0, &why)) return Status::ResourceExhausted("database 0 cannot be opened: " + why);
   background_.start(1, "duet-background");
   procedures_.start(cfg_.procedure_threads ? cfg_.procedure_threads : std::max(1u, std::thread::hardware_concurrency()),
                     "duet-procedure");

@@ -552,7 +552,7 @@ def test_epic_tables_are_charged_to_the_memory_budget(server_factory):
     r1 = client(s)
     assert r1.execute_command("BATCH.LOAD", "t", 7, 1, 2, 3, 4) == "OK"
     r2 = redis.Redis(port=s.port, db=2, decode_responses=True)
-    with pytest.raises(redis.ResponseError, match="Epic tables of batch keyspace .* take 16400000 bytes, more than "
+    with pytest.raises(redis.ResponseError, match="Epic tables of keyspace .* take 16400000 bytes, more than "
                                                   "the memory budget has left"):
         r2.execute_command("BATCH.LOAD", "t", 7, 1, 2, 3, 4)
     assert [int(x) for x in r1.execute_command("BATCH.GET", "t", 7)] == [1, 2, 3, 4]

@@ -5,6 +5,8 @@ limit the offending client is refused or disconnected; everyone else is served a
 Redis refuses proto-max-bulk-len and client-query-buffer-limit below 1 MiB, so the tests use
 1 MiB limits for both servers."""
 
+import re
+
 import pytest
 
 from resp_client import Conn, ConnectionClosed, RespError, encode
@@ -279,3 +281,16 @@ def test_a_pipeline_sent_whole_before_its_large_replies_are_read_completes(serve
         for _ in range(8):
             assert c.read_reply() == bytes([1]) * MiB
     assert r.config_set("max-unread-output", 0) is True
+
+
+def test_a_hot_cache_larger_than_the_memory_budget_stops_the_server_with_a_message(server_factory):
+    """hot-cache-entries sizes each kv database's Hot Cache buckets, allocated whole when the
+    database opens. 5e7 entries (3 GiB of buckets) under a 1 GiB budget used to be allocated
+    anyway, a few GiB per database touched, until the server was killed; 2^36 aborted it at
+    startup on an uncaught bad_alloc. Now database 0, opened at startup, refuses them and the
+    server stops with the reason."""
+    s = server_factory(wait=False, extra=["--maxmemory", "1gb", "--hot-cache-entries", "50000000"])
+    s.returncode = s.proc.wait(30)
+    assert s.returncode != 0
+    assert re.search(r"database 0 cannot be opened: the Hot Cache buckets of keyspace 'db0' take \d+ bytes, "
+                     r"more than the memory budget", s.stderr_text()), s.stderr_text()
