@@ -321,7 +321,8 @@ const std::vector<Setting>& settings() {
     t.push_back({"max-multibulk-len", true,
                  [](const ServerConfig& c) { return std::to_string(c.max_multibulk_len.load()); },
                  [](ServerConfig* c, std::string_view v) {
-                   return set_atomic("max-multibulk-len", v, &c->max_multibulk_len, 1, 1u << 30);
+                   // At least 16, so a client can always send the CONFIG SET that raises it again.
+                   return set_atomic("max-multibulk-len", v, &c->max_multibulk_len, 16, 1u << 30);
                  }});
     t.push_back({"max-batch", true, [](const ServerConfig& c) { return std::to_string(c.max_batch.load()); },
                  [](ServerConfig* c, std::string_view v) { return set_atomic("max-batch", v, &c->max_batch, 1, 1u << 20); }});

@@ -186,8 +186,11 @@ TEST(ApplySetting, LiveSettingsChangeAtRunTime) {
   EXPECT_EQ(c.max_batch.load(), 128u);
   EXPECT_TRUE(apply_setting(&c, "max-batches-in-flight", "3", true).ok());
   EXPECT_EQ(c.max_batches_in_flight.load(), 3u);
-  EXPECT_TRUE(apply_setting(&c, "max-multibulk-len", "10", true).ok());
-  EXPECT_EQ(c.max_multibulk_len.load(), 10u);
+  EXPECT_TRUE(apply_setting(&c, "max-multibulk-len", "16", true).ok());
+  EXPECT_EQ(c.max_multibulk_len.load(), 16u);
+  // Below 16 a client could no longer send the CONFIG SET that raises it again.
+  EXPECT_FALSE(apply_setting(&c, "max-multibulk-len", "15", true).ok());
+  EXPECT_EQ(c.max_multibulk_len.load(), 16u);
   EXPECT_TRUE(apply_setting(&c, "router-threshold", "0.25", true).ok());
   EXPECT_DOUBLE_EQ(c.store.router.threshold, 0.25);
   EXPECT_TRUE(apply_setting(&c, "client-query-buffer-limit", "2mb", true).ok());
