@@ -259,10 +259,14 @@ class StoreImpl final : public Store {
       lc.initial_pool_slabs = std::min<std::uint64_t>(config_.max_store_slabs, 1024);
     }
     // The Hot Cache's and the Canonical Store's bucket arrays are allocated whole, outside the
-    // budget (which counts keys and values as they come); one larger than the whole budget is
-    // refused rather than allocated.
+    // budget (which counts keys and values as they come, so small budgets stay usable). A Hot
+    // Cache larger than half of physical memory is refused rather than allocated: the kernel
+    // would kill the process while its buckets are being built.
     const std::uint64_t hot = kv::HotCache::initial_bytes(config_.hot_cache_entries);
-    if (hot > shared_->budget.limit()) return over_budget(name, "Hot Cache buckets", hot);
+    if (const std::uint64_t half = effective_memory_budget(StoreConfig{}); hot > half)
+      return Status::ResourceExhausted("the Hot Cache buckets of keyspace '" + std::string(name) + "' take " +
+                                       std::to_string(hot) + " bytes, more than half of physical memory (" +
+                                       std::to_string(half) + " bytes; hot-cache-entries sizes them)");
     std::unique_ptr<lslab::Map> map;
     Status s = gpu_ ? lslab::make_gpu_map(lc, &map) : lslab::make_cpu_map(lc, &map);
     if (!s.ok()) return s;

@@ -283,14 +283,13 @@ def test_a_pipeline_sent_whole_before_its_large_replies_are_read_completes(serve
     assert r.config_set("max-unread-output", 0) is True
 
 
-def test_a_hot_cache_larger_than_the_memory_budget_stops_the_server_with_a_message(server_factory):
+def test_a_hot_cache_larger_than_half_of_memory_stops_the_server_with_a_message(server_factory):
     """hot-cache-entries sizes each kv database's Hot Cache buckets, allocated whole when the
-    database opens. 5e7 entries (3 GiB of buckets) under a 1 GiB budget used to be allocated
-    anyway, a few GiB per database touched, until the server was killed; 2^36 aborted it at
-    startup on an uncaught bad_alloc. Now database 0, opened at startup, refuses them and the
-    server stops with the reason."""
-    s = server_factory(wait=False, extra=["--maxmemory", "1gb", "--hot-cache-entries", "50000000"])
+    database opens: 2^36 entries aborted the server at startup on an uncaught bad_alloc. Now a
+    Hot Cache over half of physical memory is refused; database 0 opens at startup, so the server
+    stops with the reason."""
+    s = server_factory(wait=False, extra=["--hot-cache-entries", str(1 << 36)])
     s.returncode = s.proc.wait(30)
     assert s.returncode != 0
     assert re.search(r"database 0 cannot be opened: the Hot Cache buckets of keyspace 'db0' take \d+ bytes, "
-                     r"more than the memory budget", s.stderr_text()), s.stderr_text()
+                     r"more than half of physical memory", s.stderr_text()), s.stderr_text()
