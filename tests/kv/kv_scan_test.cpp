@@ -201,7 +201,7 @@ TEST_P(KvScan, SizeCountsOnlyTheSucceededRequestsOfABatch) {
   StoreConfig c = config();
   c.limits.max_key_bytes = 16;
   c.limits.max_value_bytes = 64;
-  reopen(c);
+  ASSERT_NO_FATAL_FAILURE(reopen(c));
   put("existing", "x");
   ASSERT_EQ(kv_->size(), 1u);
   const std::string key16(16, 'k'), key17(17, 'k'), val64(64, 'v'), val65(65, 'v');
@@ -259,7 +259,7 @@ TEST_P(KvScan, SizeCountsOnlyTheSucceededRequestsOfABatch) {
 TEST_P(KvScan, SizeDoesNotCountPutsRefusedByTheMemoryBudget) {
   StoreConfig c = config();
   c.memory_budget_bytes = 64 * 1024;
-  reopen(c);
+  ASSERT_NO_FATAL_FAILURE(reopen(c));
   const std::string big(10 * 1024, 'b');  // a value block of about 10 KiB
   std::uint64_t ok = 0, refused = 0;
   for (int i = 0; i < 12; ++i) {
@@ -355,7 +355,7 @@ TEST_P(KvScan, ScanCoversOverflowSlabsAndSlabsFreedByDeletes) {
   StoreConfig c = config();
   c.expected_keys = 64;  // few buckets: most keys live in overflow slabs from the pool
   c.hot_cache_entries = 64;
-  reopen(c);
+  ASSERT_NO_FATAL_FAILURE(reopen(c));
   std::set<std::string> want;
   for (int i = 0; i < 3000; ++i) {
     const std::string k = i % 5 == 0 ? "overflow/long/" + std::string(30, 'y') + std::to_string(i)
@@ -605,7 +605,7 @@ TEST_P(KvScan, DropReturnsTheKeyDictionaryBytesToTheMemoryBudget) {
 TEST_P(KvScan, RepeatedDropAndCreateOfLongKeysNeverExhaustsTheBudget) {
   StoreConfig c = config();
   c.memory_budget_bytes = 64 * 1024;
-  reopen(c);
+  ASSERT_NO_FATAL_FAILURE(reopen(c));
   // Each round writes about 10 KiB of long keys into an empty keyspace and drops it: the
   // budget (64 KiB) holds one round easily, so no round may be refused.
   for (int round = 0; round < 12 && !HasFailure(); ++round) {

@@ -414,7 +414,7 @@ TEST_F(KeyBatch, IncrByOverflowIsAnErrorAndChangesNothing) {
 }
 
 TEST_F(KeyBatch, AppendOverMaxValueBytesIsRefusedAndChangesNothing) {
-  open(cpu_config(), 16);
+  ASSERT_NO_FATAL_FAILURE(open(cpu_config(), 16));
   Batch b;
   b.add(Cmd::kAppend, "a", std::string(10, 'x'));
   b.add(Cmd::kAppend, "a", std::string(7, 'y'));   // 17 > 16
@@ -526,7 +526,7 @@ TEST_F(KeyBatch, EngineRefusalOfTheWriteFailsEveryCommandFromTheFirstChange) {
 TEST_F(KeyBatch, MemoryBudgetRefusalIsAnOomError) {
   StoreConfig c = cpu_config();
   c.memory_budget_bytes = 4096;
-  open(c, 1u << 20);
+  ASSERT_NO_FATAL_FAILURE(open(c, 1u << 20));
   Batch b;
   b.set("big", std::string(10000, 'b'));
   b.set("small", "s");
@@ -614,7 +614,7 @@ class KeyBatchModel : public KeyBatch, public ::testing::WithParamInterface<Rout
   /// Runs `batches` random batches of 1..max_ops commands over `keys` and compares every reply,
   /// the keyspaces' size() after each batch and the stored values at the end with the model.
   void check_random_batches(int batches, int max_ops, const std::vector<std::string>& keys, unsigned seed) {
-    open(cpu_config(GetParam()), 40);
+    ASSERT_NO_FATAL_FAILURE(open(cpu_config(GetParam()), 40));
     Model model(40);
     std::mt19937 rng(seed);
     const std::vector<std::string> values = {"", "0", "1", "-7", "41", "9223372036854775806", "x", "hello",
@@ -1058,7 +1058,7 @@ void random_pipeline(KeyPipeline& p, RecordingSink& sink, std::function<void(std
 }
 
 TEST_F(Pipeline, RandomCommandsWithBatchesAnsweredOutOfOrderMatchTheModel) {
-  open(cpu_config(), 64);
+  ASSERT_NO_FATAL_FAILURE(open(cpu_config(), 64));
   gated_.clear();
   for (auto& s : spaces_) gated_.push_back(std::make_shared<GatedSpace>(s));
   Model model(64);
