@@ -217,37 +217,34 @@ class StoreImpl final : public Store {
     return Status::InvalidArgument("unknown keyspace kind");
   }
 
-  /// ResourceExhausted naming keyspace `name` and `what` takes `bytes`, when the memory budget
-  /// has less than that left.
-  Status over_budget(std::string_view name, const char* what, std::uint64_t bytes) const {
-    return Status::ResourceExhausted("the " + std::string(what) + " of keyspace '" + std::string(name) + "' take " +
-                                     std::to_string(bytes) + " bytes, more than the memory budget has left (" +
-                                     std::to_string(shared_->budget.limit()) + " bytes in all, maxmemory)");
-  }
-  /// Hands out `space` with `bytes` of the memory budget charged to it, returned when its last
-  /// handle goes; over_budget (and `space` freed) when the budget has less left.
-  Status charged(std::string_view name, const char* what, std::uint64_t bytes, std::shared_ptr<Keyspace> space,
-                 std::shared_ptr<Keyspace>* out) {
-    if (bytes == 0) return *out = std::move(space), Status::Ok();
-    if (!shared_->budget.charge(bytes).ok()) return over_budget(name, what, bytes);
-    Keyspace* raw = space.get();
-    *out = std::shared_ptr<Keyspace>(raw, [space = std::move(space), shared = shared_, bytes](Keyspace*) mutable {
-      space.reset();
-      shared->budget.release(bytes);
-    });
-    return Status::Ok();
-  }
-
-  /// A batch keyspace, its Epic tables (if any) charged to the memory budget: refused before
-  /// they are allocated when they do not fit what is left.
+  /// A batch keyspace whose Epic tables (if any) are charged to the memory budget for as long as
+  /// it lives: ResourceExhausted, nothing allocated, when they do not fit what the budget has left.
   Status make_batch(std::string_view name, std::shared_ptr<Keyspace>* out) {
-    const char* what = "Epic tables";
     const std::uint64_t bytes = config_.epic.tables.empty() ? 0 : EpicDatabase::host_bytes(config_.epic);
-    if (bytes > shared_->budget.limit() - std::min(shared_->budget.used(), shared_->budget.limit()))
-      return over_budget(name, what, bytes);
+    if (bytes && !shared_->budget.charge(bytes).ok())
+      return Status::ResourceExhausted("the Epic tables of keyspace '" + std::string(name) + "' take " +
+                                       std::to_string(bytes) + " bytes, more than the memory budget has left (" +
+                                       std::to_string(shared_->budget.limit()) + " bytes in all, maxmemory)");
+    // The charge goes back with the keyspace's last handle, or now if it is not built.
+    auto refund = [shared = shared_, bytes] {
+      if (bytes) shared->budget.release(bytes);
+    };
     std::shared_ptr<Keyspace> space;
-    Status s = batch::make_batch_keyspace(name, gpu_, config_.epic, &space);
-    return s.ok() ? charged(name, what, bytes, std::move(space), out) : s;
+    Status s;
+    try {
+      s = batch::make_batch_keyspace(name, gpu_, config_.epic, &space);
+    } catch (...) {
+      refund();
+      throw;
+    }
+    if (!s.ok()) return refund(), s;
+    if (!bytes) return *out = std::move(space), s;
+    Keyspace* raw = space.get();
+    *out = std::shared_ptr<Keyspace>(raw, [space = std::move(space), refund](Keyspace*) mutable {
+      space.reset();
+      refund();
+    });
+    return s;
   }
 
   Status make_kv(std::string_view name, std::shared_ptr<Keyspace>* out) {

@@ -39,16 +39,16 @@ inline constexpr bool kIsTree = false;
 template <unsigned K, Regime R>
 inline constexpr bool kIsTree<CpuBLinkTree<K, R>> = true;
 
-/// One front end behind GpuStructure. Sessions (a CpuEnv each: an epoch participant, which one
-/// thread uses at a time) are kept in a free list: a call borrows one, or opens one when every
-/// session is in use, and returns it after, so concurrent calls each hold their own and the
-/// object keeps as many as calls ever ran at once.
 /// What every twin reports beyond GpuStructure (cpu_node_reads).
 class CpuTwinBase : public GpuStructure {
  public:
   virtual std::uint64_t node_reads() const = 0;
 };
 
+/// One front end behind GpuStructure. Sessions (a CpuEnv each: an epoch participant, which one
+/// thread uses at a time) are kept in a free list: a call borrows one, or opens one when every
+/// session is in use, and returns it after, so concurrent calls each hold their own and the
+/// object keeps as many as calls ever ran at once.
 template <class Front>
 class CpuTwin final : public CpuTwinBase {
  public:
