@@ -4,6 +4,7 @@
 
 #include <algorithm>
 #include <mutex>
+#include <system_error>
 #include <unordered_map>
 
 #include "batch/batch_space.hpp"
@@ -147,6 +148,8 @@ class StoreImpl final : public Store {
       s = make_space(name, kind, &space);
     } catch (const std::bad_alloc&) {
       s = Status::ResourceExhausted("keyspace '" + std::string(name) + "': out of memory while building it");
+    } catch (const std::system_error& e) {
+      s = Status::ResourceExhausted("keyspace '" + std::string(name) + "': cannot start its threads: " + e.what());
     }
     if (!s.ok()) return s;
     {

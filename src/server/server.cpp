@@ -12,6 +12,7 @@
 #include <algorithm>
 #include <cerrno>
 #include <cstring>
+#include <system_error>
 
 #include "common/log.hpp"
 #include "sched/thread_name.hpp"
@@ -289,15 +290,36 @@ Status Server::start() {
   if (cfg_.metrics_port) {
     metrics_ = std::make_unique<MetricsEndpoint>();
     std::string why;
-    if (!metrics_->start(cfg_.metrics_bind, cfg_.metrics_port, [this] { return metrics_text(); }, &why))
-      return Status::Unavailable("metrics endpoint: " + why);
+    bool started = false;
+    try {
+      started = metrics_->start(cfg_.metrics_bind, cfg_.metrics_port, [this] { return metrics_text(); }, &why);
+    } catch (const std::system_error& e) {
+      why = std::string("cannot start its thread: ") + e.what();
+    }
+    if (!started) return Status::Unavailable("metrics endpoint: " + why);
   }
   // Database 0 opens now: a device, budget or size that cannot work stops the server with the
   // reason instead of failing every command.
   if (std::string why; !keyspace(0, &why)) return Status::ResourceExhausted("database 0 cannot be opened: " + why);
+  // Threads the system refuses (a process or address-space limit) stop the server with the
+  // reason; stop() joins those already started.
+  try {
+    start_threads();
+  } catch (const std::system_error& e) {
+    return Status::ResourceExhausted("cannot start the server's threads (threads " + std::to_string(n) +
+                                     ", procedure-threads " + std::to_string(procedure_threads()) +
+                                     "): " + e.what());
+  }
+  return Status::Ok();
+}
+
+unsigned Server::procedure_threads() const {
+  return cfg_.procedure_threads ? cfg_.procedure_threads : std::max(1u, std::thread::hardware_concurrency());
+}
+
+void Server::start_threads() {
   background_.start(1, "duet-background");
-  procedures_.start(cfg_.procedure_threads ? cfg_.procedure_threads : std::max(1u, std::thread::hardware_concurrency()),
-                    "duet-procedure");
+  procedures_.start(procedure_threads(), "duet-procedure");
   for (auto& t : threads_) t->start();  // after the task queues: their commands may queue tasks
   ticker_ = std::thread([this] {
     std::uint64_t last = 0;
@@ -311,7 +333,6 @@ Status Server::start() {
       for (const auto& t : threads_) t->report_if_stuck();
     }
   });
-  return Status::Ok();
 }
 
 void Server::flush_epic() {

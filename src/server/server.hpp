@@ -107,6 +107,11 @@ class Server {
   /// Runs every Epic call queued in the open batch databases (their replies are posted to the
   /// I/O threads); Server::stop's part.
   void flush_epic();
+  /// The procedure queue's thread count (procedure-threads, 0: every core).
+  unsigned procedure_threads() const;
+  /// Starts the task queues, the I/O threads and the ticker; throws std::system_error when the
+  /// system refuses a thread (those already started are joined by stop()).
+  void start_threads();
   void add_client(const std::shared_ptr<ClientInfo>& info);
   void remove_client(const std::shared_ptr<ClientInfo>& info);
   std::string metrics_text();

@@ -6,11 +6,13 @@ Redis refuses proto-max-bulk-len and client-query-buffer-limit below 1 MiB, so t
 1 MiB limits for both servers."""
 
 import re
+import resource
+import subprocess
 
 import pytest
 
 from resp_client import Conn, ConnectionClosed, RespError, encode
-from server_util import poll_until
+from server_util import ServerProcess, poll_until
 
 MiB = 1 << 20
 MAXCLIENTS_ERR = b"-ERR max number of clients reached\r\n"
@@ -293,3 +295,23 @@ def test_a_hot_cache_larger_than_half_of_memory_stops_the_server_with_a_message(
     assert s.returncode != 0
     assert re.search(r"database 0 cannot be opened: the Hot Cache buckets of keyspace 'db0' take \d+ bytes, "
                      r"more than half of physical memory", s.stderr_text()), s.stderr_text()
+
+
+def test_threads_the_system_refuses_stop_the_server_with_a_message(tmp_path):
+    """--threads and --procedure-threads accept up to 1024 each; when the system refuses a
+    thread (here an address-space limit of 4 GiB against 2048 stacks of 8 MiB) the server used
+    to abort on an uncaught std::system_error. It now stops with the reason and exit code 1."""
+    argv = ServerProcess(tmp_path, threads=1024, extra=["--procedure-threads", "1024"]).argv()
+
+    def limited():
+        resource.setrlimit(resource.RLIMIT_STACK, (8 * MiB, 8 * MiB))
+        resource.setrlimit(resource.RLIMIT_AS, (4 << 30, 4 << 30))
+
+    p = subprocess.run(argv, preexec_fn=limited, capture_output=True, text=True, timeout=60,
+                       stdin=subprocess.DEVNULL, cwd=tmp_path)
+    if "AddressSanitizer" in p.stderr or "ThreadSanitizer" in p.stderr:
+        pytest.skip("a sanitizer's shadow memory does not fit an address-space limit")
+    assert p.returncode == 1, p.stderr
+    assert "terminate called" not in p.stderr, p.stderr
+    assert re.search(r"cannot start the server's threads \(threads 1024, procedure-threads 1024\): ",
+                     p.stderr), p.stderr
