@@ -26,6 +26,7 @@
 #include "gpu/device.hpp"
 #include "index/cods/cpu.hpp"
 #include "index/cods/gpu_batch.hpp"
+#include "index/cods/gpu_pool.cuh"
 
 namespace duet::cods::ds {
 namespace {
@@ -84,6 +85,7 @@ struct Shape {
   Regime regime;
   std::uint64_t buckets, range;
   GpuMode mode = GpuMode::kGroup;
+  bool gets_first = true;  ///< GpuConfig::gets_first (false: index order)
 };
 void PrintTo(const Shape& s, std::ostream* os) { *os << s.name; }
 
@@ -96,6 +98,7 @@ GpuConfig config_of(const Shape& sh) {
   c.regime = sh.regime;
   c.buckets = sh.buckets;
   c.mode = sh.mode;
+  c.gets_first = sh.gets_first;
   c.pool_nodes = 1u << 18;
   return c;
 }
@@ -190,7 +193,10 @@ INSTANTIATE_TEST_SUITE_P(
                       Shape{"hash_k30_g32_mixed_elem", GpuKind::kHashSet, 30, 32, E, 31, 20000, GpuMode::kMixed},
                       Shape{"hash_k14_g8_mixed_full", GpuKind::kHashSet, 14, 8, F, 97, 20000, GpuMode::kMixed},
                       Shape{"tree_k14_g1_elem", GpuKind::kTree, 14, 1, E, 1, 20000},
-                      Shape{"tree_k14_g16_mixed_full", GpuKind::kTree, 14, 16, F, 1, 20000, GpuMode::kMixed}),
+                      Shape{"tree_k14_g16_mixed_full", GpuKind::kTree, 14, 16, F, 1, 20000, GpuMode::kMixed},
+                      // Index order (GETs not run first).
+                      Shape{"hash_k14_g1_full_index_order", GpuKind::kHashSet, 14, 1, F, 97, 20000, GpuMode::kGroup, false},
+                      Shape{"tree_k14_g16_elem_index_order", GpuKind::kTree, 14, 16, E, 1, 20000, GpuMode::kGroup, false}),
     [](const ::testing::TestParamInfo<Shape>& i) { return std::string(i.param.name); });
 
 // Contended batches: many requests on few keys in every batch, so tiles meet on locks, splits and
@@ -237,7 +243,8 @@ INSTANTIATE_TEST_SUITE_P(
                       Shape{"tree_k14_g16_mixed_elem", GpuKind::kTree, 14, 16, E, 1, 512, GpuMode::kMixed},
                       Shape{"list_k30_g32_elem", GpuKind::kList, 30, 32, E, 1, 128},
                       Shape{"list_k14_g16_mixed_full", GpuKind::kList, 14, 16, F, 1, 64, GpuMode::kMixed},
-                      Shape{"tree_k30_g32_full", GpuKind::kTree, 30, 32, F, 1, 512}),
+                      Shape{"tree_k30_g32_full", GpuKind::kTree, 30, 32, F, 1, 512},
+                      Shape{"hash_k30_g32_full_index_order", GpuKind::kHashSet, 30, 32, F, 4, 256, GpuMode::kGroup, false}),
     [](const ::testing::TestParamInfo<Shape>& i) { return std::string(i.param.name); });
 
 // Negative controls on the GPU: a list with a planted bug (no re-validation after locking) must
@@ -394,6 +401,37 @@ TEST(CodsGpuDriver, NamedMakersSetTheKind) {
   EXPECT_EQ(make_gpu_hash_set(c, &out).code(), good);
   EXPECT_EQ(make_gpu_list(c, nullptr).code(), StatusCode::kInvalidArgument);
   EXPECT_EQ(make_gpu_blink_tree(c, nullptr).code(), StatusCode::kInvalidArgument);
+}
+
+// GETs first (GpuConfig::gets_first): the order is a permutation of the batch with every GET
+// before every update, and the kept scratch serves a smaller batch after a larger one.
+TEST(CodsGpuDriver, GetsFirstOrderIsAPermutationWithEveryGetFirst) {
+  SKIP_WITHOUT_GPU();
+  gpu_pool::GetsFirst gf;
+  std::mt19937_64 rng(5);
+  for (std::uint64_t n : {100000ull, 3ull, 70000ull}) {
+    std::vector<Op> ops(n);
+    std::uint64_t gets = 0;
+    for (auto& o : ops) {
+      const unsigned r = rng() % 10;
+      o = r < 8 ? Op::kGet : r == 8 ? Op::kInsert : Op::kRemove;
+      gets += o == Op::kGet;
+    }
+    Op* d_ops = nullptr;
+    ASSERT_EQ(cudaMalloc(&d_ops, n * sizeof(Op)), cudaSuccess);
+    ASSERT_EQ(cudaMemcpy(d_ops, ops.data(), n * sizeof(Op), cudaMemcpyHostToDevice), cudaSuccess);
+    ASSERT_EQ(gf.build(nullptr, d_ops, n), cudaSuccess);
+    std::vector<std::uint32_t> order(n);
+    ASSERT_EQ(cudaMemcpy(order.data(), gf.order(), n * 4, cudaMemcpyDeviceToHost), cudaSuccess);
+    cudaFree(d_ops);
+    std::vector<char> seen(n, 0);
+    for (std::uint64_t t = 0; t < n; ++t) {
+      ASSERT_LT(order[t], n);
+      ASSERT_FALSE(seen[order[t]]) << "request " << order[t] << " appears twice";
+      seen[order[t]] = 1;
+      ASSERT_EQ(ops[order[t]] == Op::kGet, t < gets) << "slot " << t << " of " << n << " (" << gets << " GETs)";
+    }
+  }
 }
 
 TEST(CodsGpuDriver, BadInput) {

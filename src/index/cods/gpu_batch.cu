@@ -43,14 +43,20 @@ __global__ void init_tree_kernel(typename Tree::Node* nodes, TreeRoot* root) {
   root->node = reinterpret_cast<std::uint64_t>(nodes);
 }
 
+/// The request a kernel's t-th slot runs: order[t] (GpuConfig::gets_first), or t without one.
+__device__ inline std::uint64_t request_at(const std::uint32_t* order, std::uint64_t t) {
+  return order ? order[t] : t;
+}
+
 /// One request per tile at a time; every lane reads the request, the leader writes the outcome.
 template <class Set, unsigned G, class Env, class St>
 __global__ void set_kernel(typename Set::View view, Env env, const Op* ops, const std::uint64_t* keys,
-                           OpStatus* status, std::uint64_t* out, std::uint64_t n, std::uint64_t* retries,
-                           St stamps) {
+                           OpStatus* status, std::uint64_t* out, std::uint64_t n, const std::uint32_t* order,
+                           std::uint64_t* retries, St stamps) {
   const auto g = GpuTile<G>::of_this_block();
   const std::uint64_t tiles = std::uint64_t(gridDim.x) * blockDim.x / G;
-  for (std::uint64_t i = (blockIdx.x * std::uint64_t(blockDim.x) + threadIdx.x) / G; i < n; i += tiles) {
+  for (std::uint64_t t = (blockIdx.x * std::uint64_t(blockDim.x) + threadIdx.x) / G; t < n; t += tiles) {
+    const std::uint64_t i = request_at(order, t);
     stamps.invoke(g, i);
     const OpStatus s = Set::execute(g, env, view, ops[i], keys[i]);
     stamps.respond(g, i);
@@ -65,11 +71,12 @@ __global__ void set_kernel(typename Set::View view, Env env, const Op* ops, cons
 /// The one-lane group: one request per GPU thread.
 template <class Set1, class Env, class St>
 __global__ void set_lane_kernel(typename Set1::View view, Env env, const Op* ops, const std::uint64_t* keys,
-                                OpStatus* status, std::uint64_t* out, std::uint64_t n, std::uint64_t* retries,
-                                St stamps) {
+                                OpStatus* status, std::uint64_t* out, std::uint64_t n, const std::uint32_t* order,
+                                std::uint64_t* retries, St stamps) {
   const CpuThread g{};
   const std::uint64_t threads = std::uint64_t(gridDim.x) * blockDim.x;
-  for (std::uint64_t i = blockIdx.x * std::uint64_t(blockDim.x) + threadIdx.x; i < n; i += threads) {
+  for (std::uint64_t t = blockIdx.x * std::uint64_t(blockDim.x) + threadIdx.x; t < n; t += threads) {
+    const std::uint64_t i = request_at(order, t);
     stamps.invoke(g, i);
     const OpStatus s = Set1::execute(g, env, view, ops[i], keys[i]);
     stamps.respond(g, i);
@@ -118,10 +125,11 @@ __global__ void __launch_bounds__(kBlockThreads, kMixedBlocksPerSm) set_mixed_ke
 template <class Tree1, class Env, class St>
 __global__ void tree_lane_kernel(TreeRoot* root, Env env, const Op* ops, const std::uint64_t* keys,
                                  const std::uint64_t* values, OpStatus* status, std::uint64_t* out, std::uint64_t n,
-                                 std::uint64_t* retries, St stamps) {
+                                 const std::uint32_t* order, std::uint64_t* retries, St stamps) {
   const CpuThread g{};
   const std::uint64_t threads = std::uint64_t(gridDim.x) * blockDim.x;
-  for (std::uint64_t i = blockIdx.x * std::uint64_t(blockDim.x) + threadIdx.x; i < n; i += threads) {
+  for (std::uint64_t t = blockIdx.x * std::uint64_t(blockDim.x) + threadIdx.x; t < n; t += threads) {
+    const std::uint64_t i = request_at(order, t);
     const Op op = ops[i];
     TreeResult r{OpStatus::kInvalid, 0};
     stamps.invoke(g, i);
@@ -165,10 +173,11 @@ __global__ void __launch_bounds__(kBlockThreads, kMixedBlocksPerSm) tree_mixed_k
 template <class Tree, unsigned G, class Env, class St>
 __global__ void tree_kernel(TreeRoot* root, Env env, const Op* ops, const std::uint64_t* keys,
                             const std::uint64_t* values, OpStatus* status, std::uint64_t* out, std::uint64_t n,
-                            std::uint64_t* retries, St stamps) {
+                            const std::uint32_t* order, std::uint64_t* retries, St stamps) {
   const auto g = GpuTile<G>::of_this_block();
   const std::uint64_t tiles = std::uint64_t(gridDim.x) * blockDim.x / G;
-  for (std::uint64_t i = (blockIdx.x * std::uint64_t(blockDim.x) + threadIdx.x) / G; i < n; i += tiles) {
+  for (std::uint64_t t = (blockIdx.x * std::uint64_t(blockDim.x) + threadIdx.x) / G; t < n; t += tiles) {
+    const std::uint64_t i = request_at(order, t);
     const Op op = ops[i];
     TreeResult r{OpStatus::kInvalid, 0};
     stamps.invoke(g, i);
@@ -292,29 +301,29 @@ class GpuImpl final : public GpuStructure {
   /// production pair PoolEnv<Node, false> and NoStamps, or the tests' PoolEnv<Node, true> and
   /// Stamps).
   template <class E, class S>
-  void launch(const E& env, const S& stamps, const Batch& d, const BatchResult& dr, std::uint64_t* c, bool lane,
-              bool mixed, unsigned grid, unsigned lane_grid, cudaStream_t s) {
+  void launch(const E& env, const S& stamps, const Batch& d, const BatchResult& dr, const std::uint32_t* order,
+              std::uint64_t* c, bool lane, bool mixed, unsigned grid, unsigned lane_grid, cudaStream_t s) {
     if constexpr (kIsTree) {
       if (lane)
         tree_lane_kernel<Tree1, E, S><<<lane_grid, kBlockThreads, 0, s>>>(root_, env, d.ops, d.keys, d.values, dr.status,
-                                                                          dr.values, d.n, c, stamps);
+                                                                          dr.values, d.n, order, c, stamps);
       else if (mixed)
         tree_mixed_kernel<Tree, Tree1, G, E, S><<<lane_grid, kBlockThreads, 0, s>>>(
             root_, env, d.ops, d.keys, d.values, dr.status, dr.values, d.n, c, stamps);
       else
         tree_kernel<Tree, G, E, S><<<grid, kBlockThreads, 0, s>>>(root_, env, d.ops, d.keys, d.values, dr.status,
-                                                                  dr.values, d.n, c, stamps);
+                                                                  dr.values, d.n, order, c, stamps);
     } else {
       const typename Set1::View view1{reinterpret_cast<typename Set1::Node*>(view_.heads), view_.buckets};
       if (lane)
         set_lane_kernel<Set1, E, S><<<lane_grid, kBlockThreads, 0, s>>>(view1, env, d.ops, d.keys, dr.status, dr.values,
-                                                                        d.n, c, stamps);
+                                                                        d.n, order, c, stamps);
       else if (mixed)
         set_mixed_kernel<Set, Set1, G, E, S><<<lane_grid, kBlockThreads, 0, s>>>(view_, view1, env, d.ops, d.keys,
                                                                                  dr.status, dr.values, d.n, c, stamps);
       else
-        set_kernel<Set, G, E, S><<<grid, kBlockThreads, 0, s>>>(view_, env, d.ops, d.keys, dr.status, dr.values, d.n, c,
-                                                                stamps);
+        set_kernel<Set, G, E, S><<<grid, kBlockThreads, 0, s>>>(view_, env, d.ops, d.keys, dr.status, dr.values, d.n,
+                                                                order, c, stamps);
     }
   }
 
@@ -375,11 +384,22 @@ class GpuImpl final : public GpuStructure {
           (d.n + kBlockThreads - 1) / kBlockThreads, std::uint64_t(std::max(1, gpu::device().sm_count)) * 8));
       // Tests (stamps to record, or a planted bug) run the test instantiation of the kernels;
       // every other batch runs kernels compiled without either.
+      // GETs first (GpuConfig::gets_first): the driver's kept order scratch, or one of this
+      // batch's own when another batch holds it.
+      const std::uint32_t* order = nullptr;
+      std::unique_lock<std::mutex> order_lk(gets_first_.mutex, std::defer_lock);
+      std::unique_ptr<gpu_pool::GetsFirst> own;
+      if (config_.gets_first && !mixed && d.n > 1 && d.n < (std::uint64_t(1) << 31)) {
+        gpu_pool::GetsFirst* gf = &gets_first_;
+        if (!order_lk.try_lock()) gf = (own = std::make_unique<gpu_pool::GetsFirst>()).get();
+        DUET_CUDA_TRY(gf->build(stream.s, d.ops, d.n));
+        order = gf->order();
+      }
       if (dr.stamps != nullptr || config_.planted != Bug::kNone)
-        launch(pool_.env().with_planted(config_.planted), Stamps{ticket_, dr.stamps}, d, dr, c, lane, mixed, grid,
-               lane_grid, stream.s);
+        launch(pool_.env().with_planted(config_.planted), Stamps{ticket_, dr.stamps}, d, dr, order, c, lane, mixed,
+               grid, lane_grid, stream.s);
       else
-        launch(pool_.env(), NoStamps{}, d, dr, c, lane, mixed, grid, lane_grid, stream.s);
+        launch(pool_.env(), NoStamps{}, d, dr, order, c, lane, mixed, grid, lane_grid, stream.s);
       DUET_CUDA_TRY(cudaGetLastError());
       DUET_CUDA_TRY(cudaMemcpyAsync(retries, c, 8, cudaMemcpyDeviceToHost, stream.s));
       DUET_CUDA_TRY(cudaStreamSynchronize(stream.s));
@@ -403,6 +423,7 @@ class GpuImpl final : public GpuStructure {
   TreeRoot* root_ = nullptr;
   std::uint64_t* ticket_ = nullptr;  ///< the in-kernel history's counter (BatchResult::stamps)
   std::shared_mutex mutex_;  ///< shared while a batch runs, exclusive to recycle the pool
+  gpu_pool::GetsFirst gets_first_;  ///< the kept order scratch (gets_first)
 };
 
 template <unsigned K, unsigned G, Regime R>

@@ -41,6 +41,12 @@ struct GpuConfig {
   /// The most nodes the pool may grow to (pool_nodes to 2^32; GPU memory may stop it sooner).
   /// Set it to pool_nodes for a fixed pool.
   std::uint64_t pool_max_nodes = std::uint64_t(1) << 32;
+  /// kGroup (tiles and one lane) only: run a batch's GETs before its updates, so a warp of GETs
+  /// holds no lane that takes a lock and waits on it. Costs one device pass over the ops and
+  /// 4 bytes per request of scratch (batches under 2^32 requests; larger ones run in index
+  /// order). A batch's requests are concurrent, so this is one of the orders it may take and
+  /// changes no outcome the batch semantics allow. false: index order.
+  bool gets_first = true;
   /// Tests only: a negative control (Bug::kNone otherwise). Under a planted bug an operation that
   /// loops gives up with kRetry after a bounded number of steps per GPU thread; not with kMixed.
   /// A structure with a planted bug runs the test instantiation of the kernels (as does a batch

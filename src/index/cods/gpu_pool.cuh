@@ -24,11 +24,15 @@
 #pragma once
 
 #include <cuda_runtime.h>
+#include <thrust/iterator/counting_iterator.h>
+
+#include <cub/device/device_partition.cuh>
 
 #include <algorithm>
 #include <atomic>
 #include <cstdint>
 #include <memory>
+#include <mutex>
 #include <string>
 
 #include "gpu/cuda_try.hpp"
@@ -411,6 +415,51 @@ class RetryBatch {
   Batch batch_{};
   std::uint64_t m_ = 0;
   cudaStream_t stream_ = nullptr;
+};
+
+/// The order in which a batch's requests run when GETs go first (GpuConfig::gets_first): the
+/// indices of every kGet, then those of every other op (cub::DevicePartition, one pass over the
+/// ops, on the caller's stream, not synchronised). Its scratch is kept and grown between
+/// batches; one batch uses it at a time (the driver takes `mutex` for the batch's length, and a
+/// batch that finds it taken builds its own).
+class GetsFirst {
+ public:
+  struct IsGet {
+    const Op* ops;
+    __device__ bool operator()(std::uint32_t i) const { return ops[i] == Op::kGet; }
+  };
+  /// Builds the order of ops[0, n) (n < 2^32) on `stream`; order() is valid once it ran.
+  cudaError_t build(cudaStream_t stream, const Op* ops, std::uint64_t n) {
+    const thrust::counting_iterator<std::uint32_t> in(0);
+    std::size_t temp = 0;
+    cudaError_t e = cub::DevicePartition::If(nullptr, temp, in, static_cast<std::uint32_t*>(nullptr),
+                                             static_cast<std::uint32_t*>(nullptr), static_cast<int>(n), IsGet{ops},
+                                             stream);
+    if (e != cudaSuccess) return e;
+    const std::size_t scratch = (temp + 255) & ~std::size_t(255);
+    const std::size_t need = scratch + n * 4 + 8;  // CUB's scratch, the order, the count
+    if (need > bytes_) {
+      cudaFree(p_);
+      p_ = nullptr;
+      bytes_ = 0;
+      if ((e = cudaMalloc(&p_, need)) != cudaSuccess) return e;
+      bytes_ = need;
+    }
+    order_ = reinterpret_cast<std::uint32_t*>(static_cast<char*>(p_) + scratch);
+    auto* count = order_ + n;
+    return cub::DevicePartition::If(p_, temp, in, order_, count, static_cast<int>(n), IsGet{ops}, stream);
+  }
+  const std::uint32_t* order() const { return order_; }
+  GetsFirst() = default;
+  GetsFirst(const GetsFirst&) = delete;
+  GetsFirst& operator=(const GetsFirst&) = delete;
+  ~GetsFirst() { cudaFree(p_); }
+  std::mutex mutex;
+
+ private:
+  void* p_ = nullptr;
+  std::size_t bytes_ = 0;
+  std::uint32_t* order_ = nullptr;
 };
 
 /// Initialises a driver and hands it to *out when that succeeded (make_gpu_* functions).
