@@ -118,7 +118,7 @@ Status gpu_run_cods(const GpuPoint& p, const std::vector<std::uint64_t>& prefill
   c.regime = p.fully_atomic ? ds::Regime::kFullyAtomic : ds::Regime::kElementwise;
   c.buckets = p.buckets;
   c.mode = p.mixed ? ds::GpuMode::kMixed : ds::GpuMode::kGroup;
-  c.gets_first = !p.index_order;
+  c.order = p.order == 1 ? ds::GpuOrder::kGetsFirst : p.order == 2 ? ds::GpuOrder::kIndex : ds::GpuOrder::kAuto;
   // Nodes: the tree never frees, and the sets recycle only between batches, so one batch may
   // need a node per update (two when it splits) beside the live ones.
   const std::uint64_t updates = updates_in(stream);

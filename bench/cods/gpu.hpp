@@ -23,7 +23,7 @@ struct GpuPoint {
   bool fully_atomic = true;
   std::uint64_t buckets = 1;  ///< hash only
   bool mixed = false;         ///< mixed mode: GETs on tiles of `group` lanes, updates on one lane each
-  bool index_order = false;   ///< run the batch in index order, not GETs first (GpuConfig::gets_first)
+  int order = 0;  ///< GpuConfig::order: 0 the default (kAuto), 1 GETs first ("-gf"), 2 index order ("-idx")
 };
 
 /// Seconds per repeat, and what the runs reported.

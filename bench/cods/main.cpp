@@ -408,7 +408,7 @@ std::vector<GpuShape> gpu_shapes(const Options& o) {
   v.push_back({"list", 20000 / div, 10000 / div, 1,
                {{"list", 30, 32, true, 1}, {"list", 30, 32, false, 1}, {"list", 14, 16, true, 1},
                 {"list", 14, 16, false, 1}, {"list", 6, 8, true, 1}, {"list", 30, 32, true, 1, true},
-                {"list", 30, 32, true, 1, false, true}},
+                {"list", 30, 32, true, 1, false, 2}},
                ""});
   // Hash set: 10^6 keys (range 2 x 10^6), 30 keys per bucket (33,333 buckets) on full warps and
   // 14 per bucket (71,428) on half warps and 8-lane tiles; L-Slab on the same work.
@@ -420,15 +420,15 @@ std::vector<GpuShape> gpu_shapes(const Options& o) {
                 {"hash", 30, 1, true, 33333 / div}, {"hash", 30, 32, true, 33333 / div, true},
                 {"hash", 14, 1, true, 71428 / div}, {"hash", 14, 16, true, 71428 / div, true},
                 {"hash", 14, 16, false, 71428 / div, true},
-                // The same in index order (GpuConfig::gets_first off): what GETs first gains.
-                {"hash", 14, 1, true, 71428 / div, false, true}, {"hash", 14, 16, true, 71428 / div, false, true},
-                {"hash", 30, 32, true, 33333 / div, false, true}},
+                // The other order (GpuConfig::order) than the default's: what GETs first gains.
+                {"hash", 14, 1, true, 71428 / div, false, 2}, {"hash", 14, 16, true, 71428 / div, false, 1},
+                {"hash", 30, 32, true, 33333 / div, false, 1}},
                "lslab"});
   // B-link tree: 10^7 keys (range 2 x 10^7); the GPU LIT on the same work.
   v.push_back({"tree", 20000000 / div, 10000000 / div, 1,
                {{"tree", 14, 16, true, 1}, {"tree", 14, 16, false, 1}, {"tree", 30, 32, true, 1}, {"tree", 6, 8, true, 1},
-                {"tree", 14, 1, true, 1}, {"tree", 14, 16, true, 1, true}, {"tree", 14, 1, true, 1, false, true},
-                {"tree", 14, 16, true, 1, false, true}},
+                {"tree", 14, 1, true, 1}, {"tree", 14, 16, true, 1, true}, {"tree", 14, 1, true, 1, false, 2},
+                {"tree", 14, 16, true, 1, false, 2}},
                "lit"});
   return v;
 }
@@ -444,7 +444,7 @@ Json gpu_record(const std::string& system, const GpuShape& sh, double mix, const
   rec.set("group", p ? "gpu-tile-" + std::to_string(p->group) : std::string(""));
   rec.set("regime", p ? (p->fully_atomic ? "fully-atomic" : "elementwise") : "");
   rec.set("mode", p ? (p->mixed ? "mixed" : p->group == 1 ? "single-lane" : "group") : "");
-  rec.set("order", p ? (p->mixed ? "mixed-rounds" : p->index_order ? "index" : "gets-first") : "");
+  rec.set("order", p ? (p->mixed ? "mixed-rounds" : p->order == 1 ? "gets-first" : p->order == 2 ? "index" : "auto") : "");
   rec.set("range", sh.range);
   rec.set("keys", sh.keys);
   rec.set("buckets", p ? p->buckets : sh.buckets);
@@ -591,7 +591,7 @@ int main_impl(int argc, char** argv) {
           for (const GpuPoint& p : sh.points) {
             const std::string sys = "cods-gpu-" + sh.structure + (p.fully_atomic ? "-fa-k" : "-ew-k") +
                                     std::to_string(p.k) + (p.mixed ? "-mixed-g" : "-g") + std::to_string(p.group) +
-                                    (p.index_order ? "-idx" : "");
+                                    (p.order == 1 ? "-gf" : p.order == 2 ? "-idx" : "");
             if (!wanted(sys)) continue;
             GpuTimes t;
             const Status s = gpu_run_cods(p, pre, stream, o.repeats, &t);

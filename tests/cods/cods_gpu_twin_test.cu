@@ -85,7 +85,7 @@ struct Shape {
   Regime regime;
   std::uint64_t buckets, range;
   GpuMode mode = GpuMode::kGroup;
-  bool gets_first = true;  ///< GpuConfig::gets_first (false: index order)
+  GpuOrder order = GpuOrder::kAuto;
 };
 void PrintTo(const Shape& s, std::ostream* os) { *os << s.name; }
 
@@ -98,7 +98,7 @@ GpuConfig config_of(const Shape& sh) {
   c.regime = sh.regime;
   c.buckets = sh.buckets;
   c.mode = sh.mode;
-  c.gets_first = sh.gets_first;
+  c.order = sh.order;
   c.pool_nodes = 1u << 18;
   return c;
 }
@@ -195,8 +195,9 @@ INSTANTIATE_TEST_SUITE_P(
                       Shape{"tree_k14_g1_elem", GpuKind::kTree, 14, 1, E, 1, 20000},
                       Shape{"tree_k14_g16_mixed_full", GpuKind::kTree, 14, 16, F, 1, 20000, GpuMode::kMixed},
                       // Index order (GETs not run first).
-                      Shape{"hash_k14_g1_full_index_order", GpuKind::kHashSet, 14, 1, F, 97, 20000, GpuMode::kGroup, false},
-                      Shape{"tree_k14_g16_elem_index_order", GpuKind::kTree, 14, 16, E, 1, 20000, GpuMode::kGroup, false}),
+                      Shape{"hash_k14_g1_full_index_order", GpuKind::kHashSet, 14, 1, F, 97, 20000, GpuMode::kGroup, GpuOrder::kIndex},
+                      Shape{"tree_k14_g16_elem_index_order", GpuKind::kTree, 14, 16, E, 1, 20000, GpuMode::kGroup, GpuOrder::kIndex},
+                      Shape{"hash_k14_g8_full_gets_first", GpuKind::kHashSet, 14, 8, F, 97, 20000, GpuMode::kGroup, GpuOrder::kGetsFirst}),
     [](const ::testing::TestParamInfo<Shape>& i) { return std::string(i.param.name); });
 
 // Contended batches: many requests on few keys in every batch, so tiles meet on locks, splits and
@@ -244,7 +245,8 @@ INSTANTIATE_TEST_SUITE_P(
                       Shape{"list_k30_g32_elem", GpuKind::kList, 30, 32, E, 1, 128},
                       Shape{"list_k14_g16_mixed_full", GpuKind::kList, 14, 16, F, 1, 64, GpuMode::kMixed},
                       Shape{"tree_k30_g32_full", GpuKind::kTree, 30, 32, F, 1, 512},
-                      Shape{"hash_k30_g32_full_index_order", GpuKind::kHashSet, 30, 32, F, 4, 256, GpuMode::kGroup, false}),
+                      Shape{"hash_k30_g32_full_gets_first", GpuKind::kHashSet, 30, 32, F, 4, 256, GpuMode::kGroup, GpuOrder::kGetsFirst},
+                      Shape{"tree_k14_g16_full_index_order", GpuKind::kTree, 14, 16, F, 1, 512, GpuMode::kGroup, GpuOrder::kIndex}),
     [](const ::testing::TestParamInfo<Shape>& i) { return std::string(i.param.name); });
 
 // Negative controls on the GPU: a list with a planted bug (no re-validation after locking) must
@@ -409,21 +411,28 @@ TEST(CodsGpuDriver, GetsFirstOrderIsAPermutationWithEveryGetFirst) {
   SKIP_WITHOUT_GPU();
   gpu_pool::GetsFirst gf;
   std::mt19937_64 rng(5);
-  for (std::uint64_t n : {100000ull, 3ull, 70000ull}) {
+  for (const int pct : {80, 0, 100, 95}) {  // a mix, then updates only and GETs only: no order
+    const std::uint64_t n = pct == 95 ? 70000 : 100000;  // smaller after larger: kept scratch
     std::vector<Op> ops(n);
     std::uint64_t gets = 0;
     for (auto& o : ops) {
-      const unsigned r = rng() % 10;
-      o = r < 8 ? Op::kGet : r == 8 ? Op::kInsert : Op::kRemove;
+      const unsigned r = rng() % 100;
+      o = r < unsigned(pct) ? Op::kGet : r % 2 ? Op::kInsert : Op::kRemove;
       gets += o == Op::kGet;
     }
     Op* d_ops = nullptr;
     ASSERT_EQ(cudaMalloc(&d_ops, n * sizeof(Op)), cudaSuccess);
     ASSERT_EQ(cudaMemcpy(d_ops, ops.data(), n * sizeof(Op), cudaMemcpyHostToDevice), cudaSuccess);
-    ASSERT_EQ(gf.build(nullptr, d_ops, n), cudaSuccess);
-    std::vector<std::uint32_t> order(n);
-    ASSERT_EQ(cudaMemcpy(order.data(), gf.order(), n * 4, cudaMemcpyDeviceToHost), cudaSuccess);
+    const std::uint32_t* d_order = nullptr;
+    ASSERT_EQ(gf.build(nullptr, d_ops, n, &d_order), cudaSuccess);
     cudaFree(d_ops);
+    if (gets == 0 || gets == n) {
+      EXPECT_EQ(d_order, nullptr) << pct << "% GETs: index order is the same order";
+      continue;
+    }
+    ASSERT_NE(d_order, nullptr);
+    std::vector<std::uint32_t> order(n);
+    ASSERT_EQ(cudaMemcpy(order.data(), d_order, n * 4, cudaMemcpyDeviceToHost), cudaSuccess);
     std::vector<char> seen(n, 0);
     for (std::uint64_t t = 0; t < n; ++t) {
       ASSERT_LT(order[t], n);

@@ -261,6 +261,7 @@ TEST(CodsCpuFactory, BadInputIsInvalidArgument) {
       {"unknown kind", [](GpuConfig& c) { c.kind = static_cast<GpuKind>(9); }},
       {"unknown regime", [](GpuConfig& c) { c.regime = static_cast<Regime>(5); }},
       {"unknown mode", [](GpuConfig& c) { c.mode = static_cast<GpuMode>(7); }},
+      {"unknown order", [](GpuConfig& c) { c.order = static_cast<GpuOrder>(7); }},
       {"no buckets", [](GpuConfig& c) { c.buckets = 0; }},
       {"buckets above 2^32", [](GpuConfig& c) { c.buckets = (std::uint64_t(1) << 32) + 1; }},
       {"empty pool", [](GpuConfig& c) { c.pool_nodes = 0; }},

@@ -53,6 +53,7 @@ std::vector<BadCase<GpuConfig>> bad_configs() {
       {"unknown kind", [](GpuConfig& c) { c.kind = static_cast<GpuKind>(9); }, "unknown structure kind"},
       {"unknown regime", [](GpuConfig& c) { c.regime = static_cast<Regime>(5); }, "unknown regime"},
       {"unknown mode", [](GpuConfig& c) { c.mode = static_cast<GpuMode>(7); }, "unknown mode"},
+      {"unknown order", [](GpuConfig& c) { c.order = static_cast<GpuOrder>(7); }, "unknown order"},
       {"no buckets", [](GpuConfig& c) { c.buckets = 0; }, "bucket count 0 is outside [1, 2^32]"},
       {"buckets above 2^32", [](GpuConfig& c) { c.buckets = kAbove; }, "bucket count 4294967297"},
       {"empty pool", [](GpuConfig& c) { c.pool_nodes = 0; }, "pool_nodes 0 is outside [1, 2^32]"},

@@ -295,6 +295,12 @@ class GpuImpl final : public GpuStructure {
     return Status::Ok();
   }
 
+  /// Whether kGroup batches run GETs first (GpuOrder; kAuto: all but the hash set on tiles).
+  bool gets_first() const {
+    if (config_.order != GpuOrder::kAuto) return config_.order == GpuOrder::kGetsFirst;
+    return config_.group == 1 || config_.kind != GpuKind::kHashSet;
+  }
+
   Status exhausted(std::uint64_t retries) const { return gpu_pool::exhausted(pool_.capacity(), retries); }
 
   /// Launches the batch's kernel on `stream` with environment E and history recorder S (the
@@ -384,16 +390,15 @@ class GpuImpl final : public GpuStructure {
           (d.n + kBlockThreads - 1) / kBlockThreads, std::uint64_t(std::max(1, gpu::device().sm_count)) * 8));
       // Tests (stamps to record, or a planted bug) run the test instantiation of the kernels;
       // every other batch runs kernels compiled without either.
-      // GETs first (GpuConfig::gets_first): the driver's kept order scratch, or one of this
-      // batch's own when another batch holds it.
+      // GETs first (GpuConfig::order): the driver's kept order scratch, or one of this batch's
+      // own when another batch holds it.
       const std::uint32_t* order = nullptr;
       std::unique_lock<std::mutex> order_lk(gets_first_.mutex, std::defer_lock);
       std::unique_ptr<gpu_pool::GetsFirst> own;
-      if (config_.gets_first && !mixed && d.n > 1 && d.n < (std::uint64_t(1) << 31)) {
+      if (gets_first() && !mixed && d.n > 1 && d.n < (std::uint64_t(1) << 31)) {
         gpu_pool::GetsFirst* gf = &gets_first_;
         if (!order_lk.try_lock()) gf = (own = std::make_unique<gpu_pool::GetsFirst>()).get();
-        DUET_CUDA_TRY(gf->build(stream.s, d.ops, d.n));
-        order = gf->order();
+        DUET_CUDA_TRY(gf->build(stream.s, d.ops, d.n, &order));
       }
       if (dr.stamps != nullptr || config_.planted != Bug::kNone)
         launch(pool_.env().with_planted(config_.planted), Stamps{ticket_, dr.stamps}, d, dr, order, c, lane, mixed,
@@ -423,7 +428,7 @@ class GpuImpl final : public GpuStructure {
   TreeRoot* root_ = nullptr;
   std::uint64_t* ticket_ = nullptr;  ///< the in-kernel history's counter (BatchResult::stamps)
   std::shared_mutex mutex_;  ///< shared while a batch runs, exclusive to recycle the pool
-  gpu_pool::GetsFirst gets_first_;  ///< the kept order scratch (gets_first)
+  gpu_pool::GetsFirst gets_first_;  ///< the kept order scratch (GpuOrder::kGetsFirst)
 };
 
 template <unsigned K, unsigned G, Regime R>

@@ -30,6 +30,19 @@ enum class GpuKind : std::uint8_t { kList = 0, kHashSet = 1, kTree = 2 };
 
 /// What to build. Supported (keys_per_node, group): (6, 8), (14, 8), (14, 16), (30, 32), and
 /// (6 | 14 | 30, 1) in kGroup mode; any other pair is InvalidArgument naming them.
+/// The order in which a kGroup batch's requests reach the GPU's lanes. A batch's requests are
+/// concurrent, so every order is one the batch semantics allow and none changes what an outcome
+/// may be.
+/// - kGetsFirst: every GET before every update, so a warp of GETs holds no lane that takes a
+///   lock and waits on it. Costs one device pass over the ops (cub::DevicePartition), a 4-byte
+///   read of the GET count, and 4 bytes per request of scratch kept between batches; a batch of
+///   GETs only, or of updates only, then runs in index order. Batches of 2^31 requests or more
+///   run in index order.
+/// - kIndex: index order.
+/// - kAuto (the default): kGetsFirst for one lane per request, the list and the tree; kIndex for
+///   the hash set on tiles, where GETs first measured 6-21% slower (docs/cods.md, "GETs first").
+enum class GpuOrder : std::uint8_t { kAuto = 0, kGetsFirst = 1, kIndex = 2 };
+
 struct GpuConfig {
   GpuKind kind = GpuKind::kHashSet;
   unsigned keys_per_node = 14;
@@ -41,12 +54,8 @@ struct GpuConfig {
   /// The most nodes the pool may grow to (pool_nodes to 2^32; GPU memory may stop it sooner).
   /// Set it to pool_nodes for a fixed pool.
   std::uint64_t pool_max_nodes = std::uint64_t(1) << 32;
-  /// kGroup (tiles and one lane) only: run a batch's GETs before its updates, so a warp of GETs
-  /// holds no lane that takes a lock and waits on it. Costs one device pass over the ops and
-  /// 4 bytes per request of scratch (batches under 2^32 requests; larger ones run in index
-  /// order). A batch's requests are concurrent, so this is one of the orders it may take and
-  /// changes no outcome the batch semantics allow. false: index order.
-  bool gets_first = true;
+  /// The order kGroup batches run in (GpuOrder; kMixed has its own rounds).
+  GpuOrder order = GpuOrder::kAuto;
   /// Tests only: a negative control (Bug::kNone otherwise). Under a planted bug an operation that
   /// loops gives up with kRetry after a bounded number of steps per GPU thread; not with kMixed.
   /// A structure with a planted bug runs the test instantiation of the kernels (as does a batch

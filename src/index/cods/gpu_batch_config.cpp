@@ -35,6 +35,8 @@ Status check_gpu_config(const GpuConfig& c) {
     return Status::InvalidArgument("pool_nodes " + std::to_string(c.pool_nodes) + " is outside [1, 2^32]");
   if (Status s = check_pool_max(c.pool_nodes, c.pool_max_nodes); !s.ok()) return s;
   if (!known_mode(c.mode)) return Status::InvalidArgument("unknown mode");
+  if (c.order != GpuOrder::kAuto && c.order != GpuOrder::kGetsFirst && c.order != GpuOrder::kIndex)
+    return Status::InvalidArgument("unknown order");
   const unsigned k = c.keys_per_node, g = c.group;
   const bool lane = g == 1 && (k == 6 || k == 14 || k == 30);
   const bool built = (k == 6 && g == 8) || (k == 14 && (g == 8 || g == 16)) || (k == 30 && g == 32) || lane;

@@ -417,19 +417,21 @@ class RetryBatch {
   cudaStream_t stream_ = nullptr;
 };
 
-/// The order in which a batch's requests run when GETs go first (GpuConfig::gets_first): the
-/// indices of every kGet, then those of every other op (cub::DevicePartition, one pass over the
-/// ops, on the caller's stream, not synchronised). Its scratch is kept and grown between
-/// batches; one batch uses it at a time (the driver takes `mutex` for the batch's length, and a
-/// batch that finds it taken builds its own).
+/// The order of a batch whose GETs go first (GpuOrder::kGetsFirst): the indices of every kGet,
+/// then those of every other op (cub::DevicePartition, one pass over the ops), built on the
+/// caller's stream, which it then synchronises to read the GET count. Its scratch is kept and
+/// grown between batches; one batch uses it at a time (the driver holds `mutex` for the batch's
+/// length, and a batch that finds it taken builds its own).
 class GetsFirst {
  public:
   struct IsGet {
     const Op* ops;
     __device__ bool operator()(std::uint32_t i) const { return ops[i] == Op::kGet; }
   };
-  /// Builds the order of ops[0, n) (n < 2^32) on `stream`; order() is valid once it ran.
-  cudaError_t build(cudaStream_t stream, const Op* ops, std::uint64_t n) {
+  /// Orders ops[0, n) (n < 2^31) on `stream`. *order is the order, or null when the batch holds
+  /// only GETs or only updates (index order is then the same order).
+  cudaError_t build(cudaStream_t stream, const Op* ops, std::uint64_t n, const std::uint32_t** order) {
+    *order = nullptr;
     const thrust::counting_iterator<std::uint32_t> in(0);
     std::size_t temp = 0;
     cudaError_t e = cub::DevicePartition::If(nullptr, temp, in, static_cast<std::uint32_t*>(nullptr),
@@ -445,11 +447,16 @@ class GetsFirst {
       if ((e = cudaMalloc(&p_, need)) != cudaSuccess) return e;
       bytes_ = need;
     }
-    order_ = reinterpret_cast<std::uint32_t*>(static_cast<char*>(p_) + scratch);
-    auto* count = order_ + n;
-    return cub::DevicePartition::If(p_, temp, in, order_, count, static_cast<int>(n), IsGet{ops}, stream);
+    auto* out = reinterpret_cast<std::uint32_t*>(static_cast<char*>(p_) + scratch);
+    if ((e = cub::DevicePartition::If(p_, temp, in, out, out + n, static_cast<int>(n), IsGet{ops}, stream)) !=
+        cudaSuccess)
+      return e;
+    std::uint32_t gets = 0;
+    if ((e = cudaMemcpyAsync(&gets, out + n, 4, cudaMemcpyDeviceToHost, stream)) != cudaSuccess) return e;
+    if ((e = cudaStreamSynchronize(stream)) != cudaSuccess) return e;
+    if (gets != 0 && gets != n) *order = out;
+    return cudaSuccess;
   }
-  const std::uint32_t* order() const { return order_; }
   GetsFirst() = default;
   GetsFirst(const GetsFirst&) = delete;
   GetsFirst& operator=(const GetsFirst&) = delete;
@@ -459,7 +466,6 @@ class GetsFirst {
  private:
   void* p_ = nullptr;
   std::size_t bytes_ = 0;
-  std::uint32_t* order_ = nullptr;
 };
 
 /// Initialises a driver and hands it to *out when that succeeded (make_gpu_* functions).
