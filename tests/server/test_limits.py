@@ -297,6 +297,18 @@ def test_a_hot_cache_larger_than_half_of_memory_stops_the_server_with_a_message(
                      r"more than half of physical memory", s.stderr_text()), s.stderr_text()
 
 
+def test_expected_keys_beyond_half_of_memory_stop_the_server_with_a_message(server_factory):
+    """expected-keys sizes each kv database's Canonical Store bucket heads, written whole when
+    the database opens: 2^40 (the setting's maximum) had the kernel kill the server at startup.
+    Heads larger than half of physical memory are now refused; database 0 opens at startup, so
+    the server stops with the reason."""
+    s = server_factory(wait=False, extra=["--expected-keys", str(1 << 40)])
+    s.returncode = s.proc.wait(30)
+    assert s.returncode == 1, s.stderr_text()
+    assert re.search(r"database 0 cannot be opened: the bucket heads for 1099511627776 expected keys take \d+ "
+                     r"bytes, more than half of physical memory", s.stderr_text()), s.stderr_text()
+
+
 def test_threads_the_system_refuses_stop_the_server_with_a_message(tmp_path):
     """--threads and --procedure-threads accept up to 1024 each; when the system refuses a
     thread (here an address-space limit of 4 GiB against 2048 stacks of 8 MiB) the server used

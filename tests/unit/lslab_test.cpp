@@ -120,6 +120,14 @@ TEST(LSlab, BadConfigurationsAreRejected) {
   c = Config{};
   EXPECT_EQ(make_cpu_map(c, &m, 12).code(), duet::StatusCode::kInvalidArgument);
   EXPECT_EQ(m, nullptr);
+  // 2^40 expected keys: the bucket heads alone are terabytes. They used to be mapped and
+  // written, and the kernel killed the process; now they are refused before any is mapped.
+  c = Config{};
+  c.expected_keys = std::uint64_t(1) << 40;
+  const duet::Status s = make_cpu_map(c, &m);
+  EXPECT_EQ(s.code(), duet::StatusCode::kResourceExhausted) << s.to_string();
+  EXPECT_NE(s.message().find("more than half of physical memory"), std::string::npos) << s.message();
+  EXPECT_EQ(m, nullptr);
 }
 
 TEST(LSlab, GrowsPastItsInitialPool) {

@@ -1,5 +1,7 @@
 // The CPU twin of L-Slab: the algorithm of core.hpp run by CPU threads (group = one thread)
 // over host memory, with batches spread across a thread pool.
+#include <unistd.h>
+
 #include <atomic>
 #include <mutex>
 #include <string>
@@ -43,6 +45,16 @@ class CpuMap final : public Map {
 
   Status init() {
     heads_bytes_ = sizeof(Slab<W>) * buckets_;
+    // The bucket heads are written whole before the map is used: heads larger than half of
+    // physical memory are refused rather than mapped, or the kernel would kill the process
+    // while they are being written.
+    const std::uint64_t half = static_cast<std::uint64_t>(::sysconf(_SC_PHYS_PAGES)) *
+                               static_cast<std::uint64_t>(::sysconf(_SC_PAGESIZE)) / 2;
+    if (heads_bytes_ > half)
+      return Status::ResourceExhausted("the bucket heads for " + std::to_string(config_.expected_keys) +
+                                       " expected keys take " + std::to_string(heads_bytes_) +
+                                       " bytes, more than half of physical memory (" + std::to_string(half) +
+                                       " bytes)");
     auto* heads = static_cast<Slab<W>*>(mem::map_zeroed(heads_bytes_));
     if (!heads) return Status::ResourceExhausted("cannot map " + std::to_string(heads_bytes_) + " bytes for buckets");
     view_.heads = heads;

@@ -73,7 +73,8 @@ class Map {
 };
 
 /// Creates the CPU twin, running batches on config.threads threads. slab_width is 8, 16 or
-/// 32 (8 fits the keys of a slab in one 64-byte cache line). Bad sizing gives InvalidArgument.
+/// 32 (8 fits the keys of a slab in one 64-byte cache line). Bad sizing gives InvalidArgument;
+/// bucket heads for expected_keys larger than half of physical memory, ResourceExhausted.
 Status make_cpu_map(const Config& config, std::unique_ptr<Map>* out, unsigned slab_width = 8);
 
 /// Creates a map on the current GPU (see gpu/device.hpp). slab_width is 8, 16 or 32 (one
