@@ -256,9 +256,16 @@ class GpuImpl final : public GpuStructure {
     DUET_CUDA_TRY(status.alloc(n * sizeof(OpStatus)));
     DUET_CUDA_TRY(out.alloc(n * 8));
     if (r.stamps) DUET_CUDA_TRY(stamps.alloc(n * 16));
-    DUET_CUDA_TRY(cudaMemcpy(ops.p, b.ops, n * sizeof(Op), cudaMemcpyHostToDevice));
-    DUET_CUDA_TRY(cudaMemcpy(keys.p, b.keys, n * 8, cudaMemcpyHostToDevice));
-    if (with_values) DUET_CUDA_TRY(cudaMemcpy(values.p, b.values, n * 8, cudaMemcpyHostToDevice));
+    // Copied on a stream and waited for: a cudaMemcpy from pageable memory may return before its
+    // DMA lands, and the batch's kernels run on non-blocking streams, not ordered after it.
+    {
+      BatchStream copy;
+      DUET_CUDA_TRY(cudaStreamCreateWithFlags(&copy.s, cudaStreamNonBlocking));
+      DUET_CUDA_TRY(cudaMemcpyAsync(ops.p, b.ops, n * sizeof(Op), cudaMemcpyHostToDevice, copy.s));
+      DUET_CUDA_TRY(cudaMemcpyAsync(keys.p, b.keys, n * 8, cudaMemcpyHostToDevice, copy.s));
+      if (with_values) DUET_CUDA_TRY(cudaMemcpyAsync(values.p, b.values, n * 8, cudaMemcpyHostToDevice, copy.s));
+      DUET_CUDA_TRY(cudaStreamSynchronize(copy.s));
+    }
     const Batch db{static_cast<const Op*>(ops.p), static_cast<const std::uint64_t*>(keys.p),
                    with_values ? static_cast<const std::uint64_t*>(values.p) : nullptr, n};
     BatchResult dr{static_cast<OpStatus*>(status.p), static_cast<std::uint64_t*>(out.p),

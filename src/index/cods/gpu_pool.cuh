@@ -246,6 +246,9 @@ class Pool {
     DUET_CUDA_TRY(cudaMalloc(&env_.retired, 8 * capacity));
     DUET_CUDA_TRY(cudaMalloc(&env_.st, sizeof(PoolState)));
     DUET_CUDA_TRY(cudaMemcpy(env_.st, &host_, sizeof(host_), cudaMemcpyHostToDevice));
+    // A copy from pageable memory may return before its DMA lands; batches run on non-blocking
+    // streams, which are not ordered after it.
+    DUET_CUDA_TRY(cudaDeviceSynchronize());
     capacity_.store(capacity, std::memory_order_relaxed);
     return Status::Ok();
   }
@@ -284,6 +287,7 @@ class Pool {
     ++st.chunks;
     st.capacity = cap;
     DUET_CUDA_TRY(cudaMemcpy(env_.st, &st, sizeof(st), cudaMemcpyHostToDevice));
+    DUET_CUDA_TRY(cudaDeviceSynchronize());  // landed before any batch runs (as in init)
     cudaFree(env_.free_list);
     cudaFree(env_.retired);
     env_.free_list = static_cast<std::uint64_t*>(free_list);

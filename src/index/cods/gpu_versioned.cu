@@ -243,9 +243,11 @@ class VersionedImpl final : public GpuVersionedTree {
       DUET_CUDA_TRY(rk.alloc(n * lim * 8));
       DUET_CUDA_TRY(rv.alloc(n * lim * 8));
     }
-    DUET_CUDA_TRY(cudaMemcpy(ops.p, b.ops, n * sizeof(Op), cudaMemcpyHostToDevice));
-    DUET_CUDA_TRY(cudaMemcpy(keys.p, b.keys, n * 8, cudaMemcpyHostToDevice));
-    if (b.values) DUET_CUDA_TRY(cudaMemcpy(values.p, b.values, n * 8, cudaMemcpyHostToDevice));
+    // On stream_, ahead of the kernels that read them: a cudaMemcpy from pageable memory may
+    // return before its DMA lands, and stream_ (non-blocking) is not ordered after it.
+    DUET_CUDA_TRY(cudaMemcpyAsync(ops.p, b.ops, n * sizeof(Op), cudaMemcpyHostToDevice, stream_));
+    DUET_CUDA_TRY(cudaMemcpyAsync(keys.p, b.keys, n * 8, cudaMemcpyHostToDevice, stream_));
+    if (b.values) DUET_CUDA_TRY(cudaMemcpyAsync(values.p, b.values, n * 8, cudaMemcpyHostToDevice, stream_));
     const Batch db{static_cast<const Op*>(ops.p), static_cast<const std::uint64_t*>(keys.p),
                    b.values ? static_cast<const std::uint64_t*>(values.p) : nullptr, n};
     VersionedBatchResult dr{static_cast<OpStatus*>(status.p), static_cast<std::uint64_t*>(out.p),
@@ -316,7 +318,13 @@ class VersionedImpl final : public GpuVersionedTree {
       live_capacity_ = std::max<std::size_t>(live.size(), 2 * live_capacity_);
       DUET_CUDA_TRY(live_dev_.alloc(live_capacity_ * 8));
     }
-    if (!live.empty()) DUET_CUDA_TRY(cudaMemcpy(live_dev_.p, live.data(), live.size() * 8, cudaMemcpyHostToDevice));
+    // Stream-ordered before the kernel (live outlives the stream synchronisation below). A plain
+    // cudaMemcpy from pageable memory may return before its DMA lands, and the kernel on the
+    // non-blocking stream_ is not ordered after it: its first updates could read the previous
+    // batch's live set (t - 2), save nothing for leaves stamped t - 1, and leave the batch's
+    // RANGEs at t - 1 an older version (short pages) or none (the walk to the origin loops).
+    if (!live.empty())
+      DUET_CUDA_TRY(cudaMemcpyAsync(live_dev_.p, live.data(), live.size() * 8, cudaMemcpyHostToDevice, stream_));
     const auto* lp = static_cast<const std::uint64_t*>(live_dev_.p);
     const std::uint64_t read_at = at ? *at : t - 1;
     auto launch = [&](auto kernel, auto clock) {
