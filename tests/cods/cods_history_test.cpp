@@ -21,6 +21,7 @@
 #include "checkers/linearizability.hpp"
 #include "checkers/set_linearizability.hpp"
 #include "index/cods/cpu.hpp"
+#include "cods/test_scale.hpp"
 
 using namespace duet;
 using namespace duet::checkers;
@@ -32,10 +33,7 @@ constexpr Regime E = Regime::kElementwise;
 constexpr Regime F = Regime::kFullyAtomic;
 constexpr unsigned kThreads = 3;
 
-double scale() {
-  if (const char* s = std::getenv("DUET_TEST_SCALE"); s && *s) return std::max(0.01, std::atof(s));
-  return 1.0;
-}
+using duet::cods::test_util::scale;
 int scaled(int n) { return std::max(50, static_cast<int>(n * scale())); }
 
 using History = std::unordered_map<std::uint64_t, std::vector<RegisterOp>>;

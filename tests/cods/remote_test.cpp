@@ -22,6 +22,7 @@
 #include "checkers/linearizability.hpp"
 #include "checkers/set_linearizability.hpp"
 #include "index/cods/remote_front.hpp"
+#include "cods/test_scale.hpp"
 
 using namespace duet;
 using namespace duet::checkers;
@@ -34,10 +35,7 @@ constexpr Regime E = Regime::kElementwise;
 constexpr Regime F = Regime::kFullyAtomic;
 constexpr std::uint64_t kMax = ~std::uint64_t(0);
 
-double scale() {
-  if (const char* s = std::getenv("DUET_TEST_SCALE"); s && *s) return std::max(0.01, std::atof(s));
-  return 1.0;
-}
+using duet::cods::test_util::scale;
 int scaled(int n) { return std::max(50, static_cast<int>(n * scale())); }
 
 /// Three memory nodes, so node words carry ids 0, 1 and 2; no delay.

@@ -22,6 +22,7 @@
 
 #include "checkers/range_checker.hpp"
 #include "index/cods/versioned_cpu.hpp"
+#include "cods/test_scale.hpp"
 
 using namespace duet;
 using namespace duet::checkers;
@@ -29,10 +30,7 @@ using namespace duet::cods::ds;
 
 namespace {
 
-double scale() {
-  if (const char* s = std::getenv("DUET_TEST_SCALE"); s && *s) return std::max(0.01, std::atof(s));
-  return 1.0;
-}
+using duet::cods::test_util::scale;
 int scaled(int n) { return std::max(60, static_cast<int>(n * scale())); }
 
 constexpr unsigned kWriters = 2;

@@ -13,6 +13,7 @@
 #include <vector>
 
 #include "index/cods/versioned_cpu.hpp"
+#include "cods/test_scale.hpp"
 
 using namespace duet;
 using namespace duet::cods::ds;
@@ -22,10 +23,7 @@ namespace {
 constexpr std::uint64_t kMax = ~std::uint64_t(0);
 using Pairs = std::vector<std::pair<std::uint64_t, std::uint64_t>>;
 
-double scale() {
-  if (const char* s = std::getenv("DUET_TEST_SCALE"); s && *s) return std::max(0.01, std::atof(s));
-  return 1.0;
-}
+using duet::cods::test_util::scale;
 int scaled(int n) { return std::max(100, static_cast<int>(n * scale())); }
 
 template <unsigned K_, Regime R_>

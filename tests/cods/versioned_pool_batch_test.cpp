@@ -29,6 +29,7 @@
 #include <vector>
 
 #include "index/cods/versioned_blink_tree.hpp"
+#include "cods/test_scale.hpp"
 
 using namespace duet;
 using namespace duet::cods;
@@ -36,10 +37,7 @@ using namespace duet::cods::ds;
 
 namespace {
 
-double scale() {
-  if (const char* s = std::getenv("DUET_TEST_SCALE"); s && *s) return std::max(0.01, std::atof(s));
-  return 1.0;
-}
+using duet::cods::test_util::scale;
 
 /// The GPU pool's semantics on the host: fresh nodes from chunks (a grow adds a chunk as large as
 /// the pool), a free list taken by tickets, and a retired list that becomes free only at
