@@ -21,6 +21,7 @@
 #include "compute/internal.hpp"
 #include "compute/kernels_common.hpp"
 #include "gpu/cuda_try.hpp"
+#include "gpu/host_copy.hpp"
 #include "gpu/device.hpp"
 #include "gpu/device_buffer.hpp"
 
@@ -419,8 +420,8 @@ Status model_upload(const Mlp& m, void** handle) {
     float* b = nullptr;
     cudaError_t e = cudaMalloc(&w, d.w.size() * sizeof(float));
     if (e == cudaSuccess) e = cudaMalloc(&b, d.b.size() * sizeof(float));
-    if (e == cudaSuccess) e = cudaMemcpy(w, d.w.data(), d.w.size() * sizeof(float), cudaMemcpyHostToDevice);
-    if (e == cudaSuccess) e = cudaMemcpy(b, d.b.data(), d.b.size() * sizeof(float), cudaMemcpyHostToDevice);
+    if (e == cudaSuccess) e = ::duet::gpu::copy_to_device(w, d.w.data(), d.w.size() * sizeof(float));
+    if (e == cudaSuccess) e = ::duet::gpu::copy_to_device(b, d.b.data(), d.b.size() * sizeof(float));
     dm->w.push_back(w);
     dm->b.push_back(b);
     if (e != cudaSuccess) {

@@ -28,6 +28,7 @@
 #include "batch/epic/workloads.hpp"
 #include "gpu/device.hpp"
 #include "index/lslab/map.hpp"
+#include "gpu/host_copy.hpp"
 
 namespace duet::batch::epic {
 
@@ -682,20 +683,20 @@ class Runner final : public GpuRunner {
       d.words = t.spec.record_words;
       d.indexed = t.spec.indexed;
       EPIC_CUDA(cudaMalloc(&d.deleted, std::max<std::size_t>(1, t.deleted.size())));
-      EPIC_CUDA(cudaMemcpy(d.deleted, t.deleted.data(), t.deleted.size(), cudaMemcpyHostToDevice));
+      EPIC_CUDA(::duet::gpu::copy_to_device(d.deleted, t.deleted.data(), t.deleted.size()));
       if (d.words == 1) {  // paired: (data << 32) | slot word per slot
         std::vector<std::uint64_t> pairs(t.slots.size() * 2);
         for (std::size_t r = 0; r < t.slots.size(); ++r)
           for (int s = 0; s < 2; ++s)
             pairs[2 * r + s] = (static_cast<std::uint64_t>(t.data[2 * r + s]) << 32) | slot_word(t.slots[r], s);
         EPIC_CUDA(cudaMalloc(&d.pairs, std::max<std::size_t>(1, pairs.size()) * 8));
-        EPIC_CUDA(cudaMemcpy(d.pairs, pairs.data(), pairs.size() * 8, cudaMemcpyHostToDevice));
+        EPIC_CUDA(::duet::gpu::copy_to_device(d.pairs, pairs.data(), pairs.size() * 8));
         continue;
       }
       EPIC_CUDA(cudaMalloc(&d.slots, std::max<std::size_t>(1, t.slots.size()) * 8));
       EPIC_CUDA(cudaMalloc(&d.data, std::max<std::size_t>(1, t.data.size()) * 4));
-      EPIC_CUDA(cudaMemcpy(d.slots, t.slots.data(), t.slots.size() * 8, cudaMemcpyHostToDevice));
-      EPIC_CUDA(cudaMemcpy(d.data, t.data.data(), t.data.size() * 4, cudaMemcpyHostToDevice));
+      EPIC_CUDA(::duet::gpu::copy_to_device(d.slots, t.slots.data(), t.slots.size() * 8));
+      EPIC_CUDA(::duet::gpu::copy_to_device(d.data, t.data.data(), t.data.size() * 4));
     }
     if (!dtables_.put(tables_.data(), tables_.size(), err)) return false;
     slot_words_ = db.max_words();

@@ -12,6 +12,7 @@
 #include <type_traits>
 
 #include "gpu/cuda_try.hpp"
+#include "gpu/host_copy.hpp"
 #include "gpu/device.hpp"
 #include "index/cods/blink_tree.hpp"
 #include "index/cods/gpu_batch.hpp"
@@ -256,16 +257,10 @@ class GpuImpl final : public GpuStructure {
     DUET_CUDA_TRY(status.alloc(n * sizeof(OpStatus)));
     DUET_CUDA_TRY(out.alloc(n * 8));
     if (r.stamps) DUET_CUDA_TRY(stamps.alloc(n * 16));
-    // Copied on a stream and waited for: a cudaMemcpy from pageable memory may return before its
-    // DMA lands, and the batch's kernels run on non-blocking streams, not ordered after it.
-    {
-      BatchStream copy;
-      DUET_CUDA_TRY(cudaStreamCreateWithFlags(&copy.s, cudaStreamNonBlocking));
-      DUET_CUDA_TRY(cudaMemcpyAsync(ops.p, b.ops, n * sizeof(Op), cudaMemcpyHostToDevice, copy.s));
-      DUET_CUDA_TRY(cudaMemcpyAsync(keys.p, b.keys, n * 8, cudaMemcpyHostToDevice, copy.s));
-      if (with_values) DUET_CUDA_TRY(cudaMemcpyAsync(values.p, b.values, n * 8, cudaMemcpyHostToDevice, copy.s));
-      DUET_CUDA_TRY(cudaStreamSynchronize(copy.s));
-    }
+    // Landed before the batch's kernels, which run on non-blocking streams (gpu/host_copy.hpp).
+    DUET_CUDA_TRY(::duet::gpu::copy_to_device(ops.p, b.ops, n * sizeof(Op)));
+    DUET_CUDA_TRY(::duet::gpu::copy_to_device(keys.p, b.keys, n * 8));
+    if (with_values) DUET_CUDA_TRY(::duet::gpu::copy_to_device(values.p, b.values, n * 8));
     const Batch db{static_cast<const Op*>(ops.p), static_cast<const std::uint64_t*>(keys.p),
                    with_values ? static_cast<const std::uint64_t*>(values.p) : nullptr, n};
     BatchResult dr{static_cast<OpStatus*>(status.p), static_cast<std::uint64_t*>(out.p),

@@ -36,6 +36,7 @@
 #include <string>
 
 #include "gpu/cuda_try.hpp"
+#include "gpu/host_copy.hpp"
 #include "gpu/device.hpp"
 #include "index/cods/common.hpp"
 
@@ -245,10 +246,7 @@ class Pool {
     DUET_CUDA_TRY(cudaMalloc(&env_.free_list, 8 * capacity));
     DUET_CUDA_TRY(cudaMalloc(&env_.retired, 8 * capacity));
     DUET_CUDA_TRY(cudaMalloc(&env_.st, sizeof(PoolState)));
-    DUET_CUDA_TRY(cudaMemcpy(env_.st, &host_, sizeof(host_), cudaMemcpyHostToDevice));
-    // A copy from pageable memory may return before its DMA lands; batches run on non-blocking
-    // streams, which are not ordered after it.
-    DUET_CUDA_TRY(cudaDeviceSynchronize());
+    DUET_CUDA_TRY(::duet::gpu::copy_to_device(env_.st, &host_, sizeof(host_)));
     capacity_.store(capacity, std::memory_order_relaxed);
     return Status::Ok();
   }
@@ -286,8 +284,7 @@ class Pool {
     st.chunk_base[st.chunks] = reinterpret_cast<std::uint64_t>(chunk);
     ++st.chunks;
     st.capacity = cap;
-    DUET_CUDA_TRY(cudaMemcpy(env_.st, &st, sizeof(st), cudaMemcpyHostToDevice));
-    DUET_CUDA_TRY(cudaDeviceSynchronize());  // landed before any batch runs (as in init)
+    DUET_CUDA_TRY(::duet::gpu::copy_to_device(env_.st, &st, sizeof(st)));
     cudaFree(env_.free_list);
     cudaFree(env_.retired);
     env_.free_list = static_cast<std::uint64_t*>(free_list);

@@ -12,6 +12,7 @@
 #include <vector>
 
 #include "gpu/cuda_try.hpp"
+#include "gpu/host_copy.hpp"
 #include "gpu/device.hpp"
 #include "gpu/device_buffer.hpp"
 #include "index/lslab/core.hpp"
@@ -438,12 +439,12 @@ class GpuMap final : public Map {
       }
       const unsigned k = static_cast<unsigned>(committed >> chunk_shift_);
       h_chunks_.push_back(static_cast<Slab<W>*>(p));
-      DUET_CUDA_TRY(cudaMemcpy(d_chunks_ + k, &h_chunks_.back(), sizeof(Slab<W>*), cudaMemcpyHostToDevice));
+      DUET_CUDA_TRY(::duet::gpu::copy_to_device(d_chunks_ + k, &h_chunks_.back(), sizeof(Slab<W>*)));
       committed += chunk;
     }
     committed = std::min(committed, max_slabs());
     if (committed != cap) {
-      DUET_CUDA_TRY(cudaMemcpy(&d_counters_->capacity, &committed, 8, cudaMemcpyHostToDevice));
+      DUET_CUDA_TRY(::duet::gpu::copy_to_device(&d_counters_->capacity, &committed, 8));
       h_counters_->capacity = committed;  // only once the device has it
       ++grows_;
     }
