@@ -1,6 +1,5 @@
 // Store: opens the device, names the keyspaces, and shares the memory budget and epoch manager
 // with them (kv::StoreResources, which lives as long as the Store or any keyspace does).
-#include <unistd.h>
 
 #include <algorithm>
 #include <mutex>
@@ -12,6 +11,7 @@
 #include "gpu/device.hpp"
 #include "kv/hot_cache.hpp"
 #include "kv/kv_space.hpp"
+#include "mem/host_memory.hpp"
 #include "txn/factory.hpp"
 
 namespace duet {
@@ -106,9 +106,7 @@ Status KvSpace::finish(std::unique_ptr<KvInFlight> batch) {
 }
 
 std::uint64_t effective_memory_budget(const StoreConfig& c) {
-  if (c.memory_budget_bytes) return c.memory_budget_bytes;
-  const long pages = sysconf(_SC_PHYS_PAGES), page = sysconf(_SC_PAGESIZE);
-  return pages > 0 && page > 0 ? std::uint64_t(pages) * std::uint64_t(page) / 2 : (1ull << 32);
+  return c.memory_budget_bytes ? c.memory_budget_bytes : mem::half_of_physical_memory();
 }
 
 namespace {
@@ -263,7 +261,7 @@ class StoreImpl final : public Store {
     // Cache larger than half of physical memory is refused rather than allocated: the kernel
     // would kill the process while its buckets are being built.
     const std::uint64_t hot = kv::HotCache::initial_bytes(config_.hot_cache_entries);
-    if (const std::uint64_t half = effective_memory_budget(StoreConfig{}); hot > half)
+    if (const std::uint64_t half = mem::half_of_physical_memory(); hot > half)
       return Status::ResourceExhausted("the Hot Cache buckets of keyspace '" + std::string(name) + "' take " +
                                        std::to_string(hot) + " bytes, more than half of physical memory (" +
                                        std::to_string(half) + " bytes; hot-cache-entries sizes them)");

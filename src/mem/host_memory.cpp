@@ -1,6 +1,7 @@
 #include "mem/host_memory.hpp"
 
 #include <sys/mman.h>
+#include <unistd.h>
 
 namespace duet::mem {
 
@@ -16,6 +17,11 @@ void* map_zeroed(std::size_t bytes) {
 
 void unmap(void* p, std::size_t bytes) {
   if (p) ::munmap(p, bytes);
+}
+
+std::size_t half_of_physical_memory() {
+  const long pages = ::sysconf(_SC_PHYS_PAGES), page = ::sysconf(_SC_PAGESIZE);
+  return pages > 0 && page > 0 ? std::size_t(pages) * std::size_t(page) / 2 : (std::size_t(1) << 32);
 }
 
 }  // namespace duet::mem

@@ -13,4 +13,8 @@ void* map_zeroed(std::size_t bytes);
 /// Releases memory from map_zeroed. `bytes` must be the size passed there; null is ignored.
 void unmap(void* p, std::size_t bytes);
 
+/// Half of this machine's physical memory in bytes (4 GiB when the system does not say): the
+/// default memory budget, and the most an index may allocate whole at startup.
+std::size_t half_of_physical_memory();
+
 }  // namespace duet::mem

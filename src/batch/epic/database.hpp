@@ -24,6 +24,14 @@ struct TableStore {
   std::unordered_map<std::uint64_t, std::uint32_t> index;  ///< indexed tables only
   std::vector<std::uint64_t> backlink;         ///< record id -> key (indexed tables)
   std::deque<std::uint32_t> free_ring;         ///< free record ids, FIFO
+
+  /// Host bytes one record of a table takes as Database allocates it: its two data slots, slot
+  /// word and deleted flag, and, indexed, its back-link, free-ring entry and index entry (about
+  /// 48 bytes with the hash map's node). What the memory budget is charged per record.
+  static std::uint64_t bytes_per_record(std::uint32_t record_words, bool indexed) {
+    return 2ull * record_words * sizeof(std::uint32_t) + sizeof(std::uint64_t) + sizeof(std::uint8_t) +
+           (indexed ? 48 : 0);
+  }
 };
 
 /// The scratchpad: one {slot word, data} version per temp write, sized to the largest record.

@@ -162,11 +162,7 @@ Status EpicDatabase::check(const EpicConfig& config) {
 
 std::uint64_t EpicDatabase::host_bytes(const EpicConfig& config) {
   std::uint64_t bytes = 0;
-  for (const EpicTable& t : config.tables) {
-    const std::uint64_t per_record = 2ull * t.record_words * sizeof(std::uint32_t) + sizeof(std::uint64_t) + 1 +
-                                     (t.indexed ? 48 : 0);
-    bytes += per_record * t.capacity;
-  }
+  for (const EpicTable& t : config.tables) bytes += batch::epic::TableStore::bytes_per_record(t.record_words, t.indexed) * t.capacity;
   return bytes;
 }
 

@@ -1,7 +1,5 @@
 // The CPU twin of L-Slab: the algorithm of core.hpp run by CPU threads (group = one thread)
 // over host memory, with batches spread across a thread pool.
-#include <unistd.h>
-
 #include <atomic>
 #include <mutex>
 #include <string>
@@ -48,8 +46,7 @@ class CpuMap final : public Map {
     // The bucket heads are written whole before the map is used: heads larger than half of
     // physical memory are refused rather than mapped, or the kernel would kill the process
     // while they are being written.
-    const std::uint64_t half = static_cast<std::uint64_t>(::sysconf(_SC_PHYS_PAGES)) *
-                               static_cast<std::uint64_t>(::sysconf(_SC_PAGESIZE)) / 2;
+    const std::uint64_t half = mem::half_of_physical_memory();
     if (heads_bytes_ > half)
       return Status::ResourceExhausted("the bucket heads for " + std::to_string(config_.expected_keys) +
                                        " expected keys take " + std::to_string(heads_bytes_) +
