@@ -34,10 +34,11 @@ enum class GpuKind : std::uint8_t { kList = 0, kHashSet = 1, kTree = 2 };
 /// concurrent, so every order is one the batch semantics allow and none changes what an outcome
 /// may be.
 /// - kGetsFirst: every GET before every update, so a warp of GETs holds no lane that takes a
-///   lock and waits on it. Costs one device pass over the ops (cub::DevicePartition), a 4-byte
-///   read of the GET count, and 4 bytes per request of scratch kept between batches; a batch of
-///   GETs only, or of updates only, then runs in index order. Batches of 2^31 requests or more
-///   run in index order.
+///   lock and waits on it. Costs a device pass counting the GETs and a read of the count (a
+///   synchronisation); a batch of GETs only, or of updates only, then runs in index order. A
+///   batch that mixes them costs a second pass (cub::DevicePartition) and 4 bytes per request
+///   of scratch, kept between batches (allocated when a batch is larger than any before).
+///   Batches of 2^31 requests or more run in index order.
 /// - kIndex: index order.
 /// - kAuto (the default): kGetsFirst for one lane per request, the list and the tree; kIndex for
 ///   the hash set on tiles, where GETs first measured 6-21% slower (docs/cods.md, "GETs first").

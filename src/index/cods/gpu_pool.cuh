@@ -418,11 +418,23 @@ class RetryBatch {
   cudaStream_t stream_ = nullptr;
 };
 
+/// Counts the kGet ops of ops[0, n) into *gets (a warp sum, then one atomic add per warp).
+__global__ void count_gets_kernel(const Op* ops, std::uint64_t n, unsigned long long* gets) {
+  const std::uint64_t stride = std::uint64_t(gridDim.x) * blockDim.x;
+  unsigned here = 0;
+  for (std::uint64_t i = blockIdx.x * std::uint64_t(blockDim.x) + threadIdx.x; i < n; i += stride)
+    here += ops[i] == Op::kGet;
+  const unsigned warp = __reduce_add_sync(0xffffffffu, here);  // every lane reaches it: no early exit
+  if ((threadIdx.x & 31) == 0 && warp != 0) atomicAdd(gets, static_cast<unsigned long long>(warp));
+}
+
 /// The order of a batch whose GETs go first (GpuOrder::kGetsFirst): the indices of every kGet,
-/// then those of every other op (cub::DevicePartition, one pass over the ops), built on the
-/// caller's stream, which it then synchronises to read the GET count. Its scratch is kept and
-/// grown between batches; one batch uses it at a time (the driver holds `mutex` for the batch's
-/// length, and a batch that finds it taken builds its own).
+/// then those of every other op. build() first counts the GETs (one pass over the ops, then a
+/// synchronisation of the caller's stream to read the count); a batch of GETs only or updates
+/// only needs no order and costs nothing more. Otherwise cub::DevicePartition writes the order
+/// (a second pass) into scratch kept and grown between batches; one batch uses it at a time
+/// (the driver holds `mutex` for the batch's length, and a batch that finds it taken builds its
+/// own).
 class GetsFirst {
  public:
   struct IsGet {
@@ -433,14 +445,23 @@ class GetsFirst {
   /// only GETs or only updates (index order is then the same order).
   cudaError_t build(cudaStream_t stream, const Op* ops, std::uint64_t n, const std::uint32_t** order) {
     *order = nullptr;
+    cudaError_t e = cudaSuccess;
+    if (!count_ && (e = cudaMalloc(&count_, 8)) != cudaSuccess) return e;
+    if ((e = cudaMemsetAsync(count_, 0, 8, stream)) != cudaSuccess) return e;
+    const unsigned blocks = static_cast<unsigned>(
+        std::min<std::uint64_t>((n + 255) / 256, std::uint64_t(std::max(1, gpu::device().sm_count)) * 8));
+    count_gets_kernel<<<blocks, 256, 0, stream>>>(ops, n, count_);
+    unsigned long long gets = 0;
+    if ((e = cudaMemcpyAsync(&gets, count_, 8, cudaMemcpyDeviceToHost, stream)) != cudaSuccess) return e;
+    if ((e = cudaStreamSynchronize(stream)) != cudaSuccess) return e;
+    if (gets == 0 || gets == n) return cudaSuccess;
     const thrust::counting_iterator<std::uint32_t> in(0);
     std::size_t temp = 0;
-    cudaError_t e = cub::DevicePartition::If(nullptr, temp, in, static_cast<std::uint32_t*>(nullptr),
-                                             static_cast<std::uint32_t*>(nullptr), static_cast<int>(n), IsGet{ops},
-                                             stream);
+    e = cub::DevicePartition::If(nullptr, temp, in, static_cast<std::uint32_t*>(nullptr),
+                                 static_cast<std::uint32_t*>(nullptr), static_cast<int>(n), IsGet{ops}, stream);
     if (e != cudaSuccess) return e;
     const std::size_t scratch = (temp + 255) & ~std::size_t(255);
-    const std::size_t need = scratch + n * 4 + 8;  // CUB's scratch, the order, the count
+    const std::size_t need = scratch + n * 4 + 8;  // CUB's scratch, the order, its count
     if (need > bytes_) {
       cudaFree(p_);
       p_ = nullptr;
@@ -452,21 +473,22 @@ class GetsFirst {
     if ((e = cub::DevicePartition::If(p_, temp, in, out, out + n, static_cast<int>(n), IsGet{ops}, stream)) !=
         cudaSuccess)
       return e;
-    std::uint32_t gets = 0;
-    if ((e = cudaMemcpyAsync(&gets, out + n, 4, cudaMemcpyDeviceToHost, stream)) != cudaSuccess) return e;
-    if ((e = cudaStreamSynchronize(stream)) != cudaSuccess) return e;
-    if (gets != 0 && gets != n) *order = out;
+    *order = out;
     return cudaSuccess;
   }
   GetsFirst() = default;
   GetsFirst(const GetsFirst&) = delete;
   GetsFirst& operator=(const GetsFirst&) = delete;
-  ~GetsFirst() { cudaFree(p_); }
+  ~GetsFirst() {
+    cudaFree(p_);
+    cudaFree(count_);
+  }
   std::mutex mutex;
 
  private:
   void* p_ = nullptr;
   std::size_t bytes_ = 0;
+  unsigned long long* count_ = nullptr;
 };
 
 /// Initialises a driver and hands it to *out when that succeeded (make_gpu_* functions).
