@@ -219,6 +219,34 @@ TEST_P(CodsVersionedGpuTwin, PoolGrowsAndEveryRequestAppliesOnce) {
   EXPECT_GT(grew_with_ranges, 0u) << "no batch with RANGEs needed the pool to grow";
 }
 
+/// A pool grows only as far as its nodes need: a pool of 16 that runs dry in a batch of 3,000
+/// inserts grows to no more than four times the nodes the same batch takes from a pool large
+/// enough never to grow (doubling gives at most twice; the rest is slack for the splits' order).
+/// Caught before the fix: failed allocations advanced the fresh counter past the capacity, so
+/// every growth skipped its new nodes and the pool doubled on to 16,384 and beyond.
+TEST_P(CodsVersionedGpuTwin, PoolGrowsOnlyAsFarAsItsNodesNeed) {
+  SKIP_WITHOUT_GPU();
+  const Shape s = GetParam();
+  std::mt19937_64 rng(11 + s.k);
+  Work w = make_batch(rng, 3000, 1u << 20, 0);
+  for (auto& op : w.ops) op = Op::kInsert;
+  std::uint64_t used_without_growth = 0, grown = 0;
+  for (const std::uint64_t pool : {std::uint64_t(1) << 16, std::uint64_t(16)}) {
+    std::unique_ptr<GpuVersionedTree> gpu;
+    ASSERT_TRUE(make_gpu_versioned_tree(config_of(s, pool), &gpu).ok());
+    Work g = w;
+    VersionedBatchResult r = g.result();
+    const Status st = gpu->execute(g.batch(), r);
+    ASSERT_TRUE(st.ok()) << "pool of " << pool << ": " << st.to_string();
+    if (pool == 16) grown = gpu->pool_capacity();
+    else used_without_growth = gpu->nodes_used();
+  }
+  ::testing::Test::RecordProperty("nodes_without_growth", static_cast<int>(used_without_growth));
+  ::testing::Test::RecordProperty("grown_capacity", static_cast<int>(grown));
+  EXPECT_GT(grown, 16u);
+  EXPECT_LE(grown, 4 * used_without_growth) << "the pool grew past its nodes' need";
+}
+
 /// Snapshots held across batches: two are held after different batches while mixed batches
 /// (with RANGEs at t - 1) run, then batches of RANGEs and updates run at each held snapshot
 /// (execute_at), before and after the other is released. Every outcome and page equals the CPU

@@ -72,6 +72,7 @@ struct HostPool {
   bool fresh_exhausted() const { return fresh_next.load() >= capacity; }
   void grow() {
     const std::uint64_t add = capacity;
+    fresh_next = std::min(fresh_next.load(), capacity);  // failed allocations took no node
     chunks.emplace_back(new PoolNode[add]);
     capacity += add;
     chunk_end.push_back(capacity);

@@ -259,7 +259,8 @@ class Pool {
   /// Nodes in the pool now (any thread, any time).
   std::uint64_t capacity() const { return capacity_.load(std::memory_order_relaxed); }
   /// Adds a chunk as large as the pool so far (less at the maximum): the nodes in use stay where
-  /// they are; the free and retired lists move to arrays of the new capacity. No batch may be in
+  /// they are, and the next fresh node is the new chunk's first; the free and retired lists move
+  /// to arrays of the new capacity. No batch may be in
   /// flight. ResourceExhausted at the maximum or when GPU memory is short (the pool is then as
   /// it was); costs one allocation, a copy of the lists and a synchronisation.
   Status grow() {
@@ -280,6 +281,10 @@ class Pool {
     DUET_CUDA_TRY(cudaMemcpy(free_list, env_.free_list, 8 * st.free_count, cudaMemcpyDeviceToDevice));
     DUET_CUDA_TRY(cudaMemcpy(retired, env_.retired, 8 * std::min(st.retired_count, st.capacity),
                              cudaMemcpyDeviceToDevice));
+    // Failed allocations advanced fresh_next past the capacity without taking a node: the new
+    // chunk's nodes start at the old capacity, or a pool grown after a batch that ran dry would
+    // skip them and grow again (a 16-node pool reached 16,384 nodes in one batch).
+    st.fresh_next = std::min(st.fresh_next, st.capacity);
     st.chunk_end[st.chunks] = cap;
     st.chunk_base[st.chunks] = reinterpret_cast<std::uint64_t>(chunk);
     ++st.chunks;
