@@ -92,14 +92,19 @@ struct EpicTxnResult {
   std::uint32_t attempts = 0;  ///< 1, plus one per rerun (declared keys found wrong)
 };
 
-/// Where an Epic database indexes and plans its epochs (execution always runs on its CPU
-/// threads over host tables, so reads and loads touch host memory only).
+/// Where an Epic database indexes, plans and executes its epochs (docs/epic.md, "Placement").
 enum class EpicPlacement : std::uint8_t {
   kAuto = 0,  ///< kGpu when a CUDA device is usable, else kCpu
   kCpu = 1,   ///< indexing and planning on the CPU threads (the CPU twin)
-  kGpu = 2,   ///< Epic-CPU: the GPU indexes on L-Slab and plans, the CPU threads execute; an
-              ///< epoch too big for the device's free memory is indexed and planned on the CPU
+  kGpu = 2,   ///< Epic-CPU: the GPU indexes on L-Slab and plans, the CPU threads execute over
+              ///< host tables; an epoch too big for the device's free memory is indexed and
+              ///< planned on the CPU
   kGpuTwin = 3,  ///< kGpu's path with the GPU replaced by its CPU twin (tests the path without a GPU)
+  kGpuExec = 4,  ///< Epic on the GPU: the GPU indexes, plans and executes each epoch over its own
+                 ///< copy of the tables; an epoch too big for the device, or a small one (see
+                 ///< min_device_epoch_ops), runs on the CPU threads after the tables come back.
+                 ///< A read after GPU epochs first copies the tables back (all of them, once)
+  kGpuExecTwin = 5,  ///< kGpuExec's path with the GPU replaced by a second CPU engine (tests it without a GPU)
 };
 
 /// How an Epic database's CPU threads take an epoch's txns (docs/epic.md, "CPU execution order").
@@ -113,12 +118,14 @@ struct EpicConfig {
   EpicProcedures procedures = EpicProcedures::kMix;
   EpicPlacement placement = EpicPlacement::kAuto;
   EpicExecOrder exec_order = EpicExecOrder::kAuto;
-  /// Epochs of more ops (declared keys) than this are planned on the CPU even with kGpu (0: as
-  /// many as the device's free memory holds).
+  /// Epochs of more ops (declared keys) than this are planned (kGpuExec: and executed) on the
+  /// CPU even with kGpu (0: as many as the device's free memory holds).
   std::uint64_t max_device_epoch_ops = 0;
   /// With kGpu: epochs of fewer ops are planned on the CPU, which is faster for them (the GPU's
   /// fixed cost per epoch is about 1.5 ms; docs/epic.md), while the indexed tables hold at most
-  /// 65536 records in all (each move between the two copies the index). 0: every epoch on the GPU.
+  /// 65536 records in all (each move between the two copies the index). With kGpuExec the same,
+  /// while all the tables hold at most 65536 records (each move copies the tables). 0: every
+  /// epoch on the GPU.
   std::uint64_t min_device_epoch_ops = 16384;
   std::vector<EpicTable> tables;
   unsigned threads = 0;              ///< executing threads (0: one per hardware thread, at most 64)
@@ -134,11 +141,14 @@ struct EpicStats {
   std::uint64_t host_planned_epochs = 0;  ///< kGpu epochs planned on the CPU (too big for the device)
   std::uint64_t small_epochs_on_host = 0;  ///< kGpu epochs planned on the CPU (under min_device_epoch_ops)
   std::uint64_t queued_epochs = 0;  ///< epochs whose threads ran per-thread queues (EpicExecOrder)
+  std::uint64_t device_epochs = 0;    ///< kGpuExec epochs executed on the GPU
+  std::uint64_t table_uploads = 0;    ///< kGpuExec copies of the tables to the GPU
+  std::uint64_t table_downloads = 0;  ///< kGpuExec copies of the tables back (before reads and CPU epochs)
 };
 
-/// An Epic database: epochs indexed and planned per EpicPlacement, executed on CPU threads over
-/// host tables (Epic-CPU). Thread-safe: every member may be called from any number of threads
-/// at once.
+/// An Epic database: epochs indexed, planned and executed per EpicPlacement (by default indexed
+/// and planned on the GPU, executed on CPU threads over host tables: Epic-CPU). Thread-safe:
+/// every member may be called from any number of threads at once.
 class EpicDatabase {
  public:
   virtual ~EpicDatabase() = default;  ///< runs what is queued, then stops
@@ -205,7 +215,7 @@ class EpicDatabase {
   virtual EpicProcedures procedures() const = 0;
 };
 
-/// "auto", "cpu", "gpu", "gpu-twin"; parse_epic_placement accepts them in any case
+/// "auto", "cpu", "gpu", "gpu-twin", "gpu-exec", "gpu-exec-twin"; parse_epic_placement accepts them in any case
 /// (InvalidArgument else).
 const char* epic_placement_name(EpicPlacement p);
 Status parse_epic_placement(std::string_view text, EpicPlacement* out);

@@ -255,8 +255,10 @@ Status Server::start() {
                                        std::to_string(budget) + " bytes (maxmemory)");
     // Batch databases open on first use; a placement they would refuse is refused now.
     const std::string device = store_->device_description();
-    if (cfg_.store.epic.placement == EpicPlacement::kGpu && device.rfind("gpu", 0) != 0)
-      return Status::Unavailable("epic placement gpu was requested but the store runs on the CPU (" + device + ")");
+    const EpicPlacement p = cfg_.store.epic.placement;
+    if ((p == EpicPlacement::kGpu || p == EpicPlacement::kGpuExec) && device.rfind("gpu", 0) != 0)
+      return Status::Unavailable(std::string("epic placement ") + epic_placement_name(p) +
+                                 " was requested but the store runs on the CPU (" + device + ")");
   }
   addrinfo hints{};
   hints.ai_family = AF_UNSPEC;

@@ -98,8 +98,11 @@ def draw(rng, keys):
 
 # auto: the GPU planner on a machine with a GPU, the CPU twin elsewhere; gpu-twin: the GPU
 # placement's path (the index kept by the planner) with its CPU twin, every epoch (min 0) or the
-# small ones on the CPU (min 20 ops: the epochs here are of 1 to 400 calls).
-@pytest.mark.parametrize("placement,min_ops", [("auto", 0), ("gpu-twin", 0), ("gpu-twin", 20)])
+# small ones on the CPU (min 20 ops: the epochs here are of 1 to 400 calls); gpu-exec-twin:
+# the path of execution on the GPU (the tables with the executor, copied back for BATCH.GET and
+# for epochs on the CPU threads) with a second CPU engine as the device.
+@pytest.mark.parametrize("placement,min_ops", [("auto", 0), ("gpu-twin", 0), ("gpu-twin", 20), ("gpu-exec-twin", 0),
+                                               ("gpu-exec-twin", 20)])
 def test_pipelined_calls_equal_serial_replay(server_factory, placement, min_ops):
     import random
     s = epic_server(server_factory, placement=placement, min_device_ops=min_ops)
@@ -129,6 +132,12 @@ def test_pipelined_calls_equal_serial_replay(server_factory, placement, min_ops)
         assert info["small_epochs_on_host"] == 0, info
     # Epochs of at most 400 calls are below 256 per thread on any machine: never dealt.
     assert info["queued_epochs"] == 0, info
+    if placement == "gpu-exec-twin":
+        assert info["device_epochs"] + info["small_epochs_on_host"] == info["epochs"], info
+        assert info["device_epochs"] > 0 and info["table_uploads"] >= 1, info
+        assert info["table_downloads"] >= 1, info  # BATCH.GET after device epochs
+    else:
+        assert info["device_epochs"] == 0 and info["table_uploads"] == 0, info
 
 
 def test_clients_on_their_own_keys_each_equal_their_replay(server_factory):
@@ -596,8 +605,9 @@ def test_bad_epic_settings_stop_the_server_with_a_message(server_factory):
         s.returncode = rc
         assert rc != 0, extra
     # A server kept on the CPU (`--device cpu`) refuses GPU planning, on any machine.
-    s = server_factory(wait=False, extra=["--database-kinds", "kv,1=batch", "--device", "cpu", "--epic-tables",
-                                          "t:1:5", "--epic-placement", "gpu"])
-    s.returncode = s.proc.wait(30)
-    assert s.returncode != 0
-    assert "epic placement gpu was requested but the store runs on the CPU" in s.stderr_text()
+    for placement in ("gpu", "gpu-exec"):
+        s = server_factory(wait=False, extra=["--database-kinds", "kv,1=batch", "--device", "cpu", "--epic-tables",
+                                              "t:1:5", "--epic-placement", placement])
+        s.returncode = s.proc.wait(30)
+        assert s.returncode != 0
+        assert f"epic placement {placement} was requested but the store runs on the CPU" in s.stderr_text()

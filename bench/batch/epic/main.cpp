@@ -218,6 +218,23 @@ std::unique_ptr<Engine<Procs>> epic_cpu_engine(const std::vector<TableSpec>& spe
   return e;
 }
 
+/// An engine that executes on the GPU through a DeviceExecutor (EpicDatabase's gpu-exec): `threads`
+/// CPU threads for the epochs the device does not take, the GPU runner of its own for the rest;
+/// small epochs as EpicDatabase's default. Null without a GPU.
+template <class Procs>
+std::unique_ptr<Engine<Procs>> epic_gpu_exec_engine(const std::vector<TableSpec>& specs, int threads, ProcSet set,
+                                                    const Config& c) {
+  std::string why;
+  std::shared_ptr<GpuRunner> runner(make_gpu_runner(set, &why).release());
+  if (!runner) return nullptr;
+  runner->set_host_threads(threads);
+  tune_gpu(*runner, c);
+  auto e = std::make_unique<Engine<Procs>>(specs, threads);
+  e->set_device_executor(std::make_shared<GpuExecutor>(std::move(runner)));
+  e->set_min_device_epoch_ops(duet::EpicConfig{}.min_device_epoch_ops);
+  return e;
+}
+
 /// Whether `system` ran the pieces of a run with pieces (serial and rocksdb run the whole txns:
 /// measure_systems' `whole`; the front ends submit the pieces through submit_pieces).
 bool runs_pieces(bool pieces, const std::string& system) { return pieces && system != "serial" && system != "rocksdb"; }
@@ -225,6 +242,7 @@ bool runs_pieces(bool pieces, const std::string& system) { return pieces && syst
 void describe(b::Json& r, const std::string& system) {
   const char *index = "cpu", *plan = "cpu", *exec = "cpu", *xfer = "none";
   if (system == "epic-cpu" || system == "epic-submit-gpu") index = "gpu", plan = "gpu", xfer = "packed";
+  else if (system == "epic-submit-gpuexec") index = "gpu", plan = "gpu", exec = "gpu", xfer = "packed";
   else if (system == "epic-cpu-hostidx") plan = "gpu", xfer = "per-array";
   else if (system == "epic-gpu") index = "gpu", plan = "gpu", exec = "gpu", xfer = "packed";
   else if (system == "epic-gpu-perarray") index = "gpu", plan = "gpu", exec = "gpu", xfer = "per-array";
@@ -283,7 +301,7 @@ bool measure_systems(const std::vector<Batch>& epochs, SerialStore* serial, cons
     Engine<Procs>* engine = eng;
     // epic-twin-counter: the twin with one counter in serial order, whatever --exec-order says.
     engine->set_exec_order(name == "epic-twin-counter" ? ExecOrder::kSerial : order);
-    if (name == "epic-submit" || name == "epic-submit-gpu") {
+    if (name == "epic-submit" || name == "epic-submit-gpu" || name == "epic-submit-gpuexec") {
       systems.push_back({name, submit_step<Procs>(engine, error), {}});
       continue;
     }
@@ -386,7 +404,7 @@ int main(int argc, char** argv) {
   if (!ok || help) {
     std::cerr << (ok ? "" : error + "\n")
               << "usage: duet_bench_epic [--quick] [--records N] [--epoch N] [--epoch-sizes N,N..] [--epochs N] [--threads N]\n"
-                 "  [--workloads A,B,C,F,U (U: ten read-updates)] [--abort-rates 0,0.25] [--thetas 0,0.99] [--split 0,1] [--pieces 0,1 (0): YCSB's ops, TPC-C's Payments as pieces] [--systems serial,epic-twin,epic-twin-counter,epic-submit,epic-submit-gpu,epic-cpu,epic-cpu-hostidx,epic-gpu,epic-gpu-perarray,epic-gpu-hostidx,rocksdb]\n"
+                 "  [--workloads A,B,C,F,U (U: ten read-updates)] [--abort-rates 0,0.25] [--thetas 0,0.99] [--split 0,1] [--pieces 0,1 (0): YCSB's ops, TPC-C's Payments as pieces] [--systems serial,epic-twin,epic-twin-counter,epic-submit,epic-submit-gpu,epic-submit-gpuexec,epic-cpu,epic-cpu-hostidx,epic-gpu,epic-gpu-perarray,epic-gpu-hostidx,rocksdb]\n"
                  "  [--out FILE] [--np WAREHOUSES: TPC-C instead of YCSB] [--mix np|full] [--tpcc-layout records|split (split)]\n  [--gpu-backoff NS (1024)] [--gpu-gather 0|1 (1)]\n  [--exec-order serial|partitioned|auto (auto): how CPU engines hand txns to threads]\n";
     return ok ? 0 : 2;
   }
@@ -469,13 +487,14 @@ int main(int argc, char** argv) {
         };
       }
 #endif
-      std::unique_ptr<Engine<TpccProcs>> twin, twin_counter, epic_cpu, epic_cpu_h, submit, submit_gpu;
+      std::unique_ptr<Engine<TpccProcs>> twin, twin_counter, epic_cpu, epic_cpu_h, submit, submit_gpu, submit_gpux;
       std::unique_ptr<Database> gpu_db, gpu_hdb, gpu_pdb;
       if (has("serial")) serial = std::make_unique<SerialStore>(specs);
       if (has("epic-twin")) twin = std::make_unique<Engine<TpccProcs>>(specs, c.threads);
       if (has("epic-twin-counter")) twin_counter = std::make_unique<Engine<TpccProcs>>(specs, c.threads);
       if (has("epic-submit")) submit = std::make_unique<Engine<TpccProcs>>(specs, c.threads);
       if (gpu && has("epic-submit-gpu")) submit_gpu = epic_cpu_engine<TpccProcs>(specs, c.threads, ProcSet::kTpcc, true);
+      if (gpu && has("epic-submit-gpuexec")) submit_gpux = epic_gpu_exec_engine<TpccProcs>(specs, c.threads, ProcSet::kTpcc, c);
       if (gpu && has("epic-cpu")) epic_cpu = epic_cpu_engine<TpccProcs>(specs, c.threads, ProcSet::kTpcc, false);
       if (np_runner && has("epic-cpu-hostidx"))
         epic_cpu_h = std::make_unique<Engine<TpccProcs>>(specs, c.threads, gpu_planner(np_runner));
@@ -491,6 +510,7 @@ int main(int argc, char** argv) {
         if (twin_counter) twin_counter->db().load(t, k, d);
         if (submit) submit->db().load(t, k, d);
         if (submit_gpu) submit_gpu->db().load(t, k, d);
+        if (submit_gpux) submit_gpux->db().load(t, k, d);
         if (epic_cpu) epic_cpu->db().load(t, k, d);
         if (epic_cpu_h) epic_cpu_h->db().load(t, k, d);
         if (gpu_db) gpu_db->load(t, k, d);
@@ -560,7 +580,7 @@ int main(int argc, char** argv) {
                                       {{"epic-twin", twin.get()}, {"epic-twin-counter", twin_counter.get()},
                                        {"epic-cpu", epic_cpu.get()},
                                        {"epic-cpu-hostidx", epic_cpu_h.get()}, {"epic-submit", submit.get()},
-                                       {"epic-submit-gpu", submit_gpu.get()}},
+                                       {"epic-submit-gpu", submit_gpu.get()}, {"epic-submit-gpuexec", submit_gpux.get()}},
                                       {{"epic-gpu", gpu_db.get(), np_runner.get()},
                                        {"epic-gpu-perarray", gpu_pdb.get(), np_prunner.get()},
                                        {"epic-gpu-hostidx", gpu_hdb.get(), np_hrunner.get()}},
@@ -601,7 +621,7 @@ int main(int argc, char** argv) {
         };
       }
 #endif
-      std::unique_ptr<Engine<YcsbProcs>> twin, twin_counter, epic_cpu, epic_cpu_h, submit, submit_gpu;
+      std::unique_ptr<Engine<YcsbProcs>> twin, twin_counter, epic_cpu, epic_cpu_h, submit, submit_gpu, submit_gpux;
       std::shared_ptr<GpuRunner> prunner;
       if (has("serial")) {
         serial = std::make_unique<SerialStore>(std::vector<TableSpec>{spec});
@@ -624,6 +644,9 @@ int main(int argc, char** argv) {
                                                   std::tuple{"epic-cpu", &epic_cpu, false}})
         if (gpu && has(name) && (*engine = epic_cpu_engine<YcsbProcs>({spec}, c.threads, ProcSet::kYcsb, small_on_host)))
           load((*engine)->db(), nullptr, spec);
+      if (gpu && has("epic-submit-gpuexec") &&
+          (submit_gpux = epic_gpu_exec_engine<YcsbProcs>({spec}, c.threads, ProcSet::kYcsb, c)))
+        load(submit_gpux->db(), nullptr, spec);
       if (has("epic-cpu-hostidx") && runner) {
         epic_cpu_h = std::make_unique<Engine<YcsbProcs>>(std::vector<TableSpec>{spec}, c.threads, gpu_planner(runner));
         load(epic_cpu_h->db(), nullptr, spec);
@@ -715,7 +738,8 @@ int main(int argc, char** argv) {
                                           {{"epic-twin", twin.get()}, {"epic-twin-counter", twin_counter.get()},
                                        {"epic-cpu", epic_cpu.get()},
                                            {"epic-cpu-hostidx", epic_cpu_h.get()}, {"epic-submit", submit.get()},
-                                           {"epic-submit-gpu", submit_gpu.get()}},
+                                           {"epic-submit-gpu", submit_gpu.get()},
+                                           {"epic-submit-gpuexec", submit_gpux.get()}},
                                           {{"epic-gpu", gpu_db.get(), runner.get()},
                                            {"epic-gpu-perarray", gpu_pdb.get(), prunner.get()},
                                            {"epic-gpu-hostidx", gpu_hdb.get(), hrunner.get()}},

@@ -11,6 +11,7 @@
 #include <functional>
 #include <string>
 
+#include "batch/epic/device_executor.hpp"
 #include "batch/epic/device_planner.hpp"
 #include "batch/epic/epoch_output.hpp"
 #include "batch/epic/exec_cpu.hpp"
@@ -79,13 +80,30 @@ class Engine {
   /// device's free memory) is indexed and planned on the host instead: the index is synced back
   /// first and handed to `d` again at the next epoch that fits (a copy of the index each way).
   void set_device_planner(std::shared_ptr<DevicePlanner> d) { device_ = std::move(d); }
-  /// Copies the device planner's index into the host database (no-op without one or when current).
+  /// Epic on the device: each epoch that `x` can take (DeviceExecutor::fits) and that is not a
+  /// small one (set_min_device_epoch_ops) is indexed, planned and executed there, over the
+  /// executor's copy of the tables; the others run on the host, indexed and planned by the CPU
+  /// twin. The tables move (a copy of all of them) when an epoch runs on the other side from the
+  /// last, and the host copy is refreshed (a download) before get() after device epochs. Set
+  /// before the first epoch, instead of a DevicePlanner.
+  void set_device_executor(std::shared_ptr<DeviceExecutor> x) { executor_ = std::move(x); }
+  /// Copies the device planner's index into the host database (no-op without one or when current);
+  /// with a DeviceExecutor, its tables and index when the host copy is behind.
   bool sync(std::string* err) {
+    if (executor_ && !host_current_) {
+      if (!executor_->download(db_, err)) return false;
+      host_current_ = true;
+      downloads_.fetch_add(1, std::memory_order_relaxed);
+    }
     if (!device_ || !stale_) return true;
     if (!device_->sync(db_, err)) return false;
     stale_ = false;
     return true;
   }
+  /// With a DeviceExecutor: epochs it ran, and the copies of the tables made to it and back.
+  std::uint64_t device_epochs() const { return device_epochs_.load(std::memory_order_relaxed); }
+  std::uint64_t uploads() const { return uploads_.load(std::memory_order_relaxed); }
+  std::uint64_t downloads() const { return downloads_.load(std::memory_order_relaxed); }
   Faults& faults() { return faults_; }
   /// A wait longer than this fails the epoch with "stuck wait" (0: wait forever). After a stuck
   /// epoch the tables hold partial writes: the database must be reloaded.
@@ -135,12 +153,17 @@ class Engine {
   /// Moving between the two moves the index (a copy each way), so this applies only while the
   /// indexed tables hold at most `max_indexed_records` records in all (their capacity); above
   /// that every epoch that fits goes to the planner. 0 ops (the default): every epoch that fits.
+  /// With a DeviceExecutor the tables move too, so the rule applies while all the tables hold at
+  /// most `max_indexed_records` records in all.
   void set_min_device_epoch_ops(std::size_t ops, std::uint64_t max_indexed_records = 65536) {
     min_device_ops_ = ops;
-    std::uint64_t indexed = 0;
-    for (std::uint32_t t = 0; t < db_.num_tables(); ++t)
+    std::uint64_t indexed = 0, all = 0;
+    for (std::uint32_t t = 0; t < db_.num_tables(); ++t) {
+      all += db_.table(t).spec.capacity;
       if (db_.table(t).spec.indexed) indexed += db_.table(t).spec.capacity;
+    }
     small_moves_ = indexed <= max_indexed_records;
+    small_table_moves_ = all <= max_indexed_records;
   }
 
   /// The committed record of `key` after the last epoch (*rec = nullptr when absent). With a
@@ -148,6 +171,7 @@ class Engine {
   /// sync). False with *err for an unknown table or a failed lookup. Not during an epoch.
   bool get(std::uint32_t table, std::uint64_t key, const std::uint32_t** rec, std::string* err) {
     if (table >= db_.num_tables()) return *err = "unknown table " + std::to_string(table), false;
+    if (executor_ && !sync(err)) return false;
     std::uint32_t r = kInvalid;
     if (device_ && stale_ && db_.table(table).spec.indexed) {
       if (!device_->lookup(table, key, &r, err)) return false;
@@ -191,6 +215,22 @@ class Engine {
       run = &all;
     }
     if (run->size() > kMaxTxns) return *err = "epoch larger than 2^20 txns", false;
+    if (executor_) {
+      std::string why;
+      const bool small = small_table_moves_ && run->keys.size() < min_device_ops_;
+      if (!small && executor_->fits(*run, &why)) {
+        if (!run_on_executor(*run, out, err)) return false;
+        return finish(*run, out, t0, out->stats.temp_count);
+      }
+      // The host takes this epoch: its copy of the tables must be current, and the device's
+      // will not be after it.
+      const std::uint64_t before = downloads();
+      if (!sync(err)) return false;
+      out->stats.moved_tables = downloads() != before;
+      home_ = Home::kHost;
+      (small ? out->stats.small_on_host : out->stats.planned_on_host) = true;
+      (small ? small_on_host_ : host_planned_).fetch_add(1, std::memory_order_relaxed);
+    }
     auto t1 = std::chrono::steady_clock::now();
     const std::uint8_t* op_table;
     const std::uint32_t *rid, *loc, *copy;
@@ -288,6 +328,39 @@ class Engine {
       db_.end_epoch();
     }
     out->stats.gc_ms = ms_since(t1);
+    return finish(*run, out, t0, temp_count);
+  }
+
+ private:
+  enum class Home { kHost, kDevice };  ///< where the tables' current copy is (DeviceExecutor)
+
+  /// Runs `run` on the executor, uploading the tables first when the host's copy is the current
+  /// one. A failure that left the executor's state as it was fails the epoch alone; any other
+  /// leaves the engine damaged.
+  bool run_on_executor(const Batch& run, EpochOutput* out, std::string* err) {
+    if (home_ == Home::kHost) {
+      if (!executor_->upload(db_, err)) return false;
+      uploads_.fetch_add(1, std::memory_order_relaxed);
+      out->stats.moved_tables = true;
+      home_ = Home::kDevice;
+    }
+    bool untouched = false;
+    const bool moved = out->stats.moved_tables;
+    if (!executor_->run_epoch(db_, run, out, err, &untouched)) {
+      if (!untouched) damaged_ = true;
+      return false;
+    }
+    host_current_ = false;
+    out->stats.on_device = true;
+    out->stats.moved_tables = moved;
+    device_epochs_.fetch_add(1, std::memory_order_relaxed);
+    return true;
+  }
+
+  /// The end every epoch shares: the txns that asked to rerun are kept for the next epoch, and
+  /// the counts and total time are set.
+  bool finish(const Batch& b, EpochOutput* out, std::chrono::steady_clock::time_point t0, std::uint32_t temp_count) {
+    const Batch* run = &b;
     out->tag = run->tag;
     out->attempt = run->attempt;
     Batch next;
@@ -304,15 +377,18 @@ class Engine {
     return true;
   }
 
- private:
   Database db_;
   int threads_;
   Planner planner_;
   std::shared_ptr<DevicePlanner> device_;
+  std::shared_ptr<DeviceExecutor> executor_;
+  Home home_ = Home::kHost;
+  bool host_current_ = true;  ///< with a DeviceExecutor: the host copy equals the current tables
+  std::atomic<std::uint64_t> device_epochs_{0}, uploads_{0}, downloads_{0};
   bool attached_ = false, stale_ = false, damaged_ = false;
   std::atomic<std::uint64_t> host_planned_{0}, small_on_host_{0};
   std::size_t min_device_ops_ = 0;
-  bool small_moves_ = false;
+  bool small_moves_ = false, small_table_moves_ = false;
   std::uint32_t max_attempts_ = 0;
   std::vector<std::vector<std::uint32_t>> freed_;
   Faults faults_;

@@ -1,6 +1,7 @@
 // duet::EpicDatabase (include/duet/batch.hpp): an Engine of the chosen procedure set on CPU
 // threads, driven by the Epochs front end; with placement kGpu (or kGpuTwin) the engine indexes
-// and plans through a DevicePlanner (the GPU runner, or HostPlanner, its CPU twin).
+// and plans through a DevicePlanner (the GPU runner, or HostPlanner, its CPU twin); with kGpuExec
+// (or kGpuExecTwin) whole epochs go to a DeviceExecutor (GpuExecutor, or HostExecutor).
 #include <algorithm>
 #include <charconv>
 #include <new>
@@ -9,6 +10,7 @@
 
 #include "batch/epic/epochs.hpp"
 #include "batch/epic/gpu.hpp"
+#include "batch/epic/host_executor.hpp"
 #include "batch/epic/tpcc.hpp"
 #include "batch/epic/workloads.hpp"
 #include "common/ascii.hpp"
@@ -26,11 +28,18 @@ template <class Procs>
 class EpicDatabaseImpl final : public EpicDatabase {
  public:
   /// `planner` (may be null: the CPU twin plans) indexes and plans every epoch that fits it.
+  /// `executor` (kGpuExec; built here for kGpuExecTwin) takes every epoch that fits it instead.
   EpicDatabaseImpl(const EpicConfig& config, int threads, batch::epic::EpochsConfig cfg,
-                   std::shared_ptr<batch::epic::DevicePlanner> planner, EpicPlacement placement)
+                   std::shared_ptr<batch::epic::DevicePlanner> planner,
+                   std::shared_ptr<batch::epic::DeviceExecutor> executor, EpicPlacement placement)
       : config_(config), placement_(placement), engine_(config.tables, threads), epochs_(engine_, cfg) {
     engine_.set_exec_order(config.exec_order);
-    if (planner) {
+    if (placement == EpicPlacement::kGpuExecTwin)
+      executor = std::make_shared<batch::epic::HostExecutor<Procs>>(threads, config.max_device_epoch_ops);
+    if (executor) {
+      engine_.set_device_executor(std::move(executor));
+      engine_.set_min_device_epoch_ops(config.min_device_epoch_ops);
+    } else if (planner) {
       planner->set_max_epoch_ops(config.max_device_epoch_ops);
       engine_.set_device_planner(std::move(planner));
       engine_.set_min_device_epoch_ops(config.min_device_epoch_ops);
@@ -118,6 +127,9 @@ class EpicDatabaseImpl final : public EpicDatabase {
     s.host_planned_epochs = engine_.host_planned_epochs();
     s.small_epochs_on_host = engine_.small_epochs_on_host();
     s.queued_epochs = engine_.queued_epochs();
+    s.device_epochs = engine_.device_epochs();
+    s.table_uploads = engine_.uploads();
+    s.table_downloads = engine_.downloads();
     return s;
   }
 
@@ -178,34 +190,43 @@ Status EpicDatabase::open(const EpicConfig& config, std::unique_ptr<EpicDatabase
   try {
     // The planner: the GPU runner of the procedure set (kGpu, or kAuto with a usable device),
     // its CPU twin (kGpuTwin), or none (kCpu: the engine's own CPU twin).
+    // (kGpuExec: the runner executes whole epochs; kGpuExecTwin: its CPU twin, built by the
+    // database of the procedure set.)
     std::shared_ptr<batch::epic::DevicePlanner> planner;
+    std::shared_ptr<batch::epic::DeviceExecutor> executor;
     EpicPlacement placement = config.placement;
-    if (placement == EpicPlacement::kAuto || placement == EpicPlacement::kGpu) {
+    if (placement == EpicPlacement::kAuto || placement == EpicPlacement::kGpu || placement == EpicPlacement::kGpuExec) {
       const batch::epic::ProcSet set = config.procedures == EpicProcedures::kTpcc   ? batch::epic::ProcSet::kTpcc
                                        : config.procedures == EpicProcedures::kYcsb ? batch::epic::ProcSet::kYcsb
                                                                                     : batch::epic::ProcSet::kMix;
       std::string why;
-      std::unique_ptr<batch::epic::GpuRunner> runner = batch::epic::make_gpu_runner(set, &why);
+      std::shared_ptr<batch::epic::GpuRunner> runner = batch::epic::make_gpu_runner(set, &why);
+      if (!runner && placement != EpicPlacement::kAuto)
+        return Status::InvalidArgument(std::string("Epic placement ") + epic_placement_name(placement) +
+                                       ": no usable GPU (" + why + ")");
       // The runner packs transfers on the engine's worker pool: the same thread count shares it.
       if (runner) runner->set_host_threads(threads);
-      planner = std::move(runner);
-      if (!planner && placement == EpicPlacement::kGpu)
-        return Status::InvalidArgument("Epic placement gpu: no usable GPU (" + why + ")");
-      placement = planner ? EpicPlacement::kGpu : EpicPlacement::kCpu;
+      if (runner && placement == EpicPlacement::kGpuExec) {
+        runner->set_max_epoch_ops(config.max_device_epoch_ops);
+        executor = std::make_shared<batch::epic::GpuExecutor>(std::move(runner));
+      } else {
+        planner = std::move(runner);
+        placement = planner ? EpicPlacement::kGpu : EpicPlacement::kCpu;
+      }
     } else if (placement == EpicPlacement::kGpuTwin) {
       planner = std::make_shared<batch::epic::HostPlanner>(threads);
-    } else if (placement != EpicPlacement::kCpu) {
+    } else if (placement != EpicPlacement::kCpu && placement != EpicPlacement::kGpuExecTwin) {
       return Status::InvalidArgument("unknown Epic placement");
     }
     switch (config.procedures) {
       case EpicProcedures::kMix:
-        *out = std::make_unique<EpicDatabaseImpl<batch::epic::MixProcs>>(config, threads, cfg, planner, placement);
+        *out = std::make_unique<EpicDatabaseImpl<batch::epic::MixProcs>>(config, threads, cfg, planner, executor, placement);
         break;
       case EpicProcedures::kYcsb:
-        *out = std::make_unique<EpicDatabaseImpl<batch::epic::YcsbProcs>>(config, threads, cfg, planner, placement);
+        *out = std::make_unique<EpicDatabaseImpl<batch::epic::YcsbProcs>>(config, threads, cfg, planner, executor, placement);
         break;
       case EpicProcedures::kTpcc:
-        *out = std::make_unique<EpicDatabaseImpl<batch::epic::TpccProcs>>(config, threads, cfg, planner, placement);
+        *out = std::make_unique<EpicDatabaseImpl<batch::epic::TpccProcs>>(config, threads, cfg, planner, executor, placement);
         break;
       default: return Status::InvalidArgument("unknown procedure set");
     }
@@ -252,6 +273,8 @@ const char* epic_placement_name(EpicPlacement p) {
     case EpicPlacement::kCpu: return "cpu";
     case EpicPlacement::kGpu: return "gpu";
     case EpicPlacement::kGpuTwin: return "gpu-twin";
+    case EpicPlacement::kGpuExec: return "gpu-exec";
+    case EpicPlacement::kGpuExecTwin: return "gpu-exec-twin";
   }
   return "unknown";
 }
@@ -271,7 +294,9 @@ Status parse_epic_exec_order(std::string_view text, EpicExecOrder* out) {
 }
 
 Status parse_epic_placement(std::string_view text, EpicPlacement* out) {
-  return parse_named(text, {EpicPlacement::kAuto, EpicPlacement::kCpu, EpicPlacement::kGpu, EpicPlacement::kGpuTwin},
+  return parse_named(text,
+                     {EpicPlacement::kAuto, EpicPlacement::kCpu, EpicPlacement::kGpu, EpicPlacement::kGpuTwin,
+                      EpicPlacement::kGpuExec, EpicPlacement::kGpuExecTwin},
                      epic_placement_name, "Epic placement", out);
 }
 

@@ -24,6 +24,8 @@ struct EpochStats {
   double cross_share = 0;       ///< kAuto's sampled share of temp reads whose writer was in another queue
   bool planned_on_host = false;  ///< a DevicePlanner could not take the epoch (DevicePlanner::fits)
   bool small_on_host = false;    ///< planned on the host as a small epoch (set_min_device_epoch_ops)
+  bool on_device = false;        ///< indexed, planned and executed by a DeviceExecutor
+  bool moved_tables = false;     ///< the tables moved to where this epoch ran first (a copy of all of them)
 };
 
 /// What an epoch returns: per executed txn (pending reruns first) its tag, outcome and outputs.

@@ -750,6 +750,7 @@ class Runner final : public GpuRunner {
   bool run_epoch(Database& db, const Batch& b, EpochOutput* out, std::string* err, GpuTimes* times, int wpb,
                  BlockOrder order) override {
     const auto t0 = std::chrono::steady_clock::now();
+    state_changed_ = false;
     if (tables_.empty()) return *err = "tables not uploaded", false;
     const std::size_t n = b.size(), m = b.keys.size();
     auto t1 = std::chrono::steady_clock::now();
@@ -766,6 +767,7 @@ class Runner final : public GpuRunner {
     } else {
       Indexed& ix = host_ix_;
       if (!db.index(b, &ix, err)) return false;
+      state_changed_ = true;  // the host index took the epoch's inserts
       index_ms = ms_since(t1);
       t1 = std::chrono::steady_clock::now();
       if (!put_plan_inputs(b, ix.global, err) || !put_exec_inputs(b, err) || !op_table_.put(ix.table.data(), m, err) ||
@@ -923,6 +925,26 @@ class Runner final : public GpuRunner {
       cudaGetLastError();
       return *err = std::string("GPU planning: ") + e.what(), false;
     }
+  }
+
+  bool last_epoch_untouched() const override { return !state_changed_; }
+
+  // fits(), and the buffers execution adds: the scratchpad's data (a slot per write at most) and
+  // the outcomes and outputs, on the device and, packed, in pinned memory.
+  bool fits_execution(const Batch& b, std::string* why) override {
+    if (!fits(b, why)) return false;
+    const std::size_t n = b.size();
+    std::size_t writes = 0;
+    for (std::size_t t = 0; t < n; ++t) writes += b.op_begin[t + 1] - b.op_begin[t] - b.nreads[t];
+    std::string err;
+    if (!scratch_data_.reserve(writes * std::max<std::size_t>(1, slot_words_), &err) ||
+        !res_.reserve(n * (1 + kMaxOut), &err) || !ctl_.reserve(2, &err) ||
+        (packed_ && !hdown_.reserve(n * (1 + kMaxOut) * 4, &err))) {
+      cudaGetLastError();
+      *why = "an epoch of " + std::to_string(n) + " txns does not fit in device memory (" + err + ")";
+      return false;
+    }
+    return true;
   }
 
   // Reserves every buffer an Epic-CPU epoch of `b` needs before anything changes, then asks for
@@ -1113,6 +1135,7 @@ class Runner final : public GpuRunner {
   unsigned max_backoff_ns_ = 1024;
   bool gather_reads_ = true;
   std::uint32_t last_eid_ = 0;  ///< the eid of the last epoch run (scratch words older than it are stale)
+  bool state_changed_ = false;  ///< the last run_epoch changed the index or the tables (see last_epoch_untouched)
   // ---- Transfers. Kernels read the epoch's inputs through the d_* pointers: into the device
   // staging buffer (packed mode, one copy from one pinned buffer) or into per-array buffers (the
   // per-array mode: a pageable copy per array and Key structs as they are, kept for A/B runs).
@@ -1412,6 +1435,7 @@ class Runner final : public GpuRunner {
       it.mark(3);
     }
     // 2. Ids from the ring's head, back-links, inserts.
+    state_changed_ = true;
     for (std::uint32_t tb = 0; tb < ntables; ++tb) {
       DevIndex& d = *dix_[tb];
       if (!d.map || d.fresh_n == 0) continue;

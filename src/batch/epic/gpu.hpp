@@ -7,9 +7,11 @@
 // the host database (the CPU twin) when asked.
 #pragma once
 
+#include <exception>
 #include <memory>
 #include <string>
 
+#include "batch/epic/device_executor.hpp"
 #include "batch/epic/engine.hpp"
 
 namespace duet::batch::epic {
@@ -77,6 +79,12 @@ class GpuRunner : public DevicePlanner {
   /// the negative control of the seed's rule (never by block index).
   virtual bool run_epoch(Database& db, const Batch& b, EpochOutput* out, std::string* err, GpuTimes* times = nullptr,
                          int warps_per_block = 4, BlockOrder order = BlockOrder::kCounter) = 0;
+  /// After a run_epoch that returned false: whether it failed before changing the index or the
+  /// tables (an indexed table out of ids, a bad key, an allocation before the first insert).
+  virtual bool last_epoch_untouched() const = 0;
+  /// fits() for a whole epoch on the device (run_epoch): also holds the buffers execution adds
+  /// (the scratchpad's data, outcomes and outputs). False (with *why) when they do not fit.
+  virtual bool fits_execution(const Batch& b, std::string* why) = 0;
   /// Planted bugs for the negative controls (Faults::eid_before_data is the one the GPU honours;
   /// it widens its window by sleeping 20 µs between the eid and the data).
   virtual void set_faults(const Faults& f) = 0;
@@ -105,6 +113,36 @@ bool gpu_available(std::string* why);
 std::string gpu_name();
 /// A runner for `set`, or nullptr (and *err) without a GPU.
 std::unique_ptr<GpuRunner> make_gpu_runner(ProcSet set, std::string* err);
+
+/// Epic on the GPU as an Engine's DeviceExecutor (placement kGpuExec): the runner indexes, plans
+/// and executes whole epochs over the tables it holds (uploaded, downloaded on demand).
+class GpuExecutor final : public DeviceExecutor {
+ public:
+  explicit GpuExecutor(std::shared_ptr<GpuRunner> g) : g_(std::move(g)) {}
+  bool upload(const Database& db, std::string* err) override { return guard(err, [&] { return g_->upload(db, err); }); }
+  bool download(Database& db, std::string* err) override {
+    return guard(err, [&] { return g_->download(db, err); });
+  }
+  bool run_epoch(Database& db, const Batch& b, EpochOutput* out, std::string* err, bool* untouched) override {
+    *untouched = false;
+    const bool ok = guard(err, [&] { return g_->run_epoch(db, b, out, err); });
+    if (!ok) *untouched = g_->last_epoch_untouched();
+    return ok;
+  }
+  bool fits(const Batch& b, std::string* why) override { return g_->fits_execution(b, why); }
+
+ private:
+  // Thrust reports device failures by throwing: they fail the call like any other.
+  template <class F>
+  static bool guard(std::string* err, F f) {
+    try {
+      return f();
+    } catch (const std::exception& e) {
+      return *err = std::string("GPU: ") + e.what(), false;
+    }
+  }
+  std::shared_ptr<GpuRunner> g_;
+};
 
 /// A Planner for Engine that plans on the GPU (Epic-CPU placement).
 inline Planner gpu_planner(std::shared_ptr<GpuRunner> g) {

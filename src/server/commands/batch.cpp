@@ -436,7 +436,10 @@ void append_batch_info(const ServerStats& s, std::string* out) {
             {"placement", epic_placement_name(e.placement)},
             {"host_planned_epochs", std::to_string(e.host_planned_epochs)},
             {"small_epochs_on_host", std::to_string(e.small_epochs_on_host)},
-            {"queued_epochs", std::to_string(e.queued_epochs)}},
+            {"queued_epochs", std::to_string(e.queued_epochs)},
+            {"device_epochs", std::to_string(e.device_epochs)},
+            {"table_uploads", std::to_string(e.table_uploads)},
+            {"table_downloads", std::to_string(e.table_downloads)}},
            0);
     }
   }

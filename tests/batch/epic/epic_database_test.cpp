@@ -178,6 +178,26 @@ TEST(EpicDatabase, MixTxnsEqualSerialExecutionInSubmissionOrderInEveryPlacement)
     EXPECT_EQ(st.placement, got);
     EXPECT_EQ(st.host_planned_epochs, 0u);
     EXPECT_EQ(st.small_epochs_on_host, 0u);
+    EXPECT_EQ(st.device_epochs, 0u);
+  }
+}
+
+// Execution on the device (kGpuExecTwin: a second CPU engine holds the "device" tables; kGpuExec
+// on a machine with a GPU): every epoch runs there, the tables go up once after bulk load and
+// come back once, for the reads after the last epoch; the results are serial execution's.
+TEST(EpicDatabase, MixTxnsEqualSerialExecutionWithEveryEpochExecutedOnTheDevice) {
+  std::string why;
+  std::vector<EpicPlacement> ps = {EpicPlacement::kGpuExecTwin};
+  if (batch::epic::gpu_available(&why)) ps.push_back(EpicPlacement::kGpuExec);
+  for (EpicPlacement p : ps) {
+    SCOPED_TRACE(epic_placement_name(p));
+    EpicStats st;
+    mix_equals_serial(p, 0, &st);
+    EXPECT_EQ(st.placement, p);
+    EXPECT_EQ(st.device_epochs, st.epochs);
+    EXPECT_EQ(st.host_planned_epochs, 0u);
+    EXPECT_EQ(st.table_uploads, 1u);
+    EXPECT_EQ(st.table_downloads, 1u) << "the reads after the last epoch copy the tables back once";
   }
 }
 
@@ -187,8 +207,8 @@ TEST(EpicDatabase, MixTxnsEqualSerialExecutionInSubmissionOrderInEveryPlacement)
 // real runner does the same.
 TEST(EpicDatabase, EpochsTooBigForTheDevicePlannerRunOnTheHost) {
   std::string why;
-  std::vector<EpicPlacement> ps = {EpicPlacement::kGpuTwin};
-  if (batch::epic::gpu_available(&why)) ps.push_back(EpicPlacement::kGpu);
+  std::vector<EpicPlacement> ps = {EpicPlacement::kGpuTwin, EpicPlacement::kGpuExecTwin};
+  if (batch::epic::gpu_available(&why)) ps.insert(ps.end(), {EpicPlacement::kGpu, EpicPlacement::kGpuExec});
   // The cap is the median epoch's op count, so the epochs alternate between the two sides; the
   // counts are known in advance (the epochs close at their size, not on a timer).
   std::vector<std::uint64_t> ops = mix_epoch_ops();
@@ -203,19 +223,80 @@ TEST(EpicDatabase, EpochsTooBigForTheDevicePlannerRunOnTheHost) {
     EXPECT_EQ(st.epochs, ops.size());
     EXPECT_EQ(st.host_planned_epochs, over) << "the epochs over the cap, and only they, plan on the host";
     EXPECT_EQ(st.small_epochs_on_host, 0u);
+    const bool exec = p == EpicPlacement::kGpuExecTwin || p == EpicPlacement::kGpuExec;
+    if (exec) {
+      // Each move copies the tables: up before a device epoch after host ones, back before a
+      // host epoch after device ones (and once for the final reads, unless a host epoch ended).
+      EXPECT_EQ(st.device_epochs, ops.size() - over);
+      EXPECT_GE(st.table_uploads, 2u) << "the epochs alternate, so the tables went up more than once";
+      EXPECT_LE(st.table_uploads, st.table_downloads + 1);
+      EXPECT_GE(st.table_uploads + 1, st.table_downloads);
+    }
     // Small epochs (here: at most the median) go to the host the same way.
     mix_equals_serial(p, 0, &st, median + 1);
     EXPECT_EQ(st.small_epochs_on_host, ops.size() - over);
     EXPECT_EQ(st.host_planned_epochs, 0u);
+    if (exec) {
+      EXPECT_EQ(st.device_epochs, over);
+    }
   }
   EpicConfig c;
   c.tables = {{"t", 1, 10, false}};
   c.placement = EpicPlacement::kGpu;
   std::unique_ptr<EpicDatabase> db;
   if (!batch::epic::gpu_available(&why)) {
-    const Status s = EpicDatabase::open(c, &db);
-    EXPECT_EQ(s.code(), StatusCode::kInvalidArgument) << "placement gpu without a GPU";
-    EXPECT_NE(s.message().find("no usable GPU"), std::string::npos) << s.message();
+    for (EpicPlacement p : {EpicPlacement::kGpu, EpicPlacement::kGpuExec}) {
+      c.placement = p;
+      const Status s = EpicDatabase::open(c, &db);
+      EXPECT_EQ(s.code(), StatusCode::kInvalidArgument) << epic_placement_name(p) << " without a GPU";
+      EXPECT_NE(s.message().find("no usable GPU"), std::string::npos) << s.message();
+      EXPECT_NE(s.message().find(epic_placement_name(p)), std::string::npos) << s.message();
+    }
+  }
+}
+
+// With the tables on the device, a read after an epoch copies them back first, once per epoch
+// however many reads follow, and sees every write committed so far; the next device epoch needs
+// no upload (the device copy stayed current). Each of 12 epochs adds to one record; reads after
+// each flush equal the running sum, and a key never written stays absent.
+TEST(EpicDatabase, ReadsBetweenDeviceEpochsSeeEveryCommittedWrite) {
+  std::string why;
+  std::vector<EpicPlacement> ps = {EpicPlacement::kGpuExecTwin};
+  if (batch::epic::gpu_available(&why)) ps.push_back(EpicPlacement::kGpuExec);
+  for (EpicPlacement p : ps) {
+    SCOPED_TRACE(epic_placement_name(p));
+    EpicConfig c = config_of(EpicProcedures::kMix, {{"t", 1, 16, false}}, 2, 1000);
+    c.placement = p;
+    c.min_device_epoch_ops = 0;
+    std::unique_ptr<EpicDatabase> db;
+    ASSERT_TRUE(EpicDatabase::open(c, &db).ok());
+    const std::uint32_t seven = 7;
+    ASSERT_TRUE(db->load(0, 3, std::span<const std::uint32_t>(&seven, 1)).ok());
+    SerialStore s({{"t", 1, 16, false}});
+    s.put(0, 3, &seven);
+    const EpicKey key{0, 3};
+    for (std::uint32_t e = 0; e < 12; ++e) {
+      const std::vector<std::uint32_t> args = {e + 1, 0};  // Mix read-modify-write
+      const std::vector<EpicKey> k = {key};
+      std::future<EpicTxnResult> f = db->submit(0, k, k, args);
+      db->flush();
+      ASSERT_TRUE(f.get().status.ok());
+      batch::epic::Batch one;
+      ASSERT_TRUE(one.add(0, k, k, args, e));
+      std::vector<std::uint32_t> outcome, out;
+      batch::epic::run_serial<MixProcs>(s, one, &outcome, &out);
+      for (int r = 0; r < 2; ++r) {
+        std::vector<std::uint32_t> got;
+        ASSERT_TRUE(db->read(0, 3, &got).ok());
+        ASSERT_EQ(got, std::vector<std::uint32_t>{*s.get(0, 3)}) << "epoch " << e;
+      }
+      std::vector<std::uint32_t> none;
+      EXPECT_EQ(db->read(0, 5, &none).code(), StatusCode::kNotFound);
+    }
+    const EpicStats st = db->stats();
+    EXPECT_EQ(st.device_epochs, 12u);
+    EXPECT_EQ(st.table_uploads, 1u);
+    EXPECT_EQ(st.table_downloads, 12u) << "one copy back per epoch, not per read";
   }
 }
 
@@ -289,7 +370,8 @@ TEST(EpicDatabase, SettingsParseAndPrintBack) {
   EXPECT_EQ(eo, EpicExecOrder::kPartitioned);
   EXPECT_EQ(parse_epic_exec_order("random", &eo).code(), StatusCode::kInvalidArgument);
   EpicPlacement pl;
-  for (EpicPlacement want : {EpicPlacement::kAuto, EpicPlacement::kCpu, EpicPlacement::kGpu, EpicPlacement::kGpuTwin}) {
+  for (EpicPlacement want : {EpicPlacement::kAuto, EpicPlacement::kCpu, EpicPlacement::kGpu, EpicPlacement::kGpuTwin,
+                             EpicPlacement::kGpuExec, EpicPlacement::kGpuExecTwin}) {
     ASSERT_TRUE(parse_epic_placement(epic_placement_name(want), &pl).ok());
     EXPECT_EQ(pl, want);
   }
@@ -297,7 +379,8 @@ TEST(EpicDatabase, SettingsParseAndPrintBack) {
   EXPECT_EQ(pl, EpicPlacement::kGpu);
   const Status bad = parse_epic_placement("tpu", &pl);
   EXPECT_EQ(bad.code(), StatusCode::kInvalidArgument);
-  EXPECT_NE(bad.message().find("auto, cpu, gpu, gpu-twin"), std::string::npos) << bad.message();
+  EXPECT_NE(bad.message().find("auto, cpu, gpu, gpu-twin, gpu-exec, gpu-exec-twin"), std::string::npos)
+      << bad.message();
 }
 
 // The execution order setting: 2,048 Mix txns in epochs of 1,024 on 2 threads equal serial
@@ -552,9 +635,9 @@ void pieces_from_concurrent_submitters_apply_once(EpicPlacement placement) {
 }
 
 // In every placement: the CPU twin, the device-planner path with its CPU twin (every epoch on
-// it), and auto (the GPU planner on a machine with a GPU).
+// it), auto (the GPU planner on a machine with a GPU) and the device-executor path with its twin.
 TEST(EpicDatabase, TxnsInPiecesFromConcurrentSubmittersAllApplyOnce) {
-  for (EpicPlacement p : {EpicPlacement::kCpu, EpicPlacement::kGpuTwin, EpicPlacement::kAuto}) {
+  for (EpicPlacement p : {EpicPlacement::kCpu, EpicPlacement::kGpuTwin, EpicPlacement::kAuto, EpicPlacement::kGpuExecTwin}) {
     SCOPED_TRACE(epic_placement_name(p));
     pieces_from_concurrent_submitters_apply_once(p);
   }
