@@ -127,6 +127,10 @@ struct EpicConfig {
   /// while all the tables hold at most 65536 records (each move copies the tables). 0: every
   /// epoch on the GPU.
   std::uint64_t min_device_epoch_ops = 16384;
+  /// With kGpuExec: an epoch the GPU could run runs on the CPU threads when a cost model,
+  /// calibrated by the epochs each side ran, says they finish it sooner: a long chain of writes
+  /// to one record executes link by link on the GPU (docs/epic.md, "Execution on the GPU").
+  bool place_by_contention = true;
   std::vector<EpicTable> tables;
   unsigned threads = 0;              ///< executing threads (0: one per hardware thread, at most 64)
   std::size_t epoch_size = 100000;   ///< an epoch closes at this many txns (1 .. 2^19) ...
@@ -144,6 +148,7 @@ struct EpicStats {
   std::uint64_t device_epochs = 0;    ///< kGpuExec epochs executed on the GPU
   std::uint64_t table_uploads = 0;    ///< kGpuExec copies of the tables to the GPU
   std::uint64_t table_downloads = 0;  ///< kGpuExec copies of the tables back (before reads and CPU epochs)
+  std::uint64_t contended_epochs_on_host = 0;  ///< kGpuExec epochs run on the CPU by contention (place_by_contention)
 };
 
 /// An Epic database: epochs indexed, planned and executed per EpicPlacement (by default indexed

@@ -184,6 +184,14 @@ Status set_uint(std::string_view name, std::string_view v, T* field, std::uint64
   return Status::Ok();
 }
 
+/// "yes" or "no" in any case into *field; InvalidArgument naming the setting otherwise.
+Status set_yes_no(std::string_view name, std::string_view v, bool* field) {
+  const std::string b = ascii_lower(v);
+  if (b != "yes" && b != "no") return bad(name, v, "expected yes or no");
+  *field = b == "yes";
+  return Status::Ok();
+}
+
 Status set_atomic(std::string_view name, std::string_view v, std::atomic<std::uint64_t>* field, std::uint64_t lo,
                   std::uint64_t hi) {
   std::uint64_t x = 0;
@@ -344,12 +352,7 @@ const std::vector<Setting>& settings() {
                  }});
     // Native procedures (commands/procedure.cpp): fixed, so that no client can turn them on.
     t.push_back({"procedure-enable", false, [](const ServerConfig& c) { return std::string(c.procedure_enable ? "yes" : "no"); },
-                 [](ServerConfig* c, std::string_view v) {
-                   const std::string b = ascii_lower(v);
-                   if (b != "yes" && b != "no") return bad("procedure-enable", v, "expected yes or no");
-                   c->procedure_enable = b == "yes";
-                   return Status::Ok();
-                 }});
+                 [](ServerConfig* c, std::string_view v) { return set_yes_no("procedure-enable", v, &c->procedure_enable); }});
     t.push_back({"procedure-dir", false, [](const ServerConfig& c) { return c.procedure_dir; },
                  [](ServerConfig* c, std::string_view v) {
                    c->procedure_dir = std::string(v);
@@ -386,6 +389,11 @@ const std::vector<Setting>& settings() {
     t.push_back({"epic-exec-order", false,
                  [](const ServerConfig& c) { return std::string(epic_exec_order_name(c.store.epic.exec_order)); },
                  [](ServerConfig* c, std::string_view v) { return parse_epic_exec_order(v, &c->store.epic.exec_order); }});
+    t.push_back({"epic-place-by-contention", false,
+                 [](const ServerConfig& c) { return std::string(c.store.epic.place_by_contention ? "yes" : "no"); },
+                 [](ServerConfig* c, std::string_view v) {
+                   return set_yes_no("epic-place-by-contention", v, &c->store.epic.place_by_contention);
+                 }});
     t.push_back({"epic-min-device-epoch-ops", false,
                  [](const ServerConfig& c) { return std::to_string(c.store.epic.min_device_epoch_ops); },
                  [](ServerConfig* c, std::string_view v) {

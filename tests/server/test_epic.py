@@ -23,11 +23,13 @@ M32 = 0xFFFFFFFF
 RMW, DELETE, PARTIAL = 0, 1, 2
 
 
-def epic_server(server_factory, max_wait_us=500, epoch_size=100000, placement="auto", min_device_ops=16384):
+def epic_server(server_factory, max_wait_us=500, epoch_size=100000, placement="auto", min_device_ops=16384,
+                by_contention="yes"):
     return server_factory(extra=["--database-kinds", "kv,1=batch", "--epic-procedures", "mix",
                                  "--epic-tables", TABLES, "--epic-epoch-max-wait-us", str(max_wait_us),
                                  "--epic-epoch-size", str(epoch_size), "--epic-placement", placement,
-                                 "--epic-min-device-epoch-ops", str(min_device_ops)])
+                                 "--epic-min-device-epoch-ops", str(min_device_ops),
+                                 "--epic-place-by-contention", by_contention])
 
 
 def client(s, **kw):
@@ -100,12 +102,14 @@ def draw(rng, keys):
 # placement's path (the index kept by the planner) with its CPU twin, every epoch (min 0) or the
 # small ones on the CPU (min 20 ops: the epochs here are of 1 to 400 calls); gpu-exec-twin:
 # the path of execution on the GPU (the tables with the executor, copied back for BATCH.GET and
-# for epochs on the CPU threads) with a second CPU engine as the device.
-@pytest.mark.parametrize("placement,min_ops", [("auto", 0), ("gpu-twin", 0), ("gpu-twin", 20), ("gpu-exec-twin", 0),
-                                               ("gpu-exec-twin", 20)])
-def test_pipelined_calls_equal_serial_replay(server_factory, placement, min_ops):
+# for epochs on the CPU threads) with a second CPU engine as the device, every epoch that fits
+# there ("no": contention not asked) or each where the cost model puts it ("yes").
+@pytest.mark.parametrize("placement,min_ops,by_contention",
+                         [("auto", 0, "yes"), ("gpu-twin", 0, "yes"), ("gpu-twin", 20, "yes"),
+                          ("gpu-exec-twin", 0, "no"), ("gpu-exec-twin", 20, "no"), ("gpu-exec-twin", 0, "yes")])
+def test_pipelined_calls_equal_serial_replay(server_factory, placement, min_ops, by_contention):
     import random
-    s = epic_server(server_factory, placement=placement, min_device_ops=min_ops)
+    s = epic_server(server_factory, placement=placement, min_device_ops=min_ops, by_contention=by_contention)
     r = client(s)
     rng = random.Random(7)
     keys = [("small", k) for k in range(6)] + [("wide", k) for k in range(4)] + [("idx", k * 1000) for k in range(5)]
@@ -132,12 +136,16 @@ def test_pipelined_calls_equal_serial_replay(server_factory, placement, min_ops)
         assert info["small_epochs_on_host"] == 0, info
     # Epochs of at most 400 calls are below 256 per thread on any machine: never dealt.
     assert info["queued_epochs"] == 0, info
-    if placement == "gpu-exec-twin":
-        assert info["device_epochs"] + info["small_epochs_on_host"] == info["epochs"], info
+    sides = info["device_epochs"] + info["small_epochs_on_host"] + info["contended_epochs_on_host"]
+    if placement == "gpu-exec-twin" and by_contention == "no":
+        assert sides == info["epochs"] and info["contended_epochs_on_host"] == 0, info
         assert info["device_epochs"] > 0 and info["table_uploads"] >= 1, info
         assert info["table_downloads"] >= 1, info  # BATCH.GET after device epochs
+    elif placement == "gpu-exec-twin":
+        assert sides == info["epochs"], info
     else:
         assert info["device_epochs"] == 0 and info["table_uploads"] == 0, info
+        assert info["contended_epochs_on_host"] == 0, info
 
 
 def test_clients_on_their_own_keys_each_equal_their_replay(server_factory):

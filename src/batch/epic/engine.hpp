@@ -15,6 +15,7 @@
 #include "batch/epic/device_planner.hpp"
 #include "batch/epic/epoch_output.hpp"
 #include "batch/epic/exec_cpu.hpp"
+#include "batch/epic/exec_side.hpp"
 
 namespace duet::batch::epic {
 
@@ -86,7 +87,20 @@ class Engine {
   /// twin. The tables move (a copy of all of them) when an epoch runs on the other side from the
   /// last, and the host copy is refreshed (a download) before get() after device epochs. Set
   /// before the first epoch, instead of a DevicePlanner.
-  void set_device_executor(std::shared_ptr<DeviceExecutor> x) { executor_ = std::move(x); }
+  /// By default the side is also chosen by contention (set_place_by_contention).
+  void set_device_executor(std::shared_ptr<DeviceExecutor> x) {
+    executor_ = std::move(x);
+    double bytes = 0;  // what a move copies: every record's two slots and slot word
+    for (std::uint32_t t = 0; t < db_.num_tables(); ++t)
+      bytes += static_cast<double>(db_.table(t).spec.capacity) * (8.0 + 8.0 * db_.table(t).spec.record_words);
+    side_.set_move_ms(bytes / kMoveBytesPerMs);
+  }
+  /// With a DeviceExecutor: whether an epoch the device could run still runs on the CPU threads
+  /// when ExecSide's model, calibrated by the epochs each side ran, says they finish it sooner
+  /// (a long chain of writes to one record; exec_side.hpp). Default on.
+  void set_place_by_contention(bool on) { by_contention_ = on; }
+  /// Epochs the device could have run that ran on the CPU threads by contention.
+  std::uint64_t contended_on_host() const { return contended_on_host_.load(std::memory_order_relaxed); }
   /// Copies the device planner's index into the host database (no-op without one or when current);
   /// with a DeviceExecutor, its tables and index when the host copy is behind.
   bool sync(std::string* err) {
@@ -215,21 +229,34 @@ class Engine {
       run = &all;
     }
     if (run->size() > kMaxTxns) return *err = "epoch larger than 2^20 txns", false;
+    ExecSide::Epoch shape{run->size(), 0};
     if (executor_) {
       std::string why;
       const bool small = small_table_moves_ && run->keys.size() < min_device_ops_;
-      if (!small && executor_->fits(*run, &why)) {
+      bool contended = false;
+      if (!small && by_contention_) {
+        shape.chain = longest_write_chain(*run, kChainStride);
+        contended = !side_.device(shape, home_ == Home::kDevice);
+      }
+      if (!small && !contended && executor_->fits(*run, &why)) {
         if (!run_on_executor(*run, out, err)) return false;
-        return finish(*run, out, t0, out->stats.temp_count);
+        return finish(*run, out, t0, out->stats.temp_count, &shape);
       }
       // The host takes this epoch: its copy of the tables must be current, and the device's
       // will not be after it.
       const std::uint64_t before = downloads();
+      const auto m0 = std::chrono::steady_clock::now();
       if (!sync(err)) return false;
       out->stats.moved_tables = downloads() != before;
+      moved_ms_ = ms_since(m0);
       home_ = Home::kHost;
-      (small ? out->stats.small_on_host : out->stats.planned_on_host) = true;
-      (small ? small_on_host_ : host_planned_).fetch_add(1, std::memory_order_relaxed);
+      if (contended) {
+        out->stats.contended_on_host = true;
+        contended_on_host_.fetch_add(1, std::memory_order_relaxed);
+      } else {
+        (small ? out->stats.small_on_host : out->stats.planned_on_host) = true;
+        (small ? small_on_host_ : host_planned_).fetch_add(1, std::memory_order_relaxed);
+      }
     }
     auto t1 = std::chrono::steady_clock::now();
     const std::uint8_t* op_table;
@@ -328,7 +355,7 @@ class Engine {
       db_.end_epoch();
     }
     out->stats.gc_ms = ms_since(t1);
-    return finish(*run, out, t0, temp_count);
+    return finish(*run, out, t0, temp_count, executor_ ? &shape : nullptr);
   }
 
  private:
@@ -346,6 +373,7 @@ class Engine {
     }
     bool untouched = false;
     const bool moved = out->stats.moved_tables;
+    device_t0_ = std::chrono::steady_clock::now();  // the epoch's cost to the model, the move apart
     if (!executor_->run_epoch(db_, run, out, err, &untouched)) {
       if (!untouched) damaged_ = true;
       return false;
@@ -358,8 +386,14 @@ class Engine {
   }
 
   /// The end every epoch shares: the txns that asked to rerun are kept for the next epoch, and
-  /// the counts and total time are set.
-  bool finish(const Batch& b, EpochOutput* out, std::chrono::steady_clock::time_point t0, std::uint32_t temp_count) {
+  /// the counts and total time are set. With `shape` (a DeviceExecutor), the side that ran the
+  /// epoch is calibrated by its time, a move of the tables apart.
+  bool finish(const Batch& b, EpochOutput* out, std::chrono::steady_clock::time_point t0, std::uint32_t temp_count,
+              const ExecSide::Epoch* shape = nullptr) {
+    if (shape) {
+      const bool dev = out->stats.on_device;
+      side_.ran(dev, *shape, dev ? ms_since(device_t0_) : ms_since(t0) - (out->stats.moved_tables ? moved_ms_ : 0));
+    }
     const Batch* run = &b;
     out->tag = run->tag;
     out->attempt = run->attempt;
@@ -382,6 +416,15 @@ class Engine {
   Planner planner_;
   std::shared_ptr<DevicePlanner> device_;
   std::shared_ptr<DeviceExecutor> executor_;
+  /// Bytes a move copies per ms (an estimate for the model: 10 GB/s, pageable copies over PCIe).
+  static constexpr double kMoveBytesPerMs = 1e7;
+  /// Every 64th txn's writes estimate an epoch's longest chain (about 0.2 ms for 100K TPC-C txns).
+  static constexpr std::uint32_t kChainStride = 64;
+  ExecSide side_;
+  bool by_contention_ = true;
+  std::atomic<std::uint64_t> contended_on_host_{0};
+  std::chrono::steady_clock::time_point device_t0_{};
+  double moved_ms_ = 0;  ///< the last host epoch's download of the tables
   Home home_ = Home::kHost;
   bool host_current_ = true;  ///< with a DeviceExecutor: the host copy equals the current tables
   std::atomic<std::uint64_t> device_epochs_{0}, uploads_{0}, downloads_{0};

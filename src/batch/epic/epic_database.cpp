@@ -38,6 +38,7 @@ class EpicDatabaseImpl final : public EpicDatabase {
       executor = std::make_shared<batch::epic::HostExecutor<Procs>>(threads, config.max_device_epoch_ops);
     if (executor) {
       engine_.set_device_executor(std::move(executor));
+      engine_.set_place_by_contention(config.place_by_contention);
       engine_.set_min_device_epoch_ops(config.min_device_epoch_ops);
     } else if (planner) {
       planner->set_max_epoch_ops(config.max_device_epoch_ops);
@@ -130,6 +131,7 @@ class EpicDatabaseImpl final : public EpicDatabase {
     s.device_epochs = engine_.device_epochs();
     s.table_uploads = engine_.uploads();
     s.table_downloads = engine_.downloads();
+    s.contended_epochs_on_host = engine_.contended_on_host();
     return s;
   }
 

@@ -1,0 +1,80 @@
+// Where an epoch executes when a device can run it (EpicPlacement::kGpuExec): on the device, or
+// on the CPU threads, by its contention. On the GPU a chain of versions through one record runs
+// link by link (each txn waits for the one before, about 4.4 us a link on the H100 and H200
+// machines: docs/epic.md), while CPU threads pass a version along in a cache line; without such
+// chains the GPU runs an epoch several times faster. So the longest chain of writes to one record
+// is estimated per epoch and each side's cost is modelled from the epochs it ran.
+#pragma once
+
+#include <algorithm>
+#include <cstdint>
+#include <unordered_map>
+
+#include "batch/epic/epic.hpp"
+
+namespace duet::batch::epic {
+
+/// The longest chain of writes to one record in `b`, estimated from every `stride`-th txn: the
+/// record's count among the sampled txns' writes, times `stride` (exact with stride 1; a stride
+/// of 0 counts as 1). A record that every txn, or every txn of one kind, writes is found whatever
+/// the stride. Cost: one hash-map update per write of a sampled txn.
+inline std::uint64_t longest_write_chain(const Batch& b, std::uint32_t stride) {
+  if (stride == 0) stride = 1;
+  struct KeyHash {
+    std::size_t operator()(const std::pair<std::uint32_t, std::uint64_t>& k) const {
+      return std::hash<std::uint64_t>()(k.second * 0x9E3779B97F4A7C15ull ^ k.first);
+    }
+  };
+  std::unordered_map<std::pair<std::uint32_t, std::uint64_t>, std::uint32_t, KeyHash> count;
+  count.reserve(b.size() / stride * 4 + 16);
+  std::uint32_t most = 0;
+  for (std::size_t t = 0; t < b.size(); t += stride)
+    for (std::uint32_t o = b.op_begin[t] + b.nreads[t]; o < b.op_begin[t + 1]; ++o)
+      most = std::max(most, ++count[{b.keys[o].table, b.keys[o].key}]);
+  return std::uint64_t(most) * stride;
+}
+
+/// Chooses the side that executes each epoch (true: the device) from a cost model of each side,
+/// calibrated by the epochs each side ran. Device: the longer of the chain (links at link_ns)
+/// and the epoch's txns at device_txn_ns. Host: txns at host_txn_ns. A move of the tables (to
+/// the side that does not hold them) adds move_ms. Defaults before any measurement: 4,400 ns a
+/// link, 50 ns a txn on the device (uncontended YCSB at 100K-txn epochs, H100), 400 ns a txn on
+/// the host (Epic-CPU on TPC-C NP at one warehouse, 16 threads). Not thread-safe (the engine's
+/// epoch thread owns it).
+class ExecSide {
+ public:
+  struct Epoch {
+    std::uint64_t txns = 0;   ///< entries the epoch runs (txns and pieces)
+    std::uint64_t chain = 0;  ///< longest_write_chain
+  };
+  /// `move_ms`: the cost of moving every table between the two sides once.
+  explicit ExecSide(double move_ms = 0) : move_ms_(move_ms) {}
+  void set_move_ms(double ms) { move_ms_ = ms; }
+
+  double device_ms(const Epoch& e) const {
+    return std::max(static_cast<double>(e.chain) * link_ns_, static_cast<double>(e.txns) * device_txn_ns_) / 1e6;
+  }
+  double host_ms(const Epoch& e) const { return static_cast<double>(e.txns) * host_txn_ns_ / 1e6; }
+  /// Whether `e` runs on the device, the tables being there now or not.
+  bool device(const Epoch& e, bool tables_on_device) const {
+    return device_ms(e) + (tables_on_device ? 0 : move_ms_) <= host_ms(e) + (tables_on_device ? move_ms_ : 0);
+  }
+  /// Calibrates the side that ran `e` in `ms` (a move excluded). On the device the term that
+  /// the model says dominated is the one corrected; each update moves halfway to the measurement.
+  void ran(bool on_device, const Epoch& e, double ms) {
+    if (e.txns == 0 || ms <= 0) return;
+    const double ns = ms * 1e6;
+    auto toward = [](double& v, double measured) { v = 0.5 * v + 0.5 * measured; };
+    if (!on_device) return toward(host_txn_ns_, ns / static_cast<double>(e.txns));
+    if (static_cast<double>(e.chain) * link_ns_ >= static_cast<double>(e.txns) * device_txn_ns_ && e.chain > 0)
+      toward(link_ns_, ns / static_cast<double>(e.chain));
+    else
+      toward(device_txn_ns_, ns / static_cast<double>(e.txns));
+  }
+
+ private:
+  double move_ms_;
+  double link_ns_ = 4400, device_txn_ns_ = 50, host_txn_ns_ = 400;
+};
+
+}  // namespace duet::batch::epic

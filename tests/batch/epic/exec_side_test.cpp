@@ -1,0 +1,116 @@
+// Where an epoch executes under placement gpu-exec (src/batch/epic/exec_side.hpp): the estimate
+// of an epoch's longest chain of writes to one record, the cost model that compares the two
+// sides and its calibration, and an engine whose device is the CPU twin (HostExecutor) sending a
+// hot-chain epoch to its CPU threads and a spread one to the device, with serial results.
+#include <gtest/gtest.h>
+
+#include <vector>
+
+#include "batch/epic/engine.hpp"
+#include "batch/epic/exec_side.hpp"
+#include "batch/epic/host_executor.hpp"
+#include "batch/epic/serial.hpp"
+#include "batch/epic/workloads.hpp"
+
+namespace duet::batch::epic {
+namespace {
+
+/// n Mix read-modify-writes: txn t on key keys(t) of table 0.
+template <class KeyOf>
+Batch rmw_batch(std::size_t n, KeyOf keys) {
+  Batch b;
+  for (std::size_t t = 0; t < n; ++t) {
+    const std::vector<Key> k = {Key{0, static_cast<std::uint64_t>(keys(t))}};
+    const std::vector<std::uint32_t> args = {static_cast<std::uint32_t>(t + 1), 0};
+    EXPECT_TRUE(b.add(0, k, k, args, t));
+  }
+  return b;
+}
+
+TEST(EpicExecSide, LongestWriteChainCountsWritesToOneRecord) {
+  // 1,000 txns: every 4th writes key 7, the others keys of their own; reads never count.
+  Batch b;
+  for (std::uint64_t t = 0; t < 1000; ++t) {
+    const std::vector<Key> r = {Key{0, 7}, Key{1, 7}};
+    const std::vector<Key> w = {Key{0, t % 4 == 0 ? 7 : 1000 + t}};
+    ASSERT_TRUE(b.add(0, r, w, std::vector<std::uint32_t>{1, 0}, t));
+  }
+  EXPECT_EQ(longest_write_chain(b, 1), 250u);
+  EXPECT_EQ(longest_write_chain(b, 0), 250u) << "stride 0 counts as 1";
+  EXPECT_EQ(longest_write_chain(b, 4), 1000u) << "every sampled txn writes key 7: 250 samples times 4";
+  const std::uint64_t est = longest_write_chain(b, 8);
+  EXPECT_GE(est, 200u);
+  EXPECT_LE(est, 1000u);
+  EXPECT_EQ(longest_write_chain(rmw_batch(1000, [](std::size_t t) { return t; }), 1), 1u);
+  EXPECT_EQ(longest_write_chain(rmw_batch(1000, [](std::size_t) { return 3; }), 64), 1024u);
+  EXPECT_EQ(longest_write_chain(Batch{}, 64), 0u);
+}
+
+TEST(EpicExecSide, ModelSendsLongChainsToTheCpuAndCalibrates) {
+  ExecSide side(0);
+  const ExecSide::Epoch spread{100000, 64}, hot{100000, 50000};
+  EXPECT_TRUE(side.device(spread, true));
+  EXPECT_FALSE(side.device(hot, true)) << "50,000 links at 4.4 us against 100,000 txns at 400 ns";
+  // A move of the tables counts against the side that does not hold them.
+  ExecSide costly(1000);
+  EXPECT_FALSE(costly.device(spread, false)) << "the move costs more than the device saves";
+  EXPECT_TRUE(costly.device(spread, true));
+  // The device measured 20x slower per txn than assumed: spread epochs go to the CPU next.
+  side.ran(true, spread, 100.0);
+  EXPECT_NEAR(side.device_ms(spread), 0.5 * 5.0 + 0.5 * 100.0, 1e-9);
+  EXPECT_FALSE(side.device(spread, true));
+  // The CPU measured slow as well: back to the device.
+  side.ran(false, spread, 200.0);
+  EXPECT_TRUE(side.device(spread, true));
+  // A chain-bound device epoch corrects the link cost, not the per-txn one.
+  ExecSide chains(0);
+  chains.ran(true, hot, 50.0);  // 1 us a link measured
+  EXPECT_NEAR(chains.device_ms(hot), 50000 * (0.5 * 4400 + 0.5 * 1000) / 1e6, 1e-9);
+  EXPECT_NEAR(chains.device_ms(ExecSide::Epoch{100000, 0}), 5.0, 1e-9) << "per-txn cost untouched";
+  chains.ran(true, ExecSide::Epoch{0, 5}, 1.0);  // no txns: ignored
+  chains.ran(false, hot, 0);                     // no time: ignored
+  EXPECT_NEAR(chains.host_ms(hot), 40.0, 1e-9);
+}
+
+// An engine over the twin device: the first epoch (2,000 txns on keys of their own) runs on the
+// device, the second (2,000 txns on one key: a chain of 2,000) on the CPU threads; with the
+// choice off both run on the device. Every result and record equals serial execution.
+TEST(EpicExecSide, EngineRunsAHotChainOnItsCpuThreads) {
+  const std::vector<TableSpec> specs = {{"t", 1, 4096, false}};
+  for (bool by_contention : {true, false}) {
+    SCOPED_TRACE(by_contention ? "by contention" : "every epoch on the device");
+    Engine<MixProcs> e(specs, 2);
+    e.set_device_executor(std::make_shared<HostExecutor<MixProcs>>(2));
+    e.set_place_by_contention(by_contention);
+    SerialStore s(specs);
+    const std::uint32_t one = 1;
+    for (std::uint64_t k = 0; k < 4096; ++k) {
+      ASSERT_TRUE(e.db().load(0, k, &one));
+      s.put(0, k, &one);
+    }
+    const Batch batches[2] = {rmw_batch(2000, [](std::size_t t) { return t; }),
+                              rmw_batch(2000, [](std::size_t) { return 5; })};
+    for (int i = 0; i < 2; ++i) {
+      EpochOutput out;
+      std::string err;
+      ASSERT_TRUE(e.run_epoch(batches[i], &out, &err)) << err;
+      EXPECT_EQ(out.stats.on_device, i == 0 || !by_contention) << "epoch " << i;
+      EXPECT_EQ(out.stats.contended_on_host, i == 1 && by_contention) << "epoch " << i;
+      std::vector<std::uint32_t> outcome, outv;
+      run_serial<MixProcs>(s, batches[i], &outcome, &outv);
+      ASSERT_EQ(out.results.outcome, outcome) << "epoch " << i;
+      ASSERT_EQ(out.results.out, outv) << "epoch " << i;
+    }
+    EXPECT_EQ(e.contended_on_host(), by_contention ? 1u : 0u);
+    for (std::uint64_t k = 0; k < 4096; ++k) {
+      const std::uint32_t* got = nullptr;
+      std::string err;
+      ASSERT_TRUE(e.get(0, k, &got, &err)) << err;
+      ASSERT_NE(got, nullptr);
+      ASSERT_EQ(*got, *s.get(0, k)) << "key " << k;
+    }
+  }
+}
+
+}  // namespace
+}  // namespace duet::batch::epic
