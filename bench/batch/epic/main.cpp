@@ -82,6 +82,8 @@ struct Sample {
   std::vector<double> waited;        ///< CPU engines: ms the executing threads spent in long waits
   std::vector<double> affinity, cross;  ///< CPU engines: per-thread queues used (1/0), kAuto's cross share
   std::vector<double> latency_us;    ///< epic-submit: each txn's submit-to-result time (epochs 2..N)
+  /// epic-submit-gpuexec: per epoch, 1 when the GPU executed it, 0 when the CPU threads did.
+  std::vector<double> on_device;
   std::vector<double> pack, h2d, d2h;  ///< GPU epochs: the transfer phase's parts per epoch (ms)
 };
 
@@ -123,6 +125,16 @@ std::string set_latency(b::Json& r, const Sample& s) {
   return buf;
 }
 
+/// epic-submit-gpuexec's sides, one per epoch (1: the GPU), for the JSON and the table; "" for others.
+std::string set_sides(b::Json& r, const Sample& s) {
+  if (s.on_device.empty()) return "";
+  b::Json a = b::Json::array();
+  int on = 0;
+  for (double x : s.on_device) a.push(static_cast<std::uint64_t>(x)), on += x > 0;
+  r.set("on_device_per_epoch", a);
+  return "  executed on the GPU: " + std::to_string(on) + " of " + std::to_string(s.on_device.size()) + " epochs";
+}
+
 /// epic-submit: the epoch's txns submitted one by one from this thread through the Epochs front
 /// end, a txn in pieces through submit_pieces, then a flush, which closes the epoch: it runs the
 /// same epochs as epic-twin (up to 2^19 entries, the front end's largest epoch; a batch with more
@@ -132,7 +144,8 @@ template <class Procs>
 std::function<bool(const Batch&, Sample&)> submit_step(Engine<Procs>* engine, std::string* error) {
   auto front = std::make_shared<std::unique_ptr<Epochs<Procs>>>();
   auto seen = std::make_shared<int>(0);
-  return [engine, error, front, seen](const Batch& e, Sample& s) {
+  auto device_before = std::make_shared<std::uint64_t>(0);  // the engine's device epochs before this one
+  return [engine, error, front, seen, device_before](const Batch& e, Sample& s) {
     // Epochs close on the flush below (a size would have to match every epoch's entries, which
     // vary with the pieces).
     if (!*front) *front = std::make_unique<Epochs<Procs>>(*engine, EpochsConfig{kMaxTxns / 2, std::chrono::seconds(10)});
@@ -170,6 +183,10 @@ std::function<bool(const Batch&, Sample&)> submit_step(Engine<Procs>* engine, st
     }
     ++*seen;
     const double ms = ms_since(t0);
+    if (engine->has_device_executor()) {
+      s.on_device.push_back(engine->device_epochs() != *device_before ? 1 : 0);
+      *device_before = engine->device_epochs();
+    }
     s.formula.push_back(txns / ms * 1e3);
     s.wall.push_back(txns / ms * 1e3);
     s.index.push_back(0), s.transfer.push_back(0), s.plan.push_back(0), s.exec.push_back(ms), s.gc.push_back(0);
@@ -571,6 +588,7 @@ int main(int argc, char** argv) {
         set_transfer_split(r, p);
         const std::string lat = set_latency(r, p);
         if (!lat.empty()) std::printf("%s\n", lat.c_str());
+        if (const std::string sides = set_sides(r, p); !sides.empty()) std::printf("%s\n", sides.c_str());
         describe(r, system);
         records.push(r);
       };
@@ -731,6 +749,7 @@ int main(int argc, char** argv) {
             set_transfer_split(r, s);
             const std::string lat = set_latency(r, s);
             if (!lat.empty()) std::printf("%s\n", lat.c_str());
+            if (const std::string sides = set_sides(r, s); !sides.empty()) std::printf("%s\n", sides.c_str());
             describe(r, system);
             records.push(r);
           };

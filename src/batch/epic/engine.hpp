@@ -114,6 +114,7 @@ class Engine {
     stale_ = false;
     return true;
   }
+  bool has_device_executor() const { return executor_ != nullptr; }
   /// With a DeviceExecutor: epochs it ran, and the copies of the tables made to it and back.
   std::uint64_t device_epochs() const { return device_epochs_.load(std::memory_order_relaxed); }
   std::uint64_t uploads() const { return uploads_.load(std::memory_order_relaxed); }
