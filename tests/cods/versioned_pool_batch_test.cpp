@@ -255,8 +255,9 @@ struct PoolBatchRig {
     return retries.load();
   }
 
-  /// One batch as the driver runs it: stamp, run, then while requests came back kRetry and the
-  /// pool's fresh nodes ran out, grow and run those again with the same stamp.
+  /// One batch as the driver runs it: stamp, run, then while requests came back kRetry, run those
+  /// again with the same stamp, first growing the pool when its fresh nodes ran out and fewer
+  /// than half of the round's requests were applied (gpu_pool::grow_before_rerun).
   void execute(const std::vector<Request>& reqs, std::vector<TreeResult>& res,
                std::vector<std::vector<std::uint64_t>>& pages, std::atomic<bool>& hung) {
     const std::uint64_t t = ++stamp;
@@ -264,7 +265,7 @@ struct PoolBatchRig {
     for (std::size_t i = 0; i < idx.size(); ++i) idx[i] = i;
     std::uint64_t retries = run_once(t, reqs, idx, res, pages, hung);
     while (retries > 0) {
-      if (pool.fresh_exhausted()) pool.grow();
+      if (pool.fresh_exhausted() && retries * 2 > idx.size()) pool.grow();
       std::vector<std::size_t> again;
       for (std::size_t i : idx)
         if (res[i].status == OpStatus::kRetry) again.push_back(i);

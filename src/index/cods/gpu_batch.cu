@@ -336,18 +336,22 @@ class GpuImpl final : public GpuStructure {
   }
 
   /// Runs a batch whose arrays are on the device (run_once); while requests come back kRetry
-  /// because the pool's fresh nodes ran out, grows the pool (no batch in flight) and runs those
+  /// because the pool's fresh nodes ran out, grows the pool (no batch in flight) when fewer than
+  /// half of the round's requests were applied (gpu_pool::grow_before_rerun), and runs those
   /// requests again, as a batch of their own. They changed nothing the first time, and every
   /// request of a batch is concurrent with the others, so running them later is one of the
   /// batch's orders. Stops when none is left, when the pool cannot grow (at its maximum, or GPU
   /// memory is short: *retries stay marked), or when requests give up for another reason.
   Status run(const Batch& d, BatchResult& dr, std::uint64_t* retries) {
     Status s = run_once(d, dr, retries);
+    std::uint64_t ran = d.n;
     while (s.ok() && *retries > 0) {
       {
         std::unique_lock<std::shared_mutex> lk(mutex_);
-        if (!pool_.fresh_exhausted() || !pool_.grow().ok()) break;
+        if (!pool_.fresh_exhausted()) break;
+        if (gpu_pool::grow_before_rerun(ran, *retries) && !pool_.grow().ok()) break;
       }
+      ran = *retries;
       s = run_retries(d, dr, retries);
     }
     return s;

@@ -325,6 +325,15 @@ class Pool {
   std::atomic<std::uint64_t> capacity_{0};
 };
 
+/// Whether a driver whose round of `ran` requests left `retries` of them marked kRetry, with the
+/// pool's fresh nodes spent, grows the pool before running those again: only when fewer than
+/// half of the round's requests were applied. Otherwise the nodes the round's failed requests
+/// discarded, recycled after it, carry the next round. So a batch with more requests than the
+/// pool holds runs in rounds, and the pool grows to about what the batch keeps, not to what all
+/// its requests' spares take at once (with growth after every round, one batch of 3,000
+/// inserts took a 16-node pool to 32,768 nodes where 3,500 sufficed).
+inline bool grow_before_rerun(std::uint64_t ran, std::uint64_t retries) { return retries * 2 > ran; }
+
 /// The status of a batch that left `retries` requests marked kRetry in a pool of `pool_nodes`.
 Status exhausted(std::uint64_t pool_nodes, std::uint64_t retries) {
   if (retries == 0) return Status::Ok();

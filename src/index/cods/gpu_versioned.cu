@@ -268,7 +268,8 @@ class VersionedImpl final : public GpuVersionedTree {
   Status exhausted(std::uint64_t retries) const { return gpu_pool::exhausted(pool_.capacity(), retries); }
 
   /// One batch at a time: stamps it, runs it (run_once); while requests come back kRetry because
-  /// the pool's fresh nodes ran out, grows the pool and runs those requests again as a batch of
+  /// the pool's fresh nodes ran out, grows the pool when fewer than half of the round's requests
+  /// were applied (gpu_pool::grow_before_rerun) and runs those requests again as a batch of
   /// their own with the same stamp (see gpu_versioned.hpp). Stops when none is left, when the
   /// pool cannot grow (*retries stay marked), or when requests give up for another reason.
   /// With `at`, the batch's RANGEs read held snapshot *at (InvalidArgument, nothing run, when it
@@ -279,8 +280,11 @@ class VersionedImpl final : public GpuVersionedTree {
       return Status::InvalidArgument("snapshot " + std::to_string(*at) + " is not held");
     const std::uint64_t t = ++stamp_;
     Status s = run_once(t, d, dr, retries, at);
+    std::uint64_t ran = d.n;
     while (s.ok() && *retries > 0) {
-      if (!pool_.fresh_exhausted() || !pool_.grow().ok()) break;
+      if (!pool_.fresh_exhausted()) break;
+      if (gpu_pool::grow_before_rerun(ran, *retries) && !pool_.grow().ok()) break;
+      ran = *retries;
       gpu_pool::RetryBatch rb;
       s = rb.gather(stream_, d, dr.status, *retries);
       if (!s.ok()) break;
