@@ -148,7 +148,7 @@ struct EpicStats {
   std::uint64_t device_epochs = 0;    ///< kGpuExec epochs executed on the GPU
   std::uint64_t table_uploads = 0;    ///< kGpuExec copies of the tables to the GPU
   std::uint64_t table_downloads = 0;  ///< kGpuExec copies of the tables back (before reads and CPU epochs)
-  std::uint64_t contended_epochs_on_host = 0;  ///< kGpuExec epochs run on the CPU by contention (place_by_contention)
+  std::uint64_t cost_model_epochs_on_host = 0;  ///< kGpuExec epochs the GPU could run, run on the CPU by the cost model (place_by_contention)
 };
 
 /// An Epic database: epochs indexed, planned and executed per EpicPlacement (by default indexed

@@ -136,16 +136,16 @@ def test_pipelined_calls_equal_serial_replay(server_factory, placement, min_ops,
         assert info["small_epochs_on_host"] == 0, info
     # Epochs of at most 400 calls are below 256 per thread on any machine: never dealt.
     assert info["queued_epochs"] == 0, info
-    sides = info["device_epochs"] + info["small_epochs_on_host"] + info["contended_epochs_on_host"]
+    sides = info["device_epochs"] + info["small_epochs_on_host"] + info["cost_model_epochs_on_host"]
     if placement == "gpu-exec-twin" and by_contention == "no":
-        assert sides == info["epochs"] and info["contended_epochs_on_host"] == 0, info
+        assert sides == info["epochs"] and info["cost_model_epochs_on_host"] == 0, info
         assert info["device_epochs"] > 0 and info["table_uploads"] >= 1, info
         assert info["table_downloads"] >= 1, info  # BATCH.GET after device epochs
     elif placement == "gpu-exec-twin":
         assert sides == info["epochs"], info
     else:
         assert info["device_epochs"] == 0 and info["table_uploads"] == 0, info
-        assert info["contended_epochs_on_host"] == 0, info
+        assert info["cost_model_epochs_on_host"] == 0, info
 
 
 def test_clients_on_their_own_keys_each_equal_their_replay(server_factory):

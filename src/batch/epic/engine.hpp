@@ -87,7 +87,7 @@ class Engine {
   /// twin. The tables move (a copy of all of them) when an epoch runs on the other side from the
   /// last, and the host copy is refreshed (a download) before get() after device epochs. Set
   /// before the first epoch, instead of a DevicePlanner.
-  /// By default the side is also chosen by contention (set_place_by_contention).
+  /// By default the side is also chosen by a cost model (set_place_by_contention).
   void set_device_executor(std::shared_ptr<DeviceExecutor> x) {
     executor_ = std::move(x);
     double bytes = 0;  // what a move copies: every record's two slots and slot word
@@ -96,11 +96,12 @@ class Engine {
     side_.set_move_ms(bytes / kMoveBytesPerMs);
   }
   /// With a DeviceExecutor: whether an epoch the device could run still runs on the CPU threads
-  /// when ExecSide's model, calibrated by the epochs each side ran, says they finish it sooner
-  /// (a long chain of writes to one record; exec_side.hpp). Default on.
+  /// when ExecSide's model, set by the epochs each side ran, says they finish it sooner (a long
+  /// chain of writes to one record), the tables' moves weighed as in ski rental (exec_side.hpp).
+  /// Default on.
   void set_place_by_contention(bool on) { by_contention_ = on; }
-  /// Epochs the device could have run that ran on the CPU threads by contention.
-  std::uint64_t contended_on_host() const { return contended_on_host_.load(std::memory_order_relaxed); }
+  /// Epochs the device could have run that ran on the CPU threads by the cost model.
+  std::uint64_t cost_model_on_host() const { return cost_model_on_host_.load(std::memory_order_relaxed); }
   /// Copies the device planner's index into the host database (no-op without one or when current);
   /// with a DeviceExecutor, its tables and index when the host copy is behind.
   bool sync(std::string* err) {
@@ -234,12 +235,12 @@ class Engine {
     if (executor_) {
       std::string why;
       const bool small = small_table_moves_ && run->keys.size() < min_device_ops_;
-      bool contended = false;
+      bool model_says_host = false;
       if (!small && by_contention_) {
         shape.chain = longest_write_chain(*run, kChainStride);
-        contended = !side_.device(shape, home_ == Home::kDevice);
+        model_says_host = !side_.device(shape, home_ == Home::kDevice);
       }
-      if (!small && !contended && executor_->fits(*run, &why)) {
+      if (!small && !model_says_host && executor_->fits(*run, &why)) {
         if (!run_on_executor(*run, out, err)) return false;
         return finish(*run, out, t0, out->stats.temp_count, &shape);
       }
@@ -250,10 +251,11 @@ class Engine {
       if (!sync(err)) return false;
       out->stats.moved_tables = downloads() != before;
       moved_ms_ = ms_since(m0);
+      if (out->stats.moved_tables) side_.moved(moved_ms_);
       home_ = Home::kHost;
-      if (contended) {
-        out->stats.contended_on_host = true;
-        contended_on_host_.fetch_add(1, std::memory_order_relaxed);
+      if (model_says_host) {
+        out->stats.cost_model_on_host = true;
+        cost_model_on_host_.fetch_add(1, std::memory_order_relaxed);
       } else {
         (small ? out->stats.small_on_host : out->stats.planned_on_host) = true;
         (small ? small_on_host_ : host_planned_).fetch_add(1, std::memory_order_relaxed);
@@ -367,7 +369,9 @@ class Engine {
   /// leaves the engine damaged.
   bool run_on_executor(const Batch& run, EpochOutput* out, std::string* err) {
     if (home_ == Home::kHost) {
+      const auto m0 = std::chrono::steady_clock::now();
       if (!executor_->upload(db_, err)) return false;
+      side_.moved(ms_since(m0));
       uploads_.fetch_add(1, std::memory_order_relaxed);
       out->stats.moved_tables = true;
       home_ = Home::kDevice;
@@ -423,7 +427,7 @@ class Engine {
   static constexpr std::uint32_t kChainStride = 64;
   ExecSide side_;
   bool by_contention_ = true;
-  std::atomic<std::uint64_t> contended_on_host_{0};
+  std::atomic<std::uint64_t> cost_model_on_host_{0};
   std::chrono::steady_clock::time_point device_t0_{};
   double moved_ms_ = 0;  ///< the last host epoch's download of the tables
   Home home_ = Home::kHost;

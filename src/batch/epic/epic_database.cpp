@@ -131,7 +131,7 @@ class EpicDatabaseImpl final : public EpicDatabase {
     s.device_epochs = engine_.device_epochs();
     s.table_uploads = engine_.uploads();
     s.table_downloads = engine_.downloads();
-    s.contended_epochs_on_host = engine_.contended_on_host();
+    s.cost_model_epochs_on_host = engine_.cost_model_on_host();
     return s;
   }
 

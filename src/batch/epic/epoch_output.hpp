@@ -25,7 +25,7 @@ struct EpochStats {
   bool planned_on_host = false;  ///< a DevicePlanner could not take the epoch (DevicePlanner::fits)
   bool small_on_host = false;    ///< planned on the host as a small epoch (set_min_device_epoch_ops)
   bool on_device = false;        ///< indexed, planned and executed by a DeviceExecutor
-  bool contended_on_host = false;  ///< the device could run it; the CPU threads did, by contention (ExecSide)
+  bool cost_model_on_host = false;  ///< the device could run it; the CPU threads did, by the cost model (ExecSide)
   bool moved_tables = false;     ///< the tables moved to where this epoch ran first (a copy of all of them)
 };
 

@@ -35,45 +35,65 @@ inline std::uint64_t longest_write_chain(const Batch& b, std::uint32_t stride) {
 }
 
 /// Chooses the side that executes each epoch (true: the device) from a cost model of each side,
-/// calibrated by the epochs each side ran. Device: the longer of the chain (links at link_ns)
-/// and the epoch's txns at device_txn_ns. Host: txns at host_txn_ns. A move of the tables (to
-/// the side that does not hold them) adds move_ms. Defaults before any measurement: 4,400 ns a
-/// link, 50 ns a txn on the device (uncontended YCSB at 100K-txn epochs, H100), 400 ns a txn on
-/// the host (Epic-CPU on TPC-C NP at one warehouse, 16 threads). Not thread-safe (the engine's
-/// epoch thread owns it).
+/// set by the epochs each side ran. Device: the longer of the chain (links at link_ns) and the
+/// epoch's txns at device_txn_ns. Host: txns at host_txn_ns. Defaults before any measurement:
+/// 4,400 ns a link, 50 ns a txn on the device (uncontended YCSB at 100K-txn epochs, H100), 400 ns
+/// a txn on the host (Epic-CPU on TPC-C NP at one warehouse, 16 threads); each epoch replaces its
+/// side's figure with what it measured (the chain's or the txns' term, whichever the model said
+/// dominated). Moving the tables costs move_ms (an estimate, then the last move measured), so
+/// the tables move as in ski rental: the epochs where the other side looked cheaper add what it
+/// would have saved, and the tables move once that credit reaches a move's cost (it resets when
+/// the side holding them looks cheaper). A side never chosen keeps its figure. Not thread-safe
+/// (the engine's epoch thread owns it).
 class ExecSide {
  public:
   struct Epoch {
     std::uint64_t txns = 0;   ///< entries the epoch runs (txns and pieces)
     std::uint64_t chain = 0;  ///< longest_write_chain
   };
-  /// `move_ms`: the cost of moving every table between the two sides once.
+  /// `move_ms`: the estimated cost of moving every table between the two sides once.
   explicit ExecSide(double move_ms = 0) : move_ms_(move_ms) {}
   void set_move_ms(double ms) { move_ms_ = ms; }
+  double move_ms() const { return move_ms_; }
 
   double device_ms(const Epoch& e) const {
     return std::max(static_cast<double>(e.chain) * link_ns_, static_cast<double>(e.txns) * device_txn_ns_) / 1e6;
   }
   double host_ms(const Epoch& e) const { return static_cast<double>(e.txns) * host_txn_ns_ / 1e6; }
-  /// Whether `e` runs on the device, the tables being there now or not.
-  bool device(const Epoch& e, bool tables_on_device) const {
-    return device_ms(e) + (tables_on_device ? 0 : move_ms_) <= host_ms(e) + (tables_on_device ? move_ms_ : 0);
+  /// Whether `e` runs on the device, the tables being there now or not (see the class comment).
+  bool device(const Epoch& e, bool tables_on_device) {
+    const double here = tables_on_device ? device_ms(e) : host_ms(e);
+    const double there = tables_on_device ? host_ms(e) : device_ms(e);
+    if (there >= here) {
+      credit_ms_ = 0;
+      return tables_on_device;
+    }
+    credit_ms_ += here - there;
+    if (credit_ms_ < move_ms_) return tables_on_device;
+    credit_ms_ = 0;
+    return !tables_on_device;
   }
-  /// Calibrates the side that ran `e` in `ms` (a move excluded). On the device the term that
-  /// the model says dominated is the one corrected; each update moves halfway to the measurement.
+  /// Sets the side that ran `e` in `ms` (a move excluded) to what it measured. On the device the
+  /// term that the model says dominated is the one set.
   void ran(bool on_device, const Epoch& e, double ms) {
     if (e.txns == 0 || ms <= 0) return;
     const double ns = ms * 1e6;
-    auto toward = [](double& v, double measured) { v = 0.5 * v + 0.5 * measured; };
-    if (!on_device) return toward(host_txn_ns_, ns / static_cast<double>(e.txns));
-    if (static_cast<double>(e.chain) * link_ns_ >= static_cast<double>(e.txns) * device_txn_ns_ && e.chain > 0)
-      toward(link_ns_, ns / static_cast<double>(e.chain));
-    else
-      toward(device_txn_ns_, ns / static_cast<double>(e.txns));
+    if (!on_device) {
+      host_txn_ns_ = ns / static_cast<double>(e.txns);
+    } else if (e.chain > 0 && static_cast<double>(e.chain) * link_ns_ >= static_cast<double>(e.txns) * device_txn_ns_) {
+      link_ns_ = ns / static_cast<double>(e.chain);
+    } else {
+      device_txn_ns_ = ns / static_cast<double>(e.txns);
+    }
+  }
+  /// A move of the tables took `ms`: the next ones are expected to take as long.
+  void moved(double ms) {
+    if (ms > 0) move_ms_ = ms;
   }
 
  private:
   double move_ms_;
+  double credit_ms_ = 0;
   double link_ns_ = 4400, device_txn_ns_ = 50, host_txn_ns_ = 400;
 };
 

@@ -440,7 +440,7 @@ void append_batch_info(const ServerStats& s, std::string* out) {
             {"device_epochs", std::to_string(e.device_epochs)},
             {"table_uploads", std::to_string(e.table_uploads)},
             {"table_downloads", std::to_string(e.table_downloads)},
-            {"contended_epochs_on_host", std::to_string(e.contended_epochs_on_host)}},
+            {"cost_model_epochs_on_host", std::to_string(e.cost_model_epochs_on_host)}},
            0);
     }
   }
