@@ -83,10 +83,11 @@ class Engine {
   void set_device_planner(std::shared_ptr<DevicePlanner> d) { device_ = std::move(d); }
   /// Epic on the device: each epoch that `x` can take (DeviceExecutor::fits) and that is not a
   /// small one (set_min_device_epoch_ops) is indexed, planned and executed there, over the
-  /// executor's copy of the tables; the others run on the host, indexed and planned by the CPU
+  /// executor's copy of the tables; the others run on the host, indexed and planned by the
+  /// DevicePlanner when one is set (Epic-CPU: the GPU runner can be both) and else by the CPU
   /// twin. The tables move (a copy of all of them) when an epoch runs on the other side from the
   /// last, and the host copy is refreshed (a download) before get() after device epochs. Set
-  /// before the first epoch, instead of a DevicePlanner.
+  /// before the first epoch.
   /// By default the side is also chosen by a cost model (set_place_by_contention).
   void set_device_executor(std::shared_ptr<DeviceExecutor> x) {
     executor_ = std::move(x);
@@ -256,7 +257,7 @@ class Engine {
       if (model_says_host) {
         out->stats.cost_model_on_host = true;
         cost_model_on_host_.fetch_add(1, std::memory_order_relaxed);
-      } else {
+      } else if (!device_) {  // (a DevicePlanner counts what it does not take below)
         (small ? out->stats.small_on_host : out->stats.planned_on_host) = true;
         (small ? small_on_host_ : host_planned_).fetch_add(1, std::memory_order_relaxed);
       }
@@ -370,7 +371,12 @@ class Engine {
   bool run_on_executor(const Batch& run, EpochOutput* out, std::string* err) {
     if (home_ == Home::kHost) {
       const auto m0 = std::chrono::steady_clock::now();
-      if (!executor_->upload(db_, err)) return false;
+      // A DevicePlanner that planned the host's epochs holds the index: it comes back first. The
+      // upload then replaces the planner's index (one runner holds one), so it attaches again
+      // at the next host epoch.
+      if (!sync(err) || !executor_->upload(db_, err)) return false;
+      attached_ = false;
+      stale_ = false;
       side_.moved(ms_since(m0));
       uploads_.fetch_add(1, std::memory_order_relaxed);
       out->stats.moved_tables = true;

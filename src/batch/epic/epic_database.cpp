@@ -34,17 +34,20 @@ class EpicDatabaseImpl final : public EpicDatabase {
                    std::shared_ptr<batch::epic::DeviceExecutor> executor, EpicPlacement placement)
       : config_(config), placement_(placement), engine_(config.tables, threads), epochs_(engine_, cfg) {
     engine_.set_exec_order(config.exec_order);
-    if (placement == EpicPlacement::kGpuExecTwin)
+    if (placement == EpicPlacement::kGpuExecTwin) {
       executor = std::make_shared<batch::epic::HostExecutor<Procs>>(threads, config.max_device_epoch_ops);
+      planner = std::make_shared<batch::epic::HostPlanner>(threads);  // plans the host's epochs, as the runner does
+    }
+    const bool on_device = executor || planner;
     if (executor) {
       engine_.set_device_executor(std::move(executor));
       engine_.set_place_by_contention(config.place_by_contention);
-      engine_.set_min_device_epoch_ops(config.min_device_epoch_ops);
-    } else if (planner) {
+    }
+    if (planner) {
       planner->set_max_epoch_ops(config.max_device_epoch_ops);
       engine_.set_device_planner(std::move(planner));
-      engine_.set_min_device_epoch_ops(config.min_device_epoch_ops);
     }
+    if (on_device) engine_.set_min_device_epoch_ops(config.min_device_epoch_ops);
   }
 
   const std::vector<EpicTable>& tables() const override { return config_.tables; }
@@ -209,8 +212,9 @@ Status EpicDatabase::open(const EpicConfig& config, std::unique_ptr<EpicDatabase
       // The runner packs transfers on the engine's worker pool: the same thread count shares it.
       if (runner) runner->set_host_threads(threads);
       if (runner && placement == EpicPlacement::kGpuExec) {
-        runner->set_max_epoch_ops(config.max_device_epoch_ops);
-        executor = std::make_shared<batch::epic::GpuExecutor>(std::move(runner));
+        // One runner executes the device's epochs and plans the host's (Epic-CPU).
+        executor = std::make_shared<batch::epic::GpuExecutor>(runner);
+        planner = std::move(runner);
       } else {
         planner = std::move(runner);
         placement = planner ? EpicPlacement::kGpu : EpicPlacement::kCpu;
