@@ -200,6 +200,26 @@ bool Database::load(std::uint32_t table, std::uint64_t key, const std::uint32_t*
   return true;
 }
 
+bool Database::copy_contents_from(const Database& from) {
+  if (from.tables_.size() != tables_.size()) return false;
+  for (std::size_t i = 0; i < tables_.size(); ++i) {
+    const TableSpec &a = from.tables_[i].spec, &b = tables_[i].spec;
+    if (a.record_words != b.record_words || a.capacity != b.capacity || a.indexed != b.indexed) return false;
+  }
+  for (std::size_t i = 0; i < tables_.size(); ++i) {
+    const TableStore& f = from.tables_[i];
+    TableStore& t = tables_[i];
+    t.slots = f.slots;
+    t.data = f.data;
+    t.deleted = f.deleted;
+    t.index = f.index;
+    t.backlink = f.backlink;
+    t.free_ring = f.free_ring;
+  }
+  eid_ = from.eid_;
+  return true;
+}
+
 std::string Database::check_keys(const Batch& b, std::size_t t) const {
   for (std::uint32_t i = b.op_begin[t]; i < b.op_begin[t + 1]; ++i) {
     const Key& k = b.keys[i];

@@ -107,6 +107,10 @@ class Database {
   /// table, the ids whose deleted bit is set, in id order, into *freed and clears the bits; the
   /// index, ring and back-links are left alone (the index's owner frees the ids); the eid advances.
   void end_epoch_collect(std::vector<std::vector<std::uint32_t>>* freed);
+  /// Makes this database's records, index and eid equal `from`'s, whose tables must have the
+  /// same specs (false, nothing changed, otherwise). The specs are not written, so threads that
+  /// check keys against them (submitters) may run meanwhile. Costs a copy of every table.
+  bool copy_contents_from(const Database& from);
   /// Frees ids in the index only: per table, in the given order, the key is erased through the
   /// back-link and the id appended to the ring. The eid does not change.
   void release(const std::vector<std::vector<std::uint32_t>>& freed);

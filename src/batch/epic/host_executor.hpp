@@ -24,13 +24,14 @@ class HostExecutor final : public DeviceExecutor {
     std::vector<TableSpec> specs(db.specs().begin(), db.specs().end());
     twin_ = std::make_unique<Engine<Procs>>(std::move(specs), threads_);
     if (!twin_->db().error().empty()) return *err = twin_->db().error(), twin_.reset(), false;
-    twin_->db() = db;
+    if (!twin_->db().copy_contents_from(db)) return *err = "the executor's tables differ", twin_.reset(), false;
     twin_->set_max_attempts(1);  // reruns are the calling engine's to keep
     return true;
   }
   bool download(Database& db, std::string* err) override {
     if (!twin_) return *err = "tables not uploaded", false;
-    db = twin_->db();
+    // Contents only: submitters read the specs (key checks) while an epoch's download runs.
+    if (!db.copy_contents_from(twin_->db())) return *err = "the executor's tables differ", false;
     return true;
   }
   bool run_epoch(Database& db, const Batch& b, EpochOutput* out, std::string* err, bool* untouched) override {
