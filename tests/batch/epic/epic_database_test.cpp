@@ -183,14 +183,19 @@ TEST(EpicDatabase, MixTxnsEqualSerialExecutionInSubmissionOrderInEveryPlacement)
   }
 }
 
+// The placements that execute on a device: the twin everywhere, the GPU where one is usable.
+std::vector<EpicPlacement> device_exec_placements() {
+  std::string why;
+  std::vector<EpicPlacement> ps = {EpicPlacement::kGpuExecTwin};
+  if (batch::epic::gpu_available(&why)) ps.push_back(EpicPlacement::kGpuExec);
+  return ps;
+}
+
 // Execution on the device (kGpuExecTwin: a second CPU engine holds the "device" tables; kGpuExec
 // on a machine with a GPU): every epoch runs there, the tables go up once after bulk load and
 // come back once, for the reads after the last epoch; the results are serial execution's.
 TEST(EpicDatabase, MixTxnsEqualSerialExecutionWithEveryEpochExecutedOnTheDevice) {
-  std::string why;
-  std::vector<EpicPlacement> ps = {EpicPlacement::kGpuExecTwin};
-  if (batch::epic::gpu_available(&why)) ps.push_back(EpicPlacement::kGpuExec);
-  for (EpicPlacement p : ps) {
+  for (EpicPlacement p : device_exec_placements()) {
     SCOPED_TRACE(epic_placement_name(p));
     EpicStats st;
     mix_equals_serial(p, 0, &st);
@@ -261,10 +266,7 @@ TEST(EpicDatabase, EpochsTooBigForTheDevicePlannerRunOnTheHost) {
 // no upload (the device copy stayed current). Each of 12 epochs adds to one record; reads after
 // each flush equal the running sum, and a key never written stays absent.
 TEST(EpicDatabase, ReadsBetweenDeviceEpochsSeeEveryCommittedWrite) {
-  std::string why;
-  std::vector<EpicPlacement> ps = {EpicPlacement::kGpuExecTwin};
-  if (batch::epic::gpu_available(&why)) ps.push_back(EpicPlacement::kGpuExec);
-  for (EpicPlacement p : ps) {
+  for (EpicPlacement p : device_exec_placements()) {
     SCOPED_TRACE(epic_placement_name(p));
     EpicConfig c = config_of(EpicProcedures::kMix, {{"t", 1, 16, false}}, 2, 1000);
     c.placement = p;
