@@ -106,11 +106,7 @@ class Engine {
   /// Copies the device planner's index into the host database (no-op without one or when current);
   /// with a DeviceExecutor, its tables and index when the host copy is behind.
   bool sync(std::string* err) {
-    if (executor_ && !host_current_) {
-      if (!executor_->download(db_, err)) return false;
-      host_current_ = true;
-      downloads_.fetch_add(1, std::memory_order_relaxed);
-    }
+    if (!refresh_tables(err)) return false;
     if (!device_ || !stale_) return true;
     if (!device_->sync(db_, err)) return false;
     stale_ = false;
@@ -188,7 +184,7 @@ class Engine {
   /// sync). False with *err for an unknown table or a failed lookup. Not during an epoch.
   bool get(std::uint32_t table, std::uint64_t key, const std::uint32_t** rec, std::string* err) {
     if (table >= db_.num_tables()) return *err = "unknown table " + std::to_string(table), false;
-    if (executor_ && !sync(err)) return false;
+    if (!refresh_tables(err)) return false;  // (a planner's index answers below, one key at a time)
     std::uint32_t r = kInvalid;
     if (device_ && stale_ && db_.table(table).spec.indexed) {
       if (!device_->lookup(table, key, &r, err)) return false;
@@ -364,6 +360,16 @@ class Engine {
 
  private:
   enum class Home { kHost, kDevice };  ///< where the tables' current copy is (DeviceExecutor)
+
+  /// With a DeviceExecutor whose copy is ahead of the host's (device epochs ran since the last
+  /// download): downloads its tables and index. A no-op otherwise.
+  bool refresh_tables(std::string* err) {
+    if (!executor_ || host_current_) return true;
+    if (!executor_->download(db_, err)) return false;
+    host_current_ = true;
+    downloads_.fetch_add(1, std::memory_order_relaxed);
+    return true;
+  }
 
   /// Runs `run` on the executor, uploading the tables first when the host's copy is the current
   /// one. A failure that left the executor's state as it was fails the epoch alone; any other
