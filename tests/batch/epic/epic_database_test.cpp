@@ -304,6 +304,58 @@ TEST(EpicDatabase, ReadsBetweenDeviceEpochsSeeEveryCommittedWrite) {
   }
 }
 
+// An epoch on the device whose inserts do not fit an indexed table fails alone: its txns get
+// ResourceExhausted naming the full table, nothing of it is applied, and the database goes on
+// (the executor's state was untouched: on the GPU the full table is found before any insert).
+// The next epochs insert what fits and read it back; then records are deleted, their ids reused.
+TEST(EpicDatabase, AnIndexedTableFullOnTheDeviceFailsThatEpochAlone) {
+  for (EpicPlacement p : device_exec_placements()) {
+    SCOPED_TRACE(epic_placement_name(p));
+    EpicConfig c = config_of(EpicProcedures::kMix, {{"idx", 1, 4, true}}, 2, 1000);
+    c.placement = p;
+    c.min_device_epoch_ops = 0;
+    c.place_by_contention = false;
+    std::unique_ptr<EpicDatabase> db;
+    ASSERT_TRUE(EpicDatabase::open(c, &db).ok());
+    auto insert = [&](std::uint64_t key) {
+      const std::vector<EpicKey> w = {EpicKey{0, key}};
+      return db->submit(MixProcs::kRmw, {}, w, std::vector<std::uint32_t>{static_cast<std::uint32_t>(key), 0});
+    };
+    std::vector<std::future<EpicTxnResult>> fs;
+    for (std::uint64_t k = 100; k < 106; ++k) fs.push_back(insert(k));  // six new keys, four ids
+    db->flush();
+    for (auto& f : fs) {
+      const EpicTxnResult r = f.get();
+      ASSERT_EQ(r.status.code(), StatusCode::kResourceExhausted) << r.status.message();
+      EXPECT_NE(r.status.message().find("idx is full"), std::string::npos) << r.status.message();
+    }
+    std::vector<std::uint32_t> rec;
+    EXPECT_EQ(db->read(0, 100, &rec).code(), StatusCode::kNotFound) << "nothing of the failed epoch applied";
+    fs.clear();
+    for (std::uint64_t k = 200; k < 204; ++k) fs.push_back(insert(k));
+    db->flush();
+    for (auto& f : fs) ASSERT_TRUE(f.get().status.ok());
+    for (std::uint64_t k = 200; k < 204; ++k) {
+      ASSERT_TRUE(db->read(0, k, &rec).ok()) << k;
+      EXPECT_EQ(rec.size(), 1u);
+    }
+    // Delete two (kDelete removes its even writes), then two new keys take their ids.
+    const std::vector<EpicKey> del = {EpicKey{0, 200}, EpicKey{0, 201}, EpicKey{0, 202}};
+    std::future<EpicTxnResult> d = db->submit(MixProcs::kDelete, {}, del, std::vector<std::uint32_t>{1, 0});
+    db->flush();
+    ASSERT_TRUE(d.get().status.ok());
+    EXPECT_EQ(db->read(0, 200, &rec).code(), StatusCode::kNotFound);
+    EXPECT_TRUE(db->read(0, 201, &rec).ok());
+    EXPECT_EQ(db->read(0, 202, &rec).code(), StatusCode::kNotFound);
+    fs.clear();
+    for (std::uint64_t k = 300; k < 302; ++k) fs.push_back(insert(k));
+    db->flush();
+    for (auto& f : fs) ASSERT_TRUE(f.get().status.ok()) << "freed ids are reused";
+    for (std::uint64_t k : {201, 203, 300, 301}) EXPECT_TRUE(db->read(0, k, &rec).ok()) << k;
+    EXPECT_EQ(db->stats().failed_epochs, 1u);
+  }
+}
+
 // The waiting-free read: with no epoch running it answers on the calling thread before it
 // returns; while an epoch runs (held here by a txn's callback, which runs inside the epoch) it
 // returns at once and answers on the epoch thread once that epoch has ended, with its writes.
