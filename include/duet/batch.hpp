@@ -103,7 +103,7 @@ enum class EpicPlacement : std::uint8_t {
   kGpuExec = 4,  ///< Epic on the GPU: the GPU indexes, plans and executes each epoch over its own
                  ///< copy of the tables; an epoch too big for the device, or a small one (see
                  ///< min_device_epoch_ops), runs on the CPU threads after the tables come back.
-                 ///< A read after GPU epochs first copies the tables back (all of them, once)
+                 ///< A read after GPU epochs takes the one record from the device
   kGpuExecTwin = 5,  ///< kGpuExec's path with the GPU replaced by a second CPU engine (tests it without a GPU)
 };
 
@@ -147,7 +147,7 @@ struct EpicStats {
   std::uint64_t queued_epochs = 0;  ///< epochs whose threads ran per-thread queues (EpicExecOrder)
   std::uint64_t device_epochs = 0;    ///< kGpuExec epochs executed on the GPU
   std::uint64_t table_uploads = 0;    ///< kGpuExec copies of the tables to the GPU
-  std::uint64_t table_downloads = 0;  ///< kGpuExec copies of the tables back (before reads and CPU epochs)
+  std::uint64_t table_downloads = 0;  ///< kGpuExec copies of the tables back (before CPU epochs)
   std::uint64_t cost_model_epochs_on_host = 0;  ///< kGpuExec epochs the GPU could run, run on the CPU by the cost model (place_by_contention)
 };
 

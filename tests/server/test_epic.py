@@ -140,7 +140,8 @@ def test_pipelined_calls_equal_serial_replay(server_factory, placement, min_ops,
     if placement == "gpu-exec-twin" and by_contention == "no":
         assert sides == info["epochs"] and info["cost_model_epochs_on_host"] == 0, info
         assert info["device_epochs"] > 0 and info["table_uploads"] >= 1, info
-        assert info["table_downloads"] >= 1, info  # BATCH.GET after device epochs
+        if min_ops == 0:  # BATCH.GET reads the device's records: only epochs on the CPU bring the tables back
+            assert info["table_downloads"] == 0, info
     elif placement == "gpu-exec-twin":
         assert sides == info["epochs"], info
     else:

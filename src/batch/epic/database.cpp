@@ -317,11 +317,8 @@ const std::uint32_t* Database::get(std::uint32_t table, std::uint64_t key) const
 const std::uint32_t* Database::get_at(std::uint32_t table, std::uint32_t r) const {
   if (table >= tables_.size() || r == kInvalid || r >= tables_[table].spec.capacity) return nullptr;
   const TableStore& t = tables_[table];
-  const std::uint64_t both = t.slots[r];
-  // After an epoch, the newest slot is the one with the larger eid (both 0: never written).
-  const int s = (slot_word(both, 0) >> 1) >= (slot_word(both, 1) >> 1) ? 0 : 1;
-  const std::uint32_t w = slot_word(both, s);
-  if (!(w & 1u)) return nullptr;
+  const int s = committed_slot(t.slots[r]);
+  if (s < 0) return nullptr;
   return t.data.data() + (static_cast<std::size_t>(r) * 2 + s) * t.spec.record_words;
 }
 

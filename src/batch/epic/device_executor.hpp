@@ -6,6 +6,7 @@
 #pragma once
 
 #include <string>
+#include <vector>
 
 #include "batch/epic/database.hpp"
 #include "batch/epic/epoch_output.hpp"
@@ -28,6 +29,12 @@ class DeviceExecutor {
   /// says whether the executor's state is as before the call (an indexed table out of ids) or
   /// may hold part of the epoch (it must be uploaded again).
   virtual bool run_epoch(Database& db, const Batch& b, EpochOutput* out, std::string* err, bool* untouched) = 0;
+  /// The committed record of `key` in `table` in the executor's copy (*found false when
+  /// absent), without copying the tables back: a lookup in its index and one record's two
+  /// versions. `db` is the database the tables came from (its specs; its index when the
+  /// executor indexes on the host). False with *err on failure. Not during an epoch.
+  virtual bool read(const Database& db, std::uint32_t table, std::uint64_t key, std::vector<std::uint32_t>* rec,
+                    bool* found, std::string* err) = 0;
   /// Whether an epoch of `b` fits the executor's memory; false (with *why) changes nothing.
   virtual bool fits(const Batch& b, std::string* why) = 0;
 };

@@ -195,6 +195,21 @@ class Engine {
     return true;
   }
 
+  /// The committed record of `key` after the last epoch, copied into *rec (*found false when
+  /// absent). With a DeviceExecutor whose copy is ahead of the host's, it is read there (a
+  /// lookup and one record: no copy of the tables); else as get(). False with *err for an
+  /// unknown table or a failed read. Not during an epoch.
+  bool read(std::uint32_t table, std::uint64_t key, std::vector<std::uint32_t>* rec, bool* found, std::string* err) {
+    *found = false;
+    if (table >= db_.num_tables()) return *err = "unknown table " + std::to_string(table), false;
+    if (executor_ && !host_current_) return executor_->read(db_, table, key, rec, found, err);
+    const std::uint32_t* r = nullptr;
+    if (!get(table, key, &r, err)) return false;
+    *found = r != nullptr;
+    if (r) rec->assign(r, r + db_.table(table).spec.record_words);
+    return true;
+  }
+
   /// "" if every txn of `b` names known tables, in-range direct keys and a known procedure.
   std::string check(const Batch& b) const {
     for (std::size_t t = 0; t < b.size(); ++t)

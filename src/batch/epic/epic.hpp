@@ -87,6 +87,12 @@ DUET_HD inline int curr_slot(std::uint64_t both, std::uint32_t eid) {
 DUET_HD inline std::uint32_t slot_word(std::uint64_t both, int slot) {
   return static_cast<std::uint32_t>(slot ? both >> 32 : both);
 }
+/// The slot holding a record's committed version between epochs (the one with the larger eid;
+/// both 0: never written), or -1 when that version is not valid (absent or deleted).
+DUET_HD inline int committed_slot(std::uint64_t both) {
+  const int s = (slot_word(both, 0) >> 1) >= (slot_word(both, 1) >> 1) ? 0 : 1;
+  return (slot_word(both, s) & 1u) ? s : -1;
+}
 DUET_HD inline std::uint64_t with_slot_word(std::uint64_t both, int slot, std::uint32_t w) {
   return slot ? ((both & 0xFFFFFFFFull) | (static_cast<std::uint64_t>(w) << 32))
               : ((both & ~0xFFFFFFFFull) | w);

@@ -143,10 +143,9 @@ class EpicDatabaseImpl final : public EpicDatabase {
   Status read_idle(std::uint32_t table, std::uint64_t key, std::vector<std::uint32_t>* record) {
     batch::epic::Database& db = engine_.db();
     if (table >= db.num_tables()) return Status::InvalidArgument("unknown table " + std::to_string(table));
-    const std::uint32_t* r = nullptr;
-    if (std::string err; !engine_.get(table, key, &r, &err)) return Status::Internal("Epic read: " + err);
-    if (!r) return Status::NotFound("no record " + std::to_string(key) + " in table " + db.table(table).spec.name);
-    record->assign(r, r + db.table(table).spec.record_words);
+    bool found = false;
+    if (std::string err; !engine_.read(table, key, record, &found, &err)) return Status::Internal("Epic read: " + err);
+    if (!found) return Status::NotFound("no record " + std::to_string(key) + " in table " + db.table(table).spec.name);
     return Status::Ok();
   }
 

@@ -994,7 +994,48 @@ class Runner final : public GpuRunner {
 
   bool lookup(std::uint32_t table, std::uint64_t key, std::uint32_t* rid, std::string* err) override {
     if (!attached_ || table >= dix_.size()) return *err = "GPU planner not attached", false;
-    DevIndex& d = *dix_[table];
+    return map_lookup(table, key, rid, err);
+  }
+
+  bool read_record(const Database& db, std::uint32_t table, std::uint64_t key, std::vector<std::uint32_t>* rec,
+                   bool* found, std::string* err) override {
+    *found = false;
+    if (table >= tables_.size() || table >= db.num_tables()) return *err = "tables not uploaded", false;
+    const TableSpec& spec = db.table(table).spec;
+    std::uint32_t r = kInvalid;
+    if (!spec.indexed) {
+      if (key < spec.capacity) r = static_cast<std::uint32_t>(key);
+    } else if (gpu_index_) {
+      if (table >= dix_.size()) return *err = "GPU index not uploaded", false;
+      if (!map_lookup(table, key, &r, err)) return false;
+    } else {
+      r = db.lookup(table, key);
+    }
+    if (r == kInvalid) return true;
+    const TableView& t = tables_[table];
+    const std::size_t words = t.words;
+    std::uint64_t both = 0;
+    std::vector<std::uint32_t> two(2 * words);
+    if (t.pairs) {  // (data << 32) | slot word, per slot
+      std::uint64_t p[2];
+      EPIC_CUDA(cudaMemcpy(p, t.pairs + 2 * std::size_t(r), 16, cudaMemcpyDeviceToHost));
+      both = static_cast<std::uint32_t>(p[0]) | (static_cast<std::uint64_t>(static_cast<std::uint32_t>(p[1])) << 32);
+      two[0] = static_cast<std::uint32_t>(p[0] >> 32), two[1] = static_cast<std::uint32_t>(p[1] >> 32);
+    } else {
+      EPIC_CUDA(cudaMemcpy(&both, t.slots + r, 8, cudaMemcpyDeviceToHost));
+      EPIC_CUDA(cudaMemcpy(two.data(), t.data + 2 * words * r, 8 * words, cudaMemcpyDeviceToHost));
+    }
+    const int s = committed_slot(both);
+    if (s < 0) return true;
+    rec->assign(two.begin() + s * words, two.begin() + (s + 1) * words);
+    *found = true;
+    return true;
+  }
+
+ private:
+  // The record id `key` maps to in table's index map (kInvalid when absent): one L-Slab GET.
+  bool map_lookup(std::uint32_t table, std::uint64_t key, std::uint32_t* rid, std::string* err) {
+    const DevIndex& d = *dix_[table];
     *rid = kInvalid;
     if (!d.map || key == lslab::kReservedKey) return true;  // a key the index never holds
     const lslab::Op op = lslab::Op::kGet;
@@ -1007,7 +1048,6 @@ class Runner final : public GpuRunner {
     return true;
   }
 
- private:
   bool index_and_plan_on_device(const Database& db, const Batch& b, DevicePlan* out, std::string* err) {
     if (!attached_ || dix_.size() != db.num_tables()) return *err = "GPU planner not attached", false;
     const std::size_t n = b.size(), m = b.keys.size();

@@ -82,6 +82,11 @@ class GpuRunner : public DevicePlanner {
   /// After a run_epoch that returned false: whether it failed before changing the index or the
   /// tables (an indexed table out of ids, a bad key, an allocation before the first insert).
   virtual bool last_epoch_untouched() const = 0;
+  /// One committed record of the uploaded tables (DeviceExecutor::read): the key's id from the
+  /// device index (or db's, with host indexing), then the record's two versions, in two small
+  /// copies.
+  virtual bool read_record(const Database& db, std::uint32_t table, std::uint64_t key, std::vector<std::uint32_t>* rec,
+                           bool* found, std::string* err) = 0;
   /// fits() for a whole epoch on the device (run_epoch): also holds the buffers execution adds
   /// (the scratchpad's data, outcomes and outputs). False (with *why) when they do not fit.
   virtual bool fits_execution(const Batch& b, std::string* why) = 0;
@@ -128,6 +133,10 @@ class GpuExecutor final : public DeviceExecutor {
     const bool ok = guard(err, [&] { return g_->run_epoch(db, b, out, err); });
     if (!ok) *untouched = g_->last_epoch_untouched();
     return ok;
+  }
+  bool read(const Database& db, std::uint32_t table, std::uint64_t key, std::vector<std::uint32_t>* rec, bool* found,
+            std::string* err) override {
+    return guard(err, [&] { return g_->read_record(db, table, key, rec, found, err); });
   }
   bool fits(const Batch& b, std::string* why) override { return g_->fits_execution(b, why); }
 
