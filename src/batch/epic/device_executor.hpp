@@ -1,8 +1,8 @@
 // Epic on the device (issue 16, items 2-5 and 7): whole epochs indexed, planned and executed
 // where the tables live, apart from the host database. An Engine with a DeviceExecutor sends each
 // epoch that fits to it and keeps track of which copy of the tables is current: the device's
-// after a device epoch, the host's after a download. The GPU runner implements it (gpu.hpp,
-// gpu_executor); HostExecutor (host_executor.hpp) is its CPU twin, run in CI.
+// after a device epoch, the host's after a download. The GPU runner implements it through
+// GpuExecutor (gpu.hpp); HostExecutor (host_executor.hpp) is its CPU twin, run in CI.
 #pragma once
 
 #include <string>
