@@ -191,6 +191,20 @@ std::vector<EpicPlacement> device_exec_placements() {
   return ps;
 }
 
+// A Mix database over `tables` on 2 threads, epochs of 1000 txns, placement p, with every epoch
+// that fits on the device (no small-epoch rule, no cost model: the tests count the sides); null
+// (and a failure) when it does not open.
+std::unique_ptr<EpicDatabase> open_device_exec(std::vector<EpicTable> tables, EpicPlacement p) {
+  EpicConfig c = config_of(EpicProcedures::kMix, std::move(tables), 2, 1000);
+  c.placement = p;
+  c.min_device_epoch_ops = 0;
+  c.place_by_contention = false;
+  std::unique_ptr<EpicDatabase> db;
+  const Status s = EpicDatabase::open(c, &db);
+  EXPECT_TRUE(s.ok()) << s.message();
+  return db;
+}
+
 // Execution on the device (kGpuExecTwin: a second CPU engine holds the "device" tables; kGpuExec
 // on a machine with a GPU): every epoch runs there, the tables go up once after bulk load and
 // never come back (the reads after the last epoch read the device's records); the results and
@@ -269,12 +283,8 @@ TEST(EpicDatabase, EpochsTooBigForTheDevicePlannerRunOnTheHost) {
 TEST(EpicDatabase, ReadsBetweenDeviceEpochsSeeEveryCommittedWrite) {
   for (EpicPlacement p : device_exec_placements()) {
     SCOPED_TRACE(epic_placement_name(p));
-    EpicConfig c = config_of(EpicProcedures::kMix, {{"t", 1, 16, false}}, 2, 1000);
-    c.placement = p;
-    c.min_device_epoch_ops = 0;
-    c.place_by_contention = false;  // each epoch is a chain of one: the model may pick either side
-    std::unique_ptr<EpicDatabase> db;
-    ASSERT_TRUE(EpicDatabase::open(c, &db).ok());
+    std::unique_ptr<EpicDatabase> db = open_device_exec({{"t", 1, 16, false}}, p);
+    ASSERT_NE(db, nullptr);
     const std::uint32_t seven = 7;
     ASSERT_TRUE(db->load(0, 3, std::span<const std::uint32_t>(&seven, 1)).ok());
     SerialStore s({{"t", 1, 16, false}});
@@ -312,12 +322,8 @@ TEST(EpicDatabase, ReadsBetweenDeviceEpochsSeeEveryCommittedWrite) {
 TEST(EpicDatabase, AnIndexedTableFullOnTheDeviceFailsThatEpochAlone) {
   for (EpicPlacement p : device_exec_placements()) {
     SCOPED_TRACE(epic_placement_name(p));
-    EpicConfig c = config_of(EpicProcedures::kMix, {{"idx", 1, 4, true}}, 2, 1000);
-    c.placement = p;
-    c.min_device_epoch_ops = 0;
-    c.place_by_contention = false;
-    std::unique_ptr<EpicDatabase> db;
-    ASSERT_TRUE(EpicDatabase::open(c, &db).ok());
+    std::unique_ptr<EpicDatabase> db = open_device_exec({{"idx", 1, 4, true}}, p);
+    ASSERT_NE(db, nullptr);
     auto insert = [&](std::uint64_t key) {
       const std::vector<EpicKey> w = {EpicKey{0, key}};
       return db->submit(MixProcs::kRmw, {}, w, std::vector<std::uint32_t>{static_cast<std::uint32_t>(key), 0});
