@@ -282,8 +282,8 @@ class Pool {
     DUET_CUDA_TRY(cudaMemcpy(retired, env_.retired, 8 * std::min(st.retired_count, st.capacity),
                              cudaMemcpyDeviceToDevice));
     // Failed allocations advanced fresh_next past the capacity without taking a node: the new
-    // chunk's nodes start at the old capacity, or a pool grown after a batch that ran dry would
-    // skip them and grow again (a 16-node pool reached 16,384 nodes in one batch).
+    // chunk's nodes start at the old capacity, or a pool grown after a round that ran dry would
+    // skip its new nodes until fresh_next came back within the capacity.
     st.fresh_next = std::min(st.fresh_next, st.capacity);
     st.chunk_end[st.chunks] = cap;
     st.chunk_base[st.chunks] = reinterpret_cast<std::uint64_t>(chunk);
