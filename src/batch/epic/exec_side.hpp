@@ -40,7 +40,7 @@ inline std::uint64_t longest_write_chain(const Batch& b, std::uint32_t stride) {
 /// 4,400 ns a link, 50 ns a txn on the device (uncontended YCSB at 100K-txn epochs, H100), 400 ns
 /// a txn on the host (Epic-CPU on TPC-C NP at one warehouse, 16 threads); each epoch replaces its
 /// side's figure with what it measured (the chain's or the txns' term, whichever the model said
-/// dominated). Moving the tables costs move_ms (an estimate, then the last move measured), so
+/// dominated; a side's first epoch, its warm-up, sets nothing). Moving the tables costs move_ms (an estimate, then the last move measured), so
 /// the tables move as in ski rental: the epochs where the other side looked cheaper add what it
 /// would have saved, and the tables move once that credit reaches a move's cost (it resets when
 /// the side holding them looks cheaper). A side never chosen keeps its figure. Not thread-safe
@@ -74,9 +74,16 @@ class ExecSide {
     return !tables_on_device;
   }
   /// Sets the side that ran `e` in `ms` (a move excluded) to what it measured. On the device the
-  /// term that the model says dominated is the one set.
+  /// term that the model says dominated is the one set. A side's first epoch is a warm-up and
+  /// sets nothing: it pays one-time costs (the GPU runner's first index, its buffers, CUDA's
+  /// start), which on the H100 made a first CPU epoch of 21K txns look 60 times slower than the
+  /// next and kept a hot workload on the GPU at a third of the CPU's rate.
   void ran(bool on_device, const Epoch& e, double ms) {
     if (e.txns == 0 || ms <= 0) return;
+    if (!warmed_[on_device]) {
+      warmed_[on_device] = true;
+      return;
+    }
     const double ns = ms * 1e6;
     if (!on_device) {
       host_txn_ns_ = ns / static_cast<double>(e.txns);
@@ -94,6 +101,7 @@ class ExecSide {
  private:
   double move_ms_;
   double credit_ms_ = 0;
+  bool warmed_[2] = {false, false};  ///< each side (host, device) ran its warm-up epoch
   double link_ns_ = 4400, device_txn_ns_ = 50, host_txn_ns_ = 400;
 };
 

@@ -46,8 +46,16 @@ TEST(EpicExecSide, LongestWriteChainCountsWritesToOneRecord) {
   EXPECT_EQ(longest_write_chain(Batch{}, 64), 0u);
 }
 
+/// An ExecSide whose two sides have run their warm-up epochs (which set nothing).
+ExecSide warmed(double move_ms) {
+  ExecSide side(move_ms);
+  side.ran(false, ExecSide::Epoch{1, 0}, 1e6);
+  side.ran(true, ExecSide::Epoch{1, 0}, 1e6);
+  return side;
+}
+
 TEST(EpicExecSide, ModelSendsLongChainsToTheCpuAndCalibrates) {
-  ExecSide side(0);
+  ExecSide side = warmed(0);
   const ExecSide::Epoch spread{100000, 64}, hot{100000, 50000};
   EXPECT_TRUE(side.device(spread, true));
   EXPECT_FALSE(side.device(hot, true)) << "50,000 links at 4.4 us against 100,000 txns at 400 ns";
@@ -61,13 +69,29 @@ TEST(EpicExecSide, ModelSendsLongChainsToTheCpuAndCalibrates) {
   EXPECT_NEAR(side.host_ms(spread), 200.0, 1e-9);
   EXPECT_TRUE(side.device(spread, true));
   // A chain-bound device epoch sets the link cost, not the per-txn one.
-  ExecSide chains(0);
+  ExecSide chains = warmed(0);
   chains.ran(true, hot, 50.0);  // 1 us a link measured
   EXPECT_NEAR(chains.device_ms(hot), 50.0, 1e-9);
   EXPECT_NEAR(chains.device_ms(ExecSide::Epoch{100000, 0}), 5.0, 1e-9) << "per-txn cost untouched";
   chains.ran(true, ExecSide::Epoch{0, 5}, 1.0);  // no txns: ignored
   chains.ran(false, hot, 0);                     // no time: ignored
   EXPECT_NEAR(chains.host_ms(hot), 40.0, 1e-9);
+}
+
+// A side's first epoch pays one-time costs: it sets nothing. Here a first CPU epoch 60 times
+// slower than assumed (the GPU runner's start, as measured on the H100 through the server)
+// would have sent a hot chain to the device for good; it is ignored, and the second sets it.
+TEST(EpicExecSide, EachSidesFirstEpochIsAWarmUp) {
+  ExecSide side(0);
+  const ExecSide::Epoch hot{21000, 21000};  // device 92 ms, host 8.4 ms
+  side.ran(false, hot, 500.0);
+  EXPECT_NEAR(side.host_ms(hot), 8.4, 1e-9) << "the warm-up set the host's cost";
+  EXPECT_FALSE(side.device(hot, false));
+  side.ran(false, hot, 60.0);
+  EXPECT_NEAR(side.host_ms(hot), 60.0, 1e-9);
+  EXPECT_FALSE(side.device(hot, false));
+  side.ran(true, hot, 1000.0);  // the device's warm-up: ignored too
+  EXPECT_NEAR(side.device_ms(hot), 21000 * 4400 / 1e6, 1e-9);
 }
 
 // Ski rental: with the tables on the host and a move of 100 ms, an epoch the device would run
