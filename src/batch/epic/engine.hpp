@@ -426,18 +426,17 @@ class Engine {
       const bool dev = out->stats.on_device;
       side_.ran(dev, *shape, dev ? ms_since(device_t0_) : ms_since(t0) - (out->stats.moved_tables ? moved_ms_ : 0));
     }
-    const Batch* run = &b;
-    out->tag = run->tag;
-    out->attempt = run->attempt;
+    out->tag = b.tag;
+    out->attempt = b.attempt;
     Batch next;
-    for (std::size_t t = 0; t < run->size(); ++t)
-      if (out->results.outcome[t] == kRerun && (max_attempts_ == 0 || run->attempt[t] + 1 < max_attempts_)) {
-        next.add_from(*run, t, run->attempt[t] + 1);
+    for (std::size_t t = 0; t < b.size(); ++t)
+      if (out->results.outcome[t] == kRerun && (max_attempts_ == 0 || b.attempt[t] + 1 < max_attempts_)) {
+        next.add_from(b, t, b.attempt[t] + 1);
         next.piece.back() = 0;  // a rerun runs as a txn of its own (pieces never rerun: Batch::add_piece)
       }
     reruns_ = std::move(next);
-    out->stats.txns = run->txn_count();
-    out->stats.entries = run->size();
+    out->stats.txns = b.txn_count();
+    out->stats.entries = b.size();
     out->stats.temp_count = temp_count;
     out->stats.total_ms = ms_since(t0);
     return true;

@@ -708,16 +708,20 @@ class Runner final : public GpuRunner {
     return true;
   }
 
+  // One record of a paired (one-word) table, its two words (data << 32 | slot word, per slot),
+  // as the host keeps it: its slot words in *both, slot s's data in data[s].
+  static void unpair(const std::uint64_t* p, std::uint64_t* both, std::uint32_t* data) {
+    *both = static_cast<std::uint32_t>(p[0]) | (static_cast<std::uint64_t>(static_cast<std::uint32_t>(p[1])) << 32);
+    data[0] = static_cast<std::uint32_t>(p[0] >> 32), data[1] = static_cast<std::uint32_t>(p[1] >> 32);
+  }
+
   bool download(Database& db, std::string* err) override {
     for (std::size_t i = 0; i < tables_.size(); ++i) {
       TableStore& t = db.table(static_cast<std::uint32_t>(i));
       if (tables_[i].pairs) {
         std::vector<std::uint64_t> pairs(t.slots.size() * 2);
         EPIC_CUDA(cudaMemcpy(pairs.data(), tables_[i].pairs, pairs.size() * 8, cudaMemcpyDeviceToHost));
-        for (std::size_t r = 0; r < t.slots.size(); ++r) {
-          t.slots[r] = static_cast<std::uint32_t>(pairs[2 * r]) | (pairs[2 * r + 1] << 32);
-          for (int s = 0; s < 2; ++s) t.data[2 * r + s] = static_cast<std::uint32_t>(pairs[2 * r + s] >> 32);
-        }
+        for (std::size_t r = 0; r < t.slots.size(); ++r) unpair(&pairs[2 * r], &t.slots[r], &t.data[2 * r]);
         continue;
       }
       EPIC_CUDA(cudaMemcpy(t.slots.data(), tables_[i].slots, t.slots.size() * 8, cudaMemcpyDeviceToHost));
@@ -1019,8 +1023,7 @@ class Runner final : public GpuRunner {
     if (t.pairs) {  // (data << 32) | slot word, per slot
       std::uint64_t p[2];
       EPIC_CUDA(cudaMemcpy(p, t.pairs + 2 * std::size_t(r), 16, cudaMemcpyDeviceToHost));
-      both = static_cast<std::uint32_t>(p[0]) | (static_cast<std::uint64_t>(static_cast<std::uint32_t>(p[1])) << 32);
-      two[0] = static_cast<std::uint32_t>(p[0] >> 32), two[1] = static_cast<std::uint32_t>(p[1] >> 32);
+      unpair(p, &both, two.data());
     } else {
       EPIC_CUDA(cudaMemcpy(&both, t.slots + r, 8, cudaMemcpyDeviceToHost));
       EPIC_CUDA(cudaMemcpy(two.data(), t.data + 2 * words * r, 8 * words, cudaMemcpyDeviceToHost));

@@ -44,7 +44,7 @@ __global__ void init_tree_kernel(typename Tree::Node* nodes, TreeRoot* root) {
   root->node = reinterpret_cast<std::uint64_t>(nodes);
 }
 
-/// The request a kernel's t-th slot runs: order[t] (GpuConfig::gets_first), or t without one.
+/// The request a kernel's t-th slot runs: order[t] (GETs first, GpuConfig::order), or t without one.
 __device__ inline std::uint64_t request_at(const std::uint32_t* order, std::uint64_t t) {
   return order ? order[t] : t;
 }
