@@ -76,8 +76,8 @@ class ExecSide {
   /// Sets the side that ran `e` in `ms` (a move excluded) to what it measured. On the device the
   /// term that the model says dominated is the one set. A side's first epoch is a warm-up and
   /// sets nothing: it pays one-time costs (the GPU runner's first index, its buffers, CUDA's
-  /// start), which on the H100 made a first CPU epoch of 21K txns look 60 times slower than the
-  /// next and kept a hot workload on the GPU at a third of the CPU's rate.
+  /// start). Through the server on the H100, a model that took every epoch's time kept a hot
+  /// workload on the GPU after its one CPU epoch, at a third of the CPU's rate.
   void ran(bool on_device, const Epoch& e, double ms) {
     if (e.txns == 0 || ms <= 0) return;
     if (!warmed_[on_device]) {

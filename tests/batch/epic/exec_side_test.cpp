@@ -78,9 +78,9 @@ TEST(EpicExecSide, ModelSendsLongChainsToTheCpuAndCalibrates) {
   EXPECT_NEAR(chains.host_ms(hot), 40.0, 1e-9);
 }
 
-// A side's first epoch pays one-time costs: it sets nothing. Here a first CPU epoch 60 times
-// slower than assumed (the GPU runner's start, as measured on the H100 through the server)
-// would have sent a hot chain to the device for good; it is ignored, and the second sets it.
+// A side's first epoch pays one-time costs: it sets nothing. Here a first CPU epoch far slower
+// than the next (as the GPU runner's start makes it) would have sent a hot chain to the device
+// for good; it is ignored, and the second sets it.
 TEST(EpicExecSide, EachSidesFirstEpochIsAWarmUp) {
   ExecSide side(0);
   const ExecSide::Epoch hot{21000, 21000};  // device 92 ms, host 8.4 ms
