@@ -149,6 +149,12 @@ struct EpicStats {
   std::uint64_t table_uploads = 0;    ///< kGpuExec copies of the tables to the GPU
   std::uint64_t table_downloads = 0;  ///< kGpuExec copies of the tables back (before CPU epochs)
   std::uint64_t cost_model_epochs_on_host = 0;  ///< kGpuExec epochs the GPU could run, run on the CPU by the cost model (place_by_contention)
+  /// kGpuExec: milliseconds of the epochs each side ran (the tables' moves apart) and of the moves.
+  double host_exec_ms = 0, device_exec_ms = 0, table_move_ms = 0;
+  /// kGpuExec: the cost model's current figures, in ns: a txn on the CPU threads, a txn on the
+  /// GPU, a link of a chain of writes to one record on the GPU (each the median of its last five
+  /// measurements, or the default before one).
+  double model_host_ns_per_txn = 0, model_device_ns_per_txn = 0, model_device_ns_per_link = 0;
 };
 
 /// An Epic database: epochs indexed, planned and executed per EpicPlacement (by default indexed

@@ -147,6 +147,15 @@ def test_pipelined_calls_equal_serial_replay(server_factory, placement, min_ops,
     else:
         assert info["device_epochs"] == 0 and info["table_uploads"] == 0, info
         assert info["cost_model_epochs_on_host"] == 0, info
+    # Where the time went, and the cost model's figures: kept with a device executor only.
+    if placement == "gpu-exec-twin":
+        assert info["device_exec_ms"] + info["host_exec_ms"] > 0, info
+        assert (info["device_exec_ms"] > 0) == (info["device_epochs"] > 0), info
+        assert info["model_device_ns_per_txn"] > 0 and info["model_host_ns_per_txn"] > 0, info
+        assert info["model_device_ns_per_link"] > 0, info
+    else:
+        for k in ("host_exec_ms", "device_exec_ms", "table_move_ms", "model_host_ns_per_txn"):
+            assert info[k] == 0, (k, info)
 
 
 def test_clients_on_their_own_keys_each_equal_their_replay(server_factory):

@@ -103,6 +103,24 @@ class Engine {
   void set_place_by_contention(bool on) { by_contention_ = on; }
   /// Epochs the device could have run that ran on the CPU threads by the cost model.
   std::uint64_t cost_model_on_host() const { return cost_model_on_host_.load(std::memory_order_relaxed); }
+  /// With a DeviceExecutor: where the time went and what the cost model now holds. Safe to call
+  /// from any thread (each field is read on its own: a snapshot taken during an epoch may mix
+  /// that epoch's figures with the last one's).
+  struct SideTimes {
+    double host_exec_ms = 0, device_exec_ms = 0;  ///< epochs each side ran, moves of the tables apart
+    double move_ms = 0;                           ///< every copy of the tables, both ways
+    double model_link_ns = 0, model_device_txn_ns = 0, model_host_txn_ns = 0;  ///< ExecSide's figures
+  };
+  SideTimes side_times() const {
+    SideTimes t;
+    t.host_exec_ms = static_cast<double>(host_exec_us_.load(std::memory_order_relaxed)) / 1e3;
+    t.device_exec_ms = static_cast<double>(device_exec_us_.load(std::memory_order_relaxed)) / 1e3;
+    t.move_ms = static_cast<double>(move_us_.load(std::memory_order_relaxed)) / 1e3;
+    t.model_link_ns = model_link_ns_.load(std::memory_order_relaxed);
+    t.model_device_txn_ns = model_device_txn_ns_.load(std::memory_order_relaxed);
+    t.model_host_txn_ns = model_host_txn_ns_.load(std::memory_order_relaxed);
+    return t;
+  }
   /// Copies the device planner's index into the host database (no-op without one or when current);
   /// with a DeviceExecutor, its tables and index when the host copy is behind.
   bool sync(std::string* err) {
@@ -263,7 +281,7 @@ class Engine {
       if (!sync(err)) return false;
       out->stats.moved_tables = downloads() != before;
       moved_ms_ = ms_since(m0);
-      if (out->stats.moved_tables) side_.moved(moved_ms_);
+      if (out->stats.moved_tables) side_.moved(moved_ms_), add_ms(move_us_, moved_ms_);
       home_ = Home::kHost;
       if (model_says_host) {
         out->stats.cost_model_on_host = true;
@@ -398,7 +416,9 @@ class Engine {
       if (!sync(err) || !executor_->upload(db_, err)) return false;
       attached_ = false;
       stale_ = false;
-      side_.moved(ms_since(m0));
+      const double up_ms = ms_since(m0);
+      side_.moved(up_ms);
+      add_ms(move_us_, up_ms);
       uploads_.fetch_add(1, std::memory_order_relaxed);
       out->stats.moved_tables = true;
       home_ = Home::kDevice;
@@ -424,7 +444,12 @@ class Engine {
               const ExecSide::Epoch* shape = nullptr) {
     if (shape) {
       const bool dev = out->stats.on_device;
-      side_.ran(dev, *shape, dev ? ms_since(device_t0_) : ms_since(t0) - (out->stats.moved_tables ? moved_ms_ : 0));
+      const double ms = dev ? ms_since(device_t0_) : ms_since(t0) - (out->stats.moved_tables ? moved_ms_ : 0);
+      side_.ran(dev, *shape, ms);
+      add_ms(dev ? device_exec_us_ : host_exec_us_, ms);
+      model_link_ns_.store(side_.link_ns(), std::memory_order_relaxed);
+      model_device_txn_ns_.store(side_.device_txn_ns(), std::memory_order_relaxed);
+      model_host_txn_ns_.store(side_.host_txn_ns(), std::memory_order_relaxed);
     }
     out->tag = b.tag;
     out->attempt = b.attempt;
@@ -451,7 +476,13 @@ class Engine {
   static constexpr double kMoveBytesPerMs = 1e7;
   /// Every 64th txn's writes estimate an epoch's longest chain (about 0.2 ms for 100K TPC-C txns).
   static constexpr std::uint32_t kChainStride = 64;
+  static void add_ms(std::atomic<std::uint64_t>& us, double ms) {
+    if (ms > 0) us.fetch_add(static_cast<std::uint64_t>(ms * 1e3), std::memory_order_relaxed);
+  }
   ExecSide side_;
+  std::atomic<std::uint64_t> host_exec_us_{0}, device_exec_us_{0}, move_us_{0};  ///< SideTimes
+  std::atomic<double> model_link_ns_{ExecSide().link_ns()}, model_device_txn_ns_{ExecSide().device_txn_ns()},
+      model_host_txn_ns_{ExecSide().host_txn_ns()};
   bool by_contention_ = true;
   std::atomic<std::uint64_t> cost_model_on_host_{0};
   std::chrono::steady_clock::time_point device_t0_{};

@@ -135,6 +135,12 @@ class EpicDatabaseImpl final : public EpicDatabase {
     s.table_uploads = engine_.uploads();
     s.table_downloads = engine_.downloads();
     s.cost_model_epochs_on_host = engine_.cost_model_on_host();
+    if (engine_.has_device_executor()) {
+      const auto t = engine_.side_times();
+      s.host_exec_ms = t.host_exec_ms, s.device_exec_ms = t.device_exec_ms, s.table_move_ms = t.move_ms;
+      s.model_host_ns_per_txn = t.model_host_txn_ns, s.model_device_ns_per_txn = t.model_device_txn_ns;
+      s.model_device_ns_per_link = t.model_link_ns;
+    }
     return s;
   }
 

@@ -7,8 +7,10 @@
 #pragma once
 
 #include <algorithm>
+#include <array>
 #include <cstdint>
 #include <unordered_map>
+#include <utility>
 
 #include "batch/epic/epic.hpp"
 
@@ -34,17 +36,47 @@ inline std::uint64_t longest_write_chain(const Batch& b, std::uint32_t stride) {
   return std::uint64_t(most) * stride;
 }
 
+/// The median of the last kWindow values pushed (the lower of the two middle ones when the
+/// window holds an even count), or a default before the first. One outlier among three or more
+/// values moves it not at all; a shift that lasts moves it once most of the window has seen it.
+/// Cost: a sort of at most kWindow values per value().
+class RecentMedian {
+ public:
+  static constexpr std::size_t kWindow = 5;
+  explicit RecentMedian(double initial) : initial_(initial) {}
+  void push(double v) {
+    last_[next_ % kWindow] = v;
+    ++next_;
+  }
+  double value() const {
+    const std::size_t n = std::min<std::size_t>(next_, kWindow);
+    if (n == 0) return initial_;
+    std::array<double, kWindow> v = last_;
+    for (std::size_t i = 1; i < n; ++i)  // insertion sort: at most five values
+      for (std::size_t j = i; j > 0 && v[j] < v[j - 1]; --j) std::swap(v[j], v[j - 1]);
+    return v[(n - 1) / 2];
+  }
+
+ private:
+  double initial_;
+  std::array<double, kWindow> last_{};
+  std::size_t next_ = 0;
+};
+
 /// Chooses the side that executes each epoch (true: the device) from a cost model of each side,
 /// set by the epochs each side ran. Device: the longer of the chain (links at link_ns) and the
 /// epoch's txns at device_txn_ns. Host: txns at host_txn_ns. Defaults before any measurement:
 /// 4,400 ns a link, 50 ns a txn on the device (uncontended YCSB at 100K-txn epochs, H100), 400 ns
-/// a txn on the host (Epic-CPU on TPC-C NP at one warehouse, 16 threads); each epoch replaces its
-/// side's figure with what it measured (the chain's or the txns' term, whichever the model said
-/// dominated; a side's first epoch, its warm-up, sets nothing). Moving the tables costs move_ms (an estimate, then the last move measured), so
-/// the tables move as in ski rental: the epochs where the other side looked cheaper add what it
-/// would have saved, and the tables move once that credit reaches a move's cost (it resets when
-/// the side holding them looks cheaper). A side never chosen keeps its figure. Not thread-safe
-/// (the engine's epoch thread owns it).
+/// a txn on the host (Epic-CPU on TPC-C NP at one warehouse, 16 threads). Each epoch adds what
+/// it measured to its side's term (the chain's or the txns', whichever the model said
+/// dominated), and a term's figure is the median of its last five measurements (RecentMedian):
+/// through the server a hot chain's calls waited 39 ms at the median and 646 ms at p99 on the
+/// CPU threads, and a model that took each epoch as it came moved the tables back and forth. A side's first epoch,
+/// its warm-up, sets nothing. Moving the tables costs move_ms (an estimate, then the last move
+/// measured), so the tables move as in ski rental: the epochs where the other side looked
+/// cheaper add what it would have saved, and the tables move once that credit reaches a move's
+/// cost (it resets when the side holding them looks cheaper). A side never chosen keeps its
+/// figure. Not thread-safe (the engine's epoch thread owns it).
 class ExecSide {
  public:
   struct Epoch {
@@ -57,9 +89,13 @@ class ExecSide {
   double move_ms() const { return move_ms_; }
 
   double device_ms(const Epoch& e) const {
-    return std::max(static_cast<double>(e.chain) * link_ns_, static_cast<double>(e.txns) * device_txn_ns_) / 1e6;
+    return std::max(static_cast<double>(e.chain) * link_ns(), static_cast<double>(e.txns) * device_txn_ns()) / 1e6;
   }
-  double host_ms(const Epoch& e) const { return static_cast<double>(e.txns) * host_txn_ns_ / 1e6; }
+  double host_ms(const Epoch& e) const { return static_cast<double>(e.txns) * host_txn_ns() / 1e6; }
+  /// The model's figures (ns): a link of a chain and a txn on the device, a txn on the host.
+  double link_ns() const { return link_ns_.value(); }
+  double device_txn_ns() const { return device_txn_ns_.value(); }
+  double host_txn_ns() const { return host_txn_ns_.value(); }
   /// Whether `e` runs on the device, the tables being there now or not (see the class comment).
   bool device(const Epoch& e, bool tables_on_device) {
     const double here = tables_on_device ? device_ms(e) : host_ms(e);
@@ -73,8 +109,8 @@ class ExecSide {
     credit_ms_ = 0;
     return !tables_on_device;
   }
-  /// Sets the side that ran `e` in `ms` (a move excluded) to what it measured. On the device the
-  /// term that the model says dominated is the one set. A side's first epoch is a warm-up and
+  /// Adds what the side that ran `e` in `ms` (a move excluded) measured to its term's window. On
+  /// the device the term that the model says dominated is the one measured. A side's first epoch is a warm-up and
   /// sets nothing: it pays one-time costs (the GPU runner's first index, its buffers, CUDA's
   /// start). Through the server on the H100, a model that took every epoch's time kept a hot
   /// workload on the GPU after its one CPU epoch, at a third of the CPU's rate.
@@ -86,11 +122,11 @@ class ExecSide {
     }
     const double ns = ms * 1e6;
     if (!on_device) {
-      host_txn_ns_ = ns / static_cast<double>(e.txns);
-    } else if (e.chain > 0 && static_cast<double>(e.chain) * link_ns_ >= static_cast<double>(e.txns) * device_txn_ns_) {
-      link_ns_ = ns / static_cast<double>(e.chain);
+      host_txn_ns_.push(ns / static_cast<double>(e.txns));
+    } else if (e.chain > 0 && static_cast<double>(e.chain) * link_ns() >= static_cast<double>(e.txns) * device_txn_ns()) {
+      link_ns_.push(ns / static_cast<double>(e.chain));
     } else {
-      device_txn_ns_ = ns / static_cast<double>(e.txns);
+      device_txn_ns_.push(ns / static_cast<double>(e.txns));
     }
   }
   /// A move of the tables took `ms`: the next ones are expected to take as long.
@@ -102,7 +138,7 @@ class ExecSide {
   double move_ms_;
   double credit_ms_ = 0;
   bool warmed_[2] = {false, false};  ///< each side (host, device) ran its warm-up epoch
-  double link_ns_ = 4400, device_txn_ns_ = 50, host_txn_ns_ = 400;
+  RecentMedian link_ns_{4400}, device_txn_ns_{50}, host_txn_ns_{400};
 };
 
 }  // namespace duet::batch::epic
