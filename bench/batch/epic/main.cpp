@@ -14,11 +14,14 @@
 //   wall_ops_per_s     txns / the epoch's whole wall time (adds GC and host bookkeeping)
 // as the median over epochs 2..N with min and max. JSON goes to bench/results/epic/.
 #include <algorithm>
+#include <atomic>
 #include <chrono>
+#include <condition_variable>
 #include <cstdio>
 #include <functional>
 #include <iostream>
 #include <memory>
+#include <mutex>
 #include <string>
 #include <thread>
 
@@ -33,6 +36,7 @@
 #include "duet/batch.hpp"
 #ifdef DUET_HAVE_ROCKSDB
 #include "bench/batch/epic/rocksdb_peer.hpp"
+#include "tests/checkers/epic_serial_checker.hpp"
 #endif
 
 using namespace duet::batch::epic;
@@ -66,6 +70,7 @@ struct Config {
   unsigned backoff_ns = 1024;  ///< the GPU executor's longest sleep between polls
   bool gather_reads = true;    ///< the GPU executor waits for a txn's reads at once (GpuRunner::set_gather_reads)
   ExecOrder exec_order = ExecOrder::kAuto;  ///< --exec-order: how CPU engines hand txns to threads
+  int submitters = 1;  ///< --submitters: threads submitting to the epic-submit* front ends (submit_step)
 };
 
 /// The GPU executor's settings from the command line (every GPU runner of a run gets the same).
@@ -135,54 +140,138 @@ std::string set_sides(b::Json& r, const Sample& s) {
   return "  executed on the GPU: " + std::to_string(on) + " of " + std::to_string(s.on_device.size()) + " epochs";
 }
 
-/// epic-submit: the epoch's txns submitted one by one from this thread through the Epochs front
-/// end, a txn in pieces through submit_pieces, then a flush, which closes the epoch: it runs the
-/// same epochs as epic-twin (up to 2^19 entries, the front end's largest epoch; a batch with more
-/// pieces runs as two epochs). The wall time covers submission, the epoch and collecting every
-/// result. Throughput and latency count txns.
+/// Threads that submit to a front end for epic-submit with --submitters N: run(f) calls f(k) on
+/// thread k for every k and returns once all have returned. The threads live as long as the pool,
+/// so each keeps its one queue of the front end (Epochs queues by submitting thread).
+class SubmitterPool {
+ public:
+  explicit SubmitterPool(int n) {
+    for (int k = 0; k < n; ++k) threads_.emplace_back([this, k] { loop(k); });
+  }
+  ~SubmitterPool() {
+    {
+      std::lock_guard<std::mutex> lk(m_);
+      stop_ = true;
+    }
+    cv_.notify_all();
+    for (std::thread& t : threads_) t.join();
+  }
+  int size() const { return static_cast<int>(threads_.size()); }
+  void run(const std::function<void(int)>& f) {
+    std::unique_lock<std::mutex> lk(m_);
+    f_ = &f, left_ = size(), ++generation_;
+    cv_.notify_all();
+    done_.wait(lk, [this] { return left_ == 0; });
+    f_ = nullptr;
+  }
+
+ private:
+  void loop(int k) {
+    std::uint64_t seen = 0;
+    for (;;) {
+      std::unique_lock<std::mutex> lk(m_);
+      cv_.wait(lk, [&] { return stop_ || generation_ != seen; });
+      if (stop_) return;
+      seen = generation_;
+      const std::function<void(int)>* f = f_;
+      lk.unlock();
+      (*f)(k);
+      lk.lock();
+      if (--left_ == 0) done_.notify_one();
+    }
+  }
+  std::mutex m_;
+  std::condition_variable cv_, done_;
+  const std::function<void(int)>* f_ = nullptr;
+  int left_ = 0;
+  std::uint64_t generation_ = 0;
+  bool stop_ = false;
+  std::vector<std::thread> threads_;
+};
+
+/// epic-submit: the epoch's txns submitted one by one through the Epochs front end (a txn in
+/// pieces through submit_pieces), then a flush, which closes the epoch: it runs the same epochs
+/// as epic-twin (up to 2^19 entries, the front end's largest epoch; a batch with more pieces runs
+/// as two epochs). With `submitters` > 1, thread k of a SubmitterPool submits the k-th of that
+/// many contiguous runs of the epoch's txns and then collects their results; the threads first
+/// submitted in the order 0, 1, .. (enforced on their first txn), and an epoch takes the queues
+/// in that order, so the serial order is the batch's and the results are checked as with one.
+/// The wall time covers submission, the epoch and collecting every result. Throughput and
+/// latency count txns.
 template <class Procs>
-std::function<bool(const Batch&, Sample&)> submit_step(Engine<Procs>* engine, std::string* error) {
+std::function<bool(const Batch&, Sample&)> submit_step(Engine<Procs>* engine, int submitters, std::string* error) {
   auto front = std::make_shared<std::unique_ptr<Epochs<Procs>>>();
+  auto pool = std::make_shared<std::unique_ptr<SubmitterPool>>();
+  auto registered = std::make_shared<std::atomic<int>>(0);  // submitters that made their first submission
   auto seen = std::make_shared<int>(0);
   auto device_before = std::make_shared<std::uint64_t>(0);  // the engine's device epochs before this one
-  return [engine, error, front, seen, device_before](const Batch& e, Sample& s) {
+  return [engine, submitters, error, front, pool, registered, seen, device_before](const Batch& e, Sample& s) {
     // Epochs close on the flush below (a size would have to match every epoch's entries, which
     // vary with the pieces).
     if (!*front) *front = std::make_unique<Epochs<Procs>>(*engine, EpochsConfig{kMaxTxns / 2, std::chrono::seconds(10)});
-    const std::size_t txns = e.txn_count();
+    if (submitters > 1 && !*pool) *pool = std::make_unique<SubmitterPool>(submitters);
+    const auto later_piece = [&e](std::size_t u) { return u < e.piece.size() && e.piece[u] != 0; };
+    std::vector<std::size_t> first_entry;  // per txn, its first entry; then the end
+    for (std::size_t u = 0; u < e.size(); ++u)
+      if (!later_piece(u)) first_entry.push_back(u);
+    const std::size_t txns = first_entry.size();
+    first_entry.push_back(e.size());
     std::vector<std::future<TxnResult>> fs(txns);
     std::vector<std::chrono::steady_clock::time_point> at(txns);
-    std::vector<duet::EpicPiece> pieces;  // views into e's arrays, as a caller of EpicDatabase passes spans
-    const auto later_piece = [&e](std::size_t u) { return u < e.piece.size() && e.piece[u] != 0; };
     const std::span<const Key> keys(e.keys);
     const std::span<const std::uint32_t> all_args(e.args);
-    const auto t0 = std::chrono::steady_clock::now();
-    for (std::size_t u = 0, t = 0; u < e.size(); ++t) {
-      pieces.clear();
-      do {  // the entry u and the later pieces after it
-        const std::uint32_t b0 = e.op_begin[u], b1 = e.op_begin[u + 1], r1 = b0 + e.nreads[u];
-        pieces.push_back({e.proc[u], keys.subspan(b0, r1 - b0), keys.subspan(r1, b1 - r1),
-                          all_args.subspan(e.arg_begin[u], e.arg_begin[u + 1] - e.arg_begin[u])});
-        ++u;
-      } while (later_piece(u));
-      at[t] = std::chrono::steady_clock::now();
-      const duet::EpicPiece& p = pieces[0];
-      if (pieces.size() == 1) fs[t] = (*front)->submit(p.proc, p.reads, p.writes, p.args);
-      else fs[t] = (*front)->submit_piece_views(pieces);
-    }
-    (*front)->flush();
-    for (std::size_t t = 0; t < txns; ++t) {
-      const TxnResult r = fs[t].get();
-      if (!r.status.ok()) {
-        *error = r.status.message();
-        std::cerr << "epic-submit: txn " << t << ": " << *error << "\n";
-        return false;
+    const int n = std::max(1, submitters);
+    // Submitter k's txns: [run(k), run(k + 1)); the empty runs (fewer txns than submitters) last.
+    const auto run = [&](int k) { return txns / n * k + std::min<std::size_t>(k, txns % n); };
+    const auto submit_run = [&](int k) {
+      std::vector<duet::EpicPiece> pieces;  // views into e's arrays, as a caller of EpicDatabase passes spans
+      for (std::size_t t = run(k); t < run(k + 1); ++t) {
+        if (n > 1 && t == run(k))  // queues are taken in the order of first submission: 0, 1, ..
+          while (registered->load(std::memory_order_acquire) < k) std::this_thread::yield();
+        pieces.clear();
+        for (std::size_t u = first_entry[t]; u < first_entry[t + 1]; ++u) {
+          const std::uint32_t b0 = e.op_begin[u], b1 = e.op_begin[u + 1], r1 = b0 + e.nreads[u];
+          pieces.push_back({e.proc[u], keys.subspan(b0, r1 - b0), keys.subspan(r1, b1 - r1),
+                            all_args.subspan(e.arg_begin[u], e.arg_begin[u + 1] - e.arg_begin[u])});
+        }
+        at[t] = std::chrono::steady_clock::now();
+        const duet::EpicPiece& p = pieces[0];
+        if (pieces.size() == 1) fs[t] = (*front)->submit(p.proc, p.reads, p.writes, p.args);
+        else fs[t] = (*front)->submit_piece_views(pieces);
+        if (n > 1 && t == run(k) && registered->load(std::memory_order_acquire) == k)
+          registered->store(k + 1, std::memory_order_release);
       }
-      if (*seen > 0)
-        s.latency_us.push_back(std::chrono::duration<double, std::micro>(std::chrono::steady_clock::now() - at[t]).count());
+    };
+    std::atomic<bool> failed{false};
+    std::vector<std::vector<double>> latency(n);
+    const auto collect_run = [&](int k) {
+      for (std::size_t t = run(k); t < run(k + 1); ++t) {
+        const TxnResult r = fs[t].get();
+        if (!r.status.ok()) {
+          if (!failed.exchange(true)) {
+            *error = r.status.message();
+            std::cerr << "epic-submit: txn " << t << ": " << *error << "\n";
+          }
+          return;
+        }
+        if (*seen > 0)
+          latency[k].push_back(std::chrono::duration<double, std::micro>(std::chrono::steady_clock::now() - at[t]).count());
+      }
+    };
+    const auto t0 = std::chrono::steady_clock::now();
+    if (n == 1) {
+      submit_run(0);
+      (*front)->flush();
+      collect_run(0);
+    } else {
+      (*pool)->run(submit_run);
+      (*front)->flush();
+      (*pool)->run(collect_run);
     }
-    ++*seen;
     const double ms = ms_since(t0);
+    if (failed) return false;
+    for (const auto& l : latency) s.latency_us.insert(s.latency_us.end(), l.begin(), l.end());
+    ++*seen;
     if (engine->has_device_executor()) {
       s.on_device.push_back(engine->device_epochs() != *device_before ? 1 : 0);
       *device_before = engine->device_epochs();
@@ -268,6 +357,31 @@ void describe(b::Json& r, const std::string& system) {
   r.set("indexing", index).set("planning", plan).set("execution", exec).set("transfers", xfer);
 }
 
+/// After a run with the serial executor: every Epic system's tables (those on a GPU downloaded
+/// first) equal the serial executor's, record by record and in what is present
+/// (tests/checkers' compare_state). False, printing the first difference, when one differs.
+template <class Procs>
+bool same_tables_as_serial(const SerialStore& serial, const std::vector<std::pair<std::string, Engine<Procs>*>>& cpus,
+                           const std::vector<GpuSystem>& gpus, std::string* error) {
+  const auto differs = [&](const std::string& name, const Database& db) {
+    const std::string d = test::compare_state(db, serial);
+    if (!d.empty()) std::cerr << "check: " << name << "'s tables differ from serial execution: " << d << "\n";
+    return !d.empty();
+  };
+  for (const auto& [name, engine] : cpus) {
+    if (!engine) continue;
+    if (!engine->sync(error)) return std::cerr << "check: " << name << ": " << *error << "\n", false;
+    if (differs(name, engine->db())) return *error = name + " differs from serial execution", false;
+  }
+  for (const GpuSystem& g : gpus) {
+    if (!g.db) continue;
+    if (!g.runner->download(*g.db, error)) return std::cerr << "check: " << g.name << ": " << *error << "\n", false;
+    if (differs(g.name, *g.db)) return *error = g.name + " differs from serial execution", false;
+  }
+  std::printf("check: every system's tables equal serial execution's\n");
+  return true;
+}
+
 /// Runs `epochs` on each system present (serial execution, the RocksDB peer, the CPU engines,
 /// each GPU runner over its database) and hands each system's samples to report(name, sample).
 /// Epochs are interleaved: epoch e runs on every system before epoch e + 1 runs on any, so on a
@@ -278,7 +392,8 @@ void describe(b::Json& r, const std::string& system) {
 template <class Procs, class Report>
 bool measure_systems(const std::vector<Batch>& epochs, SerialStore* serial, const PeerRun& rocks,
                      const std::vector<std::pair<std::string, Engine<Procs>*>>& cpus,
-                     const std::vector<GpuSystem>& gpus, ExecOrder order, Report&& report, std::string* error,
+                     const std::vector<GpuSystem>& gpus, ExecOrder order, int submitters, Report&& report,
+                     std::string* error,
                      const std::vector<Batch>* whole = nullptr) {
   struct System {
     std::string name;
@@ -319,7 +434,7 @@ bool measure_systems(const std::vector<Batch>& epochs, SerialStore* serial, cons
     // epic-twin-counter: the twin with one counter in serial order, whatever --exec-order says.
     engine->set_exec_order(name == "epic-twin-counter" ? ExecOrder::kSerial : order);
     if (name == "epic-submit" || name == "epic-submit-gpu" || name == "epic-submit-gpuexec") {
-      systems.push_back({name, submit_step<Procs>(engine, error), {}});
+      systems.push_back({name, submit_step<Procs>(engine, submitters, error), {}});
       continue;
     }
     systems.push_back({name, [engine, error](const Batch& e, Sample& s) {
@@ -366,7 +481,7 @@ bool measure_systems(const std::vector<Batch>& epochs, SerialStore* serial, cons
     for (System& sys : systems)
       if (!sys.step(whole && sys.runs_whole ? (*whole)[e] : epochs[e], sys.s)) return false;
   for (System& sys : systems) report(sys.name, sys.s);
-  return true;
+  return !serial || same_tables_as_serial(*serial, cpus, gpus, error);
 }
 
 }  // namespace
@@ -401,6 +516,7 @@ int main(int argc, char** argv) {
       }
     } else if (f == "--systems") c.systems = list(v);
     else if (f == "--out") c.out = v;
+    else if (f == "--submitters") c.submitters = static_cast<int>(b::parse_count(v).value_or(0));
     else if (f == "--exec-order") {
       if (const duet::Status s = duet::parse_epic_exec_order(v, &c.exec_order); !s.ok()) return error = s.message(), false;
     } else if (f == "--gpu-backoff") c.backoff_ns = static_cast<unsigned>(b::parse_count(v).value_or(0));
@@ -422,14 +538,16 @@ int main(int argc, char** argv) {
     std::cerr << (ok ? "" : error + "\n")
               << "usage: duet_bench_epic [--quick] [--records N] [--epoch N] [--epoch-sizes N,N..] [--epochs N] [--threads N]\n"
                  "  [--workloads A,B,C,F,U (U: ten read-updates)] [--abort-rates 0,0.25] [--thetas 0,0.99] [--split 0,1] [--pieces 0,1 (0): YCSB's ops, TPC-C's Payments as pieces] [--systems serial,epic-twin,epic-twin-counter,epic-submit,epic-submit-gpu,epic-submit-gpuexec,epic-cpu,epic-cpu-hostidx,epic-gpu,epic-gpu-perarray,epic-gpu-hostidx,rocksdb]\n"
-                 "  [--out FILE] [--np WAREHOUSES: TPC-C instead of YCSB] [--mix np|full] [--tpcc-layout records|split (split)]\n  [--gpu-backoff NS (1024)] [--gpu-gather 0|1 (1)]\n  [--exec-order serial|partitioned|auto (auto): how CPU engines hand txns to threads]\n";
+                 "  [--out FILE] [--np WAREHOUSES: TPC-C instead of YCSB] [--mix np|full] [--tpcc-layout records|split (split)]\n  [--gpu-backoff NS (1024)] [--gpu-gather 0|1 (1)]\n  [--exec-order serial|partitioned|auto (auto): how CPU engines hand txns to threads]\n"
+                 "  [--submitters N (1): threads submitting each epoch's txns to the epic-submit* front ends]\n";
     return ok ? 0 : 2;
   }
   if (quick) c.records = 100000, c.epoch = 10000, c.epochs = 4;
   const bool bad_size = std::any_of(c.sizes.begin(), c.sizes.end(), [](std::size_t x) { return x == 0 || x > kMaxTxns; }) ||
                         std::any_of(c.abort_rates.begin(), c.abort_rates.end(), [](double x) { return x < 0 || x > 1; });
-  if (c.records == 0 || c.epoch == 0 || c.epoch > kMaxTxns || bad_size || c.epochs < 2 || c.threads < 1) {
-    std::cerr << "bad configuration: records, epoch sizes (at most 2^20), threads >= 1, epochs >= 2, abort rates in [0, 1]\n";
+  if (c.records == 0 || c.epoch == 0 || c.epoch > kMaxTxns || bad_size || c.epochs < 2 || c.threads < 1 ||
+      c.submitters < 1 || c.submitters > 256) {
+    std::cerr << "bad configuration: records, epoch sizes (at most 2^20), threads >= 1, epochs >= 2, abort rates in [0, 1], submitters 1..256\n";
     return 2;
   }
   if (c.pieces.empty() || (c.np && c.pieces.size() != 1)) {
@@ -602,7 +720,7 @@ int main(int argc, char** argv) {
                                       {{"epic-gpu", gpu_db.get(), np_runner.get()},
                                        {"epic-gpu-perarray", gpu_pdb.get(), np_prunner.get()},
                                        {"epic-gpu-hostidx", gpu_hdb.get(), np_hrunner.get()}},
-                                      c.exec_order, report, &error, pieces ? &whole : nullptr))
+                                      c.exec_order, c.submitters, report, &error, pieces ? &whole : nullptr))
         return 1;
       c.splits.clear();
     }
@@ -762,7 +880,7 @@ int main(int argc, char** argv) {
                                           {{"epic-gpu", gpu_db.get(), runner.get()},
                                            {"epic-gpu-perarray", gpu_pdb.get(), prunner.get()},
                                            {"epic-gpu-hostidx", gpu_hdb.get(), hrunner.get()}},
-                                          c.exec_order, report, &error, pieces ? &whole : nullptr))
+                                          c.exec_order, c.submitters, report, &error, pieces ? &whole : nullptr))
             return 1;
         }
     }
@@ -774,7 +892,7 @@ int main(int argc, char** argv) {
   b::Json piece_list = b::Json::array();
   for (int x : c.pieces) piece_list.push(static_cast<std::uint64_t>(x));
   config.set("pieces", piece_list);
-  config.set("threads", c.threads).set("ops_per_txn", 10).set("record_bytes", 1000).set("field_bytes", 100);
+  config.set("threads", c.threads).set("submitters", c.submitters).set("ops_per_txn", 10).set("record_bytes", 1000).set("field_bytes", 100);
   config.set("np_warehouses", c.np).set("tpcc_mix", c.full ? "full" : "np").set("tpcc_layout", layout_name(c.layout)).set("gpu_max_backoff_ns", c.backoff_ns).set("gpu_gather_reads", c.gather_reads).set("exec_order", epic_exec_order_name(c.exec_order)).set("median_over", "epochs 2..N").set("gpu", gpu ? device : "none: " + why);
   config.set("command", "bench/batch/epic: duet_bench_epic" + std::string(quick ? " --quick" : ""));
 #ifdef DUET_HAVE_ROCKSDB

@@ -7,7 +7,9 @@
 #   here:  bench/batch/epic/server-gpu.sh pack   builds duet and duet_bench_replay for sm_90 and
 #                                                 packs them with their libraries into gpu-pack-batchcall/
 #   there: bench/batch/epic/server-gpu.sh run    (OUT: results folder; TXNS, CONNECTIONS, PIPELINE,
-#                                                 CLIENT_THREADS, PLACEMENTS override the defaults)
+#                                                 CLIENT_THREADS, PLACEMENTS, ROUNDS override the defaults)
+# ROUNDS (default 3) runs every cell that many times, the placements in turn within a round, a
+# fresh server each; summary.json and the table printed last give each cell's median and range.
 set -uo pipefail
 cd "$(dirname "$0")/../../.."
 P=gpu-pack-batchcall
@@ -36,25 +38,28 @@ run)
       $([ $w = hot ] && echo --hot) || exit 1
   done
   port=7400
+  for r in $(seq 1 "${ROUNDS:-3}"); do
   for w in uniform hot; do
     for pl in ${PLACEMENTS:-cpu gpu gpu-exec}; do
-      port=$((port + 1))
+      port=$((port + 1)) c="$w-$pl-r$r"
       $P/duet server --port $port --device gpu --database-kinds kv,1=batch --epic-procedures mix \
-        --epic-tables t:4:1000000 --epic-placement $pl --epic-epoch-max-wait-us 2000 > "$OUT/server-$w-$pl.log" 2>&1 &
+        --epic-tables t:4:1000000 --epic-placement $pl --epic-epoch-max-wait-us 2000 > "$OUT/server-$c.log" 2>&1 &
       pid=$!
       for _ in $(seq 1 300); do (exec 3<>/dev/tcp/127.0.0.1/$port) 2>/dev/null && break; sleep 0.1; done
       timeout 300 $P/duet_bench_replay --commands "$OUT/$w.resp" --connections $C --threads $T --pipeline $D \
-        --port $port > "$OUT/replay-$w-$pl.json" 2> "$OUT/replay-$w-$pl.err"
-      echo "$w $pl rc=$? $(cat "$OUT/replay-$w-$pl.json")"
+        --port $port > "$OUT/replay-$c.json" 2> "$OUT/replay-$c.err"
+      echo "$c rc=$? $(cat "$OUT/replay-$c.json")"
       exec 3<>/dev/tcp/127.0.0.1/$port
       printf '*2\r\n$6\r\nSELECT\r\n$1\r\n1\r\n*2\r\n$4\r\nINFO\r\n$4\r\nduet\r\n' >&3
-      timeout 2 cat <&3 | tr -d '\r' | grep -a "batch_db1_epic" > "$OUT/info-$w-$pl.txt"
+      timeout 2 cat <&3 | tr -d '\r' | grep -a "batch_db1_epic" > "$OUT/info-$c.txt"
       exec 3<&-
-      cat "$OUT/info-$w-$pl.txt"
+      cat "$OUT/info-$c.txt"
       kill $pid; wait $pid 2>/dev/null
     done
   done
+  done
   rm -f "$OUT"/*.resp
+  /usr/bin/env python3 bench/batch/epic/server_summary.py "$OUT"
   ;;
 *) sed -n 2,10p "$0"; exit 2 ;;
 esac
