@@ -90,6 +90,10 @@ struct Sample {
   /// epic-submit-gpuexec: per epoch, 1 when the GPU executed it, 0 when the CPU threads did.
   std::vector<double> on_device;
   std::vector<double> pack, h2d, d2h;  ///< GPU epochs: the transfer phase's parts per epoch (ms)
+  /// epic-submit*: per epoch (ms), the submitting threads' time to queue every txn, then the
+  /// epoch thread's take, engine and resolve (EpochsStats); the rest of the wall time is the
+  /// submitters' collection of results and the threads' hand-offs.
+  std::vector<double> submit, take, engine, resolve;
 };
 
 /// GPU epochs: the transfer phase per epoch, split (host packing is part of h2d).
@@ -119,14 +123,32 @@ void set_exec_threads(b::Json& r, const Sample& s) {
 }
 
 /// epic-submit's per-txn latency (submit to result), for the JSON and the table; "" for others.
-std::string set_latency(b::Json& r, const Sample& s) {
+std::string set_latency(b::Json& r, const Sample& s, int submitters) {
   if (s.latency_us.empty()) return "";
   std::vector<double> lat = s.latency_us;
   const double q[2] = {b::percentile(lat, 0.5), b::percentile(lat, 0.99)};
   r.set("latency_us_p50", q[0]).set("latency_us_p99", q[1]);
-  r.set("latency", "per txn, from submit() to its future's result, one submitting thread, epochs 2..N");
+  r.set("latency", "per txn, from submit() to its future's result, " + std::to_string(submitters) +
+                       " submitting thread(s), epochs 2..N");
   char buf[96];
   std::snprintf(buf, sizeof buf, "  latency p50 %.0f us, p99 %.0f us", q[0], q[1]);
+  return buf;
+}
+
+/// epic-submit's front-end phases (Sample::submit..resolve), medians of epochs 2..N, for the JSON
+/// and the table; "" for others.
+std::string set_front_phases(b::Json& r, const Sample& s, int submitters) {
+  if (s.submit.size() < 2) return "";
+  auto med = [](const std::vector<double>& xs) { return b::summarize(std::vector<double>(xs.begin() + 1, xs.end())).median; };
+  const double total = med(s.exec);
+  const double sub = med(s.submit), take = med(s.take), eng = med(s.engine), res = med(s.resolve);
+  r.set("submitters", submitters).set("submit_ms_median", sub).set("take_ms_median", take);
+  r.set("engine_ms_median", eng).set("resolve_ms_median", res);
+  char buf[200];
+  std::snprintf(buf, sizeof buf,
+                "  front end, %d submitter(s), ms per epoch (medians): submit %.1f, take %.1f, engine %.1f, "
+                "resolve %.1f, of %.1f in all",
+                submitters, sub, take, eng, res, total);
   return buf;
 }
 
@@ -258,17 +280,18 @@ std::function<bool(const Batch&, Sample&)> submit_step(Engine<Procs>* engine, in
           latency[k].push_back(std::chrono::duration<double, std::micro>(std::chrono::steady_clock::now() - at[t]).count());
       }
     };
+    const EpochsStats before = (*front)->stats();
     const auto t0 = std::chrono::steady_clock::now();
-    if (n == 1) {
-      submit_run(0);
-      (*front)->flush();
-      collect_run(0);
-    } else {
-      (*pool)->run(submit_run);
-      (*front)->flush();
-      (*pool)->run(collect_run);
-    }
+    if (n == 1) submit_run(0);
+    else (*pool)->run(submit_run);
+    const double submit_ms = ms_since(t0);
+    (*front)->flush();
+    if (n == 1) collect_run(0);
+    else (*pool)->run(collect_run);
     const double ms = ms_since(t0);
+    const EpochsStats after = (*front)->stats();
+    s.submit.push_back(submit_ms), s.take.push_back(after.take_ms - before.take_ms);
+    s.engine.push_back(after.engine_ms - before.engine_ms), s.resolve.push_back(after.resolve_ms - before.resolve_ms);
     if (failed) return false;
     for (const auto& l : latency) s.latency_us.insert(s.latency_us.end(), l.begin(), l.end());
     ++*seen;
@@ -380,6 +403,17 @@ bool same_tables_as_serial(const SerialStore& serial, const std::vector<std::pai
   }
   std::printf("check: every system's tables equal serial execution's\n");
   return true;
+}
+
+/// What every report adds to a system's record past its medians (the parts that apply to it:
+/// threads and waits, transfers, latency, sides, front-end phases, where each phase runs),
+/// printing the lines that go under its row of the table.
+void add_details(b::Json& r, const Sample& s, const std::string& system, int submitters) {
+  set_exec_threads(r, s);
+  set_transfer_split(r, s);
+  for (const std::string& line : {set_latency(r, s, submitters), set_sides(r, s), set_front_phases(r, s, submitters)})
+    if (!line.empty()) std::printf("%s\n", line.c_str());
+  describe(r, system);
 }
 
 /// Runs `epochs` on each system present (serial execution, the RocksDB peer, the CPU engines,
@@ -702,12 +736,7 @@ int main(int argc, char** argv) {
         r.set("plan_ms_median", med(p.plan)).set("exec_ms_median", med(p.exec)).set("gc_ms_median", med(p.gc));
         if (system.rfind("epic-gpu", 0) == 0) r.set("max_backoff_ns", c.backoff_ns).set("gather_reads", c.gather_reads);
         if (system == "rocksdb") r.set("retries_median", med(p.retries)), r.set("storage", "memtable only, WAL off, MemEnv");
-        set_exec_threads(r, p);
-        set_transfer_split(r, p);
-        const std::string lat = set_latency(r, p);
-        if (!lat.empty()) std::printf("%s\n", lat.c_str());
-        if (const std::string sides = set_sides(r, p); !sides.empty()) std::printf("%s\n", sides.c_str());
-        describe(r, system);
+        add_details(r, p, system, c.submitters);
         records.push(r);
       };
       // Reruns (a mispredicted order id) are not resubmitted here; reconnaissance over one
@@ -863,12 +892,7 @@ int main(int argc, char** argv) {
             r.set("plan_ms_median", med(s.plan)).set("exec_ms_median", med(s.exec)).set("gc_ms_median", med(s.gc));
             if (system.rfind("epic-gpu", 0) == 0) r.set("max_backoff_ns", c.backoff_ns).set("gather_reads", c.gather_reads);
             if (system == "rocksdb") r.set("retries_median", med(s.retries)), r.set("storage", "memtable only, WAL off, MemEnv");
-            set_exec_threads(r, s);
-            set_transfer_split(r, s);
-            const std::string lat = set_latency(r, s);
-            if (!lat.empty()) std::printf("%s\n", lat.c_str());
-            if (const std::string sides = set_sides(r, s); !sides.empty()) std::printf("%s\n", sides.c_str());
-            describe(r, system);
+            add_details(r, s, system, c.submitters);
             records.push(r);
           };
           if (!measure_systems<YcsbProcs>(epochs, serial.get(), rocks_run,

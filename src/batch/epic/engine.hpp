@@ -131,6 +131,8 @@ class Engine {
     return true;
   }
   bool has_device_executor() const { return executor_ != nullptr; }
+  /// The CPU threads an epoch runs on (the caller's thread_pool with threads() - 1 workers).
+  int threads() const { return threads_; }
   /// With a DeviceExecutor: epochs it ran, and the copies of the tables made to it and back.
   std::uint64_t device_epochs() const { return device_epochs_.load(std::memory_order_relaxed); }
   std::uint64_t uploads() const { return uploads_.load(std::memory_order_relaxed); }

@@ -175,6 +175,81 @@ TEST(EpicEpochs, ConcurrentSubmittersEqualSerialInThreadCounterOrder) {
   ASSERT_EQ(check_serial(all, res, e.db()), "");
 }
 
+// Epochs of 5,000 txns (over kParallelResolveMin, 4,096) hand futures their results on the
+// engine's four threads and callbacks theirs on the epoch thread, in the epoch's order. Three
+// threads submit with futures, each with a collector already waiting on its futures, and one with
+// callbacks: every txn gets its result once, callbacks arrive from one thread in (epoch,
+// position) order, and everything equals serial execution.
+TEST(EpicEpochs, LargeEpochsHandEveryResultOverOnce) {
+  Engine<MixProcs> e(mix_tables(), 4);
+  SerialStore unused(mix_tables());
+  ASSERT_TRUE(load_mix(e.db(), unused));
+  constexpr int kThreads = 4;  // the last one submits with callbacks
+  const int per = std::max(3000, static_cast<int>(6000 * test_scale()));
+  std::vector<std::vector<MixTxn>> txns(kThreads);
+  std::vector<std::vector<std::future<TxnResult>>> fs(kThreads);
+  std::vector<TxnResult> by_callback(per);
+  std::vector<int> calls(per, 0);
+  std::vector<std::thread::id> callback_threads;
+  std::vector<std::pair<std::uint32_t, std::uint32_t>> callback_order;
+  std::vector<std::vector<TxnResult>> collected(kThreads - 1);
+  std::vector<std::atomic<int>> published(kThreads);  // futures of thread t set so far
+  {
+    Epochs<MixProcs> fe(e, {5000, std::chrono::milliseconds(20)});
+    std::vector<std::thread> th;
+    for (int t = 0; t < kThreads; ++t) {
+      txns[t].reserve(per);
+      fs[t].resize(per);
+    }
+    for (int t = 0; t < kThreads; ++t)
+      th.emplace_back([&, t] {
+        MixGen g(300 + t);
+        for (int i = 0; i < per; ++i) {
+          txns[t].push_back(g.draw());
+          const MixTxn& x = txns[t].back();
+          if (t + 1 < kThreads) {
+            fs[t][i] = fe.submit(x.proc, x.reads, x.writes, x.args);
+            published[t].store(i + 1, std::memory_order_release);
+          } else {
+            fe.submit(x.proc, x.reads, x.writes, x.args, [&, i](TxnResult&& r) {
+              ++calls[i];  // the epoch thread alone runs callbacks: no lock
+              callback_threads.push_back(std::this_thread::get_id());
+              callback_order.emplace_back(r.epoch, r.position);
+              by_callback[i] = std::move(r);
+            });
+          }
+        }
+      });
+    std::vector<std::thread> collectors;  // each waits on its submitter's futures as they come
+    for (int t = 0; t + 1 < kThreads; ++t)
+      collectors.emplace_back([&, t] {
+        for (int i = 0; i < per; ++i) {
+          while (published[t].load(std::memory_order_acquire) <= i) std::this_thread::yield();
+          collected[t].push_back(fs[t][i].get());
+        }
+      });
+    for (auto& x : th) x.join();
+    fe.flush();
+    for (auto& x : collectors) x.join();
+    EXPECT_GE(fe.stats().closed_by_size, 1u) << "at least one epoch of 5,000";
+  }
+  std::vector<MixTxn> all;
+  std::vector<TxnResult> res;
+  for (int t = 0; t < kThreads; ++t)
+    for (int i = 0; i < per; ++i) {
+      const TxnResult& r = t + 1 < kThreads ? collected[t][i] : by_callback[i];
+      if (t + 1 == kThreads) ASSERT_EQ(calls[i], 1) << "callback txn " << i;
+      ASSERT_TRUE(r.status.ok()) << r.status.message();
+      all.push_back(txns[t][i]);
+      res.push_back(r);
+    }
+  ASSERT_EQ(callback_threads.size(), static_cast<std::size_t>(per));
+  for (const std::thread::id& id : callback_threads) ASSERT_EQ(id, callback_threads[0]) << "callbacks on one thread";
+  for (std::size_t k = 1; k < callback_order.size(); ++k)
+    ASSERT_LT(callback_order[k - 1], callback_order[k]) << "callbacks in the epoch's order";
+  ASSERT_EQ(check_serial(all, res, e.db()), "");
+}
+
 TEST(EpicEpochs, EpochsCloseBySizeByWaitAndOnFlush) {
   Engine<MixProcs> e(mix_tables(), 1);
   SerialStore unused(mix_tables());
