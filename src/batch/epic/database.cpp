@@ -95,6 +95,28 @@ void Batch::add_from(const Batch& o, std::size_t t, std::uint32_t att) {
   piece.push_back(t < o.piece.size() ? o.piece[t] : 0);
 }
 
+void Batch::append_first(const Batch& o, std::size_t n, std::uint32_t att) {
+  if (n == 0) return;
+  const auto first = [n](const auto& v) { return v.begin() + static_cast<std::ptrdiff_t>(n); };
+  const std::uint32_t key0 = static_cast<std::uint32_t>(keys.size()), arg0 = static_cast<std::uint32_t>(args.size());
+  proc.insert(proc.end(), o.proc.begin(), first(o.proc));
+  nreads.insert(nreads.end(), o.nreads.begin(), first(o.nreads));
+  keys.insert(keys.end(), o.keys.begin() + o.op_begin[0], o.keys.begin() + o.op_begin[n]);
+  args.insert(args.end(), o.args.begin() + o.arg_begin[0], o.args.begin() + o.arg_begin[n]);
+  for (std::size_t t = 1; t <= n; ++t) {
+    op_begin.push_back(key0 + o.op_begin[t] - o.op_begin[0]);
+    arg_begin.push_back(arg0 + o.arg_begin[t] - o.arg_begin[0]);
+  }
+  attempt.insert(attempt.end(), n, att);
+  tag.insert(tag.end(), o.tag.begin(), first(o.tag));
+  // part and piece may be shorter than the batch (their defaults): as add_from fills them.
+  const std::size_t parts = std::min(n, o.part.size()), pieces = std::min(n, o.piece.size());
+  part.insert(part.end(), o.part.begin(), o.part.begin() + static_cast<std::ptrdiff_t>(parts));
+  part.insert(part.end(), n - parts, kAnyPart);
+  piece.insert(piece.end(), o.piece.begin(), o.piece.begin() + static_cast<std::ptrdiff_t>(pieces));
+  piece.insert(piece.end(), n - pieces, 0);
+}
+
 void Batch::pop_back() {
   if (proc.empty()) return;
   proc.pop_back();

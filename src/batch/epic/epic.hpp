@@ -169,6 +169,9 @@ struct Batch {
   }
   /// Appends txn t of `other` (a piece stays a piece).
   void add_from(const Batch& other, std::size_t t, std::uint32_t att);
+  /// Appends the first n txns of `other` (n <= other.size()), each on attempt `att`: the same as
+  /// add_from for t = 0 .. n - 1, at the cost of a copy of each array.
+  void append_first(const Batch& other, std::size_t n, std::uint32_t att);
   /// Removes the last txn (no-op on an empty batch).
   void pop_back();
 };

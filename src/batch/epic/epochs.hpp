@@ -484,6 +484,10 @@ class Epochs {
       size[i] = qs[i]->txns.size();
     }
     const std::vector<std::size_t> share = fair_shares(size, limit);
+    // One queue filling the epoch alone swaps its arrays with batch_'s; with several, each is
+    // copied in, so batch_ keeps one set of arrays of an epoch's size (swapping one queue's in
+    // and then appending the others would grow a different set each epoch: fresh pages each time).
+    const bool alone = std::count_if(share.begin(), share.end(), [](std::size_t x) { return x > 0; }) <= 1;
     for (std::size_t i = 0; i < qs.size(); ++i) {
       Queue* q = qs[i];
       std::lock_guard<std::mutex> lk(q->m);
@@ -497,11 +501,11 @@ class Epochs {
         if (whole <= free || batch_.size() == 0) n = whole;
       }
       if (n == 0) continue;
-      if (n == q->txns.size() && batch_.size() == 0) {
+      if (alone && n == q->txns.size() && batch_.size() == 0) {
         std::swap(batch_, q->txns);
         q->txns.clear();
       } else {
-        for (std::size_t t = 0; t < n; ++t) batch_.add_from(q->txns, t, 0);
+        batch_.append_first(q->txns, n, 0);
         if (n == q->txns.size()) {
           q->txns.clear();  // keeps its capacity: a queue refilled every epoch allocates once
         } else {

@@ -351,6 +351,41 @@ TEST(EpicPieces, BatchKeepsATxnsPiecesTogether) {
   EXPECT_EQ(copy.piece, b.piece);
 }
 
+// append_first equals add_from txn by txn, onto an empty batch and onto one that holds txns,
+// with and without pieces and partitions.
+TEST(EpicBatch, AppendFirstEqualsAddFromOneByOne) {
+  Batch src;
+  ASSERT_TRUE(src.add(1, std::vector<Key>{{0, 5}}, std::vector<Key>{{0, 6}}, std::vector<std::uint32_t>{7}, 11));
+  ASSERT_TRUE(src.add_piece(2, std::vector<Key>{{1, 8}, {1, 9}}, std::vector<Key>{}, std::vector<std::uint32_t>{}));
+  ASSERT_TRUE(src.add_piece(3, std::vector<Key>{}, std::vector<Key>{{0, 10}}, std::vector<std::uint32_t>{1, 2, 3}));
+  ASSERT_TRUE(src.add(4, std::vector<Key>{{0, 12}}, std::vector<Key>{}, std::vector<std::uint32_t>{4}, 12, 0, 3));
+  Batch plain;  // no pieces, no partitions: the optional arrays stay short
+  ASSERT_TRUE(plain.add(5, std::vector<Key>{{0, 1}}, std::vector<Key>{{0, 1}}, std::vector<std::uint32_t>{9}, 13));
+  for (const Batch* o : {&src, &plain})
+    for (bool nonempty : {false, true})
+      for (std::size_t n = 0; n <= o->size(); ++n) {
+        Batch want, got;
+        if (nonempty)
+          for (Batch* x : {&want, &got})
+            ASSERT_TRUE(x->add(6, std::vector<Key>{{2, 3}}, std::vector<Key>{{2, 4}}, std::vector<std::uint32_t>{5, 6}, 99));
+        for (std::size_t t = 0; t < n; ++t) want.add_from(*o, t, 2);
+        got.append_first(*o, n, 2);
+        SCOPED_TRACE("n " + std::to_string(n) + (nonempty ? " onto a txn" : ""));
+        EXPECT_EQ(got.proc, want.proc);
+        EXPECT_EQ(got.op_begin, want.op_begin);
+        EXPECT_EQ(got.nreads, want.nreads);
+        ASSERT_EQ(got.keys.size(), want.keys.size());
+        for (std::size_t k = 0; k < got.keys.size(); ++k)
+          EXPECT_TRUE(got.keys[k].table == want.keys[k].table && got.keys[k].key == want.keys[k].key) << k;
+        EXPECT_EQ(got.arg_begin, want.arg_begin);
+        EXPECT_EQ(got.args, want.args);
+        EXPECT_EQ(got.attempt, want.attempt);
+        EXPECT_EQ(got.tag, want.tag);
+        EXPECT_EQ(got.part, want.part);
+        EXPECT_EQ(got.piece, want.piece);
+      }
+}
+
 // YCSB with each op a piece of its txn (the ops that only read first), on the engine, against
 // the same txns run whole and serially: every record, and each txn's folded outcome and output.
 // With `reads_last` the pieces that write run first (writes_first), the negative control.
