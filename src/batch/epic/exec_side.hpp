@@ -83,6 +83,8 @@ class ExecSide {
     std::uint64_t txns = 0;   ///< entries the epoch runs (txns and pieces)
     std::uint64_t chain = 0;  ///< longest_write_chain
   };
+  /// How far the chain's term must exceed the txns' for an epoch to measure the link cost.
+  static constexpr double kChainDominates = 4;
   /// `move_ms`: the estimated cost of moving every table between the two sides once.
   explicit ExecSide(double move_ms = 0) : move_ms_(move_ms) {}
   void set_move_ms(double ms) { move_ms_ = ms; }
@@ -110,7 +112,10 @@ class ExecSide {
     return !tables_on_device;
   }
   /// Adds what the side that ran `e` in `ms` (a move excluded) measured to its term's window. On
-  /// the device the term that the model says dominated is the one measured. A side's first epoch is a warm-up and
+  /// the device the chain's term is measured only when the model put it at kChainDominates times
+  /// the txns' term or more, else the txns' term: where the two are close, an epoch's time says
+  /// little about its links (through the server, small uniform epochs whose sampled chain came
+  /// out near the txns' term set the link cost to 8-11 us, their fixed costs). A side's first epoch is a warm-up and
   /// sets nothing: it pays one-time costs (the GPU runner's first index, its buffers, CUDA's
   /// start). Through the server on the H100, a model that took every epoch's time kept a hot
   /// workload on the GPU after its one CPU epoch, at a third of the CPU's rate.
@@ -123,7 +128,7 @@ class ExecSide {
     const double ns = ms * 1e6;
     if (!on_device) {
       host_txn_ns_.push(ns / static_cast<double>(e.txns));
-    } else if (e.chain > 0 && static_cast<double>(e.chain) * link_ns() >= static_cast<double>(e.txns) * device_txn_ns()) {
+    } else if (e.chain > 0 && static_cast<double>(e.chain) * link_ns() >= kChainDominates * static_cast<double>(e.txns) * device_txn_ns()) {
       link_ns_.push(ns / static_cast<double>(e.chain));
     } else {
       device_txn_ns_.push(ns / static_cast<double>(e.txns));

@@ -73,6 +73,11 @@ TEST(EpicExecSide, ModelSendsLongChainsToTheCpuAndCalibrates) {
   chains.ran(true, hot, 50.0);  // 1 us a link measured
   EXPECT_NEAR(chains.device_ms(hot), 50.0, 1e-9);
   EXPECT_NEAR(chains.device_ms(ExecSide::Epoch{100000, 0}), 5.0, 1e-9) << "per-txn cost untouched";
+  // Terms close together (a chain of 64 at 1 us against 5,000 txns at 50 ns: 64 us and 250 us,
+  // under 4x apart): the epoch measures the per-txn cost, not the link.
+  chains.ran(true, ExecSide::Epoch{5000, 64}, 1.0);
+  EXPECT_NEAR(chains.device_ms(hot), 50.0, 1e-9) << "link cost untouched";
+  EXPECT_NEAR(chains.device_txn_ns(), 200.0, 1e-9) << "1 ms over 5,000 txns";
   chains.ran(true, ExecSide::Epoch{0, 5}, 1.0);  // no txns: ignored
   chains.ran(false, hot, 0);                     // no time: ignored
   EXPECT_NEAR(chains.host_ms(hot), 40.0, 1e-9);
