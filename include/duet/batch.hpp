@@ -149,6 +149,9 @@ struct EpicStats {
   std::uint64_t table_uploads = 0;    ///< kGpuExec copies of the tables to the GPU
   std::uint64_t table_downloads = 0;  ///< kGpuExec copies of the tables back (before CPU epochs)
   std::uint64_t cost_model_epochs_on_host = 0;  ///< kGpuExec epochs the GPU could run, run on the CPU by the cost model (place_by_contention)
+  /// The epoch thread's milliseconds over every epoch: moving queued txns into epochs, running
+  /// them (indexing, planning, execution, moves), and handing out their results.
+  double take_ms = 0, engine_ms = 0, resolve_ms = 0;
   /// kGpuExec: milliseconds of the epochs each side ran (the tables' moves apart) and of the moves.
   double host_exec_ms = 0, device_exec_ms = 0, table_move_ms = 0;
   /// kGpuExec: the cost model's current figures, in ns: a txn on the CPU threads, a txn on the

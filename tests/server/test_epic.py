@@ -147,6 +147,8 @@ def test_pipelined_calls_equal_serial_replay(server_factory, placement, min_ops,
     else:
         assert info["device_epochs"] == 0 and info["table_uploads"] == 0, info
         assert info["cost_model_epochs_on_host"] == 0, info
+    # The epoch thread's time: every placement ran at least one epoch.
+    assert info["engine_ms"] > 0 and info["take_ms"] >= 0 and info["resolve_ms"] >= 0, info
     # Where the time went, and the cost model's figures: kept with a device executor only.
     if placement == "gpu-exec-twin":
         assert info["device_exec_ms"] + info["host_exec_ms"] > 0, info

@@ -127,6 +127,7 @@ class EpicDatabaseImpl final : public EpicDatabase {
     s.epochs = e.epochs, s.txns = e.txns, s.refused = e.refused, s.failed_epochs = e.failed_epochs;
     s.closed_by_size = e.closed_by_size, s.closed_by_wait = e.closed_by_wait;
     s.closed_by_flush = e.closed_by_flush, s.rerun_epochs = e.rerun_epochs;
+    s.take_ms = e.take_ms, s.engine_ms = e.engine_ms, s.resolve_ms = e.resolve_ms;
     s.placement = placement_;
     s.host_planned_epochs = engine_.host_planned_epochs();
     s.small_epochs_on_host = engine_.small_epochs_on_host();

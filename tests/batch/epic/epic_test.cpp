@@ -365,9 +365,11 @@ TEST(EpicBatch, AppendFirstEqualsAddFromOneByOne) {
     for (bool nonempty : {false, true})
       for (std::size_t n = 0; n <= o->size(); ++n) {
         Batch want, got;
-        if (nonempty)
-          for (Batch* x : {&want, &got})
+        if (nonempty) {
+          for (Batch* x : {&want, &got}) {
             ASSERT_TRUE(x->add(6, std::vector<Key>{{2, 3}}, std::vector<Key>{{2, 4}}, std::vector<std::uint32_t>{5, 6}, 99));
+          }
+        }
         for (std::size_t t = 0; t < n; ++t) want.add_from(*o, t, 2);
         got.append_first(*o, n, 2);
         SCOPED_TRACE("n " + std::to_string(n) + (nonempty ? " onto a txn" : ""));

@@ -238,7 +238,9 @@ TEST(EpicEpochs, LargeEpochsHandEveryResultOverOnce) {
   for (int t = 0; t < kThreads; ++t)
     for (int i = 0; i < per; ++i) {
       const TxnResult& r = t + 1 < kThreads ? collected[t][i] : by_callback[i];
-      if (t + 1 == kThreads) ASSERT_EQ(calls[i], 1) << "callback txn " << i;
+      if (t + 1 == kThreads) {
+        ASSERT_EQ(calls[i], 1) << "callback txn " << i;
+      }
       ASSERT_TRUE(r.status.ok()) << r.status.message();
       all.push_back(txns[t][i]);
       res.push_back(r);
