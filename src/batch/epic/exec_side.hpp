@@ -38,7 +38,8 @@ inline std::uint64_t longest_write_chain(const Batch& b, std::uint32_t stride) {
 
 /// The median of the last kWindow values pushed (the lower of the two middle ones when the
 /// window holds an even count), or a default before the first. One outlier among three or more
-/// values moves it not at all; a shift that lasts moves it once most of the window has seen it.
+/// values leaves it within the range of the others; a shift that lasts moves it once most of the
+/// window has seen it.
 /// Cost: a sort of at most kWindow values per value().
 class RecentMedian {
  public:
@@ -68,10 +69,10 @@ class RecentMedian {
 /// epoch's txns at device_txn_ns. Host: txns at host_txn_ns. Defaults before any measurement:
 /// 4,400 ns a link, 50 ns a txn on the device (uncontended YCSB at 100K-txn epochs, H100), 400 ns
 /// a txn on the host (Epic-CPU on TPC-C NP at one warehouse, 16 threads). Each epoch adds what
-/// it measured to its side's term (the chain's or the txns', whichever the model said
-/// dominated), and a term's figure is the median of its last five measurements (RecentMedian):
-/// through the server a hot chain's calls waited 39 ms at the median and 646 ms at p99 on the
-/// CPU threads, and a model that took each epoch as it came moved the tables back and forth. A side's first epoch,
+/// it measured to its side's term (on the device the chain's or the txns', see ran()), and a
+/// term's figure is the median of its last five measurements (RecentMedian): through the server
+/// a hot chain's calls waited 39 ms at the median and 646 ms at p99 on the CPU threads, and a
+/// model that took each epoch as it came moved the tables back and forth. A side's first epoch,
 /// its warm-up, sets nothing. Moving the tables costs move_ms (an estimate, then the last move
 /// measured), so the tables move as in ski rental: the epochs where the other side looked
 /// cheaper add what it would have saved, and the tables move once that credit reaches a move's
