@@ -248,7 +248,9 @@ std::function<bool(const Batch&, Sample&)> submit_step(Engine<Procs>* engine, in
     const auto submit_run = [&](int k) {
       std::vector<duet::EpicPiece> pieces;  // views into e's arrays, as a caller of EpicDatabase passes spans
       for (std::size_t t = run(k); t < run(k + 1); ++t) {
-        if (n > 1 && t == run(k))  // queues are taken in the order of first submission: 0, 1, ..
+        // Queues are taken in the order of first submission: thread k's first txn waits for k - 1's.
+        const bool registers = n > 1 && t == run(k) && registered->load(std::memory_order_acquire) <= k;
+        if (registers)
           while (registered->load(std::memory_order_acquire) < k) std::this_thread::yield();
         pieces.clear();
         for (std::size_t u = first_entry[t]; u < first_entry[t + 1]; ++u) {
@@ -260,8 +262,7 @@ std::function<bool(const Batch&, Sample&)> submit_step(Engine<Procs>* engine, in
         const duet::EpicPiece& p = pieces[0];
         if (pieces.size() == 1) fs[t] = (*front)->submit(p.proc, p.reads, p.writes, p.args);
         else fs[t] = (*front)->submit_piece_views(pieces);
-        if (n > 1 && t == run(k) && registered->load(std::memory_order_acquire) == k)
-          registered->store(k + 1, std::memory_order_release);
+        if (registers) registered->store(k + 1, std::memory_order_release);
       }
     };
     std::atomic<bool> failed{false};
@@ -282,12 +283,11 @@ std::function<bool(const Batch&, Sample&)> submit_step(Engine<Procs>* engine, in
     };
     const EpochsStats before = (*front)->stats();
     const auto t0 = std::chrono::steady_clock::now();
-    if (n == 1) submit_run(0);
-    else (*pool)->run(submit_run);
+    const auto on_submitters = [&](const std::function<void(int)>& f) { n == 1 ? f(0) : (*pool)->run(f); };
+    on_submitters(submit_run);
     const double submit_ms = ms_since(t0);
     (*front)->flush();
-    if (n == 1) collect_run(0);
-    else (*pool)->run(collect_run);
+    on_submitters(collect_run);
     const double ms = ms_since(t0);
     const EpochsStats after = (*front)->stats();
     s.submit.push_back(submit_ms), s.take.push_back(after.take_ms - before.take_ms);

@@ -283,7 +283,7 @@ class Engine {
       if (!sync(err)) return false;
       out->stats.moved_tables = downloads() != before;
       moved_ms_ = ms_since(m0);
-      if (out->stats.moved_tables) side_.moved(moved_ms_), add_ms(move_us_, moved_ms_);
+      if (out->stats.moved_tables) count_move(moved_ms_);
       home_ = Home::kHost;
       if (model_says_host) {
         out->stats.cost_model_on_host = true;
@@ -418,9 +418,7 @@ class Engine {
       if (!sync(err) || !executor_->upload(db_, err)) return false;
       attached_ = false;
       stale_ = false;
-      const double up_ms = ms_since(m0);
-      side_.moved(up_ms);
-      add_ms(move_us_, up_ms);
+      count_move(ms_since(m0));
       uploads_.fetch_add(1, std::memory_order_relaxed);
       out->stats.moved_tables = true;
       home_ = Home::kDevice;
@@ -480,6 +478,12 @@ class Engine {
   static constexpr std::uint32_t kChainStride = 64;
   static void add_ms(std::atomic<std::uint64_t>& us, double ms) {
     if (ms > 0) us.fetch_add(static_cast<std::uint64_t>(ms * 1e3), std::memory_order_relaxed);
+  }
+  /// A move of the tables (either way) took `ms`: the model's next move costs that, and
+  /// SideTimes counts it.
+  void count_move(double ms) {
+    side_.moved(ms);
+    add_ms(move_us_, ms);
   }
   ExecSide side_;
   std::atomic<std::uint64_t> host_exec_us_{0}, device_exec_us_{0}, move_us_{0};  ///< SideTimes

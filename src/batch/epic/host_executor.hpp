@@ -45,11 +45,7 @@ class HostExecutor final : public DeviceExecutor {
   bool read(const Database&, std::uint32_t table, std::uint64_t key, std::vector<std::uint32_t>* rec, bool* found,
             std::string* err) override {
     if (!twin_) return *err = "tables not uploaded", false;
-    const std::uint32_t* r = nullptr;
-    if (!twin_->get(table, key, &r, err)) return false;
-    *found = r != nullptr;
-    if (r) rec->assign(r, r + twin_->db().table(table).spec.record_words);
-    return true;
+    return twin_->read(table, key, rec, found, err);
   }
   bool fits(const Batch& b, std::string* why) override {
     if (max_epoch_ops_ == 0 || b.keys.size() <= max_epoch_ops_) return true;
